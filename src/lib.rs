@@ -12,6 +12,7 @@ pub mod error;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod specs;
 pub mod stats;
 
 pub use error::{Error, Result};

@@ -1,0 +1,495 @@
+//! Theoretical arithmetic peaks from device attributes: units × FMA lanes per unit per clock ×
+//! 2 × clock.
+//!
+//! This module owns the lanes-per-SM table (per compute capability and precision, CUDA cores and
+//! tensor cores) and the host CPU's FMA datapath table, each entry with the source it comes
+//! from. The table is where other tools pick up 2× errors (GA102's FP32 "dual issue", GeForce
+//! parts' half-rate FP32 accumulation, A100's FP16 at 4× FP32 but BF16 at only 2×, Hopper's
+//! tensor figures quoted at a lower clock than its CUDA-core figures), so every entry that a
+//! vendor sheet covers is tested against `data/gpu_specs.csv`.
+//!
+//! It must not measure anything or know about backends: callers pass the compute capability,
+//! SM count and the clock they observed, and get GFLOP/s back (or `None` where no source gives
+//! the rate, which is better than a guess).
+//!
+//! Conventions: a rate is dense FMA per clock per SM, counted per lane (an `fma.rn.f16x2` is two
+//! lanes; an `mma.sync` m16n8k16 is 16·8·16 FMAs), and a FMA is 2 operations, as in every vendor
+//! sheet. Sparsity is never counted.
+
+use crate::bench::Precision;
+
+/// Market segment, which matters for one thing: GeForce (and TITAN) parts of compute capability
+/// 7.5, 8.6, 8.9 and 12.0 run tensor-core MMAs that accumulate in FP32 at half the rate of the
+/// professional and data-centre parts built from the same die (RTX 3090 vs RTX A6000).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Segment {
+    /// Data-centre and workstation parts (Tesla, A100, RTX A6000, L40S, …).
+    Professional,
+    /// GeForce and TITAN parts.
+    GeForce,
+}
+
+impl Segment {
+    /// The segment of a device from the name the driver reports.
+    pub fn of(device_name: &str) -> Segment {
+        let name = device_name.to_ascii_lowercase();
+        if name.contains("geforce") || name.contains("titan") {
+            Segment::GeForce
+        } else {
+            Segment::Professional
+        }
+    }
+}
+
+/// Where the table's numbers come from. Each is checked against the vendor figures in
+/// `data/gpu_specs.csv` by this module's tests wherever that file has the figure.
+pub mod source {
+    pub const CUDA_GUIDE: &str = "CUDA C++ Programming Guide, Arithmetic Instructions: table 'Throughput of Native Arithmetic Instructions (operations per clock cycle per multiprocessor)'";
+    pub const VOLTA_WP: &str = "NVIDIA Tesla V100 GPU Architecture whitepaper (2017): 8 tensor cores per SM, 64 FP16 FMA per clock each; V100 datasheet 125 TFLOPS at 1530 MHz";
+    pub const TURING_WP: &str = "NVIDIA Turing GPU Architecture whitepaper (2018), Appendix A; T4 datasheet (65 FP16 / 130 INT8 TOPS at 1590 MHz, 40 SMs)";
+    pub const AMPERE_WP: &str = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), Table 1 and 'A100 peak performance'; A100 datasheet (FP16 non-tensor 78, BF16 non-tensor 39 TFLOPS)";
+    pub const GA102_WP: &str = "NVIDIA Ampere GA102 GPU Architecture whitepaper v2 (2021), Appendix A (GeForce RTX 3090) and Appendix C (RTX A6000)";
+    pub const ADA_WP: &str = "NVIDIA Ada GPU Architecture whitepaper v2.02 (2023), Appendix A (RTX 4090); L40S and L4 datasheets";
+    pub const HOPPER_WP: &str = "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), Table 2 (tensor figures at the 1830 MHz SXM5 / 1620 MHz PCIe tensor boost clock); H100 datasheet";
+    pub const BLACKWELL_RTX_WP: &str = "NVIDIA RTX Blackwell GPU Architecture whitepaper (2025), Table 3 (GeForce RTX 5090, 170 SMs, 2407 MHz)";
+    pub const PROFESSIONAL_FULL_RATE: &str = "inferred: professional parts of this die run FP32-accumulate MMAs at the FP16-accumulate rate, as on GA102 (RTX A6000) and AD102 (L40S); no sheet in data/gpu_specs.csv covers it";
+}
+
+/// One entry of the lanes table: dense FMA per clock per SM for a compute capability and a
+/// precision; `geforce` overrides it on GeForce parts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate {
+    pub fma_per_clock_per_sm: u32,
+    pub source: &'static str,
+}
+
+struct Entry {
+    cc: (u32, u32),
+    precision: Precision,
+    fma_per_clock_per_sm: u32,
+    /// The GeForce rate where it differs (FP32 accumulation at half rate).
+    geforce: Option<u32>,
+    source: &'static str,
+}
+
+const fn e(cc: (u32, u32), precision: Precision, fma: u32, source: &'static str) -> Entry {
+    Entry {
+        cc,
+        precision,
+        fma_per_clock_per_sm: fma,
+        geforce: None,
+        source,
+    }
+}
+
+const fn geforce_half(
+    cc: (u32, u32),
+    precision: Precision,
+    fma: u32,
+    source: &'static str,
+) -> Entry {
+    Entry {
+        cc,
+        precision,
+        fma_per_clock_per_sm: fma,
+        geforce: Some(fma / 2),
+        source,
+    }
+}
+
+use source::*;
+use Precision::*;
+
+/// The lanes table. A missing (compute capability, precision) pair means no source gives the
+/// rate (or the hardware has no such instruction): `None`, never a guess.
+///
+/// CUDA-core lanes per SM (FMA per clock): the CUDA guide's throughput table, except the
+/// non-tensor FP16/BF16 rates of 8.x, which the whitepapers give per product (GA102 and AD102
+/// run FP16 at the FP32 rate, 128, where the guide's table has been read as 256; A100 runs BF16
+/// at half its FP16 rate).
+const TABLE: &[Entry] = &[
+    // Volta, 7.0 (V100)
+    e((7, 0), F64, 32, CUDA_GUIDE),
+    e((7, 0), F32, 64, CUDA_GUIDE),
+    e((7, 0), F16x2, 128, CUDA_GUIDE),
+    e((7, 0), I32, 64, CUDA_GUIDE),
+    e((7, 0), F16F16, 512, VOLTA_WP),
+    e((7, 0), F16F32, 512, VOLTA_WP),
+    // Turing, 7.5 (T4, RTX 20xx)
+    e((7, 5), F64, 2, CUDA_GUIDE),
+    e((7, 5), F32, 64, CUDA_GUIDE),
+    e((7, 5), F16x2, 128, CUDA_GUIDE),
+    e((7, 5), I32, 64, CUDA_GUIDE),
+    e((7, 5), F16F16, 512, TURING_WP),
+    geforce_half((7, 5), F16F32, 512, TURING_WP),
+    e((7, 5), S8S32, 1024, TURING_WP),
+    // Ampere GA100, 8.0 (A100, A30)
+    e((8, 0), F64, 32, CUDA_GUIDE),
+    e((8, 0), F32, 64, CUDA_GUIDE),
+    e((8, 0), F16x2, 256, AMPERE_WP),
+    e((8, 0), Bf16x2, 128, AMPERE_WP),
+    e((8, 0), I32, 64, CUDA_GUIDE),
+    e((8, 0), F16F16, 1024, AMPERE_WP),
+    e((8, 0), F16F32, 1024, AMPERE_WP),
+    e((8, 0), Bf16F32, 1024, AMPERE_WP),
+    e((8, 0), Tf32F32, 512, AMPERE_WP),
+    e((8, 0), S8S32, 2048, AMPERE_WP),
+    e((8, 0), F64F64, 64, AMPERE_WP),
+    // Ampere GA10x, 8.6 (RTX 30xx, RTX A6000, A40, A10)
+    e((8, 6), F64, 2, CUDA_GUIDE),
+    e((8, 6), F32, 128, CUDA_GUIDE),
+    e((8, 6), F16x2, 128, GA102_WP),
+    e((8, 6), Bf16x2, 128, GA102_WP),
+    e((8, 6), I32, 64, CUDA_GUIDE),
+    e((8, 6), F16F16, 512, GA102_WP),
+    geforce_half((8, 6), F16F32, 512, GA102_WP),
+    geforce_half((8, 6), Bf16F32, 512, GA102_WP),
+    geforce_half((8, 6), Tf32F32, 256, GA102_WP),
+    e((8, 6), S8S32, 1024, GA102_WP),
+    // Ada, 8.9 (RTX 40xx, L4, L40S)
+    e((8, 9), F64, 2, CUDA_GUIDE),
+    e((8, 9), F32, 128, CUDA_GUIDE),
+    e((8, 9), F16x2, 128, ADA_WP),
+    e((8, 9), Bf16x2, 128, ADA_WP),
+    e((8, 9), I32, 64, CUDA_GUIDE),
+    e((8, 9), F16F16, 512, ADA_WP),
+    geforce_half((8, 9), F16F32, 512, ADA_WP),
+    geforce_half((8, 9), Bf16F32, 512, ADA_WP),
+    geforce_half((8, 9), Tf32F32, 256, ADA_WP),
+    e((8, 9), S8S32, 1024, ADA_WP),
+    geforce_half((8, 9), E4m3F32, 1024, ADA_WP),
+    // Hopper, 9.0 (H100, H200, GH200)
+    e((9, 0), F64, 64, CUDA_GUIDE),
+    e((9, 0), F32, 128, CUDA_GUIDE),
+    e((9, 0), F16x2, 256, HOPPER_WP),
+    e((9, 0), Bf16x2, 256, HOPPER_WP),
+    e((9, 0), I32, 64, CUDA_GUIDE),
+    e((9, 0), F16F16, 2048, HOPPER_WP),
+    e((9, 0), F16F32, 2048, HOPPER_WP),
+    e((9, 0), Bf16F32, 2048, HOPPER_WP),
+    e((9, 0), Tf32F32, 1024, HOPPER_WP),
+    e((9, 0), S8S32, 4096, HOPPER_WP),
+    e((9, 0), E4m3F32, 4096, HOPPER_WP),
+    e((9, 0), F64F64, 128, HOPPER_WP),
+    // Blackwell data centre, 10.0 (B200): CUDA cores only; no sheet gives its clock.
+    e((10, 0), F64, 64, CUDA_GUIDE),
+    e((10, 0), F32, 128, CUDA_GUIDE),
+    e((10, 0), I32, 64, CUDA_GUIDE),
+    // Blackwell GeForce/workstation, 12.0 (RTX 50xx)
+    e((12, 0), F64, 2, CUDA_GUIDE),
+    e((12, 0), F32, 128, CUDA_GUIDE),
+    e((12, 0), F16x2, 128, BLACKWELL_RTX_WP),
+    e((12, 0), I32, 64, CUDA_GUIDE),
+    e((12, 0), F16F16, 512, BLACKWELL_RTX_WP),
+    geforce_half((12, 0), F16F32, 512, PROFESSIONAL_FULL_RATE),
+    geforce_half((12, 0), Bf16F32, 512, PROFESSIONAL_FULL_RATE),
+    geforce_half((12, 0), Tf32F32, 256, PROFESSIONAL_FULL_RATE),
+    e((12, 0), S8S32, 1024, BLACKWELL_RTX_WP),
+    geforce_half((12, 0), E4m3F32, 1024, PROFESSIONAL_FULL_RATE),
+];
+
+/// Dense FMA lanes per clock per SM for `precision` on a device of compute capability `cc` in
+/// `segment`, with the source of the figure; `None` where no source gives it.
+pub fn rate(cc: (u32, u32), precision: Precision, segment: Segment) -> Option<Rate> {
+    let entry = TABLE
+        .iter()
+        .find(|e| e.cc == cc && e.precision == precision)?;
+    let fma = match (segment, entry.geforce) {
+        (Segment::GeForce, Some(half)) => half,
+        _ => entry.fma_per_clock_per_sm,
+    };
+    Some(Rate {
+        fma_per_clock_per_sm: fma,
+        source: if segment == Segment::GeForce && entry.geforce.is_some() {
+            // The GeForce halving is what the GeForce sheets print, whatever the full rate's
+            // source.
+            match cc {
+                (7, 5) => TURING_WP,
+                (8, 6) => GA102_WP,
+                (8, 9) => ADA_WP,
+                _ => BLACKWELL_RTX_WP,
+            }
+        } else {
+            entry.source
+        },
+    })
+}
+
+/// GFLOP/s (or GOP/s for integers) from a rate: SMs × FMA lanes × 2 × clock.
+fn gflops(sms: u32, fma_per_clock_per_sm: u32, clock_mhz: f64) -> f64 {
+    sms as f64 * fma_per_clock_per_sm as f64 * 2.0 * clock_mhz / 1e3
+}
+
+/// Theoretical peak in GFLOP/s of `precision` on `sms` SMs of compute capability
+/// `compute_capability` at `clock_mhz`, for a data-centre or professional part (FP32-accumulate
+/// MMAs at full rate). For a device whose name is known, use [`peak_gflops_for`], which applies
+/// the GeForce half rate.
+pub fn peak_gflops(
+    compute_capability: (u32, u32),
+    sms: u32,
+    clock_mhz: f64,
+    precision: Precision,
+) -> Option<f64> {
+    rate(compute_capability, precision, Segment::Professional)
+        .map(|r| gflops(sms, r.fma_per_clock_per_sm, clock_mhz))
+}
+
+/// As [`peak_gflops`], for the device the driver names `device_name` (GeForce parts get their
+/// half-rate FP32 accumulation).
+pub fn peak_gflops_for(
+    device_name: &str,
+    compute_capability: (u32, u32),
+    sms: u32,
+    clock_mhz: f64,
+    precision: Precision,
+) -> Option<f64> {
+    rate(compute_capability, precision, Segment::of(device_name))
+        .map(|r| gflops(sms, r.fma_per_clock_per_sm, clock_mhz))
+}
+
+/// Parses a compute capability written `8.6` into `(8, 6)`.
+pub fn parse_compute_capability(s: &str) -> Option<(u32, u32)> {
+    let (major, minor) = s.trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// A host CPU core's FMA datapath: how many FMA pipes, how wide each one really is (a 512-bit
+/// instruction on a 256-bit datapath takes two passes), and where that comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostFma {
+    pub pipes: u32,
+    pub datapath_bits: u32,
+    pub source: &'static str,
+}
+
+/// The FMA datapath of an x86 core from its CPUID vendor, family and model; `None` for a core
+/// this table does not know (then no theoretical peak is claimed).
+pub fn host_fma_x86(vendor: &str, family: u32, model: u32) -> Option<HostFma> {
+    const ZEN5_SOG: &str = "AMD Software Optimization Guide for the AMD Zen5 Microarchitecture (pub. 58455), Floating-Point Unit: FP0/FP1 execute FMA, 512-bit datapath on server and desktop parts (mobile Strix/Krackan Point: 256-bit); corroborated by A. Yee, 'Zen5's AVX512 Teardown' (numberworld.org, 2024) and by this crate's own measurement";
+    const ZEN4_SOG: &str = "AMD Software Optimization Guide for AMD Family 19h Processors (pub. 56665): two 256-bit FMA pipes (FP0/FP1); 512-bit instructions take two passes";
+    const ZEN2_SOG: &str = "AMD Software Optimization Guide for AMD Family 17h Models 30h and Greater (pub. 56305): two 256-bit FMA pipes";
+    const INTEL_SOG: &str = "Intel 64 and IA-32 Architectures Optimization Reference Manual: two FMA ports (p0, p1) on Haswell and later cores; 512-bit FMA on p0+p1 fused, p5 on two-FMA Xeon parts not assumed";
+    match (vendor, family) {
+        ("AuthenticAMD", 0x1A) => {
+            // Zen 5: Strix Point (20h-2Fh) and Krackan Point (60h-6Fh) have a 256-bit datapath.
+            let mobile = (0x20..=0x2F).contains(&model) || (0x60..=0x6F).contains(&model);
+            Some(HostFma {
+                pipes: 2,
+                datapath_bits: if mobile { 256 } else { 512 },
+                source: ZEN5_SOG,
+            })
+        }
+        ("AuthenticAMD", 0x19) => Some(HostFma {
+            pipes: 2,
+            datapath_bits: 256,
+            source: ZEN4_SOG,
+        }),
+        ("AuthenticAMD", 0x17) if model >= 0x30 => Some(HostFma {
+            pipes: 2,
+            datapath_bits: 256,
+            source: ZEN2_SOG,
+        }),
+        // Family 6 cores since Haswell (model 0x3C) have two 256-bit FMA ports; whether a Xeon
+        // has a second 512-bit unit varies by SKU, so 512-bit code is credited with 256 × 2.
+        ("GenuineIntel", 6) if model >= 0x3C => Some(HostFma {
+            pipes: 2,
+            datapath_bits: 256,
+            source: INTEL_SOG,
+        }),
+        _ => None,
+    }
+}
+
+/// Theoretical host peak in GFLOP/s: cores × clock × FMA pipes × lanes × 2, where the lanes of an
+/// instruction are `min(instruction, datapath) bits / element bits`.
+pub fn host_peak_gflops(
+    cores: u32,
+    clock_mhz: f64,
+    fma: HostFma,
+    instruction_bits: u32,
+    element_bits: u32,
+) -> f64 {
+    let lanes = instruction_bits.min(fma.datapath_bits) / element_bits;
+    cores as f64 * clock_mhz / 1e3 * fma.pipes as f64 * lanes as f64 * 2.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// The vendor sheet, as the roofline module will embed it.
+    const SPECS_CSV: &str = include_str!("../../data/gpu_specs.csv");
+
+    /// Parses the reference CSV (with its quoted fields) into maps of column → value.
+    fn rows() -> Vec<HashMap<String, String>> {
+        let mut reader = csv::Reader::from_reader(SPECS_CSV.as_bytes());
+        let header: Vec<String> = reader
+            .headers()
+            .unwrap()
+            .iter()
+            .map(str::to_string)
+            .collect();
+        reader
+            .records()
+            .map(|r| {
+                let r = r.unwrap();
+                header
+                    .iter()
+                    .cloned()
+                    .zip(r.iter().map(str::to_string))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The clock NVIDIA used for a device's tensor-core figures, where it is not the boost
+    /// clock: Hopper's sheets quote tensor peaks at the tensor boost clock (gpu_specs.csv notes:
+    /// "tensor peaks computed by NVIDIA at the lower tensor boost clock (1830 MHz SXM5 / 1620 MHz
+    /// PCIe)"). `None` means the CSV does not say which clock, so tensor figures are not tested.
+    fn tensor_clock_mhz(row: &HashMap<String, String>, boost: f64) -> Option<f64> {
+        let name = &row["device"];
+        if row["compute_capability"] != "9.0" {
+            return Some(boost);
+        }
+        if name.contains("NVL") {
+            None
+        } else if name.contains("PCIe") {
+            Some(1620.0)
+        } else {
+            Some(1830.0)
+        }
+    }
+
+    /// Every vendor figure that the table covers, for every device with an SM count and a boost
+    /// clock, comes out within 2 %.
+    #[test]
+    fn lanes_table_reproduces_the_vendor_sheet() {
+        let columns: [(&str, Precision, bool); 10] = [
+            ("fp64_tflops", F64, false),
+            ("fp32_tflops", F32, false),
+            ("fp16_nontensor_tflops", F16x2, false),
+            ("fp64_tensor_tflops", F64F64, true),
+            ("tf32_tensor_tflops", Tf32F32, true),
+            ("bf16_tensor_tflops", Bf16F32, true),
+            ("fp16_tensor_fp32acc_tflops", F16F32, true),
+            ("fp16_tensor_fp16acc_tflops", F16F16, true),
+            ("int8_tensor_tops", S8S32, true),
+            ("fp8_tensor_tflops", E4m3F32, true),
+        ];
+        let mut checked = 0;
+        let mut failures = Vec::new();
+        for row in rows() {
+            let (Ok(sms), Ok(boost), Some(cc)) = (
+                row["sm_count"].parse::<u32>(),
+                row["boost_clock_mhz"].parse::<f64>(),
+                parse_compute_capability(&row["compute_capability"]),
+            ) else {
+                continue;
+            };
+            for (column, precision, tensor) in columns {
+                let Ok(vendor_tflops) = row[column].parse::<f64>() else {
+                    continue;
+                };
+                // Hopper's FP64 tensor figure is quoted at the boost clock, like its FP64.
+                let clock = if tensor && precision != F64F64 {
+                    match tensor_clock_mhz(&row, boost) {
+                        Some(c) => c,
+                        None => continue,
+                    }
+                } else {
+                    boost
+                };
+                let ours = peak_gflops_for(&row["nvidia_smi_name"], cc, sms, clock, precision);
+                let Some(ours) = ours else {
+                    failures.push(format!("{} {column}: no table entry", row["device"]));
+                    continue;
+                };
+                let ratio = ours / 1e3 / vendor_tflops;
+                if (ratio - 1.0).abs() > 0.02 {
+                    failures.push(format!(
+                        "{} {column}: ours {:.1} vs vendor {vendor_tflops} TFLOPS",
+                        row["device"],
+                        ours / 1e3
+                    ));
+                }
+                checked += 1;
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(checked >= 120, "only {checked} figures checked");
+    }
+
+    /// The three devices the issue names, spelled out.
+    #[test]
+    fn a100_rtx3090_h100_at_boost_clock() {
+        let tf =
+            |name: &str, cc, sms, mhz, p| peak_gflops_for(name, cc, sms, mhz, p).unwrap() / 1e3;
+        let a100 = "NVIDIA A100-SXM4-80GB";
+        assert!((tf(a100, (8, 0), 108, 1410.0, F32) - 19.5).abs() < 0.1);
+        assert!((tf(a100, (8, 0), 108, 1410.0, F64) - 9.7).abs() < 0.1);
+        assert!((tf(a100, (8, 0), 108, 1410.0, F16F32) - 312.0).abs() < 1.0);
+        let rtx = "NVIDIA GeForce RTX 3090";
+        assert!((tf(rtx, (8, 6), 82, 1695.0, F32) - 35.6).abs() < 0.1);
+        // GeForce: FP32 accumulation at half the FP16-accumulate rate, shown, not hidden.
+        assert!((tf(rtx, (8, 6), 82, 1695.0, F16F16) - 142.0).abs() < 0.5);
+        assert!((tf(rtx, (8, 6), 82, 1695.0, F16F32) - 71.0).abs() < 0.5);
+        // The same die as a workstation part runs it at full rate.
+        let a6000 = peak_gflops_for("NVIDIA RTX A6000", (8, 6), 84, 1800.0, F16F32).unwrap();
+        assert!((a6000 / 1e3 - 154.8).abs() < 0.5);
+        let h100 = "NVIDIA H100 80GB HBM3";
+        assert!((tf(h100, (9, 0), 132, 1980.0, F32) - 66.9).abs() < 0.1);
+        assert!((tf(h100, (9, 0), 132, 1830.0, Bf16F32) - 989.4).abs() < 1.0);
+    }
+
+    #[test]
+    fn unknown_pairs_are_none_not_guesses() {
+        assert_eq!(peak_gflops((8, 0), 108, 1410.0, E4m3F32), None);
+        assert_eq!(peak_gflops((7, 0), 80, 1530.0, Bf16x2), None);
+        assert_eq!(peak_gflops((3, 5), 15, 900.0, F32), None);
+        assert_eq!(peak_gflops((8, 6), 82, 1695.0, F64F64), None);
+        assert!(peak_gflops((8, 6), 82, 1695.0, F32).is_some());
+    }
+
+    #[test]
+    fn every_entry_is_unique_and_sourced() {
+        for (i, a) in TABLE.iter().enumerate() {
+            assert!(!a.source.is_empty());
+            assert!(a.fma_per_clock_per_sm > 0);
+            for b in &TABLE[i + 1..] {
+                assert!(
+                    !(a.cc == b.cc && a.precision == b.precision),
+                    "duplicate {:?} {}",
+                    a.cc,
+                    a.precision
+                );
+            }
+        }
+        assert_eq!(Segment::of("NVIDIA GeForce RTX 4090"), Segment::GeForce);
+        assert_eq!(Segment::of("NVIDIA TITAN RTX"), Segment::GeForce);
+        assert_eq!(Segment::of("Tesla T4"), Segment::Professional);
+        assert_eq!(parse_compute_capability("12.0"), Some((12, 0)));
+        assert_eq!(parse_compute_capability(""), None);
+    }
+
+    #[test]
+    fn host_peak_counts_pipes_and_real_width() {
+        let zen5 = host_fma_x86("AuthenticAMD", 0x1A, 0x02).unwrap();
+        assert_eq!((zen5.pipes, zen5.datapath_bits), (2, 512));
+        // 2 cores at 4 GHz, 2 × 16 f32 lanes × 2 flops = 64 flops/clock/core.
+        assert_eq!(host_peak_gflops(2, 4000.0, zen5, 512, 32), 512.0);
+        assert_eq!(host_peak_gflops(2, 4000.0, zen5, 512, 64), 256.0);
+        // AVX2 code on the same core uses half the datapath.
+        assert_eq!(host_peak_gflops(2, 4000.0, zen5, 256, 32), 256.0);
+        // Zen 4 double-pumps 512-bit instructions: no more flops than AVX2.
+        let zen4 = host_fma_x86("AuthenticAMD", 0x19, 0x61).unwrap();
+        assert_eq!(host_peak_gflops(1, 1000.0, zen4, 512, 32), 32.0);
+        assert_eq!(
+            host_fma_x86("AuthenticAMD", 0x1A, 0x24)
+                .unwrap()
+                .datapath_bits,
+            256
+        );
+        assert_eq!(host_fma_x86("HygonGenuine", 0x18, 0), None);
+    }
+}
