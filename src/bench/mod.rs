@@ -9,7 +9,11 @@
 //!
 //! This module must not launch or time anything: that is the backends' and the runner's job.
 
+pub mod arith;
+pub mod intensity;
+pub mod peak;
 pub mod stream;
+pub mod tensor;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

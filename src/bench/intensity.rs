@@ -1,0 +1,364 @@
+//! The arithmetic-intensity sweep (`intensity/fma/<precision>/<k>`): read a word, apply k FMAs,
+//! write it; k = 0, 1, 2, 4, …, 1024. Low k is bound by memory bandwidth, high k by the FMA pipes,
+//! and the points between trace the roofline's ridge (mixbench's and the Empirical Roofline
+//! Toolkit's experiment, validated and per precision).
+//!
+//! | per word | read | written | operations |
+//! | --- | --- | --- | --- |
+//! | f32, i32 | 4 B | 4 B | 2k |
+//! | f16x2, bf16x2 | 4 B | 4 B | 4k (two lanes) |
+//! | f64 | 8 B | 8 B | 2k |
+//!
+//! so the intensity is k/4, k/2 or k/8 operations per byte.
+//!
+//! The FMA is the map of [`arith::map`] (`x ← x·a + b`, every step rounding), so the check is
+//! exact: each output word must equal the input word iterated k times in the same precision.
+//! Inputs come from a small set of distinct values (4096 for f32/f64, 1024 per f16 lane, 128 per
+//! bf16 lane), so the gold values are a table computed once per case, and checking n words costs
+//! n look-ups, not n·k FMAs. Integer words are arbitrary: the integer map has a closed form.
+//!
+//! This module also owns the PTX template `kernels/intensity.ptx.in` and its expansion
+//! ([`expand`]), which the CUDA backend loads and the PTX interpreter's tests run. It must not
+//! launch or time anything.
+
+use super::arith::{self, FmaMap};
+use super::{input_bits, Case, Family, Precision, Verdict, Work};
+
+/// The template every sweep kernel is expanded from.
+pub const TEMPLATE: &str = include_str!("../../kernels/intensity.ptx.in");
+
+/// FMAs per word, 0 and the powers of two up to 1024.
+pub const KS: [u32; 12] = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+/// The precisions of the GPU sweep.
+pub const PRECISIONS: [Precision; 5] = [
+    Precision::F32,
+    Precision::F64,
+    Precision::F16x2,
+    Precision::Bf16x2,
+    Precision::I32,
+];
+
+/// The kernel name in ids: `intensity/fma/f32/64`.
+pub const KERNEL: &str = "fma";
+
+/// The array the inputs are drawn from, for [`input_bits`].
+const INPUT_ARRAY: u64 = 0x1D;
+
+/// The case sweeping `precision` at `k` FMAs per word over `n` words.
+pub fn case(precision: Precision, k: u32, n: u64) -> Case {
+    let bytes = arith::word_bytes(precision);
+    Case {
+        family: Family::Intensity,
+        kernel: KERNEL.to_string(),
+        precision,
+        param: Some(k),
+        elements: n,
+        working_set_bytes: 2 * n * bytes,
+        work: Work {
+            bytes_read: n * bytes,
+            bytes_written: n * bytes,
+            flops: 2 * k as u64 * arith::lanes(precision) * n,
+        },
+    }
+}
+
+/// Every sweep case for `precisions`, `n_for(precision)` words each, k ascending.
+pub fn cases(precisions: &[Precision], n_for: impl Fn(Precision) -> u64) -> Vec<Case> {
+    precisions
+        .iter()
+        .flat_map(|&p| {
+            let n = n_for(p);
+            KS.into_iter().map(move |k| case(p, k, n))
+        })
+        .collect()
+}
+
+/// The map every sweep kernel applies (its `a` and `b` parameters).
+pub fn map(precision: Precision) -> FmaMap {
+    arith::map(precision)
+}
+
+/// Distinct values per lane of each float input.
+fn distinct(precision: Precision) -> u64 {
+    match precision {
+        Precision::F16x2 => 1024,
+        Precision::Bf16x2 => 128,
+        _ => 4096,
+    }
+}
+
+/// The lane value for table index `m`: 1 + m / distinct, exact in the precision.
+fn lane_value(precision: Precision, m: u64) -> u64 {
+    let x = 1.0 + m as f64 / distinct(precision) as f64;
+    match precision {
+        Precision::F64 => x.to_bits(),
+        Precision::F32 => (x as f32).to_bits() as u64,
+        Precision::F16x2 => arith::f16_bits(x) as u64,
+        Precision::Bf16x2 => arith::bf16_bits(x) as u64,
+        other => panic!("{other} has no float lanes"),
+    }
+}
+
+/// Table indices (lane 0, lane 1) of input word `i`.
+fn input_index(precision: Precision, i: u64) -> (u64, u64) {
+    let bits = input_bits(INPUT_ARRAY, i);
+    let d = distinct(precision);
+    (bits % d, (bits >> 20) % d)
+}
+
+/// Input word `i` as register bits.
+pub fn input(precision: Precision, i: u64) -> u64 {
+    match precision {
+        Precision::I32 => input_bits(INPUT_ARRAY, i) as u32 as u64,
+        Precision::F16x2 | Precision::Bf16x2 => {
+            let (lo, hi) = input_index(precision, i);
+            arith::pack2(
+                lane_value(precision, lo) as u16,
+                lane_value(precision, hi) as u16,
+            )
+        }
+        _ => lane_value(precision, input_index(precision, i).0),
+    }
+}
+
+/// k FMAs on one word: the reference result of one sweep element.
+pub fn expected_word(precision: Precision, k: u32, x: u64) -> u64 {
+    arith::iterate(precision, x, map(precision), k as u64)
+}
+
+/// Gold values of a (precision, k) case, tabulated over the distinct inputs.
+pub struct Gold {
+    precision: Precision,
+    k: u32,
+    /// f^k of each distinct value: the whole word for f32/f64, lane 0 for the packed formats.
+    lane0: Vec<u64>,
+    /// Lane 1 of the packed formats.
+    lane1: Vec<u64>,
+}
+
+impl Gold {
+    pub fn new(precision: Precision, k: u32) -> Gold {
+        let (mut lane0, mut lane1) = (Vec::new(), Vec::new());
+        if precision != Precision::I32 {
+            for m in 0..distinct(precision) {
+                let v = lane_value(precision, m);
+                match precision {
+                    Precision::F16x2 | Precision::Bf16x2 => {
+                        let w = expected_word(precision, k, arith::pack2(v as u16, v as u16));
+                        let (lo, hi) = arith::lanes2(w);
+                        lane0.push(lo as u64);
+                        lane1.push(hi as u64);
+                    }
+                    _ => lane0.push(expected_word(precision, k, v)),
+                }
+            }
+        }
+        Gold {
+            precision,
+            k,
+            lane0,
+            lane1,
+        }
+    }
+
+    /// The gold value of output word `i`.
+    pub fn expected(&self, i: u64) -> u64 {
+        match self.precision {
+            Precision::I32 => expected_word(self.precision, self.k, input(self.precision, i)),
+            Precision::F16x2 | Precision::Bf16x2 => {
+                let (lo, hi) = input_index(self.precision, i);
+                arith::pack2(self.lane(lo, 0), self.lane(hi, 1))
+            }
+            _ => self.lane0[input_index(self.precision, i).0 as usize],
+        }
+    }
+
+    /// Entry `m` of the table of lane `lane`.
+    fn lane(&self, m: u64, lane: u32) -> u16 {
+        let table = if lane == 0 { &self.lane0 } else { &self.lane1 };
+        table[m as usize] as u16
+    }
+}
+
+/// Checks `n` output words (`got(i)`: the bits of word i) against the gold values.
+pub fn check(precision: Precision, k: u32, n: usize, got: impl Fn(usize) -> u64) -> Verdict {
+    let gold = Gold::new(precision, k);
+    arith::check_words(precision, n, got, |i| gold.expected(i as u64))
+}
+
+/// The PTX entry name of a sweep kernel: `fma_f32_k64`.
+pub fn entry_name(precision: Precision, k: u32) -> String {
+    format!("{KERNEL}_{}_k{k}", precision.as_str())
+}
+
+/// The PTX instruction of `precision`'s FMA (`fma.rn.f32`, `mad.lo.s32`, …).
+pub fn fma_instruction(precision: Precision) -> &'static str {
+    match precision {
+        Precision::F64 => "fma.rn.f64",
+        Precision::F32 => "fma.rn.f32",
+        Precision::F16x2 => "fma.rn.f16x2",
+        Precision::Bf16x2 => "fma.rn.bf16x2",
+        Precision::I32 => "mad.lo.s32",
+        other => panic!("{other} has no sweep kernel"),
+    }
+}
+
+/// `k` FMAs on each of the registers `%x0 … %x{chains-1}`, interleaved step by step so the
+/// chains are independent in flight.
+fn fma_block(precision: Precision, k: u32, chains: usize) -> String {
+    let fma = fma_instruction(precision);
+    let mut out = String::with_capacity(k as usize * chains * 32);
+    for _ in 0..k {
+        for c in 0..chains {
+            out.push_str(&format!("    {fma} %x{c}, %x{c}, %xa, %xb;\n"));
+        }
+    }
+    out
+}
+
+/// The PTX module of the sweep kernel for (`precision`, `k`): one entry, [`entry_name`], with
+/// parameters `(in, out, n, a, b)` — input and output arrays of n words, and the map's
+/// [`map`] `a` and `b` as register bits (`.b32`, or `.b64` for f64).
+///
+/// Template placeholders: `@ENTRY@`, `@K@`, `@FMA@` (the instruction), `@W@` (register bits),
+/// `@VEC@` (words per 16-byte vector), `@LOG2_VEC@`, `@LOG2_WORD@` (log2 of bytes per word),
+/// `@VTYPE@` / `@STYPE@` (vector and scalar load/store types), `@V0@` / `@V1@` (vector operand
+/// lists) and `@MAIN@` / `@REM@` / `@TAIL@` (the unrolled FMA blocks of the three loops).
+///
+/// The interpreter's tests call this to run the very text the GPU runs.
+pub fn expand(precision: Precision, k: u32) -> String {
+    let wide = precision == Precision::F64;
+    let vec = if wide { 2 } else { 4 };
+    let operands = |from: usize| {
+        let regs: Vec<String> = (from..from + vec).map(|r| format!("%x{r}")).collect();
+        format!("{{{}}}", regs.join(", "))
+    };
+    let replacements = [
+        ("@ENTRY@", entry_name(precision, k)),
+        ("@K@", k.to_string()),
+        ("@FMA@", fma_instruction(precision).to_string()),
+        ("@W@", if wide { "64" } else { "32" }.to_string()),
+        ("@VEC@", vec.to_string()),
+        ("@LOG2_VEC@", if wide { "1" } else { "2" }.to_string()),
+        ("@LOG2_WORD@", if wide { "3" } else { "2" }.to_string()),
+        (
+            "@VTYPE@",
+            if wide { "v2.b64" } else { "v4.b32" }.to_string(),
+        ),
+        ("@STYPE@", if wide { "b64" } else { "b32" }.to_string()),
+        ("@V0@", operands(0)),
+        ("@V1@", operands(vec)),
+        (
+            "@MAIN@",
+            fma_block(precision, k, 2 * vec).trim_end().to_string(),
+        ),
+        ("@REM@", fma_block(precision, k, vec).trim_end().to_string()),
+        ("@TAIL@", fma_block(precision, k, 1).trim_end().to_string()),
+    ];
+    let mut text = TEMPLATE.to_string();
+    for (key, value) in replacements {
+        text = text.replace(key, &value);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_table_gives_the_documented_intensities() {
+        let n = 1000;
+        for (p, per_k) in [
+            (Precision::F32, 0.25),
+            (Precision::I32, 0.25),
+            (Precision::F16x2, 0.5),
+            (Precision::Bf16x2, 0.5),
+            (Precision::F64, 0.125),
+        ] {
+            assert_eq!(case(p, 0, n).work.intensity(), Some(0.0));
+            assert_eq!(case(p, 64, n).work.intensity(), Some(64.0 * per_k));
+            assert_eq!(case(p, 64, n).id(), format!("intensity/fma/{p}/64"));
+        }
+        let c = case(Precision::F64, 8, n);
+        assert_eq!((c.work.bytes(), c.working_set_bytes), (16 * n, 16 * n));
+        assert_eq!(cases(&PRECISIONS, |_| 10).len(), 60);
+    }
+
+    #[test]
+    fn inputs_are_exact_and_varied() {
+        for p in PRECISIONS {
+            let words: Vec<u64> = (0..2000).map(|i| input(p, i)).collect();
+            let mut distinct_words = words.clone();
+            distinct_words.sort();
+            distinct_words.dedup();
+            assert!(distinct_words.len() > 100, "{p}: {}", distinct_words.len());
+        }
+        // f32 inputs are the f64 inputs' values
+        for i in 0..100 {
+            let f = f32::from_bits(input(Precision::F32, i) as u32);
+            assert!((1.0..2.0).contains(&f));
+        }
+    }
+
+    /// The table gives what iterating each word does, for every precision and several k.
+    #[test]
+    fn gold_table_equals_direct_iteration() {
+        for p in PRECISIONS {
+            for k in [0u32, 1, 5, 64] {
+                let gold = Gold::new(p, k);
+                for i in (0..5000).step_by(7) {
+                    assert_eq!(
+                        gold.expected(i),
+                        expected_word(p, k, input(p, i)),
+                        "{p} k={k} word {i}"
+                    );
+                }
+            }
+            // k = 0 is a copy
+            assert_eq!(Gold::new(p, 0).expected(3), input(p, 3));
+        }
+    }
+
+    #[test]
+    fn check_finds_an_off_by_one_k() {
+        let p = Precision::Bf16x2;
+        let good = |i: usize| expected_word(p, 16, input(p, i as u64));
+        assert!(check(p, 16, 300, good).valid);
+        let v = check(p, 16, 300, |i| {
+            if i == 200 {
+                expected_word(p, 15, input(p, 200))
+            } else {
+                good(i)
+            }
+        });
+        assert!(!v.valid, "15 FMAs instead of 16 must show");
+        assert!(v.detail.contains("[200]"), "{}", v.detail);
+    }
+
+    #[test]
+    fn expansion_unrolls_k_fmas_per_word() {
+        for p in PRECISIONS {
+            for k in [0u32, 1, 3, 64] {
+                let ptx = expand(p, k);
+                let unexpanded = ptx.split('@').skip(1).step_by(2).any(|w| {
+                    !w.is_empty()
+                        && w.chars()
+                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                });
+                assert!(!unexpanded, "unexpanded placeholder in {p} k={k}");
+                let fmas = ptx
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with(fma_instruction(p)))
+                    .count();
+                let vec = if p == Precision::F64 { 2 } else { 4 };
+                // main (2 vectors) + remainder (1 vector) + tail (1 word)
+                assert_eq!(fmas, k as usize * (3 * vec + 1), "{p} k={k}");
+                assert!(ptx.contains(&format!(".visible .entry {}(", entry_name(p, k))));
+            }
+        }
+        assert!(expand(Precision::F64, 2).contains("ld.global.v2.b64 {%x0, %x1}"));
+        assert!(expand(Precision::I32, 2).contains("mad.lo.s32 %x7, %x7, %xa, %xb;"));
+    }
+}
