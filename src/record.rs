@@ -67,6 +67,10 @@ pub struct Record {
     pub gbps: Option<f64>,
     /// flops / median time / 10^9.
     pub gflops: Option<f64>,
+    /// The theoretical peak of the case's arithmetic at `clock_mhz` (units × FMA lanes × 2 ×
+    /// clock; `specs::theory`), GFLOP/s; empty where the device's rate is not known, for cases
+    /// without arithmetic, and for invalid rows.
+    pub theory_gflops: Option<f64>,
     /// flops / bytes; empty when the case moves no bytes.
     pub intensity: Option<f64>,
     pub valid: bool,
@@ -145,6 +149,7 @@ impl Record {
             cv: None,
             gbps: None,
             gflops: None,
+            theory_gflops: None,
             intensity: case.work.intensity(),
             valid: false,
             status: String::new(),
@@ -243,6 +248,7 @@ fn sample_record() -> Record {
         cv: None,
         gbps: None,
         gflops: None,
+        theory_gflops: None,
         intensity: None,
         valid: false,
         status: String::new(),
@@ -474,7 +480,7 @@ pub(crate) mod tests {
         let h = header();
         assert_eq!(h[0], "schema");
         assert!(h.contains(&"gbps".to_string()));
-        assert_eq!(h.len(), 37);
+        assert_eq!(h.len(), 38);
     }
 
     #[test]

@@ -146,13 +146,24 @@ pub fn run(
         on_event(Event::Started { case });
         let before = backend.conditions();
         let timestamp = now_utc();
+        let mut observed_clock_mhz = None;
+        let mut theory_per_mhz = None;
         let result = backend.prepare(case).and_then(|mut prepared| {
             let (summary, reps) = measure(prepared.as_mut(), min_sample_secs, cfg)?;
             let verdict = prepared.verify()?;
+            observed_clock_mhz = prepared.clock_mhz();
+            // Every theoretical peak is proportional to the clock: take it per MHz now, and
+            // scale it by whichever clock is recorded below.
+            theory_per_mhz = prepared.theory_gflops(1.0);
             Ok((summary, reps, verdict, prepared.launch_note()))
         });
         let after = backend.conditions();
-        let conditions = Conditions::merge(&before, &after);
+        let mut conditions = Conditions::merge(&before, &after);
+        // A clock the case measured itself, while it ran, beats one read around it.
+        conditions.clock_mhz = observed_clock_mhz.or(conditions.clock_mhz);
+        let theory_gflops = theory_per_mhz
+            .zip(conditions.clock_mhz)
+            .map(|(per_mhz, mhz)| per_mhz * mhz);
         let join = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
             (true, _) => b.to_string(),
             (_, true) => a.to_string(),
@@ -182,6 +193,10 @@ pub fn run(
                 note.clone(),
             ),
         };
+        let mut record = record;
+        if record.valid {
+            record.theory_gflops = theory_gflops;
+        }
         sink(&record)?;
         on_event(Event::Finished { record: &record });
         records.push(record);

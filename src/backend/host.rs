@@ -9,6 +9,7 @@
 //! This module owns host discovery too (CPU model, caches, memory): it reads Linux's `/proc` and
 //! `/sys`, and degrades to what the standard library knows elsewhere.
 
+use super::host_compute::{self, HostCompute};
 use super::pool::{allowed_cpus, chunk, Pool, SpinBarrier};
 use super::{
     dram_array_bytes, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo, PlannedCase,
@@ -29,6 +30,8 @@ const SUM_LANES: usize = 16;
 pub struct HostBackend {
     info: DeviceInfo,
     pool: Pool,
+    /// The SIMD set and FMA datapath the compute cases use.
+    compute: HostCompute,
 }
 
 impl HostBackend {
@@ -41,9 +44,15 @@ impl HostBackend {
     pub fn with_cpus(cpus: Vec<usize>) -> HostBackend {
         let mut info = host_info();
         info.units = cpus.len() as u32;
+        let compute = HostCompute::detect();
+        info.extra.push((
+            "compute kernels".to_string(),
+            compute.simd.name().to_string(),
+        ));
         HostBackend {
             info,
             pool: Pool::new(cpus),
+            compute,
         }
     }
 
@@ -81,15 +90,39 @@ impl Backend for HostBackend {
                 (bytes, None)
             }
         };
-        Ok(
+        let mut planned: Vec<PlannedCase> =
             stream::cases(|p| (array_bytes / stream::element_bytes(p)).max(1))
                 .into_iter()
                 .map(|case| PlannedCase {
                     case,
                     note: note.clone().unwrap_or_default(),
                 })
-                .collect(),
-        )
+                .collect();
+        let threads = self.pool.threads();
+        for p in host_compute::PEAK_PRECISIONS {
+            planned.push(PlannedCase {
+                case: host_compute::peak_case(p, threads, self.compute.simd),
+                note: String::new(),
+            });
+        }
+        // The sweep's two arrays together hold 4 × the last-level cache, so its low-k points are
+        // DRAM-bound, and no more: k = 1024 does 2048 operations per word, and a bigger array
+        // would make one launch last seconds on a small host.
+        let (sweep_bytes, sweep_note) = match size {
+            SizeRequest::Auto => dram_sweep_bytes(self.info.llc_bytes, usable),
+            SizeRequest::BytesPerArray(bytes) => (bytes, None),
+        };
+        planned.extend(
+            host_compute::sweep_cases(|p| {
+                (sweep_bytes / crate::bench::arith::word_bytes(p)).max(1)
+            })
+            .into_iter()
+            .map(|case| PlannedCase {
+                case,
+                note: sweep_note.clone().unwrap_or_default(),
+            }),
+        );
+        Ok(planned)
     }
 
     fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
@@ -99,6 +132,9 @@ impl Backend for HostBackend {
             }
             (Family::Stream, Precision::F64) => {
                 Ok(Box::new(StreamCase::<f64>::new(&self.pool, case)?))
+            }
+            (Family::Peak | Family::Intensity, _) => {
+                host_compute::prepare(&self.pool, self.compute, case)
             }
             _ => Err(Error::Usage(format!(
                 "the host backend has no kernel for {}",
@@ -116,6 +152,23 @@ impl Backend for HostBackend {
 
     fn min_sample_secs(&self) -> f64 {
         0.02
+    }
+}
+
+/// Bytes per array of the host sweep: 2 × the last-level cache (so input and output together
+/// are 4 × LLC), at least 16 MiB, capped so both arrays fit in `usable_bytes`.
+pub fn dram_sweep_bytes(llc_bytes: u64, usable_bytes: u64) -> (u64, Option<String>) {
+    let wanted = (2 * llc_bytes).max(16 << 20);
+    let cap = (usable_bytes / 2) & !4095;
+    if wanted <= cap {
+        (wanted, None)
+    } else {
+        (
+            cap,
+            Some(format!(
+                "sweep array size reduced from {wanted} to {cap} bytes to fit free memory"
+            )),
+        )
     }
 }
 

@@ -11,6 +11,7 @@
 
 pub mod cuda;
 pub mod host;
+pub mod host_compute;
 pub mod pool;
 
 use crate::bench::{Case, Verdict};
@@ -143,6 +144,23 @@ pub trait PreparedCase {
 
     /// Launch geometry or threading used, for the record (`grid 1056x256`, `2 threads`).
     fn launch_note(&self) -> String;
+
+    /// The SM or core clock, in MHz, that this case itself observed while it ran, if it measures
+    /// one (a GPU kernel's `%clock64` against `%globaltimer`; the host's dependent-add chain on
+    /// the same cores right after the samples). The runner records it in place of the clock
+    /// observed around the case. Called once, after `verify`.
+    fn clock_mhz(&mut self) -> Option<f64> {
+        None
+    }
+
+    /// The theoretical peak of this case's arithmetic at `clock_mhz`, in GFLOP/s (units ×
+    /// lanes × 2 × clock), where the device's rate for its precision is known. It must be
+    /// proportional to `clock_mhz`: the runner asks for it at 1 MHz and scales it by the clock
+    /// it records.
+    fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+        let _ = clock_mhz;
+        None
+    }
 }
 
 /// A device that can run cases.

@@ -256,7 +256,7 @@ mod tests {
                 for t in 0..threads {
                     let r = chunk(n, threads, t, 16);
                     assert_eq!(r.start, next, "n={n} threads={threads} t={t}");
-                    assert!(r.start % 16 == 0 || r.start == n);
+                    assert!(r.start.is_multiple_of(16) || r.start == n);
                     next = r.end;
                 }
                 assert_eq!(next, n);

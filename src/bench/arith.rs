@@ -251,7 +251,7 @@ pub fn iterate(precision: Precision, x: u64, map: FmaMap, steps: u64) -> u64 {
         if prev2 == Some(cur) {
             // period 2: the remaining steps alternate between cur and prev
             let remaining = steps - done;
-            return if remaining % 2 == 0 {
+            return if remaining.is_multiple_of(2) {
                 cur
             } else {
                 prev.unwrap_or(cur)

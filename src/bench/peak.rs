@@ -114,7 +114,7 @@ pub fn case(precision: Precision, elements: u64, iterations: u64, fmas_per_itera
 /// case is not one this backend built.
 pub fn iterations_of(case: &Case, fmas_per_iteration: u64) -> Result<u64, String> {
     let per_trip = flops(case.precision, case.elements, 1, fmas_per_iteration);
-    if case.family != Family::Peak || per_trip == 0 || case.work.flops % per_trip != 0 {
+    if case.family != Family::Peak || per_trip == 0 || !case.work.flops.is_multiple_of(per_trip) {
         return Err(format!(
             "{} is not a peak case of {fmas_per_iteration} FMAs per element per trip",
             case.id()

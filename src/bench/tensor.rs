@@ -365,8 +365,8 @@ pub fn iterations_of(case: &Case) -> Result<u64, String> {
         || per_warp * case.elements != case.work.flops
         || mmas * per_mma != per_warp
         || mmas < CHAINS
-        || (mmas / CHAINS - 1) % (2 * UNROLL) != 0
-        || mmas % CHAINS != 0
+        || !(mmas / CHAINS - 1).is_multiple_of(2 * UNROLL)
+        || !mmas.is_multiple_of(CHAINS)
     {
         return Err(format!(
             "{} is not a tensor case this build made",

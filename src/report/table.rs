@@ -63,20 +63,26 @@ pub fn render(records: &[Record]) -> String {
             );
             let _ = writeln!(
                 out,
-                "{:<28} {:>11} {:>9} {:>9} {:>11} {:>6}  status",
-                "case", "working set", "GB/s", "GFLOP/s", "median", "CV"
+                "{:<28} {:>11} {:>9} {:>9} {:>7} {:>11} {:>6}  status",
+                "case", "working set", "GB/s", "GFLOP/s", "%theory", "median", "CV"
             );
         }
         let cv =
             r.cv.map_or_else(|| "-".to_string(), |c| format!("{:.1}%", c * 100.0));
         let status = if r.valid { "ok" } else { r.status.as_str() };
+        // GFLOP/s as a share of the theoretical peak at the clock the case ran at.
+        let of_theory = match (r.gflops, r.theory_gflops) {
+            (Some(g), Some(t)) if t > 0.0 => format!("{:.1}%", 100.0 * g / t),
+            _ => "-".to_string(),
+        };
         let _ = writeln!(
             out,
-            "{:<28} {:>11} {:>9} {:>9} {:>11} {:>6}  {}",
+            "{:<28} {:>11} {:>9} {:>9} {:>7} {:>11} {:>6}  {}",
             r.case_id(),
             bytes(r.working_set_bytes),
             figure(r.gbps),
             figure(r.gflops),
+            of_theory,
             duration(r.time_median_s),
             cv,
             status
@@ -128,5 +134,20 @@ mod tests {
         assert!(lines[3].starts_with("stream/copy/f64"));
         assert!(lines[3].contains("invalid: [3] is 1"));
         assert!(!lines[3].contains("16.8"), "no figure for an invalid row");
+    }
+
+    #[test]
+    fn share_of_theory_is_shown_where_known() {
+        let case = crate::bench::peak::case(Precision::F32, 100, 1000, 128);
+        let mut r = measured(&case, 1e-3, true);
+        r.theory_gflops = Some(r.gflops.unwrap() * 2.0);
+        let t = render(&[r]);
+        let line = t.lines().find(|l| l.starts_with("peak/fma/f32")).unwrap();
+        assert!(line.contains("50.0%"), "{line}");
+        let stream = measured(&StreamKernel::Copy.case(Precision::F32, 10), 1e-3, true);
+        let t = render(&[stream]);
+        assert!(t
+            .lines()
+            .any(|l| l.starts_with("stream/copy/f32") && l.contains(" - ")));
     }
 }

@@ -1,0 +1,986 @@
+//! The host backend's compute cases: FMA peaks with SIMD (AVX-512F, AVX2+FMA or NEON, detected
+//! at run time, with a portable fallback), the arithmetic-intensity sweep, and the core clock
+//! measured from a timed chain of dependent adds, which with the SIMD width and the core's FMA
+//! datapath ([`crate::specs::theory::host_fma_x86`]) gives the theoretical peak.
+//!
+//! The kernels compute exactly what the GPU kernels compute (the maps of
+//! [`crate::bench::arith`]), so the same gold checks apply. Each worker of the pinned pool runs
+//! its own registers (peaks) or its own slice of the arrays (sweep), which it first-touched.
+//!
+//! This module must not print; it returns [`crate::Error`]s. `unsafe` here is limited to
+//! calling SIMD kernels on the instruction set that was detected, and to raw pointers into
+//! slices each worker owns.
+
+use super::pool::{chunk, Pool, SpinBarrier};
+use super::PreparedCase;
+use crate::bench::{arith, intensity, peak, Case, Family, Precision, Verdict};
+use crate::specs::theory::{self, HostFma};
+use crate::{Error, Result};
+use std::time::Instant;
+
+/// The precisions with host peak kernels.
+pub const PEAK_PRECISIONS: [Precision; 3] = [Precision::F64, Precision::F32, Precision::I32];
+/// The precisions of the host sweep. (The host has no f16/bf16 FMA instruction: emulating one
+/// would measure an emulator.)
+pub const SWEEP_PRECISIONS: [Precision; 3] = [Precision::F32, Precision::F64, Precision::I32];
+
+/// FMA steps per chain per loop trip of the host peak kernels.
+pub const UNROLL: u64 = 2;
+
+/// The SIMD instruction set the host kernels use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simd {
+    Avx512,
+    Avx2,
+    Neon,
+    /// Scalar `mul_add`; no theoretical peak is claimed for it.
+    Portable,
+}
+
+impl Simd {
+    /// The widest instruction set this CPU runs, detected at run time.
+    pub fn detect() -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("fma") {
+                return Simd::Avx512;
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                return Simd::Avx2;
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            if std::arch::is_aarch64_feature_detected!("neon") {
+                return Simd::Neon;
+            }
+        }
+        Simd::Portable
+    }
+
+    /// Register width in bits.
+    pub fn bits(self) -> u32 {
+        match self {
+            Simd::Avx512 => 512,
+            Simd::Avx2 => 256,
+            Simd::Neon => 128,
+            Simd::Portable => 64,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Simd::Avx512 => "AVX-512F",
+            Simd::Avx2 => "AVX2+FMA",
+            Simd::Neon => "NEON",
+            Simd::Portable => "scalar",
+        }
+    }
+
+    /// Independent accumulators of the peak kernels: at least FMA latency × FMA pipes (4 × 2 on
+    /// current cores), and as many as the register file holds beside the two constants.
+    pub fn chains(self) -> usize {
+        match self {
+            Simd::Avx512 | Simd::Neon => 16,
+            Simd::Avx2 => 12,
+            Simd::Portable => 8,
+        }
+    }
+
+    /// Elements of `precision` in one register.
+    pub fn lanes(self, precision: Precision) -> usize {
+        match self {
+            Simd::Portable => 1,
+            _ => (self.bits() / (arith::word_bytes(precision) as u32 * 8)) as usize,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Core clock
+
+/// Runs `trips` × 100 dependent integer adds (one cycle each on every current core), returning
+/// false where there is no such chain for this architecture.
+fn add_chain(trips: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: register-only arithmetic; no memory, no stack.
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                ".rept 100",
+                "add {x}, {one}",
+                ".endr",
+                "dec {n}",
+                "jnz 2b",
+                x = inout(reg) 0u64 => _,
+                one = in(reg) 1u64,
+                n = inout(reg) trips.max(1) => _,
+                options(nomem, nostack),
+            );
+        }
+        true
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        // SAFETY: register-only arithmetic; no memory, no stack.
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                ".rept 100",
+                "add {x}, {x}, {one}",
+                ".endr",
+                "subs {n}, {n}, #1",
+                "b.ne 2b",
+                x = inout(reg) 0u64 => _,
+                one = in(reg) 1u64,
+                n = inout(reg) trips.max(1) => _,
+                options(nomem, nostack),
+            );
+        }
+        true
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = trips;
+        false
+    }
+}
+
+/// The clock of the core this thread runs on, in MHz: a chain of dependent adds (the add's
+/// latency is one cycle, and the loop's own counter runs beside it on another ALU) timed by the
+/// monotonic clock. The best of several ~2 ms runs, so a run the hypervisor or another process
+/// interrupted does not count. `None` on an architecture without the chain.
+pub fn measure_core_mhz() -> Option<f64> {
+    const ADDS_PER_TRIP: f64 = 100.0;
+    let time = |trips: u64| {
+        let start = Instant::now();
+        add_chain(trips).then(|| start.elapsed().as_secs_f64())
+    };
+    let first = time(10_000)?;
+    let rough_hz = 10_000.0 * ADDS_PER_TRIP / first.max(1e-9);
+    let trips = ((rough_hz * 2e-3) / ADDS_PER_TRIP).max(1000.0) as u64;
+    let best = (0..5)
+        .filter_map(|_| time(trips))
+        .fold(f64::INFINITY, f64::min);
+    Some(trips as f64 * ADDS_PER_TRIP / best / 1e6)
+}
+
+/// The mean of [`measure_core_mhz`] over every worker of `pool`, each on its own pinned core.
+pub fn measure_pool_mhz(pool: &Pool) -> Option<f64> {
+    let slots: Vec<std::sync::Mutex<Option<f64>>> = (0..pool.threads())
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    let ok = pool.run(|t| {
+        let mhz = measure_core_mhz();
+        if let Ok(mut slot) = slots[t].lock() {
+            *slot = mhz;
+        }
+    });
+    if !ok {
+        return None;
+    }
+    let values: Vec<f64> = slots
+        .into_iter()
+        .filter_map(|s| s.into_inner().ok().flatten())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// The FMA datapath of this machine's cores, from `/proc/cpuinfo`'s vendor, family and model.
+pub fn host_fma() -> Option<HostFma> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let field = |key: &str| {
+        cpuinfo.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    let vendor = field("vendor_id")?;
+    let family = field("cpu family")?.parse().ok()?;
+    let model = field("model")?.parse().ok()?;
+    theory::host_fma_x86(&vendor, family, model)
+}
+
+/// The theoretical FMA peak of `threads` cores at `clock_mhz` with `simd`, for f32 and f64;
+/// `None` for integers, for the scalar fallback and for a core the table does not know.
+pub fn theory_gflops(
+    threads: usize,
+    clock_mhz: f64,
+    simd: Simd,
+    precision: Precision,
+    fma: Option<HostFma>,
+) -> Option<f64> {
+    if simd == Simd::Portable || !matches!(precision, Precision::F32 | Precision::F64) {
+        return None;
+    }
+    let element_bits = arith::word_bytes(precision) as u32 * 8;
+    Some(theory::host_peak_gflops(
+        threads as u32,
+        clock_mhz,
+        fma?,
+        simd.bits(),
+        element_bits,
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels
+
+/// Generates an instruction set's peak and sweep kernels for one element type from the
+/// operations given (pasted in place, so every one is compiled with the target feature).
+macro_rules! simd_kernels {
+    (
+        $name:ident, feature $feature:literal, elem $elem:ty, vec $vec:ty,
+        lanes $lanes:expr, chains $chains:expr, block $block:expr,
+        splat |$sx:ident| $splat:expr,
+        fma |$x:ident, $a:ident, $b:ident| $fma:expr,
+        load |$p:ident| $load:expr,
+        store |$q:ident, $v:ident| $store:expr,
+        scalar |$y:ident, $ya:ident, $yb:ident| $scalar:expr
+    ) => {
+        pub mod $name {
+            #[allow(unused_imports)]
+            #[cfg(target_arch = "aarch64")]
+            use std::arch::aarch64::*;
+            #[allow(unused_imports)]
+            #[cfg(target_arch = "x86_64")]
+            use std::arch::x86_64::*;
+
+            pub const LANES: usize = $lanes;
+            pub const CHAINS: usize = $chains;
+
+            /// `CHAINS` accumulators, all lanes of chain c starting at `starts[c]`, each stepped
+            /// `iterations × UNROLL` times; writes chain c's lanes to `out[c·LANES ..]`.
+            ///
+            /// # Safety
+            /// The CPU must support the target feature; `out` holds `CHAINS × LANES` elements.
+            #[target_feature(enable = $feature)]
+            pub unsafe fn peak(
+                iterations: u64,
+                starts: &[$elem],
+                a: $elem,
+                b: $elem,
+                out: &mut [$elem],
+            ) {
+                assert!(starts.len() >= CHAINS && out.len() >= CHAINS * LANES);
+                let av: $vec = {
+                    let $sx = a;
+                    $splat
+                };
+                let bv: $vec = {
+                    let $sx = b;
+                    $splat
+                };
+                let mut acc = [av; CHAINS];
+                for c in 0..CHAINS {
+                    let $sx = starts[c];
+                    acc[c] = $splat;
+                }
+                for _ in 0..iterations {
+                    for _ in 0..super::UNROLL {
+                        for c in 0..CHAINS {
+                            let ($x, $a, $b) = (acc[c], av, bv);
+                            acc[c] = $fma;
+                        }
+                    }
+                }
+                for c in 0..CHAINS {
+                    let ($q, $v) = (out.as_mut_ptr().add(c * LANES), acc[c]);
+                    $store;
+                }
+            }
+
+            /// `output[i] = f^k(input[i])` for `n` elements, `$block` registers in flight.
+            ///
+            /// # Safety
+            /// The CPU must support the target feature; both pointers cover `n` elements.
+            #[target_feature(enable = $feature)]
+            pub unsafe fn sweep(
+                k: u32,
+                a: $elem,
+                b: $elem,
+                input: *const $elem,
+                output: *mut $elem,
+                n: usize,
+            ) {
+                const BLOCK: usize = $block;
+                let av: $vec = {
+                    let $sx = a;
+                    $splat
+                };
+                let bv: $vec = {
+                    let $sx = b;
+                    $splat
+                };
+                let mut i = 0;
+                while i + BLOCK * LANES <= n {
+                    let mut v = [av; BLOCK];
+                    for j in 0..BLOCK {
+                        let $p = input.add(i + j * LANES);
+                        v[j] = $load;
+                    }
+                    for _ in 0..k {
+                        for j in 0..BLOCK {
+                            let ($x, $a, $b) = (v[j], av, bv);
+                            v[j] = $fma;
+                        }
+                    }
+                    for j in 0..BLOCK {
+                        let ($q, $v) = (output.add(i + j * LANES), v[j]);
+                        $store;
+                    }
+                    i += BLOCK * LANES;
+                }
+                while i < n {
+                    let mut $y = *input.add(i);
+                    for _ in 0..k {
+                        let ($ya, $yb) = (a, b);
+                        $y = $scalar;
+                    }
+                    *output.add(i) = $y;
+                    i += 1;
+                }
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::UNROLL;
+
+    simd_kernels!(avx512_f32, feature "avx512f,fma", elem f32, vec __m512, lanes 16, chains 16,
+        block 16,
+        splat |s| _mm512_set1_ps(s),
+        fma |x, a, b| _mm512_fmadd_ps(x, a, b),
+        load |p| _mm512_loadu_ps(p),
+        store |q, v| _mm512_storeu_ps(q, v),
+        scalar |y, a, b| y.mul_add(a, b));
+    simd_kernels!(avx512_f64, feature "avx512f,fma", elem f64, vec __m512d, lanes 8, chains 16,
+        block 16,
+        splat |s| _mm512_set1_pd(s),
+        fma |x, a, b| _mm512_fmadd_pd(x, a, b),
+        load |p| _mm512_loadu_pd(p),
+        store |q, v| _mm512_storeu_pd(q, v),
+        scalar |y, a, b| y.mul_add(a, b));
+    simd_kernels!(avx512_i32, feature "avx512f,fma", elem i32, vec __m512i, lanes 16,
+        chains 16, block 16,
+        splat |s| _mm512_set1_epi32(s),
+        fma |x, a, b| _mm512_add_epi32(_mm512_mullo_epi32(x, a), b),
+        load |p| _mm512_loadu_si512(p.cast()),
+        store |q, v| _mm512_storeu_si512(q.cast(), v),
+        scalar |y, a, b| y.wrapping_mul(a).wrapping_add(b));
+    simd_kernels!(avx2_f32, feature "avx2,fma", elem f32, vec __m256, lanes 8, chains 12,
+        block 12,
+        splat |s| _mm256_set1_ps(s),
+        fma |x, a, b| _mm256_fmadd_ps(x, a, b),
+        load |p| _mm256_loadu_ps(p),
+        store |q, v| _mm256_storeu_ps(q, v),
+        scalar |y, a, b| y.mul_add(a, b));
+    simd_kernels!(avx2_f64, feature "avx2,fma", elem f64, vec __m256d, lanes 4, chains 12,
+        block 12,
+        splat |s| _mm256_set1_pd(s),
+        fma |x, a, b| _mm256_fmadd_pd(x, a, b),
+        load |p| _mm256_loadu_pd(p),
+        store |q, v| _mm256_storeu_pd(q, v),
+        scalar |y, a, b| y.mul_add(a, b));
+    simd_kernels!(avx2_i32, feature "avx2,fma", elem i32, vec __m256i, lanes 8, chains 12,
+        block 12,
+        splat |s| _mm256_set1_epi32(s),
+        fma |x, a, b| _mm256_add_epi32(_mm256_mullo_epi32(x, a), b),
+        load |p| _mm256_loadu_si256(p.cast()),
+        store |q, v| _mm256_storeu_si256(q.cast(), v),
+        scalar |y, a, b| y.wrapping_mul(a).wrapping_add(b));
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::UNROLL;
+
+    simd_kernels!(neon_f32, feature "neon", elem f32, vec float32x4_t, lanes 4, chains 16,
+        block 16,
+        splat |s| vdupq_n_f32(s),
+        fma |x, a, b| vfmaq_f32(b, x, a),
+        load |p| vld1q_f32(p),
+        store |q, v| vst1q_f32(q, v),
+        scalar |y, a, b| y.mul_add(a, b));
+    simd_kernels!(neon_f64, feature "neon", elem f64, vec float64x2_t, lanes 2, chains 16,
+        block 16,
+        splat |s| vdupq_n_f64(s),
+        fma |x, a, b| vfmaq_f64(b, x, a),
+        load |p| vld1q_f64(p),
+        store |q, v| vst1q_f64(q, v),
+        scalar |y, a, b| y.mul_add(a, b));
+    simd_kernels!(neon_i32, feature "neon", elem i32, vec int32x4_t, lanes 4, chains 16,
+        block 16,
+        splat |s| vdupq_n_s32(s),
+        fma |x, a, b| vmlaq_s32(b, x, a),
+        load |p| vld1q_s32(p),
+        store |q, v| vst1q_s32(q, v),
+        scalar |y, a, b| y.wrapping_mul(a).wrapping_add(b));
+}
+
+/// Element types of the host compute kernels, with the portable kernels.
+pub trait HostElement: Copy + Send + Sync + Default + 'static {
+    const PRECISION: Precision;
+    fn from_bits(bits: u64) -> Self;
+    fn to_bits(self) -> u64;
+    fn fma(x: Self, a: Self, b: Self) -> Self;
+}
+
+impl HostElement for f32 {
+    const PRECISION: Precision = Precision::F32;
+    fn from_bits(bits: u64) -> Self {
+        f32::from_bits(bits as u32)
+    }
+    fn to_bits(self) -> u64 {
+        f32::to_bits(self) as u64
+    }
+    fn fma(x: Self, a: Self, b: Self) -> Self {
+        x.mul_add(a, b)
+    }
+}
+
+impl HostElement for f64 {
+    const PRECISION: Precision = Precision::F64;
+    fn from_bits(bits: u64) -> Self {
+        f64::from_bits(bits)
+    }
+    fn to_bits(self) -> u64 {
+        f64::to_bits(self)
+    }
+    fn fma(x: Self, a: Self, b: Self) -> Self {
+        x.mul_add(a, b)
+    }
+}
+
+impl HostElement for i32 {
+    const PRECISION: Precision = Precision::I32;
+    fn from_bits(bits: u64) -> Self {
+        bits as u32 as i32
+    }
+    fn to_bits(self) -> u64 {
+        self as u32 as u64
+    }
+    fn fma(x: Self, a: Self, b: Self) -> Self {
+        x.wrapping_mul(a).wrapping_add(b)
+    }
+}
+
+/// The portable peak kernel: `chains` scalar accumulators.
+fn portable_peak<T: HostElement>(iterations: u64, starts: &[T], a: T, b: T, out: &mut [T]) {
+    const CHAINS: usize = 8;
+    let mut acc = [T::default(); CHAINS];
+    acc.copy_from_slice(&starts[..CHAINS]);
+    for _ in 0..iterations {
+        for _ in 0..UNROLL {
+            for x in acc.iter_mut() {
+                *x = T::fma(*x, a, b);
+            }
+        }
+    }
+    out[..CHAINS].copy_from_slice(&acc);
+}
+
+/// The portable sweep kernel, eight independent elements at a time.
+fn portable_sweep<T: HostElement>(k: u32, a: T, b: T, input: &[T], output: &mut [T]) {
+    for (ins, outs) in input.chunks(8).zip(output.chunks_mut(8)) {
+        let mut v = [T::default(); 8];
+        v[..ins.len()].copy_from_slice(ins);
+        for _ in 0..k {
+            for x in v.iter_mut() {
+                *x = T::fma(*x, a, b);
+            }
+        }
+        outs.copy_from_slice(&v[..outs.len()]);
+    }
+}
+
+/// Dispatches a peak run to `simd`'s kernel for `T`. `out` holds `chains × lanes` elements.
+fn run_peak<T: HostElement>(simd: Simd, iterations: u64, starts: &[T], a: T, b: T, out: &mut [T]) {
+    macro_rules! call {
+        ($m:path) => {{
+            use $m as k;
+            // SAFETY: `simd` was detected on this CPU (Simd::detect) before it was chosen;
+            // `out` was sized from Simd::chains × Simd::lanes, which equal the kernel's
+            // CHAINS × LANES (checked in tests); the element types match by PRECISION.
+            unsafe {
+                k::peak(
+                    iterations,
+                    std::slice::from_raw_parts(starts.as_ptr().cast(), starts.len()),
+                    std::mem::transmute_copy(&a),
+                    std::mem::transmute_copy(&b),
+                    std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()),
+                )
+            }
+        }};
+    }
+    match (simd, T::PRECISION) {
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512, Precision::F32) => call!(x86::avx512_f32),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512, Precision::F64) => call!(x86::avx512_f64),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512, Precision::I32) => call!(x86::avx512_i32),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx2, Precision::F32) => call!(x86::avx2_f32),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx2, Precision::F64) => call!(x86::avx2_f64),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx2, Precision::I32) => call!(x86::avx2_i32),
+        #[cfg(target_arch = "aarch64")]
+        (Simd::Neon, Precision::F32) => call!(arm::neon_f32),
+        #[cfg(target_arch = "aarch64")]
+        (Simd::Neon, Precision::F64) => call!(arm::neon_f64),
+        #[cfg(target_arch = "aarch64")]
+        (Simd::Neon, Precision::I32) => call!(arm::neon_i32),
+        _ => portable_peak(iterations, starts, a, b, out),
+    }
+}
+
+/// Dispatches a sweep over one worker's slice to `simd`'s kernel for `T`.
+fn run_sweep<T: HostElement>(simd: Simd, k: u32, a: T, b: T, input: &[T], output: &mut [T]) {
+    let n = input.len().min(output.len());
+    macro_rules! call {
+        ($m:path) => {{
+            use $m as kern;
+            // SAFETY: as in `run_peak`; both pointers cover n elements of the matching type.
+            unsafe {
+                kern::sweep(
+                    k,
+                    std::mem::transmute_copy(&a),
+                    std::mem::transmute_copy(&b),
+                    input.as_ptr().cast(),
+                    output.as_mut_ptr().cast(),
+                    n,
+                )
+            }
+        }};
+    }
+    match (simd, T::PRECISION) {
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512, Precision::F32) => call!(x86::avx512_f32),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512, Precision::F64) => call!(x86::avx512_f64),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512, Precision::I32) => call!(x86::avx512_i32),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx2, Precision::F32) => call!(x86::avx2_f32),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx2, Precision::F64) => call!(x86::avx2_f64),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx2, Precision::I32) => call!(x86::avx2_i32),
+        #[cfg(target_arch = "aarch64")]
+        (Simd::Neon, Precision::F32) => call!(arm::neon_f32),
+        #[cfg(target_arch = "aarch64")]
+        (Simd::Neon, Precision::F64) => call!(arm::neon_f64),
+        #[cfg(target_arch = "aarch64")]
+        (Simd::Neon, Precision::I32) => call!(arm::neon_i32),
+        _ => portable_sweep(k, a, b, &input[..n], &mut output[..n]),
+    }
+}
+
+/// Chains of the kernel `run_peak` picks for (`simd`, `T`).
+fn kernel_chains(simd: Simd) -> usize {
+    simd.chains()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases
+
+/// Operations one host peak launch should do per thread: about 10 ms at 64 flops per cycle and
+/// 3 GHz, so pool dispatch (tens of µs) stays far below 1 % of a launch.
+const PEAK_FLOPS_PER_THREAD: f64 = 2e9;
+
+/// The host peak case of `precision` for `threads` workers using `simd`.
+pub fn peak_case(precision: Precision, threads: usize, simd: Simd) -> Case {
+    let elements = (threads * simd.chains() * simd.lanes(precision)) as u64;
+    let target =
+        PEAK_FLOPS_PER_THREAD * threads as f64 / if simd == Simd::Portable { 16.0 } else { 1.0 };
+    let iterations = peak::iterations_for(precision, elements, UNROLL, target);
+    peak::case(precision, elements, iterations, UNROLL)
+}
+
+/// The host sweep cases over `n_for(precision)` words per array.
+pub fn sweep_cases(n_for: impl Fn(Precision) -> u64) -> Vec<Case> {
+    intensity::cases(&SWEEP_PRECISIONS, n_for)
+}
+
+/// Where the host's theory and clock come from, shared by its compute cases.
+#[derive(Clone, Copy, Debug)]
+pub struct HostCompute {
+    pub simd: Simd,
+    pub fma: Option<HostFma>,
+}
+
+impl HostCompute {
+    pub fn detect() -> HostCompute {
+        HostCompute {
+            simd: Simd::detect(),
+            fma: host_fma(),
+        }
+    }
+}
+
+/// Prepares a host compute case (peak or sweep) of any precision the host runs.
+pub fn prepare<'p>(
+    pool: &'p Pool,
+    compute: HostCompute,
+    case: &Case,
+) -> Result<Box<dyn PreparedCase + 'p>> {
+    match (case.family, case.precision) {
+        (Family::Peak, Precision::F32) => Ok(Box::new(PeakCase::<f32>::new(pool, compute, case)?)),
+        (Family::Peak, Precision::F64) => Ok(Box::new(PeakCase::<f64>::new(pool, compute, case)?)),
+        (Family::Peak, Precision::I32) => Ok(Box::new(PeakCase::<i32>::new(pool, compute, case)?)),
+        (Family::Intensity, Precision::F32) => {
+            Ok(Box::new(SweepCase::<f32>::new(pool, compute, case)?))
+        }
+        (Family::Intensity, Precision::F64) => {
+            Ok(Box::new(SweepCase::<f64>::new(pool, compute, case)?))
+        }
+        (Family::Intensity, Precision::I32) => {
+            Ok(Box::new(SweepCase::<i32>::new(pool, compute, case)?))
+        }
+        _ => Err(Error::Usage(format!(
+            "the host backend has no kernel for {}",
+            case.id()
+        ))),
+    }
+}
+
+/// A raw pointer the workers share; each one touches only its own range.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: workers write disjoint ranges and the pool joins them before the owner reads.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// A peak case: every worker runs the chains in registers and stores them at the end.
+struct PeakCase<'p, T: HostElement> {
+    pool: &'p Pool,
+    compute: HostCompute,
+    iterations: u64,
+    /// Chain c's lanes at `[(worker · chains + c) · lanes ..]`.
+    out: Vec<T>,
+    clock_mhz: Option<f64>,
+}
+
+impl<'p, T: HostElement> PeakCase<'p, T> {
+    fn new(pool: &'p Pool, compute: HostCompute, case: &Case) -> Result<Self> {
+        let simd = compute.simd;
+        let per_worker = simd.chains() * simd.lanes(T::PRECISION);
+        if case.elements != (pool.threads() * per_worker) as u64 {
+            return Err(Error::Usage(format!(
+                "{} was planned for another thread count or instruction set",
+                case.id()
+            )));
+        }
+        let iterations = peak::iterations_of(case, UNROLL).map_err(Error::Usage)?;
+        let poison = T::from_bits(0x7FC0_DEAD_7FC0_DEAD);
+        Ok(PeakCase {
+            pool,
+            compute,
+            iterations,
+            out: vec![poison; pool.threads() * per_worker],
+            clock_mhz: None,
+        })
+    }
+}
+
+impl<T: HostElement> PreparedCase for PeakCase<'_, T> {
+    fn run(&mut self, reps: u32) -> Result<f64> {
+        let simd = self.compute.simd;
+        let chains = kernel_chains(simd);
+        let per_worker = chains * simd.lanes(T::PRECISION);
+        let map = peak::map(T::PRECISION);
+        let (a, b) = (T::from_bits(map.a), T::from_bits(map.b));
+        let starts: Vec<T> = (0..chains as u64)
+            .map(|c| T::from_bits(peak::chain_start(T::PRECISION, c)))
+            .collect();
+        let out = Shared(self.out.as_mut_ptr());
+        let iterations = self.iterations;
+        let start = Instant::now();
+        let ok = self.pool.run(|t| {
+            // SAFETY: worker t owns out[t·per_worker .. (t+1)·per_worker].
+            let mine = unsafe {
+                std::slice::from_raw_parts_mut(out.get().add(t * per_worker), per_worker)
+            };
+            for _ in 0..reps {
+                run_peak(simd, iterations, &starts, a, b, mine);
+                std::hint::black_box(&mut *mine);
+            }
+        });
+        let secs = start.elapsed().as_secs_f64();
+        if !ok {
+            return Err(Error::Internal(
+                "a host worker panicked in the peak kernel".into(),
+            ));
+        }
+        Ok(secs)
+    }
+
+    fn verify(&mut self) -> Result<Verdict> {
+        let simd = self.compute.simd;
+        let (chains, lanes) = (kernel_chains(simd), simd.lanes(T::PRECISION));
+        let steps = self.iterations * UNROLL;
+        let want: Vec<u64> = (0..chains as u64)
+            .map(|c| peak::chain_value(T::PRECISION, c, steps))
+            .collect();
+        Ok(arith::check_words(
+            T::PRECISION,
+            self.out.len(),
+            |i| self.out[i].to_bits(),
+            |i| want[i / lanes % chains],
+        ))
+    }
+
+    fn launch_note(&self) -> String {
+        format!(
+            "{} pinned threads, {} x {} chains",
+            self.pool.threads(),
+            self.compute.simd.name(),
+            kernel_chains(self.compute.simd)
+        )
+    }
+
+    fn clock_mhz(&mut self) -> Option<f64> {
+        // Measured right after the samples, on the same pinned cores, while they are still at
+        // the clock the kernel left them at.
+        if self.clock_mhz.is_none() {
+            self.clock_mhz = measure_pool_mhz(self.pool);
+        }
+        self.clock_mhz
+    }
+
+    fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+        theory_gflops(
+            self.pool.threads(),
+            clock_mhz,
+            self.compute.simd,
+            T::PRECISION,
+            self.compute.fma,
+        )
+    }
+}
+
+/// A sweep case: input and output arrays, first-touched by the worker that uses each slice.
+struct SweepCase<'p, T: HostElement> {
+    pool: &'p Pool,
+    compute: HostCompute,
+    k: u32,
+    input: Vec<T>,
+    output: Vec<T>,
+    barrier: SpinBarrier,
+    clock_mhz: Option<f64>,
+}
+
+/// Allocates `n` elements and lets each worker write (first-touch) its own chunk.
+fn first_touch<T: HostElement>(pool: &Pool, n: usize, init: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    let ptr = Shared(v.as_mut_ptr());
+    let threads = pool.threads();
+    let ok = pool.run(|t| {
+        for i in chunk(n, threads, t, 256) {
+            // SAFETY: i < n <= capacity, and chunks are disjoint.
+            unsafe { ptr.get().add(i).write(init(i)) };
+        }
+    });
+    assert!(ok, "initialising an array cannot panic");
+    // SAFETY: the chunks cover 0..n, so every element was written above.
+    unsafe { v.set_len(n) };
+    v
+}
+
+impl<'p, T: HostElement> SweepCase<'p, T> {
+    fn new(pool: &'p Pool, compute: HostCompute, case: &Case) -> Result<Self> {
+        let k = case
+            .param
+            .ok_or_else(|| Error::Usage(format!("{} has no k", case.id())))?;
+        let n = usize::try_from(case.elements).map_err(|_| {
+            Error::Usage(format!("{} elements do not fit in memory", case.elements))
+        })?;
+        let p = T::PRECISION;
+        let input = first_touch(pool, n, |i| T::from_bits(intensity::input(p, i as u64)));
+        let output = first_touch(pool, n, |_| T::from_bits(0x7FC0_DEAD_7FC0_DEAD));
+        Ok(SweepCase {
+            pool,
+            compute,
+            k,
+            input,
+            output,
+            barrier: SpinBarrier::new(pool.threads()),
+            clock_mhz: None,
+        })
+    }
+}
+
+impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
+    fn run(&mut self, reps: u32) -> Result<f64> {
+        let simd = self.compute.simd;
+        let threads = self.pool.threads();
+        let n = self.input.len();
+        let map = intensity::map(T::PRECISION);
+        let (a, b) = (T::from_bits(map.a), T::from_bits(map.b));
+        let (input, output) = (
+            Shared(self.input.as_mut_ptr()),
+            Shared(self.output.as_mut_ptr()),
+        );
+        let (k, barrier) = (self.k, &self.barrier);
+        let start = Instant::now();
+        let ok = self.pool.run(|t| {
+            let r = chunk(n, threads, t, 256);
+            // SAFETY: worker t reads and writes only its own chunk of both arrays.
+            let (ins, outs) = unsafe {
+                (
+                    std::slice::from_raw_parts(input.get().add(r.start), r.len()),
+                    std::slice::from_raw_parts_mut(output.get().add(r.start), r.len()),
+                )
+            };
+            for _ in 0..reps {
+                run_sweep(simd, k, a, b, ins, outs);
+                barrier.wait();
+            }
+        });
+        let secs = start.elapsed().as_secs_f64();
+        if !ok {
+            return Err(Error::Internal(
+                "a host worker panicked in the sweep kernel".into(),
+            ));
+        }
+        Ok(secs)
+    }
+
+    fn verify(&mut self) -> Result<Verdict> {
+        Ok(intensity::check(
+            T::PRECISION,
+            self.k,
+            self.output.len(),
+            |i| self.output[i].to_bits(),
+        ))
+    }
+
+    fn launch_note(&self) -> String {
+        format!(
+            "{} pinned threads, {}",
+            self.pool.threads(),
+            self.compute.simd.name()
+        )
+    }
+
+    fn clock_mhz(&mut self) -> Option<f64> {
+        if self.clock_mhz.is_none() {
+            self.clock_mhz = measure_pool_mhz(self.pool);
+        }
+        self.clock_mhz
+    }
+
+    fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+        theory_gflops(
+            self.pool.threads(),
+            clock_mhz,
+            self.compute.simd,
+            T::PRECISION,
+            self.compute.fma,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::pool::allowed_cpus;
+
+    #[test]
+    fn chain_and_lane_counts_match_the_kernels() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(Simd::Avx512.chains(), x86::avx512_f32::CHAINS);
+            assert_eq!(Simd::Avx512.lanes(Precision::F32), x86::avx512_f32::LANES);
+            assert_eq!(Simd::Avx512.lanes(Precision::F64), x86::avx512_f64::LANES);
+            assert_eq!(Simd::Avx512.lanes(Precision::I32), x86::avx512_i32::LANES);
+            assert_eq!(Simd::Avx2.chains(), x86::avx2_f64::CHAINS);
+            assert_eq!(Simd::Avx2.lanes(Precision::F64), x86::avx2_f64::LANES);
+        }
+        assert_eq!(Simd::Portable.lanes(Precision::F64), 1);
+    }
+
+    #[test]
+    fn core_clock_is_plausible() {
+        if let Some(mhz) = measure_core_mhz() {
+            assert!((200.0..10_000.0).contains(&mhz), "{mhz} MHz");
+        }
+    }
+
+    /// Every instruction set this CPU has, and the portable one, compute the same bits as the
+    /// reference, for the peak and for the sweep on odd sizes.
+    #[test]
+    fn every_available_kernel_matches_the_reference() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let detected = Simd::detect();
+        let mut sets = vec![Simd::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                sets.push(Simd::Avx2);
+            }
+        }
+        if !sets.contains(&detected) {
+            sets.push(detected);
+        }
+        for simd in sets {
+            let compute = HostCompute { simd, fma: None };
+            for p in PEAK_PRECISIONS {
+                let mut case = peak_case(p, pool.threads(), simd);
+                // a short launch: 50 trips
+                let elements = case.elements;
+                case = peak::case(p, elements, 50, UNROLL);
+                let mut prepared = prepare(&pool, compute, &case).unwrap();
+                prepared.run(2).unwrap();
+                let v = prepared.verify().unwrap();
+                assert!(v.valid, "{} {}: {}", simd.name(), case.id(), v.detail);
+            }
+            for p in SWEEP_PRECISIONS {
+                for (k, n) in [(0u32, 1001u64), (1, 17), (7, 4099), (64, 777)] {
+                    let case = intensity::case(p, k, n);
+                    let mut prepared = prepare(&pool, compute, &case).unwrap();
+                    prepared.run(2).unwrap();
+                    let v = prepared.verify().unwrap();
+                    assert!(v.valid, "{} {} n={n}: {}", simd.name(), case.id(), v.detail);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unrun_sweep_is_invalid_and_theory_needs_a_known_core() {
+        let pool = Pool::new(vec![allowed_cpus()[0]]);
+        let compute = HostCompute::detect();
+        let case = intensity::case(Precision::F32, 4, 100);
+        let mut prepared = prepare(&pool, compute, &case).unwrap();
+        assert!(!prepared.verify().unwrap().valid);
+        let zen5 = theory::host_fma_x86("AuthenticAMD", 0x1A, 2);
+        assert_eq!(
+            theory_gflops(2, 4000.0, Simd::Avx512, Precision::F32, zen5),
+            Some(512.0)
+        );
+        assert_eq!(
+            theory_gflops(2, 4000.0, Simd::Avx512, Precision::I32, zen5),
+            None
+        );
+        assert_eq!(
+            theory_gflops(2, 4000.0, Simd::Portable, Precision::F32, zen5),
+            None
+        );
+        assert_eq!(
+            theory_gflops(2, 4000.0, Simd::Avx512, Precision::F32, None),
+            None
+        );
+    }
+}
