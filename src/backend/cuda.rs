@@ -28,8 +28,8 @@ use std::sync::{Arc, OnceLock};
 pub const STREAM_PTX: &str = include_str!("../../kernels/stream.ptx");
 
 /// Threads per block for the memory kernels: a multiple of 32 (the reductions need it) small
-/// enough that several blocks fit on every SM.
-const BLOCK: u32 = 256;
+/// enough that several blocks fit on every SM. The compute kernels use it too.
+pub(super) const BLOCK: u32 = 256;
 
 /// Runs a driver call, mapping its error (with the driver's message) and any cudarc panic.
 pub fn guard<T>(during: &str, f: impl FnOnce() -> Result<T, DriverError>) -> Result<T> {
@@ -158,9 +158,11 @@ fn throttle_names(reasons: nvml_wrapper::bitmasks::device::ThrottleReasons) -> S
 /// One CUDA device, with its context, stream and loaded kernels.
 pub struct CudaBackend {
     info: DeviceInfo,
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+    pub(super) ctx: Arc<CudaContext>,
+    pub(super) stream: Arc<CudaStream>,
     stream_module: Arc<CudaModule>,
+    /// The compute modules (peak, tensor), on devices that can run them.
+    compute: Option<super::cuda_compute::ComputeModules>,
     nvml_device: Option<nvml_wrapper::Device<'static>>,
 }
 
@@ -186,11 +188,13 @@ impl CudaBackend {
         let stream_module = guard("loading kernels/stream.ptx", || {
             ctx.load_module(cudarc::nvrtc::Ptx::from_src(STREAM_PTX))
         })?;
+        let compute = super::cuda_compute::ComputeModules::load(&ctx)?;
         Ok(CudaBackend {
             info,
             ctx,
             stream,
             stream_module,
+            compute,
             nvml_device,
         })
     }
@@ -202,19 +206,19 @@ impl CudaBackend {
         })
     }
 
-    fn function(&self, module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction> {
+    pub(super) fn function(&self, module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction> {
         guard(&format!("loading kernel {name}"), || {
             module.load_function(name)
         })
     }
 
-    fn free_bytes(&self) -> Result<u64> {
+    pub(super) fn free_bytes(&self) -> Result<u64> {
         let (free, _total) = guard("reading free memory", || self.ctx.mem_get_info())?;
         Ok(free as u64)
     }
 
     /// Blocks per grid for a kernel: every SM filled to the kernel's occupancy.
-    fn grid_for(&self, func: &CudaFunction) -> Result<u32> {
+    pub(super) fn grid_for(&self, func: &CudaFunction) -> Result<u32> {
         let per_sm = guard("querying occupancy", || {
             func.occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
         })?;
@@ -305,21 +309,31 @@ impl Backend for CudaBackend {
                 (bytes, None)
             }
         };
-        Ok(
+        let mut planned: Vec<PlannedCase> =
             stream::cases(|p| (array_bytes / stream::element_bytes(p)).max(1))
                 .into_iter()
                 .map(|case| PlannedCase {
                     case,
                     note: note.clone().unwrap_or_default(),
                 })
-                .collect(),
-        )
+                .collect();
+        if let Some(compute) = &self.compute {
+            planned.extend(super::cuda_compute::cases(self, compute, size, usable)?);
+        }
+        Ok(planned)
     }
 
     fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
         match (case.family, case.precision) {
             (Family::Stream, Precision::F32) => Ok(Box::new(StreamCase::<f32>::new(self, case)?)),
             (Family::Stream, Precision::F64) => Ok(Box::new(StreamCase::<f64>::new(self, case)?)),
+            (Family::Peak | Family::Tensor | Family::Intensity, _) => match &self.compute {
+                Some(compute) => super::cuda_compute::prepare(self, compute, case),
+                None => Err(Error::Usage(format!(
+                    "{} needs compute capability 8.0 or later",
+                    case.id()
+                ))),
+            },
             _ => Err(Error::Usage(format!(
                 "the CUDA backend has no kernel for {}",
                 case.id()

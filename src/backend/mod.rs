@@ -10,6 +10,7 @@
 //! what to do.
 
 pub mod cuda;
+pub mod cuda_compute;
 pub mod host;
 pub mod host_compute;
 pub mod pool;
