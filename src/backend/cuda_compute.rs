@@ -41,8 +41,17 @@ pub struct ComputeModules {
     compute_capability: (u32, u32),
     peak: Arc<CudaModule>,
     mma: Arc<CudaModule>,
-    /// kernels/mma_sm89.ptx, on compute capability 8.9 and later only.
+    /// kernels/mma_sm89.ptx, where fp8 `mma.sync` is native ([`native_fp8_mma`]).
     mma_sm89: Option<Arc<CudaModule>>,
+}
+
+/// Whether `mma.sync` with e4m3 inputs runs on the tensor cores: sm_89 (QMMA) and the
+/// GeForce/workstation Blackwell parts (12.x). sm_90 accepts the PTX but ptxas emulates it
+/// (e4m3 unpacked to f16 with F2FP, most of the product hoisted out of the loop, accumulation
+/// with FADD; pinned by tests/sass.rs), so a figure there would not be a tensor-core fp8 peak:
+/// Hopper's fp8 needs `wgmma`. sm_100 is left out until its SASS is checked.
+pub fn native_fp8_mma(compute_capability: (u32, u32)) -> bool {
+    compute_capability == (8, 9) || compute_capability.0 >= 12
 }
 
 impl ComputeModules {
@@ -64,7 +73,7 @@ impl ComputeModules {
             compute_capability: cc,
             peak: load("peak.ptx", PEAK_PTX)?,
             mma: load("mma.ptx", MMA_PTX)?,
-            mma_sm89: if cc >= (8, 9) {
+            mma_sm89: if native_fp8_mma(cc) {
                 Some(load("mma_sm89.ptx", MMA_SM89_PTX)?)
             } else {
                 None
@@ -125,7 +134,7 @@ pub fn cases(
     }
     for p in tensor::PRECISIONS {
         let Some(module) = modules.tensor_module(p) else {
-            continue; // fp8 before sm_89: no such instruction
+            continue; // no native fp8 mma.sync on this device
         };
         let func = backend.function(module, &tensor::entry_name(p))?;
         let warps = backend.grid_for(&func)? as u64 * (BLOCK as u64 / tensor::WARP as u64);
@@ -433,7 +442,7 @@ impl<'b> TensorCase<'b> {
         let p = case.precision;
         let module = modules.tensor_module(p).ok_or_else(|| {
             Error::Usage(format!(
-                "{} needs compute capability 8.9 or later",
+                "{} needs native fp8 mma.sync (compute capability 8.9 or 12.x)",
                 case.id()
             ))
         })?;
@@ -646,6 +655,15 @@ impl PreparedCase for SweepCase<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fp8_only_where_native() {
+        assert!(native_fp8_mma((8, 9)));
+        assert!(native_fp8_mma((12, 0)));
+        assert!(!native_fp8_mma((9, 0)));
+        assert!(!native_fp8_mma((8, 6)));
+        assert!(!native_fp8_mma((8, 0)));
+    }
 
     #[test]
     fn clock_records_give_the_median_block() {

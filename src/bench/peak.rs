@@ -49,7 +49,9 @@ pub fn x0(precision: Precision) -> u64 {
 }
 
 /// The start of chain `chain`: `x0` plus `chain` in the last place of every lane (an integer
-/// add on the bits, which is what the kernels do).
+/// add on the bits, which is what the kernels do; the f64 kernel adds `chain · 2^-52` in f64,
+/// the same value for x0 in [1, 2), because ptxas keeps an f64 built by an integer add in
+/// mismatched register pairs and shuffles them on every loop trip).
 pub fn chain_start(precision: Precision, chain: u64) -> u64 {
     let x = x0(precision);
     match precision {
@@ -167,6 +169,17 @@ mod tests {
             chain_start(Precision::F16x2, 3) - x0(Precision::F16x2),
             0x0003_0003
         );
+    }
+
+    /// The f64 kernel's `add.rn.f64 x, x0, c·2^-52` is the integer bump this module models.
+    #[test]
+    fn f64_start_by_add_equals_the_ulp_bump() {
+        let x0 = f64::from_bits(x0(Precision::F64));
+        assert!((1.0..2.0).contains(&x0));
+        for c in 0..GPU_CHAINS {
+            let by_add = x0 + c as f64 * 2f64.powi(-52);
+            assert_eq!(by_add.to_bits(), chain_start(Precision::F64, c));
+        }
     }
 
     #[test]
