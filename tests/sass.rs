@@ -111,11 +111,15 @@ fn target_arch(ptx: &str) -> u32 {
         .expect("every kernel file declares its .target")
 }
 
+/// One SASS instruction: (address, opcode with modifiers, whole text).
+type Instruction = (u64, String, String);
+/// A function's name and instructions.
+type Function = (String, Vec<Instruction>);
+
 /// What ptxas said and the SASS of every function, for one PTX text on one architecture.
 struct Assembled {
     info: String,
-    /// (function name, instructions as (address, opcode with modifiers, text)).
-    functions: Vec<(String, Vec<(u64, String, String)>)>,
+    functions: Vec<Function>,
 }
 
 fn assemble(tools: &Tools, ptx: &str, arch: u32, dir: &Path, stem: &str) -> Assembled {
@@ -146,8 +150,8 @@ fn assemble(tools: &Tools, ptx: &str, arch: u32, dir: &Path, stem: &str) -> Asse
 }
 
 /// Splits cuobjdump output into functions of (address, opcode, line).
-fn parse_sass(text: &str) -> Vec<(String, Vec<(u64, String, String)>)> {
-    let mut functions: Vec<(String, Vec<(u64, String, String)>)> = Vec::new();
+fn parse_sass(text: &str) -> Vec<Function> {
+    let mut functions: Vec<Function> = Vec::new();
     for line in text.lines() {
         if let Some(name) = line.trim().strip_prefix("Function : ") {
             functions.push((name.trim().to_string(), Vec::new()));
@@ -183,7 +187,7 @@ fn parse_sass(text: &str) -> Vec<(String, Vec<(u64, String, String)>)> {
 /// The instructions of a function's loop: from the target of its backward branch to the
 /// branch, without `NOP`s. (ptxas's `BRA` to itself after `EXIT` is not a loop; the NOPs are
 /// issue-slot padding that sm_90 needs after each DMMA, not work competing for a pipe.)
-fn timed_loop(body: &[(u64, String, String)]) -> Vec<(u64, String, String)> {
+fn timed_loop(body: &[Instruction]) -> Vec<Instruction> {
     let branch = body.iter().find_map(|(addr, op, text)| {
         if !op.starts_with("BRA") {
             return None;
