@@ -1,3 +1,4 @@
 //! The one integration-test binary.
 
+mod compute_gpu;
 mod sass;

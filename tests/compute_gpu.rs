@@ -1,0 +1,71 @@
+//! Every compute kernel on every CUDA device that exists: peaks, tensor-core MMAs and the sweep,
+//! each run once and checked bit for bit against the host's reference. Without a device (or a
+//! driver) the test says why and passes; it runs wherever a GPU is.
+
+use roofprobe::backend::cuda::{device_count, CudaBackend};
+use roofprobe::backend::{Backend, SizeRequest};
+use roofprobe::bench::Family;
+use roofprobe::specs::theory::parse_compute_capability;
+use std::io::Write;
+
+#[test]
+fn every_compute_kernel_validates_on_every_gpu() {
+    let devices = match device_count() {
+        Ok(0) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "GPU compute kernels: skipped, no CUDA device"
+            );
+            return;
+        }
+        Ok(n) => n,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "GPU compute kernels: skipped, {e}");
+            return;
+        }
+    };
+    for ordinal in 0..devices {
+        let mut backend = CudaBackend::open(ordinal).unwrap();
+        let name = backend.info().name.clone();
+        // Small sweep arrays: this checks the kernels, it does not measure DRAM.
+        let planned = backend.cases(SizeRequest::BytesPerArray(4 << 20)).unwrap();
+        let compute: Vec<_> = planned
+            .into_iter()
+            .map(|p| p.case)
+            .filter(|c| c.family != Family::Stream)
+            .filter(|c| {
+                c.param
+                    .is_none_or(|k| [0, 1, 7, 64, 1024].contains(&k) || k == 16)
+            })
+            .collect();
+        assert!(
+            compute.iter().any(|c| c.family == Family::Tensor),
+            "{name}: no tensor cases"
+        );
+        let mut failures = Vec::new();
+        for case in &compute {
+            let mut prepared = backend.prepare(case).unwrap();
+            prepared.run(1).unwrap();
+            let verdict = prepared.verify().unwrap();
+            let clock = prepared.clock_mhz();
+            let _ = writeln!(
+                std::io::stderr(),
+                "{name}: {} {} (clock {clock:?} MHz)",
+                case.id(),
+                if verdict.valid { "ok" } else { "INVALID" }
+            );
+            if !verdict.valid {
+                failures.push(format!("{}: {}", case.id(), verdict.detail));
+            }
+            if matches!(case.family, Family::Peak | Family::Tensor) {
+                let mhz = clock.expect("peak and tensor kernels record their clock");
+                assert!(
+                    (100.0..5000.0).contains(&mhz),
+                    "{name} {}: {mhz} MHz",
+                    case.id()
+                );
+            }
+        }
+        assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
+    }
+}
