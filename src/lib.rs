@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod kernels;
 pub mod record;
 pub mod report;
 pub mod runner;

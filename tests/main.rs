@@ -1,1 +1,7 @@
-//! The one integration-test binary.
+//! The one integration-test binary (ripgrep's layout): each module is one layer of DESIGN.md's
+//! testing plan.
+
+mod cli;
+mod gpu;
+mod ptx_offline;
+mod tools;

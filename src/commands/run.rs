@@ -114,6 +114,7 @@ fn measure_device(
     host: &str,
     stamp: &str,
 ) -> Result<(PathBuf, Vec<Record>)> {
+    let planned = runner::plan(backend, cfg)?;
     let info = backend.info().clone();
     let run_id = format!("{host}-{}-{stamp}", device_slug(&info));
     let path = fresh_path(out, &run_id, "csv");
@@ -139,6 +140,7 @@ fn measure_device(
         backend,
         &identity,
         cfg,
+        &planned,
         &mut |r| sink.write(r),
         &mut |event| match event {
             Event::Planned { cases } => {
