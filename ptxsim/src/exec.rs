@@ -1671,7 +1671,7 @@ impl Block<'_, '_> {
                         lane,
                         format!(
                             "out-of-bounds global access of {len} bytes at {addr:#x}: {}{hint}",
-                            self.mem.describe(addr)
+                            self.mem.describe(addr, len as u64)
                         ),
                     ));
                 }

@@ -162,7 +162,7 @@ impl Memory {
             .checked_sub(1)?;
         let a = &self.allocations[i];
         let off = addr - a.base;
-        (off + len <= a.bytes.len() as u64).then_some((i, off as usize))
+        (off.checked_add(len)? <= a.bytes.len() as u64).then_some((i, off as usize))
     }
 
     pub(crate) fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
@@ -175,10 +175,17 @@ impl Memory {
         Some(&mut self.allocations[i].bytes[off..off + len])
     }
 
-    /// Describes where `addr` is relative to the allocations, for fault messages.
-    pub(crate) fn describe(&self, addr: u64) -> String {
+    /// Describes where an access of `len` bytes at `addr` falls, for fault messages.
+    pub(crate) fn describe(&self, addr: u64, len: u64) -> String {
         let i = self.allocations.partition_point(|a| a.base <= addr);
         match i.checked_sub(1).map(|i| &self.allocations[i]) {
+            Some(a) if addr < a.base + a.bytes.len() as u64 => format!(
+                "it starts at byte {} of the {}-byte allocation at {:#x} and runs {} bytes past its end",
+                addr - a.base,
+                a.bytes.len(),
+                a.base,
+                addr + len - (a.base + a.bytes.len() as u64)
+            ),
             Some(a) if addr < a.base + a.bytes.len() as u64 + GUARD_BYTES => format!(
                 "{} bytes past the end of the {}-byte allocation at {:#x}",
                 addr - (a.base + a.bytes.len() as u64),
@@ -211,7 +218,8 @@ mod tests {
         assert_eq!(m.read::<u32>(a, 3).unwrap(), vec![u32::MAX; 3]);
         assert!(m.read::<u32>(a, 4).is_err(), "one element past the end");
         assert!(m.locate(a.0 + 12, 1).is_none());
-        assert!(m.describe(a.0 + 12).contains("0 bytes past the end"));
+        assert!(m.describe(a.0 + 12, 4).contains("0 bytes past the end"));
+        assert!(m.describe(a.0 + 8, 8).contains("runs 4 bytes past its end"));
     }
 
     #[test]
