@@ -66,10 +66,11 @@ impl Layout {
                     || [atype, btype, ctype, dtype] == [Ty::F64; 4]
             }
             M16n8k8 | M16n8k16 => {
+                // ptxas: "dtype must be .f16 when ctype is .f16" (and .f32 likewise).
                 let f16 = atype == Ty::F16
                     && btype == Ty::F16
                     && matches!(ctype, Ty::F16 | Ty::F32)
-                    && matches!(dtype, Ty::F16 | Ty::F32);
+                    && dtype == ctype;
                 let bf16 =
                     atype == Ty::Bf16 && btype == Ty::Bf16 && ctype == Ty::F32 && dtype == Ty::F32;
                 let tf32 = shape == M16n8k8
