@@ -151,6 +151,8 @@ pub enum Operand {
     PredPair(String, String),
     /// `_`: a sink.
     Sink,
+    /// A bracketed operand that is not an address (texture coordinates), kept opaque.
+    Opaque(u32),
 }
 
 #[derive(Debug, Clone)]
@@ -204,6 +206,7 @@ fn operand_text(op: &Operand) -> String {
         ),
         Operand::PredPair(a, b) => format!("{a}|{b}"),
         Operand::Sink => "_".to_string(),
+        Operand::Opaque(_) => "[...]".to_string(),
     }
 }
 
@@ -823,6 +826,19 @@ fn parse_operand(p: &mut Parser) -> Result<Operand, Error> {
             if p.eat_punct(']') {
                 break;
             }
+            if p.is_punct(',') {
+                // Texture/surface coordinates `[tex, {x, y}]`: not an address ptxsim knows;
+                // kept opaque so the instruction is reported by name when decoded.
+                let mut depth = 1;
+                while depth > 0 {
+                    match p.next()?.tok {
+                        Tok::Punct('[') => depth += 1,
+                        Tok::Punct(']') => depth -= 1,
+                        _ => {}
+                    }
+                }
+                return Ok(Operand::Opaque(line));
+            }
             if !p.is_punct('+') && !p.is_punct('-') {
                 return Err(Error::parse(
                     wline,
@@ -859,7 +875,6 @@ fn parse_operand(p: &mut Parser) -> Result<Operand, Error> {
         let (q, _) = p.word()?;
         return Ok(Operand::PredPair(w, q));
     }
-    let _ = line;
     Ok(Operand::Name(w))
 }
 

@@ -192,7 +192,11 @@ fn input(ty: &str, r: usize, c: usize, cols: usize, salt: usize) -> (f64, u64) {
             (fp8_value(ty, code), code as u64)
         }
         _ => {
-            let sign = if (idx + salt) % 3 == 0 { -1.0 } else { 1.0 };
+            let sign = if (idx + salt).is_multiple_of(3) {
+                -1.0
+            } else {
+                1.0
+            };
             let v = sign * (idx + 1 + salt) as f64 / 64.0;
             (v, encode(ty, v))
         }
