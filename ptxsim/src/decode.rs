@@ -922,7 +922,7 @@ impl Builder<'_> {
                 Op::Exit
             }
             "trap" => Op::Trap,
-            "bar" | "barrier" => self.decode_bar(&mut mods, ops)?,
+            "bar" | "barrier" => self.decode_bar(base == "bar", &mut mods, ops)?,
             "membar" => {
                 mods.one_of(&["cta", "gl", "sys"])
                     .ok_or_else(|| self.err_parse("membar needs .cta, .gl or .sys"))?;
@@ -940,6 +940,33 @@ impl Builder<'_> {
                     .ok_or_else(|| self.unsupported("prefetch level"))?;
                 self.expect_operands(ops, 1..=1)?;
                 Op::Nop
+            }
+            "createpolicy" => {
+                // Builds the cache-policy operand of `.L2::cache_hint` accesses: a hint, so
+                // any value will do; the operands are still checked.
+                mods.one_of(&["fractional", "range"])
+                    .ok_or_else(|| self.err_parse("createpolicy needs .fractional or .range"))?;
+                mods.accept_all(&[
+                    "L2::evict_last",
+                    "L2::evict_normal",
+                    "L2::evict_first",
+                    "L2::evict_unchanged",
+                    "global",
+                ]);
+                if !mods.has("b64") {
+                    return Err(self.err_parse("createpolicy needs .b64"));
+                }
+                self.expect_operands(ops, 1..=4)?;
+                for op in &ops[1..] {
+                    if matches!(op, Operand::Name(_)) {
+                        self.src(op, Ty::B64)?;
+                    }
+                }
+                Op::Mov {
+                    d: self.dst(&ops[0])?,
+                    a: Src::Imm(0),
+                    bits: 64,
+                }
             }
             "nanosleep" => {
                 mods.has("u32");
@@ -1099,6 +1126,9 @@ impl Builder<'_> {
 
     fn decode_ld(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
         let space = self.space(mods)?.unwrap_or(Space::Generic);
+        if space == Space::Const {
+            return Err(self.unsupported("the .const state space (no .const variables)"));
+        }
         mods.accept_all(ORDER_HINTS);
         mods.accept_all(CACHE_HINTS);
         let policy = mods.has("L2::cache_hint");
@@ -1703,7 +1733,7 @@ impl Builder<'_> {
         })
     }
 
-    fn decode_bar(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
+    fn decode_bar(&mut self, is_bar: bool, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
         if mods.has("warp") {
             if !mods.has("sync") {
                 return Err(self.err_parse("bar.warp needs .sync"));
@@ -1720,7 +1750,7 @@ impl Builder<'_> {
         if !mods.has("sync") {
             return Err(self.unsupported("a barrier other than bar.sync / barrier.sync"));
         }
-        mods.has("aligned");
+        let aligned = mods.has("aligned") || is_bar;
         self.expect_operands(ops, 1..=2)?;
         let id = self.src(&ops[0], Ty::U32)?;
         let count = if ops.len() == 2 {
@@ -1728,7 +1758,7 @@ impl Builder<'_> {
         } else {
             None
         };
-        Ok(Op::Bar { id, count })
+        Ok(Op::Bar { id, count, aligned })
     }
 
     fn decode_shfl(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {

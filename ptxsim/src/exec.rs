@@ -120,6 +120,8 @@ struct Warp {
     state: [LaneState; 32],
     barrier_id: [u32; 32],
     barrier_count: [u32; 32],
+    /// Lanes waiting at an `.aligned` barrier (whose warp must all wait at the same one).
+    barrier_pc_aligned: u32,
     /// Lanes that are threads of the block (the last warp of an odd-sized block is partial).
     exists: u32,
     running: u32,
@@ -397,6 +399,7 @@ impl Block<'_, '_> {
             state,
             barrier_id: [0; 32],
             barrier_count: [0; 32],
+            barrier_pc_aligned: 0,
             exists,
             running: exists,
             pending: Vec::new(),
@@ -440,6 +443,22 @@ impl Block<'_, '_> {
             if waiting.is_empty() {
                 return Ok(());
             }
+            for w in &warps {
+                let at_aligned: Vec<usize> = lanes(w.exists)
+                    .filter(|&l| {
+                        w.state[l] == LaneState::Barrier && w.barrier_pc_aligned >> l & 1 == 1
+                    })
+                    .collect();
+                if let Some(&first) = at_aligned.first() {
+                    if let Some(&other) = at_aligned.iter().find(|&&l| w.pc[l] != w.pc[first]) {
+                        let line = |l: usize| self.kernel.code[w.pc[l] as usize - 1].line;
+                        return Err(self.barrier_error(&warps, format!(
+                            "`bar.sync` is `.aligned`, but lanes of warp {} wait at different barrier instructions (lines {} and {})",
+                            w.index, line(first), line(other)
+                        )));
+                    }
+                }
+            }
             // Open every barrier whose expected arrivals are all there. Without a count, all
             // threads of the block that have not exited (exited threads are dropped from the
             // expected count, as the hardware does).
@@ -465,6 +484,7 @@ impl Block<'_, '_> {
             for w in warps.iter_mut() {
                 for l in lanes(w.exists) {
                     if w.state[l] == LaneState::Barrier && opened.contains(&w.barrier_id[l]) {
+                        w.barrier_pc_aligned &= !(1 << l);
                         w.state[l] = LaneState::Running;
                         w.running |= 1 << l;
                     }
@@ -1315,7 +1335,10 @@ impl Block<'_, '_> {
                     return Err(self.fault(w, pc, exec.trailing_zeros() as usize, "trap"));
                 }
             }
-            Op::Bar { id, count } => {
+            Op::Bar { id, count, aligned } => {
+                if *aligned {
+                    w.barrier_pc_aligned |= exec;
+                }
                 for l in lanes(mask) {
                     w.pc[l] = pc + 1;
                 }

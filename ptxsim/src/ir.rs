@@ -457,9 +457,12 @@ pub enum Op {
         uni: bool,
     },
     Exit,
+    /// `bar.sync` / `barrier.sync`; `aligned` (`bar.sync` means `barrier.sync.aligned`)
+    /// requires all lanes of a warp to wait at the same instruction.
     Bar {
         id: Src,
         count: Option<Src>,
+        aligned: bool,
     },
     BarWarp {
         mask: Src,

@@ -40,6 +40,58 @@
 //! implemented is rejected here with its line) → `exec` (warps of 32 lanes in lockstep,
 //! barriers, shared-memory race detection, bounds checks). `numeric` holds the exact rounding
 //! of every float format; `mma` the tensor-core fragment layouts.
+//!
+//! # What is implemented
+//!
+//! Anything not listed is an [`Error::Unsupported`] naming it and its line, at parse time.
+//!
+//! - **Directives**: `.version`, `.target`, `.address_size 64`, `.visible`/`.weak .entry` with
+//!   `.param` scalars and byte arrays, `.reqntid`/`.maxntid` (checked at launch),
+//!   `.minnctapersm`/`.maxnreg` (hints), `.reg` (incl. `%r<N>`), `.shared` (static, at entry
+//!   or module scope; `.extern .shared` dynamic), `.local`, nested `{ }` scopes, `.pragma
+//!   "nounroll"`, `.loc`/`.file`. Not: `.func`/`call`, module-scope `.global`/`.const`,
+//!   initializers, vector registers.
+//! - **Integer**: `add sub` (`.sat.s32`), `mul mad` (`.lo .hi .wide`), `div rem min max abs neg
+//!   and or xor not cnot shl shr popc clz brev bfe bfi prmt` (default mode) `lop3`, in 16, 32
+//!   and 64 bits.
+//! - **f32/f64**: `add sub mul fma mad div sqrt rcp min max abs neg` with `.rn .rz .rm .rp`
+//!   (f32; f64 `.rn` only), `.ftz`, `.sat`; `fma`/`mad` fused. Not: `.approx` forms,
+//!   transcendental functions.
+//! - **f16/bf16** (scalar and x2): `add sub mul fma min max neg abs` (`.rn`, `.sat`), exact then
+//!   rounded once.
+//! - **Conversions**: `cvt` between all integer and float types (f16, bf16, f32, f64) with
+//!   `.rn .rz .rm .rp .rni .rzi .rmi .rpi .sat .satfinite .ftz .relu`; `cvt.rna/.rn/.rz.tf32.f32`;
+//!   `cvt.rn(.satfinite).{f16x2,bf16x2,e4m3x2,e5m2x2}.f32`, `.e4m3x2/.e5m2x2.f16x2`,
+//!   `.f16x2.{e4m3x2,e5m2x2}`; `cvta(.to).{global,shared,local}`; `mov` incl. `{lo, hi}` pack and
+//!   unpack, variable addresses, special registers, `%clock(64)`.
+//! - **Predicates**: `setp` (all comparisons, `.and/.or/.xor` combine, `p|q`), `selp`,
+//!   `and/or/xor/not.pred`, `@p`/`@!p` guards on any instruction.
+//! - **Memory**: `ld`/`st` (`.global .shared .local .param`, generic), `.v2 .v4`, every
+//!   cache operator and `.L1::`/`.L2::` eviction and prefetch hint, `.L2::cache_hint` (with
+//!   `createpolicy`), `.nc`, `.volatile`, `.relaxed/.acquire/.release` + scope; `ldu`;
+//!   `prefetch`; `fence`, `membar`. Accesses must be in bounds and naturally aligned.
+//! - **Atomics**: `atom`/`red` `.global/.shared`/generic: `add` (u32 s32 u64 f32 f64), `min max`
+//!   (u32 s32 u64 s64), `inc dec` (u32), `and or xor exch cas` (b32 b64).
+//! - **Control and warp**: `bra` (`.uni` checked for divergence), `ret`, `exit`, `trap`,
+//!   `bar.sync`/`barrier.sync` (id, thread count), `bar.warp.sync`, `shfl.sync` (up, down, bfly,
+//!   idx, with segment/clamp operand and predicate output), `vote.sync` (all, any, uni,
+//!   ballot), `activemask`, `nanosleep`.
+//! - **Async copies**: `cp.async.{ca,cg}.shared.global` (4/8/16 bytes, src-size zero fill,
+//!   ignore-src, prefetch size, cache hint), `cp.async.commit_group`, `.wait_group N`,
+//!   `.wait_all`.
+//! - **Tensor cores**: `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}(.trans).b16`; `mma.sync.aligned`
+//!   `.row.col`: m8n8k4 f64; m16n8k4 tf32/f64; m16n8k8 f16 (→f16/f32), bf16, tf32; m16n8k16
+//!   f16 (→f16/f32), bf16, s8/u8 (→s32), e4m3/e5m2; m16n8k32 s8/u8 (→s32, `.satfinite`),
+//!   e4m3/e5m2 (→f32/f16). Layouts as in the PTX ISA (see [`mma`] for numerics).
+//!
+//! # What is checked while running
+//!
+//! Out-of-bounds and misaligned accesses in every space; shared-memory races between warps
+//! with no barrier in between; `bra.uni` that diverges ([`UniformBranchPolicy`]); `shfl`/`vote`
+//! whose membermask names lanes not executing it, or reading an inactive lane; `ldmatrix`/`mma`
+//! not executed by all 32 lanes; lanes of one warp at different `.aligned` barriers; barrier
+//! deadlocks; integer division by zero; runaway loops ([`LaunchConfig::max_warp_instructions`]).
+//! Fresh global allocations, shared memory and registers start poisoned, never zero.
 
 mod decode;
 mod error;

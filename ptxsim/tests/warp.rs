@@ -771,3 +771,100 @@ fn three_dimensional_grids_and_blocks_see_the_right_special_registers() {
         }
     }
 }
+
+#[test]
+fn aligned_barrier_in_a_diverged_warp_is_an_error_unaligned_is_not() {
+    let kernel = |bar: &str| {
+        head()
+            + &format!(
+                r#".visible .entry k(.param .u64 out)
+{{
+    .reg .pred %p;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 1;
+    setp.eq.u32 %p, %r2, 1;
+    @%p bra odd;
+    {bar}
+    bra joined;
+odd:
+    {bar}
+joined:
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}}
+"#
+            )
+    };
+    let mut mem = Memory::new();
+    let out = mem.alloc(64 * 4);
+    let aligned = common::module("bar_aligned_diverged", &kernel("bar.sync 0;"));
+    let err = aligned
+        .launch("k", (1, 1, 1), (64, 1, 1), 0, &[Arg::Ptr(out)], &mut mem)
+        .unwrap_err();
+    assert!(err.to_string().contains("`.aligned`"), "{err}");
+    let unaligned = common::module("barrier_unaligned_diverged", &kernel("barrier.sync 0;"));
+    unaligned
+        .launch("k", (1, 1, 1), (64, 1, 1), 0, &[Arg::Ptr(out)], &mut mem)
+        .unwrap();
+    assert_eq!(
+        mem.read::<u32>(out, 64).unwrap(),
+        (0..64).collect::<Vec<u32>>()
+    );
+}
+
+#[test]
+fn cache_hints_and_memory_order_qualifiers_behave_as_plain_accesses() {
+    let ptx = common::header("7.8", "sm_80")
+        + r#".visible .entry k(.param .u64 src, .param .u64 dst)
+{
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [src];
+    ld.param.u64 %rd2, [dst];
+    createpolicy.fractional.L2::evict_last.b64 %rd9, 1.0;
+    prefetch.global.L2 [%rd1];
+    ld.global.L2::cache_hint.v4.u32 {%r0, %r1, %r2, %r3}, [%rd1], %rd9;
+    ld.global.nc.L1::no_allocate.v4.u32 {%r4, %r5, %r6, %r7}, [%rd1+16];
+    ld.global.cg.L2::256B.v2.u32 {%r8, %r9}, [%rd1+32];
+    ld.global.cs.u32 %r10, [%rd1+40];
+    ld.global.lu.u32 %r11, [%rd1+44];
+    ld.relaxed.gpu.global.u32 %r12, [%rd1+48];
+    ld.acquire.gpu.global.u32 %r13, [%rd1+52];
+    ld.volatile.global.u32 %r14, [%rd1+56];
+    ld.global.L1::evict_last.u32 %r15, [%rd1+60];
+    st.global.cs.v4.u32 [%rd2], {%r0, %r1, %r2, %r3};
+    st.global.wt.v4.u32 [%rd2+16], {%r4, %r5, %r6, %r7};
+    st.global.L2::cache_hint.v2.u32 [%rd2+32], {%r8, %r9}, %rd9;
+    st.global.cg.u32 [%rd2+40], %r10;
+    st.global.wb.u32 [%rd2+44], %r11;
+    st.relaxed.gpu.global.u32 [%rd2+48], %r12;
+    st.release.gpu.global.u32 [%rd2+52], %r13;
+    st.volatile.global.u32 [%rd2+56], %r14;
+    st.global.L1::no_allocate.u32 [%rd2+60], %r15;
+    fence.acq_rel.gpu;
+    membar.gl;
+    ret;
+}
+"#;
+    let module = common::module("cache_hints", &ptx);
+    let mut mem = Memory::new();
+    let data: Vec<u32> = (100..116).collect();
+    let src = mem.alloc_from(&data);
+    let dst = mem.alloc(64);
+    module
+        .launch(
+            "k",
+            (1, 1, 1),
+            (1, 1, 1),
+            0,
+            &[Arg::Ptr(src), Arg::Ptr(dst)],
+            &mut mem,
+        )
+        .unwrap();
+    assert_eq!(mem.read::<u32>(dst, 16).unwrap(), data);
+}

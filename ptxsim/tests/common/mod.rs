@@ -19,8 +19,17 @@ fn ptxas() -> Option<String> {
 
 /// Checks with ptxas (when present) that `ptx` is legal PTX for its `.target`, so a test
 /// cannot pass by feeding the interpreter something the real toolchain rejects.
+///
+/// Without ptxas the check is skipped, unless `PTXSIM_REQUIRE_PTXAS` is set (CI sets it:
+/// there a missing tool is a failure, not a skip).
 pub fn assert_ptxas_accepts(name: &str, ptx: &str) {
     let Some(ptxas) = ptxas() else {
+        let required =
+            std::env::var("PTXSIM_REQUIRE_PTXAS").is_ok_and(|v| !v.is_empty() && v != "0");
+        assert!(
+            !required,
+            "PTXSIM_REQUIRE_PTXAS is set but no ptxas was found (set PTXAS or PATH)"
+        );
         return;
     };
     let arch = ptx
