@@ -8,8 +8,11 @@
 //!   naming the line, never a skip);
 //! - every `.entry` has an oracle registered in [`oracle_for`]; an entry without one fails
 //!   the suite, by name;
-//! - every `.ptx.in` template is expanded and its output runs too (the expander hook,
-//!   [`expand_template`], fails until the Rust expander is wired in);
+//! - every `.ptx.in` template is expanded (by main's registry, `roofprobe::kernels::all()`,
+//!   as modules named `<template>#k=…`) and every expansion runs too; a template with no
+//!   expansion fails;
+//! - every module of the registry is a kernel file (byte-identical) or a template expansion,
+//!   so what the binary loads is what ran here;
 //! - mutants (off-by-one tail, dropped barrier, wrong vector count, swapped mma operands)
 //!   must be reported as failures.
 //!
@@ -71,14 +74,37 @@ fn files_ending_in(suffix: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Expands a `.ptx.in` template into plain PTX modules, one per instantiation:
-/// (label, PTX text).
-///
-/// TODO(roofprobe::kernels): call the Rust expander from main here (for each k it
-/// instantiates), and register oracles for its entries in [`oracle_for`]. Until then a
-/// template in `kernels/` makes [`every_template_is_expanded_and_runs`] fail.
-fn expand_template(_path: &Path, _text: &str) -> Option<Vec<(String, String)>> {
-    None
+/// The instantiations of a `.ptx.in` template, as main's kernel registry
+/// (`roofprobe::kernels::all()`) expands them: modules named `<template>#k=…`, as
+/// (label, PTX text); `None` if the registry has none, which fails
+/// [`every_template_is_expanded`].
+fn expand_template(path: &Path) -> Option<Vec<(String, String)>> {
+    let file = path.file_name()?.to_string_lossy().into_owned();
+    let stem = file.strip_suffix(".in").unwrap_or(&file).to_string();
+    let instances: Vec<(String, String)> = roofprobe::kernels::all()
+        .into_iter()
+        .filter(|s| {
+            s.name.starts_with(&format!("{file}#")) || s.name.starts_with(&format!("{stem}#"))
+        })
+        .map(|s| (s.name, s.ptx))
+        .collect();
+    (!instances.is_empty()).then_some(instances)
+}
+
+/// Every module the suite runs, as (label, file under kernels/ it comes from, PTX): each
+/// `kernels/*.ptx` file as it is on disk, plus every module of the registry that is not a
+/// plain file (template expansions), so nothing the binary can load escapes the interpreter.
+fn modules() -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = ptx_files()
+        .into_iter()
+        .map(|(name, text)| (name.clone(), name, text))
+        .collect();
+    for source in roofprobe::kernels::all() {
+        if let Some((file, _)) = source.name.split_once('#') {
+            out.push((source.name.clone(), file.to_string(), source.ptx));
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------
@@ -370,15 +396,14 @@ fn policy_for(file: &str) -> UniformBranchPolicy {
 
 #[test]
 fn every_ptx_file_parses() {
-    let files = ptx_files();
     assert!(
-        !files.is_empty(),
+        !ptx_files().is_empty(),
         "no .ptx files found in {:?}",
         kernels_dir()
     );
-    let failures: Vec<String> = files
+    let failures: Vec<String> = modules()
         .iter()
-        .filter_map(|(name, text)| Module::parse(text).err().map(|e| format!("{name}: {e}")))
+        .filter_map(|(label, _, text)| Module::parse(text).err().map(|e| format!("{label}: {e}")))
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -386,13 +411,13 @@ fn every_ptx_file_parses() {
 #[test]
 fn every_entry_has_an_oracle() {
     let mut missing = Vec::new();
-    for (name, text) in ptx_files() {
+    for (label, file, text) in modules() {
         let Ok(module) = Module::parse(&text) else {
             continue; // reported by every_ptx_file_parses
         };
         for entry in module.entries() {
-            if oracle_for(&name, entry).is_none() {
-                missing.push(format!("{name}: `{entry}`"));
+            if oracle_for(&file, entry).is_none() {
+                missing.push(format!("{label}: `{entry}`"));
             }
         }
     }
@@ -407,17 +432,17 @@ fn every_entry_has_an_oracle() {
 fn every_kernel_matches_its_host_oracle() {
     let mut failures = Vec::new();
     let mut ran = 0;
-    for (name, text) in ptx_files() {
+    for (label, file, text) in modules() {
         let Ok(module) = Module::parse(&text) else {
-            continue;
+            continue; // reported by every_ptx_file_parses
         };
         for entry in module.entries() {
-            if oracle_for(&name, entry).is_none() {
+            if oracle_for(&file, entry).is_none() {
                 continue; // reported by every_entry_has_an_oracle
             }
             ran += 1;
-            if let Err(e) = check_entry(&module, &name, entry, policy_for(&name)) {
-                failures.push(e);
+            if let Err(e) = check_entry(&module, &file, entry, policy_for(&file)) {
+                failures.push(format!("[{label}] {e}"));
             }
         }
     }
@@ -425,32 +450,46 @@ fn every_kernel_matches_its_host_oracle() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Each template must have expansions; they run (as part of modules()) in
+/// every_kernel_matches_its_host_oracle and the mutation tests.
 #[test]
-fn every_template_is_expanded_and_runs() {
-    let mut failures = Vec::new();
-    for path in files_ending_in(".ptx.in") {
-        let text = std::fs::read_to_string(&path).expect("template is readable");
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let Some(instances) = expand_template(&path, &text) else {
-            failures.push(format!(
-                "{name}: no expander is wired into tests/interp.rs (TODO: roofprobe::kernels)"
-            ));
+fn every_template_is_expanded() {
+    let missing: Vec<String> = files_ending_in(".ptx.in")
+        .iter()
+        .filter(|p| expand_template(p).is_none())
+        .map(|p| {
+            format!(
+                "{}: roofprobe::kernels::all() has no expansion of this template (modules named `<template>#k=…`)",
+                p.display()
+            )
+        })
+        .collect();
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// What the binary loads must be what the interpreter ran: a plain registry module is
+/// byte-identical to its file, and an expansion names a template that exists.
+#[test]
+fn every_registry_module_is_a_kernel_file_or_a_template_expansion() {
+    let files = ptx_files();
+    for source in roofprobe::kernels::all() {
+        if let Some((file, _)) = source.name.split_once('#') {
+            assert!(
+                kernels_dir().join(file).exists()
+                    || kernels_dir().join(format!("{file}.in")).exists(),
+                "registry module `{}` names no template in kernels/",
+                source.name
+            );
             continue;
-        };
-        for (label, ptx) in instances {
-            match Module::parse(&ptx) {
-                Err(e) => failures.push(format!("{name} [{label}]: {e}")),
-                Ok(module) => {
-                    for entry in module.entries() {
-                        if let Err(e) = check_entry(&module, &name, entry, policy_for(&name)) {
-                            failures.push(format!("[{label}] {e}"));
-                        }
-                    }
-                }
-            }
         }
+        assert!(
+            files
+                .iter()
+                .any(|(n, t)| *n == source.name && *t == source.ptx),
+            "registry module `{}` is not byte-identical to a file in kernels/",
+            source.name
+        );
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Files on the allowlist must still need it; files off it never reach here with a
@@ -521,14 +560,14 @@ fn mutate_entry(text: &str, entry: &str, mutate: impl Fn(&str) -> String) -> Str
 /// Every (file, entry) with an oracle whose body contains `needle`.
 fn entries_containing(needle: &str) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
-    for (name, text) in ptx_files() {
+    for (_, file, text) in modules() {
         let Ok(module) = Module::parse(&text) else {
             continue;
         };
         for entry in module.entries() {
             let (s, e) = entry_span(&text, entry);
-            if text[s..e].contains(needle) && oracle_for(&name, entry).is_some() {
-                out.push((name.clone(), text.clone(), entry.to_string()));
+            if text[s..e].contains(needle) && oracle_for(&file, entry).is_some() {
+                out.push((file.clone(), text.clone(), entry.to_string()));
             }
         }
     }

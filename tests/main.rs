@@ -1,3 +1,8 @@
-//! The one integration-test binary.
+//! The one integration-test binary (ripgrep's layout): each module is one layer of DESIGN.md's
+//! testing plan.
 
+mod cli;
+mod gpu;
 mod interp;
+mod ptx_offline;
+mod tools;

@@ -2,33 +2,60 @@
 //! ptxas is available, that the real assembler accepts it too), and small data generators.
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ptxsim::Module;
 
-/// Where ptxas is: `$PTXAS`, else `ptxas` on the PATH; `None` if neither works.
-fn ptxas() -> Option<String> {
-    let candidate = std::env::var("PTXAS").unwrap_or_else(|_| "ptxas".to_string());
-    Command::new(&candidate)
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| candidate)
+/// Where ptxas is, found as roofprobe's own tests find it: `$PTXAS`, else the workspace's
+/// `.tools/` (where `.ci/run` installs it from PyPI), else `ptxas` on the PATH.
+fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    fn walk(dir: &Path, depth: u32) -> Option<PathBuf> {
+        if depth > 8 {
+            return None;
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        if let Some(p) = entries
+            .iter()
+            .find(|p| p.is_file() && p.file_name().is_some_and(|n| n == "ptxas"))
+        {
+            return Some(p.clone());
+        }
+        entries
+            .iter()
+            .filter(|p| p.is_dir())
+            .find_map(|p| walk(p, depth + 1))
+    }
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools");
+    walk(&tools, 0).or_else(|| {
+        Command::new("ptxas")
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| PathBuf::from("ptxas"))
+    })
 }
 
 /// Checks with ptxas (when present) that `ptx` is legal PTX for its `.target`, so a test
 /// cannot pass by feeding the interpreter something the real toolchain rejects.
 ///
-/// Without ptxas the check is skipped, unless `PTXSIM_REQUIRE_PTXAS` is set (CI sets it:
+/// Without ptxas the check is skipped, unless `ROOFPROBE_REQUIRE_TOOLS=1` (set by `.ci/run`:
 /// there a missing tool is a failure, not a skip).
 pub fn assert_ptxas_accepts(name: &str, ptx: &str) {
     let Some(ptxas) = ptxas() else {
-        let required =
-            std::env::var("PTXSIM_REQUIRE_PTXAS").is_ok_and(|v| !v.is_empty() && v != "0");
+        let required = std::env::var("ROOFPROBE_REQUIRE_TOOLS").is_ok_and(|v| v == "1");
         assert!(
             !required,
-            "PTXSIM_REQUIRE_PTXAS is set but no ptxas was found (set PTXAS or PATH)"
+            "ROOFPROBE_REQUIRE_TOOLS=1 but no ptxas was found (set PTXAS)"
         );
         return;
     };

@@ -1,0 +1,232 @@
+//! The one core abstraction: a [`Backend`] is something that can describe its device, prepare a
+//! case (allocate, initialise), time it and verify it.
+//!
+//! Two implementations, chosen once per device: [`cuda::CudaBackend`] (PTX kernels through
+//! cudarc, CUDA-event timing) and [`host::HostBackend`] (Rust kernels on every core, monotonic
+//! clock). Both are real and both are exercised by the tests; the runner never knows which one
+//! it drives.
+//!
+//! A backend must never print or exit; it returns [`crate::Error`]s whose messages tell the user
+//! what to do.
+
+pub mod cuda;
+pub mod host;
+pub mod pool;
+
+use crate::bench::{Case, Verdict};
+use crate::Result;
+use serde::{Deserialize, Serialize};
+
+/// Which kind of backend measured a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Cuda,
+    Host,
+}
+
+impl BackendKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "cuda",
+            BackendKind::Host => "host",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One level of a cache hierarchy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheLevel {
+    /// `L1d`, `L2`, `L3`, …
+    pub name: String,
+    pub size_bytes: u64,
+    /// How many instances of this cache the device has (per core, per cluster, one shared).
+    pub instances: u32,
+}
+
+/// What a device is, as reported by the driver or the operating system.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub backend: BackendKind,
+    /// How to select it: `cuda:0`, `host`.
+    pub id: String,
+    /// The name the driver or CPU reports (`NVIDIA H200`, `AMD EPYC 9B45`).
+    pub name: String,
+    /// `9.0`; empty for the host.
+    pub compute_capability: String,
+    /// Streaming multiprocessors, or CPU cores (logical CPUs this process may use).
+    pub units: u32,
+    /// Maximum SM / core clock the device reports, if it does.
+    pub clock_mhz: Option<f64>,
+    /// Memory clock the device reports, if it does.
+    pub memory_clock_mhz: Option<f64>,
+    pub memory_bus_bits: Option<u32>,
+    /// The last-level cache: L2 on a GPU, the largest CPU cache on the host.
+    pub llc_bytes: u64,
+    pub caches: Vec<CacheLevel>,
+    pub memory_total_bytes: u64,
+    pub memory_free_bytes: u64,
+    /// Driver version (`CUDA 12.4, driver 550.54.15`) or the OS kernel for the host.
+    pub driver: String,
+    /// Anything else worth listing, in display order.
+    pub extra: Vec<(String, String)>,
+}
+
+/// Run conditions observed around a case: clocks, power, temperature, throttling.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conditions {
+    pub clock_mhz: Option<f64>,
+    pub memory_clock_mhz: Option<f64>,
+    pub power_w: Option<f64>,
+    pub temperature_c: Option<f64>,
+    /// Throttle reasons active at any observation (`sw_power_cap`, …), `;`-separated;
+    /// empty when none were reported or they cannot be read.
+    pub throttle: String,
+}
+
+impl Conditions {
+    /// Combines the observations before and after a case: clocks and power averaged,
+    /// temperature the highest, throttle reasons the union.
+    pub fn merge(before: &Conditions, after: &Conditions) -> Conditions {
+        fn mean(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some((a + b) / 2.0),
+                (a, b) => a.or(b),
+            }
+        }
+        let mut reasons: Vec<&str> = before
+            .throttle
+            .split(';')
+            .chain(after.throttle.split(';'))
+            .filter(|s| !s.is_empty())
+            .collect();
+        reasons.sort_unstable();
+        reasons.dedup();
+        Conditions {
+            clock_mhz: mean(before.clock_mhz, after.clock_mhz),
+            memory_clock_mhz: mean(before.memory_clock_mhz, after.memory_clock_mhz),
+            power_w: mean(before.power_w, after.power_w),
+            temperature_c: match (before.temperature_c, after.temperature_c) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+            throttle: reasons.join(";"),
+        }
+    }
+}
+
+/// How large the DRAM cases' arrays should be.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SizeRequest {
+    /// The rule of DESIGN.md: at least 4× the last-level cache and at least 256 MiB per array,
+    /// capped by free memory (and then reported).
+    Auto,
+    /// Exactly this many bytes per array; an error if it does not fit.
+    BytesPerArray(u64),
+}
+
+/// A case that is ready to run: memory allocated and initialised, outputs poisoned.
+pub trait PreparedCase {
+    /// Launches the case `reps` times back to back and returns the time all of them took, in
+    /// seconds, measured by the device's own clock (CUDA events, or the monotonic clock on the
+    /// host) with no launch-queueing overhead outside the launches themselves.
+    fn run(&mut self, reps: u32) -> Result<f64>;
+
+    /// Checks the output of the last run against the gold values.
+    fn verify(&mut self) -> Result<Verdict>;
+
+    /// Launch geometry or threading used, for the record (`grid 1056x256`, `2 threads`).
+    fn launch_note(&self) -> String;
+}
+
+/// A device that can run cases.
+pub trait Backend {
+    /// What the device is.
+    fn info(&self) -> &DeviceInfo;
+
+    /// The cases this backend runs, sized for this device. Notes on how sizes were chosen
+    /// (e.g. reduced to fit free memory) are returned beside them, one per case id.
+    fn cases(&self, size: SizeRequest) -> Result<Vec<PlannedCase>>;
+
+    /// Allocates and initialises a case.
+    fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>>;
+
+    /// Observes the run conditions now.
+    fn conditions(&self) -> Conditions;
+
+    /// Smallest wall time one timed sample should last, so that timer resolution and
+    /// per-sample overhead stay far below the figure.
+    fn min_sample_secs(&self) -> f64;
+}
+
+/// A case with the note on how its size was chosen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedCase {
+    pub case: Case,
+    pub note: String,
+}
+
+/// Bytes per array for DRAM cases under the design's rule: max(4 × LLC, 256 MiB), then capped so
+/// that `arrays` arrays fit in `usable_bytes`. Returns the size and a note when it was capped.
+pub fn dram_array_bytes(llc_bytes: u64, arrays: u64, usable_bytes: u64) -> (u64, Option<String>) {
+    const MIN_ARRAY: u64 = 256 << 20;
+    let wanted = (4 * llc_bytes).max(MIN_ARRAY);
+    let cap = usable_bytes / arrays.max(1);
+    // Round down to a multiple of 4 KiB so every precision divides it.
+    let cap = cap & !4095;
+    if wanted <= cap {
+        (wanted, None)
+    } else {
+        (
+            cap,
+            Some(format!(
+                "array size reduced from {wanted} to {cap} bytes to fit free memory"
+            )),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dram_size_rule() {
+        // small LLC: the 256 MiB floor wins
+        assert_eq!(dram_array_bytes(32 << 20, 3, 100 << 30), (256 << 20, None));
+        // big LLC: 4x wins
+        assert_eq!(dram_array_bytes(128 << 20, 3, 100 << 30), (512 << 20, None));
+        // not enough memory: capped, with a note
+        let (bytes, note) = dram_array_bytes(32 << 20, 3, 300 << 20);
+        assert_eq!(bytes, 100 << 20);
+        assert!(note.unwrap().contains("reduced"));
+    }
+
+    #[test]
+    fn conditions_merge() {
+        let a = Conditions {
+            clock_mhz: Some(1000.0),
+            temperature_c: Some(50.0),
+            throttle: "sw_power_cap".into(),
+            ..Default::default()
+        };
+        let b = Conditions {
+            clock_mhz: Some(2000.0),
+            temperature_c: Some(60.0),
+            power_w: Some(300.0),
+            throttle: "hw_slowdown;sw_power_cap".into(),
+            ..Default::default()
+        };
+        let m = Conditions::merge(&a, &b);
+        assert_eq!(m.clock_mhz, Some(1500.0));
+        assert_eq!(m.temperature_c, Some(60.0));
+        assert_eq!(m.power_w, Some(300.0));
+        assert_eq!(m.throttle, "hw_slowdown;sw_power_cap");
+    }
+}

@@ -1,0 +1,312 @@
+//! A pool of worker threads, one pinned to each CPU this process may run on.
+//!
+//! The host backend needs what an OpenMP `parallel for schedule(static)` gives STREAM: the same
+//! thread, on the same core, always works on the same slice of every array (so the pages it
+//! first-touched are local to it), and launching work costs far less than the work. Rayon does
+//! not pin, and spawning threads per launch would charge thread creation to every sample.
+//!
+//! [`Pool::run`] hands one closure to every worker and returns when all have finished; a
+//! [`SpinBarrier`] lets a closure separate back-to-back repetitions the way the implicit barrier
+//! at the end of an OpenMP loop does.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+type Job = dyn Fn(usize) + Sync;
+
+struct State {
+    generation: u64,
+    /// The current job. The pointer is valid while `remaining > 0`: `Pool::run` does not return
+    /// (and so does not let the closure go out of scope) before every worker is done with it.
+    job: Option<*const Job>,
+    remaining: usize,
+    panicked: bool,
+    shutdown: bool,
+}
+
+// SAFETY: the raw job pointer is only dereferenced by workers between the moment `run`
+// publishes it and the moment `run` observes `remaining == 0`, during which the closure it
+// points to is alive and is `Sync`.
+unsafe impl Send for State {}
+
+struct Shared {
+    state: Mutex<State>,
+    start: Condvar,
+    done: Condvar,
+}
+
+/// Worker threads pinned one per CPU.
+pub struct Pool {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    cpus: Vec<usize>,
+}
+
+/// The CPUs this process may run on (its affinity mask), in ascending order.
+pub fn allowed_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `set` is a plain bitmask owned by this frame; sched_getaffinity writes at most
+        // size_of::<cpu_set_t>() bytes into it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+                let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+                    .filter(|&c| libc::CPU_ISSET(c, &set))
+                    .collect();
+                if !cpus.is_empty() {
+                    return cpus;
+                }
+            }
+        }
+    }
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (0..n).collect()
+}
+
+/// Pins the calling thread to `cpu`. Returns false where pinning is not supported or refused.
+fn pin_to(cpu: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: as in `allowed_cpus`; CPU_SET writes inside the set it is given.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpu;
+        false
+    }
+}
+
+impl Pool {
+    /// One worker per CPU in `cpus`, worker `i` pinned to `cpus[i]`.
+    pub fn new(cpus: Vec<usize>) -> Pool {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                generation: 0,
+                job: None,
+                remaining: 0,
+                panicked: false,
+                shutdown: false,
+            }),
+            start: Condvar::new(),
+            done: Condvar::new(),
+        });
+        let workers = cpus
+            .iter()
+            .enumerate()
+            .map(|(index, &cpu)| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("roofprobe-worker-{index}"))
+                    .spawn(move || worker(shared, index, cpu))
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        Pool {
+            shared,
+            workers,
+            cpus,
+        }
+    }
+
+    /// Number of workers.
+    pub fn threads(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// The CPU each worker is pinned to.
+    pub fn cpus(&self) -> &[usize] {
+        &self.cpus
+    }
+
+    /// Runs `job(worker_index)` on every worker and waits for all of them. Returns false if any
+    /// worker's closure panicked (the pool stays usable).
+    pub fn run<F: Fn(usize) + Sync>(&self, job: F) -> bool {
+        let job_ref: &(dyn Fn(usize) + Sync + '_) = &job;
+        // SAFETY: we erase the lifetime of `job_ref` to store it in the shared state. We wait
+        // below until every worker has finished running it, so it outlives every use.
+        let job_ptr: *const Job =
+            unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync + '_), &'static Job>(job_ref) };
+        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.job = Some(job_ptr);
+        state.remaining = self.workers.len();
+        state.panicked = false;
+        state.generation += 1;
+        self.shared.start.notify_all();
+        while state.remaining > 0 {
+            state = self
+                .shared
+                .done
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        state.job = None;
+        !state.panicked
+    }
+}
+
+fn worker(shared: Arc<Shared>, index: usize, cpu: usize) {
+    pin_to(cpu);
+    let mut seen = 0u64;
+    loop {
+        let job = {
+            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            while state.generation == seen && !state.shutdown {
+                state = shared.start.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+            if state.shutdown {
+                return;
+            }
+            seen = state.generation;
+            state.job.expect("a new generation always carries a job")
+        };
+        // SAFETY: see `State::job`.
+        let ok =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (*job)(index) }))
+                .is_ok();
+        let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !ok {
+            state.panicked = true;
+        }
+        state.remaining -= 1;
+        if state.remaining == 0 {
+            shared.done.notify_all();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        {
+            let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.shutdown = true;
+            self.shared.start.notify_all();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+/// A sense-reversing spin barrier for the workers of one job: cheap enough to separate
+/// repetitions of a memory-bound loop without charging a futex sleep to each one.
+pub struct SpinBarrier {
+    parties: usize,
+    waiting: AtomicUsize,
+    sense: AtomicBool,
+}
+
+impl SpinBarrier {
+    pub fn new(parties: usize) -> Self {
+        SpinBarrier {
+            parties,
+            waiting: AtomicUsize::new(0),
+            sense: AtomicBool::new(false),
+        }
+    }
+
+    /// Blocks until all `parties` threads have called `wait` for this round.
+    pub fn wait(&self) {
+        let sense = !self.sense.load(Ordering::Acquire);
+        if self.waiting.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
+            self.waiting.store(0, Ordering::Relaxed);
+            self.sense.store(sense, Ordering::Release);
+        } else {
+            let mut spins = 0u32;
+            while self.sense.load(Ordering::Acquire) != sense {
+                spins += 1;
+                if spins < 1 << 14 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+}
+
+/// The half-open range of `n` items that worker `t` of `threads` owns, with boundaries rounded to
+/// multiples of `align` items so each worker's slice starts on a cache line.
+pub fn chunk(n: usize, threads: usize, t: usize, align: usize) -> std::ops::Range<usize> {
+    let bound = |t: usize| {
+        if t >= threads {
+            n
+        } else {
+            ((n as u128 * t as u128 / threads as u128) as usize / align * align).min(n)
+        }
+    };
+    bound(t)..bound(t + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_partition_the_range() {
+        for n in [0usize, 1, 15, 16, 17, 1000, 1 << 20] {
+            for threads in 1..6 {
+                let mut next = 0;
+                for t in 0..threads {
+                    let r = chunk(n, threads, t, 16);
+                    assert_eq!(r.start, next, "n={n} threads={threads} t={t}");
+                    assert!(r.start % 16 == 0 || r.start == n);
+                    next = r.end;
+                }
+                assert_eq!(next, n);
+            }
+        }
+    }
+
+    #[test]
+    fn pool_runs_every_worker_each_time() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(3).collect());
+        let threads = pool.threads();
+        let hits = AtomicUsize::new(0);
+        for round in 1..=50 {
+            assert!(pool.run(|i| {
+                assert!(i < threads);
+                hits.fetch_add(1, Ordering::Relaxed);
+            }));
+            assert_eq!(hits.load(Ordering::Relaxed), round * threads);
+        }
+    }
+
+    #[test]
+    fn pool_survives_a_panicking_job() {
+        let pool = Pool::new(vec![allowed_cpus()[0]; 2]);
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let ok = pool.run(|i| {
+            if i == 1 {
+                panic!("boom");
+            }
+        });
+        std::panic::set_hook(prev);
+        assert!(!ok);
+        assert!(pool.run(|_| {}));
+    }
+
+    #[test]
+    fn barrier_orders_rounds() {
+        let pool = Pool::new(vec![allowed_cpus()[0]; 3]);
+        let barrier = SpinBarrier::new(3);
+        let counter = AtomicUsize::new(0);
+        assert!(pool.run(|_| {
+            for round in 0..100 {
+                counter.fetch_add(1, Ordering::AcqRel);
+                barrier.wait();
+                // every worker has incremented for this round before anyone goes on
+                assert!(counter.load(Ordering::Acquire) >= (round + 1) * 3);
+                barrier.wait();
+            }
+        }));
+        assert_eq!(counter.load(Ordering::Relaxed), 300);
+    }
+}

@@ -1,0 +1,293 @@
+//! The catalogue of cases: what each one computes, how much work it does, and how its output
+//! is checked.
+//!
+//! A [`Case`] is backend-neutral: the same `stream/triad/f32` case runs as a PTX kernel on a GPU
+//! and as a Rust kernel on the host, does the same analytic work ([`Work`]: bytes read, bytes
+//! written, arithmetic operations) and is checked against the same gold values. The work table
+//! is the one place where time becomes bandwidth (BabelStream's weight table made explicit);
+//! nothing else in the crate counts bytes.
+//!
+//! This module must not launch or time anything: that is the backends' and the runner's job.
+
+pub mod stream;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A family of cases, i.e. which part of the roofline it measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// STREAM-style memory bandwidth (DRAM working sets).
+    Stream,
+    /// Peak arithmetic, register resident.
+    Peak,
+    /// Tensor-core peaks (`mma.sync`).
+    Tensor,
+    /// Arithmetic-intensity sweep: k operations per element loaded.
+    Intensity,
+}
+
+impl Family {
+    pub const ALL: [Family; 4] = [
+        Family::Stream,
+        Family::Peak,
+        Family::Tensor,
+        Family::Intensity,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Stream => "stream",
+            Family::Peak => "peak",
+            Family::Tensor => "tensor",
+            Family::Intensity => "intensity",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Family {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Family::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown family `{s}`; expected one of: {}",
+                    Family::ALL.map(Family::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// The number format a case computes in. Tensor-core formats name the input and the
+/// accumulator type (`f16.f32`: f16 inputs, f32 accumulation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Precision {
+    #[serde(rename = "f64")]
+    F64,
+    #[serde(rename = "f32")]
+    F32,
+    /// Two f16 lanes per 32-bit register (`fma.rn.f16x2`).
+    #[serde(rename = "f16x2")]
+    F16x2,
+    /// Two bf16 lanes per 32-bit register (`fma.rn.bf16x2`).
+    #[serde(rename = "bf16x2")]
+    Bf16x2,
+    /// 32-bit integer multiply-add; counted as 2 operations, reported as "flops".
+    #[serde(rename = "i32")]
+    I32,
+    #[serde(rename = "f16.f16")]
+    F16F16,
+    #[serde(rename = "f16.f32")]
+    F16F32,
+    #[serde(rename = "bf16.f32")]
+    Bf16F32,
+    #[serde(rename = "tf32.f32")]
+    Tf32F32,
+    #[serde(rename = "s8.s32")]
+    S8S32,
+    #[serde(rename = "f64.f64")]
+    F64F64,
+    #[serde(rename = "e4m3.f32")]
+    E4m3F32,
+}
+
+impl Precision {
+    pub const ALL: [Precision; 12] = [
+        Precision::F64,
+        Precision::F32,
+        Precision::F16x2,
+        Precision::Bf16x2,
+        Precision::I32,
+        Precision::F16F16,
+        Precision::F16F32,
+        Precision::Bf16F32,
+        Precision::Tf32F32,
+        Precision::S8S32,
+        Precision::F64F64,
+        Precision::E4m3F32,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::F64 => "f64",
+            Precision::F32 => "f32",
+            Precision::F16x2 => "f16x2",
+            Precision::Bf16x2 => "bf16x2",
+            Precision::I32 => "i32",
+            Precision::F16F16 => "f16.f16",
+            Precision::F16F32 => "f16.f32",
+            Precision::Bf16F32 => "bf16.f32",
+            Precision::Tf32F32 => "tf32.f32",
+            Precision::S8S32 => "s8.s32",
+            Precision::F64F64 => "f64.f64",
+            Precision::E4m3F32 => "e4m3.f32",
+        }
+    }
+
+    /// True for the integer formats, whose operations are not floating point.
+    pub fn is_integer(self) -> bool {
+        matches!(self, Precision::I32 | Precision::S8S32)
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Precision::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown precision `{s}`; expected one of: {}",
+                    Precision::ALL.map(Precision::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// The analytic work of one launch of a case, counted the STREAM way: every element read or
+/// written by the kernel counts once, with no write-allocate traffic, and arithmetic counts 2 per
+/// fused multiply-add per lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Work {
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Arithmetic operations (floating point, or integer for integer precisions).
+    pub flops: u64,
+}
+
+impl Work {
+    /// Bytes moved: read + written.
+    pub fn bytes(&self) -> u64 {
+        self.bytes_read + self.bytes_written
+    }
+
+    /// Arithmetic intensity in operations per byte; `None` for a case that moves no bytes.
+    pub fn intensity(&self) -> Option<f64> {
+        let bytes = self.bytes();
+        (bytes > 0).then(|| self.flops as f64 / bytes as f64)
+    }
+}
+
+/// One measurable case: a kernel in a precision on a problem of a given size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Case {
+    pub family: Family,
+    /// The kernel's name in the user's words (`triad`, `fma`, `mma_m16n8k16`).
+    pub kernel: String,
+    pub precision: Precision,
+    /// The family's parameter: operations per element in the intensity sweep; `None` elsewhere.
+    pub param: Option<u32>,
+    /// Problem size in elements (of `precision`) per array.
+    pub elements: u64,
+    /// Bytes of memory the case's arrays occupy (its working set).
+    pub working_set_bytes: u64,
+    /// The work of one launch.
+    pub work: Work,
+}
+
+impl Case {
+    /// A stable identifier: `family/kernel/precision[/param]`.
+    pub fn id(&self) -> String {
+        match self.param {
+            Some(p) => format!("{}/{}/{}/{}", self.family, self.kernel, self.precision, p),
+            None => format!("{}/{}/{}", self.family, self.kernel, self.precision),
+        }
+    }
+}
+
+/// The outcome of checking a case's output against its gold values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub valid: bool,
+    /// Empty when valid; otherwise the first failures, BabelStream style (is / should / diff).
+    pub detail: String,
+}
+
+impl Verdict {
+    pub fn valid() -> Self {
+        Verdict {
+            valid: true,
+            detail: String::new(),
+        }
+    }
+
+    pub fn invalid(detail: impl Into<String>) -> Self {
+        Verdict {
+            valid: false,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Deterministic pseudo-random bits for input element `index` of array `array`.
+///
+/// SplitMix64 of the pair, so any element can be regenerated on its own: the host produces a
+/// GPU case's inputs, and the checker regenerates them instead of keeping a copy.
+pub fn input_bits(array: u64, index: u64) -> u64 {
+    let mut z = index
+        .wrapping_add(array.wrapping_mul(0xD1B5_4A32_D192_ED03))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for f in Family::ALL {
+            assert_eq!(f.as_str().parse::<Family>().unwrap(), f);
+        }
+        for p in Precision::ALL {
+            assert_eq!(p.as_str().parse::<Precision>().unwrap(), p);
+            // serde uses the same spelling as Display
+            assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{p}\""));
+        }
+        assert!("f17".parse::<Precision>().unwrap_err().contains("f16x2"));
+        assert!("gemv".parse::<Family>().is_err());
+    }
+
+    #[test]
+    fn work_intensity() {
+        let w = Work {
+            bytes_read: 8,
+            bytes_written: 4,
+            flops: 6,
+        };
+        assert_eq!(w.bytes(), 12);
+        assert_eq!(w.intensity(), Some(0.5));
+        assert_eq!(Work::default().intensity(), None);
+    }
+
+    #[test]
+    fn input_bits_differ_by_array_and_index() {
+        let a: Vec<u64> = (0..1000).map(|i| input_bits(0, i)).collect();
+        let b: Vec<u64> = (0..1000).map(|i| input_bits(1, i)).collect();
+        assert_ne!(a, b);
+        let mut sorted = a.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 1000, "no repeats in a small range");
+        assert_eq!(input_bits(3, 77), input_bits(3, 77));
+    }
+}

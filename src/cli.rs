@@ -1,0 +1,127 @@
+//! The command line (clap derive) and its dispatch to [`crate::commands`].
+//!
+//! Exit codes: 0 all measurements valid; 1 an error (printed as one `error: …` line);
+//! 2 a usage error (clap's); 3 the run finished but at least one case was invalid or failed.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Exit code of a run that completed with at least one invalid or failed case.
+pub const EXIT_INVALID: i32 = 3;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "roofprobe",
+    version,
+    about = "Measures what a GPU (or, without one, the host CPU) really delivers, validated, to CSV",
+    after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 a measurement was invalid or failed."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure this machine: every CUDA GPU found, else the host CPU; write a CSV per device.
+    Run(RunArgs),
+    /// List the CUDA devices and the host CPU.
+    Devices,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Which device: `auto` (every CUDA GPU, else the host), `host`, `cuda:N`, or `all`
+    /// (every CUDA GPU and the host).
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Fewer samples per case (same cases, same sizes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Folder for the results files (created if missing; files are never overwritten).
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Bytes per array for the DRAM cases, e.g. `268435456`, `256MiB`, `1GiB`. Default: the
+    /// larger of 4× the last-level cache and 256 MiB, reduced (and said so) to fit free memory.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Most timed samples per case.
+    #[arg(long)]
+    pub samples: Option<u32>,
+    /// Run only cases whose id (`family/kernel/precision`) contains this text; repeatable.
+    #[arg(long)]
+    pub filter: Vec<String>,
+}
+
+/// Parses a byte count with an optional unit: `4096`, `64K`, `256MiB`, `1G`, `2GB`.
+/// Binary units (K, M, G, T with or without `iB`) are powers of 1024; `KB`, `MB`, `GB`, `TB`
+/// are powers of 1000.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{s}` is not a byte count; write e.g. 268435456, 256MiB or 1GiB"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "k" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        "T" | "TiB" => 1 << 40,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{s}`; use B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)"
+            ))
+        }
+    };
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("`{s}` is too large"))?;
+    if bytes == 0 {
+        return Err("the size must be at least 1 byte".to_string());
+    }
+    Ok(bytes)
+}
+
+/// Runs the parsed command; returns the process exit code.
+pub fn dispatch(cli: Cli) -> crate::Result<i32> {
+    match cli.command {
+        Command::Run(args) => crate::commands::run::run(&args),
+        Command::Devices => crate::commands::devices::devices(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("64K"), Ok(65536));
+        assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1G"), Ok(1 << 30));
+        assert_eq!(parse_bytes("2GB"), Ok(2_000_000_000));
+        assert!(parse_bytes("lots")
+            .unwrap_err()
+            .contains("not a byte count"));
+        assert!(parse_bytes("3 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("99999999999999T")
+            .unwrap_err()
+            .contains("too large"));
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,54 @@
+//! What each subcommand does, given its parsed arguments. These functions print their output
+//! (tables to stdout, progress and notes to stderr) and return the exit code; errors go back to
+//! `main`, which prints them once.
+
+pub mod devices;
+pub mod run;
+
+/// This machine's host name (`unknown-host` if it cannot be read).
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let name = if rc == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        String::new()
+    };
+    if name.trim().is_empty() {
+        "unknown-host".to_string()
+    } else {
+        name
+    }
+}
+
+/// Lower-case letters, digits and single dashes: a name fit for a file name.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("NVIDIA H200"), "nvidia-h200");
+        assert_eq!(
+            slug("  AMD EPYC 9B45 96-Core Processor "),
+            "amd-epyc-9b45-96-core-processor"
+        );
+        assert_eq!(slug("A100-SXM4-80GB"), "a100-sxm4-80gb");
+        assert_eq!(slug("ünïcode/..//x"), "n-code-x");
+        assert!(!hostname().is_empty());
+    }
+}

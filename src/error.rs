@@ -1,0 +1,78 @@
+//! The one error type of the library.
+//!
+//! Every variant renders as a single line that says what happened and what to do next, because
+//! `main` prints it as `error: …` and exits non-zero. Driver errors carry the driver's own
+//! message. Nothing here panics or exits: the caller decides.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in roofprobe, each with its remedy in the message.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No CUDA driver library could be loaded.
+    #[error("no CUDA driver found ({0}); install the NVIDIA driver, or measure the host CPU with --device host")]
+    NoDriver(String),
+
+    /// The driver loaded but refused to work (stub driver, no device node, driver too old).
+    #[error("the CUDA driver is present but failed during {during}: {message}; check `nvidia-smi`, or use --device host")]
+    Driver { during: String, message: String },
+
+    /// A device was asked for that does not exist.
+    #[error("no such device `{asked}`: {available}; run `roofprobe devices` to list them")]
+    NoSuchDevice { asked: String, available: String },
+
+    /// The data for a case does not fit in the memory that is free.
+    #[error("{case} needs {needed_bytes} bytes but only {free_bytes} bytes of {device} memory are free; pass a smaller --size")]
+    OutOfMemory {
+        case: String,
+        device: String,
+        needed_bytes: u64,
+        free_bytes: u64,
+    },
+
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A results file (CSV or JSON) is malformed, truncated, foreign or of another schema.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+
+    /// The user asked for something that makes no sense (bad argument value, unknown name).
+    #[error("{0}")]
+    Usage(String),
+
+    /// A kernel or tool failed in a way that is not the user's input (internal invariant).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A parse error at `line` (1-based) of `path`.
+    pub fn parse(path: impl Into<PathBuf>, line: u64, message: impl Into<String>) -> Self {
+        Error::Parse {
+            path: path.into(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

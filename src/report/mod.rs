@@ -1,0 +1,4 @@
+//! Exporters: each a pure function from results to bytes or text, so each is unit-testable.
+//! Writing files is the commands' job, not theirs.
+
+pub mod table;

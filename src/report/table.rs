@@ -1,0 +1,132 @@
+//! The summary table printed after a run (and by `report`): one line per measurement.
+
+use crate::record::Record;
+use std::fmt::Write;
+
+/// Formats a figure with three significant digits or so, `-` when absent.
+pub fn figure(x: Option<f64>) -> String {
+    match x {
+        None => "-".to_string(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) if v.abs() >= 10.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+/// A duration in s, ms, µs or ns, `-` when absent.
+pub fn duration(secs: Option<f64>) -> String {
+    match secs {
+        None => "-".to_string(),
+        Some(s) if s >= 1.0 => format!("{s:.3} s"),
+        Some(s) if s >= 1e-3 => format!("{:.3} ms", s * 1e3),
+        Some(s) if s >= 1e-6 => format!("{:.2} µs", s * 1e6),
+        Some(s) => format!("{:.1} ns", s * 1e9),
+    }
+}
+
+/// Bytes in binary units.
+pub fn bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// The table of a run's rows. Rows of several devices are grouped under a line per device.
+pub fn render(records: &[Record]) -> String {
+    let mut out = String::new();
+    let mut current_run = None;
+    for r in records {
+        if current_run != Some(&r.run_id) {
+            current_run = Some(&r.run_id);
+            let cc = if r.compute_capability.is_empty() {
+                String::new()
+            } else {
+                format!(", sm_{}", r.compute_capability.replace('.', ""))
+            };
+            let units = match r.backend {
+                crate::backend::BackendKind::Host => "threads",
+                crate::backend::BackendKind::Cuda => "SMs",
+            };
+            let _ = writeln!(
+                out,
+                "\n{} ({}{cc}, {} {units}) on {}; bytes = read + written, each element once",
+                r.device_name, r.device_id, r.units, r.host
+            );
+            let _ = writeln!(
+                out,
+                "{:<28} {:>11} {:>9} {:>9} {:>11} {:>6}  status",
+                "case", "working set", "GB/s", "GFLOP/s", "median", "CV"
+            );
+        }
+        let cv =
+            r.cv.map_or_else(|| "-".to_string(), |c| format!("{:.1}%", c * 100.0));
+        let status = if r.valid { "ok" } else { r.status.as_str() };
+        let _ = writeln!(
+            out,
+            "{:<28} {:>11} {:>9} {:>9} {:>11} {:>6}  {}",
+            r.case_id(),
+            bytes(r.working_set_bytes),
+            figure(r.gbps),
+            figure(r.gflops),
+            duration(r.time_median_s),
+            cv,
+            status
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::stream::StreamKernel;
+    use crate::bench::Precision;
+    use crate::record::tests::measured;
+
+    #[test]
+    fn formats() {
+        assert_eq!(figure(None), "-");
+        assert_eq!(figure(Some(1234.5)), "1234");
+        assert_eq!(figure(Some(12.345)), "12.3");
+        assert_eq!(figure(Some(1.2345)), "1.23");
+        assert_eq!(duration(Some(2.0)), "2.000 s");
+        assert_eq!(duration(Some(0.0021)), "2.100 ms");
+        assert_eq!(duration(Some(3.5e-6)), "3.50 µs");
+        assert_eq!(duration(Some(4e-9)), "4.0 ns");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(256 << 20), "256.0 MiB");
+        assert_eq!(bytes(3 << 30), "3.0 GiB");
+    }
+
+    #[test]
+    fn table_shows_figures_for_valid_rows_and_reasons_for_invalid_ones() {
+        let ok = measured(
+            &StreamKernel::Triad.case(Precision::F32, 1 << 20),
+            1e-3,
+            true,
+        );
+        let bad = measured(
+            &StreamKernel::Copy.case(Precision::F64, 1 << 20),
+            1e-3,
+            false,
+        );
+        let t = render(&[ok, bad]);
+        let lines: Vec<&str> = t.lines().filter(|l| !l.is_empty()).collect();
+        assert!(lines[0].contains("(host, 2 threads)") || lines[0].contains("(host,"));
+        assert!(lines[1].starts_with("case"));
+        assert!(lines[2].starts_with("stream/triad/f32"));
+        assert!(lines[2].contains("12.6"), "{}", lines[2]); // 12 MiB*... / 1 ms
+        assert!(lines[3].starts_with("stream/copy/f64"));
+        assert!(lines[3].contains("invalid: [3] is 1"));
+        assert!(!lines[3].contains("16.8"), "no figure for an invalid row");
+    }
+}

@@ -1,0 +1,396 @@
+//! The runner: for each case, prepare → calibrate → warm up → sample → verify → one row,
+//! written out before the next case starts ("because we would risk losing them if a later
+//! benchmark fails", as hyperfine puts it).
+//!
+//! Timing policy. A sample is `reps` launches back to back, timed as one interval by the
+//! backend's own clock, with `reps` chosen so a sample lasts at least the backend's
+//! `min_sample_secs` (launch overhead and timer resolution stay out of the figure); the per-launch
+//! time of a sample is its interval / `reps`. The first launch (module load, JIT, page faults) is
+//! discarded, then warm-up samples run for `warmup_secs`, then between `min_samples` and
+//! `samples` samples are kept, as many as fit in `case_budget_secs`. The figures use the median.
+//!
+//! The runner does not print: it reports progress through a callback, and the caller decides.
+
+use crate::backend::{Backend, Conditions, PlannedCase, PreparedCase, SizeRequest};
+use crate::bench::Case;
+use crate::record::{Outcome, Record, RunIdentity};
+use crate::stats::Summary;
+use crate::Result;
+use std::time::Instant;
+
+/// How long and how often to measure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunConfig {
+    /// Most samples kept per case.
+    pub samples: u32,
+    /// Fewest samples kept per case, whatever the budget.
+    pub min_samples: u32,
+    /// Warm-up time per case, after the discarded first launch.
+    pub warmup_secs: f64,
+    /// Timed seconds to aim for per case; caps the sample count for slow cases.
+    pub case_budget_secs: f64,
+    pub size: SizeRequest,
+    /// Keep only cases whose id contains one of these (empty: every case).
+    pub filter: Vec<String>,
+}
+
+impl RunConfig {
+    /// The default run.
+    pub fn full() -> Self {
+        RunConfig {
+            samples: 30,
+            min_samples: 5,
+            warmup_secs: 0.2,
+            case_budget_secs: 2.0,
+            size: SizeRequest::Auto,
+            filter: Vec::new(),
+        }
+    }
+
+    /// `--quick`: the same cases and sizes, fewer samples.
+    pub fn quick() -> Self {
+        RunConfig {
+            samples: 10,
+            min_samples: 3,
+            warmup_secs: 0.05,
+            case_budget_secs: 0.4,
+            ..Self::full()
+        }
+    }
+
+    fn keeps(&self, case: &Case) -> bool {
+        let id = case.id();
+        self.filter.is_empty() || self.filter.iter().any(|f| id.contains(f.as_str()))
+    }
+}
+
+/// What the runner reports while it works.
+pub enum Event<'a> {
+    /// The cases that will run, in order.
+    Planned {
+        cases: &'a [PlannedCase],
+    },
+    Started {
+        case: &'a Case,
+    },
+    Finished {
+        record: &'a Record,
+    },
+}
+
+/// The current time as RFC 3339 UTC with second precision.
+pub fn now_utc() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// Times one prepared case under `cfg`. Returns the summary of per-launch times and `reps`.
+pub fn measure(
+    prepared: &mut dyn PreparedCase,
+    min_sample_secs: f64,
+    cfg: &RunConfig,
+) -> Result<(Summary, u32)> {
+    // First launch: module load, JIT, first page faults. Not a sample.
+    prepared.run(1)?;
+    let single = prepared.run(1)?;
+    let reps = if single > 0.0 {
+        (min_sample_secs / single)
+            .ceil()
+            .clamp(1.0, (1u32 << 20) as f64) as u32
+    } else {
+        1 << 20
+    };
+    let warm_start = Instant::now();
+    loop {
+        prepared.run(reps)?;
+        if warm_start.elapsed().as_secs_f64() >= cfg.warmup_secs {
+            break;
+        }
+    }
+    let per_sample = (single * reps as f64).max(1e-9);
+    let wanted = (cfg.case_budget_secs / per_sample).floor();
+    let samples = (wanted as u32).clamp(cfg.min_samples.max(2), cfg.samples.max(2));
+    let mut times = Vec::with_capacity(samples as usize);
+    for _ in 0..samples {
+        times.push(prepared.run(reps)? / reps as f64);
+    }
+    let summary = Summary::from_secs(&times).map_err(|e| {
+        crate::Error::Internal(format!(
+            "{e}; the device clock returned an impossible time, rerun or report a bug"
+        ))
+    })?;
+    Ok((summary, reps))
+}
+
+/// The cases a run of `backend` under `cfg` will measure, sized and filtered. Fails before
+/// anything is measured or written when the sizes asked for cannot fit.
+pub fn plan(backend: &dyn Backend, cfg: &RunConfig) -> Result<Vec<PlannedCase>> {
+    Ok(backend
+        .cases(cfg.size)?
+        .into_iter()
+        .filter(|p| cfg.keeps(&p.case))
+        .collect())
+}
+
+/// Runs the planned cases on one backend, handing each row to `sink` as soon as it exists.
+///
+/// A case that fails to prepare, run or check gets a row saying why and the run goes on; an
+/// error from `sink` (the results file cannot be written) stops the run. Returns the rows.
+pub fn run(
+    backend: &mut dyn Backend,
+    identity: &RunIdentity,
+    cfg: &RunConfig,
+    planned: &[PlannedCase],
+    sink: &mut dyn FnMut(&Record) -> Result<()>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<Vec<Record>> {
+    on_event(Event::Planned { cases: planned });
+    let min_sample_secs = backend.min_sample_secs();
+    let mut records = Vec::with_capacity(planned.len());
+    for PlannedCase { case, note } in planned {
+        on_event(Event::Started { case });
+        let before = backend.conditions();
+        let timestamp = now_utc();
+        let result = backend.prepare(case).and_then(|mut prepared| {
+            let (summary, reps) = measure(prepared.as_mut(), min_sample_secs, cfg)?;
+            let verdict = prepared.verify()?;
+            Ok((summary, reps, verdict, prepared.launch_note()))
+        });
+        let after = backend.conditions();
+        let conditions = Conditions::merge(&before, &after);
+        let join = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
+            (true, _) => b.to_string(),
+            (_, true) => a.to_string(),
+            _ => format!("{a}; {b}"),
+        };
+        let record = match &result {
+            Ok((summary, reps, verdict, launch)) => Record::new(
+                identity,
+                timestamp,
+                case,
+                Outcome::Measured {
+                    summary,
+                    reps: *reps,
+                    verdict,
+                },
+                &conditions,
+                join(launch, note),
+            ),
+            Err(e) => Record::new(
+                identity,
+                timestamp,
+                case,
+                Outcome::Failed {
+                    error: &e.to_string(),
+                },
+                &conditions,
+                note.clone(),
+            ),
+        };
+        sink(&record)?;
+        on_event(Event::Finished { record: &record });
+        records.push(record);
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::host::HostBackend;
+    use crate::backend::pool::allowed_cpus;
+    use crate::bench::{Verdict, Work};
+
+    /// A fake prepared case whose launches "take" a fixed time.
+    struct Fixed {
+        per_launch: f64,
+        launches: u64,
+        valid: bool,
+    }
+
+    impl PreparedCase for Fixed {
+        fn run(&mut self, reps: u32) -> Result<f64> {
+            self.launches += reps as u64;
+            Ok(self.per_launch * reps as f64)
+        }
+        fn verify(&mut self) -> Result<Verdict> {
+            Ok(if self.valid {
+                Verdict::valid()
+            } else {
+                Verdict::invalid("wrong")
+            })
+        }
+        fn launch_note(&self) -> String {
+            String::new()
+        }
+    }
+
+    #[test]
+    fn short_launches_are_batched_into_long_samples() {
+        let mut f = Fixed {
+            per_launch: 1e-6,
+            launches: 0,
+            valid: true,
+        };
+        let cfg = RunConfig {
+            warmup_secs: 0.0,
+            ..RunConfig::quick()
+        };
+        let (summary, reps) = measure(&mut f, 0.005, &cfg).unwrap();
+        assert_eq!(reps, 5000);
+        assert!((summary.median_secs - 1e-6).abs() < 1e-12);
+        assert!(summary.samples >= cfg.min_samples as usize);
+        assert!(summary.samples <= cfg.samples as usize);
+    }
+
+    #[test]
+    fn slow_cases_keep_the_minimum_sample_count() {
+        let mut f = Fixed {
+            per_launch: 10.0,
+            launches: 0,
+            valid: true,
+        };
+        let cfg = RunConfig {
+            warmup_secs: 0.0,
+            ..RunConfig::full()
+        };
+        let (summary, reps) = measure(&mut f, 0.02, &cfg).unwrap();
+        assert_eq!(reps, 1);
+        assert_eq!(summary.samples, cfg.min_samples as usize);
+    }
+
+    #[test]
+    fn host_run_writes_one_valid_row_per_case_as_it_goes() {
+        let mut host = HostBackend::with_cpus(allowed_cpus().into_iter().take(2).collect());
+        let identity = RunIdentity {
+            run_id: "t".into(),
+            host: "t".into(),
+            device: host.info().clone(),
+        };
+        let cfg = RunConfig {
+            size: SizeRequest::BytesPerArray(1 << 20),
+            filter: vec!["triad".into(), "dot/f64".into()],
+            warmup_secs: 0.0,
+            case_budget_secs: 0.05,
+            ..RunConfig::quick()
+        };
+        let mut written = Vec::new();
+        let mut events = Vec::new();
+        let planned = plan(&host, &cfg).unwrap();
+        let records = run(
+            &mut host,
+            &identity,
+            &cfg,
+            &planned,
+            &mut |r| {
+                written.push(r.case_id());
+                Ok(())
+            },
+            &mut |e| {
+                events.push(match e {
+                    Event::Planned { cases } => format!("planned {}", cases.len()),
+                    Event::Started { case } => format!("start {}", case.id()),
+                    Event::Finished { record } => format!("done {}", record.case_id()),
+                })
+            },
+        )
+        .unwrap();
+        let ids: Vec<String> = records.iter().map(Record::case_id).collect();
+        assert_eq!(
+            ids,
+            ["stream/triad/f32", "stream/triad/f64", "stream/dot/f64"]
+        );
+        assert_eq!(written, ids);
+        assert_eq!(events[0], "planned 3");
+        assert_eq!(events[1], "start stream/triad/f32");
+        assert_eq!(events[2], "done stream/triad/f32");
+        for r in &records {
+            assert!(r.valid, "{}: {}", r.case_id(), r.status);
+            assert!(r.gbps.unwrap() > 0.0);
+            assert_eq!(
+                r.elements,
+                if r.precision.as_str() == "f32" {
+                    1 << 18
+                } else {
+                    1 << 17
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn a_failing_sink_stops_the_run() {
+        let mut host = HostBackend::with_cpus(vec![allowed_cpus()[0]]);
+        let identity = RunIdentity {
+            run_id: "t".into(),
+            host: "t".into(),
+            device: host.info().clone(),
+        };
+        let cfg = RunConfig {
+            size: SizeRequest::BytesPerArray(4096),
+            warmup_secs: 0.0,
+            case_budget_secs: 0.01,
+            ..RunConfig::quick()
+        };
+        let mut calls = 0;
+        let planned = plan(&host, &cfg).unwrap();
+        let err = run(
+            &mut host,
+            &identity,
+            &cfg,
+            &planned,
+            &mut |_| {
+                calls += 1;
+                Err(crate::Error::Internal("disk full".into()))
+            },
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert_eq!(calls, 1);
+        assert_eq!(err.to_string(), "disk full");
+    }
+
+    #[test]
+    fn invalid_verdict_becomes_an_invalid_row() {
+        let mut f = Fixed {
+            per_launch: 1e-3,
+            launches: 0,
+            valid: false,
+        };
+        let cfg = RunConfig {
+            warmup_secs: 0.0,
+            ..RunConfig::quick()
+        };
+        let (summary, reps) = measure(&mut f, 0.001, &cfg).unwrap();
+        let verdict = f.verify().unwrap();
+        let case = Case {
+            family: crate::bench::Family::Stream,
+            kernel: "copy".into(),
+            precision: crate::bench::Precision::F32,
+            param: None,
+            elements: 10,
+            working_set_bytes: 80,
+            work: Work {
+                bytes_read: 40,
+                bytes_written: 40,
+                flops: 0,
+            },
+        };
+        let r = Record::new(
+            &crate::record::tests::identity(),
+            now_utc(),
+            &case,
+            Outcome::Measured {
+                summary: &summary,
+                reps,
+                verdict: &verdict,
+            },
+            &Conditions::default(),
+            String::new(),
+        );
+        assert!(!r.valid);
+        assert_eq!(r.gbps, None);
+        assert_eq!(r.status, "invalid: wrong");
+    }
+}
