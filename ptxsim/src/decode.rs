@@ -1271,6 +1271,9 @@ impl Builder<'_> {
         if !ok {
             return Err(self.unsupported(format!("cvt.{}.{}", to.name(), from.name())));
         }
+        if from == Ty::Tf32 {
+            return Err(self.unsupported(format!("cvt.{}.tf32", to.name())));
+        }
         if to == Ty::Tf32 && from != Ty::F32 {
             return Err(self.unsupported(format!("cvt.tf32.{}", from.name())));
         }

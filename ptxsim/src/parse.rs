@@ -228,7 +228,7 @@ impl VarDecl {
     pub fn size_bytes(&self) -> u64 {
         let mut n = self.ty.bytes() as u64;
         for d in &self.dims {
-            n *= d.unwrap_or(0);
+            n = n.saturating_mul(d.unwrap_or(0));
         }
         n
     }
