@@ -274,3 +274,58 @@ fn host_memory_access_outside_an_allocation_is_an_error() {
     assert!(mem.write(p.byte_add(4), &[1u32, 2]).is_err());
     assert!(mem.fill(p, 9, 0).is_err());
 }
+
+#[test]
+fn truncated_or_garbled_ptx_is_an_error_never_a_panic() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../kernels/stream.ptx"
+    ))
+    .expect("kernels/stream.ptx");
+    assert!(Module::parse(&text).is_ok());
+    let chars: Vec<char> = text.chars().collect();
+    // Every 211th prefix (the parse either fails or succeeds; it must return).
+    for cut in (0..chars.len()).step_by(211) {
+        let prefix: String = chars[..cut].iter().collect();
+        let _ = Module::parse(&prefix);
+    }
+    // Single-character corruptions at scattered positions.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..400 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let pos = (seed % chars.len() as u64) as usize;
+        let replacement = [
+            '{', '}', '[', ']', ';', ',', '%', '.', '0', 'x', '@', '!', '-', ' ',
+        ][(seed >> 32) as usize % 14];
+        let mut garbled = chars.clone();
+        garbled[pos] = replacement;
+        let garbled: String = garbled.into_iter().collect();
+        if let Ok(module) = Module::parse(&garbled) {
+            // Still valid PTX: it must also launch without panicking (errors are fine).
+            let mut mem = Memory::new();
+            let a = mem.alloc(64 * 8);
+            let b = mem.alloc(64 * 8);
+            let c = mem.alloc(64 * 8);
+            for entry in module.entries() {
+                let _ = module.launch(
+                    entry,
+                    (2, 1, 1),
+                    (64, 1, 1),
+                    0,
+                    &[Arg::Ptr(a), Arg::Ptr(b), Arg::Ptr(c), Arg::U64(37)],
+                    &mut mem,
+                );
+                let _ = module.launch(
+                    entry,
+                    (2, 1, 1),
+                    (64, 1, 1),
+                    0,
+                    &[Arg::Ptr(a), Arg::Ptr(b), Arg::U64(37), Arg::F32(2.0)],
+                    &mut mem,
+                );
+            }
+        }
+    }
+}
