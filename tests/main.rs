@@ -3,5 +3,6 @@
 
 mod cli;
 mod gpu;
+mod interp;
 mod ptx_offline;
 mod tools;

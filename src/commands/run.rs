@@ -38,13 +38,19 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
                 Ok(vec![Target::Host])
             }
             Err(e) => {
-                eprintln!("note: no usable GPU: {}; measuring the host CPU", why_no_gpu(&e));
+                eprintln!(
+                    "note: no usable GPU: {}; measuring the host CPU",
+                    why_no_gpu(&e)
+                );
                 Ok(vec![Target::Host])
             }
         },
         "all" => {
             let mut t = cuda_all().unwrap_or_else(|e| {
-                eprintln!("note: no usable GPU: {}; measuring the host CPU only", why_no_gpu(&e));
+                eprintln!(
+                    "note: no usable GPU: {}; measuring the host CPU only",
+                    why_no_gpu(&e)
+                );
                 Vec::new()
             });
             t.push(Target::Host);
@@ -69,7 +75,9 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
 fn why_no_gpu(e: &Error) -> String {
     match e {
         Error::NoDriver(why) => why.clone(),
-        Error::Driver { during, message } => format!("the driver failed during {during}: {message}"),
+        Error::Driver { during, message } => {
+            format!("the driver failed during {during}: {message}")
+        }
         other => other.to_string(),
     }
 }
