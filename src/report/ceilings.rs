@@ -3,9 +3,9 @@
 //! bound and distance to the roof.
 
 use crate::calibration::Calibration;
-use crate::report::svg::rate;
+use crate::report::svg::{arithmetic, bandwidth};
 use crate::report::table::figure;
-use crate::roofline::Bound;
+use crate::roofline::{Bound, MemoryLevel};
 use std::fmt::Write;
 
 fn percent(x: Option<f64>) -> String {
@@ -19,8 +19,8 @@ pub fn render(cal: &Calibration) -> String {
     let _ = writeln!(out, "spec: {}", cal.spec.describe());
     let _ = writeln!(
         out,
-        "{:<18} {:>14}  {:<26} {:>14} {:>10}",
-        "ceiling", "measured", "set by", "spec", "efficiency"
+        "{:<16} {:>14}  {:<30} {:>14} {:>10} {:>8} {:>10}",
+        "ceiling", "measured", "set by", "spec", "efficiency", "ridge", "spec ridge"
     );
     let mut reasons: Vec<String> = Vec::new();
     let mut note = |basis: &str| {
@@ -33,29 +33,42 @@ pub fn render(cal: &Calibration) -> String {
         if m.spec_gbps.is_none() {
             note(&m.spec_basis);
         }
-        let _ = writeln!(
-            out,
-            "{:<18} {:>14}  {:<26} {:>14} {:>10}{flag}",
+        let line = format!(
+            "{:<16} {:>14}  {:<30} {:>14} {:>10}{flag}",
             m.level.as_str(),
-            m.gbps.map_or("-".into(), |v| rate(v, true)),
+            m.gbps.map_or("-".into(), bandwidth),
             m.case.as_deref().unwrap_or("no valid row"),
-            m.spec_gbps.map_or("-".into(), |v| rate(v, true)),
+            m.spec_gbps.map_or("-".into(), bandwidth),
             percent(m.efficiency),
         );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     for c in &cal.compute_ceilings {
         let flag = if c.above_spec { "  ABOVE SPEC" } else { "" };
         if c.spec_gflops.is_none() {
             note(&c.spec_basis);
         }
+        // Ridge points against DRAM, the roof the points are held against.
+        let ridge = cal.ridge_points.iter().find(|r| {
+            r.memory == MemoryLevel::Dram && r.family == c.family && r.precision == c.precision
+        });
+        let line = format!(
+            "{:<16} {:>14}  {:<30} {:>14} {:>10} {:>8} {:>10}{flag}",
+            c.label(),
+            c.gflops.map_or("-".into(), |v| arithmetic(v, c.precision)),
+            c.case.as_deref().unwrap_or("not measured"),
+            c.spec_gflops
+                .map_or("-".into(), |v| arithmetic(v, c.precision)),
+            percent(c.efficiency),
+            figure(ridge.and_then(|r| r.flop_per_byte)),
+            figure(ridge.and_then(|r| r.spec_flop_per_byte)),
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if !cal.compute_ceilings.is_empty() {
         let _ = writeln!(
             out,
-            "{:<18} {:>14}  {:<26} {:>14} {:>10}{flag}",
-            c.label(),
-            c.gflops.map_or("-".into(), |v| rate(v, false)),
-            c.case.as_deref().unwrap_or("not measured"),
-            c.spec_gflops.map_or("-".into(), |v| rate(v, false)),
-            percent(c.efficiency),
+            "  (ridge: FLOP/byte where the DRAM roof meets the ceiling, measured and spec)"
         );
     }
     for r in &reasons {
@@ -67,29 +80,6 @@ pub fn render(cal: &Calibration) -> String {
         let _ = writeln!(
             out,
             "  ABOVE SPEC: a measurement exceeds the sheet (clocks above the rated boost, or a counting error); it is kept, not clipped"
-        );
-    }
-    if !cal.ridge_points.is_empty() {
-        let ridges: Vec<String> = cal
-            .ridge_points
-            .iter()
-            .map(|r| {
-                let label = match r.family {
-                    crate::bench::Family::Tensor => format!("tensor {}", r.precision),
-                    _ => r.precision.to_string(),
-                };
-                format!(
-                    "{label} {} (spec {})",
-                    figure(r.flop_per_byte),
-                    figure(r.spec_flop_per_byte)
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "ridge points, FLOP/byte against {}: {}",
-            cal.ridge_points[0].memory.as_str(),
-            ridges.join("; ")
         );
     }
     if !cal.points.is_empty() {
@@ -110,10 +100,10 @@ pub fn render(cal: &Calibration) -> String {
         for p in &cal.points {
             let _ = writeln!(
                 out,
-                "  {:<30} {:>8} FLOP/B {:>14}  {:<13} {:>7} of roof",
+                "  {:<30} {:>8} FLOP/B {:>14}  {:<13} {:>6} of roof",
                 p.case,
                 figure(Some(p.flop_per_byte)),
-                rate(p.gflops, false),
+                arithmetic(p.gflops, p.precision),
                 p.bound.as_str(),
                 percent(p.fraction_of_roof),
             );
@@ -148,7 +138,10 @@ mod tests {
             .lines()
             .find(|l| l.starts_with("tensor f16.f32"))
             .unwrap();
-        assert!(line.ends_with("128.2%  ABOVE SPEC"), "{line}");
+        assert!(
+            line.contains(" 128.2% ") && line.ends_with("ABOVE SPEC"),
+            "{line}"
+        );
         assert!(text.contains("spec: spec sheet \"A100 80GB SXM4\""));
         insta::assert_snapshot!("ceilings_table", text);
     }

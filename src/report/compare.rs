@@ -7,7 +7,7 @@
 //!
 //! Pure: it must not read or write files.
 
-use crate::bench::Family;
+use crate::bench::{Family, Precision};
 use crate::calibration::Calibration;
 use crate::record::Record;
 use crate::report::table::figure;
@@ -55,9 +55,10 @@ impl Line {
     }
 }
 
-fn unit_of(family: Family) -> &'static str {
+fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
         Family::Stream => "GB/s",
+        _ if precision.is_integer() => "GOP/s",
         _ => "GFLOP/s",
     }
 }
@@ -94,7 +95,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
         }
     }
     memory_levels.sort();
-    computes.sort_by_key(|(f, p)| (*f, crate::bench::Precision::ALL.iter().position(|q| q == p)));
+    computes.sort_by_key(|(f, p)| (*f, Precision::ALL.iter().position(|q| q == p)));
     for level in memory_levels {
         let cells = runs
             .iter()
@@ -124,30 +125,36 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
             .map(|r| match r.calibration.compute(family, precision) {
                 Some(c) => {
                     key = c.label();
-                    ok(c.gflops, c.spec_gflops, "not measured")
+                    // A compute ceiling exists because the sheet has it or rows tried it.
+                    let why = if c.spec_gflops.is_some() {
+                        "spec only"
+                    } else {
+                        "invalid"
+                    };
+                    ok(c.gflops, c.spec_gflops, why)
                 }
-                None => ok(None, None, "not run"),
+                None => ok(None, None, "none"),
             })
             .collect();
         out.push(Line {
             section: "ceiling",
             key,
-            unit: "GFLOP/s",
+            unit: unit_of(family, precision),
             cells,
         });
     }
 
     // Cases, from the runs that have rows.
-    let mut cases: Vec<(String, Family)> = Vec::new();
+    let mut cases: Vec<(String, Family, Precision)> = Vec::new();
     for run in runs {
         for r in run.records.iter().flatten() {
             let id = r.case_id();
-            if !cases.iter().any(|(c, _)| *c == id) {
-                cases.push((id, r.family));
+            if !cases.iter().any(|(c, _, _)| *c == id) {
+                cases.push((id, r.family, r.precision));
             }
         }
     }
-    for (id, family) in cases {
+    for (id, family, precision) in cases {
         let cells = runs
             .iter()
             .map(|run| {
@@ -184,7 +191,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
         out.push(Line {
             section: "case",
             key: id,
-            unit: unit_of(family),
+            unit: unit_of(family, precision),
             cells,
         });
     }
@@ -338,7 +345,6 @@ pub fn csv(runs: &[Run]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Precision;
     use crate::roofline::tests::{row, synthetic_run};
 
     /// The synthetic A100 run, and a second device (an RTX 3090 by name) that ran fewer cases,

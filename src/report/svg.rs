@@ -59,15 +59,22 @@ pub fn tick(v: f64) -> String {
     }
 }
 
-/// A rate for labels: `1790 GB/s`, `19.5 TFLOP/s`, `850 GFLOP/s`.
-pub fn rate(value: f64, memory: bool) -> String {
-    if memory {
-        return format!("{} GB/s", three_digits(value));
-    }
-    if value >= 1000.0 {
-        format!("{} TFLOP/s", three_digits(value / 1000.0))
+/// A bandwidth for labels: `1790 GB/s`.
+pub fn bandwidth(gbps: f64) -> String {
+    format!("{} GB/s", three_digits(gbps))
+}
+
+/// An arithmetic rate for labels: `19.5 TFLOP/s`, `850 GFLOP/s`; integer formats in `TOP/s`.
+pub fn arithmetic(gflops: f64, precision: Precision) -> String {
+    let op = if precision.is_integer() {
+        "OP/s"
     } else {
-        format!("{} GFLOP/s", three_digits(value))
+        "FLOP/s"
+    };
+    if gflops >= 1000.0 {
+        format!("{} T{op}", three_digits(gflops / 1000.0))
+    } else {
+        format!("{} G{op}", three_digits(gflops))
     }
 }
 
@@ -357,7 +364,7 @@ fn draw_chart(
                     (x0, x1),
                     b,
                     0.02,
-                    &format!("{prefix}DRAM {} ({case})", rate(b, true)),
+                    &format!("{prefix}DRAM {} ({case})", bandwidth(b)),
                     "1.3em",
                     color,
                 ));
@@ -385,7 +392,7 @@ fn draw_chart(
                     (x0, x1),
                     b,
                     0.02,
-                    &format!("{prefix}DRAM spec {}", rate(b, true)),
+                    &format!("{prefix}DRAM spec {}", bandwidth(b)),
                     "-0.45em",
                     color,
                 ));
@@ -417,11 +424,17 @@ fn draw_chart(
                         .map_err(draw_err)?;
                 }
                 let mut text = if measured {
-                    format!("{prefix}{name} {} measured", rate(p, false))
+                    format!(
+                        "{prefix}{name} {} measured",
+                        arithmetic(p, d.ceiling.precision)
+                    )
                 } else if d.measured.is_none() {
-                    format!("{prefix}{name} spec {}, not measured", rate(p, false))
+                    format!(
+                        "{prefix}{name} spec {}, not measured",
+                        arithmetic(p, d.ceiling.precision)
+                    )
                 } else {
-                    format!("{prefix}{name} spec {}", rate(p, false))
+                    format!("{prefix}{name} spec {}", arithmetic(p, d.ceiling.precision))
                 };
                 let ridge = gbps.map(|b| p / b).filter(|r| *r >= x0 && *r <= x1);
                 if let Some(ridge) = ridge {
@@ -641,9 +654,10 @@ mod tests {
         assert_eq!(tick(1e7), "1e7");
         assert_eq!(tick(5e7), "5e7");
         assert_eq!(tick(f64::NAN), "");
-        assert_eq!(rate(23.24, true), "23.2 GB/s");
-        assert_eq!(rate(19_500.0, false), "19.5 TFLOP/s");
-        assert_eq!(rate(850.0, false), "850 GFLOP/s");
+        assert_eq!(bandwidth(23.24), "23.2 GB/s");
+        assert_eq!(arithmetic(19_500.0, Precision::F32), "19.5 TFLOP/s");
+        assert_eq!(arithmetic(850.0, Precision::F64), "850 GFLOP/s");
+        assert_eq!(arithmetic(624_000.0, Precision::S8S32), "624 TOP/s");
     }
 
     fn cal() -> Calibration {
