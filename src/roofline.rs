@@ -128,6 +128,9 @@ pub struct Point {
     pub case: String,
     pub family: Family,
     pub precision: Precision,
+    /// The family's parameter (operations per element in the intensity sweep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<u32>,
     /// flops / bytes.
     pub flop_per_byte: f64,
     pub gflops: f64,
@@ -332,6 +335,7 @@ pub fn fit(
             case: r.case_id(),
             family: r.family,
             precision: r.precision,
+            param: r.param,
             flop_per_byte,
             gflops,
             bound,

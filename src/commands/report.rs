@@ -115,9 +115,10 @@ pub fn write_calibration_and_svg(
     stem: &str,
     calibration: &Calibration,
 ) -> Result<(PathBuf, PathBuf)> {
-    let svg_text = svg::render(std::slice::from_ref(calibration))?;
+    // The JSON first: if the picture cannot be drawn, the numbers are still written.
     let json_path = fresh_path(dir, stem, "json");
     write_new(&json_path, &json::render(calibration))?;
+    let svg_text = svg::render(std::slice::from_ref(calibration))?;
     let svg_path = fresh_path(dir, stem, "svg");
     write_new(&svg_path, svg_text.as_bytes())?;
     Ok((json_path, svg_path))

@@ -12,6 +12,7 @@
 
 use crate::bench::{Family, Precision};
 use crate::calibration::Calibration;
+use crate::report::compare::letter;
 use crate::roofline::{ComputeCeiling, MemoryCeiling, MemoryLevel};
 use crate::{Error, Result};
 use plotters::coord::Shift;
@@ -119,7 +120,7 @@ fn dram(cal: &Calibration) -> Option<&MemoryCeiling> {
 }
 
 /// The decade-aligned axis ranges that hold every point, ceiling and ridge of every device.
-fn ranges(cals: &[Calibration]) -> ((f64, f64), (f64, f64)) {
+fn ranges(cals: &[Calibration]) -> Result<((f64, f64), (f64, f64))> {
     let mut xs = Vec::new();
     let mut ys = Vec::new();
     for cal in cals {
@@ -177,20 +178,29 @@ fn ranges(cals: &[Calibration]) -> ((f64, f64), (f64, f64)) {
     if y1 / y0 < 99.0 {
         y1 = y0 * 100.0;
     }
+    // A figure no device can reach (a damaged or hand-edited file) would stretch the axes
+    // past what can be drawn; say so instead.
+    let sane = |lo: f64, hi: f64| lo.is_finite() && hi.is_finite() && lo > 0.0 && hi / lo <= 1e24;
+    if !sane(x0, x1) || !sane(y0, y1) {
+        return Err(Error::Usage(format!(
+            "cannot plot: the figures span {x0:e}..{x1:e} FLOP/byte and {y0:e}..{y1:e} GFLOP/s, \
+             more than 24 decades; check the input for damaged numbers"
+        )));
+    }
     // A hair beyond the decades, so the decade at each end gets its tick label.
-    ((x0 / 1.001, x1 * 1.001), (y0 / 1.001, y1 * 1.001))
+    Ok(((x0 / 1.001, x1 * 1.001), (y0 / 1.001, y1 * 1.001)))
 }
 
 fn draw_err<E: std::fmt::Debug>(e: E) -> Error {
     Error::Internal(format!("drawing the roofline SVG: {e:?}"))
 }
 
-/// The short name of a device in legends: `[2] NVIDIA A100-SXM4-80GB` when several are overlaid.
+/// The short name of a device in legends: `[B] NVIDIA A100-SXM4-80GB` when several are overlaid.
 fn short_name(cals: &[Calibration], i: usize) -> String {
     if cals.len() == 1 {
         cals[i].device.name.clone()
     } else {
-        format!("[{}] {}", i + 1, cals[i].device.name)
+        format!("[{}] {}", letter(i), cals[i].device.name)
     }
 }
 
@@ -261,7 +271,7 @@ fn draw_header(area: &DrawingArea<SVGBackend<'_>, Shift>, cals: &[Calibration]) 
         let who = if cals.len() == 1 {
             String::new()
         } else {
-            format!("[{}] {}: ", i + 1, cal.title())
+            format!("[{}] {}: ", letter(i), cal.title())
         };
         let invalid = cal.run.cases.saturating_sub(cal.run.valid_cases);
         let invalid = if invalid > 0 {
@@ -302,7 +312,7 @@ fn draw_chart(
     cals: &[Calibration],
 ) -> Result<Vec<String>> {
     let mut overlays = Vec::new();
-    let ((x0, x1), (y0, y1)) = ranges(cals);
+    let ((x0, x1), (y0, y1)) = ranges(cals)?;
     let mut chart = ChartBuilder::on(area)
         .margin_left(16)
         .margin_right(28)
@@ -341,7 +351,7 @@ fn draw_chart(
         let prefix = if cals.len() == 1 {
             String::new()
         } else {
-            format!("[{}] ", i + 1)
+            format!("[{}] ", letter(i))
         };
         let computes = drawn_compute(cal);
         let mem = dram(cal);
@@ -359,12 +369,13 @@ fn draw_chart(
                     .legend(move |(x, y)| PathElement::new([(x, y), (x + 22, y)], solid));
                 // Along the line near its left end, under it: nothing else is drawn there.
                 let case = m.case.as_deref().unwrap_or("");
+                let above = if m.above_spec { ", ABOVE SPEC" } else { "" };
                 overlays.push(along(
                     &chart,
                     (x0, x1),
                     b,
                     0.02,
-                    &format!("{prefix}DRAM {} ({case})", bandwidth(b)),
+                    &format!("{prefix}DRAM {} ({case}){above}", bandwidth(b)),
                     "1.3em",
                     color,
                 ));
@@ -423,9 +434,14 @@ fn draw_chart(
                         .draw_series(DashedLineSeries::new([(start, p), (x1, p)], 8, 6, dashed))
                         .map_err(draw_err)?;
                 }
+                let above = if measured && d.ceiling.above_spec {
+                    ", ABOVE SPEC"
+                } else {
+                    ""
+                };
                 let mut text = if measured {
                     format!(
-                        "{prefix}{name} {} measured",
+                        "{prefix}{name} {} measured{above}",
                         arithmetic(p, d.ceiling.precision)
                     )
                 } else if d.measured.is_none() {
@@ -695,11 +711,37 @@ mod tests {
         b.device.name = "NVIDIA GeForce RTX 3090".into();
         let svg = render(&[cal(), b]).unwrap();
         assert!(svg.contains("Roofline: 2 devices overlaid"));
-        assert!(svg.contains("[2] NVIDIA GeForce RTX 3090: measured ceilings"));
+        assert!(svg.contains("[B] NVIDIA GeForce RTX 3090: measured ceilings"));
         assert!(
             svg.contains("#D62728") || svg.contains("#d62728"),
             "second palette colour used"
         );
+    }
+
+    #[test]
+    fn above_spec_is_said_on_the_plot() {
+        let mut rows = synthetic_run();
+        let tensor = rows
+            .iter_mut()
+            .find(|r| r.family == Family::Tensor)
+            .unwrap();
+        tensor.gflops = Some(400_000.0);
+        let svg = render(&[Calibration::from_records(&rows, None).unwrap()]).unwrap();
+        assert!(svg.contains("tensor f16.f32 400 TFLOP/s measured, ABOVE SPEC"));
+    }
+
+    #[test]
+    fn absurd_figures_are_an_error_not_a_panic() {
+        for (gbps, gflops) in [(1e300, 1e-300), (1e-300, 1e300), (f64::MAX, 1.0)] {
+            let mut rows = synthetic_run();
+            rows[0].gbps = Some(gbps);
+            rows[3].gflops = Some(gflops);
+            let c = Calibration::from_records(&rows, None).unwrap();
+            match render(&[c]) {
+                Ok(svg) => assert!(svg.starts_with("<svg")),
+                Err(e) => assert!(e.to_string().contains("cannot plot"), "{e}"),
+            }
+        }
     }
 
     #[test]
