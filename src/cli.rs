@@ -75,7 +75,7 @@ pub struct PlotArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
-    /// Results CSVs or calibration JSONs; the first run is [A], the base of every ratio.
+    /// Results CSVs or calibration JSONs; the first run is A, the base of every ratio.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Also write the overlaid roofline to this new SVG.

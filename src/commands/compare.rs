@@ -2,7 +2,7 @@
 //! spec ratios; optionally the overlaid roofline SVG and the comparison as tidy CSV.
 
 use crate::cli::CompareArgs;
-use crate::commands::report::{load_inputs, write_new};
+use crate::commands::report::{emit, load_inputs, write_new};
 use crate::report::compare::{self, Run};
 use crate::report::svg;
 use crate::Result;
@@ -12,15 +12,15 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         .into_iter()
         .map(|i| i.run)
         .collect();
-    print!("{}", compare::table(&runs));
+    emit(&compare::table(&runs))?;
     if let Some(path) = &args.svg {
         let calibrations: Vec<_> = runs.iter().map(|r| r.calibration.clone()).collect();
         write_new(path, svg::render(&calibrations)?.as_bytes())?;
-        println!("roofline: {}", path.display());
+        emit(&format!("roofline: {}\n", path.display()))?;
     }
     if let Some(path) = &args.csv {
         write_new(path, &compare::csv(&runs))?;
-        println!("comparison: {}", path.display());
+        emit(&format!("comparison: {}\n", path.display()))?;
     }
     Ok(0)
 }

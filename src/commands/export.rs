@@ -2,10 +2,9 @@
 
 use crate::calibration::Calibration;
 use crate::cli::ExportArgs;
-use crate::commands::report::{read_records, split_runs, write_new};
+use crate::commands::report::{emit, read_records, split_runs, write_new};
 use crate::report::json;
 use crate::{Error, Result};
-use std::io::Write;
 
 pub fn export(args: &ExportArgs) -> Result<i32> {
     let records = read_records(&args.file)?;
@@ -40,12 +39,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             write_new(path, &bytes)?;
             eprintln!("calibration: {}", path.display());
         }
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)
-                .and_then(|()| out.flush())
-                .map_err(|e| Error::io("<stdout>", e))?;
-        }
+        None => emit(&String::from_utf8_lossy(&bytes))?,
     }
     Ok(0)
 }

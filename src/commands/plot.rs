@@ -2,7 +2,7 @@
 //! or calibration JSONs.
 
 use crate::cli::PlotArgs;
-use crate::commands::report::{load_inputs, write_new};
+use crate::commands::report::{emit, load_inputs, write_new};
 use crate::commands::run::fresh_path;
 use crate::report::svg;
 use crate::Result;
@@ -33,6 +33,6 @@ pub fn plot(args: &PlotArgs) -> Result<i32> {
         None => default_out(&inputs[0].path, inputs.len()),
     };
     write_new(&out, text.as_bytes())?;
-    println!("roofline: {}", out.display());
+    emit(&format!("roofline: {}\n", out.display()))?;
     Ok(0)
 }

@@ -89,6 +89,16 @@ pub fn load_inputs(paths: &[PathBuf], allow_json: bool) -> Result<Vec<Input>> {
     Ok(out)
 }
 
+/// Prints to stdout. A closed pipe (`roofprobe compare … | head`) ends the output quietly
+/// instead of panicking as `print!` would; the command still finishes its files.
+pub fn emit(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("<stdout>", e)),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `bytes` to a path that must not exist yet.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = std::fs::OpenOptions::new()
@@ -147,8 +157,8 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         let runs_in_file = inputs.iter().filter(|i| i.path == input.path).count();
         let records = input.run.records.as_deref().unwrap_or_default();
         let cal = &input.run.calibration;
-        print!("{}", table::render(records));
-        print!("{}", ceilings::render(cal));
+        emit(&table::render(records))?;
+        emit(&ceilings::render(cal))?;
         let dir = match &args.out {
             Some(d) => d.clone(),
             None => input
@@ -158,8 +168,11 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         };
         let stem = output_stem(&input.path, &cal.run.run_id, runs_in_file);
         let (json_path, svg_path) = write_calibration_and_svg(&dir, &stem, cal)?;
-        println!("calibration: {}", json_path.display());
-        println!("roofline: {}", svg_path.display());
+        emit(&format!(
+            "calibration: {}\nroofline: {}\n",
+            json_path.display(),
+            svg_path.display()
+        ))?;
     }
     Ok(0)
 }

@@ -11,7 +11,7 @@ use crate::backend::host::HostBackend;
 use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
 use crate::calibration::Calibration;
 use crate::cli::{parse_bytes, RunArgs, EXIT_INVALID};
-use crate::commands::report::write_calibration_and_svg;
+use crate::commands::report::{emit, write_calibration_and_svg};
 use crate::commands::{hostname, slug};
 use crate::record::{CsvSink, Record, RunIdentity};
 use crate::report::{ceilings, table};
@@ -187,7 +187,7 @@ fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) {
     // The run knows the device's attributes (bus width, maximum clocks) that a CSV lacks.
     let written = Calibration::from_records(records, Some(DeviceAttributes::from_info(info)))
         .and_then(|cal| {
-            print!("{}", ceilings::render(&cal));
+            emit(&ceilings::render(&cal))?;
             let dir = csv.parent().unwrap_or(Path::new("."));
             let stem = csv
                 .file_stem()
@@ -196,8 +196,11 @@ fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) {
         });
     match written {
         Ok((json, svg)) => {
-            println!("calibration: {}", json.display());
-            println!("roofline: {}", svg.display());
+            let _ = emit(&format!(
+                "calibration: {}\nroofline: {}\n",
+                json.display(),
+                svg.display()
+            ));
         }
         Err(e) => eprintln!(
             "note: the roofline of {} was not written ({e}); `roofprobe report {}` retries",

@@ -5,6 +5,7 @@
 //! column names, whose suffixes are the units.
 
 use crate::cli::SpecsArgs;
+use crate::commands::report::emit;
 use crate::specs::{self, GpuSpec};
 use crate::Result;
 use std::fmt::Write;
@@ -117,11 +118,11 @@ pub fn compare(a: &GpuSpec, b: &GpuSpec) -> String {
 pub fn specs(args: &SpecsArgs) -> Result<i32> {
     if let Some(pair) = &args.compare {
         let (a, b) = (specs::find(&pair[0])?, specs::find(&pair[1])?);
-        print!("{}", compare(a, b));
+        emit(&compare(a, b))?;
     } else if let Some(name) = &args.name {
-        print!("{}", show(specs::find(name)?));
+        emit(&show(specs::find(name)?))?;
     } else {
-        print!("{}", list(specs::database()?));
+        emit(&list(specs::database()?))?;
     }
     Ok(0)
 }

@@ -44,12 +44,12 @@ pub struct Line {
 }
 
 impl Line {
-    /// measured[i] / measured[0].
+    /// `measured[i] / measured[0]`.
     pub fn ratio(&self, i: usize) -> Option<f64> {
         Some(self.cells.get(i)?.measured? / self.cells.first()?.measured?)
     }
 
-    /// spec[i] / spec[0].
+    /// `spec[i] / spec[0]`.
     pub fn spec_ratio(&self, i: usize) -> Option<f64> {
         Some(self.cells.get(i)?.spec? / self.cells.first()?.spec?)
     }
