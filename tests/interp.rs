@@ -25,11 +25,6 @@ use std::path::{Path, PathBuf};
 
 use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, UniformBranchPolicy};
 
-/// Files allowed to contain divergent `bra.uni` (undefined behaviour in the PTX ISA: `.uni`
-/// promises that all active threads agree on the branch) until they are fixed on main. The
-/// test [`divergent_bra_uni_allowlist_is_current`] fails as soon as an entry here is no longer
-/// needed, so this list can only shrink.
-const DIVERGENT_BRA_UNI_ALLOWED: &[&str] = &["stream.ptx"];
 
 /// (element count, grid blocks, threads per block): one element, sizes that are not
 /// multiples of the vector width, of the block, or of the grid, grids smaller than the data
@@ -383,14 +378,6 @@ fn run_stream<T: Real>(
     Ok(stats.divergent_uniform_branches)
 }
 
-fn policy_for(file: &str) -> UniformBranchPolicy {
-    if DIVERGENT_BRA_UNI_ALLOWED.contains(&file) {
-        UniformBranchPolicy::Record
-    } else {
-        UniformBranchPolicy::Deny
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // The suite.
 
@@ -441,7 +428,7 @@ fn every_kernel_matches_its_host_oracle() {
                 continue; // reported by every_entry_has_an_oracle
             }
             ran += 1;
-            if let Err(e) = check_entry(&module, &file, entry, policy_for(&file)) {
+            if let Err(e) = check_entry(&module, &file, entry, UniformBranchPolicy::Deny) {
                 failures.push(format!("[{label}] {e}"));
             }
         }
@@ -492,55 +479,28 @@ fn every_registry_module_is_a_kernel_file_or_a_template_expansion() {
     }
 }
 
-/// Files on the allowlist must still need it, and the fix must be known to work: with every
-/// guarded `bra.uni` turned into a plain `bra`, the file passes under the strict policy.
-/// (Files off the list never get here with a divergent `bra.uni`: the Deny policy fails them
-/// in every_kernel_matches_its_host_oracle.)
+/// Every kernel runs under the strict policy (a divergent `bra.uni`, which the PTX ISA leaves
+/// undefined, is an error); this pins that the policy bites: turning the guarded plain `bra`s
+/// of a STREAM kernel into `bra.uni` must fail it.
 #[test]
-fn divergent_bra_uni_allowlist_is_current() {
-    for &file in DIVERGENT_BRA_UNI_ALLOWED {
-        let path = kernels_dir().join(file);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            panic!("{file} is on DIVERGENT_BRA_UNI_ALLOWED but does not exist: remove it");
-        };
-        let module = Module::parse(&text).expect("parses (checked elsewhere)");
-        let mut lines = Vec::new();
-        for entry in module.entries() {
-            if let Ok(l) = check_entry(&module, file, entry, UniformBranchPolicy::Record) {
-                lines.extend(l);
-            }
-        }
-        assert!(
-            !lines.is_empty(),
-            "{file} no longer has divergent bra.uni: remove it from DIVERGENT_BRA_UNI_ALLOWED"
-        );
-        lines.sort();
-        lines.dedup();
-        eprintln!(
-            "note: {file} has divergent `bra.uni` (undefined behaviour per the PTX ISA) at lines {lines:?}; \
-             a guarded branch that can diverge should be a plain `bra`"
-        );
-        let fixed = without_guarded_uni(&text);
-        let module = Module::parse(&fixed).expect("the fixed text parses");
-        for entry in module.entries() {
-            check_entry(&module, file, entry, UniformBranchPolicy::Deny)
-                .unwrap_or_else(|e| panic!("{file} with plain guarded branches still fails: {e}"));
-        }
-    }
-}
-
-/// `@%p bra.uni L;` -> `@%p bra L;` (unguarded `bra.uni` stays: it cannot diverge).
-fn without_guarded_uni(text: &str) -> String {
-    text.lines()
+fn divergent_bra_uni_is_caught() {
+    let text = std::fs::read_to_string(kernels_dir().join("stream.ptx")).unwrap();
+    let mutated: String = text
+        .lines()
         .map(|l| {
             if l.trim_start().starts_with('@') {
-                l.replacen(" bra.uni ", " bra ", 1)
+                l.replacen(" bra ", " bra.uni ", 1)
             } else {
                 l.to_string()
             }
         })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    assert_ne!(mutated, text, "stream.ptx has guarded branches to mutate");
+    let module = Module::parse(&mutated).expect("the mutated text parses");
+    let err = check_entry(&module, "stream.ptx", "copy_f32", UniformBranchPolicy::Deny)
+        .expect_err("a divergent bra.uni must be reported");
+    assert!(err.contains("bra.uni"), "{err}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -607,7 +567,7 @@ fn assert_mutants_caught(
         let mutant = mutate_entry(text, entry, &mutate);
         let outcome = Module::parse(&mutant)
             .map_err(|e| e.to_string())
-            .and_then(|m| check_entry(&m, file, entry, policy_for(file)));
+            .and_then(|m| check_entry(&m, file, entry, UniformBranchPolicy::Deny));
         match outcome {
             Ok(_) => survivors.push(format!("{file}: `{entry}`")),
             Err(e) => eprintln!("{what}: caught in `{entry}`: {}", first_line(&e)),
