@@ -11,6 +11,7 @@ pub mod calibration;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod kernels;
 pub mod record;
 pub mod report;
 pub mod roofline;

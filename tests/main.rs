@@ -1,2 +1,9 @@
-//! The one integration-test binary.
+//! The one integration-test binary (ripgrep's layout): each module is one layer of DESIGN.md's
+//! testing plan.
+
+mod cli;
 mod cli_roofline;
+mod gpu;
+mod interp;
+mod ptx_offline;
+mod tools;

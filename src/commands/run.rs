@@ -42,13 +42,19 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
                 Ok(vec![Target::Host])
             }
             Err(e) => {
-                eprintln!("note: no usable GPU ({e}); measuring the host CPU");
+                eprintln!(
+                    "note: no usable GPU: {}; measuring the host CPU",
+                    why_no_gpu(&e)
+                );
                 Ok(vec![Target::Host])
             }
         },
         "all" => {
             let mut t = cuda_all().unwrap_or_else(|e| {
-                eprintln!("note: no usable GPU ({e}); measuring the host CPU only");
+                eprintln!(
+                    "note: no usable GPU: {}; measuring the host CPU only",
+                    why_no_gpu(&e)
+                );
                 Vec::new()
             });
             t.push(Target::Host);
@@ -65,6 +71,18 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
                 })?;
             Ok(vec![Target::Cuda(index)])
         }
+    }
+}
+
+/// The reason alone, without the remedy the full error message adds (the note says what happens
+/// instead).
+fn why_no_gpu(e: &Error) -> String {
+    match e {
+        Error::NoDriver(why) => why.clone(),
+        Error::Driver { during, message } => {
+            format!("the driver failed during {during}: {message}")
+        }
+        other => other.to_string(),
     }
 }
 
@@ -118,6 +136,7 @@ fn measure_device(
     host: &str,
     stamp: &str,
 ) -> Result<(PathBuf, Vec<Record>)> {
+    let planned = runner::plan(backend, cfg)?;
     let info = backend.info().clone();
     let run_id = format!("{host}-{}-{stamp}", device_slug(&info));
     let path = fresh_path(out, &run_id, "csv");
@@ -143,6 +162,7 @@ fn measure_device(
         backend,
         &identity,
         cfg,
+        &planned,
         &mut |r| sink.write(r),
         &mut |event| match event {
             Event::Planned { cases } => {

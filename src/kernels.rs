@@ -1,0 +1,69 @@
+//! The PTX sources, embedded in the binary: one registry that the CUDA backend loads from and
+//! that the offline checks (ptxas, SASS, the PTX interpreter) iterate, so no kernel can ship
+//! unchecked.
+
+/// STREAM kernels (see kernels/README.md for their conventions).
+pub const STREAM: &str = include_str!("../kernels/stream.ptx");
+
+/// One PTX module as it is handed to the driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// File name under `kernels/` (a template's expansions add `#k=…` to it).
+    pub name: String,
+    pub ptx: String,
+}
+
+/// Every PTX module roofprobe can load, template expansions included.
+pub fn all() -> Vec<Source> {
+    vec![Source {
+        name: "stream.ptx".to_string(),
+        ptx: STREAM.to_string(),
+    }]
+}
+
+/// The `.target` a module declares (`sm_80`, `sm_89`, `sm_90a`), if any.
+pub fn target(ptx: &str) -> Option<&str> {
+    ptx.lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix(".target"))
+        .and_then(|rest| rest.split([',', ' ', '\t']).find(|s| !s.is_empty()))
+}
+
+/// The `.entry` names a module defines, in order.
+pub fn entries(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix(".visible")?.trim_start();
+            let rest = rest.strip_prefix(".entry")?.trim_start();
+            let end = rest.find(|c: char| c == '(' || c.is_whitespace())?;
+            Some(rest[..end].to_string())
+        })
+        .collect()
+}
+
+/// Compute capability a `.target` needs, as (major, minor): `sm_89` → (8, 9).
+pub fn target_capability(target: &str) -> Option<(u32, u32)> {
+    let digits = target
+        .strip_prefix("sm_")?
+        .trim_end_matches(|c: char| c.is_alphabetic());
+    let n: u32 = digits.parse().ok()?;
+    Some((n / 10, n % 10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_describes_the_stream_module() {
+        let all = all();
+        assert_eq!(all[0].name, "stream.ptx");
+        assert_eq!(target(&all[0].ptx), Some("sm_80"));
+        let names = entries(&all[0].ptx);
+        assert_eq!(names.len(), 14);
+        assert!(names.contains(&"triad_f64".to_string()));
+        assert_eq!(target_capability("sm_89"), Some((8, 9)));
+        assert_eq!(target_capability("sm_90a"), Some((9, 0)));
+        assert_eq!(target_capability("compute_80"), None);
+    }
+}
