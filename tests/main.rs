@@ -2,6 +2,7 @@
 //! testing plan.
 
 mod cli;
+mod cli_roofline;
 mod gpu;
 mod interp;
 mod ptx_offline;

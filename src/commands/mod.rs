@@ -2,8 +2,13 @@
 //! (tables to stdout, progress and notes to stderr) and return the exit code; errors go back to
 //! `main`, which prints them once.
 
+pub mod compare;
 pub mod devices;
+pub mod export;
+pub mod plot;
+pub mod report;
 pub mod run;
+pub mod specs;
 
 /// This machine's host name (`unknown-host` if it cannot be read).
 pub fn hostname() -> String {

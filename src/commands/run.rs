@@ -2,17 +2,21 @@
 //! the output folder, print the table.
 //!
 //! Each device gets `<out>/<host>-<device>-<UTC stamp>.csv`, written row by row as cases finish
-//! (an interrupted run keeps what it measured). An existing file is never overwritten: a
-//! clashing name gets a `-2`, `-3`, … suffix.
+//! (an interrupted run keeps what it measured), then its calibration `.json` and roofline `.svg`
+//! beside it under the same stem. An existing file is never overwritten: a clashing name gets a
+//! `-2`, `-3`, … suffix.
 
 use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::HostBackend;
-use crate::backend::{Backend, BackendKind, SizeRequest};
+use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
+use crate::calibration::Calibration;
 use crate::cli::{parse_bytes, RunArgs, EXIT_INVALID};
+use crate::commands::report::{emit, write_calibration_and_svg};
 use crate::commands::{hostname, slug};
 use crate::record::{CsvSink, Record, RunIdentity};
-use crate::report::table;
+use crate::report::{ceilings, table};
 use crate::runner::{self, Event, RunConfig};
+use crate::specs::DeviceAttributes;
 use crate::{Error, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -193,6 +197,39 @@ fn measure_device(
     Ok((path, records))
 }
 
+/// Fits the run's roofline and writes its calibration JSON and SVG beside its CSV. The
+/// measurements are already safe in the CSV, so a failure here is reported, not fatal: `roofprobe
+/// report` can redo it from the CSV.
+fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) {
+    if records.is_empty() {
+        return;
+    }
+    // The run knows the device's attributes (bus width, maximum clocks) that a CSV lacks.
+    let written = Calibration::from_records(records, Some(DeviceAttributes::from_info(info)))
+        .and_then(|cal| {
+            emit(&ceilings::render(&cal))?;
+            let dir = csv.parent().unwrap_or(Path::new("."));
+            let stem = csv
+                .file_stem()
+                .map_or_else(|| "roofline".into(), |s| s.to_string_lossy().into_owned());
+            write_calibration_and_svg(dir, &stem, &cal)
+        });
+    match written {
+        Ok((json, svg)) => {
+            let _ = emit(&format!(
+                "calibration: {}\nroofline: {}\n",
+                json.display(),
+                svg.display()
+            ));
+        }
+        Err(e) => eprintln!(
+            "note: the roofline of {} was not written ({e}); `roofprobe report {}` retries",
+            csv.display(),
+            csv.display()
+        ),
+    }
+}
+
 pub fn run(args: &RunArgs) -> Result<i32> {
     let cfg = config(args)?;
     let targets = resolve(&args.device)?;
@@ -209,13 +246,16 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             Target::Host => Ok(Box::new(HostBackend::new())),
         };
         let outcome = opened.and_then(|mut backend| {
+            let info = backend.info().clone();
             measure_device(backend.as_mut(), &cfg, &args.out, &host, &stamp)
+                .map(|(path, records)| (info, path, records))
         });
         match outcome {
-            Ok((path, records)) => {
+            Ok((info, path, records)) => {
                 print!("{}", table::render(&records));
                 println!("results: {}", path.display());
                 all_valid &= records.iter().all(|r| r.valid);
+                write_roofline(&info, &path, &records);
             }
             Err(e) if targets.len() == 1 => return Err(e),
             Err(e) => {
