@@ -202,3 +202,21 @@ fn usage_errors_exit_2() {
     roofprobe().arg("frobnicate").assert().code(2);
     roofprobe().args(["run", "--bogus"]).assert().code(2);
 }
+
+/// `roofprobe devices | head -0`: a closed stdout ends the output quietly, no panic.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    for args in [&["devices"][..], &["specs"][..]] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader goes away before anything is written
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

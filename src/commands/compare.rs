@@ -2,7 +2,8 @@
 //! spec ratios; optionally the overlaid roofline SVG and the comparison as tidy CSV.
 
 use crate::cli::CompareArgs;
-use crate::commands::report::{emit, load_inputs, write_new};
+use crate::commands::emit;
+use crate::commands::report::{load_inputs, write_new};
 use crate::report::compare::{self, Run};
 use crate::report::svg;
 use crate::Result;

@@ -2,7 +2,8 @@
 
 use crate::calibration::Calibration;
 use crate::cli::ExportArgs;
-use crate::commands::report::{emit, read_records, split_runs, write_new};
+use crate::commands::emit;
+use crate::commands::report::{read_records, split_runs, write_new};
 use crate::report::json;
 use crate::{Error, Result};
 

@@ -10,6 +10,19 @@ pub mod report;
 pub mod run;
 pub mod specs;
 
+/// Prints to stdout. A closed pipe (`roofprobe compare … | head`) ends the output quietly
+/// instead of panicking as `print!` would; the command still finishes its files.
+pub fn emit(text: &str) -> crate::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(crate::Error::io("<stdout>", e))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// This machine's host name (`unknown-host` if it cannot be read).
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];

@@ -2,7 +2,8 @@
 //! or calibration JSONs.
 
 use crate::cli::PlotArgs;
-use crate::commands::report::{emit, load_inputs, write_new};
+use crate::commands::emit;
+use crate::commands::report::{load_inputs, write_new};
 use crate::commands::run::fresh_path;
 use crate::report::svg;
 use crate::Result;

@@ -6,6 +6,7 @@
 
 use crate::calibration::Calibration;
 use crate::cli::ReportArgs;
+use crate::commands::emit;
 use crate::commands::run::fresh_path;
 use crate::record::Record;
 use crate::report::compare::Run;
@@ -87,16 +88,6 @@ pub fn load_inputs(paths: &[PathBuf], allow_json: bool) -> Result<Vec<Input>> {
         return Err(Error::Usage("no input files given".into()));
     }
     Ok(out)
-}
-
-/// Prints to stdout. A closed pipe (`roofprobe compare … | head`) ends the output quietly
-/// instead of panicking as `print!` would; the command still finishes its files.
-pub fn emit(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("<stdout>", e)),
-        _ => Ok(()),
-    }
 }
 
 /// Writes `bytes` to a path that must not exist yet.

@@ -11,7 +11,8 @@ use crate::backend::host::HostBackend;
 use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
 use crate::calibration::Calibration;
 use crate::cli::{parse_bytes, RunArgs, EXIT_INVALID};
-use crate::commands::report::{emit, write_calibration_and_svg};
+use crate::commands::emit;
+use crate::commands::report::write_calibration_and_svg;
 use crate::commands::{hostname, slug};
 use crate::record::{CsvSink, Record, RunIdentity};
 use crate::report::{ceilings, table};
@@ -252,8 +253,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         });
         match outcome {
             Ok((info, path, records)) => {
-                print!("{}", table::render(&records));
-                println!("results: {}", path.display());
+                emit(&table::render(&records))?;
+                emit(&format!("results: {}\n", path.display()))?;
                 all_valid &= records.iter().all(|r| r.valid);
                 write_roofline(&info, &path, &records);
             }

@@ -5,7 +5,7 @@
 //! column names, whose suffixes are the units.
 
 use crate::cli::SpecsArgs;
-use crate::commands::report::emit;
+use crate::commands::emit;
 use crate::specs::{self, GpuSpec};
 use crate::Result;
 use std::fmt::Write;
