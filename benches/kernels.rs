@@ -1,1 +1,80 @@
-fn main() {}
+//! `cargo bench`: criterion over the same kernels as `roofprobe run`, on CUDA device 0 when
+//! there is one, else on the host (with a one-line note).
+//!
+//! Each iteration batch is timed by the backend's own clock (`iter_custom`: CUDA events on the
+//! GPU, the monotonic clock on the host), so criterion's statistics are over device time, and
+//! throughput is reported in decimal bytes (GB/s) from the same work table as the CSV. After a
+//! case is benchmarked its output is checked; an invalid kernel aborts the bench rather than
+//! report a number.
+//!
+//! `ROOFPROBE_BENCH_SIZE` (bytes per array, default 64 MiB) sets the arrays' size.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use roofprobe::backend::cuda::{device_count, CudaBackend};
+use roofprobe::backend::host::HostBackend;
+use roofprobe::backend::{Backend, SizeRequest};
+use std::time::Duration;
+
+fn backend() -> Box<dyn Backend> {
+    match device_count() {
+        Ok(n) if n > 0 => match CudaBackend::open(0) {
+            Ok(b) => return Box::new(b),
+            Err(e) => eprintln!("note: cuda:0 unusable ({e}); benchmarking the host CPU"),
+        },
+        Ok(_) => eprintln!("note: no CUDA device; benchmarking the host CPU"),
+        Err(e) => eprintln!("note: no GPU ({e}); benchmarking the host CPU"),
+    }
+    Box::new(HostBackend::new())
+}
+
+fn size() -> u64 {
+    std::env::var("ROOFPROBE_BENCH_SIZE")
+        .ok()
+        .and_then(|s| roofprobe::cli::parse_bytes(&s).ok())
+        .unwrap_or(64 << 20)
+}
+
+fn kernels(c: &mut Criterion) {
+    let mut backend = backend();
+    let device = backend.info().name.clone();
+    let planned = backend
+        .cases(SizeRequest::BytesPerArray(size()))
+        .expect("the bench size fits in memory; set ROOFPROBE_BENCH_SIZE smaller");
+    let mut group = c.benchmark_group(device);
+    for p in planned {
+        let case = p.case;
+        let throughput = if case.work.bytes() > 0 {
+            Throughput::BytesDecimal(case.work.bytes())
+        } else {
+            Throughput::Elements(case.work.flops)
+        };
+        group.throughput(throughput);
+        let mut prepared = backend.prepare(&case).expect("preparing a case");
+        group.bench_function(case.id(), |b| {
+            b.iter_custom(|iters| {
+                let secs = prepared
+                    .run(iters.min(u32::MAX as u64) as u32)
+                    .expect("running a case");
+                Duration::from_secs_f64(secs)
+            })
+        });
+        let verdict = prepared.verify().expect("checking a case");
+        assert!(
+            verdict.valid,
+            "{} is invalid: {}",
+            case.id(),
+            verdict.detail
+        );
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = kernels
+}
+criterion_main!(benches);

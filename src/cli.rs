@@ -27,6 +27,73 @@ pub enum Command {
     Run(RunArgs),
     /// List the CUDA devices and the host CPU.
     Devices,
+    /// Show the vendor spec table: every entry, one (`specs "RTX 3090"`), or two side by side
+    /// (`specs --compare "RTX 3090" "A100 80GB SXM4"`). Needs no GPU.
+    Specs(SpecsArgs),
+    /// Write the calibration JSON of a run's CSV: measured ceilings, ridge points, efficiencies.
+    Export(ExportArgs),
+    /// Draw the roofline SVG of one run, or several overlaid (results CSVs or calibration JSONs).
+    Plot(PlotArgs),
+    /// Compare runs side by side: ceilings and every case, with measured and spec ratios.
+    Compare(CompareArgs),
+    /// Regenerate table, roofline SVG and calibration JSON from results CSVs alone.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SpecsArgs {
+    /// A device as the driver reports it or as people say it: `NVIDIA A100-SXM4-80GB`,
+    /// `A100 80GB SXM4`, `RTX 3090`.
+    #[arg(conflicts_with = "compare")]
+    pub name: Option<String>,
+    /// Two devices side by side, with B/A ratios.
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub compare: Option<Vec<String>>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// A results CSV written by `roofprobe run`.
+    pub file: PathBuf,
+    /// Which run, when the CSV holds several (its `run_id`).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Write to this new file instead of stdout (never overwritten).
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PlotArgs {
+    /// Results CSVs or calibration JSONs; every run in them is overlaid.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The SVG to write (never overwritten). Default: beside the first file.
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// Results CSVs or calibration JSONs; the first run is A, the base of every ratio.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Also write the overlaid roofline to this new SVG.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// Also write the comparison as tidy CSV to this new file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Results CSVs written by `roofprobe run` (from any machine).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Folder for the JSON and SVG (created if missing). Default: beside each CSV.
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -93,6 +160,11 @@ pub fn dispatch(cli: Cli) -> crate::Result<i32> {
     match cli.command {
         Command::Run(args) => crate::commands::run::run(&args),
         Command::Devices => crate::commands::devices::devices(),
+        Command::Specs(args) => crate::commands::specs::specs(&args),
+        Command::Export(args) => crate::commands::export::export(&args),
+        Command::Plot(args) => crate::commands::plot::plot(&args),
+        Command::Compare(args) => crate::commands::compare::compare(&args),
+        Command::Report(args) => crate::commands::report::report(&args),
     }
 }
 

@@ -2,17 +2,22 @@
 //!
 //! Data flows one way: a [`bench::Case`] is prepared by a [`backend::Backend`], timed and
 //! verified by the [`runner`], summarised by [`stats`], turned into a [`record::Record`] that is
-//! written to CSV at once, and rendered by [`report`].
+//! written to CSV at once, fitted into an empirical [`roofline`] held against the [`specs`], and
+//! rendered by [`report`]: table, SVG, and the [`Calibration`] JSON other estimators load.
 
 pub mod backend;
 pub mod bench;
+pub mod calibration;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod kernels;
 pub mod record;
 pub mod report;
+pub mod roofline;
 pub mod runner;
 pub mod specs;
 pub mod stats;
 
+pub use calibration::Calibration;
 pub use error::{Error, Result};

@@ -123,7 +123,17 @@ pub fn measure(
     Ok((summary, reps))
 }
 
-/// Runs every planned case of one backend, handing each row to `sink` as soon as it exists.
+/// The cases a run of `backend` under `cfg` will measure, sized and filtered. Fails before
+/// anything is measured or written when the sizes asked for cannot fit.
+pub fn plan(backend: &dyn Backend, cfg: &RunConfig) -> Result<Vec<PlannedCase>> {
+    Ok(backend
+        .cases(cfg.size)?
+        .into_iter()
+        .filter(|p| cfg.keeps(&p.case))
+        .collect())
+}
+
+/// Runs the planned cases on one backend, handing each row to `sink` as soon as it exists.
 ///
 /// A case that fails to prepare, run or check gets a row saying why and the run goes on; an
 /// error from `sink` (the results file cannot be written) stops the run. Returns the rows.
@@ -131,18 +141,14 @@ pub fn run(
     backend: &mut dyn Backend,
     identity: &RunIdentity,
     cfg: &RunConfig,
+    planned: &[PlannedCase],
     sink: &mut dyn FnMut(&Record) -> Result<()>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<Vec<Record>> {
-    let planned: Vec<PlannedCase> = backend
-        .cases(cfg.size)?
-        .into_iter()
-        .filter(|p| cfg.keeps(&p.case))
-        .collect();
-    on_event(Event::Planned { cases: &planned });
+    on_event(Event::Planned { cases: planned });
     let min_sample_secs = backend.min_sample_secs();
     let mut records = Vec::with_capacity(planned.len());
-    for PlannedCase { case, note } in &planned {
+    for PlannedCase { case, note } in planned {
         on_event(Event::Started { case });
         let before = backend.conditions();
         let timestamp = now_utc();
@@ -286,10 +292,12 @@ mod tests {
         };
         let mut written = Vec::new();
         let mut events = Vec::new();
+        let planned = plan(&host, &cfg).unwrap();
         let records = run(
             &mut host,
             &identity,
             &cfg,
+            &planned,
             &mut |r| {
                 written.push(r.case_id());
                 Ok(())
@@ -341,10 +349,12 @@ mod tests {
             ..RunConfig::quick()
         };
         let mut calls = 0;
+        let planned = plan(&host, &cfg).unwrap();
         let err = run(
             &mut host,
             &identity,
             &cfg,
+            &planned,
             &mut |_| {
                 calls += 1;
                 Err(crate::Error::Internal("disk full".into()))

@@ -1,4 +1,11 @@
-//! The one integration-test binary.
+//! The one integration-test binary (ripgrep's layout): each module is one layer of DESIGN.md's
+//! testing plan.
 
+mod cli;
+mod cli_roofline;
 mod compute_gpu;
+mod gpu;
+mod interp;
+mod ptx_offline;
 mod sass;
+mod tools;

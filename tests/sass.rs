@@ -8,8 +8,8 @@
 //! (`nvidia-cuda-nvcc-cu12`, `nvidia-cuda-cuobjdump`) of any `python3` on `PATH`. Without them
 //! the checks print why and pass, except under CI (`CI` set), where a missing tool is a failure.
 
-use roofprobe::backend::cuda_compute::{MMA_PTX, MMA_SM89_PTX, PEAK_PTX};
 use roofprobe::bench::{intensity, peak, tensor, Precision};
+use roofprobe::kernels::{MMA as MMA_PTX, MMA_SM89 as MMA_SM89_PTX, PEAK as PEAK_PTX};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;

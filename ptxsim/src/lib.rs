@@ -1,3 +1,180 @@
-//! ptxsim: a PTX interpreter for the instructions roofprobe's kernels use.
+//! ptxsim: a PTX interpreter for the instructions roofprobe's kernels use, so that `cargo test`
+//! proves on a machine without a GPU that every kernel computes the right thing.
 //!
-//! Used by tests only; never a measurement backend.
+//! Used by tests only; never a measurement backend (it says nothing about speed).
+//!
+//! ```
+//! use ptxsim::{Arg, Memory, Module};
+//!
+//! let ptx = r#"
+//! .version 7.0
+//! .target sm_80
+//! .address_size 64
+//! .visible .entry twice(.param .u64 out, .param .u32 n)
+//! {
+//!     .reg .pred %p;
+//!     .reg .b32 %r<4>;
+//!     .reg .b64 %rd<4>;
+//!     ld.param.u64 %rd1, [out];
+//!     ld.param.u32 %r1, [n];
+//!     mov.u32 %r2, %tid.x;
+//!     setp.ge.u32 %p, %r2, %r1;
+//!     @%p bra done;
+//!     mul.wide.u32 %rd2, %r2, 4;
+//!     add.u64 %rd3, %rd1, %rd2;
+//!     shl.b32 %r3, %r2, 1;
+//!     st.global.u32 [%rd3], %r3;
+//! done:
+//!     ret;
+//! }
+//! "#;
+//! let module = Module::parse(ptx)?;
+//! let mut mem = Memory::new();
+//! let out = mem.alloc(5 * 4);
+//! module.launch("twice", (1, 1, 1), (32, 1, 1), 0, &[Arg::Ptr(out), Arg::U32(5)], &mut mem)?;
+//! assert_eq!(mem.read::<u32>(out, 5)?, vec![0, 2, 4, 6, 8]);
+//! # Ok::<(), ptxsim::Error>(())
+//! ```
+//!
+//! Layers: `parse` (text to syntax tree) → `decode` (to a compact IR, once; everything not
+//! implemented is rejected here with its line) → `exec` (warps of 32 lanes in lockstep,
+//! barriers, shared-memory race detection, bounds checks). `numeric` holds the exact rounding
+//! of every float format; `mma` the tensor-core fragment layouts.
+//!
+//! # What is implemented
+//!
+//! Anything not listed is an [`Error::Unsupported`] naming it and its line, at parse time.
+//!
+//! - **Directives**: `.version`, `.target`, `.address_size 64`, `.visible`/`.weak .entry` with
+//!   `.param` scalars and byte arrays, `.reqntid`/`.maxntid` (checked at launch),
+//!   `.minnctapersm`/`.maxnreg` (hints), `.reg` (incl. `%r<N>`), `.shared` (static, at entry
+//!   or module scope; `.extern .shared` dynamic), `.local`, nested `{ }` scopes, `.pragma
+//!   "nounroll"`, `.loc`/`.file`. Not: `.func`/`call`, module-scope `.global`/`.const`,
+//!   initializers, vector registers.
+//! - **Integer**: `add sub` (`.sat.s32`), `mul mad` (`.lo .hi .wide`), `div rem min max abs neg
+//!   and or xor not cnot shl shr popc clz brev bfe bfi prmt` (default mode) `lop3`, in 16, 32
+//!   and 64 bits.
+//! - **f32/f64**: `add sub mul fma mad div sqrt rcp min max abs neg` with `.rn .rz .rm .rp`
+//!   (f32; f64 `.rn` only), `.ftz`, `.sat`; `fma`/`mad` fused. Not: `.approx` forms,
+//!   transcendental functions.
+//! - **f16/bf16** (scalar and x2): `add sub mul fma min max neg abs` (`.rn`, `.sat`), exact then
+//!   rounded once.
+//! - **Conversions**: `cvt` between all integer and float types (f16, bf16, f32, f64) with
+//!   `.rn .rz .rm .rp .rni .rzi .rmi .rpi .sat .satfinite .ftz .relu`; `cvt.rna/.rn/.rz.tf32.f32`;
+//!   `cvt.rn(.satfinite).{f16x2,bf16x2,e4m3x2,e5m2x2}.f32`, `.e4m3x2/.e5m2x2.f16x2`,
+//!   `.f16x2.{e4m3x2,e5m2x2}`; `cvta(.to).{global,shared,local}`; `mov` incl. `{lo, hi}` pack and
+//!   unpack, variable addresses, special registers, `%clock(64)`.
+//! - **Predicates**: `setp` (all comparisons, `.and/.or/.xor` combine, `p|q`), `selp`,
+//!   `and/or/xor/not.pred`, `@p`/`@!p` guards on any instruction.
+//! - **Memory**: `ld`/`st` (`.global .shared .local .param`, generic), `.v2 .v4`, every
+//!   cache operator and `.L1::`/`.L2::` eviction and prefetch hint, `.L2::cache_hint` (with
+//!   `createpolicy`), `.nc`, `.volatile`, `.relaxed/.acquire/.release` + scope; `ldu`;
+//!   `prefetch`; `fence`, `membar`. Accesses must be in bounds and naturally aligned.
+//! - **Atomics**: `atom`/`red` `.global/.shared`/generic: `add` (u32 s32 u64 f32 f64), `min max`
+//!   (u32 s32 u64 s64), `inc dec` (u32), `and or xor exch cas` (b32 b64).
+//! - **Control and warp**: `bra` (`.uni` checked for divergence), `ret`, `exit`, `trap`,
+//!   `bar.sync`/`barrier.sync` (id, thread count), `bar.warp.sync`, `shfl.sync` (up, down, bfly,
+//!   idx, with segment/clamp operand and predicate output), `vote.sync` (all, any, uni,
+//!   ballot), `activemask`, `nanosleep`.
+//! - **Async copies**: `cp.async.{ca,cg}.shared.global` (4/8/16 bytes, src-size zero fill,
+//!   ignore-src, prefetch size, cache hint), `cp.async.commit_group`, `.wait_group N`,
+//!   `.wait_all`.
+//! - **Tensor cores**: `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}(.trans).b16`; `mma.sync.aligned`
+//!   `.row.col`: m8n8k4 f64; m16n8k4 tf32/f64; m16n8k8 f16 (→f16/f32), bf16, tf32; m16n8k16
+//!   f16 (→f16/f32), bf16, s8/u8 (→s32), e4m3/e5m2; m16n8k32 s8/u8 (→s32, `.satfinite`),
+//!   e4m3/e5m2 (→f32/f16). Layouts as in the PTX ISA (see [`mma`] for numerics).
+//!
+//! # What is checked while running
+//!
+//! Out-of-bounds and misaligned accesses in every space; shared-memory races between warps
+//! with no barrier in between; `bra.uni` that diverges ([`UniformBranchPolicy`]); `shfl`/`vote`
+//! whose membermask names lanes not executing it, or reading an inactive lane; `ldmatrix`/`mma`
+//! not executed by all 32 lanes; lanes of one warp at different `.aligned` barriers; barrier
+//! deadlocks; integer division by zero; runaway loops ([`LaunchConfig::max_warp_instructions`]).
+//! Fresh global allocations, shared memory and registers start poisoned, never zero.
+
+mod decode;
+mod error;
+mod exec;
+mod ir;
+mod memory;
+pub mod mma;
+pub mod numeric;
+mod parse;
+mod types;
+
+pub use decode::{Kernel, KernelParam};
+pub use error::Error;
+pub use exec::{Arg, LaunchConfig, LaunchStats, UniformBranchPolicy, MAX_SHARED_BYTES};
+pub use memory::{DevicePtr, Element, Memory, POISON_BYTE};
+pub use types::Ty;
+
+/// A parsed and decoded PTX module: its entries, ready to launch.
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// `.version major.minor`, if declared.
+    pub version: Option<(u32, u32)>,
+    /// `.target` names (`sm_80`, ...).
+    pub targets: Vec<String>,
+    kernels: Vec<Kernel>,
+}
+
+impl Module {
+    /// Parses and decodes PTX text. Any instruction, modifier, type or directive ptxsim does
+    /// not implement is an error naming it and its line.
+    pub fn parse(ptx: &str) -> Result<Module, Error> {
+        let ast = parse::parse_module(ptx)?;
+        let kernels = decode::build_kernels(&ast)?;
+        Ok(Module {
+            version: ast.version,
+            targets: ast.targets,
+            kernels,
+        })
+    }
+
+    /// Names of the `.entry` functions, in file order.
+    pub fn entries(&self) -> Vec<&str> {
+        self.kernels.iter().map(|k| k.name.as_str()).collect()
+    }
+
+    /// The decoded entry called `name`.
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+
+    /// Launches `name` on a `grid` of blocks of `block` threads, with `dynamic_shared_bytes`
+    /// of dynamic shared memory, and runs it to completion.
+    pub fn launch(
+        &self,
+        name: &str,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        dynamic_shared_bytes: u32,
+        args: &[Arg],
+        mem: &mut Memory,
+    ) -> Result<LaunchStats, Error> {
+        self.launch_with(
+            name,
+            &LaunchConfig::new(grid, block, dynamic_shared_bytes),
+            args,
+            mem,
+        )
+    }
+
+    /// [`Module::launch`] with every option spelled out.
+    pub fn launch_with(
+        &self,
+        name: &str,
+        config: &LaunchConfig,
+        args: &[Arg],
+        mem: &mut Memory,
+    ) -> Result<LaunchStats, Error> {
+        let kernel = self.kernel(name).ok_or_else(|| {
+            Error::Launch(format!(
+                "no entry `{name}` in this module (entries: {})",
+                self.entries().join(", ")
+            ))
+        })?;
+        exec::launch(kernel, config, args, mem)
+    }
+}

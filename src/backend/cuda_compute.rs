@@ -24,12 +24,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 use std::sync::Arc;
 
-/// The peak kernels.
-pub const PEAK_PTX: &str = include_str!("../../kernels/peak.ptx");
-/// The tensor-core kernels for sm_80 and later.
-pub const MMA_PTX: &str = include_str!("../../kernels/mma.ptx");
-/// The fp8 tensor-core kernel, sm_89 and later.
-pub const MMA_SM89_PTX: &str = include_str!("../../kernels/mma_sm89.ptx");
+use crate::kernels::{MMA as MMA_PTX, MMA_SM89 as MMA_SM89_PTX, PEAK as PEAK_PTX};
 
 /// How long one peak or tensor launch should last at the theoretical peak: long enough that
 /// launch gaps and the clock reads around the loop are far below 1 % (the runner batches

@@ -220,7 +220,13 @@ struct StreamCase<'p, T: HostFloat> {
     /// One f64 total per worker, for the reductions.
     partials: Vec<f64>,
     barrier: SpinBarrier,
+    /// Set by the testing hook [`FAULT_ENV`]: corrupt one result after every run.
+    inject_fault: bool,
 }
+
+/// Testing hook: `ROOFPROBE_INJECT_FAULT=<case id>` makes that host case compute one wrong
+/// value, so the path that reports an invalid case (row, table, exit code) is tested end to end.
+pub const FAULT_ENV: &str = "ROOFPROBE_INJECT_FAULT";
 
 impl<'p, T: HostFloat> StreamCase<'p, T> {
     fn new(pool: &'p Pool, case: &Case) -> Result<Self> {
@@ -244,6 +250,7 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
             arrays,
             partials: vec![f64::NAN; pool.threads()],
             barrier: SpinBarrier::new(pool.threads()),
+            inject_fault: std::env::var(FAULT_ENV).is_ok_and(|id| id == case.id()),
         })
     }
 }
@@ -337,6 +344,13 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
             }
         });
         let secs = start.elapsed().as_secs_f64();
+        if self.inject_fault {
+            if self.kernel.is_reduction() {
+                self.partials[0] += 1.0;
+            } else if let Some(first) = self.arrays.last_mut().and_then(|a| a.first_mut()) {
+                *first = T::from_f64(first.to_f64() + 1.0);
+            }
+        }
         if !ok {
             return Err(Error::Internal(format!(
                 "a host worker panicked running {}",

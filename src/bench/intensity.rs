@@ -25,7 +25,7 @@ use super::arith::{self, FmaMap};
 use super::{input_bits, Case, Family, Precision, Verdict, Work};
 
 /// The template every sweep kernel is expanded from.
-pub const TEMPLATE: &str = include_str!("../../kernels/intensity.ptx.in");
+pub const TEMPLATE: &str = crate::kernels::INTENSITY_TEMPLATE;
 
 /// FMAs per word, 0 and the powers of two up to 1024.
 pub const KS: [u32; 12] = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];

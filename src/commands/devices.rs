@@ -3,6 +3,7 @@
 use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::host_info;
 use crate::backend::{Backend, DeviceInfo};
+use crate::commands::emit;
 use crate::report::table::bytes;
 use crate::Result;
 
@@ -52,17 +53,17 @@ pub fn describe(info: &DeviceInfo) -> String {
 
 pub fn devices() -> Result<i32> {
     match device_count() {
-        Ok(0) => println!("CUDA: the driver reports no device"),
+        Ok(0) => emit("CUDA: the driver reports no device\n\n")?,
         Ok(n) => {
             for i in 0..n {
                 match CudaBackend::open(i) {
-                    Ok(b) => println!("{}\n", describe(b.info())),
-                    Err(e) => println!("cuda:{i} — unusable: {e}\n"),
+                    Ok(b) => emit(&format!("{}\n\n", describe(b.info())))?,
+                    Err(e) => emit(&format!("cuda:{i} — unusable: {e}\n\n"))?,
                 }
             }
         }
-        Err(e) => println!("CUDA: none ({e})\n"),
+        Err(e) => emit(&format!("CUDA: none ({e})\n\n"))?,
     }
-    println!("{}", describe(&host_info()));
+    emit(&format!("{}\n", describe(&host_info())))?;
     Ok(0)
 }

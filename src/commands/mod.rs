@@ -2,8 +2,26 @@
 //! (tables to stdout, progress and notes to stderr) and return the exit code; errors go back to
 //! `main`, which prints them once.
 
+pub mod compare;
 pub mod devices;
+pub mod export;
+pub mod plot;
+pub mod report;
 pub mod run;
+pub mod specs;
+
+/// Prints to stdout. A closed pipe (`roofprobe compare … | head`) ends the output quietly
+/// instead of panicking as `print!` would; the command still finishes its files.
+pub fn emit(text: &str) -> crate::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(crate::Error::io("<stdout>", e))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// This machine's host name (`unknown-host` if it cannot be read).
 pub fn hostname() -> String {

@@ -2,17 +2,22 @@
 //! the output folder, print the table.
 //!
 //! Each device gets `<out>/<host>-<device>-<UTC stamp>.csv`, written row by row as cases finish
-//! (an interrupted run keeps what it measured). An existing file is never overwritten: a
-//! clashing name gets a `-2`, `-3`, … suffix.
+//! (an interrupted run keeps what it measured), then its calibration `.json` and roofline `.svg`
+//! beside it under the same stem. An existing file is never overwritten: a clashing name gets a
+//! `-2`, `-3`, … suffix.
 
 use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::HostBackend;
-use crate::backend::{Backend, BackendKind, SizeRequest};
+use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
+use crate::calibration::Calibration;
 use crate::cli::{parse_bytes, RunArgs, EXIT_INVALID};
+use crate::commands::emit;
+use crate::commands::report::write_calibration_and_svg;
 use crate::commands::{hostname, slug};
 use crate::record::{CsvSink, Record, RunIdentity};
-use crate::report::table;
+use crate::report::{ceilings, table};
 use crate::runner::{self, Event, RunConfig};
+use crate::specs::DeviceAttributes;
 use crate::{Error, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -38,13 +43,19 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
                 Ok(vec![Target::Host])
             }
             Err(e) => {
-                eprintln!("note: no usable GPU ({e}); measuring the host CPU");
+                eprintln!(
+                    "note: no usable GPU: {}; measuring the host CPU",
+                    why_no_gpu(&e)
+                );
                 Ok(vec![Target::Host])
             }
         },
         "all" => {
             let mut t = cuda_all().unwrap_or_else(|e| {
-                eprintln!("note: no usable GPU ({e}); measuring the host CPU only");
+                eprintln!(
+                    "note: no usable GPU: {}; measuring the host CPU only",
+                    why_no_gpu(&e)
+                );
                 Vec::new()
             });
             t.push(Target::Host);
@@ -61,6 +72,18 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
                 })?;
             Ok(vec![Target::Cuda(index)])
         }
+    }
+}
+
+/// The reason alone, without the remedy the full error message adds (the note says what happens
+/// instead).
+fn why_no_gpu(e: &Error) -> String {
+    match e {
+        Error::NoDriver(why) => why.clone(),
+        Error::Driver { during, message } => {
+            format!("the driver failed during {during}: {message}")
+        }
+        other => other.to_string(),
     }
 }
 
@@ -114,6 +137,7 @@ fn measure_device(
     host: &str,
     stamp: &str,
 ) -> Result<(PathBuf, Vec<Record>)> {
+    let planned = runner::plan(backend, cfg)?;
     let info = backend.info().clone();
     let run_id = format!("{host}-{}-{stamp}", device_slug(&info));
     let path = fresh_path(out, &run_id, "csv");
@@ -139,6 +163,7 @@ fn measure_device(
         backend,
         &identity,
         cfg,
+        &planned,
         &mut |r| sink.write(r),
         &mut |event| match event {
             Event::Planned { cases } => {
@@ -173,6 +198,39 @@ fn measure_device(
     Ok((path, records))
 }
 
+/// Fits the run's roofline and writes its calibration JSON and SVG beside its CSV. The
+/// measurements are already safe in the CSV, so a failure here is reported, not fatal: `roofprobe
+/// report` can redo it from the CSV.
+fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) {
+    if records.is_empty() {
+        return;
+    }
+    // The run knows the device's attributes (bus width, maximum clocks) that a CSV lacks.
+    let written = Calibration::from_records(records, Some(DeviceAttributes::from_info(info)))
+        .and_then(|cal| {
+            emit(&ceilings::render(&cal))?;
+            let dir = csv.parent().unwrap_or(Path::new("."));
+            let stem = csv
+                .file_stem()
+                .map_or_else(|| "roofline".into(), |s| s.to_string_lossy().into_owned());
+            write_calibration_and_svg(dir, &stem, &cal)
+        });
+    match written {
+        Ok((json, svg)) => {
+            let _ = emit(&format!(
+                "calibration: {}\nroofline: {}\n",
+                json.display(),
+                svg.display()
+            ));
+        }
+        Err(e) => eprintln!(
+            "note: the roofline of {} was not written ({e}); `roofprobe report {}` retries",
+            csv.display(),
+            csv.display()
+        ),
+    }
+}
+
 pub fn run(args: &RunArgs) -> Result<i32> {
     let cfg = config(args)?;
     let targets = resolve(&args.device)?;
@@ -189,13 +247,16 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             Target::Host => Ok(Box::new(HostBackend::new())),
         };
         let outcome = opened.and_then(|mut backend| {
+            let info = backend.info().clone();
             measure_device(backend.as_mut(), &cfg, &args.out, &host, &stamp)
+                .map(|(path, records)| (info, path, records))
         });
         match outcome {
-            Ok((path, records)) => {
-                print!("{}", table::render(&records));
-                println!("results: {}", path.display());
+            Ok((info, path, records)) => {
+                emit(&table::render(&records))?;
+                emit(&format!("results: {}\n", path.display()))?;
                 all_valid &= records.iter().all(|r| r.valid);
+                write_roofline(&info, &path, &records);
             }
             Err(e) if targets.len() == 1 => return Err(e),
             Err(e) => {

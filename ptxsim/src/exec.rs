@@ -1,0 +1,2333 @@
+//! Executes a decoded kernel: blocks one after another, warps of 32 lanes in lockstep inside
+//! a block, and the checks that make a wrong kernel fail loudly instead of producing plausible
+//! numbers.
+//!
+//! Divergence: every lane has its own PC and a warp always executes the instruction with the
+//! smallest PC among its runnable lanes, for all lanes at that PC. Lanes that branch ahead wait
+//! for the others, so a warp reconverges at the first common instruction after an if/else or
+//! a loop exit, without needing post-dominator analysis; `shfl.sync`, `vote.sync`, `ldmatrix`
+//! and `mma` then check that every lane they name is really there.
+//!
+//! Barriers: a block's warps run in turn until each has exited or is waiting at `bar.sync`;
+//! the barrier then opens. Shared memory has a race detector: every byte remembers the warp
+//! and barrier epoch of its last write and read, and an access by another warp in the same
+//! epoch (no barrier in between) is an error naming both lines — which is how a missing
+//! `bar.sync` is caught whatever order the warps happen to run in.
+//!
+//! `cp.async` copies are deferred: the source is read when the instruction issues, but the
+//! shared-memory destination is written only when a `cp.async.wait_group` / `wait_all` covers
+//! its group, so a kernel that reads a tile before waiting for it reads poison.
+
+use crate::decode::Kernel;
+use crate::error::Error;
+use crate::ir::*;
+use crate::memory::{
+    DevicePtr, Memory, GLOBAL_BASE, LOCAL_WINDOW, POISON_BYTE, SHARED_WINDOW, WINDOW_BYTES,
+};
+use crate::mma;
+use crate::numeric::{self, Rounding};
+use crate::types::{Space, Ty};
+
+/// A kernel argument, checked against the declared parameter type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    Ptr(DevicePtr),
+    /// Raw bytes for an array parameter (`.param .align 8 .b8 p[16]`).
+    Bytes(Vec<u8>),
+}
+
+/// What to do when a `bra.uni` turns out to be divergent (its lanes disagree on the guard).
+/// The PTX ISA leaves that undefined: `.uni` is the programmer's promise that they agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UniformBranchPolicy {
+    /// Fail the launch (the default).
+    Deny,
+    /// Execute it as an ordinary divergent branch and list its line in
+    /// [`LaunchStats::divergent_uniform_branches`].
+    Record,
+}
+
+/// Everything about one launch except the arguments.
+#[derive(Debug, Clone)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub dynamic_shared_bytes: u32,
+    pub uniform_branches: UniformBranchPolicy,
+    /// Warp-instruction budget for the whole launch: a kernel that runs past it is reported
+    /// as a probable infinite loop.
+    pub max_warp_instructions: u64,
+}
+
+impl LaunchConfig {
+    pub fn new(grid: (u32, u32, u32), block: (u32, u32, u32), dynamic_shared_bytes: u32) -> Self {
+        LaunchConfig {
+            grid,
+            block,
+            dynamic_shared_bytes,
+            uniform_branches: UniformBranchPolicy::Deny,
+            max_warp_instructions: 200_000_000,
+        }
+    }
+}
+
+/// What a launch did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchStats {
+    /// Instructions issued, counted once per warp.
+    pub warp_instructions: u64,
+    /// Instructions executed, counted once per thread that executed them (guard true).
+    pub thread_instructions: u64,
+    pub blocks: u64,
+    /// Source lines of `bra.uni` instructions seen diverging (only under
+    /// [`UniformBranchPolicy::Record`]).
+    pub divergent_uniform_branches: Vec<u32>,
+}
+
+/// Shared memory available to one block (sm_90: 227 KiB).
+pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
+/// Pattern that every register holds before its first write.
+const REGISTER_POISON: u64 = 0xdead_beef_dead_beef;
+const FULL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LaneState {
+    Running,
+    Barrier,
+    Exited,
+}
+
+struct PendingCopy {
+    lane: u32,
+    group: u32,
+    dst: usize,
+    len: usize,
+    data: [u8; 16],
+    pc: u32,
+}
+
+struct Warp {
+    index: u32,
+    regs: Vec<u64>,
+    preds: Vec<u32>,
+    pc: [u32; 32],
+    state: [LaneState; 32],
+    barrier_id: [u32; 32],
+    barrier_count: [u32; 32],
+    /// Lanes waiting at an `.aligned` barrier (whose warp must all wait at the same one).
+    barrier_pc_aligned: u32,
+    /// Lanes that are threads of the block (the last warp of an odd-sized block is partial).
+    exists: u32,
+    running: u32,
+    pending: Vec<PendingCopy>,
+    committed: [u32; 32],
+}
+
+#[derive(Clone, Copy, Default)]
+struct ShadowByte {
+    write_epoch: u32,
+    writer: u32,
+    write_pc: u32,
+    read_epoch: u32,
+    /// Warp that last read in `read_epoch`, or `MANY_READERS`.
+    reader: u32,
+    read_pc: u32,
+}
+
+const MANY_READERS: u32 = u32::MAX;
+
+enum Loc {
+    Global(u64),
+    Shared(usize),
+    Local(usize),
+    Param(usize),
+}
+
+enum Flow {
+    /// Every lane of the issued mask continues at pc + 1.
+    Next,
+    /// The instruction set the lanes' PCs and states itself.
+    Done,
+}
+
+struct Block<'k, 'm> {
+    kernel: &'k Kernel,
+    config: &'k LaunchConfig,
+    mem: &'m mut Memory,
+    params: &'k [u8],
+    shared: Vec<u8>,
+    shadow: &'m mut Vec<ShadowByte>,
+    local: Vec<u8>,
+    epoch: u32,
+    ctaid: (u32, u32, u32),
+    stats: &'m mut LaunchStats,
+    clock: u64,
+}
+
+fn lanes(mask: u32) -> impl Iterator<Item = usize> {
+    let mut m = mask;
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}
+
+fn width_mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+fn sext(v: u64, bits: u32) -> i64 {
+    if bits >= 64 {
+        v as i64
+    } else {
+        let s = 64 - bits;
+        ((v << s) as i64) >> s
+    }
+}
+
+pub(crate) fn launch(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    args: &[Arg],
+    mem: &mut Memory,
+) -> Result<LaunchStats, Error> {
+    let (bx, by, bz) = config.block;
+    let (gx, gy, gz) = config.grid;
+    let threads = bx as u64 * by as u64 * bz as u64;
+    if threads == 0 || gx == 0 || gy == 0 || gz == 0 {
+        return Err(Error::Launch(format!(
+            "`{}`: empty grid or block",
+            kernel.name
+        )));
+    }
+    if threads > 1024 || bz > 64 {
+        return Err(Error::Launch(format!(
+            "`{}`: block {bx}x{by}x{bz} exceeds 1024 threads (or 64 in z)",
+            kernel.name
+        )));
+    }
+    if gy > 65535 || gz > 65535 {
+        return Err(Error::Launch(format!(
+            "`{}`: grid y/z above 65535",
+            kernel.name
+        )));
+    }
+    if let Some(r) = kernel.reqntid {
+        if r != config.block {
+            return Err(Error::Launch(format!(
+                "`{}` declares .reqntid {:?} but was launched with block {:?}",
+                kernel.name, r, config.block
+            )));
+        }
+    }
+    if let Some((mx, my, mz)) = kernel.maxntid {
+        if threads > mx as u64 * my as u64 * mz as u64 {
+            return Err(Error::Launch(format!(
+                "`{}` declares .maxntid {mx},{my},{mz} but was launched with {threads} threads",
+                kernel.name
+            )));
+        }
+    }
+    let shared_bytes = if config.dynamic_shared_bytes > 0 {
+        kernel.dynamic_shared_offset as u64 + config.dynamic_shared_bytes as u64
+    } else {
+        kernel.static_shared_bytes as u64
+    };
+    if shared_bytes > MAX_SHARED_BYTES as u64 {
+        return Err(Error::Launch(format!(
+            "`{}` needs {shared_bytes} bytes of shared memory, more than {MAX_SHARED_BYTES}",
+            kernel.name
+        )));
+    }
+    let params = build_params(kernel, args)?;
+    let mut stats = LaunchStats::default();
+    let mut shadow = vec![ShadowByte::default(); shared_bytes as usize];
+    let mut epoch = 1u32;
+    for z in 0..gz {
+        for y in 0..gy {
+            for x in 0..gx {
+                let mut block = Block {
+                    kernel,
+                    config,
+                    mem,
+                    params: &params,
+                    shared: vec![POISON_BYTE; shared_bytes as usize],
+                    shadow: &mut shadow,
+                    local: vec![
+                        POISON_BYTE;
+                        threads as usize * kernel.local_bytes_per_thread as usize
+                    ],
+                    // A fresh epoch per block: shadow entries of the previous block are stale.
+                    epoch: epoch + 1,
+                    ctaid: (x, y, z),
+                    stats: &mut stats,
+                    clock: 0,
+                };
+                block.run()?;
+                epoch = block.epoch + 1;
+                stats.blocks += 1;
+            }
+        }
+    }
+    Ok(stats)
+}
+
+fn build_params(kernel: &Kernel, args: &[Arg]) -> Result<Vec<u8>, Error> {
+    if args.len() != kernel.params.len() {
+        return Err(Error::Launch(format!(
+            "`{}` takes {} parameters ({}), {} arguments given",
+            kernel.name,
+            kernel.params.len(),
+            kernel
+                .params
+                .iter()
+                .map(|p| format!("{}: .{}", p.name, p.ty.name()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.len()
+        )));
+    }
+    let mut buf = vec![0u8; kernel.param_bytes as usize];
+    for (i, (p, a)) in kernel.params.iter().zip(args).enumerate() {
+        let bytes: Vec<u8> = match (a, p.ty, p.array) {
+            (Arg::Bytes(b), _, Some(_)) if b.len() == p.bytes as usize => b.clone(),
+            (Arg::U32(v), Ty::U32 | Ty::B32 | Ty::S32, None) => v.to_le_bytes().to_vec(),
+            (Arg::I32(v), Ty::S32 | Ty::B32 | Ty::U32, None) => v.to_le_bytes().to_vec(),
+            (Arg::U64(v), Ty::U64 | Ty::B64 | Ty::S64, None) => v.to_le_bytes().to_vec(),
+            (Arg::I64(v), Ty::S64 | Ty::B64 | Ty::U64, None) => v.to_le_bytes().to_vec(),
+            (Arg::Ptr(v), Ty::U64 | Ty::B64 | Ty::S64, None) => v.0.to_le_bytes().to_vec(),
+            (Arg::F32(v), Ty::F32, None) => v.to_le_bytes().to_vec(),
+            (Arg::F64(v), Ty::F64, None) => v.to_le_bytes().to_vec(),
+            _ => {
+                return Err(Error::Launch(format!(
+                    "`{}` parameter {} `{}` is .{}{}, but the argument is {:?}",
+                    kernel.name,
+                    i,
+                    p.name,
+                    p.ty.name(),
+                    p.array.map_or(String::new(), |n| format!("[{n}]")),
+                    a
+                )))
+            }
+        };
+        buf[p.offset as usize..p.offset as usize + bytes.len()].copy_from_slice(&bytes);
+    }
+    Ok(buf)
+}
+
+impl Block<'_, '_> {
+    fn threads(&self) -> u32 {
+        let (x, y, z) = self.config.block;
+        x * y * z
+    }
+
+    fn thread_coords(&self, linear: u32) -> (u32, u32, u32) {
+        let (bx, by, _) = self.config.block;
+        (linear % bx, (linear / bx) % by, linear / (bx * by))
+    }
+
+    fn make_warp(&self, index: u32) -> Warp {
+        let k = self.kernel;
+        let threads = self.threads();
+        let first = index * 32;
+        let count = (threads - first).min(32);
+        let exists = if count == 32 {
+            FULL
+        } else {
+            (1u32 << count) - 1
+        };
+        let mut regs = vec![REGISTER_POISON; k.n_regs as usize * 32];
+        let (bx, by, bz) = self.config.block;
+        let (gx, gy, gz) = self.config.grid;
+        let nwarps = threads.div_ceil(32);
+        let shared_size = self.shared.len() as u64;
+        for &(sp, r) in &k.specials {
+            for lane in 0..32u32 {
+                let (tx, ty, tz) = self.thread_coords(first + lane);
+                let dim = |d: u8, v: (u32, u32, u32)| match d {
+                    0 => v.0,
+                    1 => v.1,
+                    _ => v.2,
+                };
+                let v: u64 = match sp {
+                    Special::Tid(d) => dim(d, (tx, ty, tz)) as u64,
+                    Special::Ntid(d) => dim(d, (bx, by, bz)) as u64,
+                    Special::Ctaid(d) => dim(d, self.ctaid) as u64,
+                    Special::Nctaid(d) => dim(d, (gx, gy, gz)) as u64,
+                    Special::LaneId => lane as u64,
+                    Special::WarpId => index as u64,
+                    Special::NWarpId => nwarps as u64,
+                    Special::SmId | Special::GridId => 0,
+                    Special::NSmId => 1,
+                    Special::LaneMaskEq => 1u64 << lane,
+                    Special::LaneMaskLt => (1u64 << lane) - 1,
+                    Special::LaneMaskLe => (1u64 << (lane + 1)) - 1,
+                    Special::LaneMaskGt => (!((1u64 << (lane + 1)) - 1)) & 0xffff_ffff,
+                    Special::LaneMaskGe => (!((1u64 << lane) - 1)) & 0xffff_ffff,
+                    Special::DynamicSmemSize => self.config.dynamic_shared_bytes as u64,
+                    Special::TotalSmemSize => shared_size,
+                };
+                regs[r as usize * 32 + lane as usize] = v;
+            }
+        }
+        let mut state = [LaneState::Exited; 32];
+        for (l, s) in state.iter_mut().enumerate() {
+            if exists >> l & 1 == 1 {
+                *s = LaneState::Running;
+            }
+        }
+        Warp {
+            index,
+            regs,
+            preds: vec![0; k.n_preds as usize],
+            pc: [0; 32],
+            state,
+            barrier_id: [0; 32],
+            barrier_count: [0; 32],
+            barrier_pc_aligned: 0,
+            exists,
+            running: exists,
+            pending: Vec::new(),
+            committed: [0; 32],
+        }
+    }
+
+    fn run(&mut self) -> Result<(), Error> {
+        let nwarps = self.threads().div_ceil(32);
+        let mut warps: Vec<Warp> = (0..nwarps).map(|w| self.make_warp(w)).collect();
+        loop {
+            for w in warps.iter_mut() {
+                if w.running != 0 {
+                    self.run_warp(w)?;
+                }
+            }
+            // No lane can run: each has exited or waits at a barrier.
+            let mut waiting: Vec<(u32, u32, u32)> = Vec::new(); // (id, count, threads)
+            let mut live = 0u32;
+            for w in &warps {
+                for l in lanes(w.exists) {
+                    match w.state[l] {
+                        LaneState::Barrier => {
+                            live += 1;
+                            let (id, count) = (w.barrier_id[l], w.barrier_count[l]);
+                            match waiting.iter_mut().find(|x| x.0 == id) {
+                                Some(x) => {
+                                    x.2 += 1;
+                                    if x.1 != count {
+                                        return Err(self.barrier_error(&warps, format!("threads wait at barrier {id} with different thread counts ({} and {count})", x.1)));
+                                    }
+                                }
+                                None => waiting.push((id, count, 1)),
+                            }
+                        }
+                        LaneState::Running => live += 1,
+                        LaneState::Exited => {}
+                    }
+                }
+            }
+            if waiting.is_empty() {
+                return Ok(());
+            }
+            for w in &warps {
+                let at_aligned: Vec<usize> = lanes(w.exists)
+                    .filter(|&l| {
+                        w.state[l] == LaneState::Barrier && w.barrier_pc_aligned >> l & 1 == 1
+                    })
+                    .collect();
+                if let Some(&first) = at_aligned.first() {
+                    if let Some(&other) = at_aligned.iter().find(|&&l| w.pc[l] != w.pc[first]) {
+                        let line = |l: usize| self.kernel.code[w.pc[l] as usize - 1].line;
+                        return Err(self.barrier_error(&warps, format!(
+                            "`bar.sync` is `.aligned`, but lanes of warp {} wait at different barrier instructions (lines {} and {})",
+                            w.index, line(first), line(other)
+                        )));
+                    }
+                }
+            }
+            // Open every barrier whose expected arrivals are all there. Without a count, all
+            // threads of the block that have not exited (exited threads are dropped from the
+            // expected count, as the hardware does).
+            let mut opened = Vec::new();
+            for &(id, count, n) in &waiting {
+                let expected = if count == 0 { live } else { count };
+                if n == expected {
+                    opened.push(id);
+                } else if n > expected {
+                    return Err(self.barrier_error(
+                        &warps,
+                        format!("{n} threads arrived at barrier {id}, which expects {expected}"),
+                    ));
+                }
+            }
+            if opened.is_empty() {
+                return Err(self.barrier_error(
+                    &warps,
+                    "deadlock: threads wait at barriers that can never open".to_string(),
+                ));
+            }
+            self.epoch += 1;
+            for w in warps.iter_mut() {
+                for l in lanes(w.exists) {
+                    if w.state[l] == LaneState::Barrier && opened.contains(&w.barrier_id[l]) {
+                        w.barrier_pc_aligned &= !(1 << l);
+                        w.state[l] = LaneState::Running;
+                        w.running |= 1 << l;
+                    }
+                }
+            }
+        }
+    }
+
+    fn barrier_error(&self, warps: &[Warp], message: String) -> Error {
+        let mut line = self.kernel.line;
+        let mut text = String::from("bar.sync");
+        for w in warps {
+            if let Some(l) = lanes(w.exists).find(|&l| w.state[l] == LaneState::Barrier) {
+                let pc = w.pc[l].saturating_sub(1) as usize;
+                line = self.kernel.code[pc].line;
+                text = self.kernel.texts[pc].clone();
+                break;
+            }
+        }
+        Error::Runtime {
+            line,
+            instruction: text,
+            message: format!("block {:?}: {message}", self.ctaid),
+        }
+    }
+
+    fn fault(&self, w: &Warp, pc: u32, lane: usize, message: impl Into<String>) -> Error {
+        let (tx, ty, tz) = self.thread_coords(w.index * 32 + lane as u32);
+        Error::Runtime {
+            line: self.kernel.code[pc as usize].line,
+            instruction: self.kernel.texts[pc as usize].clone(),
+            message: format!(
+                "block {:?} thread ({tx}, {ty}, {tz}): {}",
+                self.ctaid,
+                message.into()
+            ),
+        }
+    }
+
+    fn warp_fault(&self, w: &Warp, pc: u32, message: impl Into<String>) -> Error {
+        Error::Runtime {
+            line: self.kernel.code[pc as usize].line,
+            instruction: self.kernel.texts[pc as usize].clone(),
+            message: format!(
+                "block {:?} warp {}: {}",
+                self.ctaid,
+                w.index,
+                message.into()
+            ),
+        }
+    }
+
+    /// Smallest PC among running lanes, and the lanes at it.
+    fn pick(w: &Warp) -> (u32, u32) {
+        let mut best = u32::MAX;
+        let mut mask = 0u32;
+        for l in lanes(w.running) {
+            let pc = w.pc[l];
+            if pc < best {
+                best = pc;
+                mask = 1 << l;
+            } else if pc == best {
+                mask |= 1 << l;
+            }
+        }
+        (best, mask)
+    }
+
+    fn run_warp(&mut self, w: &mut Warp) -> Result<(), Error> {
+        let (mut pc, mut mask) = Self::pick(w);
+        while mask != 0 {
+            self.stats.warp_instructions += 1;
+            if self.stats.warp_instructions > self.config.max_warp_instructions {
+                return Err(self.warp_fault(
+                    w,
+                    pc,
+                    format!(
+                        "more than {} warp instructions executed: probable infinite loop",
+                        self.config.max_warp_instructions
+                    ),
+                ));
+            }
+            self.clock += 1;
+            let inst = &self.kernel.code[pc as usize];
+            let exec = match inst.guard {
+                None => mask,
+                Some(g) => {
+                    let p = w.preds[g.reg as usize];
+                    mask & if g.negated { !p } else { p }
+                }
+            };
+            self.stats.thread_instructions += exec.count_ones() as u64;
+            match self.step(w, pc, mask, exec)? {
+                Flow::Next => {
+                    for l in lanes(mask) {
+                        w.pc[l] = pc + 1;
+                    }
+                    if w.running & !mask == 0 {
+                        pc += 1;
+                        continue;
+                    }
+                }
+                Flow::Done => {}
+            }
+            (pc, mask) = Self::pick(w);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn get(w: &Warp, s: Src, lane: usize) -> u64 {
+        match s {
+            Src::Reg(r) => w.regs[r as usize * 32 + lane],
+            Src::Imm(v) => v,
+        }
+    }
+
+    #[inline]
+    fn set(w: &mut Warp, r: Reg, lane: usize, v: u64) {
+        w.regs[r as usize * 32 + lane] = v;
+    }
+
+    fn pred(w: &Warp, p: PredSrc, lane: usize) -> bool {
+        (w.preds[p.reg as usize] >> lane & 1 == 1) != p.negated
+    }
+
+    fn set_pred(w: &mut Warp, p: PredReg, lane: usize, v: bool) {
+        let m = &mut w.preds[p as usize];
+        if v {
+            *m |= 1 << lane;
+        } else {
+            *m &= !(1 << lane);
+        }
+    }
+
+    fn exit_lanes(&mut self, w: &mut Warp, lanes_mask: u32) -> Result<(), Error> {
+        for l in lanes(lanes_mask) {
+            // The hardware completes a thread's outstanding cp.async copies even if it exits.
+            self.complete_copies(w, l, u32::MAX)?;
+            w.state[l] = LaneState::Exited;
+        }
+        w.running &= !lanes_mask;
+        Ok(())
+    }
+
+    fn step(&mut self, w: &mut Warp, pc: u32, mask: u32, exec: u32) -> Result<Flow, Error> {
+        let kernel = self.kernel;
+        let inst = &kernel.code[pc as usize];
+        match &inst.op {
+            Op::Mov { d, a, bits } => {
+                let m = width_mask(*bits);
+                for l in lanes(exec) {
+                    let v = Self::get(w, *a, l) & m;
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::MovPred { d, a } => {
+                for l in lanes(exec) {
+                    let v = Self::pred(w, *a, l);
+                    Self::set_pred(w, *d, l, v);
+                }
+            }
+            Op::Pack {
+                d,
+                parts,
+                part_bits,
+            } => {
+                let m = width_mask(*part_bits);
+                for l in lanes(exec) {
+                    let mut v = 0u64;
+                    for (i, p) in parts.iter().enumerate() {
+                        v |= (Self::get(w, *p, l) & m) << (i as u32 * part_bits);
+                    }
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::Unpack { ds, a, part_bits } => {
+                let m = width_mask(*part_bits);
+                for l in lanes(exec) {
+                    let v = Self::get(w, *a, l);
+                    for (i, d) in ds.iter().enumerate() {
+                        if let Some(d) = d {
+                            Self::set(w, *d, l, (v >> (i as u32 * part_bits)) & m);
+                        }
+                    }
+                }
+            }
+            Op::ReadClock { d, bits } => {
+                let v = self.clock & width_mask(*bits);
+                for l in lanes(exec) {
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::Int {
+                op,
+                bits,
+                signed,
+                d,
+                a,
+                b,
+            } => {
+                let (bits, signed) = (*bits, *signed);
+                let m = width_mask(bits);
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l) & m;
+                    let y = Self::get(w, *b, l) & m;
+                    let v = match op {
+                        IntOp::Add => x.wrapping_add(y) & m,
+                        IntOp::Sub => x.wrapping_sub(y) & m,
+                        IntOp::MulLo => x.wrapping_mul(y) & m,
+                        IntOp::MulHi => {
+                            if signed {
+                                ((sext(x, bits) as i128 * sext(y, bits) as i128) >> bits) as u64 & m
+                            } else {
+                                ((x as u128 * y as u128) >> bits) as u64 & m
+                            }
+                        }
+                        IntOp::MulWide => {
+                            if signed {
+                                (sext(x, bits).wrapping_mul(sext(y, bits))) as u64
+                                    & width_mask(2 * bits)
+                            } else {
+                                x.wrapping_mul(y) & width_mask(2 * bits)
+                            }
+                        }
+                        IntOp::Div | IntOp::Rem => {
+                            if y == 0 {
+                                return Err(self.fault(w, pc, l, "integer division by zero"));
+                            }
+                            let is_div = *op == IntOp::Div;
+                            if signed {
+                                let (p, q) = (sext(x, bits), sext(y, bits));
+                                (if is_div {
+                                    p.wrapping_div(q)
+                                } else {
+                                    p.wrapping_rem(q)
+                                }) as u64
+                                    & m
+                            } else if is_div {
+                                x / y
+                            } else {
+                                x % y
+                            }
+                        }
+                        IntOp::Min | IntOp::Max => {
+                            let less = if signed {
+                                sext(x, bits) < sext(y, bits)
+                            } else {
+                                x < y
+                            };
+                            if (*op == IntOp::Min) == less {
+                                x
+                            } else {
+                                y
+                            }
+                        }
+                        IntOp::And => x & y,
+                        IntOp::Or => x | y,
+                        IntOp::Xor => x ^ y,
+                        IntOp::Shl => {
+                            let s = Self::get(w, *b, l) as u32;
+                            if s >= bits {
+                                0
+                            } else {
+                                (x << s) & m
+                            }
+                        }
+                        IntOp::Shr => {
+                            let s = (Self::get(w, *b, l) as u32).min(bits);
+                            if signed {
+                                ((sext(x, bits) >> s.min(63)) as u64) & m
+                            } else if s >= bits {
+                                0
+                            } else {
+                                x >> s
+                            }
+                        }
+                        IntOp::AddSat | IntOp::SubSat => {
+                            let (p, q) = (sext(x, bits), sext(y, bits));
+                            let r = if *op == IntOp::AddSat { p + q } else { p - q };
+                            (r.clamp(i32::MIN as i64, i32::MAX as i64) as i32 as u32) as u64
+                        }
+                    };
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::IntUn {
+                op,
+                bits,
+                signed: _,
+                d,
+                a,
+            } => {
+                let bits = *bits;
+                let m = width_mask(bits);
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l) & m;
+                    let v = match op {
+                        IntUnOp::Not => !x & m,
+                        IntUnOp::Cnot => (x == 0) as u64,
+                        IntUnOp::Neg => x.wrapping_neg() & m,
+                        IntUnOp::Abs => (sext(x, bits).wrapping_abs() as u64) & m,
+                        IntUnOp::Popc => x.count_ones() as u64,
+                        IntUnOp::Clz => (x.leading_zeros() - (64 - bits)) as u64,
+                        IntUnOp::Brev => x.reverse_bits() >> (64 - bits),
+                    };
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::Mad {
+                mode,
+                bits,
+                signed,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let (bits, signed) = (*bits, *signed);
+                let m = width_mask(bits);
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l) & m;
+                    let y = Self::get(w, *b, l) & m;
+                    let v = match mode {
+                        MadMode::Lo => x.wrapping_mul(y).wrapping_add(Self::get(w, *c, l)) & m,
+                        MadMode::Hi => {
+                            let hi = if signed {
+                                ((sext(x, bits) as i128 * sext(y, bits) as i128) >> bits) as u64
+                            } else {
+                                ((x as u128 * y as u128) >> bits) as u64
+                            };
+                            hi.wrapping_add(Self::get(w, *c, l)) & m
+                        }
+                        MadMode::Wide => {
+                            let wm = width_mask(2 * bits);
+                            let p = if signed {
+                                sext(x, bits).wrapping_mul(sext(y, bits)) as u64
+                            } else {
+                                x.wrapping_mul(y)
+                            };
+                            p.wrapping_add(Self::get(w, *c, l)) & wm
+                        }
+                    };
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::Bfe {
+                bits,
+                signed,
+                d,
+                a,
+                pos,
+                len,
+            } => {
+                let bits = *bits;
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l) & width_mask(bits);
+                    let p = (Self::get(w, *pos, l) & 0xff) as u32;
+                    let n = (Self::get(w, *len, l) & 0xff) as u32;
+                    let v = if n == 0 {
+                        0
+                    } else {
+                        let sbit = if *signed {
+                            let idx = (p + n - 1).min(bits - 1);
+                            x >> idx & 1 == 1
+                        } else {
+                            false
+                        };
+                        let mut r = 0u64;
+                        for i in 0..bits {
+                            let bit = if i < n && p + i < bits {
+                                x >> (p + i) & 1 == 1
+                            } else {
+                                sbit
+                            };
+                            if bit {
+                                r |= 1 << i;
+                            }
+                        }
+                        r
+                    };
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::Bfi {
+                bits,
+                d,
+                a,
+                b,
+                pos,
+                len,
+            } => {
+                let bits = *bits;
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l);
+                    let mut r = Self::get(w, *b, l) & width_mask(bits);
+                    let p = (Self::get(w, *pos, l) & 0xff) as u32;
+                    let n = (Self::get(w, *len, l) & 0xff) as u32;
+                    for i in 0..n {
+                        if p + i >= bits {
+                            break;
+                        }
+                        r = (r & !(1 << (p + i))) | ((x >> i & 1) << (p + i));
+                    }
+                    Self::set(w, *d, l, r);
+                }
+            }
+            Op::Prmt { d, a, b, c } => {
+                for l in lanes(exec) {
+                    let bytes = (Self::get(w, *b, l) as u32 as u64) << 32
+                        | (Self::get(w, *a, l) as u32 as u64);
+                    let sel = Self::get(w, *c, l) as u32;
+                    let mut r = 0u32;
+                    for i in 0..4 {
+                        let s = (sel >> (4 * i)) & 0xf;
+                        let byte = (bytes >> ((s & 7) * 8)) as u8;
+                        let byte = if s & 8 != 0 {
+                            if byte & 0x80 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        } else {
+                            byte
+                        };
+                        r |= (byte as u32) << (8 * i);
+                    }
+                    Self::set(w, *d, l, r as u64);
+                }
+            }
+            Op::Lop3 { d, a, b, c, lut } => {
+                for l in lanes(exec) {
+                    let (x, y, z) = (
+                        Self::get(w, *a, l) as u32,
+                        Self::get(w, *b, l) as u32,
+                        Self::get(w, *c, l) as u32,
+                    );
+                    let mut r = 0u32;
+                    for i in 0..8u32 {
+                        if lut >> i & 1 == 1 {
+                            let tx = if i & 4 != 0 { x } else { !x };
+                            let ty = if i & 2 != 0 { y } else { !y };
+                            let tz = if i & 1 != 0 { z } else { !z };
+                            r |= tx & ty & tz;
+                        }
+                    }
+                    Self::set(w, *d, l, r as u64);
+                }
+            }
+            Op::Float {
+                op,
+                prec,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l);
+                    let y = Self::get(w, *b, l);
+                    let v = match prec {
+                        Prec::F32 => float_op_f32(*op, x as u32, y as u32, *rnd, *ftz, *sat) as u64,
+                        Prec::F64 => {
+                            float_op_f64(*op, f64::from_bits(x), f64::from_bits(y)).to_bits()
+                        }
+                    };
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::FloatUn {
+                op,
+                prec,
+                rnd,
+                ftz,
+                d,
+                a,
+            } => {
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l);
+                    let v = match prec {
+                        Prec::F32 => float_un_f32(*op, x as u32, *rnd, *ftz) as u64,
+                        Prec::F64 => {
+                            let f = f64::from_bits(x);
+                            match op {
+                                FloatUnOp::Neg => (-f).to_bits(),
+                                FloatUnOp::Abs => f.abs().to_bits(),
+                                FloatUnOp::Sqrt => f.sqrt().to_bits(),
+                                FloatUnOp::Rcp => (1.0 / f).to_bits(),
+                            }
+                        }
+                    };
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::Fma {
+                prec,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                for l in lanes(exec) {
+                    let (x, y, z) = (
+                        Self::get(w, *a, l),
+                        Self::get(w, *b, l),
+                        Self::get(w, *c, l),
+                    );
+                    let v = match prec {
+                        Prec::F32 => fma_f32(x as u32, y as u32, z as u32, *rnd, *ftz, *sat) as u64,
+                        Prec::F64 => f64::from_bits(x)
+                            .mul_add(f64::from_bits(y), f64::from_bits(z))
+                            .to_bits(),
+                    };
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::Half {
+                op,
+                fmt,
+                packed,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let n = if *packed { 2 } else { 1 };
+                for l in lanes(exec) {
+                    let (x, y, z) = (
+                        Self::get(w, *a, l),
+                        Self::get(w, *b, l),
+                        Self::get(w, *c, l),
+                    );
+                    let mut r = 0u64;
+                    for h in 0..n {
+                        let s = 16 * h;
+                        let v = half_op(
+                            *op,
+                            *fmt,
+                            *sat,
+                            (x >> s) as u16,
+                            (y >> s) as u16,
+                            (z >> s) as u16,
+                        );
+                        r |= (v as u64) << s;
+                    }
+                    Self::set(w, *d, l, r);
+                }
+            }
+            Op::Setp {
+                cmp,
+                ty,
+                ftz,
+                p,
+                q,
+                a,
+                b,
+                combine,
+            } => {
+                for l in lanes(exec) {
+                    let t = compare(*cmp, *ty, *ftz, Self::get(w, *a, l), Self::get(w, *b, l));
+                    let (tp, tq) = match combine {
+                        None => (t, !t),
+                        Some((op, c)) => {
+                            let cv = Self::pred(w, *c, l);
+                            (bool_op(*op, t, cv), bool_op(*op, !t, cv))
+                        }
+                    };
+                    if let Some(p) = p {
+                        Self::set_pred(w, *p, l, tp);
+                    }
+                    if let Some(q) = q {
+                        Self::set_pred(w, *q, l, tq);
+                    }
+                }
+            }
+            Op::Selp { bits, d, a, b, p } => {
+                let m = width_mask(*bits);
+                for l in lanes(exec) {
+                    let v = if Self::pred(w, *p, l) {
+                        Self::get(w, *a, l)
+                    } else {
+                        Self::get(w, *b, l)
+                    };
+                    Self::set(w, *d, l, v & m);
+                }
+            }
+            Op::PredLogic { op, d, a, b } => {
+                for l in lanes(exec) {
+                    let v = bool_op(*op, Self::pred(w, *a, l), Self::pred(w, *b, l));
+                    Self::set_pred(w, *d, l, v);
+                }
+            }
+            Op::PredNot { d, a } => {
+                for l in lanes(exec) {
+                    let v = !Self::pred(w, *a, l);
+                    Self::set_pred(w, *d, l, v);
+                }
+            }
+            Op::Cvt {
+                d,
+                a,
+                to,
+                from,
+                rnd,
+                sat,
+                satfinite,
+                ftz,
+                relu,
+                dst_bits,
+            } => {
+                for l in lanes(exec) {
+                    let v = convert(
+                        Self::get(w, *a, l),
+                        *from,
+                        *to,
+                        *rnd,
+                        *sat,
+                        *satfinite,
+                        *ftz,
+                        *relu,
+                    );
+                    let v = if to.is_signed_int() && *dst_bits > to.bits() {
+                        sext(v, to.bits()) as u64 & width_mask(*dst_bits)
+                    } else {
+                        v
+                    };
+                    Self::set(w, *d, l, v);
+                }
+            }
+            Op::CvtPair {
+                d,
+                a,
+                b,
+                to,
+                rnd,
+                satfinite,
+                relu,
+            } => {
+                for l in lanes(exec) {
+                    let (x, y) = (Self::get(w, *a, l) as u32, Self::get(w, *b, l) as u32);
+                    let (hi, lo, shift) = match to {
+                        Ty::F16x2 => (
+                            f32_to_narrow(x, numeric::F16, *rnd, *satfinite, *relu),
+                            f32_to_narrow(y, numeric::F16, *rnd, *satfinite, *relu),
+                            16,
+                        ),
+                        Ty::Bf16x2 => (
+                            f32_to_narrow(x, numeric::BF16, *rnd, *satfinite, *relu),
+                            f32_to_narrow(y, numeric::BF16, *rnd, *satfinite, *relu),
+                            16,
+                        ),
+                        Ty::E4m3x2 => (
+                            f32_to_narrow(x, numeric::E4M3, *rnd, true, *relu),
+                            f32_to_narrow(y, numeric::E4M3, *rnd, true, *relu),
+                            8,
+                        ),
+                        _ => (
+                            f32_to_narrow(x, numeric::E5M2, *rnd, true, *relu),
+                            f32_to_narrow(y, numeric::E5M2, *rnd, true, *relu),
+                            8,
+                        ),
+                    };
+                    Self::set(w, *d, l, hi << shift | lo);
+                }
+            }
+            Op::CvtF16x2ToF8x2 { d, a, to, relu } => {
+                let fmt = if *to == Ty::E4m3x2 {
+                    numeric::E4M3
+                } else {
+                    numeric::E5M2
+                };
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l);
+                    let mut r = 0u64;
+                    for h in 0..2 {
+                        let v = numeric::F16.to_f64((x >> (16 * h)) & 0xffff);
+                        let v = if *relu && v < 0.0 { 0.0 } else { v };
+                        r |= numeric::round_f64(v, fmt, Rounding::NearestEven, true) << (8 * h);
+                    }
+                    Self::set(w, *d, l, r);
+                }
+            }
+            Op::CvtF8x2ToF16x2 { d, a, from, relu } => {
+                let fmt = if *from == Ty::E4m3x2 {
+                    numeric::E4M3
+                } else {
+                    numeric::E5M2
+                };
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l);
+                    let mut r = 0u64;
+                    for h in 0..2 {
+                        let v = fmt.to_f64((x >> (8 * h)) & 0xff);
+                        let v = if *relu && v < 0.0 { 0.0 } else { v };
+                        r |= numeric::round_f64(v, numeric::F16, Rounding::NearestEven, false)
+                            << (16 * h);
+                    }
+                    Self::set(w, *d, l, r);
+                }
+            }
+            Op::Cvta {
+                d,
+                a,
+                space,
+                to_space,
+                bits,
+            } => {
+                for l in lanes(exec) {
+                    let x = Self::get(w, *a, l);
+                    let window = match space {
+                        Space::Shared => SHARED_WINDOW,
+                        Space::Local => LOCAL_WINDOW,
+                        Space::Global => 0,
+                        other => {
+                            return Err(self.fault(
+                                w,
+                                pc,
+                                l,
+                                format!("cvta with .{}", other.name()),
+                            ))
+                        }
+                    };
+                    let v = if *to_space {
+                        if window != 0 && !(window..window + WINDOW_BYTES).contains(&x) {
+                            return Err(self.fault(
+                                w,
+                                pc,
+                                l,
+                                format!(
+                                    "generic address {x:#x} is not in the .{} window",
+                                    space.name()
+                                ),
+                            ));
+                        }
+                        x - window
+                    } else {
+                        x + window
+                    };
+                    Self::set(w, *d, l, v & width_mask(*bits));
+                }
+            }
+            Op::Ld {
+                space,
+                ty,
+                ds,
+                dst_bits,
+                addr,
+            } => {
+                let elem = ty.bytes() as usize;
+                let total = elem * ds.len();
+                for l in lanes(exec) {
+                    let a = self.address(w, *addr, l);
+                    let loc = self.resolve(w, pc, l, *space, a, total)?;
+                    let mut buf = [0u8; 32];
+                    self.read(w, pc, l, &loc, &mut buf[..total])?;
+                    for (i, dr) in ds.iter().enumerate() {
+                        let Some(dr) = dr else { continue };
+                        let mut raw = [0u8; 8];
+                        raw[..elem].copy_from_slice(&buf[i * elem..(i + 1) * elem]);
+                        let mut v = u64::from_le_bytes(raw);
+                        if ty.is_signed_int() && dst_bits[i] > ty.bits() {
+                            v = sext(v, ty.bits()) as u64 & width_mask(dst_bits[i]);
+                        }
+                        Self::set(w, *dr, l, v);
+                    }
+                }
+            }
+            Op::St {
+                space,
+                ty,
+                srcs,
+                addr,
+            } => {
+                let elem = ty.bytes() as usize;
+                let total = elem * srcs.len();
+                for l in lanes(exec) {
+                    let a = self.address(w, *addr, l);
+                    let loc = self.resolve(w, pc, l, *space, a, total)?;
+                    let mut buf = [0u8; 32];
+                    for (i, s) in srcs.iter().enumerate() {
+                        let v = Self::get(w, *s, l);
+                        buf[i * elem..(i + 1) * elem].copy_from_slice(&v.to_le_bytes()[..elem]);
+                    }
+                    self.write(w, pc, l, &loc, &buf[..total])?;
+                }
+            }
+            Op::Atom {
+                space,
+                op,
+                ty,
+                d,
+                addr,
+                b,
+                c,
+            } => {
+                let n = ty.bytes() as usize;
+                for l in lanes(exec) {
+                    let a = self.address(w, *addr, l);
+                    let loc = self.resolve(w, pc, l, *space, a, n)?;
+                    let mut buf = [0u8; 8];
+                    self.read_atomic(&loc, &mut buf[..n]);
+                    let old = u64::from_le_bytes(buf);
+                    let bv = Self::get(w, *b, l) & width_mask(ty.bits());
+                    let cv = c.map(|c| Self::get(w, c, l) & width_mask(ty.bits()));
+                    let new = atomic_result(*op, *ty, old, bv, cv);
+                    self.write_atomic(&loc, &new.to_le_bytes()[..n]);
+                    if let Some(d) = d {
+                        Self::set(w, *d, l, old);
+                    }
+                }
+            }
+            Op::Bra { target, uni } => {
+                if *uni && exec != 0 && exec != mask {
+                    match self.config.uniform_branches {
+                        UniformBranchPolicy::Deny => {
+                            return Err(self.warp_fault(w, pc, format!(
+                                "divergent `bra.uni`: lanes {exec:#010x} branch, lanes {:#010x} do not (`.uni` promises all active threads agree; the PTX ISA leaves this undefined — use plain `bra`)",
+                                mask & !exec
+                            )))
+                        }
+                        UniformBranchPolicy::Record => {
+                            if !self.stats.divergent_uniform_branches.contains(&inst.line) {
+                                self.stats.divergent_uniform_branches.push(inst.line);
+                            }
+                        }
+                    }
+                }
+                for l in lanes(mask) {
+                    w.pc[l] = if exec >> l & 1 == 1 { *target } else { pc + 1 };
+                }
+                return Ok(Flow::Done);
+            }
+            Op::Exit => {
+                for l in lanes(mask & !exec) {
+                    w.pc[l] = pc + 1;
+                }
+                self.exit_lanes(w, exec)?;
+                return Ok(Flow::Done);
+            }
+            Op::Trap => {
+                if exec != 0 {
+                    return Err(self.fault(w, pc, exec.trailing_zeros() as usize, "trap"));
+                }
+            }
+            Op::Bar { id, count, aligned } => {
+                if *aligned {
+                    w.barrier_pc_aligned |= exec;
+                }
+                for l in lanes(mask) {
+                    w.pc[l] = pc + 1;
+                }
+                for l in lanes(exec) {
+                    let bid = Self::get(w, *id, l) as u32;
+                    if bid > 15 {
+                        return Err(self.fault(
+                            w,
+                            pc,
+                            l,
+                            format!("barrier id {bid} out of range 0..16"),
+                        ));
+                    }
+                    let cnt = count.map_or(0, |c| Self::get(w, c, l) as u32);
+                    if count.is_some() && (cnt == 0 || cnt % 32 != 0) {
+                        return Err(self.fault(
+                            w,
+                            pc,
+                            l,
+                            format!("barrier thread count {cnt} is not a positive multiple of 32"),
+                        ));
+                    }
+                    w.barrier_id[l] = bid;
+                    w.barrier_count[l] = cnt;
+                    w.state[l] = LaneState::Barrier;
+                }
+                w.running &= !exec;
+                return Ok(Flow::Done);
+            }
+            Op::BarWarp { mask: m } => {
+                for l in lanes(exec) {
+                    let mm = Self::get(w, *m, l) as u32;
+                    self.check_members(w, pc, exec, mm, "bar.warp.sync")?;
+                }
+            }
+            Op::Nop => {}
+            Op::Shfl {
+                mode,
+                d,
+                p,
+                a,
+                b,
+                c,
+                mask: mm,
+            } => {
+                if exec != 0 {
+                    let member = Self::get(w, *mm, exec.trailing_zeros() as usize) as u32;
+                    self.check_members(w, pc, exec, member, "shfl.sync")?;
+                    let mut vals = [0u64; 32];
+                    for l in lanes(exec) {
+                        vals[l] = Self::get(w, *a, l) & 0xffff_ffff;
+                    }
+                    for l in lanes(exec) {
+                        let bval = Self::get(w, *b, l) as u32;
+                        let cval = Self::get(w, *c, l) as u32;
+                        let lane = l as u32;
+                        let seg = (cval >> 8) & 0x1f;
+                        let clamp = cval & 0x1f;
+                        let max_lane = (lane & seg) | (clamp & !seg);
+                        let min_lane = lane & seg;
+                        let (j, ok) = match mode {
+                            ShflMode::Up => {
+                                let j = lane as i32 - (bval & 0x1f) as i32;
+                                (j, j >= max_lane as i32)
+                            }
+                            ShflMode::Down => {
+                                let j = lane + (bval & 0x1f);
+                                (j as i32, j <= max_lane)
+                            }
+                            ShflMode::Bfly => {
+                                let j = lane ^ (bval & 0x1f);
+                                (j as i32, j <= max_lane)
+                            }
+                            ShflMode::Idx => {
+                                let j = min_lane | ((bval & 0x1f) & !seg);
+                                (j as i32, j <= max_lane)
+                            }
+                        };
+                        let src = if ok { j as usize } else { l };
+                        if exec >> src & 1 == 0 {
+                            return Err(self.fault(w, pc, l, format!("reads lane {src}, which is not executing this shfl.sync (its value is undefined)")));
+                        }
+                        Self::set(w, *d, l, vals[src]);
+                        if let Some(p) = p {
+                            Self::set_pred(w, *p, l, ok);
+                        }
+                    }
+                }
+            }
+            Op::Vote {
+                mode,
+                d,
+                dp,
+                a,
+                mask: mm,
+            } => {
+                if exec != 0 {
+                    let member = Self::get(w, *mm, exec.trailing_zeros() as usize) as u32;
+                    self.check_members(w, pc, exec, member, "vote.sync")?;
+                    let mut ballot = 0u32;
+                    for l in lanes(exec) {
+                        if Self::pred(w, *a, l) {
+                            ballot |= 1 << l;
+                        }
+                    }
+                    for l in lanes(exec) {
+                        match mode {
+                            VoteMode::Ballot => Self::set(w, *d, l, ballot as u64),
+                            VoteMode::All => Self::set_pred(
+                                w,
+                                dp.expect("decoded with a predicate"),
+                                l,
+                                ballot == exec,
+                            ),
+                            VoteMode::Any => Self::set_pred(
+                                w,
+                                dp.expect("decoded with a predicate"),
+                                l,
+                                ballot != 0,
+                            ),
+                            VoteMode::Uni => Self::set_pred(
+                                w,
+                                dp.expect("decoded with a predicate"),
+                                l,
+                                ballot == 0 || ballot == exec,
+                            ),
+                        }
+                    }
+                }
+            }
+            Op::Activemask { d } => {
+                for l in lanes(exec) {
+                    Self::set(w, *d, l, exec as u64);
+                }
+            }
+            Op::CpAsync {
+                dst,
+                src,
+                cp_bytes,
+                src_bytes,
+                ignore_src,
+            } => {
+                let n = *cp_bytes as usize;
+                for l in lanes(exec) {
+                    let da = self.address(w, *dst, l);
+                    let sa = self.address(w, *src, l);
+                    let Loc::Shared(doff) = self.resolve(w, pc, l, Space::Shared, da, n)? else {
+                        unreachable!("resolve(Shared) yields shared")
+                    };
+                    let valid = match (src_bytes, ignore_src) {
+                        (Some(s), _) => {
+                            let s = Self::get(w, *s, l) as usize;
+                            if s > n {
+                                return Err(self.fault(
+                                    w,
+                                    pc,
+                                    l,
+                                    format!("src-size {s} exceeds cp-size {n}"),
+                                ));
+                            }
+                            s
+                        }
+                        (None, Some(p)) if Self::pred(w, *p, l) => 0,
+                        _ => n,
+                    };
+                    let mut data = [0u8; 16];
+                    if valid > 0 {
+                        // Alignment is that of the full copy, even when fewer bytes are read.
+                        if !sa.is_multiple_of(n as u64) {
+                            return Err(self.fault(
+                                w,
+                                pc,
+                                l,
+                                format!("misaligned global source {sa:#x} for a {n}-byte cp.async"),
+                            ));
+                        }
+                        let loc = self.resolve(w, pc, l, Space::Global, sa, valid)?;
+                        self.read(w, pc, l, &loc, &mut data[..valid])?;
+                    }
+                    w.pending.push(PendingCopy {
+                        lane: l as u32,
+                        group: w.committed[l],
+                        dst: doff,
+                        len: n,
+                        data,
+                        pc,
+                    });
+                }
+            }
+            Op::CpAsyncCommit => {
+                for l in lanes(exec) {
+                    w.committed[l] += 1;
+                }
+            }
+            Op::CpAsyncWait {
+                groups,
+                commit_first,
+            } => {
+                for l in lanes(exec) {
+                    if *commit_first {
+                        w.committed[l] += 1;
+                    }
+                    let limit = w.committed[l].saturating_sub(*groups);
+                    self.complete_copies(w, l, limit)?;
+                }
+            }
+            Op::Ldmatrix {
+                space,
+                num,
+                trans,
+                ds,
+                addr,
+            } => {
+                self.require_full_warp(w, pc, exec, "ldmatrix")?;
+                let mut rows = vec![[0u16; 8]; 8 * *num as usize];
+                for (r, row) in rows.iter_mut().enumerate() {
+                    let a = self.address(w, *addr, r);
+                    let a = if *space == Space::Generic {
+                        if !(SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&a) {
+                            return Err(self.fault(
+                                w,
+                                pc,
+                                r,
+                                format!("generic address {a:#x} is not shared memory"),
+                            ));
+                        }
+                        a - SHARED_WINDOW
+                    } else {
+                        a
+                    };
+                    let loc = self.resolve(w, pc, r, Space::Shared, a, 16)?;
+                    let mut buf = [0u8; 16];
+                    self.read(w, pc, r, &loc, &mut buf)?;
+                    for (c, v) in row.iter_mut().enumerate() {
+                        *v = u16::from_le_bytes([buf[2 * c], buf[2 * c + 1]]);
+                    }
+                }
+                for l in 0..32 {
+                    for (m, dr) in ds.iter().enumerate() {
+                        let mut v = 0u64;
+                        for h in 0..2 {
+                            let (r, c) = mma::ldmatrix_source(l, h, *trans);
+                            v |= (rows[8 * m + r][c] as u64) << (16 * h);
+                        }
+                        Self::set(w, *dr, l, v);
+                    }
+                }
+            }
+            Op::Mma(m) => {
+                self.require_full_warp(w, pc, exec, "mma.sync")?;
+                let layout = mma::Layout::new(m.shape, m.atype, m.btype, m.ctype, m.dtype)
+                    .expect("decode accepted only supported layouts");
+                let gather = |ops: &[Src]| -> Vec<Vec<u64>> {
+                    (0..32)
+                        .map(|l| ops.iter().map(|s| Self::get(w, *s, l)).collect())
+                        .collect()
+                };
+                let (a, b, c) = (gather(&m.a), gather(&m.b), gather(&m.c));
+                let out = mma::execute(&layout, m.satfinite, &a, &b, &c);
+                for (l, regs) in out.iter().enumerate() {
+                    for (i, dr) in m.d.iter().enumerate() {
+                        Self::set(w, *dr, l, regs[i]);
+                    }
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn require_full_warp(&self, w: &Warp, pc: u32, exec: u32, what: &str) -> Result<(), Error> {
+        if exec != FULL {
+            return Err(self.warp_fault(w, pc, format!(
+                "`{what}` is `.aligned`: all 32 lanes must execute it together, but only lanes {exec:#010x} do (diverged, predicated off, exited, or a partial warp)"
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_members(
+        &self,
+        w: &Warp,
+        pc: u32,
+        exec: u32,
+        member: u32,
+        what: &str,
+    ) -> Result<(), Error> {
+        if exec & !member != 0 {
+            return Err(self.warp_fault(
+                w,
+                pc,
+                format!(
+                    "lanes {:#010x} execute `{what}` but are not in its membermask {member:#010x}",
+                    exec & !member
+                ),
+            ));
+        }
+        if member & !exec != 0 {
+            return Err(self.warp_fault(w, pc, format!(
+                "membermask {member:#010x} names lanes {:#010x} that are not executing this `{what}` (diverged, predicated off, exited, or not in the block)",
+                member & !exec
+            )));
+        }
+        Ok(())
+    }
+
+    fn address(&self, w: &Warp, a: Addr, lane: usize) -> u64 {
+        let base = a.base.map_or(0, |r| w.regs[r as usize * 32 + lane]);
+        base.wrapping_add(a.offset as u64)
+    }
+
+    /// Turns an address in `space` into a location, checking bounds and natural alignment.
+    fn resolve(
+        &self,
+        w: &Warp,
+        pc: u32,
+        lane: usize,
+        space: Space,
+        addr: u64,
+        len: usize,
+    ) -> Result<Loc, Error> {
+        if !addr.is_multiple_of(len.min(16) as u64) && len.is_power_of_two() {
+            return Err(self.fault(
+                w,
+                pc,
+                lane,
+                format!(
+                    "misaligned {len}-byte access at .{} address {addr:#x}",
+                    space.name()
+                ),
+            ));
+        }
+        let space = if space == Space::Generic {
+            if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
+                return self.resolve(w, pc, lane, Space::Shared, addr - SHARED_WINDOW, len);
+            } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
+                return self.resolve(w, pc, lane, Space::Local, addr - LOCAL_WINDOW, len);
+            }
+            Space::Global
+        } else {
+            space
+        };
+        match space {
+            Space::Global => {
+                if self.mem.locate(addr, len as u64).is_none() {
+                    let hint = if addr < GLOBAL_BASE {
+                        " (a shared/local address used as global, or a null pointer?)"
+                    } else {
+                        ""
+                    };
+                    return Err(self.fault(
+                        w,
+                        pc,
+                        lane,
+                        format!(
+                            "out-of-bounds global access of {len} bytes at {addr:#x}: {}{hint}",
+                            self.mem.describe(addr, len as u64)
+                        ),
+                    ));
+                }
+                Ok(Loc::Global(addr))
+            }
+            Space::Shared => {
+                if addr
+                    .checked_add(len as u64)
+                    .is_none_or(|e| e > self.shared.len() as u64)
+                {
+                    return Err(self.fault(w, pc, lane, format!("out-of-bounds shared access of {len} bytes at offset {addr:#x} (the block has {} bytes of shared memory)", self.shared.len())));
+                }
+                Ok(Loc::Shared(addr as usize))
+            }
+            Space::Local => {
+                let per = self.kernel.local_bytes_per_thread as u64;
+                if addr.checked_add(len as u64).is_none_or(|e| e > per) {
+                    return Err(self.fault(w, pc, lane, format!("out-of-bounds local access of {len} bytes at offset {addr:#x} ({per} bytes per thread)")));
+                }
+                let thread = (w.index * 32 + lane as u32) as u64;
+                Ok(Loc::Local((thread * per + addr) as usize))
+            }
+            Space::Param => {
+                if addr
+                    .checked_add(len as u64)
+                    .is_none_or(|e| e > self.params.len() as u64)
+                {
+                    return Err(self.fault(w, pc, lane, format!("parameter access of {len} bytes at offset {addr} beyond the {}-byte parameter block", self.params.len())));
+                }
+                Ok(Loc::Param(addr as usize))
+            }
+            Space::Const => {
+                Err(self.fault(w, pc, lane, "the .const space has no variables in ptxsim"))
+            }
+            Space::Generic => unreachable!("generic resolved above"),
+        }
+    }
+
+    fn read(
+        &mut self,
+        w: &Warp,
+        pc: u32,
+        lane: usize,
+        loc: &Loc,
+        out: &mut [u8],
+    ) -> Result<(), Error> {
+        match *loc {
+            Loc::Global(a) => out.copy_from_slice(self.mem.slice(a, out.len()).expect("resolved")),
+            Loc::Shared(o) => {
+                self.check_race(w, pc, lane, o, out.len(), false)?;
+                out.copy_from_slice(&self.shared[o..o + out.len()]);
+            }
+            Loc::Local(o) => out.copy_from_slice(&self.local[o..o + out.len()]),
+            Loc::Param(o) => out.copy_from_slice(&self.params[o..o + out.len()]),
+        }
+        Ok(())
+    }
+
+    fn write(
+        &mut self,
+        w: &Warp,
+        pc: u32,
+        lane: usize,
+        loc: &Loc,
+        data: &[u8],
+    ) -> Result<(), Error> {
+        match *loc {
+            Loc::Global(a) => self
+                .mem
+                .slice_mut(a, data.len())
+                .expect("resolved")
+                .copy_from_slice(data),
+            Loc::Shared(o) => {
+                self.check_race(w, pc, lane, o, data.len(), true)?;
+                self.shared[o..o + data.len()].copy_from_slice(data);
+            }
+            Loc::Local(o) => self.local[o..o + data.len()].copy_from_slice(data),
+            Loc::Param(_) => unreachable!("st to .param rejected by decode"),
+        }
+        Ok(())
+    }
+
+    // Atomics are synchronised by definition: no race check.
+    fn read_atomic(&mut self, loc: &Loc, out: &mut [u8]) {
+        match *loc {
+            Loc::Global(a) => out.copy_from_slice(self.mem.slice(a, out.len()).expect("resolved")),
+            Loc::Shared(o) => out.copy_from_slice(&self.shared[o..o + out.len()]),
+            Loc::Local(o) => out.copy_from_slice(&self.local[o..o + out.len()]),
+            Loc::Param(o) => out.copy_from_slice(&self.params[o..o + out.len()]),
+        }
+    }
+
+    fn write_atomic(&mut self, loc: &Loc, data: &[u8]) {
+        match *loc {
+            Loc::Global(a) => self
+                .mem
+                .slice_mut(a, data.len())
+                .expect("resolved")
+                .copy_from_slice(data),
+            Loc::Shared(o) => self.shared[o..o + data.len()].copy_from_slice(data),
+            Loc::Local(o) => self.local[o..o + data.len()].copy_from_slice(data),
+            Loc::Param(_) => {}
+        }
+    }
+
+    fn check_race(
+        &mut self,
+        w: &Warp,
+        pc: u32,
+        lane: usize,
+        off: usize,
+        len: usize,
+        is_write: bool,
+    ) -> Result<(), Error> {
+        let (epoch, warp) = (self.epoch, w.index);
+        for i in off..off + len {
+            let s = self.shadow[i];
+            if s.write_epoch == epoch && s.writer != warp {
+                let what = if is_write { "writes" } else { "reads" };
+                return Err(self.fault(w, pc, lane, format!(
+                    "shared-memory race: warp {warp} {what} shared byte {i:#x}, written by warp {} at line {} with no barrier in between (missing bar.sync?)",
+                    s.writer, self.kernel.code[s.write_pc as usize].line
+                )));
+            }
+            if is_write && s.read_epoch == epoch && s.reader != warp {
+                let who = if s.reader == MANY_READERS {
+                    "several warps".to_string()
+                } else {
+                    format!("warp {}", s.reader)
+                };
+                return Err(self.fault(w, pc, lane, format!(
+                    "shared-memory race: warp {warp} writes shared byte {i:#x}, read by {who} at line {} with no barrier in between (missing bar.sync?)",
+                    self.kernel.code[s.read_pc as usize].line
+                )));
+            }
+            let e = &mut self.shadow[i];
+            if is_write {
+                e.write_epoch = epoch;
+                e.writer = warp;
+                e.write_pc = pc;
+            } else {
+                if e.read_epoch == epoch && e.reader != warp {
+                    e.reader = MANY_READERS;
+                } else {
+                    e.reader = warp;
+                }
+                e.read_epoch = epoch;
+                e.read_pc = pc;
+            }
+        }
+        Ok(())
+    }
+
+    /// Lands the pending cp.async copies of `lane` whose group is below `limit`.
+    fn complete_copies(&mut self, w: &mut Warp, lane: usize, limit: u32) -> Result<(), Error> {
+        if w.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut w.pending);
+        let mut keep = Vec::with_capacity(pending.len());
+        let mut result = Ok(());
+        for c in pending {
+            if c.lane as usize == lane && c.group < limit && result.is_ok() {
+                result = self
+                    .check_race(w, c.pc, lane, c.dst, c.len, true)
+                    .map(|_| self.shared[c.dst..c.dst + c.len].copy_from_slice(&c.data[..c.len]));
+            } else {
+                keep.push(c);
+            }
+        }
+        w.pending = keep;
+        result
+    }
+}
+
+fn bool_op(op: BoolOp, a: bool, b: bool) -> bool {
+    match op {
+        BoolOp::And => a && b,
+        BoolOp::Or => a || b,
+        BoolOp::Xor => a ^ b,
+    }
+}
+
+fn canonical_f32(x: f32) -> u32 {
+    if x.is_nan() {
+        0x7fff_ffff
+    } else {
+        x.to_bits()
+    }
+}
+
+fn sat01(x: f32) -> f32 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(0.0, 1.0)
+    }
+}
+
+fn float_op_f32(op: FloatOp, a: u32, b: u32, rnd: Rounding, ftz: bool, sat: bool) -> u32 {
+    let mut x = f32::from_bits(a);
+    let mut y = f32::from_bits(b);
+    if ftz {
+        x = numeric::ftz32(x);
+        y = numeric::ftz32(y);
+    }
+    let r = match op {
+        FloatOp::Min | FloatOp::Max => {
+            let v = min_max_f32(op == FloatOp::Min, x, y);
+            return canonical_f32(if ftz { numeric::ftz32(v) } else { v });
+        }
+        _ if rnd == Rounding::NearestEven => match op {
+            FloatOp::Add => x + y,
+            FloatOp::Sub => x - y,
+            FloatOp::Mul => x * y,
+            // f32 division correctly rounded: Rust's f32 `/` is IEEE.
+            _ => x / y,
+        },
+        _ => {
+            let (xd, yd) = (x as f64, y as f64);
+            let odd = match op {
+                FloatOp::Add => numeric::add_odd(xd, yd),
+                FloatOp::Sub => numeric::add_odd(xd, -yd),
+                FloatOp::Mul => xd * yd, // exact
+                _ => {
+                    let q = xd / yd;
+                    let r = (-q).mul_add(yd, xd);
+                    numeric::to_odd(
+                        q,
+                        if (r > 0.0) == (yd > 0.0) {
+                            r.abs()
+                        } else {
+                            -r.abs()
+                        },
+                    )
+                }
+            };
+            f32::from_bits(numeric::to_f32_bits(odd, rnd))
+        }
+    };
+    let r = if ftz { numeric::ftz32(r) } else { r };
+    canonical_f32(if sat { sat01(r) } else { r })
+}
+
+fn min_max_f32(min: bool, x: f32, y: f32) -> f32 {
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => f32::NAN,
+        (true, false) => y,
+        (false, true) => x,
+        _ => {
+            // -0.0 is smaller than +0.0.
+            let less = x < y || (x == y && x.is_sign_negative() && !y.is_sign_negative());
+            if less == min {
+                x
+            } else {
+                y
+            }
+        }
+    }
+}
+
+fn float_op_f64(op: FloatOp, x: f64, y: f64) -> f64 {
+    match op {
+        FloatOp::Add => x + y,
+        FloatOp::Sub => x - y,
+        FloatOp::Mul => x * y,
+        FloatOp::Div => x / y,
+        FloatOp::Min | FloatOp::Max => match (x.is_nan(), y.is_nan()) {
+            (true, true) => f64::NAN,
+            (true, false) => y,
+            (false, true) => x,
+            _ => {
+                let less = x < y || (x == y && x.is_sign_negative() && !y.is_sign_negative());
+                if less == (op == FloatOp::Min) {
+                    x
+                } else {
+                    y
+                }
+            }
+        },
+    }
+}
+
+fn float_un_f32(op: FloatUnOp, a: u32, rnd: Rounding, ftz: bool) -> u32 {
+    let mut x = f32::from_bits(a);
+    if ftz {
+        x = numeric::ftz32(x);
+    }
+    let r = match op {
+        FloatUnOp::Neg => return (-x).to_bits(),
+        FloatUnOp::Abs => return x.abs().to_bits(),
+        FloatUnOp::Sqrt => {
+            let xd = x as f64;
+            let s = xd.sqrt();
+            let rem = (-s).mul_add(s, xd);
+            f32::from_bits(numeric::to_f32_bits(numeric::to_odd(s, rem), rnd))
+        }
+        FloatUnOp::Rcp => {
+            let yd = x as f64;
+            let q = 1.0 / yd;
+            let r = (-q).mul_add(yd, 1.0);
+            f32::from_bits(numeric::to_f32_bits(
+                numeric::to_odd(
+                    q,
+                    if (r > 0.0) == (yd > 0.0) {
+                        r.abs()
+                    } else {
+                        -r.abs()
+                    },
+                ),
+                rnd,
+            ))
+        }
+    };
+    canonical_f32(if ftz { numeric::ftz32(r) } else { r })
+}
+
+fn fma_f32(a: u32, b: u32, c: u32, rnd: Rounding, ftz: bool, sat: bool) -> u32 {
+    let (mut x, mut y, mut z) = (f32::from_bits(a), f32::from_bits(b), f32::from_bits(c));
+    if ftz {
+        x = numeric::ftz32(x);
+        y = numeric::ftz32(y);
+        z = numeric::ftz32(z);
+    }
+    let r = if rnd == Rounding::NearestEven {
+        x.mul_add(y, z)
+    } else {
+        f32::from_bits(numeric::to_f32_bits(
+            numeric::fma_odd(x as f64, y as f64, z as f64),
+            rnd,
+        ))
+    };
+    let r = if ftz { numeric::ftz32(r) } else { r };
+    canonical_f32(if sat { sat01(r) } else { r })
+}
+
+fn half_op(op: HalfOp, fmt: HalfFmt, sat: bool, a: u16, b: u16, c: u16) -> u16 {
+    let f = match fmt {
+        HalfFmt::F16 => numeric::F16,
+        HalfFmt::Bf16 => numeric::BF16,
+    };
+    match op {
+        HalfOp::Neg => return a ^ 0x8000,
+        HalfOp::Abs => return a & 0x7fff,
+        _ => {}
+    }
+    let (x, y, z) = (f.to_f64(a as u64), f.to_f64(b as u64), f.to_f64(c as u64));
+    let exact = match op {
+        HalfOp::Add => numeric::add_odd(x, y),
+        HalfOp::Sub => numeric::add_odd(x, -y),
+        HalfOp::Mul => x * y, // exact: at most 2 x 11 significant bits
+        HalfOp::Fma => numeric::fma_odd(x, y, z),
+        HalfOp::Min | HalfOp::Max => {
+            let v = min_max_f32(op == HalfOp::Min, x as f32, y as f32) as f64;
+            if v.is_nan() {
+                return f.canonical_nan() as u16;
+            }
+            return numeric::round_f64(v, f, Rounding::NearestEven, false) as u16;
+        }
+        HalfOp::Neg | HalfOp::Abs => unreachable!("handled above"),
+    };
+    let exact = if sat && !exact.is_nan() {
+        exact.clamp(0.0, 1.0)
+    } else if sat {
+        0.0
+    } else {
+        exact
+    };
+    numeric::round_f64(exact, f, Rounding::NearestEven, false) as u16
+}
+
+fn float_value(ty: Ty, bits: u64, ftz: bool) -> f64 {
+    match ty {
+        Ty::F32 => {
+            let x = f32::from_bits(bits as u32);
+            (if ftz { numeric::ftz32(x) } else { x }) as f64
+        }
+        Ty::F64 => f64::from_bits(bits),
+        Ty::F16 => numeric::F16.to_f64(bits & 0xffff),
+        Ty::Bf16 => numeric::BF16.to_f64(bits & 0xffff),
+        _ => unreachable!("float_value on an integer type"),
+    }
+}
+
+fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
+    if matches!(ty, Ty::F32 | Ty::F64) {
+        let (x, y) = (float_value(ty, a, ftz), float_value(ty, b, ftz));
+        let unordered = x.is_nan() || y.is_nan();
+        return match cmp {
+            Cmp::Eq => !unordered && x == y,
+            Cmp::Ne => !unordered && x != y,
+            Cmp::Lt => !unordered && x < y,
+            Cmp::Le => !unordered && x <= y,
+            Cmp::Gt => !unordered && x > y,
+            Cmp::Ge => !unordered && x >= y,
+            Cmp::Equ => unordered || x == y,
+            Cmp::Neu => unordered || x != y,
+            Cmp::Ltu => unordered || x < y,
+            Cmp::Leu => unordered || x <= y,
+            Cmp::Gtu => unordered || x > y,
+            Cmp::Geu => unordered || x >= y,
+            Cmp::Num => !unordered,
+            Cmp::Nan => unordered,
+            Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs => unreachable!("rejected by decode"),
+        };
+    }
+    let bits = ty.bits();
+    let m = width_mask(bits);
+    let (ua, ub) = (a & m, b & m);
+    let (sa, sb) = (sext(ua, bits), sext(ub, bits));
+    let signed = ty.is_signed_int();
+    let lt = if signed { sa < sb } else { ua < ub };
+    let gt = if signed { sa > sb } else { ua > ub };
+    match cmp {
+        Cmp::Eq => ua == ub,
+        Cmp::Ne => ua != ub,
+        Cmp::Lt => lt,
+        Cmp::Le => !gt,
+        Cmp::Gt => gt,
+        Cmp::Ge => !lt,
+        Cmp::Lo => ua < ub,
+        Cmp::Ls => ua <= ub,
+        Cmp::Hi => ua > ub,
+        Cmp::Hs => ua >= ub,
+        _ => unreachable!("float comparison on integers rejected by decode"),
+    }
+}
+
+fn f32_to_narrow(x: u32, fmt: numeric::Format, rnd: Rounding, satfinite: bool, relu: bool) -> u64 {
+    let v = f32::from_bits(x) as f64;
+    if v.is_nan() {
+        return fmt.canonical_nan();
+    }
+    let v = if relu && v < 0.0 { 0.0 } else { v };
+    numeric::round_f64(v, fmt, rnd, satfinite)
+}
+
+fn round_integral(x: f64, r: Rounding) -> f64 {
+    match r {
+        Rounding::NearestEven => x.round_ties_even(),
+        Rounding::NearestAway => x.round(),
+        Rounding::TowardZero => x.trunc(),
+        Rounding::TowardNegative => x.floor(),
+        Rounding::TowardPositive => x.ceil(),
+    }
+}
+
+fn format_of(ty: Ty) -> numeric::Format {
+    match ty {
+        Ty::F16 => numeric::F16,
+        Ty::Bf16 => numeric::BF16,
+        Ty::F32 => numeric::F32,
+        _ => numeric::F64,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn convert(
+    a: u64,
+    from: Ty,
+    to: Ty,
+    rnd: CvtRound,
+    sat: bool,
+    satfinite: bool,
+    ftz: bool,
+    relu: bool,
+) -> u64 {
+    let is_float = |t: Ty| matches!(t, Ty::F16 | Ty::Bf16 | Ty::F32 | Ty::F64);
+    if to == Ty::Tf32 {
+        let r = match rnd {
+            CvtRound::Float(r) => r,
+            _ => Rounding::NearestAway,
+        };
+        let x = if ftz {
+            numeric::ftz32(f32::from_bits(a as u32)).to_bits()
+        } else {
+            a as u32
+        };
+        return numeric::f32_to_tf32_bits(x, r, satfinite) as u64;
+    }
+    if from.is_int() {
+        let v: i128 = if from.is_signed_int() {
+            sext(a, from.bits()) as i128
+        } else {
+            (a & width_mask(from.bits())) as i128
+        };
+        if to.is_int() {
+            let v = if sat {
+                let (lo, hi) = int_range(to);
+                v.clamp(lo, hi)
+            } else {
+                v
+            };
+            return (v as u64) & width_mask(to.bits());
+        }
+        let r = match rnd {
+            CvtRound::Float(r) => r,
+            _ => Rounding::NearestEven,
+        };
+        let exact = numeric::Exact {
+            negative: v < 0,
+            mantissa: v.unsigned_abs(),
+            exponent: 0,
+        };
+        let bits = if to == Ty::F64 && v.unsigned_abs() < (1u128 << 53) {
+            (v as f64).to_bits()
+        } else {
+            numeric::round_exact(exact, format_of(to), r, false)
+        };
+        return if sat { float_sat(bits, to) } else { bits };
+    }
+    // From a float.
+    let x = float_value(from, a, ftz);
+    if to.is_int() {
+        if x.is_nan() {
+            return 0;
+        }
+        let r = match rnd {
+            CvtRound::Integer(r) => r,
+            _ => Rounding::TowardZero,
+        };
+        let i = round_integral(x, r);
+        let (lo, hi) = int_range(to);
+        let v = if i <= lo as f64 {
+            lo
+        } else if i >= hi as f64 {
+            hi
+        } else {
+            i as i128
+        };
+        return (v as u64) & width_mask(to.bits());
+    }
+    debug_assert!(is_float(to));
+    let x = match rnd {
+        CvtRound::Integer(r) => round_integral(x, r),
+        _ => x,
+    };
+    let x = if relu && x < 0.0 { 0.0 } else { x };
+    let fmt = format_of(to);
+    let bits = if x.is_nan() {
+        fmt.canonical_nan()
+    } else {
+        match rnd {
+            CvtRound::Float(r) => numeric::round_f64(x, fmt, r, satfinite),
+            _ => numeric::round_f64(x, fmt, Rounding::NearestEven, satfinite),
+        }
+    };
+    let bits = if to == Ty::F32 && ftz {
+        numeric::ftz32(f32::from_bits(bits as u32)).to_bits() as u64
+    } else {
+        bits
+    };
+    if sat {
+        float_sat(bits, to)
+    } else {
+        bits
+    }
+}
+
+/// `.sat` on a float destination: clamp to [0, 1], NaN to 0.
+fn float_sat(bits: u64, ty: Ty) -> u64 {
+    let fmt = format_of(ty);
+    let v = fmt.to_f64(bits);
+    if v.is_nan() || v <= 0.0 {
+        0
+    } else if v >= 1.0 {
+        numeric::round_f64(1.0, fmt, Rounding::NearestEven, false)
+    } else {
+        bits
+    }
+}
+
+fn int_range(ty: Ty) -> (i128, i128) {
+    let bits = ty.bits();
+    if ty.is_signed_int() {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
+fn atomic_result(op: AtomOp, ty: Ty, old: u64, b: u64, c: Option<u64>) -> u64 {
+    let bits = ty.bits();
+    let m = width_mask(bits);
+    match op {
+        AtomOp::Add => match ty {
+            // atom.add.f32 flushes subnormal inputs and results to zero (PTX ISA).
+            Ty::F32 => {
+                let r = numeric::ftz32(
+                    numeric::ftz32(f32::from_bits(old as u32))
+                        + numeric::ftz32(f32::from_bits(b as u32)),
+                );
+                r.to_bits() as u64
+            }
+            Ty::F64 => (f64::from_bits(old) + f64::from_bits(b)).to_bits(),
+            _ => old.wrapping_add(b) & m,
+        },
+        AtomOp::Min | AtomOp::Max => {
+            let less = if ty.is_signed_int() {
+                sext(old, bits) < sext(b, bits)
+            } else {
+                old < b
+            };
+            if less == (op == AtomOp::Min) {
+                old
+            } else {
+                b
+            }
+        }
+        AtomOp::Inc => {
+            if old >= b {
+                0
+            } else {
+                old + 1
+            }
+        }
+        AtomOp::Dec => {
+            if old == 0 || old > b {
+                b
+            } else {
+                old - 1
+            }
+        }
+        AtomOp::And => old & b,
+        AtomOp::Or => old | b,
+        AtomOp::Xor => old ^ b,
+        AtomOp::Exch => b,
+        AtomOp::Cas => {
+            if old == b {
+                c.expect("cas has a third operand")
+            } else {
+                old
+            }
+        }
+    }
+}

@@ -1,0 +1,521 @@
+//! The decoded form of a kernel: each PTX instruction turned once, at parse time, into an
+//! [`Op`] with resolved register indices, resolved branch targets and interpreted modifiers,
+//! so the executor never looks at text again.
+//!
+//! Registers of every non-predicate type live in one file of 64-bit slots (`Reg`); a value
+//! narrower than 64 bits is kept zero-extended and every read masks to the instruction's type.
+//! Predicates live in a separate file of 32-lane masks (`PredReg`).
+
+use crate::numeric::Rounding;
+use crate::types::{Space, Ty};
+
+pub type Reg = u32;
+pub type PredReg = u32;
+
+/// A source operand: a register or an immediate (already converted to the instruction type's
+/// bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Src {
+    Reg(Reg),
+    Imm(u64),
+}
+
+/// A predicate operand, possibly negated (`!%p`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PredSrc {
+    pub reg: PredReg,
+    pub negated: bool,
+}
+
+/// `[base + offset]`. Variable and parameter names are already turned into their offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Addr {
+    pub base: Option<Reg>,
+    pub offset: i64,
+}
+
+/// Values a thread reads from special registers, kept in hidden registers initialised when a
+/// warp is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    LaneId,
+    WarpId,
+    NWarpId,
+    SmId,
+    NSmId,
+    GridId,
+    LaneMaskEq,
+    LaneMaskLt,
+    LaneMaskLe,
+    LaneMaskGt,
+    LaneMaskGe,
+    DynamicSmemSize,
+    TotalSmemSize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntOp {
+    Add,
+    Sub,
+    MulLo,
+    MulHi,
+    MulWide,
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    AddSat,
+    SubSat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntUnOp {
+    Not,
+    Cnot,
+    Neg,
+    Abs,
+    Popc,
+    Clz,
+    Brev,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MadMode {
+    Lo,
+    Hi,
+    Wide,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Min,
+    Max,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatUnOp {
+    Neg,
+    Abs,
+    Sqrt,
+    Rcp,
+}
+
+/// f32 or f64 arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prec {
+    F32,
+    F64,
+}
+
+/// Half-width float arithmetic: which format, and whether packed (x2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfFmt {
+    F16,
+    Bf16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfOp {
+    Add,
+    Sub,
+    Mul,
+    Fma,
+    Min,
+    Max,
+    Neg,
+    Abs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Lo,
+    Ls,
+    Hi,
+    Hs,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoolOp {
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    And,
+    Or,
+    Xor,
+    Exch,
+    Cas,
+}
+
+/// Rounding of a `cvt`: to a float (`.rn` ...), to an integral value (`.rni` ...), or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CvtRound {
+    None,
+    Float(Rounding),
+    Integer(Rounding),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MmaShape {
+    M8n8k4,
+    M16n8k4,
+    M16n8k8,
+    M16n8k16,
+    M16n8k32,
+}
+
+impl MmaShape {
+    pub fn mnk(self) -> (usize, usize, usize) {
+        match self {
+            MmaShape::M8n8k4 => (8, 8, 4),
+            MmaShape::M16n8k4 => (16, 8, 4),
+            MmaShape::M16n8k8 => (16, 8, 8),
+            MmaShape::M16n8k16 => (16, 8, 16),
+            MmaShape::M16n8k32 => (16, 8, 32),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MmaInst {
+    pub shape: MmaShape,
+    pub dtype: Ty,
+    pub atype: Ty,
+    pub btype: Ty,
+    pub ctype: Ty,
+    pub satfinite: bool,
+    pub d: Vec<Reg>,
+    pub a: Vec<Src>,
+    pub b: Vec<Src>,
+    pub c: Vec<Src>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// `mov` of `bits` bits.
+    Mov {
+        d: Reg,
+        a: Src,
+        bits: u32,
+    },
+    MovPred {
+        d: PredReg,
+        a: PredSrc,
+    },
+    /// `mov.bN d, {a, b, ...}`: parts from least significant up.
+    Pack {
+        d: Reg,
+        parts: Vec<Src>,
+        part_bits: u32,
+    },
+    /// `mov.bN {a, b, ...}, s`; `None` for a sink `_`.
+    Unpack {
+        ds: Vec<Option<Reg>>,
+        a: Src,
+        part_bits: u32,
+    },
+    ReadClock {
+        d: Reg,
+        bits: u32,
+    },
+    Int {
+        op: IntOp,
+        bits: u32,
+        signed: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    IntUn {
+        op: IntUnOp,
+        bits: u32,
+        signed: bool,
+        d: Reg,
+        a: Src,
+    },
+    Mad {
+        mode: MadMode,
+        bits: u32,
+        signed: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Bfe {
+        bits: u32,
+        signed: bool,
+        d: Reg,
+        a: Src,
+        pos: Src,
+        len: Src,
+    },
+    Bfi {
+        bits: u32,
+        d: Reg,
+        a: Src,
+        b: Src,
+        pos: Src,
+        len: Src,
+    },
+    Prmt {
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Lop3 {
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+        lut: u8,
+    },
+    Float {
+        op: FloatOp,
+        prec: Prec,
+        rnd: Rounding,
+        ftz: bool,
+        sat: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    FloatUn {
+        op: FloatUnOp,
+        prec: Prec,
+        rnd: Rounding,
+        ftz: bool,
+        d: Reg,
+        a: Src,
+    },
+    Fma {
+        prec: Prec,
+        rnd: Rounding,
+        ftz: bool,
+        sat: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Half {
+        op: HalfOp,
+        fmt: HalfFmt,
+        packed: bool,
+        sat: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        ftz: bool,
+        p: Option<PredReg>,
+        q: Option<PredReg>,
+        a: Src,
+        b: Src,
+        combine: Option<(BoolOp, PredSrc)>,
+    },
+    Selp {
+        bits: u32,
+        d: Reg,
+        a: Src,
+        b: Src,
+        p: PredSrc,
+    },
+    PredLogic {
+        op: BoolOp,
+        d: PredReg,
+        a: PredSrc,
+        b: PredSrc,
+    },
+    PredNot {
+        d: PredReg,
+        a: PredSrc,
+    },
+    Cvt {
+        d: Reg,
+        a: Src,
+        to: Ty,
+        from: Ty,
+        rnd: CvtRound,
+        sat: bool,
+        satfinite: bool,
+        ftz: bool,
+        relu: bool,
+        dst_bits: u32,
+    },
+    /// `cvt.rn.f16x2.f32 d, a, b` and friends: a goes to the upper half.
+    CvtPair {
+        d: Reg,
+        a: Src,
+        b: Src,
+        to: Ty,
+        rnd: Rounding,
+        satfinite: bool,
+        relu: bool,
+    },
+    /// `cvt.rn.satfinite.e4m3x2.f16x2 d, a`.
+    CvtF16x2ToF8x2 {
+        d: Reg,
+        a: Src,
+        to: Ty,
+        relu: bool,
+    },
+    /// `cvt.rn.f16x2.e4m3x2 d, a`.
+    CvtF8x2ToF16x2 {
+        d: Reg,
+        a: Src,
+        from: Ty,
+        relu: bool,
+    },
+    Cvta {
+        d: Reg,
+        a: Src,
+        space: Space,
+        to_space: bool,
+        bits: u32,
+    },
+    Ld {
+        space: Space,
+        ty: Ty,
+        ds: Vec<Option<Reg>>,
+        dst_bits: Vec<u32>,
+        addr: Addr,
+    },
+    St {
+        space: Space,
+        ty: Ty,
+        srcs: Vec<Src>,
+        addr: Addr,
+    },
+    Atom {
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        d: Option<Reg>,
+        addr: Addr,
+        b: Src,
+        c: Option<Src>,
+    },
+    Bra {
+        target: u32,
+        uni: bool,
+    },
+    Exit,
+    /// `bar.sync` / `barrier.sync`; `aligned` (`bar.sync` means `barrier.sync.aligned`)
+    /// requires all lanes of a warp to wait at the same instruction.
+    Bar {
+        id: Src,
+        count: Option<Src>,
+        aligned: bool,
+    },
+    BarWarp {
+        mask: Src,
+    },
+    /// Fences, `membar`, `prefetch`, `nanosleep`: nothing to do in a sequential interpreter.
+    Nop,
+    Trap,
+    Shfl {
+        mode: ShflMode,
+        d: Reg,
+        p: Option<PredReg>,
+        a: Src,
+        b: Src,
+        c: Src,
+        mask: Src,
+    },
+    Vote {
+        mode: VoteMode,
+        d: Reg,
+        dp: Option<PredReg>,
+        a: PredSrc,
+        mask: Src,
+    },
+    Activemask {
+        d: Reg,
+    },
+    CpAsync {
+        dst: Addr,
+        src: Addr,
+        cp_bytes: u32,
+        src_bytes: Option<Src>,
+        ignore_src: Option<PredSrc>,
+    },
+    CpAsyncCommit,
+    /// `cp.async.wait_group N`; `cp.async.wait_all` is a commit followed by a wait for 0.
+    CpAsyncWait {
+        groups: u32,
+        commit_first: bool,
+    },
+    Ldmatrix {
+        space: Space,
+        num: u32,
+        trans: bool,
+        ds: Vec<Reg>,
+        addr: Addr,
+    },
+    Mma(Box<MmaInst>),
+}
+
+/// One decoded instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inst {
+    pub op: Op,
+    pub guard: Option<PredSrc>,
+    pub line: u32,
+}

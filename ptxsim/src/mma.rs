@@ -1,0 +1,419 @@
+//! `mma.sync` and `ldmatrix`: which lane holds which matrix element, exactly as the PTX ISA
+//! specifies ("Matrix Fragments for mma.m8n8k4 / m16n8k4 / m16n8k8 / m16n8k16 / m16n8k32",
+//! "Warp-level matrix load instruction: ldmatrix"), and the arithmetic of one warp-wide
+//! multiply-accumulate.
+//!
+//! With `groupID = laneid >> 2` and `threadID_in_group = laneid % 4`, each function here maps
+//! (lane, element index) to (row, column); element `i` of a lane's fragment sits in register
+//! `i / per_register` at bit `(i % per_register) * width` ("elements low to high").
+//!
+//! Numerics (documented assumptions, since hardware leaves order and internal precision
+//! unspecified): inputs are decoded exactly (tf32 operands use only their top 19 bits, as the
+//! tensor cores do); floating-point D = C + sum over k of A*B is accumulated in f64 in k order
+//! and rounded once (round to nearest even) to the D type; f64 mma is a chain of fused
+//! multiply-adds in k order; integer mma is exact, wrapping to 32 bits (or clamping with
+//! `.satfinite`). Tests use values whose exact result is representable, so that the order
+//! cannot matter.
+
+use crate::ir::MmaShape;
+use crate::numeric;
+use crate::types::Ty;
+
+/// The fragment layout of one supported `mma` form.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    pub shape: MmaShape,
+    pub atype: Ty,
+    pub btype: Ty,
+    pub ctype: Ty,
+    pub dtype: Ty,
+}
+
+fn elem_bits(t: Ty) -> u32 {
+    match t {
+        Ty::F16 | Ty::Bf16 => 16,
+        Ty::Tf32 | Ty::F32 | Ty::S32 => 32,
+        Ty::F64 => 64,
+        _ => 8,
+    }
+}
+
+/// Elements of type `t` per register (a register is 32 bits, or 64 for f64).
+pub fn per_register(t: Ty) -> usize {
+    match elem_bits(t) {
+        64 | 32 => 1,
+        16 => 2,
+        _ => 4,
+    }
+}
+
+fn is8(t: Ty) -> bool {
+    matches!(t, Ty::S8 | Ty::U8 | Ty::E4m3 | Ty::E5m2)
+}
+
+fn is16(t: Ty) -> bool {
+    matches!(t, Ty::F16 | Ty::Bf16)
+}
+
+impl Layout {
+    /// The supported (shape, types) combinations; `None` for anything else.
+    pub fn new(shape: MmaShape, atype: Ty, btype: Ty, ctype: Ty, dtype: Ty) -> Option<Layout> {
+        use MmaShape::*;
+        let ok = match shape {
+            M8n8k4 => [atype, btype, ctype, dtype] == [Ty::F64; 4],
+            M16n8k4 => {
+                (atype == Ty::Tf32 && btype == Ty::Tf32 && ctype == Ty::F32 && dtype == Ty::F32)
+                    || [atype, btype, ctype, dtype] == [Ty::F64; 4]
+            }
+            M16n8k8 | M16n8k16 => {
+                // ptxas: "dtype must be .f16 when ctype is .f16" (and .f32 likewise).
+                let f16 = atype == Ty::F16
+                    && btype == Ty::F16
+                    && matches!(ctype, Ty::F16 | Ty::F32)
+                    && dtype == ctype;
+                let bf16 =
+                    atype == Ty::Bf16 && btype == Ty::Bf16 && ctype == Ty::F32 && dtype == Ty::F32;
+                let tf32 = shape == M16n8k8
+                    && atype == Ty::Tf32
+                    && btype == Ty::Tf32
+                    && ctype == Ty::F32
+                    && dtype == Ty::F32;
+                let int8 = shape == M16n8k16
+                    && matches!(atype, Ty::S8 | Ty::U8)
+                    && matches!(btype, Ty::S8 | Ty::U8)
+                    && ctype == Ty::S32
+                    && dtype == Ty::S32;
+                let fp8 = shape == M16n8k16
+                    && matches!(atype, Ty::E4m3 | Ty::E5m2)
+                    && matches!(btype, Ty::E4m3 | Ty::E5m2)
+                    && matches!(ctype, Ty::F16 | Ty::F32)
+                    && ctype == dtype;
+                f16 || bf16 || tf32 || int8 || fp8
+            }
+            M16n8k32 => {
+                let int8 = matches!(atype, Ty::S8 | Ty::U8)
+                    && matches!(btype, Ty::S8 | Ty::U8)
+                    && ctype == Ty::S32
+                    && dtype == Ty::S32;
+                let fp8 = matches!(atype, Ty::E4m3 | Ty::E5m2)
+                    && matches!(btype, Ty::E4m3 | Ty::E5m2)
+                    && matches!(ctype, Ty::F16 | Ty::F32)
+                    && ctype == dtype;
+                int8 || fp8
+            }
+        };
+        ok.then_some(Layout {
+            shape,
+            atype,
+            btype,
+            ctype,
+            dtype,
+        })
+    }
+
+    /// Elements per lane of A, B and C/D.
+    pub fn elements(&self) -> (usize, usize, usize) {
+        let (m, n, k) = self.shape.mnk();
+        (m * k / 32, k * n / 32, m * n / 32)
+    }
+
+    /// Registers per lane of A, B, C, D.
+    pub fn register_counts(&self) -> (usize, usize, usize, usize) {
+        let (a, b, c) = self.elements();
+        (
+            a / per_register(self.atype),
+            b / per_register(self.btype),
+            c / per_register(self.ctype),
+            c / per_register(self.dtype),
+        )
+    }
+
+    /// (row, col) in A (M x K) of element `i` held by `lane`.
+    pub fn a_coord(&self, lane: usize, i: usize) -> (usize, usize) {
+        let g = lane >> 2;
+        let t = lane & 3;
+        match self.shape {
+            MmaShape::M8n8k4 => (g, t),
+            MmaShape::M16n8k4 => (g + 8 * i, t),
+            MmaShape::M16n8k8 if is16(self.atype) => (g + 8 * (i >> 1), 2 * t + (i & 1)),
+            MmaShape::M16n8k8 => (g + 8 * (i & 1), t + 4 * (i >> 1)),
+            MmaShape::M16n8k16 if is8(self.atype) => (g + 8 * (i >> 2), 4 * t + (i & 3)),
+            MmaShape::M16n8k16 => (g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)),
+            MmaShape::M16n8k32 => (g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)),
+        }
+    }
+
+    /// (row, col) in B (K x N) of element `i` held by `lane`.
+    pub fn b_coord(&self, lane: usize, i: usize) -> (usize, usize) {
+        let g = lane >> 2;
+        let t = lane & 3;
+        match self.shape {
+            MmaShape::M8n8k4 | MmaShape::M16n8k4 => (t, g),
+            MmaShape::M16n8k8 if is16(self.btype) => (2 * t + i, g),
+            MmaShape::M16n8k8 => (t + 4 * i, g),
+            MmaShape::M16n8k16 if is8(self.btype) => (4 * t + i, g),
+            MmaShape::M16n8k16 => (2 * t + (i & 1) + 8 * (i >> 1), g),
+            MmaShape::M16n8k32 => (4 * t + (i & 3) + 16 * (i >> 2), g),
+        }
+    }
+
+    /// (row, col) in C/D (M x N) of element `i` held by `lane`.
+    pub fn c_coord(&self, lane: usize, i: usize) -> (usize, usize) {
+        let g = lane >> 2;
+        let t = lane & 3;
+        match self.shape {
+            MmaShape::M8n8k4 => (g, 2 * t + i),
+            _ => (g + 8 * (i >> 1), 2 * t + (i & 1)),
+        }
+    }
+}
+
+/// Element `i` of a fragment, as raw bits, from the lane's registers.
+pub fn element_bits(regs: &[u64], ty: Ty, i: usize) -> u64 {
+    let per = per_register(ty);
+    let width = elem_bits(ty);
+    let r = regs[i / per];
+    if width == 64 {
+        return r;
+    }
+    (r >> ((i % per) as u32 * width)) & ((1u64 << width) - 1)
+}
+
+/// Stores element `i` of a fragment into the lane's registers.
+pub fn set_element_bits(regs: &mut [u64], ty: Ty, i: usize, value: u64) {
+    let per = per_register(ty);
+    let width = elem_bits(ty);
+    if width == 64 {
+        regs[i] = value;
+        return;
+    }
+    let shift = (i % per) as u32 * width;
+    let mask = ((1u64 << width) - 1) << shift;
+    let r = &mut regs[i / per];
+    *r = (*r & !mask) | ((value << shift) & mask);
+}
+
+/// The exact value of an input element.
+pub fn decode_float(ty: Ty, bits: u64) -> f64 {
+    match ty {
+        Ty::F16 => numeric::F16.to_f64(bits),
+        Ty::Bf16 => numeric::BF16.to_f64(bits),
+        // Tensor cores read only the top 19 bits of a tf32 operand.
+        Ty::Tf32 => f32::from_bits(bits as u32 & !0x1fff) as f64,
+        Ty::F32 => f32::from_bits(bits as u32) as f64,
+        Ty::F64 => f64::from_bits(bits),
+        Ty::E4m3 => numeric::E4M3.to_f64(bits),
+        Ty::E5m2 => numeric::E5M2.to_f64(bits),
+        _ => unreachable!("decode_float on a non-float mma type"),
+    }
+}
+
+fn decode_int(ty: Ty, bits: u64) -> i64 {
+    match ty {
+        Ty::S8 => bits as u8 as i8 as i64,
+        Ty::U8 => bits as u8 as i64,
+        Ty::S32 => bits as u32 as i32 as i64,
+        _ => unreachable!("decode_int on a non-integer mma type"),
+    }
+}
+
+/// Computes D for the whole warp. `a`, `b`, `c` hold each lane's registers (lane-major);
+/// returns each lane's D registers.
+pub fn execute(
+    layout: &Layout,
+    satfinite: bool,
+    a: &[Vec<u64>],
+    b: &[Vec<u64>],
+    c: &[Vec<u64>],
+) -> Vec<Vec<u64>> {
+    let (m, n, k) = layout.shape.mnk();
+    let (na, nb, nc) = layout.elements();
+    let (_, _, _, nd_regs) = layout.register_counts();
+    let mut out = vec![vec![0u64; nd_regs]; 32];
+    let integer = layout.dtype == Ty::S32;
+    if integer {
+        let mut am = vec![0i64; m * k];
+        let mut bm = vec![0i64; k * n];
+        let mut cm = vec![0i64; m * n];
+        for lane in 0..32 {
+            for i in 0..na {
+                let (r, col) = layout.a_coord(lane, i);
+                am[r * k + col] = decode_int(layout.atype, element_bits(&a[lane], layout.atype, i));
+            }
+            for i in 0..nb {
+                let (r, col) = layout.b_coord(lane, i);
+                bm[r * n + col] = decode_int(layout.btype, element_bits(&b[lane], layout.btype, i));
+            }
+            for i in 0..nc {
+                let (r, col) = layout.c_coord(lane, i);
+                cm[r * n + col] = decode_int(layout.ctype, element_bits(&c[lane], layout.ctype, i));
+            }
+        }
+        for (lane, dl) in out.iter_mut().enumerate() {
+            for i in 0..nc {
+                let (r, col) = layout.c_coord(lane, i);
+                let mut acc = cm[r * n + col];
+                for kk in 0..k {
+                    acc += am[r * k + kk] * bm[kk * n + col];
+                }
+                let v = if satfinite {
+                    acc.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+                } else {
+                    acc as i32
+                };
+                set_element_bits(dl, layout.dtype, i, v as u32 as u64);
+            }
+        }
+        return out;
+    }
+    let mut am = vec![0f64; m * k];
+    let mut bm = vec![0f64; k * n];
+    let mut cm = vec![0f64; m * n];
+    for lane in 0..32 {
+        for i in 0..na {
+            let (r, col) = layout.a_coord(lane, i);
+            am[r * k + col] = decode_float(layout.atype, element_bits(&a[lane], layout.atype, i));
+        }
+        for i in 0..nb {
+            let (r, col) = layout.b_coord(lane, i);
+            bm[r * n + col] = decode_float(layout.btype, element_bits(&b[lane], layout.btype, i));
+        }
+        for i in 0..nc {
+            let (r, col) = layout.c_coord(lane, i);
+            cm[r * n + col] = decode_float(layout.ctype, element_bits(&c[lane], layout.ctype, i));
+        }
+    }
+    for (lane, dl) in out.iter_mut().enumerate() {
+        for i in 0..nc {
+            let (r, col) = layout.c_coord(lane, i);
+            let mut acc = cm[r * n + col];
+            for kk in 0..k {
+                if layout.dtype == Ty::F64 {
+                    acc = am[r * k + kk].mul_add(bm[kk * n + col], acc);
+                } else {
+                    acc += am[r * k + kk] * bm[kk * n + col];
+                }
+            }
+            let bits = match layout.dtype {
+                Ty::F64 => acc.to_bits(),
+                Ty::F32 => {
+                    if acc.is_nan() {
+                        0x7fff_ffff
+                    } else {
+                        (acc as f32).to_bits() as u64
+                    }
+                }
+                Ty::F16 => {
+                    numeric::round_f64(acc, numeric::F16, numeric::Rounding::NearestEven, false)
+                }
+                _ => unreachable!("float mma D type"),
+            };
+            set_element_bits(dl, layout.dtype, i, bits);
+        }
+    }
+    out
+}
+
+/// `ldmatrix .m8n8 .b16`: the 16-bit element of the stored 8x8 matrix that `lane` receives
+/// in half `h` (0 = low, 1 = high) of its register: (row, col) in the stored matrix, whose
+/// row `r` starts at the address given by thread `8 * matrix + r`.
+pub fn ldmatrix_source(lane: usize, h: usize, trans: bool) -> (usize, usize) {
+    let row = lane / 4;
+    let col = 2 * (lane % 4) + h;
+    if trans {
+        (col, row)
+    } else {
+        (row, col)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_layout() -> Vec<Layout> {
+        use MmaShape::*;
+        let combos = [
+            (M8n8k4, Ty::F64, Ty::F64, Ty::F64, Ty::F64),
+            (M16n8k4, Ty::Tf32, Ty::Tf32, Ty::F32, Ty::F32),
+            (M16n8k8, Ty::F16, Ty::F16, Ty::F32, Ty::F32),
+            (M16n8k8, Ty::Tf32, Ty::Tf32, Ty::F32, Ty::F32),
+            (M16n8k16, Ty::F16, Ty::F16, Ty::F16, Ty::F16),
+            (M16n8k16, Ty::Bf16, Ty::Bf16, Ty::F32, Ty::F32),
+            (M16n8k16, Ty::S8, Ty::S8, Ty::S32, Ty::S32),
+            (M16n8k32, Ty::S8, Ty::U8, Ty::S32, Ty::S32),
+            (M16n8k32, Ty::E4m3, Ty::E4m3, Ty::F32, Ty::F32),
+        ];
+        combos
+            .iter()
+            .map(|&(s, a, b, c, d)| Layout::new(s, a, b, c, d).expect("supported"))
+            .collect()
+    }
+
+    /// Every element of A, B and C is held by exactly one (lane, index): a layout that drops
+    /// or duplicates an element cannot pass.
+    #[test]
+    fn every_layout_is_a_bijection() {
+        for l in every_layout() {
+            let (m, n, k) = l.shape.mnk();
+            let (na, nb, nc) = l.elements();
+            let mut seen_a = vec![0; m * k];
+            let mut seen_b = vec![0; k * n];
+            let mut seen_c = vec![0; m * n];
+            for lane in 0..32 {
+                for i in 0..na {
+                    let (r, c) = l.a_coord(lane, i);
+                    seen_a[r * k + c] += 1;
+                }
+                for i in 0..nb {
+                    let (r, c) = l.b_coord(lane, i);
+                    seen_b[r * n + c] += 1;
+                }
+                for i in 0..nc {
+                    let (r, c) = l.c_coord(lane, i);
+                    seen_c[r * n + c] += 1;
+                }
+            }
+            assert!(seen_a.iter().all(|&x| x == 1), "{l:?} A");
+            assert!(seen_b.iter().all(|&x| x == 1), "{l:?} B");
+            assert!(seen_c.iter().all(|&x| x == 1), "{l:?} C");
+        }
+    }
+
+    /// Spot checks copied from the PTX ISA formulas, written out by hand.
+    #[test]
+    fn hand_checked_coordinates() {
+        let f16 = Layout::new(MmaShape::M16n8k16, Ty::F16, Ty::F16, Ty::F32, Ty::F32).unwrap();
+        // lane 5: groupID 1, threadID_in_group 1.
+        assert_eq!(f16.a_coord(5, 0), (1, 2));
+        assert_eq!(f16.a_coord(5, 3), (9, 3));
+        assert_eq!(f16.a_coord(5, 4), (1, 10));
+        assert_eq!(f16.a_coord(5, 7), (9, 11));
+        assert_eq!(f16.b_coord(5, 0), (2, 1));
+        assert_eq!(f16.b_coord(5, 3), (11, 1));
+        assert_eq!(f16.c_coord(5, 2), (9, 2));
+        let tf32 = Layout::new(MmaShape::M16n8k8, Ty::Tf32, Ty::Tf32, Ty::F32, Ty::F32).unwrap();
+        assert_eq!(tf32.a_coord(5, 1), (9, 1));
+        assert_eq!(tf32.a_coord(5, 2), (1, 5));
+        assert_eq!(tf32.b_coord(5, 1), (5, 1));
+        let i8 = Layout::new(MmaShape::M16n8k32, Ty::S8, Ty::S8, Ty::S32, Ty::S32).unwrap();
+        assert_eq!(i8.a_coord(5, 4), (9, 4));
+        assert_eq!(i8.a_coord(5, 9), (1, 21));
+        assert_eq!(i8.b_coord(5, 5), (21, 1));
+        let f64l = Layout::new(MmaShape::M8n8k4, Ty::F64, Ty::F64, Ty::F64, Ty::F64).unwrap();
+        assert_eq!(f64l.a_coord(5, 0), (1, 1));
+        assert_eq!(f64l.c_coord(5, 1), (1, 3));
+        assert_eq!(ldmatrix_source(5, 1, false), (1, 3));
+        assert_eq!(ldmatrix_source(5, 1, true), (3, 1));
+    }
+
+    #[test]
+    fn packing_is_low_to_high() {
+        let mut regs = vec![0u64; 2];
+        set_element_bits(&mut regs, Ty::S8, 5, 0xab);
+        assert_eq!(regs[1], 0xab00);
+        assert_eq!(element_bits(&regs, Ty::S8, 5), 0xab);
+        set_element_bits(&mut regs, Ty::F16, 1, 0x3c00);
+        assert_eq!(regs[0], 0x3c00_0000);
+    }
+}

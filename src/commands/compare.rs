@@ -1,0 +1,27 @@
+//! `roofprobe compare FILE…`: the same measurements across runs side by side, with measured and
+//! spec ratios; optionally the overlaid roofline SVG and the comparison as tidy CSV.
+
+use crate::cli::CompareArgs;
+use crate::commands::emit;
+use crate::commands::report::{load_inputs, write_new};
+use crate::report::compare::{self, Run};
+use crate::report::svg;
+use crate::Result;
+
+pub fn compare(args: &CompareArgs) -> Result<i32> {
+    let runs: Vec<Run> = load_inputs(&args.files, true)?
+        .into_iter()
+        .map(|i| i.run)
+        .collect();
+    emit(&compare::table(&runs))?;
+    if let Some(path) = &args.svg {
+        let calibrations: Vec<_> = runs.iter().map(|r| r.calibration.clone()).collect();
+        write_new(path, svg::render(&calibrations)?.as_bytes())?;
+        emit(&format!("roofline: {}\n", path.display()))?;
+    }
+    if let Some(path) = &args.csv {
+        write_new(path, &compare::csv(&runs))?;
+        emit(&format!("comparison: {}\n", path.display()))?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,39 @@
+//! `roofprobe plot FILE…`: the roofline SVG of one run, or several overlaid, from results CSVs
+//! or calibration JSONs.
+
+use crate::cli::PlotArgs;
+use crate::commands::emit;
+use crate::commands::report::{load_inputs, write_new};
+use crate::commands::run::fresh_path;
+use crate::report::svg;
+use crate::Result;
+use std::path::{Path, PathBuf};
+
+/// Where the plot goes when `--out` is not given: beside the first input, `<stem>.svg` for one
+/// run, `<stem>-overlay.svg` for several (suffixed rather than overwriting).
+pub fn default_out(first: &Path, runs: usize) -> PathBuf {
+    let dir = first.parent().unwrap_or(Path::new("."));
+    let stem = first.file_stem().map_or_else(
+        || "roofline".to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let stem = if runs > 1 {
+        format!("{stem}-overlay")
+    } else {
+        stem
+    };
+    fresh_path(dir, &stem, "svg")
+}
+
+pub fn plot(args: &PlotArgs) -> Result<i32> {
+    let inputs = load_inputs(&args.files, true)?;
+    let calibrations: Vec<_> = inputs.iter().map(|i| i.run.calibration.clone()).collect();
+    let text = svg::render(&calibrations)?;
+    let out = match &args.out {
+        Some(p) => p.clone(),
+        None => default_out(&inputs[0].path, inputs.len()),
+    };
+    write_new(&out, text.as_bytes())?;
+    emit(&format!("roofline: {}\n", out.display()))?;
+    Ok(0)
+}

@@ -1,0 +1,181 @@
+//! `roofprobe specs [NAME] [--compare A B]`: the embedded vendor spec table — every entry, one
+//! entry with its notes and sources, or two side by side with ratios. Needs no GPU.
+//!
+//! Figures are printed as the table gives them (`40.0` stays `40.0`), under the table's own
+//! column names, whose suffixes are the units.
+
+use crate::cli::SpecsArgs;
+use crate::commands::emit;
+use crate::specs::{self, GpuSpec};
+use crate::Result;
+use std::fmt::Write;
+
+/// Columns that are text, not figures: shown without a ratio, and long ones after the table.
+const LONG_TEXT: [&str; 3] = ["sparsity_note", "notes", "source"];
+
+fn dash(v: Option<&str>) -> &str {
+    v.unwrap_or("-")
+}
+
+/// The whole table, one line per entry.
+pub fn list(db: &[GpuSpec]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<20} {:<28} {:>4} {:>4} {:<7} {:>6} {:>6} {:>6} {:>6} {:>10} {:>10}",
+        "device",
+        "driver reports",
+        "cc",
+        "SMs",
+        "memory",
+        "GB",
+        "GB/s",
+        "fp64",
+        "fp32",
+        "fp16 TC/32",
+        "fp16 TC/16"
+    );
+    for s in db {
+        let f = |v: &Option<specs::Figure>| v.as_ref().map_or("-", |f| f.text.as_str()).to_string();
+        let _ = writeln!(
+            out,
+            "{:<20} {:<28} {:>4} {:>4} {:<7} {:>6} {:>6} {:>6} {:>6} {:>10} {:>10}",
+            s.device,
+            s.nvidia_smi_name,
+            s.compute_capability,
+            f(&s.sm_count),
+            s.memory_type,
+            f(&s.memory_gb),
+            f(&s.mem_bandwidth_gbs),
+            f(&s.fp64_tflops),
+            f(&s.fp32_tflops),
+            f(&s.fp16_tensor_fp32acc_tflops),
+            f(&s.fp16_tensor_fp16acc_tflops),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{} entries. Dense peaks in TFLOP/s (fp16 TC/32: tensor f16 with f32 accumulate, half rate \
+         on GeForce; /16: f16 accumulate). `roofprobe specs NAME` shows one entry with notes and sources.",
+        db.len()
+    );
+    out
+}
+
+/// One entry: every column, then its notes and sources.
+pub fn show(s: &GpuSpec) -> String {
+    let mut out = String::new();
+    for (k, v) in s.fields() {
+        if LONG_TEXT.contains(&k) {
+            continue;
+        }
+        let _ = writeln!(out, "{k:<28} {}", dash(v));
+    }
+    for (k, v) in s.fields() {
+        if LONG_TEXT.contains(&k) {
+            let _ = writeln!(out, "\n{k}: {}", dash(v));
+        }
+    }
+    out
+}
+
+/// Two entries side by side: each column's figures verbatim, and B / A where both are figures.
+pub fn compare(a: &GpuSpec, b: &GpuSpec) -> String {
+    let mut out = String::new();
+    let (fa, fb) = (a.fields(), b.fields());
+    let short = |f: &[(&str, Option<&str>)]| -> usize {
+        f.iter()
+            .filter(|(k, _)| !LONG_TEXT.contains(k))
+            .map(|(_, v)| dash(*v).chars().count())
+            .max()
+            .unwrap_or(1)
+    };
+    let (wa, wb) = (short(&fa).max(3), short(&fb).max(3));
+    let _ = writeln!(
+        out,
+        "{:<28} {:<wa$}  {:<wb$}  {:>7}",
+        "column", "A", "B", "B/A"
+    );
+    for ((k, va), (_, vb)) in fa.iter().zip(&fb) {
+        if LONG_TEXT.contains(k) {
+            continue;
+        }
+        let ratio = match (a.figure(k), b.figure(k)) {
+            (Some(x), Some(y)) if x > 0.0 => format!("{:.2}x", y / x),
+            _ => String::new(),
+        };
+        let line = format!("{k:<28} {:<wa$}  {:<wb$}  {ratio:>7}", dash(*va), dash(*vb));
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for ((k, va), (_, vb)) in fa.iter().zip(&fb) {
+        if LONG_TEXT.contains(k) {
+            let _ = writeln!(out, "\n{k}:\n  A: {}\n  B: {}", dash(*va), dash(*vb));
+        }
+    }
+    out
+}
+
+pub fn specs(args: &SpecsArgs) -> Result<i32> {
+    if let Some(pair) = &args.compare {
+        let (a, b) = (specs::find(&pair[0])?, specs::find(&pair[1])?);
+        emit(&compare(a, b))?;
+    } else if let Some(name) = &args.name {
+        emit(&show(specs::find(name)?))?;
+    } else {
+        emit(&list(specs::database()?))?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compare_prints_the_vendor_figures_verbatim() {
+        let a = specs::find("RTX 3090").unwrap();
+        let b = specs::find("A100 80GB SXM4").unwrap();
+        let text = compare(a, b);
+        for (k, v) in a.fields().iter().zip(b.fields()) {
+            let (column, va) = k;
+            let (_, vb) = v;
+            if LONG_TEXT.contains(column) {
+                let block = format!("{column}:\n  A: {}\n  B: {}", dash(*va), dash(vb));
+                assert!(text.contains(&block), "{column}");
+                continue;
+            }
+            let line = text
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(column))
+                .unwrap_or_else(|| panic!("no line for {column}"));
+            assert!(
+                line.contains(dash(*va)) && line.contains(dash(vb)),
+                "{line}"
+            );
+        }
+        let line = |c: &str| text.lines().find(|l| l.starts_with(c)).unwrap().to_string();
+        assert!(
+            line("mem_bandwidth_gbs").ends_with("2.18x"),
+            "{}",
+            line("mem_bandwidth_gbs")
+        );
+        assert!(line("fp16_tensor_fp32acc_tflops").contains(" 71 "));
+        assert!(
+            line("fp64_tflops").trim_end().ends_with("9.7"),
+            "blank A: no ratio"
+        );
+        insta::assert_snapshot!("specs_compare_3090_a100", text);
+    }
+
+    #[test]
+    fn list_and_show() {
+        let db = specs::database().unwrap();
+        let l = list(db);
+        assert_eq!(l.lines().count(), db.len() + 3);
+        assert!(l.contains("RTX 3090 Ti"));
+        let s = show(specs::find("T4").unwrap());
+        assert!(s.contains("mem_bandwidth_gbs            320\n"));
+        assert!(s.contains("fp64_tflops                  -\n"));
+        assert!(s.contains("\nsource: https://www.nvidia.com/content/dam/"));
+    }
+}

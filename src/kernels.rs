@@ -1,0 +1,102 @@
+//! The PTX sources, embedded in the binary: one registry that the CUDA backend loads from and
+//! that the offline checks (ptxas, SASS, the PTX interpreter) iterate, so no kernel can ship
+//! unchecked.
+
+/// STREAM kernels (see kernels/README.md for their conventions).
+pub const STREAM: &str = include_str!("../kernels/stream.ptx");
+/// FMA peak kernels, one per precision.
+pub const PEAK: &str = include_str!("../kernels/peak.ptx");
+/// Tensor-core (`mma.sync`) peak kernels for sm_80 and later.
+pub const MMA: &str = include_str!("../kernels/mma.ptx");
+/// The fp8 tensor-core kernel; `.target sm_89`, loaded only where fp8 `mma.sync` is native.
+pub const MMA_SM89: &str = include_str!("../kernels/mma_sm89.ptx");
+/// The arithmetic-intensity sweep's template, expanded by `bench::intensity::expand`.
+pub const INTENSITY_TEMPLATE: &str = include_str!("../kernels/intensity.ptx.in");
+
+/// One PTX module as it is handed to the driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// File name under `kernels/` (a template's expansions add `#k=…` to it).
+    pub name: String,
+    pub ptx: String,
+}
+
+/// Every PTX module roofprobe can load, template expansions included: the sweep's as
+/// `intensity.ptx.in#k=<k>,<precision>`, one per point of [`crate::bench::intensity::KS`] and
+/// precision.
+pub fn all() -> Vec<Source> {
+    use crate::bench::intensity;
+    let file = |name: &str, ptx: &str| Source {
+        name: name.to_string(),
+        ptx: ptx.to_string(),
+    };
+    let mut out = vec![
+        file("stream.ptx", STREAM),
+        file("peak.ptx", PEAK),
+        file("mma.ptx", MMA),
+        file("mma_sm89.ptx", MMA_SM89),
+    ];
+    for p in intensity::PRECISIONS {
+        for k in intensity::KS {
+            out.push(Source {
+                name: format!("intensity.ptx.in#k={k},{p}"),
+                ptx: intensity::expand(p, k),
+            });
+        }
+    }
+    out
+}
+
+/// The `.target` a module declares (`sm_80`, `sm_89`, `sm_90a`), if any.
+pub fn target(ptx: &str) -> Option<&str> {
+    ptx.lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix(".target"))
+        .and_then(|rest| rest.split([',', ' ', '\t']).find(|s| !s.is_empty()))
+}
+
+/// The `.entry` names a module defines, in order.
+pub fn entries(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix(".visible")?.trim_start();
+            let rest = rest.strip_prefix(".entry")?.trim_start();
+            let end = rest.find(|c: char| c == '(' || c.is_whitespace())?;
+            Some(rest[..end].to_string())
+        })
+        .collect()
+}
+
+/// Compute capability a `.target` needs, as (major, minor): `sm_89` → (8, 9).
+pub fn target_capability(target: &str) -> Option<(u32, u32)> {
+    let digits = target
+        .strip_prefix("sm_")?
+        .trim_end_matches(|c: char| c.is_alphabetic());
+    let n: u32 = digits.parse().ok()?;
+    Some((n / 10, n % 10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_describes_the_stream_module() {
+        let all = all();
+        assert_eq!(all[0].name, "stream.ptx");
+        assert_eq!(target(&all[0].ptx), Some("sm_80"));
+        let names = entries(&all[0].ptx);
+        assert_eq!(names.len(), 14);
+        // the compute files, and one sweep module per (precision, k)
+        assert_eq!(all.len(), 4 + 5 * 12);
+        assert_eq!(target(MMA_SM89), Some("sm_89"));
+        assert!(all
+            .iter()
+            .any(|s| s.name == "intensity.ptx.in#k=64,bf16x2"
+                && entries(&s.ptx) == ["fma_bf16x2_k64"]));
+        assert!(names.contains(&"triad_f64".to_string()));
+        assert_eq!(target_capability("sm_89"), Some((8, 9)));
+        assert_eq!(target_capability("sm_90a"), Some((9, 0)));
+        assert_eq!(target_capability("compute_80"), None);
+    }
+}

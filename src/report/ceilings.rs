@@ -1,0 +1,148 @@
+//! The roofline in words: a calibration in, the text `run` and `report` print after the
+//! measurement table: each ceiling against its spec, the ridge points, and every point's
+//! bound and distance to the roof.
+
+use crate::calibration::Calibration;
+use crate::report::svg::{arithmetic, bandwidth};
+use crate::report::table::figure;
+use crate::roofline::{Bound, MemoryLevel};
+use std::fmt::Write;
+
+fn percent(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), |x| format!("{:.1}%", x * 100.0))
+}
+
+/// The roofline summary of one calibration.
+pub fn render(cal: &Calibration) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\nRoofline of {}", cal.title());
+    let _ = writeln!(out, "spec: {}", cal.spec.describe());
+    let _ = writeln!(
+        out,
+        "{:<16} {:>14}  {:<30} {:>14} {:>10} {:>8} {:>10}",
+        "ceiling", "measured", "set by", "spec", "efficiency", "ridge", "spec ridge"
+    );
+    let mut reasons: Vec<String> = Vec::new();
+    let mut note = |basis: &str| {
+        if !reasons.iter().any(|r| r == basis) {
+            reasons.push(basis.to_string());
+        }
+    };
+    for m in &cal.memory_ceilings {
+        let flag = if m.above_spec { "  ABOVE SPEC" } else { "" };
+        if m.spec_gbps.is_none() {
+            note(&m.spec_basis);
+        }
+        let line = format!(
+            "{:<16} {:>14}  {:<30} {:>14} {:>10}{flag}",
+            m.level.as_str(),
+            m.gbps.map_or("-".into(), bandwidth),
+            m.case.as_deref().unwrap_or("no valid row"),
+            m.spec_gbps.map_or("-".into(), bandwidth),
+            percent(m.efficiency),
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for c in &cal.compute_ceilings {
+        let flag = if c.above_spec { "  ABOVE SPEC" } else { "" };
+        if c.spec_gflops.is_none() {
+            note(&c.spec_basis);
+        }
+        // Ridge points against DRAM, the roof the points are held against.
+        let ridge = cal.ridge_points.iter().find(|r| {
+            r.memory == MemoryLevel::Dram && r.family == c.family && r.precision == c.precision
+        });
+        let line = format!(
+            "{:<16} {:>14}  {:<30} {:>14} {:>10} {:>8} {:>10}{flag}",
+            c.label(),
+            c.gflops.map_or("-".into(), |v| arithmetic(v, c.precision)),
+            c.case.as_deref().unwrap_or("not measured"),
+            c.spec_gflops
+                .map_or("-".into(), |v| arithmetic(v, c.precision)),
+            percent(c.efficiency),
+            figure(ridge.and_then(|r| r.flop_per_byte)),
+            figure(ridge.and_then(|r| r.spec_flop_per_byte)),
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if !cal.compute_ceilings.is_empty() {
+        let _ = writeln!(
+            out,
+            "  (ridge: FLOP/byte where the DRAM roof meets the ceiling, measured and spec)"
+        );
+    }
+    for r in &reasons {
+        let _ = writeln!(out, "  ({r})");
+    }
+    if cal.memory_ceilings.iter().any(|m| m.above_spec)
+        || cal.compute_ceilings.iter().any(|c| c.above_spec)
+    {
+        let _ = writeln!(
+            out,
+            "  ABOVE SPEC: a measurement exceeds the sheet (clocks above the rated boost, or a counting error); it is kept, not clipped"
+        );
+    }
+    if !cal.points.is_empty() {
+        let memory = cal
+            .points
+            .iter()
+            .filter(|p| p.bound == Bound::Memory)
+            .count();
+        let compute = cal
+            .points
+            .iter()
+            .filter(|p| p.bound == Bound::Compute)
+            .count();
+        let _ = writeln!(
+            out,
+            "points: {memory} memory-bound, {compute} compute-bound"
+        );
+        for p in &cal.points {
+            let _ = writeln!(
+                out,
+                "  {:<30} {:>8} FLOP/B {:>14}  {:<13} {:>6} of roof",
+                p.case,
+                figure(Some(p.flop_per_byte)),
+                arithmetic(p.gflops, p.precision),
+                p.bound.as_str(),
+                percent(p.fraction_of_roof),
+            );
+        }
+    }
+    if !cal.excluded.is_empty() {
+        let _ = writeln!(out, "not fitted ({}):", cal.excluded.len());
+        for e in &cal.excluded {
+            let _ = writeln!(out, "  {e}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roofline::tests::synthetic_run;
+
+    #[test]
+    fn ceilings_table_snapshot() {
+        let mut rows = synthetic_run();
+        // the tensor row at 400 TFLOP/s, above the sheet's 312
+        let tensor = rows
+            .iter_mut()
+            .find(|r| r.kernel == "mma_m16n8k16")
+            .unwrap();
+        tensor.gflops = Some(400_000.0);
+        let cal = Calibration::from_records(&rows, None).unwrap();
+        let text = render(&cal);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("tensor f16.f32"))
+            .unwrap();
+        assert!(
+            line.contains(" 128.2% ") && line.ends_with("ABOVE SPEC"),
+            "{line}"
+        );
+        assert!(text.contains("spec: spec sheet \"A100 80GB SXM4\""));
+        insta::assert_snapshot!("ceilings_table", text);
+    }
+}

@@ -1,0 +1,455 @@
+//! Device comparison: the same measurements across runs, side by side, with measured ratios
+//! and spec ratios against the first run. Runs and their rows in; a table or tidy CSV out.
+//!
+//! Two sections: the fitted ceilings (every input has them, CSV or calibration JSON) and the
+//! individual cases (CSV inputs only). Runs whose sets of cases differ keep every case: a gap
+//! says why (`not run`, `invalid`, `no rows`), it is never dropped.
+//!
+//! Pure: it must not read or write files.
+
+use crate::bench::{Family, Precision};
+use crate::calibration::Calibration;
+use crate::record::Record;
+use crate::report::table::figure;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// One run to compare: its calibration, and its rows when it came from a CSV.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub calibration: Calibration,
+    /// `None` for a calibration JSON, which has ceilings but no per-case rows.
+    pub records: Option<Vec<Record>>,
+}
+
+/// What one run has for one line of the comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    pub measured: Option<f64>,
+    pub spec: Option<f64>,
+    /// `ok`, or why there is no measured figure.
+    pub status: String,
+}
+
+/// One line: a ceiling or a case, with a cell per run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// `ceiling` or `case`.
+    pub section: &'static str,
+    /// `DRAM`, `f32`, `tensor f16.f32`, or a case id.
+    pub key: String,
+    /// `GB/s` or `GFLOP/s`.
+    pub unit: &'static str,
+    pub cells: Vec<Cell>,
+}
+
+impl Line {
+    /// `measured[i] / measured[0]`.
+    pub fn ratio(&self, i: usize) -> Option<f64> {
+        Some(self.cells.get(i)?.measured? / self.cells.first()?.measured?)
+    }
+
+    /// `spec[i] / spec[0]`.
+    pub fn spec_ratio(&self, i: usize) -> Option<f64> {
+        Some(self.cells.get(i)?.spec? / self.cells.first()?.spec?)
+    }
+}
+
+fn unit_of(family: Family, precision: Precision) -> &'static str {
+    match family {
+        Family::Stream => "GB/s",
+        _ if precision.is_integer() => "GOP/s",
+        _ => "GFLOP/s",
+    }
+}
+
+fn ok(measured: Option<f64>, spec: Option<f64>, why_not: &str) -> Cell {
+    Cell {
+        measured,
+        spec,
+        status: if measured.is_some() {
+            "ok".into()
+        } else {
+            why_not.into()
+        },
+    }
+}
+
+/// Every line of the comparison: ceilings first (DRAM, then compute in family and precision
+/// order), then cases in order of first appearance.
+pub fn lines(runs: &[Run]) -> Vec<Line> {
+    let mut out = Vec::new();
+    // Ceilings.
+    let mut memory_levels = Vec::new();
+    let mut computes = Vec::new();
+    for run in runs {
+        for m in &run.calibration.memory_ceilings {
+            if !memory_levels.contains(&m.level) {
+                memory_levels.push(m.level);
+            }
+        }
+        for c in &run.calibration.compute_ceilings {
+            if !computes.contains(&(c.family, c.precision)) {
+                computes.push((c.family, c.precision));
+            }
+        }
+    }
+    memory_levels.sort();
+    computes.sort_by_key(|(f, p)| (*f, Precision::ALL.iter().position(|q| q == p)));
+    for level in memory_levels {
+        let cells = runs
+            .iter()
+            .map(|r| {
+                match r
+                    .calibration
+                    .memory_ceilings
+                    .iter()
+                    .find(|m| m.level == level)
+                {
+                    Some(m) => ok(m.gbps, m.spec_gbps, "no valid row"),
+                    None => ok(None, None, "not run"),
+                }
+            })
+            .collect();
+        out.push(Line {
+            section: "ceiling",
+            key: level.as_str().to_string(),
+            unit: "GB/s",
+            cells,
+        });
+    }
+    for (family, precision) in computes {
+        let mut key = String::new();
+        let cells = runs
+            .iter()
+            .map(|r| match r.calibration.compute(family, precision) {
+                Some(c) => {
+                    key = c.label();
+                    // A compute ceiling exists because the sheet has it or rows tried it.
+                    let why = if c.spec_gflops.is_some() {
+                        "spec only"
+                    } else {
+                        "invalid"
+                    };
+                    ok(c.gflops, c.spec_gflops, why)
+                }
+                None => ok(None, None, "none"),
+            })
+            .collect();
+        out.push(Line {
+            section: "ceiling",
+            key,
+            unit: unit_of(family, precision),
+            cells,
+        });
+    }
+
+    // Cases, from the runs that have rows.
+    let mut cases: Vec<(String, Family, Precision)> = Vec::new();
+    for run in runs {
+        for r in run.records.iter().flatten() {
+            let id = r.case_id();
+            if !cases.iter().any(|(c, _, _)| *c == id) {
+                cases.push((id, r.family, r.precision));
+            }
+        }
+    }
+    for (id, family, precision) in cases {
+        let cells = runs
+            .iter()
+            .map(|run| {
+                let Some(records) = &run.records else {
+                    return ok(None, None, "no rows");
+                };
+                let rows: Vec<&Record> = records.iter().filter(|r| r.case_id() == id).collect();
+                let figure = |r: &Record| match family {
+                    Family::Stream => r.gbps,
+                    _ => r.gflops,
+                };
+                let best = rows
+                    .iter()
+                    .filter(|r| r.valid)
+                    .filter_map(|r| figure(r).filter(|v| v.is_finite() && *v > 0.0))
+                    .reduce(f64::max);
+                let cal = &run.calibration;
+                let spec = match family {
+                    Family::Stream => cal.memory_ceilings.first().and_then(|m| m.spec_gbps),
+                    Family::Peak | Family::Tensor => rows
+                        .first()
+                        .and_then(|r| cal.compute(family, r.precision))
+                        .and_then(|c| c.spec_gflops),
+                    Family::Intensity => None,
+                };
+                let why_not = match rows.first() {
+                    None => "not run",
+                    Some(r) if !r.valid => "invalid",
+                    Some(_) => "no figure",
+                };
+                ok(best, spec, why_not)
+            })
+            .collect();
+        out.push(Line {
+            section: "case",
+            key: id,
+            unit: unit_of(family, precision),
+            cells,
+        });
+    }
+    out
+}
+
+/// A run's letter: A, B, …, Z, then AA, AB, ….
+pub fn letter(i: usize) -> String {
+    let mut n = i;
+    let mut s = String::new();
+    loop {
+        s.insert(0, (b'A' + (n % 26) as u8) as char);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    s
+}
+
+fn ratio_text(r: Option<f64>) -> String {
+    r.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+}
+
+/// The comparison as a table for the terminal.
+pub fn table(runs: &[Run]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Comparing {} runs; ratios are against [A] (measured ratio, then spec ratio)",
+        runs.len()
+    );
+    for (i, run) in runs.iter().enumerate() {
+        let cal = &run.calibration;
+        let _ = writeln!(
+            out,
+            "  [{}] {} — {}; run {}{}",
+            letter(i),
+            cal.title(),
+            cal.spec.describe(),
+            cal.run.run_id,
+            if run.records.is_none() {
+                " (calibration file: ceilings only)"
+            } else {
+                ""
+            }
+        );
+    }
+    let lines = lines(runs);
+    let key_width = lines.iter().map(|l| l.key.len()).max().unwrap_or(0).max(8);
+    for section in ["ceiling", "case"] {
+        let section_lines: Vec<&Line> = lines.iter().filter(|l| l.section == section).collect();
+        if section_lines.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out);
+        let mut head = format!(
+            "{:<key_width$} {:<8}",
+            if section == "ceiling" {
+                "ceiling"
+            } else {
+                "case"
+            },
+            "unit"
+        );
+        for i in 0..runs.len() {
+            let _ = write!(head, " {:>10}", format!("[{}]", letter(i)));
+        }
+        for i in 1..runs.len() {
+            let l = letter(i);
+            let _ = write!(
+                head,
+                " {:>8} {:>9}",
+                format!("{l}/A"),
+                format!("spec {l}/A")
+            );
+        }
+        let _ = writeln!(out, "{}", head.trim_end());
+        for line in section_lines {
+            let mut row = format!("{:<key_width$} {:<8}", line.key, line.unit);
+            for cell in &line.cells {
+                let text = match cell.measured {
+                    Some(v) => figure(Some(v)),
+                    None => cell.status.clone(),
+                };
+                let _ = write!(row, " {text:>10}");
+            }
+            for i in 1..runs.len() {
+                let _ = write!(
+                    row,
+                    " {:>8} {:>9}",
+                    ratio_text(line.ratio(i)),
+                    ratio_text(line.spec_ratio(i))
+                );
+            }
+            let _ = writeln!(out, "{}", row.trim_end());
+        }
+    }
+    out
+}
+
+/// One row of the comparison CSV: a line of the comparison for one run (tidy, so it
+/// concatenates and pivots).
+#[derive(Clone, Debug, Serialize)]
+pub struct CompareRow<'a> {
+    /// `ceiling` or `case`.
+    pub section: &'a str,
+    pub key: &'a str,
+    pub unit: &'a str,
+    /// `A`, `B`, … as in the table.
+    pub run: String,
+    pub run_id: &'a str,
+    pub device_name: &'a str,
+    pub host: &'a str,
+    pub measured: Option<f64>,
+    pub spec: Option<f64>,
+    pub status: &'a str,
+    /// measured / the first run's measured.
+    pub ratio_to_a: Option<f64>,
+    /// spec / the first run's spec.
+    pub spec_ratio_to_a: Option<f64>,
+}
+
+/// The comparison as tidy CSV bytes, header included.
+pub fn csv(runs: &[Run]) -> Vec<u8> {
+    let lines = lines(runs);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for line in &lines {
+        for (i, (cell, run)) in line.cells.iter().zip(runs).enumerate() {
+            let cal = &run.calibration;
+            w.serialize(CompareRow {
+                section: line.section,
+                key: &line.key,
+                unit: line.unit,
+                run: letter(i),
+                run_id: &cal.run.run_id,
+                device_name: &cal.device.name,
+                host: &cal.device.host,
+                measured: cell.measured,
+                spec: cell.spec,
+                status: &cell.status,
+                ratio_to_a: line.ratio(i),
+                spec_ratio_to_a: line.spec_ratio(i),
+            })
+            .expect("serialising to memory cannot fail");
+        }
+    }
+    w.into_inner().expect("flushing to memory cannot fail")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roofline::tests::{row, synthetic_run};
+
+    /// The synthetic A100 run, and a second device (an RTX 3090 by name) that ran fewer cases,
+    /// ran one more, and failed one.
+    pub(crate) fn two_runs() -> Vec<Run> {
+        let a = synthetic_run();
+        let mut b: Vec<Record> = synthetic_run()
+            .into_iter()
+            .filter(|r| r.family != Family::Intensity && r.family != Family::Tensor)
+            .map(|mut r| {
+                // half the time: twice the rate
+                r.time_median_s = r.time_median_s.map(|t| t / 2.0);
+                r.gbps = r.gbps.map(|g| g * 2.0);
+                r.gflops = r.gflops.map(|g| g * 2.0);
+                r
+            })
+            .collect();
+        b.push(row(
+            Family::Stream,
+            "scale",
+            Precision::F32,
+            None,
+            (8 << 20, 1 << 20),
+            1e-2,
+            true,
+        ));
+        // the triad of B failed
+        for r in b.iter_mut().filter(|r| r.kernel == "triad") {
+            r.valid = false;
+            r.gbps = None;
+            r.gflops = None;
+            r.status = "invalid: [5] is 0, should be 7".into();
+        }
+        for r in b.iter_mut() {
+            r.host = "box".into();
+            r.timestamp_utc = "2026-01-02T00:00:00Z".into();
+            r.run_id = "box-cuda0-nvidia-geforce-rtx-3090-20260102T000000Z".into();
+            r.device_name = "NVIDIA GeForce RTX 3090".into();
+            r.compute_capability = "8.6".into();
+            r.units = 82;
+        }
+        let run = |rows: Vec<Record>| Run {
+            calibration: Calibration::from_records(&rows, None).unwrap(),
+            records: Some(rows),
+        };
+        vec![run(a), run(b)]
+    }
+
+    #[test]
+    fn gaps_are_shown_not_dropped() {
+        let runs = two_runs();
+        let lines = lines(&runs);
+        let find = |k: &str| {
+            lines
+                .iter()
+                .find(|l| l.key == k)
+                .unwrap_or_else(|| panic!("{k}"))
+        };
+        // only A ran the sweep
+        let sweep = find("intensity/fma_chain/f32/16");
+        assert_eq!(sweep.cells[1].status, "not run");
+        assert_eq!(sweep.ratio(1), None);
+        // only B ran scale
+        assert_eq!(find("stream/scale/f32").cells[0].status, "not run");
+        // B's triad failed
+        assert_eq!(find("stream/triad/f32").cells[1].status, "invalid");
+        // copy: both ran, B twice as fast; spec ratio 936 / 2039
+        let copy = find("stream/copy/f32");
+        assert!((copy.ratio(1).unwrap() - 2.0).abs() < 1e-9);
+        assert!((copy.spec_ratio(1).unwrap() - 936.0 / 2039.0).abs() < 1e-9);
+        // ceilings: f32 peak doubles; RTX 3090 sheet 35.6 vs A100 19.5
+        let f32 = find("f32");
+        assert!((f32.ratio(1).unwrap() - 2.0).abs() < 1e-9);
+        assert!((f32.spec_ratio(1).unwrap() - 35.6 / 19.5).abs() < 1e-9);
+        // DRAM ceiling of B is its copy (the triad failed), 2 × 1400
+        let dram = find("DRAM");
+        assert!((dram.cells[1].measured.unwrap() - 2800.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn calibration_only_runs_have_ceilings_but_no_cases() {
+        let mut runs = two_runs();
+        runs[1].records = None;
+        let lines = lines(&runs);
+        let copy = lines.iter().find(|l| l.key == "stream/copy/f32").unwrap();
+        assert_eq!(copy.cells[1].status, "no rows");
+        assert!(lines.iter().find(|l| l.key == "DRAM").unwrap().cells[1]
+            .measured
+            .is_some());
+    }
+
+    #[test]
+    fn table_and_csv_snapshots() {
+        let runs = two_runs();
+        insta::assert_snapshot!("compare_table", table(&runs));
+        let csv = String::from_utf8(csv(&runs)).unwrap();
+        assert!(csv.starts_with("section,key,unit,run,run_id,device_name,host,measured,spec,status,ratio_to_a,spec_ratio_to_a\n"));
+        insta::assert_snapshot!("compare_csv", csv);
+    }
+
+    #[test]
+    fn letters() {
+        assert_eq!(letter(0), "A");
+        assert_eq!(letter(25), "Z");
+        assert_eq!(letter(26), "AA");
+        assert_eq!(letter(27), "AB");
+    }
+}

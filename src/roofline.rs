@@ -1,0 +1,660 @@
+//! The empirical roofline: ceilings fitted from one run's measurements, held against the spec,
+//! with ridge points and every measurement point classified against the roof.
+//!
+//! # Method (what users cite)
+//!
+//! - **Memory ceiling** (DRAM): the highest GB/s of any valid `stream` row, whichever kernel
+//!   and precision set it; the ceiling names that case. L2 and L1 ceilings come the same way
+//!   from the cache sweep once it exists ([`MemoryLevel`]).
+//! - **Compute ceilings**: per family and precision (`peak` f64, f32, f16x2, …; `tensor` f16.f32,
+//!   s8.s32, …), the highest GFLOP/s (GOP/s for integers) of any valid row.
+//! - **Invalid rows never contribute**: a row counts only when `valid` is true and its figure is
+//!   finite and positive. Invalid rows are listed, not fitted.
+//! - **Spec and efficiency**: each ceiling is held against its spec figure (sheet column or
+//!   theoretical, see [`crate::specs`]); `efficiency = measured / spec`. A measured figure above
+//!   its spec is flagged (`above_spec`), never clipped.
+//! - **Ridge point** of a memory ceiling and a compute ceiling: `compute GFLOP/s / memory GB/s`,
+//!   in flop per byte, for the measured pair and for the spec pair.
+//! - **Points**: every valid row with both an arithmetic intensity (flops / bytes) and a GFLOP/s
+//!   figure (the intensity sweep; STREAM kernels that do arithmetic). Its roof at intensity `I`
+//!   is `min(P, I × B)` with `B` the DRAM ceiling and `P` the compute ceiling of the point's own
+//!   precision, measured where there is one, else spec (the point says which). A point left of
+//!   the ridge (`I × B < P`) is memory-bound, else compute-bound; `fraction_of_roof` is
+//!   measured / roof (1 = on the roof).
+//!
+//! This module is pure: records and a spec function in, a [`Fit`] out. It must not read files,
+//! print, or look specs up itself.
+
+use crate::bench::{Family, Precision};
+use crate::record::Record;
+use crate::specs::SpecFigure;
+use serde::{Deserialize, Serialize};
+
+/// A level of the memory hierarchy that has a bandwidth ceiling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryLevel {
+    Dram,
+    L2,
+    L1,
+}
+
+impl MemoryLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryLevel::Dram => "DRAM",
+            MemoryLevel::L2 => "L2",
+            MemoryLevel::L1 => "L1",
+        }
+    }
+}
+
+/// A bandwidth ceiling, GB/s (10^9 bytes per second, STREAM counting).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryCeiling {
+    pub level: MemoryLevel,
+    /// Best valid measurement; `None` when no valid row measured this level.
+    pub gbps: Option<f64>,
+    /// The case that set it (`stream/triad/f32`).
+    pub case: Option<String>,
+    pub spec_gbps: Option<f64>,
+    /// Where the spec figure comes from, or why there is none.
+    pub spec_basis: String,
+    /// measured / spec.
+    pub efficiency: Option<f64>,
+    /// The measurement exceeds the spec figure.
+    pub above_spec: bool,
+}
+
+/// An arithmetic ceiling, GFLOP/s (GOP/s for integer precisions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ComputeCeiling {
+    /// `peak` (ALU) or `tensor` (tensor cores).
+    pub family: Family,
+    pub precision: Precision,
+    pub gflops: Option<f64>,
+    pub case: Option<String>,
+    pub spec_gflops: Option<f64>,
+    pub spec_basis: String,
+    pub efficiency: Option<f64>,
+    pub above_spec: bool,
+}
+
+impl ComputeCeiling {
+    /// `f32`, `tensor f16.f32`: how a ceiling is named in tables and plots.
+    pub fn label(&self) -> String {
+        match self.family {
+            Family::Tensor => format!("tensor {}", self.precision),
+            _ => self.precision.to_string(),
+        }
+    }
+}
+
+/// Where a memory ceiling meets a compute ceiling, in flop per byte.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RidgePoint {
+    pub memory: MemoryLevel,
+    pub family: Family,
+    pub precision: Precision,
+    /// Measured compute / measured bandwidth.
+    pub flop_per_byte: Option<f64>,
+    /// Spec compute / spec bandwidth.
+    pub spec_flop_per_byte: Option<f64>,
+}
+
+/// Which side of the ridge a point lies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    Memory,
+    Compute,
+    /// No roof to hold it against (no memory and no compute ceiling, measured or spec).
+    Unknown,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Memory => "memory-bound",
+            Bound::Compute => "compute-bound",
+            Bound::Unknown => "no roof",
+        }
+    }
+}
+
+/// A measurement placed on the roofline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub case: String,
+    pub family: Family,
+    pub precision: Precision,
+    /// The family's parameter (operations per element in the intensity sweep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<u32>,
+    /// flops / bytes.
+    pub flop_per_byte: f64,
+    pub gflops: f64,
+    pub bound: Bound,
+    /// The roof at this intensity, `min(P, I × B)`.
+    pub roof_gflops: Option<f64>,
+    /// gflops / roof_gflops: 1 is on the roof.
+    pub fraction_of_roof: Option<f64>,
+    /// Which ceilings made the roof (`measured DRAM, measured f32`), or what was missing.
+    pub roof_basis: String,
+}
+
+/// Everything fitted from one run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    pub memory_ceilings: Vec<MemoryCeiling>,
+    pub compute_ceilings: Vec<ComputeCeiling>,
+    pub ridge_points: Vec<RidgePoint>,
+    pub points: Vec<Point>,
+    /// Rows that contributed nothing: `case: status`.
+    pub excluded: Vec<String>,
+}
+
+impl Fit {
+    pub fn memory(&self, level: MemoryLevel) -> Option<&MemoryCeiling> {
+        self.memory_ceilings.iter().find(|m| m.level == level)
+    }
+
+    pub fn compute(&self, family: Family, precision: Precision) -> Option<&ComputeCeiling> {
+        self.compute_ceilings
+            .iter()
+            .find(|c| c.family == family && c.precision == precision)
+    }
+}
+
+/// A figure usable as a ceiling or a point: finite and positive.
+fn usable(x: Option<f64>) -> Option<f64> {
+    x.filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// The compute ceilings a spec may have even when nothing measured them.
+const SPEC_CEILINGS: [(Family, Precision); 10] = [
+    (Family::Peak, Precision::F64),
+    (Family::Peak, Precision::F32),
+    (Family::Peak, Precision::F16x2),
+    (Family::Tensor, Precision::F64F64),
+    (Family::Tensor, Precision::Tf32F32),
+    (Family::Tensor, Precision::F16F32),
+    (Family::Tensor, Precision::F16F16),
+    (Family::Tensor, Precision::Bf16F32),
+    (Family::Tensor, Precision::E4m3F32),
+    (Family::Tensor, Precision::S8S32),
+];
+
+fn efficiency(measured: Option<f64>, spec: Option<f64>) -> (Option<f64>, bool) {
+    match (measured, spec) {
+        (Some(m), Some(s)) if s > 0.0 => (Some(m / s), m > s),
+        _ => (None, false),
+    }
+}
+
+/// The best valid figure among `rows`, with its case id. Ties keep the first row.
+fn best<'a>(
+    rows: impl Iterator<Item = &'a Record>,
+    figure: impl Fn(&Record) -> Option<f64>,
+) -> Option<(f64, String)> {
+    let mut out: Option<(f64, String)> = None;
+    for r in rows.filter(|r| r.valid) {
+        if let Some(v) = usable(figure(r)) {
+            if out.as_ref().is_none_or(|(b, _)| v > *b) {
+                out = Some((v, r.case_id()));
+            }
+        }
+    }
+    out
+}
+
+/// Fits the roofline of one run. `spec(family, precision)` gives the spec figure of a ceiling
+/// (GB/s for `stream`, GFLOP/s otherwise) or why there is none.
+pub fn fit(
+    records: &[Record],
+    spec: &dyn Fn(Family, Precision) -> Result<SpecFigure, String>,
+) -> Fit {
+    let mut fit = Fit::default();
+    for r in records {
+        let has_figure = usable(r.gbps).is_some() || usable(r.gflops).is_some();
+        if !r.valid {
+            fit.excluded.push(format!("{}: {}", r.case_id(), r.status));
+        } else if !has_figure {
+            fit.excluded
+                .push(format!("{}: no finite positive figure", r.case_id()));
+        }
+    }
+
+    // Memory: DRAM from the STREAM rows.
+    let stream: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.family == Family::Stream)
+        .collect();
+    let dram_spec = spec(Family::Stream, Precision::F32);
+    if !stream.is_empty() || dram_spec.is_ok() {
+        let measured = best(stream.iter().copied(), |r| r.gbps);
+        let (spec_gbps, spec_basis) = split_spec(dram_spec);
+        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gbps);
+        fit.memory_ceilings.push(MemoryCeiling {
+            level: MemoryLevel::Dram,
+            gbps: measured.as_ref().map(|m| m.0),
+            case: measured.map(|m| m.1),
+            spec_gbps,
+            spec_basis,
+            efficiency,
+            above_spec,
+        });
+    }
+
+    // Compute: per family and precision, measured or on the sheet.
+    let mut keys: Vec<(Family, Precision)> = records
+        .iter()
+        .filter(|r| matches!(r.family, Family::Peak | Family::Tensor))
+        .map(|r| (r.family, r.precision))
+        .chain(
+            SPEC_CEILINGS
+                .into_iter()
+                .filter(|(f, p)| spec(*f, *p).is_ok()),
+        )
+        .collect();
+    keys.sort_by_key(|(f, p)| (*f, Precision::ALL.iter().position(|q| q == p)));
+    keys.dedup();
+    for (family, precision) in keys {
+        let rows = records
+            .iter()
+            .filter(|r| r.family == family && r.precision == precision);
+        let measured = best(rows, |r| r.gflops);
+        let (spec_gflops, spec_basis) = split_spec(spec(family, precision));
+        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gflops);
+        fit.compute_ceilings.push(ComputeCeiling {
+            family,
+            precision,
+            gflops: measured.as_ref().map(|m| m.0),
+            case: measured.map(|m| m.1),
+            spec_gflops,
+            spec_basis,
+            efficiency,
+            above_spec,
+        });
+    }
+
+    // Ridge points: every memory ceiling with every compute ceiling.
+    for m in &fit.memory_ceilings {
+        for c in &fit.compute_ceilings {
+            let ratio = |p: Option<f64>, b: Option<f64>| p.zip(b).map(|(p, b)| p / b);
+            let ridge = RidgePoint {
+                memory: m.level,
+                family: c.family,
+                precision: c.precision,
+                flop_per_byte: ratio(c.gflops, m.gbps),
+                spec_flop_per_byte: ratio(c.spec_gflops, m.spec_gbps),
+            };
+            if ridge.flop_per_byte.is_some() || ridge.spec_flop_per_byte.is_some() {
+                fit.ridge_points.push(ridge);
+            }
+        }
+    }
+
+    // Points: every valid row with an intensity and an arithmetic rate.
+    let dram = fit.memory(MemoryLevel::Dram);
+    let mut points = Vec::new();
+    for r in records.iter().filter(|r| r.valid) {
+        let (Some(flop_per_byte), Some(gflops)) = (usable(r.intensity), usable(r.gflops)) else {
+            continue;
+        };
+        if !matches!(r.family, Family::Stream | Family::Intensity) {
+            continue;
+        }
+        let memory = dram.and_then(|m| {
+            m.gbps
+                .map(|v| (v, "measured DRAM"))
+                .or(m.spec_gbps.map(|v| (v, "spec DRAM")))
+        });
+        // The compute ceiling of the point's own precision: the ALU peak (an intensity sweep
+        // runs FMAs, not tensor instructions).
+        let compute = fit.compute(Family::Peak, r.precision).and_then(|c| {
+            c.gflops
+                .map(|v| (v, "measured"))
+                .or(c.spec_gflops.map(|v| (v, "spec")))
+        });
+        let memory_roof = memory.map(|(b, _)| flop_per_byte * b);
+        let (bound, roof) = match (memory_roof, compute.map(|c| c.0)) {
+            (Some(m), Some(p)) if m < p => (Bound::Memory, Some(m)),
+            (Some(_), Some(p)) => (Bound::Compute, Some(p)),
+            (Some(m), None) => (Bound::Memory, Some(m)),
+            (None, Some(p)) => (Bound::Compute, Some(p)),
+            (None, None) => (Bound::Unknown, None),
+        };
+        let roof_basis = match (memory, compute) {
+            (Some((_, m)), Some((_, c))) => format!("{m}, {c} {} peak", r.precision),
+            (Some((_, m)), None) => format!("{m} only: no {} compute ceiling", r.precision),
+            (None, Some((_, c))) => format!("{c} {} peak only: no DRAM ceiling", r.precision),
+            (None, None) => "no DRAM or compute ceiling".to_string(),
+        };
+        points.push(Point {
+            case: r.case_id(),
+            family: r.family,
+            precision: r.precision,
+            param: r.param,
+            flop_per_byte,
+            gflops,
+            bound,
+            roof_gflops: roof,
+            fraction_of_roof: roof.map(|roof| gflops / roof),
+            roof_basis,
+        });
+    }
+    fit.points = points;
+    fit
+}
+
+fn split_spec(s: Result<SpecFigure, String>) -> (Option<f64>, String) {
+    match s {
+        Ok(f) => (usable(Some(f.value)), f.basis),
+        Err(why) => (None, why),
+    }
+}
+
+/// The attainable rate at `flop_per_byte` under a bandwidth and a compute ceiling.
+pub fn attainable_gflops(flop_per_byte: f64, gbps: f64, gflops: f64) -> f64 {
+    (flop_per_byte * gbps).min(gflops)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::backend::BackendKind;
+    use crate::record::SCHEMA;
+
+    /// A synthetic row: `gbps`/`gflops` derived from bytes, flops and a time, as runs do.
+    pub(crate) fn row(
+        family: Family,
+        kernel: &str,
+        precision: Precision,
+        param: Option<u32>,
+        (bytes, flops): (u64, u64),
+        secs: f64,
+        valid: bool,
+    ) -> Record {
+        Record {
+            schema: SCHEMA.into(),
+            run_id: "lab-cuda0-nvidia-a100-sxm4-80gb-20260101T000000Z".into(),
+            timestamp_utc: "2026-01-01T00:00:00Z".into(),
+            host: "lab".into(),
+            backend: BackendKind::Cuda,
+            device_id: "cuda:0".into(),
+            device_name: "NVIDIA A100-SXM4-80GB".into(),
+            compute_capability: "8.0".into(),
+            units: 108,
+            driver: "CUDA 12.4, driver 550.54.15".into(),
+            family,
+            kernel: kernel.into(),
+            precision,
+            param,
+            elements: 1 << 20,
+            working_set_bytes: bytes,
+            bytes,
+            flops,
+            reps: 10,
+            samples: 10,
+            time_min_s: valid.then_some(secs * 0.99),
+            time_median_s: valid.then_some(secs),
+            time_mean_s: valid.then_some(secs),
+            time_max_s: valid.then_some(secs * 1.01),
+            time_stddev_s: valid.then_some(secs * 0.01),
+            cv: valid.then_some(0.01),
+            gbps: (valid && bytes > 0).then(|| bytes as f64 / secs / 1e9),
+            gflops: (valid && flops > 0).then(|| flops as f64 / secs / 1e9),
+            theory_gflops: None,
+            intensity: (bytes > 0).then(|| flops as f64 / bytes as f64),
+            valid,
+            status: if valid {
+                "ok".into()
+            } else {
+                "invalid: [0] is NaN, should be 1".into()
+            },
+            clock_mhz: Some(1410.0),
+            memory_clock_mhz: Some(1593.0),
+            power_w: Some(300.0),
+            temperature_c: Some(60.0),
+            throttle: String::new(),
+            note: String::new(),
+        }
+    }
+
+    /// A device built to have a 1500 GB/s DRAM roof and a 15 000 GFLOP/s f32 peak (ridge 10
+    /// flop/byte), measured by STREAM, peak and an intensity sweep that follows the roof at 90 %.
+    pub(crate) fn synthetic_run() -> Vec<Record> {
+        let gb = 1e9;
+        let mut rows = vec![
+            // triad f32: 12 bytes and 2 flops per element, at 1500 GB/s
+            row(
+                Family::Stream,
+                "triad",
+                Precision::F32,
+                None,
+                (12 << 20, 2 << 20),
+                (12 << 20) as f64 / (1500.0 * gb),
+                true,
+            ),
+            // copy f32 slower
+            row(
+                Family::Stream,
+                "copy",
+                Precision::F32,
+                None,
+                (8 << 20, 0),
+                (8 << 20) as f64 / (1400.0 * gb),
+                true,
+            ),
+            // an invalid copy that "would" have been faster: must not count
+            row(
+                Family::Stream,
+                "copy",
+                Precision::F64,
+                None,
+                (16 << 20, 0),
+                (16 << 20) as f64 / (9000.0 * gb),
+                false,
+            ),
+            // peak f32 at 15 000 GFLOP/s
+            row(
+                Family::Peak,
+                "fma",
+                Precision::F32,
+                None,
+                (0, 15_000_000_000_000),
+                1.0,
+                true,
+            ),
+            // an invalid peak that would be higher
+            row(
+                Family::Peak,
+                "fma",
+                Precision::F32,
+                None,
+                (0, 99_000_000_000_000),
+                1.0,
+                false,
+            ),
+            // tensor f16.f32 at 250 TFLOP/s
+            row(
+                Family::Tensor,
+                "mma_m16n8k16",
+                Precision::F16F32,
+                None,
+                (0, 250_000_000_000_000),
+                1.0,
+                true,
+            ),
+        ];
+        // intensity sweep: k flops per 8 bytes (read one f32, write one f32), at 90 % of the roof
+        for k in [1u32, 4, 16, 64, 256, 1024] {
+            let bytes: u64 = 8 << 20;
+            let flops = u64::from(k) * (1 << 20);
+            let intensity = flops as f64 / bytes as f64;
+            let roof = attainable_gflops(intensity, 1500.0, 15_000.0);
+            let secs = flops as f64 / (0.9 * roof * gb);
+            rows.push(row(
+                Family::Intensity,
+                "fma_chain",
+                Precision::F32,
+                Some(k),
+                (bytes, flops),
+                secs,
+                true,
+            ));
+        }
+        rows
+    }
+
+    fn a100_like_spec(family: Family, precision: Precision) -> Result<SpecFigure, String> {
+        let value = match (family, precision) {
+            (Family::Stream, _) => 2000.0,
+            (Family::Peak, Precision::F32) => 19_500.0,
+            (Family::Peak, Precision::F64) => 9_700.0,
+            (Family::Tensor, Precision::F16F32) => 240_000.0,
+            _ => return Err("no spec: the test sheet is blank here".into()),
+        };
+        Ok(SpecFigure {
+            value,
+            basis: "sheet: test".into(),
+        })
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() <= 1e-9 * b.abs().max(1.0))
+    }
+
+    #[test]
+    fn fit_recovers_the_ceilings_and_ridge_it_was_built_from() {
+        let fit = fit(&synthetic_run(), &a100_like_spec);
+        let dram = fit.memory(MemoryLevel::Dram).unwrap();
+        assert!(close(dram.gbps, 1500.0), "{dram:?}");
+        assert_eq!(
+            dram.case.as_deref(),
+            Some("stream/triad/f32"),
+            "names the kernel"
+        );
+        assert!(close(dram.efficiency, 0.75));
+        assert!(!dram.above_spec);
+
+        let f32 = fit.compute(Family::Peak, Precision::F32).unwrap();
+        assert!(
+            close(f32.gflops, 15_000.0),
+            "the invalid 99 000 does not count: {f32:?}"
+        );
+        assert!(close(f32.efficiency, 15_000.0 / 19_500.0));
+
+        let ridge = fit
+            .ridge_points
+            .iter()
+            .find(|r| r.family == Family::Peak && r.precision == Precision::F32)
+            .unwrap();
+        assert!(close(ridge.flop_per_byte, 10.0), "{ridge:?}");
+        assert!(close(ridge.spec_flop_per_byte, 19_500.0 / 2000.0));
+
+        // the sweep: left of 10 flop/byte memory-bound, right of it compute-bound, all at 90 %
+        let sweep: Vec<&Point> = fit
+            .points
+            .iter()
+            .filter(|p| p.family == Family::Intensity)
+            .collect();
+        assert_eq!(sweep.len(), 6);
+        for p in &sweep {
+            let expected = if p.flop_per_byte < 10.0 {
+                Bound::Memory
+            } else {
+                Bound::Compute
+            };
+            assert_eq!(p.bound, expected, "{p:?}");
+            assert!(close(p.fraction_of_roof, 0.9), "{p:?}");
+            assert_eq!(p.roof_basis, "measured DRAM, measured f32 peak");
+        }
+        // triad itself sits on the roof
+        let triad = fit
+            .points
+            .iter()
+            .find(|p| p.case == "stream/triad/f32")
+            .unwrap();
+        assert!(close(triad.fraction_of_roof, 1.0));
+        // copy does no arithmetic: not a point
+        assert!(!fit.points.iter().any(|p| p.case.contains("copy")));
+        // invalid rows are listed, not fitted
+        assert_eq!(fit.excluded.len(), 2, "{:?}", fit.excluded);
+        assert!(fit.excluded[0].starts_with("stream/copy/f64: invalid"));
+    }
+
+    #[test]
+    fn above_spec_is_flagged_and_spec_only_ceilings_are_kept() {
+        let fit = fit(&synthetic_run(), &a100_like_spec);
+        let tensor = fit.compute(Family::Tensor, Precision::F16F32).unwrap();
+        assert!(tensor.above_spec, "250 T measured against a 240 T sheet");
+        assert!(close(tensor.efficiency, 250.0 / 240.0));
+        // on the sheet, not measured: spec ceiling with no number and no efficiency
+        let f64 = fit.compute(Family::Peak, Precision::F64).unwrap();
+        assert_eq!((f64.gflops, f64.efficiency), (None, None));
+        assert!(close(f64.spec_gflops, 9_700.0));
+        let r = fit
+            .ridge_points
+            .iter()
+            .find(|r| r.precision == Precision::F64)
+            .unwrap();
+        assert_eq!(r.flop_per_byte, None);
+        assert!(close(r.spec_flop_per_byte, 9_700.0 / 2000.0));
+        // a column the sheet leaves blank and nothing measured: no ceiling
+        assert!(fit.compute(Family::Tensor, Precision::S8S32).is_none());
+    }
+
+    #[test]
+    fn without_spec_or_compute_ceilings_points_meet_the_memory_roof_only() {
+        let rows: Vec<Record> = synthetic_run()
+            .into_iter()
+            .filter(|r| r.family != Family::Peak)
+            .collect();
+        let no_spec =
+            |_: Family, _: Precision| Err::<SpecFigure, _>("no spec: host CPU".to_string());
+        let fit = fit(&rows, &no_spec);
+        let dram = fit.memory(MemoryLevel::Dram).unwrap();
+        assert_eq!(
+            (dram.spec_gbps, dram.efficiency, dram.above_spec),
+            (None, None, false)
+        );
+        assert_eq!(dram.spec_basis, "no spec: host CPU");
+        assert!(fit.compute(Family::Peak, Precision::F32).is_none());
+        let p = fit
+            .points
+            .iter()
+            .find(|p| p.family == Family::Intensity)
+            .unwrap();
+        assert_eq!(p.bound, Bound::Memory);
+        assert_eq!(p.roof_basis, "measured DRAM only: no f32 compute ceiling");
+        // only the tensor ceiling (no DRAM pair for it lacks nothing) gives a ridge
+        assert!(fit.ridge_points.iter().all(|r| r.family == Family::Tensor));
+    }
+
+    #[test]
+    fn nothing_valid_fits_nothing_and_nothing_panics() {
+        let mut rows = synthetic_run();
+        for r in &mut rows {
+            r.valid = false;
+        }
+        let fit1 = fit(&rows, &a100_like_spec);
+        let dram = fit1.memory(MemoryLevel::Dram).unwrap();
+        assert_eq!(dram.gbps, None);
+        assert!(fit1.points.is_empty());
+        assert_eq!(fit1.excluded.len(), rows.len());
+        // NaN, infinite and negative figures marked valid are not numbers either
+        let mut rows = synthetic_run();
+        rows[0].gbps = Some(f64::NAN);
+        rows[1].gbps = Some(f64::INFINITY);
+        rows[3].gflops = Some(-1.0);
+        let fit2 = fit(&rows, &a100_like_spec);
+        assert_eq!(fit2.memory(MemoryLevel::Dram).unwrap().gbps, None);
+        assert_eq!(
+            fit2.compute(Family::Peak, Precision::F32).unwrap().gflops,
+            None
+        );
+        assert_eq!(fit(&[], &a100_like_spec).points.len(), 0);
+    }
+}

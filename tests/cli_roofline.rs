@@ -1,0 +1,367 @@
+//! The roofline commands end to end: `specs`, a real host run with its JSON and SVG beside the
+//! CSV, then `report`, `export`, `plot` and `compare` on what it wrote, and every kind of bad
+//! input each of them can meet. Every error must be one `error: file:line: …` line and exit 1,
+//! never a panic.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use roofprobe::Calibration;
+use std::path::{Path, PathBuf};
+
+fn roofprobe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_roofprobe"))
+}
+
+/// Runs roofprobe and returns (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = roofprobe().args(args).output().expect("roofprobe runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Asserts a failure printed as exactly one `error: …` line that starts with `prefix`.
+fn fails_with(args: &[&str], prefix: &str) -> String {
+    let (code, _, err) = run(args);
+    assert_eq!(code, 1, "{args:?}: exit code; stderr: {err}");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one error line, got {err}");
+    assert!(
+        lines[0].starts_with(&format!("error: {prefix}")),
+        "{args:?}: expected `error: {prefix}…`, got {}",
+        lines[0]
+    );
+    lines[0].to_string()
+}
+
+/// A real quick host run of a few small cases into `dir`; returns its CSV.
+fn host_run(dir: &Path, filters: &[&str]) -> PathBuf {
+    let mut args = vec![
+        "run",
+        "--device",
+        "host",
+        "--quick",
+        "--size",
+        "8MiB",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    for f in filters {
+        args.extend(["--filter", f]);
+    }
+    let (code, out, err) = run(&args);
+    assert!(code == 0 || code == 3, "run failed ({code}): {err}");
+    let csv = out
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap_or_else(|| panic!("no results line in {out}"));
+    PathBuf::from(csv)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn specs_lists_shows_and_compares_without_a_gpu() {
+    let (code, out, _) = run(&["specs"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("28 entries") || out.contains(" entries."),
+        "{out}"
+    );
+    // a header, then a line per entry
+    assert!(
+        out.lines().take_while(|l| !l.is_empty()).count() > 28,
+        "{out}"
+    );
+
+    roofprobe()
+        .args(["specs", "NVIDIA A100-SXM4-80GB"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "device                       A100 80GB SXM4",
+        ))
+        .stdout(predicate::str::contains(
+            "mem_bandwidth_gbs            2039",
+        ));
+
+    let (code, out, _) = run(&["specs", "--compare", "RTX 3090", "A100 80GB SXM4"]);
+    assert_eq!(code, 0);
+    let line = |column: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(column))
+            .unwrap_or_else(|| panic!("no {column} line in {out}"))
+            .split_whitespace()
+            .skip(1)
+            .map(str::to_string)
+            .collect()
+    };
+    // the vendor figures exactly as the reference table prints them, then B/A
+    assert_eq!(line("mem_bandwidth_gbs"), ["936", "2039", "2.18x"]);
+    assert_eq!(line("fp32_tflops"), ["35.6", "19.5", "0.55x"]);
+    assert_eq!(line("fp16_tensor_fp32acc_tflops"), ["71", "312", "4.39x"]);
+    assert_eq!(line("fp16_tensor_fp16acc_tflops"), ["142", "312", "2.20x"]);
+    assert_eq!(line("fp64_tflops"), ["-", "9.7"]);
+    assert_eq!(line("memory_data_rate_gbps"), ["19.5", "3.19", "0.16x"]);
+}
+
+#[test]
+fn specs_names_that_do_not_fit_are_errors_with_candidates() {
+    let e = fails_with(&["specs", "H100"], "`H100` fits 3 spec entries");
+    assert!(e.contains("\"H100 SXM5 80GB\""), "{e}");
+    let e = fails_with(
+        &["specs", "RTX 3009"],
+        "no spec entry matches `RTX 3009`; closest: ",
+    );
+    assert!(e.contains("\"RTX 3090\""), "{e}");
+    fails_with(
+        &[
+            "specs",
+            "--compare",
+            "RTX 3090",
+            "NVIDIA GeForce RTX 4090 Laptop GPU",
+        ],
+        "no spec entry matches `NVIDIA GeForce RTX 4090 Laptop GPU`",
+    );
+}
+
+#[test]
+fn a_host_run_writes_json_and_svg_and_report_regenerates_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = host_run(dir.path(), &["triad", "copy"]);
+    let stem = csv.file_stem().unwrap().to_str().unwrap().to_string();
+    let json = dir.path().join(format!("{stem}.json"));
+    let svg = dir.path().join(format!("{stem}.svg"));
+
+    let cal = Calibration::load(&json).expect("the run's calibration loads");
+    assert_eq!(cal.schema, roofprobe::calibration::SCHEMA);
+    assert_eq!(cal.device.backend, roofprobe::backend::BackendKind::Host);
+    assert!(cal.dram_gbps().is_some_and(|g| g > 0.0));
+    assert!(cal.spec.describe().starts_with("no spec (host CPU"));
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.contains("Roofline: "));
+    assert!(svg_text.contains("Arithmetic intensity (FLOP/byte)"));
+    assert!(svg_text.contains("(host, host CPU)"));
+
+    // export from the CSV alone gives what the run wrote
+    let (code, exported, _) = run(&["export", s(&csv)]);
+    assert_eq!(code, 0);
+    assert_eq!(exported, std::fs::read_to_string(&json).unwrap());
+
+    // report regenerates beside the CSV without overwriting anything
+    let (code, out, err) = run(&["report", s(&csv)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("stream/triad/f32") && out.contains("Roofline of"),
+        "{out}"
+    );
+    let json2 = dir.path().join(format!("{stem}-2.json"));
+    let svg2 = dir.path().join(format!("{stem}-2.svg"));
+    assert!(
+        out.contains(&format!("calibration: {}", json2.display())),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read(&json2).unwrap(),
+        std::fs::read(&json).unwrap()
+    );
+    assert_eq!(std::fs::read(&svg2).unwrap(), std::fs::read(&svg).unwrap());
+
+    // export --out refuses an existing file
+    fails_with(
+        &["export", s(&csv), "--out", s(&json)],
+        &format!("{} exists", json.display()),
+    );
+
+    // plot, from the CSV and from the JSON, beside the input by default
+    let (code, out, _) = run(&["plot", s(&csv)]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&format!("{stem}-3.svg")), "{out}");
+    let from_json = dir.path().join("from-json.svg");
+    roofprobe()
+        .args(["plot", s(&json), "-o", s(&from_json)])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&from_json).unwrap(),
+        std::fs::read(&svg).unwrap()
+    );
+}
+
+#[test]
+fn compare_shows_two_runs_with_gaps_and_writes_svg_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = host_run(&dir.path().join("a"), &["triad"]);
+    let b = host_run(&dir.path().join("b"), &["triad/f32", "scale"]);
+    let svg = dir.path().join("overlay.svg");
+    let table_csv = dir.path().join("compare.csv");
+    let (code, out, err) = run(&[
+        "compare",
+        s(&a),
+        s(&b),
+        "--svg",
+        s(&svg),
+        "--csv",
+        s(&table_csv),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("Comparing 2 runs"), "{out}");
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} in {out}"))
+            .to_string()
+    };
+    // both ran triad f32: a ratio; f64 triad only in A, scale only in B: gaps, not dropped
+    assert!(line("stream/triad/f32 ").contains('x'), "{out}");
+    assert!(line("stream/triad/f64 ").contains("not run"), "{out}");
+    assert!(line("stream/scale/f32 ").contains("not run"), "{out}");
+    assert!(line("DRAM ").contains('x'));
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.contains("Roofline: 2 devices overlaid"));
+    let csv_text = std::fs::read_to_string(&table_csv).unwrap();
+    assert!(csv_text.starts_with("section,key,unit,run,run_id,"));
+    assert!(csv_text.contains(",not run,"));
+
+    // a calibration JSON compares too: ceilings, and "no rows" for its cases
+    let json = a.with_extension("json");
+    let (code, out, _) = run(&["compare", s(&b), s(&json)]);
+    assert_eq!(code, 0);
+    assert!(out.contains("calibration file: ceilings only"));
+    assert!(
+        line_of(&out, "stream/triad/f32 ").contains("no rows"),
+        "{out}"
+    );
+}
+
+fn line_of(text: &str, key: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with(key))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn bad_inputs_name_file_line_and_expectation_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = host_run(&dir.path().join("run"), &["triad"]);
+    let text = std::fs::read_to_string(&good).unwrap();
+    let write = |name: &str, body: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        p
+    };
+    let empty = write("empty.csv", "");
+    let foreign = write("foreign.csv", "name,score\nada,3\n");
+    let malformed = write("malformed.csv", &text.replacen(",triad,", ",triad,\"", 1));
+    let truncated = write("truncated.csv", &text[..text.len() - 40]);
+    let header_only = write("header.csv", &format!("{}\n", text.lines().next().unwrap()));
+    let other_schema = write(
+        "other.csv",
+        &text.replace("roofprobe-csv/1", "roofprobe-csv/7"),
+    );
+    let json = good.with_extension("json");
+    let json_text = std::fs::read_to_string(&json).unwrap();
+    let newer_json = write(
+        "newer.json",
+        &json_text.replace("roofprobe-calibration/1", "roofprobe-calibration/2"),
+    );
+    let foreign_json = write("foreign.json", "{\n  \"name\": \"not ours\"\n}\n");
+    let broken_json = write("broken.json", &json_text[..json_text.len() / 2]);
+    let missing = dir.path().join("missing.csv");
+
+    let csv_cases: Vec<(&Path, String)> = vec![
+        (&empty, format!("{}:1: empty file", empty.display())),
+        (
+            &foreign,
+            format!("{}:1: not a roofprobe results CSV", foreign.display()),
+        ),
+        (&malformed, format!("{}:2:", malformed.display())),
+        (&truncated, format!("{}:", truncated.display())),
+        (
+            &header_only,
+            format!(
+                "{}:2: the file has a header but no measurements",
+                header_only.display()
+            ),
+        ),
+        (
+            &other_schema,
+            format!(
+                "{}:2: schema `roofprobe-csv/7` is not supported",
+                other_schema.display()
+            ),
+        ),
+        (&missing, format!("{}: ", missing.display())),
+    ];
+    for command in ["report", "plot", "compare", "export"] {
+        for (path, expected) in &csv_cases {
+            fails_with(&[command, s(path)], expected);
+        }
+    }
+    // the truncated file names its last line
+    let lines = text.lines().count();
+    fails_with(
+        &["report", s(&truncated)],
+        &format!("{}:{lines}: row has", truncated.display()),
+    );
+
+    // calibration JSONs: plot and compare read them and refuse other schemas
+    for command in ["plot", "compare"] {
+        fails_with(
+            &[command, s(&newer_json)],
+            &format!(
+                "{}:2: schema `roofprobe-calibration/2` is not supported; this roofprobe reads roofprobe-calibration/1",
+                newer_json.display()
+            ),
+        );
+        fails_with(
+            &[command, s(&foreign_json)],
+            &format!(
+                "{}:1: not a roofprobe calibration: no `schema` field",
+                foreign_json.display()
+            ),
+        );
+        fails_with(
+            &[command, s(&broken_json)],
+            &format!("{}:", broken_json.display()),
+        );
+    }
+    // report and export read CSVs only, and say so
+    for command in ["report", "export"] {
+        fails_with(
+            &[command, s(&json)],
+            &format!(
+                "{}:1: this is a JSON file; expected a roofprobe results CSV",
+                json.display()
+            ),
+        );
+    }
+    // export of a file with several runs asks which one
+    let run_id = text.lines().nth(1).unwrap().split(',').nth(1).unwrap();
+    let second: String = text
+        .lines()
+        .skip(1)
+        .map(|l| l.replacen(run_id, "second-run", 1) + "\n")
+        .collect();
+    let two = write("two.csv", &format!("{text}{second}"));
+    let e = fails_with(
+        &["export", s(&two)],
+        &format!("{} holds 2 runs", two.display()),
+    );
+    assert!(e.contains("--run"), "{e}");
+    fails_with(
+        &["export", s(&two), "--run", "nope"],
+        &format!("{} has no run `nope`", two.display()),
+    );
+    roofprobe()
+        .args(["export", s(&two), "--run", "second-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"run_id\": \"second-run\""));
+}

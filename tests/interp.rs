@@ -1,0 +1,976 @@
+//! Every kernel in `kernels/` runs under the PTX interpreter (`ptxsim`) on edge-case shapes and
+//! is compared with an independent host oracle written here; and deliberately broken copies of
+//! the kernels must fail. This is how a machine without a GPU knows the kernels compute the
+//! right thing, not merely that ptxas accepts them.
+//!
+//! The rules this file enforces:
+//! - every `.ptx` file parses under ptxsim (an instruction it does not implement is a failure
+//!   naming the line, never a skip);
+//! - every `.entry` has an oracle registered in [`oracle_for`]; an entry without one fails
+//!   the suite, by name;
+//! - every `.ptx.in` template is expanded (by main's registry, `roofprobe::kernels::all()`,
+//!   as modules named `<template>#k=…`) and every expansion runs too; a template with no
+//!   expansion fails;
+//! - every module of the registry is a kernel file (byte-identical) or a template expansion,
+//!   so what the binary loads is what ran here;
+//! - mutants (off-by-one tail, dropped barrier, wrong vector count, swapped mma operands)
+//!   must be reported as failures.
+//!
+//! Inputs are random and non-zero, outputs are poisoned (NaN) before every launch, and every
+//! array is allocated to its exact size, so an out-of-bounds access is an interpreter error
+//! naming the instruction and address. Reductions use dyadic inputs (small integers times a
+//! power of two) so that every partial sum is exact in any order: the comparison is exact.
+
+use std::path::{Path, PathBuf};
+
+use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, UniformBranchPolicy};
+use roofprobe::bench::{arith, intensity, peak, tensor, Precision as P};
+
+/// (element count, grid blocks, threads per block): one element, sizes that are not
+/// multiples of the vector width, of the block, or of the grid, grids smaller than the data
+/// (threads loop many times), grids larger than the data (most threads idle), and empty input.
+const STREAM_SHAPES: &[(usize, u32, u32)] = &[
+    (0, 1, 32),
+    (1, 1, 32),
+    (3, 1, 32),
+    (4, 1, 32),
+    (5, 1, 64),
+    (17, 1, 256),
+    (17, 2, 32),
+    (33, 3, 64),
+    (257, 1, 32),
+    (1000, 2, 64),
+    (4099, 3, 256),
+    (10007, 2, 32),
+];
+
+fn kernels_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels")
+}
+
+/// `kernels/*.ptx`, sorted: (file name, text).
+fn ptx_files() -> Vec<(String, String)> {
+    files_ending_in(".ptx")
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("kernel file is readable");
+            (p.file_name().unwrap().to_string_lossy().into_owned(), text)
+        })
+        .collect()
+}
+
+fn files_ending_in(suffix: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(kernels_dir())
+        .expect("kernels/ exists")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The instantiations of a `.ptx.in` template, as main's kernel registry
+/// (`roofprobe::kernels::all()`) expands them: modules named `<template>#k=…`, as
+/// (label, PTX text); `None` if the registry has none, which fails
+/// [`every_template_is_expanded`].
+fn expand_template(path: &Path) -> Option<Vec<(String, String)>> {
+    let file = path.file_name()?.to_string_lossy().into_owned();
+    let stem = file.strip_suffix(".in").unwrap_or(&file).to_string();
+    let instances: Vec<(String, String)> = roofprobe::kernels::all()
+        .into_iter()
+        .filter(|s| {
+            s.name.starts_with(&format!("{file}#")) || s.name.starts_with(&format!("{stem}#"))
+        })
+        .map(|s| (s.name, s.ptx))
+        .collect();
+    (!instances.is_empty()).then_some(instances)
+}
+
+/// Every module the suite runs, as (label, file under kernels/ it comes from, PTX): each
+/// `kernels/*.ptx` file as it is on disk, plus every module of the registry that is not a
+/// plain file (template expansions), so nothing the binary can load escapes the interpreter.
+fn modules() -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = ptx_files()
+        .into_iter()
+        .map(|(name, text)| (name.clone(), name, text))
+        .collect();
+    for source in roofprobe::kernels::all() {
+        if let Some((file, _)) = source.name.split_once('#') {
+            out.push((source.name.clone(), file.to_string(), source.ptx));
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Oracles.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamOp {
+    Copy,
+    Scale,
+    Add,
+    Triad,
+    Dot,
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Precision {
+    F32,
+    F64,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Oracle {
+    Stream(StreamOp, Precision),
+    /// kernels/peak.ptx: `fma_<precision>`.
+    Peak(P),
+    /// kernels/mma.ptx and mma_sm89.ptx: `mma_<shape>_<in>_<acc>`.
+    Mma(P),
+    /// The intensity.ptx.in expansions: `fma_<precision>_k<k>`.
+    Sweep(P, u32),
+}
+
+/// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
+/// nobody has written one yet, which fails [`every_entry_has_an_oracle`].
+fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
+    match file {
+        "peak.ptx" => {
+            let p = entry.strip_prefix("fma_")?.parse::<P>().ok()?;
+            return peak::PRECISIONS.contains(&p).then_some(Oracle::Peak(p));
+        }
+        "mma.ptx" | "mma_sm89.ptx" => {
+            return tensor::PRECISIONS
+                .into_iter()
+                .find(|&p| tensor::entry_name(p) == entry)
+                .map(Oracle::Mma);
+        }
+        "intensity.ptx.in" => {
+            let (p, k) = entry.strip_prefix("fma_")?.rsplit_once("_k")?;
+            return Some(Oracle::Sweep(p.parse().ok()?, k.parse().ok()?));
+        }
+        _ => {}
+    }
+    let (kernel, precision) = entry.rsplit_once('_')?;
+    let precision = match precision {
+        "f32" => Precision::F32,
+        "f64" => Precision::F64,
+        _ => return None,
+    };
+    let op = match kernel {
+        "copy" => StreamOp::Copy,
+        "scale" => StreamOp::Scale,
+        "add" => StreamOp::Add,
+        "triad" => StreamOp::Triad,
+        "dot" => StreamOp::Dot,
+        "read" => StreamOp::Read,
+        "write" => StreamOp::Write,
+        _ => return None,
+    };
+    Some(Oracle::Stream(op, precision))
+}
+
+/// Runs `entry` of `module` on every shape its oracle defines; `Err` describes the first
+/// failure (an interpreter error or a wrong value). On success returns the lines of divergent
+/// `bra.uni` seen (empty unless `policy` is `Record`).
+fn check_entry(
+    module: &Module,
+    file: &str,
+    entry: &str,
+    policy: UniformBranchPolicy,
+) -> Result<Vec<u32>, String> {
+    let oracle = oracle_for(file, entry).ok_or_else(|| format!("no oracle for `{entry}`"))?;
+    let mut divergent = Vec::new();
+    let mut note = |lines: Vec<u32>| {
+        for l in lines {
+            if !divergent.contains(&l) {
+                divergent.push(l);
+            }
+        }
+    };
+    match oracle {
+        Oracle::Peak(p) => {
+            // (grid, block, threads that store, loop trips): idle storers, no trips, two trips
+            for &(grid, block, n, trips) in
+                &[(1u32, 32u32, 32u64, 1u32), (2, 64, 100, 2), (1, 32, 7, 0)]
+            {
+                note(
+                    run_peak(module, entry, p, grid, block, n, trips, policy).map_err(|e| {
+                        format!(
+                            "{file}: `{entry}` grid={grid} block={block} n={n} trips={trips}: {e}"
+                        )
+                    })?,
+                );
+            }
+        }
+        Oracle::Mma(p) => {
+            // (grid, block, warps that store, loop trips)
+            for &(grid, block, n, trips) in
+                &[(1u32, 64u32, 2u64, 1u32), (2, 32, 1, 2), (1, 32, 1, 0)]
+            {
+                note(
+                    run_mma(module, entry, p, grid, block, n, trips, policy).map_err(|e| {
+                        format!(
+                            "{file}: `{entry}` grid={grid} block={block} n={n} trips={trips}: {e}"
+                        )
+                    })?,
+                );
+            }
+        }
+        Oracle::Sweep(p, k) => {
+            for &(n, grid, block) in SWEEP_SHAPES {
+                note(
+                    run_sweep(module, entry, p, k, n, grid, block, policy).map_err(|e| {
+                        format!("{file}: `{entry}` n={n} grid={grid} block={block}: {e}")
+                    })?,
+                );
+            }
+        }
+        Oracle::Stream(op, precision) => {
+            for &(n, grid, block) in STREAM_SHAPES {
+                let lines = match precision {
+                    Precision::F32 => run_stream::<f32>(module, entry, op, n, grid, block, policy),
+                    Precision::F64 => run_stream::<f64>(module, entry, op, n, grid, block, policy),
+                }
+                .map_err(|e| format!("{file}: `{entry}` n={n} grid={grid} block={block}: {e}"))?;
+                note(lines);
+            }
+        }
+    }
+    Ok(divergent)
+}
+
+/// f32 or f64, for one generic stream oracle.
+trait Real: Element + PartialEq + std::fmt::Debug {
+    const BYTES: usize;
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn mul_add(self, m: Self, a: Self) -> Self;
+    fn arg(self) -> Arg;
+    fn bits(self) -> u64;
+}
+
+impl Real for f32 {
+    const BYTES: usize = 4;
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    fn mul_add(self, m: Self, a: Self) -> Self {
+        f32::mul_add(self, m, a)
+    }
+    fn arg(self) -> Arg {
+        Arg::F32(self)
+    }
+    fn bits(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+
+impl Real for f64 {
+    const BYTES: usize = 8;
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    fn mul_add(self, m: Self, a: Self) -> Self {
+        f64::mul_add(self, m, a)
+    }
+    fn arg(self) -> Arg {
+        Arg::F64(self)
+    }
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+/// xorshift64*: reproducible inputs without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Non-zero, either sign, magnitude in [0.5, 2), all mantissa bits random.
+    fn real(&mut self) -> f64 {
+        let r = self.next();
+        let m = 0.5 + 1.5 * ((r >> 11) as f64 / (1u64 << 53) as f64);
+        if r & 1 == 1 {
+            -m
+        } else {
+            m
+        }
+    }
+    /// Non-zero dyadic value k/16, k in 1..=16, either sign: sums of such values and of
+    /// their products are exact in f32 for the sizes used here, in any order.
+    fn dyadic(&mut self) -> f64 {
+        let r = self.next();
+        let k = (r >> 8) % 16 + 1;
+        let v = k as f64 / 16.0;
+        if r & 1 == 1 {
+            -v
+        } else {
+            v
+        }
+    }
+}
+
+fn seed_of(entry: &str, n: usize) -> u64 {
+    entry
+        .bytes()
+        .fold(n as u64 ^ 0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_stream<T: Real>(
+    module: &Module,
+    entry: &str,
+    op: StreamOp,
+    n: usize,
+    grid: u32,
+    block: u32,
+    policy: UniformBranchPolicy,
+) -> Result<Vec<u32>, String> {
+    let mut rng = Rng::new(seed_of(entry, n));
+    let reduction = matches!(op, StreamOp::Dot | StreamOp::Read);
+    let gen = |rng: &mut Rng| T::from_f64(if reduction { rng.dyadic() } else { rng.real() });
+    let a: Vec<T> = (0..n).map(|_| gen(&mut rng)).collect();
+    let b: Vec<T> = (0..n).map(|_| gen(&mut rng)).collect();
+    let scalar = T::from_f64(rng.real());
+
+    let mut mem = Memory::new();
+    let pa = mem.alloc_from(&a);
+    let pb = mem.alloc_from(&b);
+    let out_len = if reduction { grid as usize } else { n };
+    // Fresh allocations are poisoned (all bits set: NaN) by ptxsim.
+    let pout = mem.alloc(out_len * <T as Real>::BYTES);
+    let nn = Arg::U64(n as u64);
+    let args = match op {
+        StreamOp::Copy => vec![Arg::Ptr(pa), Arg::Ptr(pout), nn],
+        StreamOp::Scale => vec![Arg::Ptr(pa), Arg::Ptr(pout), nn, scalar.arg()],
+        StreamOp::Add => vec![Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pout), nn],
+        StreamOp::Triad => vec![Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pout), nn, scalar.arg()],
+        StreamOp::Dot => vec![Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pout), nn],
+        StreamOp::Read => vec![Arg::Ptr(pa), Arg::Ptr(pout), nn],
+        StreamOp::Write => vec![Arg::Ptr(pout), nn, scalar.arg()],
+    };
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = policy;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+
+    let got: Vec<T> = mem.read(pout, out_len).map_err(|e| e.to_string())?;
+    // Inputs are never written (kernels/README.md: idempotent launches).
+    if mem.read::<T>(pa, n).map_err(|e| e.to_string())? != a
+        || mem.read::<T>(pb, n).map_err(|e| e.to_string())? != b
+    {
+        return Err("an input array was modified".into());
+    }
+    let expected: Vec<T> = match op {
+        StreamOp::Copy => a.clone(),
+        StreamOp::Scale => a.iter().map(|&x| scalar.mul(x)).collect(),
+        StreamOp::Add => a.iter().zip(&b).map(|(&x, &y)| x.add(y)).collect(),
+        StreamOp::Triad => a
+            .iter()
+            .zip(&b)
+            .map(|(&x, &y)| scalar.mul_add(y, x))
+            .collect(),
+        StreamOp::Write => vec![scalar; n],
+        StreamOp::Dot | StreamOp::Read => {
+            // Which block owns element e (kernels/README.md): vector v = e / W goes to
+            // thread v mod T (grid-stride loop); tail element nvec*W + t goes to thread t.
+            let w = 16 / <T as Real>::BYTES;
+            let threads = (grid * block) as usize;
+            let nvec = n / w;
+            let mut partials = vec![0f64; grid as usize];
+            for e in 0..n {
+                let thread = if e < nvec * w {
+                    (e / w) % threads
+                } else {
+                    e - nvec * w
+                };
+                let term = match op {
+                    StreamOp::Dot => a[e].to_f64() * b[e].to_f64(),
+                    _ => a[e].to_f64(),
+                };
+                partials[thread / block as usize] += term;
+            }
+            partials.into_iter().map(T::from_f64).collect()
+        }
+    };
+    for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+        if g.bits() != e.bits() {
+            return Err(format!(
+                "element {i}: got {g:?}, expected {e:?} (first mismatch of {})",
+                got.iter()
+                    .zip(&expected)
+                    .filter(|(g, e)| g.bits() != e.bits())
+                    .count()
+            ));
+        }
+    }
+    Ok(stats.divergent_uniform_branches)
+}
+
+// ---------------------------------------------------------------------------------------
+// Compute kernels (peak.ptx, mma*.ptx, intensity.ptx.in): the oracles are roofprobe's own
+// reference arithmetic (`bench::arith`, exact-rounding tested on its own) and exact integer
+// matrix products, so the interpreter's fma/mma and the kernels' fragment layouts are checked
+// against an implementation written apart from ptxsim's.
+
+/// (words, grid blocks, threads per block) for the sweep: the three loops (two vectors, one
+/// vector, scalar tail) each with and without work, grids smaller and larger than the data.
+const SWEEP_SHAPES: &[(usize, u32, u32)] = &[
+    (0, 1, 32),
+    (1, 1, 32),
+    (5, 1, 32),
+    (17, 2, 32),
+    (33, 1, 64),
+    (257, 3, 32),
+];
+
+/// The register bits of a `.b32`/`.b64` scalar parameter.
+fn bits_arg(p: P, bits: u64) -> Arg {
+    if arith::word_bytes(p) == 8 {
+        Arg::U64(bits)
+    } else {
+        Arg::U32(bits as u32)
+    }
+}
+
+/// Allocates `words` registers' worth of bits (u32 or u64 each).
+fn alloc_words(mem: &mut Memory, p_wide: bool, words: &[u64]) -> ptxsim::DevicePtr {
+    if p_wide {
+        mem.alloc_from(words)
+    } else {
+        let narrow: Vec<u32> = words.iter().map(|&w| w as u32).collect();
+        mem.alloc_from(&narrow)
+    }
+}
+
+fn read_words(
+    mem: &Memory,
+    ptr: ptxsim::DevicePtr,
+    wide: bool,
+    n: usize,
+) -> Result<Vec<u64>, String> {
+    Ok(if wide {
+        mem.read::<u64>(ptr, n).map_err(|e| e.to_string())?
+    } else {
+        mem.read::<u32>(ptr, n)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(u64::from)
+            .collect()
+    })
+}
+
+/// The clock records of a launch: every block's end is at or after its start.
+fn check_clock_records(mem: &Memory, clocks: ptxsim::DevicePtr, grid: u32) -> Result<(), String> {
+    let r = mem
+        .read::<u64>(clocks, 4 * grid as usize)
+        .map_err(|e| e.to_string())?;
+    for (b, rec) in r.chunks_exact(4).enumerate() {
+        if rec[1] < rec[0] || rec[3] < rec[2] {
+            return Err(format!("block {b}: clock record {rec:?} runs backwards"));
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_peak(
+    module: &Module,
+    entry: &str,
+    p: P,
+    grid: u32,
+    block: u32,
+    n: u64,
+    trips: u32,
+    policy: UniformBranchPolicy,
+) -> Result<Vec<u32>, String> {
+    let threads = (grid * block) as usize;
+    let wide = arith::word_bytes(p) == 8;
+    let mut mem = Memory::new();
+    let out = mem.alloc(threads * arith::word_bytes(p) as usize);
+    let clocks = mem.alloc(32 * grid as usize);
+    let map = peak::map(p);
+    let args = vec![
+        Arg::Ptr(out),
+        Arg::Ptr(clocks),
+        Arg::U64(n),
+        Arg::U32(trips),
+        bits_arg(p, peak::x0(p)),
+        bits_arg(p, map.a),
+        bits_arg(p, map.b),
+    ];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = policy;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let got = read_words(&mem, out, wide, threads)?;
+    let want = peak::thread_checksum(p, peak::GPU_CHAINS, trips as u64 * peak::GPU_UNROLL);
+    let poison = if wide { u64::MAX } else { u32::MAX as u64 };
+    for (t, &g) in got.iter().enumerate() {
+        let w = if (t as u64) < n { want } else { poison };
+        if g != w {
+            return Err(format!("thread {t}: got {g:#x}, expected {w:#x}"));
+        }
+    }
+    check_clock_records(&mem, clocks, grid)?;
+    Ok(stats.divergent_uniform_branches)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_mma(
+    module: &Module,
+    entry: &str,
+    p: P,
+    grid: u32,
+    block: u32,
+    n: u64,
+    trips: u32,
+    policy: UniformBranchPolicy,
+) -> Result<Vec<u32>, String> {
+    let warps = (grid * block / 32) as usize;
+    let wide = tensor::register_bits(p) == 64;
+    let mut mem = Memory::new();
+    let a = alloc_words(&mut mem, wide, &tensor::a_fragments(p));
+    let b = alloc_words(&mut mem, wide, &tensor::b_fragments(p, false));
+    let nb = alloc_words(&mut mem, wide, &tensor::b_fragments(p, true));
+    let c = alloc_words(&mut mem, wide, &tensor::c_fragments(p));
+    let per_warp = tensor::d_fragments(p).len();
+    let d = mem.alloc(warps * per_warp * tensor::register_bits(p) / 8);
+    let clocks = mem.alloc(32 * grid as usize);
+    let args = vec![
+        Arg::Ptr(a),
+        Arg::Ptr(b),
+        Arg::Ptr(nb),
+        Arg::Ptr(c),
+        Arg::Ptr(d),
+        Arg::Ptr(clocks),
+        Arg::U64(n),
+        Arg::U32(trips),
+    ];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = policy;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let got = read_words(&mem, d, wide, warps * per_warp)?;
+    let verdict = tensor::check(p, n as usize, |i| got[i]);
+    if !verdict.valid {
+        return Err(verdict.detail);
+    }
+    let poison = if wide { u64::MAX } else { u32::MAX as u64 };
+    if got[n as usize * per_warp..].iter().any(|&w| w != poison) {
+        return Err(format!("a warp at or past n = {n} stored its D"));
+    }
+    check_clock_records(&mem, clocks, grid)?;
+    Ok(stats.divergent_uniform_branches)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_sweep(
+    module: &Module,
+    entry: &str,
+    p: P,
+    k: u32,
+    n: usize,
+    grid: u32,
+    block: u32,
+    policy: UniformBranchPolicy,
+) -> Result<Vec<u32>, String> {
+    let wide = arith::word_bytes(p) == 8;
+    let input: Vec<u64> = (0..n as u64).map(|i| intensity::input(p, i)).collect();
+    let mut mem = Memory::new();
+    let pin = alloc_words(&mut mem, wide, &input);
+    let pout = mem.alloc(n * arith::word_bytes(p) as usize);
+    let map = intensity::map(p);
+    let args = vec![
+        Arg::Ptr(pin),
+        Arg::Ptr(pout),
+        Arg::U64(n as u64),
+        bits_arg(p, map.a),
+        bits_arg(p, map.b),
+    ];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = policy;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let got = read_words(&mem, pout, wide, n)?;
+    if read_words(&mem, pin, wide, n)? != input {
+        return Err("the input array was modified".into());
+    }
+    for (i, (&g, &x)) in got.iter().zip(&input).enumerate() {
+        let w = intensity::expected_word(p, k, x);
+        if g != w {
+            return Err(format!(
+                "word {i}: got {} ({g:#x}), expected {} ({w:#x})",
+                arith::show(p, g),
+                arith::show(p, w)
+            ));
+        }
+    }
+    Ok(stats.divergent_uniform_branches)
+}
+
+// ---------------------------------------------------------------------------------------
+// The suite.
+
+#[test]
+fn every_ptx_file_parses() {
+    assert!(
+        !ptx_files().is_empty(),
+        "no .ptx files found in {:?}",
+        kernels_dir()
+    );
+    let failures: Vec<String> = modules()
+        .iter()
+        .filter_map(|(label, _, text)| Module::parse(text).err().map(|e| format!("{label}: {e}")))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_entry_has_an_oracle() {
+    let mut missing = Vec::new();
+    for (label, file, text) in modules() {
+        let Ok(module) = Module::parse(&text) else {
+            continue; // reported by every_ptx_file_parses
+        };
+        for entry in module.entries() {
+            if oracle_for(&file, entry).is_none() {
+                missing.push(format!("{label}: `{entry}`"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "kernel entries with no host oracle in tests/interp.rs (register one in oracle_for):\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_kernel_matches_its_host_oracle() {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for (label, file, text) in modules() {
+        let Ok(module) = Module::parse(&text) else {
+            continue; // reported by every_ptx_file_parses
+        };
+        for entry in module.entries() {
+            if oracle_for(&file, entry).is_none() {
+                continue; // reported by every_entry_has_an_oracle
+            }
+            ran += 1;
+            if let Err(e) = check_entry(&module, &file, entry, UniformBranchPolicy::Deny) {
+                failures.push(format!("[{label}] {e}"));
+            }
+        }
+    }
+    assert!(ran > 0, "no kernel ran");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Each template must have expansions; they run (as part of modules()) in
+/// every_kernel_matches_its_host_oracle and the mutation tests.
+#[test]
+fn every_template_is_expanded() {
+    let missing: Vec<String> = files_ending_in(".ptx.in")
+        .iter()
+        .filter(|p| expand_template(p).is_none())
+        .map(|p| {
+            format!(
+                "{}: roofprobe::kernels::all() has no expansion of this template (modules named `<template>#k=…`)",
+                p.display()
+            )
+        })
+        .collect();
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// What the binary loads must be what the interpreter ran: a plain registry module is
+/// byte-identical to its file, and an expansion names a template that exists.
+#[test]
+fn every_registry_module_is_a_kernel_file_or_a_template_expansion() {
+    let files = ptx_files();
+    for source in roofprobe::kernels::all() {
+        if let Some((file, _)) = source.name.split_once('#') {
+            assert!(
+                kernels_dir().join(file).exists()
+                    || kernels_dir().join(format!("{file}.in")).exists(),
+                "registry module `{}` names no template in kernels/",
+                source.name
+            );
+            continue;
+        }
+        assert!(
+            files
+                .iter()
+                .any(|(n, t)| *n == source.name && *t == source.ptx),
+            "registry module `{}` is not byte-identical to a file in kernels/",
+            source.name
+        );
+    }
+}
+
+/// Every kernel runs under the strict policy (a divergent `bra.uni`, which the PTX ISA leaves
+/// undefined, is an error); this pins that the policy bites: turning the guarded plain `bra`s
+/// of a STREAM kernel into `bra.uni` must fail it.
+#[test]
+fn divergent_bra_uni_is_caught() {
+    let text = std::fs::read_to_string(kernels_dir().join("stream.ptx")).unwrap();
+    let mutated: String = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with('@') {
+                l.replacen(" bra ", " bra.uni ", 1)
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(mutated, text, "stream.ptx has guarded branches to mutate");
+    let module = Module::parse(&mutated).expect("the mutated text parses");
+    let err = check_entry(&module, "stream.ptx", "copy_f32", UniformBranchPolicy::Deny)
+        .expect_err("a divergent bra.uni must be reported");
+    assert!(err.contains("bra.uni"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Mutation tests: a broken kernel must fail.
+
+/// The text of `.entry name` from its `.entry` keyword to its closing brace: (start, end).
+fn entry_span(text: &str, name: &str) -> (usize, usize) {
+    let key = format!(".entry {name}(");
+    let start = text
+        .find(&key)
+        .unwrap_or_else(|| panic!("no `{key}` in the text"));
+    let open = start + text[start..].find('{').expect("entry has a body");
+    let mut depth = 0;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return (start, open + i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    panic!("entry `{name}` is not closed")
+}
+
+/// Applies `mutate` to the body of `entry` only; panics if it changed nothing (a mutation
+/// that no longer applies must be noticed, not silently pass).
+fn mutate_entry(text: &str, entry: &str, mutate: impl Fn(&str) -> String) -> String {
+    let (s, e) = entry_span(text, entry);
+    let body = &text[s..e];
+    let mutated = mutate(body);
+    assert_ne!(mutated, body, "mutation did not apply to `{entry}`");
+    format!("{}{}{}", &text[..s], mutated, &text[e..])
+}
+
+/// Every (file, entry) with an oracle whose body contains `needle`.
+fn entries_containing(needle: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for (_, file, text) in modules() {
+        let Ok(module) = Module::parse(&text) else {
+            continue;
+        };
+        for entry in module.entries() {
+            let (s, e) = entry_span(&text, entry);
+            if text[s..e].contains(needle) && oracle_for(&file, entry).is_some() {
+                out.push((file.clone(), text.clone(), entry.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Asserts that the mutant of every listed entry is caught; returns how many were run.
+fn assert_mutants_caught(
+    what: &str,
+    targets: &[(String, String, String)],
+    mutate: impl Fn(&str) -> String,
+) -> usize {
+    let mut survivors = Vec::new();
+    for (file, text, entry) in targets {
+        let mutant = mutate_entry(text, entry, &mutate);
+        let outcome = Module::parse(&mutant)
+            .map_err(|e| e.to_string())
+            .and_then(|m| check_entry(&m, file, entry, UniformBranchPolicy::Deny));
+        match outcome {
+            Ok(_) => survivors.push(format!("{file}: `{entry}`")),
+            Err(e) => eprintln!("{what}: caught in `{entry}`: {}", first_line(&e)),
+        }
+    }
+    assert!(
+        survivors.is_empty(),
+        "{what}: these mutants passed the harness:\n{}",
+        survivors.join("\n")
+    );
+    targets.len()
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+#[test]
+fn tail_bound_off_by_one_is_caught() {
+    // The scalar tail's guard `element index >= n` becomes `> n`: one thread too many runs
+    // the tail and touches element n.
+    let targets = entries_containing("setp.ge.u64 %p2, %rd30, %rd10;");
+    assert!(
+        !targets.is_empty(),
+        "no kernel has the tail guard this mutant targets"
+    );
+    let n = assert_mutants_caught("tail off-by-one", &targets, |body| {
+        body.replace(
+            "setp.ge.u64 %p2, %rd30, %rd10;",
+            "setp.gt.u64 %p2, %rd30, %rd10;",
+        )
+    });
+    assert_eq!(n, 14, "every stream kernel has a scalar tail");
+}
+
+#[test]
+fn too_many_whole_vectors_is_caught() {
+    // `n / W` whole vectors becomes `n / W + 1` (rounding up): the last vector runs past n.
+    let mut targets = entries_containing("shr.u64 %rd14, %rd10, 2;");
+    targets.extend(entries_containing("shr.u64 %rd14, %rd10, 1;"));
+    assert!(!targets.is_empty());
+    assert_mutants_caught("whole-vector count rounded up", &targets, |body| {
+        let shift = if body.contains("shr.u64 %rd14, %rd10, 2;") {
+            2
+        } else {
+            1
+        };
+        let w = 1u32 << shift;
+        body.replace(
+            &format!("shr.u64 %rd14, %rd10, {shift};"),
+            &format!(
+                "add.u64 %rd14, %rd10, {};\n    shr.u64 %rd14, %rd14, {shift};",
+                w - 1
+            ),
+        )
+    });
+}
+
+#[test]
+fn wrong_operand_in_one_vector_lane_is_caught() {
+    // A value bug with no out-of-bounds access: in the 4-vectors-in-flight main loop of
+    // triad_f32, lane 3 of the first vector adds the wrong element of a. Only the output
+    // comparison can catch this, and only on a shape large enough to reach that loop.
+    let targets: Vec<_> = entries_containing("fma.rn.f32 %f3, %f0, %f19, %f3;")
+        .into_iter()
+        .filter(|(_, _, e)| e == "triad_f32")
+        .collect();
+    assert_eq!(
+        targets.len(),
+        1,
+        "triad_f32 has the fma this mutant targets"
+    );
+    assert_mutants_caught("wrong fma operand", &targets, |body| {
+        body.replacen(
+            "fma.rn.f32 %f3, %f0, %f19, %f3;",
+            "fma.rn.f32 %f3, %f0, %f19, %f4;",
+            1,
+        )
+    });
+}
+
+#[test]
+fn dropped_barrier_is_caught() {
+    let targets = entries_containing("bar.sync 0;");
+    assert!(!targets.is_empty(), "no kernel with a barrier to drop");
+    assert_mutants_caught("bar.sync dropped", &targets, |body| {
+        body.replacen("bar.sync 0;", "// bar.sync dropped by the mutation test", 1)
+    });
+}
+
+#[test]
+fn swapped_mma_operands_are_caught() {
+    // In the first mma of each kernel, the first two registers of the A fragment trade places.
+    let targets = entries_containing("mma.sync");
+    let n = assert_mutants_caught("mma A operands swapped", &targets, swap_first_mma_a_pair);
+    if n == 0 {
+        eprintln!("note: no kernel in kernels/ uses mma.sync yet; ptxsim's own tests run this mutation on a fixture");
+    }
+}
+
+/// `mma... {d..}, {a0, a1, ...}, {b..}, {c..}` -> `{a1, a0, ...}` in the first mma (or A and
+/// B swapped when A is a single register).
+fn swap_first_mma_a_pair(body: &str) -> String {
+    let start = body.find("mma.sync").expect("an mma");
+    let end = start + body[start..].find(';').expect("mma ends with ;");
+    let inst = &body[start..end];
+    let mut braces = inst.match_indices('{').map(|(i, _)| i);
+    braces.next(); // D
+    let a_open = braces.next().expect("A fragment");
+    let a_close = a_open + inst[a_open..].find('}').expect("A closes");
+    let regs: Vec<&str> = inst[a_open + 1..a_close]
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let new_inst = if regs.len() >= 2 {
+        let mut swapped = regs.clone();
+        swapped.swap(0, 1);
+        format!(
+            "{}{{{}}}{}",
+            &inst[..a_open],
+            swapped.join(", "),
+            &inst[a_close + 1..]
+        )
+    } else {
+        // A single-register A fragment (m8n8k4 f64): swap the A and B operands instead.
+        let b_open = a_close + inst[a_close..].find('{').expect("B fragment");
+        let b_close = b_open + inst[b_open..].find('}').expect("B closes");
+        format!(
+            "{}{}{}{}{}",
+            &inst[..a_open],
+            &inst[b_open..=b_close],
+            &inst[a_close + 1..b_open],
+            &inst[a_open..=a_close],
+            &inst[b_close + 1..]
+        )
+    };
+    format!("{}{}{}", &body[..start], new_inst, &body[end..])
+}
