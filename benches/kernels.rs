@@ -3,7 +3,9 @@
 //!
 //! Each iteration batch is timed by the backend's own clock (`iter_custom`: CUDA events on the
 //! GPU, the monotonic clock on the host), so criterion's statistics are over device time, and
-//! throughput is reported in decimal bytes (GB/s) from the same work table as the CSV. After a
+//! throughput is reported in decimal bytes (GB/s) from the same work table as the CSV; the
+//! compute ceilings (peak and tensor cases), which move no bytes, report their operations as
+//! elements (1 elem/s = 1 FLOP/s). After a
 //! case is benchmarked its output is checked; an invalid kernel aborts the bench rather than
 //! report a number.
 //!
