@@ -623,6 +623,19 @@ impl HostCompute {
             fma: host_fma(),
         }
     }
+
+    /// What the theoretical peak assumes, for the record: `theory: 2 FMA pipes x 512 bits`.
+    pub fn theory_note(&self) -> String {
+        match (self.simd, self.fma) {
+            (Simd::Portable, _) => "no theory for scalar code".to_string(),
+            (_, Some(f)) => format!(
+                "theory: {} FMA pipes x {} bits per core",
+                f.pipes,
+                f.datapath_bits.min(self.simd.bits())
+            ),
+            (_, None) => "no theory: this CPU's FMA datapath is not in specs::theory".to_string(),
+        }
+    }
 }
 
 /// Prepares a host compute case (peak or sweep) of any precision the host runs.
@@ -745,10 +758,11 @@ impl<T: HostElement> PreparedCase for PeakCase<'_, T> {
 
     fn launch_note(&self) -> String {
         format!(
-            "{} pinned threads, {} x {} chains",
+            "{} pinned threads, {} x {} chains, {}",
             self.pool.threads(),
             self.compute.simd.name(),
-            kernel_chains(self.compute.simd)
+            kernel_chains(self.compute.simd),
+            self.compute.theory_note()
         )
     }
 
@@ -870,9 +884,10 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
 
     fn launch_note(&self) -> String {
         format!(
-            "{} pinned threads, {}",
+            "{} pinned threads, {}, {}",
             self.pool.threads(),
-            self.compute.simd.name()
+            self.compute.simd.name(),
+            self.compute.theory_note()
         )
     }
 
