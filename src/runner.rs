@@ -334,6 +334,56 @@ mod tests {
         }
     }
 
+    /// A compute case's row carries the clock the case measured on its own cores and the
+    /// theoretical peak at that clock.
+    #[test]
+    fn compute_rows_record_their_own_clock_and_theory() {
+        let mut host = HostBackend::with_cpus(allowed_cpus().into_iter().take(2).collect());
+        let identity = RunIdentity {
+            run_id: "t".into(),
+            host: "t".into(),
+            device: host.info().clone(),
+        };
+        let cfg = RunConfig {
+            size: SizeRequest::BytesPerArray(1 << 16),
+            filter: vec!["peak/fma/f64".into(), "intensity/fma/f32/0".into()],
+            warmup_secs: 0.0,
+            case_budget_secs: 0.05,
+            ..RunConfig::quick()
+        };
+        let planned = plan(&host, &cfg).unwrap();
+        let records = run(
+            &mut host,
+            &identity,
+            &cfg,
+            &planned,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(records.len(), 2);
+        let peak = &records[0];
+        assert!(peak.valid, "{}", peak.status);
+        let mhz = peak.clock_mhz.expect("the host measures its clock");
+        assert!((100.0..10_000.0).contains(&mhz), "{mhz}");
+        let compute = crate::backend::host_compute::HostCompute::detect();
+        if compute.fma.is_some() && compute.simd != crate::backend::host_compute::Simd::Portable {
+            let theory = peak.theory_gflops.expect("a known core has a theory");
+            // proportional to the recorded clock
+            let at_1mhz = crate::backend::host_compute::theory_gflops(
+                2.min(allowed_cpus().len()),
+                1.0,
+                compute.simd,
+                crate::bench::Precision::F64,
+                compute.fma,
+            )
+            .unwrap();
+            assert!((theory - at_1mhz * mhz).abs() < 1e-6 * theory);
+        }
+        // a copy has no arithmetic and no theory
+        assert_eq!(records[1].theory_gflops, None);
+    }
+
     #[test]
     fn a_failing_sink_stops_the_run() {
         let mut host = HostBackend::with_cpus(vec![allowed_cpus()[0]]);

@@ -899,6 +899,9 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
     }
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+        if self.k == 0 {
+            return None; // a copy: no arithmetic
+        }
         theory_gflops(
             self.pool.threads(),
             clock_mhz,
