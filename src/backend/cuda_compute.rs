@@ -36,8 +36,10 @@ pub struct ComputeModules {
     compute_capability: (u32, u32),
     peak: Arc<CudaModule>,
     mma: Arc<CudaModule>,
-    /// kernels/mma_sm89.ptx, where fp8 `mma.sync` is native ([`native_fp8_mma`]).
-    mma_sm89: Option<Arc<CudaModule>>,
+    /// kernels/mma_sm89.ptx where fp8 `mma.sync` is native ([`native_fp8_mma`]); `Err` says why
+    /// it could not be loaded there (PTX ISA 8.4 needs a CUDA 12.4 driver), and then only the
+    /// fp8 case fails, with that reason, not the whole device.
+    mma_sm89: Option<std::result::Result<Arc<CudaModule>, String>>,
 }
 
 /// Whether `mma.sync` with e4m3 inputs runs on the tensor cores: sm_89 (QMMA) and the
@@ -68,19 +70,23 @@ impl ComputeModules {
             compute_capability: cc,
             peak: load("peak.ptx", PEAK_PTX)?,
             mma: load("mma.ptx", MMA_PTX)?,
-            mma_sm89: if native_fp8_mma(cc) {
-                Some(load("mma_sm89.ptx", MMA_SM89_PTX)?)
-            } else {
-                None
-            },
+            mma_sm89: native_fp8_mma(cc)
+                .then(|| load("mma_sm89.ptx", MMA_SM89_PTX).map_err(|e| e.to_string())),
         }))
     }
 
-    fn tensor_module(&self, precision: Precision) -> Option<&Arc<CudaModule>> {
+    /// The module of a tensor precision: `None` where the device has no such MMA, `Err` where
+    /// its module did not load.
+    fn tensor_module(
+        &self,
+        precision: Precision,
+    ) -> Option<std::result::Result<&Arc<CudaModule>, String>> {
         if tensor::needs_sm89(precision) {
-            self.mma_sm89.as_ref()
+            self.mma_sm89
+                .as_ref()
+                .map(|m| m.as_ref().map_err(Clone::clone))
         } else {
-            Some(&self.mma)
+            Some(Ok(&self.mma))
         }
     }
 }
@@ -128,8 +134,17 @@ pub fn cases(
         )));
     }
     for p in tensor::PRECISIONS {
-        let Some(module) = modules.tensor_module(p) else {
-            continue; // no native fp8 mma.sync on this device
+        let module = match modules.tensor_module(p) {
+            None => continue, // no native fp8 mma.sync on this device
+            Some(Ok(module)) => module,
+            Some(Err(why)) => {
+                // planned anyway, so its row says why it could not run
+                planned.push(PlannedCase {
+                    case: tensor::case(p, 1, 1),
+                    note: why,
+                });
+                continue;
+            }
         };
         let func = backend.function(module, &tensor::entry_name(p))?;
         let warps = backend.grid_for(&func)? as u64 * (BLOCK as u64 / tensor::WARP as u64);
@@ -435,12 +450,15 @@ struct TensorCase<'b> {
 impl<'b> TensorCase<'b> {
     fn new(backend: &'b CudaBackend, modules: &ComputeModules, case: &Case) -> Result<Self> {
         let p = case.precision;
-        let module = modules.tensor_module(p).ok_or_else(|| {
-            Error::Usage(format!(
-                "{} needs native fp8 mma.sync (compute capability 8.9 or 12.x)",
-                case.id()
-            ))
-        })?;
+        let module = modules
+            .tensor_module(p)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "{} needs native fp8 mma.sync (compute capability 8.9 or 12.x)",
+                    case.id()
+                ))
+            })?
+            .map_err(Error::Internal)?;
         let name = tensor::entry_name(p);
         let func = backend.function(module, &name)?;
         let cfg = one_wave(backend, &func)?;
