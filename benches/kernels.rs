@@ -4,8 +4,8 @@
 //! Each iteration batch is timed by the backend's own clock (`iter_custom`: CUDA events on the
 //! GPU, the monotonic clock on the host), so criterion's statistics are over device time, and
 //! throughput is reported in decimal bytes (GB/s) from the same work table as the CSV; the
-//! compute ceilings (peak and tensor cases), which move no bytes, report their operations as
-//! elements (1 elem/s = 1 FLOP/s). After a
+//! compute cases (peaks, tensor cores, and the intensity sweep's points with k > 0) report their
+//! operations as elements (1 elem/s = 1 FLOP/s). After a
 //! case is benchmarked its output is checked; an invalid kernel aborts the bench rather than
 //! report a number.
 //!
@@ -45,14 +45,21 @@ fn kernels(c: &mut Criterion) {
     let mut group = c.benchmark_group(device);
     for p in planned {
         let case = p.case;
-        let throughput = if case.work.bytes() > 0 {
+        // Bandwidth cases in bytes; compute ceilings and the sweep's points with arithmetic in
+        // operations (the roofline's y axis), as elements.
+        let compute = case.family != roofprobe::bench::Family::Stream && case.work.flops > 0;
+        let throughput = if case.work.bytes() > 0 && !compute {
             Throughput::BytesDecimal(case.work.bytes())
         } else {
             Throughput::Elements(case.work.flops)
         };
         group.throughput(throughput);
         let mut prepared = backend.prepare(&case).expect("preparing a case");
+        // A benchmark filtered out on the command line (`cargo bench -- peak`) never runs, and
+        // its poisoned output must not be checked.
+        let mut ran = false;
         group.bench_function(case.id(), |b| {
+            ran = true;
             b.iter_custom(|iters| {
                 let secs = prepared
                     .run(iters.min(u32::MAX as u64) as u32)
@@ -60,6 +67,9 @@ fn kernels(c: &mut Criterion) {
                 Duration::from_secs_f64(secs)
             })
         });
+        if !ran {
+            continue;
+        }
         let verdict = prepared.verify().expect("checking a case");
         assert!(
             verdict.valid,
