@@ -4,99 +4,30 @@
 //! meant (FFMA, DFMA, HFMA2, IMAD, HMMA/IMMA/DMMA/QMMA) in cuobjdump's SASS. The sweep's
 //! expanded variants keep all k FMAs per word.
 //!
-//! Tools come from `PTXAS` / `CUOBJDUMP`, else `PATH`, else the PyPI packages
-//! (`nvidia-cuda-nvcc-cu12`, `nvidia-cuda-cuobjdump`) of any `python3` on `PATH`. Without them
-//! the checks print why and pass, except under CI (`CI` set), where a missing tool is a failure.
+//! The tools are found as every offline check finds them (`tests/tools.rs`: `PTXAS` /
+//! `CUOBJDUMP`, the repository's `.tools/`, `PATH`); without them the checks print why and pass,
+//! except where `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where a missing tool is a failure.
 
 use roofprobe::bench::{intensity, peak, tensor, Precision};
 use roofprobe::kernels::{MMA as MMA_PTX, MMA_SM89 as MMA_SM89_PTX, PEAK as PEAK_PTX};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const ARCHES: [u32; 4] = [80, 86, 89, 90];
-
-/// Where `PyPI`'s nvidia packages live for each `python3` on PATH.
-fn pypi_nvidia_dirs() -> Vec<PathBuf> {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import nvidia, os; print(os.linesep.join(nvidia.__path__))",
-        ])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(PathBuf::from)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Finds a tool: `$ENV`, then PATH, then inside the PyPI packages.
-fn find_tool(env: &str, name: &str, pypi_subdirs: &[&str]) -> Option<PathBuf> {
-    if let Ok(p) = std::env::var(env) {
-        let p = PathBuf::from(p);
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    if let Some(paths) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&paths) {
-            let p = dir.join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    for base in pypi_nvidia_dirs() {
-        for sub in pypi_subdirs {
-            let p = base.join(sub).join("bin").join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    None
-}
 
 struct Tools {
     ptxas: PathBuf,
     cuobjdump: PathBuf,
 }
 
-/// The tools, or `None` after saying why the check is skipped (a panic under CI).
+/// The tools (found as every offline check finds them, `tests/tools.rs`), or `None` after
+/// saying why the check is skipped (a failure where `ROOFPROBE_REQUIRE_TOOLS=1`, as in CI).
 fn tools(check: &str) -> Option<Tools> {
-    let ptxas = find_tool("PTXAS", "ptxas", &["cuda_nvcc", "cu13", "cu12"]);
-    let cuobjdump = find_tool(
-        "CUOBJDUMP",
-        "cuobjdump",
-        &["cuda_cuobjdump", "cu13", "cu12", "cuda_nvcc"],
-    );
+    let ptxas = crate::tools::or_skip("ptxas", "PTXAS", check);
+    let cuobjdump = crate::tools::or_skip("cuobjdump", "CUOBJDUMP", check);
     match (ptxas, cuobjdump) {
         (Some(ptxas), Some(cuobjdump)) => Some(Tools { ptxas, cuobjdump }),
-        (ptxas, cuobjdump) => {
-            let missing: Vec<&str> = [
-                ("ptxas", ptxas.is_none()),
-                ("cuobjdump", cuobjdump.is_none()),
-            ]
-            .into_iter()
-            .filter(|(_, m)| *m)
-            .map(|(n, _)| n)
-            .collect();
-            let why = format!(
-                "{check}: skipped, {} not found (set PTXAS/CUOBJDUMP, or pip install \
-                 nvidia-cuda-nvcc-cu12 nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)",
-                missing.join(" and ")
-            );
-            if std::env::var_os("CI").is_some() {
-                panic!("{why}; CI must have the tools");
-            }
-            // Straight to stderr: the test harness captures eprintln! of passing tests, and a
-            // skip should be seen.
-            let _ = writeln!(std::io::stderr(), "{why}");
-            None
-        }
+        _ => None,
     }
 }
 
