@@ -197,23 +197,23 @@ fn small(array: u64, index: u64) -> i64 {
     (input_bits(array, index) % 7) as i64 - 3
 }
 
-/// A[r][c] (m × k).
+/// `A[r][c]` (m × k).
 pub fn a_value(precision: Precision, r: usize, c: usize) -> i64 {
     small(0xA, (r * shape(precision).k + c) as u64)
 }
 
-/// B[r][c] (k × n).
+/// `B[r][c]` (k × n).
 pub fn b_value(precision: Precision, r: usize, c: usize) -> i64 {
     small(0xB, (r * shape(precision).n + c) as u64)
 }
 
-/// The starting accumulator C of chain `chain`, element [r][c]: −64…63, different per chain.
+/// The starting accumulator C of chain `chain`, element `[r][c]`: −64…63, different per chain.
 pub fn c_value(precision: Precision, chain: u64, r: usize, c: usize) -> i64 {
     let s = shape(precision);
     (input_bits(0xC0 + chain, (r * s.n + c) as u64) % 128) as i64 - 64
 }
 
-/// The exact product A·B [r][c].
+/// The exact product `(A·B)[r][c]`.
 pub fn product(precision: Precision, r: usize, c: usize) -> i64 {
     (0..shape(precision).k)
         .map(|i| a_value(precision, r, i) * b_value(precision, i, c))
