@@ -6,6 +6,5 @@ mod cli_roofline;
 mod compute_gpu;
 mod gpu;
 mod interp;
-mod ptx_offline;
-mod sass;
+mod offline;
 mod tools;

@@ -45,7 +45,7 @@ pub struct ComputeModules {
 /// Whether `mma.sync` with e4m3 inputs runs on the tensor cores: sm_89 (QMMA) and the
 /// GeForce/workstation Blackwell parts (12.x). sm_90 accepts the PTX but ptxas emulates it
 /// (e4m3 unpacked to f16 with F2FP, most of the product hoisted out of the loop, accumulation
-/// with FADD; pinned by tests/sass.rs), so a figure there would not be a tensor-core fp8 peak:
+/// with FADD; pinned by tests/offline.rs), so a figure there would not be a tensor-core fp8 peak:
 /// Hopper's fp8 needs `wgmma`. sm_100 is left out until its SASS is checked.
 pub fn native_fp8_mma(compute_capability: (u32, u32)) -> bool {
     compute_capability == (8, 9) || compute_capability.0 >= 12

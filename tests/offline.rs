@@ -1,0 +1,450 @@
+//! Offline PTX checks (testing layer 3), with no GPU:
+//!
+//! - every module of `roofprobe::kernels::all()` (template expansions included) assembles with
+//!   ptxas for every architecture its `.target` allows (sm_80, sm_86, sm_89, sm_90) with 0 bytes
+//!   of spill and 0 bytes of stack, per entry;
+//! - the STREAM kernels' SASS has 128-bit global loads and stores (`LDG.E.128`, `STG.E.128`);
+//! - the timed loop of every peak and tensor kernel is at least 90 % the instruction it
+//!   measures (FFMA, DFMA, HFMA2, IMAD, HMMA/IMMA/DMMA/QMMA);
+//! - the sweep's expansions keep all k FMAs per word.
+//!
+//! Each (module, architecture) is assembled once for all these checks, on every core, into the
+//! test target's scratch folder; SASS is disassembled only where a check reads it. The tools
+//! are found by `tests/tools.rs`; without them the checks print why and pass, except where
+//! `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where a missing tool fails.
+
+use crate::tools;
+use roofprobe::bench::stream::StreamKernel;
+use roofprobe::bench::{intensity, peak, tensor, Precision};
+use roofprobe::kernels;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The architectures we check, oldest first.
+const ARCHS: [&str; 4] = ["sm_80", "sm_86", "sm_89", "sm_90"];
+
+/// The architectures a module with `.target target` is assembled for: every checked one at or
+/// above it; an arch-specific target (`sm_90a`) only itself.
+pub fn archs_for(target: &str) -> Vec<String> {
+    if target.ends_with('a') {
+        return vec![target.to_string()];
+    }
+    let need = kernels::target_capability(target).expect("a .target of the form sm_XY");
+    ARCHS
+        .iter()
+        .filter(|a| kernels::target_capability(a).is_some_and(|c| c >= need))
+        .map(|a| a.to_string())
+        .collect()
+}
+
+/// Per-function (stack, spill stores, spill loads) bytes from `ptxas -v` output.
+pub fn resource_usage(ptxas_log: &str) -> BTreeMap<String, (u64, u64, u64)> {
+    let mut out = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in ptxas_log.lines() {
+        if let Some(rest) = line.split("Function properties for ").nth(1) {
+            current = Some(rest.trim().to_string());
+        } else if line.contains("bytes stack frame") {
+            let nums: Vec<u64> = line
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|s| s.parse().ok())
+                .collect();
+            if let (Some(f), [stack, stores, loads, ..]) = (current.take(), nums.as_slice()) {
+                out.insert(f, (*stack, *stores, *loads));
+            }
+        }
+    }
+    out
+}
+
+/// One SASS instruction: (address, opcode with modifiers, whole text).
+type Instruction = (u64, String, String);
+
+/// Function name → instructions, from `cuobjdump --dump-sass`.
+pub fn parse_sass(dump: &str) -> BTreeMap<String, Vec<Instruction>> {
+    let mut out: BTreeMap<String, Vec<Instruction>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in dump.lines() {
+        if let Some(name) = line.trim().strip_prefix("Function : ") {
+            current = Some(name.trim().to_string());
+            out.entry(name.trim().to_string()).or_default();
+            continue;
+        }
+        let Some(f) = &current else { continue };
+        let Some(rest) = line.trim_start().strip_prefix("/*") else {
+            continue;
+        };
+        let Some((addr, instr)) = rest.split_once("*/") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
+        let instr = instr.split(';').next().unwrap_or("").trim();
+        if instr.is_empty() {
+            continue;
+        }
+        // skip a guard predicate (@P0, @!PT)
+        let mut words = instr.split_whitespace().skip_while(|w| w.starts_with('@'));
+        let op = words.next().unwrap_or("").to_string();
+        out.get_mut(f)
+            .expect("inserted above")
+            .push((addr, op, instr.to_string()));
+    }
+    out
+}
+
+/// A module assembled for one architecture.
+struct Build {
+    /// What `ptxas -v` printed.
+    log: String,
+    cubin: PathBuf,
+}
+
+/// Every (module name, arch) → its build or ptxas's error output.
+type Builds = BTreeMap<(String, String), Result<Build, String>>;
+
+/// cuobjdump, where the check reads SASS.
+struct Tools {
+    cuobjdump: Option<PathBuf>,
+}
+
+fn assemble(ptxas: &Path, ptx_file: &Path, arch: &str, cubin: &Path) -> Result<String, String> {
+    let out = Command::new(ptxas)
+        .args(["-v", &format!("-arch={arch}"), "-o"])
+        .arg(cubin)
+        .arg(ptx_file)
+        .output()
+        .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
+    let log =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    if out.status.success() {
+        Ok(log)
+    } else {
+        Err(log)
+    }
+}
+
+/// Assembles every module for its architectures, once per test binary, on every core.
+fn build_all(ptxas: &Path) -> Builds {
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("offline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut jobs = Vec::new();
+    for source in kernels::all() {
+        let target = kernels::target(&source.ptx).expect("every module declares .target");
+        let stem = source.name.replace(['#', '=', ',', '/'], "_");
+        let ptx_file = dir.join(format!("{stem}.ptx"));
+        std::fs::write(&ptx_file, &source.ptx).unwrap();
+        for arch in archs_for(target) {
+            let cubin = dir.join(format!("{stem}.{arch}.cubin"));
+            jobs.push((source.name.clone(), arch, ptx_file.clone(), cubin));
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results: Vec<_> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let jobs = &jobs;
+                s.spawn(move || {
+                    jobs.iter()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|(name, arch, ptx, cubin)| {
+                            let built = assemble(ptxas, ptx, arch, cubin).map(|log| Build {
+                                log,
+                                cubin: cubin.clone(),
+                            });
+                            ((name.clone(), arch.clone()), built)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("an assembling thread"))
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// The tools and every build, or `None` after printing why the check is skipped.
+fn setup(test: &str, need_cuobjdump: bool) -> Option<(Tools, &'static Builds)> {
+    static BUILDS: OnceLock<Builds> = OnceLock::new();
+    let ptxas = tools::or_skip("ptxas", "PTXAS", test)?;
+    let cuobjdump = if need_cuobjdump {
+        Some(tools::or_skip("cuobjdump", "CUOBJDUMP", test)?)
+    } else {
+        None
+    };
+    let builds = BUILDS.get_or_init(|| build_all(&ptxas));
+    Some((Tools { cuobjdump }, builds))
+}
+
+/// The SASS of one build.
+fn sass(tools: &Tools, build: &Build) -> BTreeMap<String, Vec<Instruction>> {
+    let cuobjdump = tools.cuobjdump.as_ref().expect("setup asked for cuobjdump");
+    let out = Command::new(cuobjdump)
+        .arg("--dump-sass")
+        .arg(&build.cubin)
+        .output()
+        .expect("running cuobjdump");
+    assert!(
+        out.status.success(),
+        "cuobjdump {}: {}",
+        build.cubin.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_sass(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The build of `module` for `arch`, which must have assembled.
+fn built<'a>(builds: &'a Builds, module: &str, arch: &str) -> &'a Build {
+    match builds.get(&(module.to_string(), arch.to_string())) {
+        Some(Ok(b)) => b,
+        Some(Err(log)) => panic!("{module} does not assemble for {arch}:\n{log}"),
+        None => panic!("{module} was not assembled for {arch}"),
+    }
+}
+
+#[test]
+fn every_kernel_assembles_for_every_arch_without_spills() {
+    let Some((_, builds)) = setup(
+        "every_kernel_assembles_for_every_arch_without_spills",
+        false,
+    ) else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for source in kernels::all() {
+        let target = kernels::target(&source.ptx).expect("every module declares .target");
+        for arch in archs_for(target) {
+            match builds.get(&(source.name.clone(), arch.clone())) {
+                None => failures.push(format!("{}: not assembled for {arch}", source.name)),
+                Some(Err(log)) => failures.push(format!(
+                    "{} does not assemble for {arch}:\n{log}",
+                    source.name
+                )),
+                Some(Ok(build)) => {
+                    let usage = resource_usage(&build.log);
+                    for entry in kernels::entries(&source.ptx) {
+                        match usage.get(&entry) {
+                            None => failures.push(format!(
+                                "{}: no ptxas report for {entry} on {arch}",
+                                source.name
+                            )),
+                            Some(&(0, 0, 0)) => {}
+                            Some((stack, st, ld)) => failures.push(format!(
+                                "{}: {entry} on {arch}: {stack} bytes stack, {st} bytes spill \
+                                 stores, {ld} bytes spill loads",
+                                source.name
+                            )),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn stream_kernels_use_128_bit_global_accesses() {
+    let Some((tools, builds)) = setup("stream_kernels_use_128_bit_global_accesses", true) else {
+        return;
+    };
+    let mut problems = Vec::new();
+    for arch in ARCHS {
+        let code = sass(&tools, built(builds, "stream.ptx", arch));
+        for entry in kernels::entries(kernels::STREAM) {
+            let kernel = StreamKernel::from_name(entry.split('_').next().unwrap()).unwrap();
+            let body = code.get(&entry).cloned().unwrap_or_default();
+            let has = |op: &str| body.iter().any(|(_, o, _)| o == op);
+            if kernel.inputs() > 0 && !has("LDG.E.128") {
+                problems.push(format!("{entry} on {arch}: no LDG.E.128"));
+            }
+            if kernel.outputs() > 0 && !has("STG.E.128") {
+                problems.push(format!("{entry} on {arch}: no STG.E.128"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The instructions of a function's loop: from the target of its backward branch to the
+/// branch, without `NOP`s. (ptxas's `BRA` to itself after `EXIT` is not a loop; the NOPs are
+/// issue-slot padding that sm_90 needs after each DMMA, not work competing for a pipe.)
+fn timed_loop(body: &[Instruction]) -> Vec<Instruction> {
+    let branch = body.iter().find_map(|(addr, op, text)| {
+        if !op.starts_with("BRA") {
+            return None;
+        }
+        let target = text
+            .split_whitespace()
+            .last()
+            .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())?;
+        (target < *addr).then_some((target, *addr))
+    });
+    let (start, end) = branch.expect("the kernel has a loop");
+    body.iter()
+        .filter(|(a, op, _)| (start..=end).contains(a) && op != "NOP")
+        .cloned()
+        .collect()
+}
+
+/// The SASS opcode family a kernel's loop must be made of.
+fn expected_family(precision: Precision) -> &'static [&'static str] {
+    match precision {
+        Precision::F64 => &["DFMA"],
+        Precision::F32 => &["FFMA"],
+        Precision::F16x2 | Precision::Bf16x2 => &["HFMA2"],
+        Precision::I32 => &["IMAD"],
+        Precision::S8S32 => &["IMMA"],
+        Precision::F64F64 => &["DMMA"],
+        // sm_89 runs fp8 as QMMA; later parts may name it HMMA
+        Precision::E4m3F32 => &["QMMA", "HMMA"],
+        _ => &["HMMA"],
+    }
+}
+
+fn is_family(op: &str, family: &[&str]) -> bool {
+    family
+        .iter()
+        .any(|f| op == *f || op.starts_with(&format!("{f}.")))
+}
+
+/// Every peak and tensor kernel: ≥ 90 % of its timed loop is the instruction it measures, on
+/// every architecture it targets.
+#[test]
+fn compute_loops_are_the_instruction_measured() {
+    let Some((tools, builds)) = setup("compute_loops_are_the_instruction_measured", true) else {
+        return;
+    };
+    let mut kernels_by_entry: Vec<(String, Precision)> = peak::PRECISIONS
+        .iter()
+        .map(|&p| (format!("{}_{}", peak::KERNEL, p.as_str()), p))
+        .collect();
+    kernels_by_entry.extend(
+        tensor::PRECISIONS
+            .iter()
+            .map(|&p| (tensor::entry_name(p), p)),
+    );
+    let mut report = Vec::new();
+    for (module, ptx) in [
+        ("peak.ptx", kernels::PEAK),
+        ("mma.ptx", kernels::MMA),
+        ("mma_sm89.ptx", kernels::MMA_SM89),
+    ] {
+        let target = kernels::target(ptx).expect("a .target");
+        for arch in archs_for(target) {
+            for (name, body) in sass(&tools, built(builds, module, &arch)) {
+                let lp = timed_loop(&body);
+                if module == "mma_sm89.ptx" && arch == "sm_90" {
+                    // sm_90 has no fp8 mma.sync: ptxas unpacks e4m3 to f16, hoists A·B out of
+                    // the loop and accumulates with FADD. The CUDA backend therefore runs this
+                    // kernel only where it is native (cuda_compute::native_fp8_mma); pin that.
+                    let mma = lp
+                        .iter()
+                        .filter(|(_, op, _)| is_family(op, &["QMMA", "HMMA"]))
+                        .count();
+                    assert!(
+                        (mma as f64) < 0.5 * lp.len() as f64,
+                        "sm_90 fp8 mma.sync looks native now ({mma} of {}): revisit \
+                         native_fp8_mma",
+                        lp.len()
+                    );
+                    continue;
+                }
+                let (_, precision) = kernels_by_entry
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .unwrap_or_else(|| panic!("unknown kernel {name} in {module}"));
+                let family = expected_family(*precision);
+                let hits = lp.iter().filter(|(_, op, _)| is_family(op, family)).count();
+                let share = hits as f64 / lp.len() as f64;
+                report.push(format!(
+                    "{arch} {name}: {hits}/{} {} ({:.1}%)",
+                    lp.len(),
+                    family[0],
+                    100.0 * share
+                ));
+                assert!(
+                    share >= 0.9,
+                    "{arch} {name}: only {hits} of {} loop instructions are {family:?}:\n{}",
+                    lp.len(),
+                    lp.iter()
+                        .map(|(_, _, t)| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+            }
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    // every kernel was seen on every architecture it targets (fp8: sm_89 only, see above)
+    assert_eq!(report.len(), 4 * 5 + 4 * 6 + 1);
+}
+
+/// The sweep's expansions keep all k FMAs per word in their SASS (none folded away: the
+/// results are stored).
+#[test]
+fn sweep_variants_keep_k_fmas_per_word() {
+    let Some((tools, builds)) = setup("sweep_variants_keep_k_fmas_per_word", true) else {
+        return;
+    };
+    for p in intensity::PRECISIONS {
+        for k in [0u32, 1, 64, 1024] {
+            let module = format!("intensity.ptx.in#k={k},{p}");
+            let arch = if k == 1024 { "sm_90" } else { "sm_80" };
+            let code = sass(&tools, built(builds, &module, arch));
+            let (_, body) = code.iter().next().expect("one function");
+            let family = expected_family(p);
+            let fmas = body
+                .iter()
+                .filter(|(_, op, _)| is_family(op, family))
+                .count();
+            let vec = if p == Precision::F64 { 2 } else { 4 };
+            // main loop (2 vectors), remainder (1 vector), tail (1 word); ptxas also uses IMAD
+            // for address arithmetic and HFMA2.MMA for moves, so there may be a few more
+            let want = k as usize * (3 * vec + 1);
+            assert!(
+                fmas >= want && fmas <= want + 64,
+                "{module} {arch}: {fmas} {family:?}, expected {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn parsers_read_tool_output() {
+    let log = "ptxas info    : Function properties for copy_f32\n    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\nptxas info    : Function properties for add_f32\n    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
+    let u = resource_usage(log);
+    assert_eq!(u["copy_f32"], (0, 8, 4));
+    assert_eq!(u["add_f32"], (16, 0, 0));
+    let text = "\t\tFunction : fma_f32\n\
+        /*0000*/   MOV R1, c[0x0][0x28] ;\n\
+        /*0010*/   FFMA R2, R2, R3, R4 ;   /* 0x0000000402087981 */\n\
+        /*0020*/   FFMA R5, R5, R3, R4 ;\n\
+        /*0030*/   IADD3 R0, R0, -0x1, RZ ;\n\
+        /*0038*/   NOP ;\n\
+        /*0040*/ @P0 BRA 0x10 ;\n\
+        /*0050*/   EXIT ;\n\
+        /*0060*/   BRA 0x60;\n";
+    let f = parse_sass(text);
+    assert_eq!(
+        f["fma_f32"][1],
+        (0x10, "FFMA".to_string(), "FFMA R2, R2, R3, R4".to_string())
+    );
+    let lp = timed_loop(&f["fma_f32"]);
+    assert_eq!(lp.len(), 4);
+    assert_eq!(lp.iter().filter(|(_, op, _)| op == "FFMA").count(), 2);
+    assert!(is_family("HFMA2.MMA", &["HFMA2"]));
+    assert!(is_family("HFMA2.BF16_V2", &["HFMA2"]));
+    assert!(!is_family("FFMA2", &["FFMA"]));
+    assert_eq!(archs_for("sm_80"), ["sm_80", "sm_86", "sm_89", "sm_90"]);
+    assert_eq!(archs_for("sm_89"), ["sm_89", "sm_90"]);
+    assert_eq!(archs_for("sm_90a"), ["sm_90a"]);
+}
