@@ -11,8 +11,8 @@
 //! it is there; without it those columns stay empty. Nothing here changes any device setting.
 
 use super::{
-    dram_array_bytes, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo, PlannedCase,
-    PreparedCase, SizeRequest,
+    dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
+    PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
 use crate::bench::{Case, Family, Precision, Verdict};
@@ -292,28 +292,15 @@ impl Backend for CudaBackend {
     fn cases(&self, size: SizeRequest) -> Result<Vec<PlannedCase>> {
         // Leave room for the context, the module and the partial sums.
         let usable = self.free_bytes()? / 100 * 90;
-        let (array_bytes, note) = match size {
-            SizeRequest::Auto => dram_array_bytes(self.info.llc_bytes, 3, usable),
-            SizeRequest::BytesPerArray(bytes) => {
-                if 3 * bytes > usable {
-                    return Err(Error::OutOfMemory {
-                        case: "stream cases (3 arrays)".into(),
-                        device: self.info.id.clone(),
-                        needed_bytes: 3 * bytes,
-                        free_bytes: usable,
-                    });
-                }
-                (bytes, None)
-            }
-        };
-        let mut planned: Vec<PlannedCase> =
-            stream::cases(|p| (array_bytes / stream::element_bytes(p)).max(1))
-                .into_iter()
-                .map(|case| PlannedCase {
-                    case,
-                    note: note.clone().unwrap_or_default(),
-                })
-                .collect();
+        let mut planned = plan_arrays(
+            size,
+            dram_rule_bytes(self.info.llc_bytes),
+            3,
+            usable,
+            &self.info.id,
+            "stream cases",
+            |bytes| stream::cases(|p| (bytes / stream::element_bytes(p)).max(1)),
+        )?;
         if let Some(compute) = &self.compute {
             planned.extend(super::cuda_compute::cases(self, compute, size, usable)?);
         }

@@ -13,7 +13,7 @@
 //! changes a device setting.
 
 use super::cuda::{guard, CudaBackend, BLOCK};
-use super::{dram_array_bytes, Backend, PlannedCase, PreparedCase, SizeRequest};
+use super::{dram_rule_bytes, plan_arrays, Backend, PlannedCase, PreparedCase, SizeRequest};
 use crate::bench::{arith, intensity, peak, tensor, Case, Family, Precision, Verdict};
 use crate::specs::theory;
 use crate::{Error, Result};
@@ -151,20 +151,19 @@ pub fn cases(
         let iterations = tensor::iterations_for(p, warps, target_flops(backend, cc, p));
         planned.push(plain(tensor::case(p, warps, iterations)));
     }
-    let (array_bytes, note) = match size {
-        SizeRequest::Auto => dram_array_bytes(backend.info().llc_bytes, 2, usable_bytes),
-        SizeRequest::BytesPerArray(bytes) => (bytes, None),
-    };
-    planned.extend(
-        intensity::cases(&intensity::PRECISIONS, |p| {
-            (array_bytes / arith::word_bytes(p)).max(1)
-        })
-        .into_iter()
-        .map(|case| PlannedCase {
-            case,
-            note: note.clone().unwrap_or_default(),
-        }),
-    );
+    planned.extend(plan_arrays(
+        size,
+        dram_rule_bytes(backend.info().llc_bytes),
+        2,
+        usable_bytes,
+        &backend.info().id,
+        "the intensity sweep",
+        |bytes| {
+            intensity::cases(&intensity::PRECISIONS, |p| {
+                (bytes / arith::word_bytes(p)).max(1)
+            })
+        },
+    )?);
     Ok(planned)
 }
 

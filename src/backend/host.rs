@@ -12,8 +12,8 @@
 use super::host_compute::{self, HostCompute};
 use super::pool::{allowed_cpus, chunk, Pool, SpinBarrier};
 use super::{
-    dram_array_bytes, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo, PlannedCase,
-    PreparedCase, SizeRequest,
+    dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
+    PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
 use crate::bench::{Case, Family, Precision, Verdict};
@@ -76,28 +76,15 @@ impl Backend for HostBackend {
     fn cases(&self, size: SizeRequest) -> Result<Vec<PlannedCase>> {
         // Leave a fifth of available memory to everything else on the machine.
         let usable = self.info.memory_free_bytes / 5 * 4;
-        let (array_bytes, note) = match size {
-            SizeRequest::Auto => dram_array_bytes(self.info.llc_bytes, 3, usable),
-            SizeRequest::BytesPerArray(bytes) => {
-                if 3 * bytes > usable {
-                    return Err(Error::OutOfMemory {
-                        case: "stream cases (3 arrays)".into(),
-                        device: "host".into(),
-                        needed_bytes: 3 * bytes,
-                        free_bytes: usable,
-                    });
-                }
-                (bytes, None)
-            }
-        };
-        let mut planned: Vec<PlannedCase> =
-            stream::cases(|p| (array_bytes / stream::element_bytes(p)).max(1))
-                .into_iter()
-                .map(|case| PlannedCase {
-                    case,
-                    note: note.clone().unwrap_or_default(),
-                })
-                .collect();
+        let mut planned = plan_arrays(
+            size,
+            dram_rule_bytes(self.info.llc_bytes),
+            3,
+            usable,
+            "host",
+            "stream cases",
+            |bytes| stream::cases(|p| (bytes / stream::element_bytes(p)).max(1)),
+        )?;
         let threads = self.pool.threads();
         for p in host_compute::PEAK_PRECISIONS {
             planned.push(PlannedCase {
@@ -105,23 +92,20 @@ impl Backend for HostBackend {
                 note: String::new(),
             });
         }
-        // The sweep's two arrays together hold 4 × the last-level cache, so its low-k points are
+        // The sweep's two arrays (at least 16 MiB each) together hold 4 × the last-level cache, so its low-k points are
         // DRAM-bound, and no more: k = 1024 does 2048 operations per word, and a bigger array
         // would make one launch last seconds on a small host.
-        let (sweep_bytes, sweep_note) = match size {
-            SizeRequest::Auto => dram_sweep_bytes(self.info.llc_bytes, usable),
-            SizeRequest::BytesPerArray(bytes) => (bytes, None),
-        };
-        planned.extend(
-            host_compute::sweep_cases(|p| {
-                (sweep_bytes / crate::bench::arith::word_bytes(p)).max(1)
-            })
-            .into_iter()
-            .map(|case| PlannedCase {
-                case,
-                note: sweep_note.clone().unwrap_or_default(),
-            }),
-        );
+        planned.extend(plan_arrays(
+            size,
+            (2 * self.info.llc_bytes).max(16 << 20),
+            2,
+            usable,
+            "host",
+            "the intensity sweep",
+            |bytes| {
+                host_compute::sweep_cases(|p| (bytes / crate::bench::arith::word_bytes(p)).max(1))
+            },
+        )?);
         Ok(planned)
     }
 
@@ -152,23 +136,6 @@ impl Backend for HostBackend {
 
     fn min_sample_secs(&self) -> f64 {
         0.02
-    }
-}
-
-/// Bytes per array of the host sweep: 2 × the last-level cache (so input and output together
-/// are 4 × LLC), at least 16 MiB, capped so both arrays fit in `usable_bytes`.
-pub fn dram_sweep_bytes(llc_bytes: u64, usable_bytes: u64) -> (u64, Option<String>) {
-    let wanted = (2 * llc_bytes).max(16 << 20);
-    let cap = (usable_bytes / 2) & !4095;
-    if wanted <= cap {
-        (wanted, None)
-    } else {
-        (
-            cap,
-            Some(format!(
-                "sweep array size reduced from {wanted} to {cap} bytes to fit free memory"
-            )),
-        )
     }
 }
 

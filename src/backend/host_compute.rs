@@ -497,6 +497,34 @@ fn portable_sweep<T: HostElement>(k: u32, a: T, b: T, input: &[T], output: &mut 
     }
 }
 
+/// Invokes `$call!(module)` with the SIMD kernel module for (`$simd`, `$precision`), or
+/// evaluates `$fallback` where this build has none: the one table of which kernel runs where.
+macro_rules! for_kernel {
+    ($simd:expr, $precision:expr, $call:ident, $fallback:expr) => {
+        match ($simd, $precision) {
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx512, Precision::F32) => $call!(x86::avx512_f32),
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx512, Precision::F64) => $call!(x86::avx512_f64),
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx512, Precision::I32) => $call!(x86::avx512_i32),
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx2, Precision::F32) => $call!(x86::avx2_f32),
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx2, Precision::F64) => $call!(x86::avx2_f64),
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx2, Precision::I32) => $call!(x86::avx2_i32),
+            #[cfg(target_arch = "aarch64")]
+            (Simd::Neon, Precision::F32) => $call!(arm::neon_f32),
+            #[cfg(target_arch = "aarch64")]
+            (Simd::Neon, Precision::F64) => $call!(arm::neon_f64),
+            #[cfg(target_arch = "aarch64")]
+            (Simd::Neon, Precision::I32) => $call!(arm::neon_i32),
+            _ => $fallback,
+        }
+    };
+}
+
 /// Dispatches a peak run to `simd`'s kernel for `T`. `out` holds `chains × lanes` elements.
 fn run_peak<T: HostElement>(simd: Simd, iterations: u64, starts: &[T], a: T, b: T, out: &mut [T]) {
     macro_rules! call {
@@ -516,27 +544,12 @@ fn run_peak<T: HostElement>(simd: Simd, iterations: u64, starts: &[T], a: T, b: 
             }
         }};
     }
-    match (simd, T::PRECISION) {
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx512, Precision::F32) => call!(x86::avx512_f32),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx512, Precision::F64) => call!(x86::avx512_f64),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx512, Precision::I32) => call!(x86::avx512_i32),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx2, Precision::F32) => call!(x86::avx2_f32),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx2, Precision::F64) => call!(x86::avx2_f64),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx2, Precision::I32) => call!(x86::avx2_i32),
-        #[cfg(target_arch = "aarch64")]
-        (Simd::Neon, Precision::F32) => call!(arm::neon_f32),
-        #[cfg(target_arch = "aarch64")]
-        (Simd::Neon, Precision::F64) => call!(arm::neon_f64),
-        #[cfg(target_arch = "aarch64")]
-        (Simd::Neon, Precision::I32) => call!(arm::neon_i32),
-        _ => portable_peak(iterations, starts, a, b, out),
-    }
+    for_kernel!(
+        simd,
+        T::PRECISION,
+        call,
+        portable_peak(iterations, starts, a, b, out)
+    )
 }
 
 /// Dispatches a sweep over one worker's slice to `simd`'s kernel for `T`.
@@ -558,27 +571,12 @@ fn run_sweep<T: HostElement>(simd: Simd, k: u32, a: T, b: T, input: &[T], output
             }
         }};
     }
-    match (simd, T::PRECISION) {
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx512, Precision::F32) => call!(x86::avx512_f32),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx512, Precision::F64) => call!(x86::avx512_f64),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx512, Precision::I32) => call!(x86::avx512_i32),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx2, Precision::F32) => call!(x86::avx2_f32),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx2, Precision::F64) => call!(x86::avx2_f64),
-        #[cfg(target_arch = "x86_64")]
-        (Simd::Avx2, Precision::I32) => call!(x86::avx2_i32),
-        #[cfg(target_arch = "aarch64")]
-        (Simd::Neon, Precision::F32) => call!(arm::neon_f32),
-        #[cfg(target_arch = "aarch64")]
-        (Simd::Neon, Precision::F64) => call!(arm::neon_f64),
-        #[cfg(target_arch = "aarch64")]
-        (Simd::Neon, Precision::I32) => call!(arm::neon_i32),
-        _ => portable_sweep(k, a, b, &input[..n], &mut output[..n]),
-    }
+    for_kernel!(
+        simd,
+        T::PRECISION,
+        call,
+        portable_sweep(k, a, b, &input[..n], &mut output[..n])
+    )
 }
 
 /// Chains of the kernel `run_peak` picks for (`simd`, `T`).

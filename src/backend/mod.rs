@@ -191,14 +191,16 @@ pub struct PlannedCase {
     pub note: String,
 }
 
-/// Bytes per array for DRAM cases under the design's rule: max(4 × LLC, 256 MiB), then capped so
-/// that `arrays` arrays fit in `usable_bytes`. Returns the size and a note when it was capped.
-pub fn dram_array_bytes(llc_bytes: u64, arrays: u64, usable_bytes: u64) -> (u64, Option<String>) {
-    const MIN_ARRAY: u64 = 256 << 20;
-    let wanted = (4 * llc_bytes).max(MIN_ARRAY);
-    let cap = usable_bytes / arrays.max(1);
-    // Round down to a multiple of 4 KiB so every precision divides it.
-    let cap = cap & !4095;
+/// Bytes per array wanted under the design's DRAM rule: at least 4 × the last-level cache and
+/// at least 256 MiB.
+pub fn dram_rule_bytes(llc_bytes: u64) -> u64 {
+    (4 * llc_bytes).max(256 << 20)
+}
+
+/// `wanted` bytes per array, capped (to a multiple of 4 KiB, which every precision divides) so
+/// that `arrays` arrays fit in `usable_bytes`; with a note saying so when it was capped.
+pub fn fit_arrays(wanted: u64, arrays: u64, usable_bytes: u64) -> (u64, Option<String>) {
+    let cap = (usable_bytes / arrays.max(1)) & !4095;
     if wanted <= cap {
         (wanted, None)
     } else {
@@ -211,20 +213,98 @@ pub fn dram_array_bytes(llc_bytes: u64, arrays: u64, usable_bytes: u64) -> (u64,
     }
 }
 
+/// Plans cases made of `arrays` arrays: `auto_bytes` per array when the size is automatic
+/// (capped to fit, and the note says so), else exactly the bytes asked for, or an error naming
+/// `what` if that many arrays of them do not fit in `usable_bytes` of `device`.
+pub fn plan_arrays(
+    size: SizeRequest,
+    auto_bytes: u64,
+    arrays: u64,
+    usable_bytes: u64,
+    device: &str,
+    what: &str,
+    cases: impl FnOnce(u64) -> Vec<Case>,
+) -> Result<Vec<PlannedCase>> {
+    let (bytes, note) = match size {
+        SizeRequest::Auto => fit_arrays(auto_bytes, arrays, usable_bytes),
+        SizeRequest::BytesPerArray(bytes) => {
+            if arrays * bytes > usable_bytes {
+                return Err(crate::Error::OutOfMemory {
+                    case: format!("{what} ({arrays} arrays)"),
+                    device: device.to_string(),
+                    needed_bytes: arrays * bytes,
+                    free_bytes: usable_bytes,
+                });
+            }
+            (bytes, None)
+        }
+    };
+    Ok(cases(bytes)
+        .into_iter()
+        .map(|case| PlannedCase {
+            case,
+            note: note.clone().unwrap_or_default(),
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn dram_size_rule() {
-        // small LLC: the 256 MiB floor wins
-        assert_eq!(dram_array_bytes(32 << 20, 3, 100 << 30), (256 << 20, None));
-        // big LLC: 4x wins
-        assert_eq!(dram_array_bytes(128 << 20, 3, 100 << 30), (512 << 20, None));
+        // small LLC: the 256 MiB floor wins; big LLC: 4x wins
+        assert_eq!(dram_rule_bytes(32 << 20), 256 << 20);
+        assert_eq!(dram_rule_bytes(128 << 20), 512 << 20);
+        assert_eq!(fit_arrays(256 << 20, 3, 100 << 30), (256 << 20, None));
         // not enough memory: capped, with a note
-        let (bytes, note) = dram_array_bytes(32 << 20, 3, 300 << 20);
+        let (bytes, note) = fit_arrays(256 << 20, 3, 300 << 20);
         assert_eq!(bytes, 100 << 20);
         assert!(note.unwrap().contains("reduced"));
+    }
+
+    #[test]
+    fn planned_arrays_follow_the_size_request() {
+        let one = |bytes: u64| {
+            vec![crate::bench::stream::StreamKernel::Copy
+                .case(crate::bench::Precision::F32, bytes / 4)]
+        };
+        let auto = plan_arrays(SizeRequest::Auto, 1 << 20, 2, 1 << 30, "host", "x", one).unwrap();
+        assert_eq!(
+            (auto[0].case.elements, auto[0].note.as_str()),
+            (1 << 18, "")
+        );
+        let capped = plan_arrays(SizeRequest::Auto, 1 << 30, 2, 1 << 20, "host", "x", one).unwrap();
+        assert_eq!(capped[0].case.elements, 1 << 17);
+        assert!(capped[0].note.contains("reduced"));
+        let exact = plan_arrays(
+            SizeRequest::BytesPerArray(4096),
+            1 << 30,
+            2,
+            1 << 20,
+            "host",
+            "x",
+            one,
+        )
+        .unwrap();
+        assert_eq!(exact[0].case.elements, 1024);
+        let err = plan_arrays(
+            SizeRequest::BytesPerArray(1 << 20),
+            0,
+            3,
+            1 << 20,
+            "cuda:0",
+            "stream cases",
+            one,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("stream cases (3 arrays) needs 3145728 bytes"),
+            "{err}"
+        );
+        assert!(err.contains("cuda:0"));
     }
 
     #[test]
