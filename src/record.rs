@@ -39,6 +39,10 @@ pub struct Record {
     pub compute_capability: String,
     /// SMs, or CPU threads used.
     pub units: u32,
+    /// The last-level cache (L2 on a GPU), bytes: DRAM figures need working sets ≥ 4× this.
+    pub llc_bytes: u64,
+    /// Memory bus width the device reports, for a theoretical DRAM figure; empty on the host.
+    pub memory_bus_bits: Option<u32>,
     pub driver: String,
     pub family: Family,
     pub kernel: String,
@@ -133,6 +137,8 @@ impl Record {
             device_name: d.name.clone(),
             compute_capability: d.compute_capability.clone(),
             units: d.units,
+            llc_bytes: d.llc_bytes,
+            memory_bus_bits: d.memory_bus_bits,
             driver: d.driver.clone(),
             family: case.family,
             kernel: case.kernel.clone(),
@@ -232,6 +238,8 @@ fn sample_record() -> Record {
         device_name: String::new(),
         compute_capability: String::new(),
         units: 0,
+        llc_bytes: 0,
+        memory_bus_bits: None,
         driver: String::new(),
         family: Family::Stream,
         kernel: String::new(),
@@ -483,7 +491,7 @@ pub(crate) mod tests {
         let h = header();
         assert_eq!(h[0], "schema");
         assert!(h.contains(&"gbps".to_string()));
-        assert_eq!(h.len(), 38);
+        assert_eq!(h.len(), 40);
     }
 
     #[test]

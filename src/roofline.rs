@@ -3,8 +3,9 @@
 //!
 //! # Method (what users cite)
 //!
-//! - **Memory ceiling** (DRAM): the highest GB/s of any valid `stream` row, whichever kernel
-//!   and precision set it; the ceiling names that case. L2 and L1 ceilings come the same way
+//! - **Memory ceiling** (DRAM): the highest GB/s of any valid `stream` row whose working set is
+//!   at least 4× the last-level cache (smaller ones are cache figures, listed as excluded),
+//!   whichever kernel and precision set it; the ceiling names that case. L2 and L1 ceilings come the same way
 //!   from the cache sweep once it exists ([`MemoryLevel`]).
 //! - **Compute ceilings**: per family and precision (`peak` f64, f32, f16x2, …; `tensor` f16.f32,
 //!   s8.s32, …), the highest GFLOP/s (GOP/s for integers) of any valid row.
@@ -29,6 +30,12 @@ use crate::bench::{Family, Precision};
 use crate::record::Record;
 use crate::specs::SpecFigure;
 use serde::{Deserialize, Serialize};
+
+/// Whether a row's working set is at least 4× the device's last-level cache, the design's rule
+/// for a DRAM figure (true where the cache size is unknown, 0).
+pub fn is_dram_working_set(r: &Record) -> bool {
+    r.llc_bytes == 0 || r.working_set_bytes >= 4 * r.llc_bytes
+}
 
 /// A level of the memory hierarchy that has a bandwidth ceiling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -225,10 +232,23 @@ pub fn fit(
         }
     }
 
-    // Memory: DRAM from the STREAM rows.
+    // Memory: DRAM from the STREAM rows whose working set is a DRAM working set.
     let stream: Vec<&Record> = records
         .iter()
         .filter(|r| r.family == Family::Stream)
+        .filter(|r| {
+            let dram = is_dram_working_set(r);
+            if !dram && r.valid {
+                fit.excluded.push(format!(
+                    "{}: working set {} bytes is under 4x the last-level cache ({} bytes): not a \
+                     DRAM figure",
+                    r.case_id(),
+                    r.working_set_bytes,
+                    r.llc_bytes
+                ));
+            }
+            dram
+        })
         .collect();
     let dram_spec = spec(Family::Stream, Precision::F32);
     if !stream.is_empty() || dram_spec.is_ok() {
@@ -386,13 +406,16 @@ pub(crate) mod tests {
             device_name: "NVIDIA A100-SXM4-80GB".into(),
             compute_capability: "8.0".into(),
             units: 108,
+            llc_bytes: 40 << 20,
+            memory_bus_bits: Some(5120),
             driver: "CUDA 12.4, driver 550.54.15".into(),
             family,
             kernel: kernel.into(),
             precision,
             param,
             elements: 1 << 20,
-            working_set_bytes: bytes,
+            // a DRAM working set (4x the L2 and more) whatever one launch moves
+            working_set_bytes: 1 << 30,
             bytes,
             flops,
             reps: 10,
@@ -583,6 +606,25 @@ pub(crate) mod tests {
         // invalid rows are listed, not fitted
         assert_eq!(fit.excluded.len(), 2, "{:?}", fit.excluded);
         assert!(fit.excluded[0].starts_with("stream/copy/f64: invalid"));
+    }
+
+    #[test]
+    fn cache_resident_stream_rows_are_not_a_dram_ceiling() {
+        let mut rows = synthetic_run();
+        // the triad that set the 1500 GB/s ceiling ran on 100 MiB: under 4x the 40 MiB L2
+        let triad = rows
+            .iter_mut()
+            .find(|r| r.case_id() == "stream/triad/f32")
+            .unwrap();
+        triad.working_set_bytes = 100 << 20;
+        let fit = fit(&rows, &a100_like_spec);
+        let dram = fit.memory(MemoryLevel::Dram).unwrap();
+        assert!(close(dram.gbps, 1400.0), "the copy sets it now");
+        assert_eq!(dram.case.as_deref(), Some("stream/copy/f32"));
+        assert!(fit
+            .excluded
+            .iter()
+            .any(|e| e.starts_with("stream/triad/f32: working set 104857600 bytes is under 4x")));
     }
 
     #[test]

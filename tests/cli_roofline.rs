@@ -37,15 +37,17 @@ fn fails_with(args: &[&str], prefix: &str) -> String {
     lines[0].to_string()
 }
 
-/// A real quick host run of a few small cases into `dir`; returns its CSV.
+/// A real quick host run of a few cases into `dir`; returns its CSV. Arrays are 2× the
+/// last-level cache, so even copy's two arrays make a DRAM working set (4× LLC).
 fn host_run(dir: &Path, filters: &[&str]) -> PathBuf {
+    let size = (2 * roofprobe::backend::host::host_info().llc_bytes).to_string();
     let mut args = vec![
         "run",
         "--device",
         "host",
         "--quick",
         "--size",
-        "8MiB",
+        &size,
         "--out",
         dir.to_str().unwrap(),
     ];

@@ -436,7 +436,7 @@ impl DeviceAttributes {
             sms: is_gpu.then_some(first.units),
             clock_mhz: max_of(records.iter().map(|r| r.clock_mhz)),
             memory_clock_mhz: max_of(records.iter().map(|r| r.memory_clock_mhz)),
-            memory_bus_bits: None,
+            memory_bus_bits: first.memory_bus_bits,
         }
     }
 }
