@@ -10,9 +10,10 @@
 //! what to do.
 
 pub mod cuda;
-pub mod cuda_compute;
+pub mod cuda_plan;
 pub mod host;
 pub mod host_compute;
+pub mod launch;
 pub mod pool;
 
 use crate::bench::{Case, Verdict};
