@@ -152,6 +152,28 @@ fn run_child(test: &str, limit: Duration) -> (bool, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting the child test");
+    // Drained while the child runs: a child blocked on a full pipe would look hung.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("waiting for the child") {
@@ -165,13 +187,7 @@ fn run_child(test: &str, limit: Duration) -> (bool, String) {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let mut output = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        let _ = out.read_to_string(&mut output);
-    }
-    if let Some(mut err) = child.stderr.take() {
-        let _ = err.read_to_string(&mut output);
-    }
+    let output = stdout.join().unwrap_or_default() + &stderr.join().unwrap_or_default();
     match status {
         Some(s) => (s.success(), output),
         None => (
@@ -292,4 +308,76 @@ fn runaway_child() {
     drop(gpu);
     assert!(started.elapsed() < Duration::from_secs(30));
     println!("CHILD OK");
+}
+
+/// The whole path a user takes on a GPU box, through the real binary: `devices` lists the GPU,
+/// and a quick filtered `run` on cuda:0 exits 0 with one valid row per case (a STREAM kernel, an
+/// FMA peak, a tensor-core peak, one sweep point), the peak and tensor rows with the clock the
+/// kernel measured and NVML's conditions, and its calibration JSON and roofline SVG beside it.
+#[test]
+fn a_quick_run_on_the_gpu_writes_valid_rows() {
+    let Some(_) = devices("a_quick_run_on_the_gpu_writes_valid_rows") else {
+        return;
+    };
+    let _gpu = gpu_lock();
+    let bin = || assert_cmd::Command::cargo_bin("roofprobe").expect("the binary");
+    let listed = bin().arg("devices").assert().success();
+    let text = String::from_utf8_lossy(&listed.get_output().stdout).into_owned();
+    assert!(
+        text.contains("cuda:0") && !text.contains("unusable"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let filters = [
+        "stream/triad/f32",
+        "peak/fma/f32",
+        "tensor/mma_m16n8k16/f16.f32",
+        "intensity/fma/f32/64",
+    ];
+    let mut cmd = bin();
+    cmd.args([
+        "run", "--quick", "--device", "cuda:0", "--size", "64MiB", "--out",
+    ])
+    .arg(dir.path());
+    for f in filters {
+        cmd.args(["--filter", f]);
+    }
+    let out = cmd.assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let csv = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "csv"))
+        .unwrap_or_else(|| panic!("no CSV in {files:?}; {stderr}"));
+    for ext in ["json", "svg"] {
+        assert!(
+            files
+                .iter()
+                .any(|p| p.extension().is_some_and(|e| e == ext)),
+            "no .{ext} in {files:?}"
+        );
+    }
+    let rows = roofprobe::record::read_csv(csv).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    let compute = rows
+        .first()
+        .and_then(|r| roofprobe::specs::theory::parse_compute_capability(&r.compute_capability))
+        >= Some((8, 0));
+    let expected = if compute { filters.len() } else { 1 };
+    assert_eq!(rows.len(), expected, "{ids:?}");
+    for r in &rows {
+        assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
+        assert!(r.time_median_s.is_some_and(|t| t > 0.0), "{}", r.case_id());
+        if matches!(
+            r.family,
+            roofprobe::bench::Family::Peak | roofprobe::bench::Family::Tensor
+        ) {
+            assert!(r.clock_mhz.is_some(), "{}: no clock", r.case_id());
+            assert!(r.note.contains("trips"), "{}: {}", r.case_id(), r.note);
+        }
+    }
 }
