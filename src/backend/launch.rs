@@ -656,6 +656,11 @@ fn largest_block_terms(n: u64, element_bytes: u64, threads: u64) -> u64 {
     vectors.div_ceil(threads.max(1)) * width * BLOCK as u64 + width
 }
 
+/// SM clocks a block's record may give, in MHz: anything else is a record too short for the
+/// timer's granularity (`%globaltimer` ticks every 32 ns to 1 µs, depending on the GPU), not a
+/// clock.
+pub const PLAUSIBLE_CLOCK_MHZ: std::ops::Range<f64> = 50.0..10_000.0;
+
 /// The SM clock, in MHz, from the clock records of a launch: the median over blocks of cycles
 /// per nanosecond. `None` when no block recorded a usable interval (or the records are not whole
 /// records, as a short read-back would be).
@@ -667,6 +672,7 @@ pub fn clock_from_records(records: &[u64]) -> Option<f64> {
             (ns > 0 && cycles > 0 && r[1] > r[0] && r[3] > r[2])
                 .then(|| cycles as f64 / ns as f64 * 1e3)
         })
+        .filter(|m| PLAUSIBLE_CLOCK_MHZ.contains(m))
         .collect();
     if mhz.is_empty() {
         return None;
@@ -691,6 +697,8 @@ mod tests {
         assert_eq!(clock_from_records(&records), Some(1500.0));
         assert_eq!(clock_from_records(&[0; 8]), None);
         assert_eq!(clock_from_records(&records[..3]), None);
+        // 1000 cycles in one 1 µs timer tick read as 32 ns: not a clock
+        assert_eq!(clock_from_records(&[0, 1000, 0, 32]), None);
     }
 
     /// The kernels' loop constants are the ones the work tables count: the peak loop runs
