@@ -341,6 +341,9 @@ impl Drop for CudaBackend {
         if self.health.runaway() {
             return;
         }
+        // Nothing may still run when a module is unloaded (a case that failed mid-batch can
+        // leave launches queued); after a sticky error this returns at once.
+        let _ = quietly(|| self.stream.synchronize());
         // SAFETY: each field is dropped once, here, and not used after.
         unsafe {
             ManuallyDrop::drop(&mut self.modules);
@@ -757,9 +760,19 @@ impl Drop for GpuCase<'_> {
         if self.backend.health.runaway() {
             return;
         }
-        // SAFETY: each field is dropped once, here, and not used after. The arrays are freed on
-        // the stream that uses them (stream-ordered), or after synchronising it, so work still
-        // queued never reads freed memory.
+        // A batch that failed part-way can leave launches queued: let them finish before their
+        // arrays are freed and a sweep module (held only here) is unloaded (cudarc frees arrays
+        // in stream order anyway; the module unload is not ordered). Waited for like a sample,
+        // so a runaway kernel is leaked, not waited on; after a sticky error this fails at once.
+        let end = &self.events.1;
+        let during = format!("finishing {}", self.launch.entry.name);
+        let recorded = self
+            .backend
+            .call(&during, || end.record(&self.backend.stream));
+        if recorded.is_ok() && self.wait(end, &during).is_err() && self.backend.health.runaway() {
+            return;
+        }
+        // SAFETY: each field is dropped once, here, and not used after.
         unsafe {
             ManuallyDrop::drop(&mut self.arrays);
             ManuallyDrop::drop(&mut self.events);
