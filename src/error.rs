@@ -17,6 +17,11 @@ pub enum Error {
     #[error("the CUDA driver is present but failed during {during}: {message}; check `nvidia-smi`, or use --device host")]
     Driver { during: String, message: String },
 
+    /// An earlier error left a device unusable for the rest of this process (a kernel faulted,
+    /// and CUDA keeps the context in that error state, or it never finished).
+    #[error("not run: {device} is unusable since an earlier error ({cause}); run roofprobe again (a new process) to measure it, and report the error if it repeats")]
+    DeviceLost { device: String, cause: String },
+
     /// A device was asked for that does not exist.
     #[error("no such device `{asked}`: {available}; run `roofprobe devices` to list them")]
     NoSuchDevice { asked: String, available: String },

@@ -24,8 +24,10 @@ fn every_compute_kernel_validates_on_every_gpu() {
             return;
         }
     };
+    let _gpu = crate::gpu::gpu_lock();
     for ordinal in 0..devices {
         let mut backend = CudaBackend::open(ordinal).unwrap();
+        let max_mhz = backend.info().clock_mhz;
         let name = backend.info().name.clone();
         // Small sweep arrays: this checks the kernels, it does not measure DRAM.
         let planned = backend.cases(SizeRequest::BytesPerArray(4 << 20)).unwrap();
@@ -72,6 +74,15 @@ fn every_compute_kernel_validates_on_every_gpu() {
                     "{name} {}: {mhz} MHz",
                     case.id()
                 );
+                // %clock64 cycles over %globaltimer nanoseconds: at most the device's maximum
+                // clock (a little over, for the timer's granularity on a 1-trip launch)
+                if let Some(max) = max_mhz {
+                    assert!(
+                        mhz <= max * 1.1,
+                        "{name} {}: {mhz} MHz above the maximum {max} MHz",
+                        case.id()
+                    );
+                }
             }
         }
         assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));

@@ -6,5 +6,6 @@ mod cli_roofline;
 mod compute_gpu;
 mod gpu;
 mod interp;
+mod launch;
 mod offline;
 mod tools;

@@ -345,7 +345,7 @@ fn compute_loops_are_the_instruction_measured() {
                 if module == "mma_sm89.ptx" && arch == "sm_90" {
                     // sm_90 has no fp8 mma.sync: ptxas unpacks e4m3 to f16, hoists A·B out of
                     // the loop and accumulates with FADD. The CUDA backend therefore runs this
-                    // kernel only where it is native (cuda_compute::native_fp8_mma); pin that.
+                    // kernel only where it is native (cuda_plan::native_fp8_mma); pin that.
                     let mma = lp
                         .iter()
                         .filter(|(_, op, _)| is_family(op, &["QMMA", "HMMA"]))

@@ -3,63 +3,110 @@
 //!
 //! cudarc is built with dynamic loading, so roofprobe builds with no CUDA toolkit and finds
 //! `libcuda` at run time. A missing library panics inside cudarc, so [`device_count`] probes
-//! for it first, and every entry into the driver from here runs under [`guard`], which turns a
-//! driver error into an [`Error`] carrying the driver's own message and a cudarc panic (a stub
-//! driver lacking a symbol, say) into an error instead of a crash.
+//! for it first, and every entry into the driver from here runs under [`guard`] (or, once a
+//! device is open, [`CudaBackend`]'s own `call`), which turns a driver error into an [`Error`]
+//! carrying the driver's own message and a cudarc panic (a stub driver lacking a symbol, say)
+//! into an error instead of a crash.
+//!
+//! What a launch passes is not written here: [`launch::plan`] describes each case's arrays,
+//! argument list and check as data, and [`GpuCase`] allocates those arrays and pushes exactly
+//! those arguments, in that order and at those widths. [`cuda_plan`] chooses the cases and their
+//! sizes. Both are pure, and tested against the PTX without a GPU.
+//!
+//! Two failures end a device's run, not the process. A kernel fault (illegal address,
+//! misaligned access, trap, …) leaves the CUDA context in a sticky error state in which every
+//! later call fails; and a kernel that does not finish within [`KERNEL_DEADLINE`] is presumed
+//! runaway. After either, every later call on the device fails at once with
+//! [`Error::DeviceLost`] naming the first error, instead of each case reporting the same driver
+//! error as its own, or the run hanging; and after a runaway kernel the device's driver objects
+//! are leaked, not freed, because freeing them could wait for that kernel forever (the process
+//! exit ends it).
 //!
 //! Clocks, power, temperature and throttle reasons come from NVML (also loaded at run time) when
 //! it is there; without it those columns stay empty. Nothing here changes any device setting.
 
+use super::cuda_plan::{self, DeviceModel};
+use super::launch::{self, Arg, Entry, Launch, ModuleId, Role, BLOCK, MAX_GRID};
 use super::{
-    dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
-    PlannedCase, PreparedCase, SizeRequest,
+    Backend, BackendKind, CacheLevel, Conditions, DeviceInfo, PlannedCase, PreparedCase,
+    SizeRequest,
 };
-use crate::bench::stream::{self, Element, StreamKernel};
-use crate::bench::{Case, Family, Precision, Verdict};
+use crate::bench::{Case, Family, Verdict};
 use crate::{Error, Result};
-use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUresult};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError,
-    LaunchConfig, PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError,
+    LaunchArgs, LaunchConfig, PushKernelArg,
 };
-use std::sync::{Arc, OnceLock};
+use cudarc::nvrtc::Ptx;
+use std::cell::Cell;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Once, OnceLock};
+use std::time::{Duration, Instant};
 
-/// Threads per block for the memory kernels: a multiple of 32 (the reductions need it) small
-/// enough that several blocks fit on every SM. The compute kernels use it too.
-pub(super) const BLOCK: u32 = 256;
+/// How long one timed batch of launches may take before its kernel is presumed runaway. No
+/// sample of a correct run comes near it (samples last about 10 ms, one peak launch about 2 ms);
+/// a kernel that reads its loop count from the wrong bits can run for hours.
+pub const KERNEL_DEADLINE: Duration = Duration::from_secs(300);
+
+thread_local! {
+    /// How many [`quietly`] calls are running on this thread.
+    static QUIET: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f`, catching a panic without printing it. The process's panic hook is wrapped once,
+/// and stays silent only on a thread that is inside this function: swapping the hook around
+/// every call races between threads (tests open devices on several) and can leave every later
+/// panic of the process silent.
+fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(Cell::get) == 0 {
+                previous(info);
+            }
+        }));
+    });
+    QUIET.with(|q| q.set(q.get() + 1));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(q.get() - 1));
+    outcome
+}
+
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "cudarc panicked".to_string())
+}
 
 /// Runs a driver call, mapping its error (with the driver's message) and any cudarc panic.
 pub fn guard<T>(during: &str, f: impl FnOnce() -> Result<T, DriverError>) -> Result<T> {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    std::panic::set_hook(previous);
-    match outcome {
+    match quietly(f) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(driver_error(during, &e)),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "cudarc panicked".to_string());
-            Err(Error::Driver {
-                during: during.to_string(),
-                message,
-            })
-        }
+        Err(panic) => Err(Error::Driver {
+            during: during.to_string(),
+            message: panic_message(panic),
+        }),
     }
 }
 
+/// The driver's name for an error code (`CUDA_ERROR_ILLEGAL_ADDRESS`): the binding's variant
+/// name, which needs no driver call.
+fn error_name(e: &DriverError) -> String {
+    format!("{:?}", e.0)
+}
+
 fn driver_error(during: &str, e: &DriverError) -> Error {
-    let name = e
-        .error_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{:?}", e.0));
-    let text = e
-        .error_string()
-        .map(|s| s.to_string_lossy().into_owned())
+    // cuGetErrorString is a driver call too: without the library it would panic.
+    let text = quietly(|| e.error_string().map(|s| s.to_string_lossy().into_owned()))
+        .ok()
+        .and_then(|r| r.ok())
         .unwrap_or_default();
+    let name = error_name(e);
     Error::Driver {
         during: during.to_string(),
         message: if text.is_empty() {
@@ -70,10 +117,88 @@ fn driver_error(during: &str, e: &DriverError) -> Error {
     }
 }
 
+/// Errors after which the CUDA context is unusable for the rest of the process: the CUDA
+/// documentation of each says "any further CUDA work will return the same error. To continue
+/// using CUDA, the process must be terminated and relaunched."
+pub fn is_sticky(code: CUresult) -> bool {
+    matches!(
+        code,
+        CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUresult::CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUresult::CUDA_ERROR_ASSERT
+            | CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUresult::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUresult::CUDA_ERROR_INVALID_PC
+            | CUresult::CUDA_ERROR_LAUNCH_FAILED
+            | CUresult::CUDA_ERROR_ECC_UNCORRECTABLE
+    )
+}
+
+/// Whether a device's context still works. Set once, by the first error that makes it unusable.
+#[derive(Debug, Default)]
+pub struct Health {
+    lost: OnceLock<Lost>,
+}
+
+#[derive(Debug)]
+struct Lost {
+    cause: String,
+    /// A kernel may still be running: freeing anything could wait for it forever.
+    runaway: bool,
+}
+
+impl Health {
+    /// `Err(DeviceLost)` once the device is unusable.
+    pub fn check(&self, device: &str) -> Result<()> {
+        match self.lost.get() {
+            None => Ok(()),
+            Some(lost) => Err(Error::DeviceLost {
+                device: device.to_string(),
+                cause: lost.cause.clone(),
+            }),
+        }
+    }
+
+    fn lose(&self, cause: String, runaway: bool) {
+        let _ = self.lost.set(Lost { cause, runaway });
+    }
+
+    /// True after a kernel missed its deadline.
+    pub fn runaway(&self) -> bool {
+        self.lost.get().is_some_and(|l| l.runaway)
+    }
+
+    /// Runs a driver call on a device: refused once the device is lost, and an error that
+    /// loses it (see [`is_sticky`]) is remembered.
+    pub fn call<T>(
+        &self,
+        device: &str,
+        during: &str,
+        f: impl FnOnce() -> Result<T, DriverError>,
+    ) -> Result<T> {
+        self.check(device)?;
+        match quietly(f) {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                if is_sticky(e.0) {
+                    self.lose(format!("{} during {during}", error_name(&e)), false);
+                }
+                Err(driver_error(during, &e))
+            }
+            Err(panic) => Err(Error::Driver {
+                during: during.to_string(),
+                message: panic_message(panic),
+            }),
+        }
+    }
+}
+
 /// Whether the CUDA driver library can be loaded at all.
 pub fn driver_present() -> bool {
     // SAFETY: only tries to dlopen libcuda; no driver call is made.
-    std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
+    quietly(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
 }
 
 /// Number of CUDA devices. `Err(Error::NoDriver)` when there is no driver library, and a driver
@@ -112,7 +237,7 @@ fn nvml() -> Option<&'static nvml_wrapper::Nvml> {
                 .or_else(|_| nvml_wrapper::Nvml::init())
                 .ok()
         };
-        std::panic::catch_unwind(attempt).ok().flatten()
+        quietly(attempt).ok().flatten()
     })
     .as_ref()
 }
@@ -152,19 +277,143 @@ fn throttle_names(reasons: nvml_wrapper::bitmasks::device::ThrottleReasons) -> S
         .join(";")
 }
 
+/// The modules of a device, loaded (and JIT-compiled) when it is opened, so no compilation
+/// happens while a case is timed. The sweep's expansions are loaded per case.
+struct Modules {
+    stream: Arc<CudaModule>,
+    /// kernels/peak.ptx, kernels/mma.ptx and kernels/mma_sm89.ptx, or why one is not there;
+    /// only that module's cases fail, with the reason.
+    peak: Loaded,
+    mma: Loaded,
+    mma_sm89: Loaded,
+}
+
+/// A module that is loaded, or why not.
+enum Loaded {
+    Yes(Arc<CudaModule>),
+    /// The device cannot run it (older than 8.0; no native fp8).
+    Unsupported(&'static str),
+    /// The driver refused it (a driver older than the PTX ISA 8.4 that mma_sm89.ptx needs, a
+    /// JIT error): the driver's message.
+    Failed(String),
+}
+
+impl Loaded {
+    fn load(ctx: &Arc<CudaContext>, id: ModuleId, unsupported: Option<&'static str>) -> Loaded {
+        match unsupported {
+            Some(why) => Loaded::Unsupported(why),
+            None => match load_module(ctx, id) {
+                Ok(m) => Loaded::Yes(m),
+                Err(Error::Driver { message, .. }) => Loaded::Failed(message),
+                Err(other) => Loaded::Failed(other.to_string()),
+            },
+        }
+    }
+
+    fn get(&self, id: ModuleId) -> Result<Arc<CudaModule>> {
+        match self {
+            Loaded::Yes(m) => Ok(m.clone()),
+            Loaded::Unsupported(why) => Err(Error::Usage(format!("kernels/{}: {why}", id.file()))),
+            Loaded::Failed(message) => Err(Error::Driver {
+                during: format!("loading kernels/{}", id.file()),
+                message: message.clone(),
+            }),
+        }
+    }
+}
+
 /// One CUDA device, with its context, stream and loaded kernels.
 pub struct CudaBackend {
     info: DeviceInfo,
-    pub(super) ctx: Arc<CudaContext>,
-    pub(super) stream: Arc<CudaStream>,
-    stream_module: Arc<CudaModule>,
-    /// The compute modules (peak, tensor), on devices that can run them.
-    compute: Option<super::cuda_compute::ComputeModules>,
+    compute_capability: (u32, u32),
+    // Leaked rather than dropped after a runaway kernel (see the module documentation); in
+    // drop order: modules, stream, context.
+    modules: ManuallyDrop<Modules>,
+    stream: ManuallyDrop<Arc<CudaStream>>,
+    ctx: ManuallyDrop<Arc<CudaContext>>,
+    health: Health,
+    deadline: Duration,
     nvml_device: Option<nvml_wrapper::Device<'static>>,
 }
 
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        if self.health.runaway() {
+            return;
+        }
+        // Nothing may still run when a module is unloaded (a case that failed mid-batch can
+        // leave launches queued); after a sticky error this returns at once.
+        let _ = quietly(|| self.stream.synchronize());
+        // SAFETY: each field is dropped once, here, and not used after.
+        unsafe {
+            ManuallyDrop::drop(&mut self.modules);
+            ManuallyDrop::drop(&mut self.stream);
+            ManuallyDrop::drop(&mut self.ctx);
+        }
+    }
+}
+
+fn load_module(ctx: &Arc<CudaContext>, id: ModuleId) -> Result<Arc<CudaModule>> {
+    let ptx = id.ptx();
+    let during = format!("loading kernels/{}", id.file());
+    guard(&during, || ctx.load_module(Ptx::from_src(ptx.as_ref()))).map_err(|e| match e {
+        // cuModuleLoadData says only that the JIT failed; its log says where and why.
+        Error::Driver { during, message } => Error::Driver {
+            message: match jit_error_log(ctx, &ptx) {
+                Some(log) => format!("{message}; JIT log: {log}"),
+                None => message,
+            },
+            during,
+        },
+        other => other,
+    })
+}
+
+/// The JIT compiler's error log for `ptx`, by loading it again with a log buffer; `None` if
+/// there is no log (or it loads this time, and is unloaded again).
+fn jit_error_log(ctx: &Arc<CudaContext>, ptx: &str) -> Option<String> {
+    use cudarc::driver::sys;
+    let source = std::ffi::CString::new(ptx).ok()?;
+    let mut log = vec![0u8; 8192];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // The driver reads a size option's value from the pointer's bits.
+    let mut values = [
+        log.as_mut_ptr() as *mut std::ffi::c_void,
+        log.len() as *mut std::ffi::c_void,
+    ];
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    quietly(|| {
+        ctx.bind_to_thread().ok()?;
+        // SAFETY: `source` is NUL-terminated PTX; the log buffer outlives the call and its size
+        // is the one given; a module that does load is unloaded below.
+        let r = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                source.as_ptr() as *const std::ffi::c_void,
+                options.len() as std::ffi::c_uint,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        if r == sys::CUresult::CUDA_SUCCESS && !module.is_null() {
+            // SAFETY: the module was just loaded and nothing else holds it.
+            unsafe { sys::cuModuleUnload(module) };
+        }
+        Some(())
+    })
+    .ok()??;
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    let text = String::from_utf8_lossy(&log[..end])
+        .trim()
+        .replace('\n', " | ");
+    (!text.is_empty()).then_some(text)
+}
+
 impl CudaBackend {
-    /// Opens device `ordinal`: context, stream, device description, STREAM module.
+    /// Opens device `ordinal`: context, stream, device description, modules.
     pub fn open(ordinal: usize) -> Result<CudaBackend> {
         let count = device_count()?;
         if ordinal >= count {
@@ -174,62 +423,195 @@ impl CudaBackend {
             });
         }
         let ctx = guard("creating a context", || CudaContext::new(ordinal))?;
-        // One stream, no cross-stream bookkeeping: cudarc's event tracking would add an event
-        // record to every launch.
+        // One stream, no cross-stream bookkeeping: cudarc's event tracking would add event
+        // waits and records to every launch and copy. It must be off before the stream and
+        // any array exist (an array created while it is on keeps tracking).
         // SAFETY: all work goes to the one stream created below, so no cross-stream
-        // synchronisation is needed.
+        // synchronisation is needed; arrays are freed on that stream, after the work that uses
+        // them.
         unsafe { ctx.disable_event_tracking() };
         let stream = guard("creating a stream", || ctx.new_stream())?;
-        let info = describe(&ctx, ordinal)?;
-        let nvml_device = uuid_of(&ctx).and_then(|uuid| nvml()?.device_by_uuid(uuid).ok());
-        let stream_module = guard("loading kernels/stream.ptx", || {
-            ctx.load_module(cudarc::nvrtc::Ptx::from_src(crate::kernels::STREAM))
-        })?;
-        let compute = super::cuda_compute::ComputeModules::load(&ctx)?;
+        let (info, cc) = describe(&ctx, ordinal)?;
+        let nvml_device = info
+            .extra
+            .iter()
+            .find(|(k, _)| k == "uuid")
+            .and_then(|(_, uuid)| quietly(|| nvml()?.device_by_uuid(uuid.as_str()).ok()).ok()?);
+        let mut info = info;
+        if info.clock_mhz.is_none() {
+            // The driver attribute is deprecated in recent CUDA; NVML still reports the
+            // maximum SM clock, which sizes the compute launches.
+            use nvml_wrapper::enum_wrappers::device::Clock;
+            info.clock_mhz = nvml_device
+                .as_ref()
+                .and_then(|d| quietly(|| d.max_clock_info(Clock::SM).ok()).ok()?)
+                .filter(|&mhz| mhz > 0)
+                .map(f64::from);
+        }
+        let old = (!cuda_plan::runs_compute_kernels(cc))
+            .then_some("the compute kernels need compute capability 8.0 or later");
+        let no_fp8 = (!cuda_plan::native_fp8_mma(cc))
+            .then_some("fp8 mma.sync is native only on compute capability 8.9 and 12.x");
+        let modules = Modules {
+            stream: load_module(&ctx, ModuleId::Stream)?,
+            peak: Loaded::load(&ctx, ModuleId::Peak, old),
+            mma: Loaded::load(&ctx, ModuleId::Mma, old),
+            mma_sm89: Loaded::load(&ctx, ModuleId::MmaSm89, old.or(no_fp8)),
+        };
         Ok(CudaBackend {
             info,
-            ctx,
-            stream,
-            stream_module,
-            compute,
+            compute_capability: cc,
+            modules: ManuallyDrop::new(modules),
+            stream: ManuallyDrop::new(stream),
+            ctx: ManuallyDrop::new(ctx),
+            health: Health::default(),
+            deadline: KERNEL_DEADLINE,
             nvml_device,
         })
     }
 
     /// The device's compute capability as (major, minor).
-    pub fn compute_capability(&self) -> Result<(i32, i32)> {
-        guard("reading the compute capability", || {
-            self.ctx.compute_capability()
-        })
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.compute_capability
     }
 
-    pub(super) fn function(&self, module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction> {
-        guard(&format!("loading kernel {name}"), || {
+    /// How long one timed batch of launches may run before it is presumed runaway (default
+    /// [`KERNEL_DEADLINE`]). For tests of that path.
+    pub fn set_kernel_deadline(&mut self, deadline: Duration) {
+        self.deadline = deadline;
+    }
+
+    /// A driver call on this device (see [`Health::call`]).
+    fn call<T>(&self, during: &str, f: impl FnOnce() -> Result<T, DriverError>) -> Result<T> {
+        self.health.call(&self.info.id, during, f)
+    }
+
+    /// The module an entry lives in; a sweep expansion is loaded (JIT-compiled) now.
+    fn module(&self, id: ModuleId) -> Result<Arc<CudaModule>> {
+        match id {
+            ModuleId::Stream => Ok(self.modules.stream.clone()),
+            ModuleId::Peak => self.modules.peak.get(id),
+            ModuleId::Mma => self.modules.mma.get(id),
+            ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
+            ModuleId::Sweep(..) => {
+                let during = format!("loading kernels/{}", id.file());
+                self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
+            }
+        }
+    }
+
+    fn function(&self, module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction> {
+        self.call(&format!("loading kernel {name}"), || {
+            // cuModuleGetFunction does not bind the context itself.
+            self.ctx.bind_to_thread()?;
             module.load_function(name)
         })
     }
 
-    pub(super) fn free_bytes(&self) -> Result<u64> {
-        let (free, _total) = guard("reading free memory", || self.ctx.mem_get_info())?;
+    /// Free device memory now. Pending frees are completed first: with stream-ordered
+    /// allocation a freed array returns to the memory pool, which gives it back to the device
+    /// only at a synchronisation, so without it the previous case's arrays would still count as
+    /// used.
+    fn free_bytes(&self) -> Result<u64> {
+        let (free, _total) = self.call("reading free memory", || {
+            self.stream.synchronize()?;
+            self.ctx.mem_get_info()
+        })?;
         Ok(free as u64)
     }
 
-    /// Blocks per grid for a kernel: every SM filled to the kernel's occupancy.
-    pub(super) fn grid_for(&self, func: &CudaFunction) -> Result<u32> {
-        let per_sm = guard("querying occupancy", || {
+    /// Blocks per grid for a kernel: every SM filled to the kernel's occupancy at [`BLOCK`]
+    /// threads per block and no dynamic shared memory (none of the kernels uses any).
+    fn one_wave(&self, func: &CudaFunction, name: &str) -> Result<u32> {
+        let per_sm = self.call(&format!("querying the occupancy of {name}"), || {
+            // The occupancy query does not bind the context itself.
+            self.ctx.bind_to_thread()?;
             func.occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
         })?;
-        Ok(self.info.units.max(1) * per_sm.max(1))
+        one_wave_grid(self.info.units, per_sm, name)
+    }
+
+    /// The one-wave grid of an entry.
+    fn entry_grid(&self, entry: &Entry) -> Result<u32> {
+        let module = self.module(entry.module)?;
+        let func = self.function(&module, &entry.name)?;
+        self.one_wave(&func, &entry.name)
+    }
+
+    /// What planning needs to know about this device, with `usable_bytes` free for the cases.
+    fn model(&self, usable_bytes: u64) -> DeviceModel<'_> {
+        DeviceModel {
+            info: &self.info,
+            compute_capability: self.compute_capability,
+            usable_bytes,
+        }
+    }
+
+    /// Makes the device fault (a store to address 0) and returns the error it reports. Kept for
+    /// the GPU test that checks that later cases then fail at once, saying why; a device that
+    /// faulted stays unusable for the rest of the process, so the test runs this in a child.
+    #[doc(hidden)]
+    pub fn fault_for_tests(&self) -> Result<()> {
+        let ptx = FAULT_PTX;
+        let module = self.call("loading the fault kernel", || {
+            self.ctx.load_module(Ptx::from_src(ptx))
+        })?;
+        let func = self.function(&module, "roofprobe_fault")?;
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // An array alive across the fault, freed after it, as a case's arrays would be.
+        let array = self.call("allocating", || self.stream.alloc_zeros::<u64>(1024))?;
+        let outcome = self.call("running the fault kernel", || {
+            // SAFETY: the kernel takes no parameters; it faults on purpose.
+            unsafe { self.stream.launch_builder(&func).launch(cfg) }?;
+            self.stream.synchronize()
+        });
+        drop(array);
+        drop(module);
+        outcome
     }
 }
 
-fn uuid_of(ctx: &Arc<CudaContext>) -> Option<String> {
-    let uuid = guard("reading the device UUID", || ctx.uuid()).ok()?;
-    let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
-    Some(format_uuid(&bytes))
+/// A kernel that stores to address 0 (what [`CudaBackend::fault_for_tests`] runs).
+pub const FAULT_PTX: &str = "\
+.version 7.0
+.target sm_52
+.address_size 64
+.visible .entry roofprobe_fault()
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    mov.u64 %rd1, 0;
+    mov.u32 %r1, 1;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+";
+
+/// The grid that fills `sms` SMs with `per_sm` blocks each, or why there is none: a kernel that
+/// cannot run one block of [`BLOCK`] threads (too many registers, say) has an occupancy of 0,
+/// and launching it anyway fails with an error that does not say why.
+pub fn one_wave_grid(sms: u32, per_sm: u32, name: &str) -> Result<u32> {
+    if per_sm == 0 {
+        return Err(Error::Internal(format!(
+            "{name} cannot run a block of {BLOCK} threads on this device (occupancy 0)"
+        )));
+    }
+    sms.checked_mul(per_sm)
+        .filter(|&g| (1..=MAX_GRID).contains(&g))
+        .ok_or_else(|| {
+            Error::Internal(format!(
+                "{name}: {sms} SMs x {per_sm} blocks is not a grid the driver accepts"
+            ))
+        })
 }
 
-fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo> {
+/// Reads the device's description. The SM count sizes every grid, so a device that does not
+/// report one is an error, not a grid of zero blocks.
+fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32, u32))> {
     let attr =
         |a: CUdevice_attribute| guard("reading a device attribute", || ctx.attribute(a)).ok();
     let name = guard("reading the device name", || ctx.name())?;
@@ -237,8 +619,18 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo> {
         ctx.compute_capability()
     })?;
     let (free, total) = guard("reading device memory", || ctx.mem_get_info())?;
-    let sms = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap_or(0);
-    let l2 = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).unwrap_or(0) as u64;
+    let sms = guard("reading the SM count", || {
+        ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+    })?;
+    let sms = u32::try_from(sms)
+        .ok()
+        .filter(|&s| s > 0)
+        .ok_or_else(|| Error::Driver {
+            during: "reading the SM count".into(),
+            message: format!("the driver reports {sms} SMs"),
+        })?;
+    let l2 = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).unwrap_or(0);
+    let l2 = u64::try_from(l2).unwrap_or(0);
     let khz = |a| attr(a).filter(|&v| v > 0).map(|v| v as f64 / 1000.0);
     let mut extra = Vec::new();
     if let Some(t) = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) {
@@ -249,28 +641,28 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo> {
     {
         extra.push(("shared memory per SM".to_string(), format!("{s} bytes")));
     }
-    if let Some(uuid) = uuid_of(ctx) {
-        extra.push(("uuid".to_string(), uuid));
+    if let Ok(uuid) = guard("reading the device UUID", || ctx.uuid()) {
+        let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
+        extra.push(("uuid".to_string(), format_uuid(&bytes)));
     }
-    let driver = match (
-        driver_cuda_version(),
-        nvml().and_then(|n| n.sys_driver_version().ok()),
-    ) {
+    let driver_version = nvml().and_then(|n| quietly(|| n.sys_driver_version().ok()).ok()?);
+    let driver = match (driver_cuda_version(), driver_version) {
         (Some(cuda), Some(drv)) => format!("CUDA {cuda}, driver {drv}"),
         (Some(cuda), None) => format!("CUDA {cuda}"),
         (None, Some(drv)) => format!("driver {drv}"),
         (None, None) => String::new(),
     };
-    Ok(DeviceInfo {
+    let cc = (major.max(0) as u32, minor.max(0) as u32);
+    let info = DeviceInfo {
         backend: BackendKind::Cuda,
         id: format!("cuda:{ordinal}"),
         name,
         compute_capability: format!("{major}.{minor}"),
-        units: sms.max(0) as u32,
+        units: sms,
         clock_mhz: khz(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
         memory_clock_mhz: khz(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
         memory_bus_bits: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
-            .map(|b| b.max(0) as u32),
+            .and_then(|b| u32::try_from(b).ok()),
         llc_bytes: l2,
         caches: vec![CacheLevel {
             name: "L2".to_string(),
@@ -281,7 +673,8 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo> {
         memory_free_bytes: free as u64,
         driver,
         extra,
-    })
+    };
+    Ok((info, cc))
 }
 
 impl Backend for CudaBackend {
@@ -290,39 +683,15 @@ impl Backend for CudaBackend {
     }
 
     fn cases(&self, size: SizeRequest) -> Result<Vec<PlannedCase>> {
-        // Leave room for the context, the module and the partial sums.
+        // Leave room for the context, the modules and the partial sums.
         let usable = self.free_bytes()? / 100 * 90;
-        let mut planned = plan_arrays(
-            size,
-            dram_rule_bytes(self.info.llc_bytes),
-            3,
-            usable,
-            &self.info.id,
-            "stream cases",
-            |bytes| stream::cases(|p| (bytes / stream::element_bytes(p)).max(1)),
-        )?;
-        if let Some(compute) = &self.compute {
-            planned.extend(super::cuda_compute::cases(self, compute, size, usable)?);
-        }
-        Ok(planned)
+        cuda_plan::plan_cases(&self.model(usable), size, &mut |entry| {
+            self.entry_grid(entry)
+        })
     }
 
     fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
-        match (case.family, case.precision) {
-            (Family::Stream, Precision::F32) => Ok(Box::new(StreamCase::<f32>::new(self, case)?)),
-            (Family::Stream, Precision::F64) => Ok(Box::new(StreamCase::<f64>::new(self, case)?)),
-            (Family::Peak | Family::Tensor | Family::Intensity, _) => match &self.compute {
-                Some(compute) => super::cuda_compute::prepare(self, compute, case),
-                None => Err(Error::Usage(format!(
-                    "{} needs compute capability 8.0 or later",
-                    case.id()
-                ))),
-            },
-            _ => Err(Error::Usage(format!(
-                "the CUDA backend has no kernel for {}",
-                case.id()
-            ))),
-        }
+        Ok(Box::new(GpuCase::new(self, case)?))
     }
 
     fn conditions(&self) -> Conditions {
@@ -330,7 +699,8 @@ impl Backend for CudaBackend {
         let Some(d) = &self.nvml_device else {
             return Conditions::default();
         };
-        Conditions {
+        // NVML is a driver library too: a panic in its wrapper must not end the run.
+        quietly(|| Conditions {
             clock_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
             memory_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
             power_w: d.power_usage().ok().map(|mw| mw as f64 / 1000.0),
@@ -339,7 +709,8 @@ impl Backend for CudaBackend {
                 .current_throttle_reasons()
                 .map(throttle_names)
                 .unwrap_or_default(),
-        }
+        })
+        .unwrap_or_default()
     }
 
     fn min_sample_secs(&self) -> f64 {
@@ -347,30 +718,79 @@ impl Backend for CudaBackend {
     }
 }
 
-/// A STREAM case on the device: arrays allocated, inputs copied in, outputs poisoned.
-struct StreamCase<'b, T: Element + DeviceRepr> {
-    backend: &'b CudaBackend,
-    kernel: StreamKernel,
-    name: String,
-    func: CudaFunction,
-    cfg: LaunchConfig,
-    n: u64,
-    scalar: T,
-    inputs: Vec<CudaSlice<T>>,
-    /// The output array, or the per-block partial sums of a reduction.
-    output: CudaSlice<T>,
+/// A device array of 32- or 64-bit words.
+enum DeviceWords {
+    W32(CudaSlice<u32>),
+    W64(CudaSlice<u64>),
 }
 
-impl<'b, T: Element + DeviceRepr> StreamCase<'b, T> {
+impl DeviceWords {
+    fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
+        match self {
+            DeviceWords::W32(s) => launch.arg(s),
+            DeviceWords::W64(s) => launch.arg(s),
+        };
+    }
+
+    fn bytes(&self) -> u64 {
+        match self {
+            DeviceWords::W32(s) => s.num_bytes() as u64,
+            DeviceWords::W64(s) => s.num_bytes() as u64,
+        }
+    }
+}
+
+/// A case on the device: its launch described by [`launch::plan`], its arrays allocated and
+/// filled, its events made. The one kind of prepared case for every family.
+struct GpuCase<'b> {
+    backend: &'b CudaBackend,
+    case: Case,
+    launch: Launch,
+    func: CudaFunction,
+    cfg: LaunchConfig,
+    // Leaked rather than dropped after a runaway kernel.
+    arrays: ManuallyDrop<Vec<(Role, DeviceWords)>>,
+    events: ManuallyDrop<(CudaEvent, CudaEvent)>,
+    /// Kept alive while its function is used (a sweep expansion is loaded per case).
+    module: ManuallyDrop<Arc<CudaModule>>,
+}
+
+impl Drop for GpuCase<'_> {
+    fn drop(&mut self) {
+        if self.backend.health.runaway() {
+            return;
+        }
+        // A batch that failed part-way can leave launches queued: let them finish before their
+        // arrays are freed and a sweep module (held only here) is unloaded (cudarc frees arrays
+        // in stream order anyway; the module unload is not ordered). Waited for like a sample,
+        // so a runaway kernel is leaked, not waited on; after a sticky error this fails at once.
+        let end = &self.events.1;
+        let during = format!("finishing {}", self.launch.entry.name);
+        let recorded = self
+            .backend
+            .call(&during, || end.record(&self.backend.stream));
+        if recorded.is_ok() && self.wait(end, &during).is_err() && self.backend.health.runaway() {
+            return;
+        }
+        // SAFETY: each field is dropped once, here, and not used after.
+        unsafe {
+            ManuallyDrop::drop(&mut self.arrays);
+            ManuallyDrop::drop(&mut self.events);
+            ManuallyDrop::drop(&mut self.module);
+        }
+    }
+}
+
+impl<'b> GpuCase<'b> {
     fn new(backend: &'b CudaBackend, case: &Case) -> Result<Self> {
-        let kernel = StreamKernel::from_name(&case.kernel)
-            .ok_or_else(|| Error::Usage(format!("unknown STREAM kernel {}", case.kernel)))?;
-        let name = format!("{}_{}", kernel.name(), case.precision);
-        let func = backend.function(&backend.stream_module, &name)?;
-        let grid = backend.grid_for(&func)?;
-        let n = case.elements;
+        backend.health.check(&backend.info.id)?;
+        let entry = launch::entry(case).map_err(Error::Usage)?;
+        let module = backend.module(entry.module)?;
+        let func = backend.function(&module, &entry.name)?;
+        let grid = backend.one_wave(&func, &entry.name)?;
+        let launch = launch::plan(case, grid).map_err(Error::Usage)?;
         let free = backend.free_bytes()?;
-        let needed = case.working_set_bytes + grid as u64 * 8;
+        let needed = launch.device_bytes();
         if needed > free / 100 * 95 {
             return Err(Error::OutOfMemory {
                 case: case.id(),
@@ -379,104 +799,215 @@ impl<'b, T: Element + DeviceRepr> StreamCase<'b, T> {
                 free_bytes: free,
             });
         }
-        let len = usize::try_from(n)
-            .map_err(|_| Error::Usage(format!("{n} elements do not fit in memory")))?;
-        let stream = &backend.stream;
-        let mut inputs = Vec::new();
-        for array in 0..kernel.inputs() {
-            let host: Vec<T> = (0..n)
-                .map(|i| T::from_f64(stream::input(kernel, array, i)))
-                .collect();
-            inputs.push(guard(&format!("copying inputs of {name}"), || {
-                stream.clone_htod(&host)
-            })?);
+        let stream = &*backend.stream;
+        let mut arrays = Vec::with_capacity(launch.buffers.len());
+        for buffer in &launch.buffers {
+            let len = usize::try_from(buffer.words).map_err(|_| {
+                Error::Usage(format!("{} words do not fit in memory", buffer.words))
+            })?;
+            let during = format!("copying {:?} of {} to the device", buffer.role, entry.name);
+            let words = if buffer.word_bytes == 8 {
+                let host: Vec<u64> = (0..buffer.words).map(|i| buffer.word(i)).collect();
+                DeviceWords::W64(backend.call(&during, || stream.clone_htod(&host))?)
+            } else {
+                let host: Vec<u32> = (0..buffer.words).map(|i| buffer.word(i) as u32).collect();
+                DeviceWords::W32(backend.call(&during, || stream.clone_htod(&host))?)
+            };
+            debug_assert_eq!(words.bytes(), buffer.bytes());
+            debug_assert_eq!(len as u64, buffer.words);
+            arrays.push((buffer.role, words));
         }
-        let out_len = if kernel.is_reduction() {
-            grid as usize
-        } else {
-            len
-        };
-        let poison = vec![T::poison(); out_len];
-        let output = guard(&format!("allocating the output of {name}"), || {
-            stream.clone_htod(&poison)
+        // Every pointer argument has its array, at least as large as described.
+        for p in &launch.params {
+            if let Arg::Buffer(role) = p.arg {
+                let (have, want) = (
+                    arrays
+                        .iter()
+                        .find(|(r, _)| *r == role)
+                        .map(|(_, a)| a.bytes()),
+                    launch.buffer(role).map(|b| b.bytes()),
+                );
+                if have.is_none() || have < want {
+                    return Err(Error::Internal(format!(
+                        "{}: argument {} has no array of its size",
+                        entry.name, p.name
+                    )));
+                }
+            }
+        }
+        let events = backend.call(&format!("creating the events of {}", entry.name), || {
+            // Timing must be on: cudarc's default (`None`) creates events without it.
+            let start = backend
+                .ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+            let end = backend
+                .ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+            // The copies above are queued on the stream before the first start event, so they
+            // never count in a sample; finishing them here also reports a failed copy now,
+            // as this case's error, instead of in the first timed run.
+            stream.synchronize()?;
+            Ok((start, end))
         })?;
-        let scalar = T::from_f64(if kernel == StreamKernel::Write {
-            stream::FILL
-        } else {
-            stream::SCALAR
-        });
-        Ok(StreamCase {
+        let cfg = LaunchConfig {
+            grid_dim: (launch.grid, 1, 1),
+            block_dim: (launch.block, 1, 1),
+            shared_mem_bytes: launch.dynamic_shared_bytes,
+        };
+        Ok(GpuCase {
             backend,
-            kernel,
-            name,
+            case: case.clone(),
+            launch,
             func,
-            cfg: LaunchConfig {
-                grid_dim: (grid, 1, 1),
-                block_dim: (BLOCK, 1, 1),
-                shared_mem_bytes: 0,
-            },
-            n,
-            scalar,
-            inputs,
-            output,
+            cfg,
+            arrays: ManuallyDrop::new(arrays),
+            events: ManuallyDrop::new(events),
+            module: ManuallyDrop::new(module),
         })
     }
 
-    /// Most elements one block adds in the kernel's precision: its threads' grid-stride
-    /// share of whole vectors, plus the scalar tail (which block 0 takes).
-    fn largest_block_terms(&self) -> u64 {
-        let width = 16 / std::mem::size_of::<T>() as u64;
-        let threads = self.cfg.grid_dim.0 as u64 * BLOCK as u64;
-        let vectors = self.n / width;
-        vectors.div_ceil(threads) * width * BLOCK as u64 + width
+    fn array(&self, role: Role) -> Result<&DeviceWords> {
+        self.arrays
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, a)| a)
+            .ok_or_else(|| {
+                Error::Internal(format!("{} has no {role:?} array", self.launch.entry.name))
+            })
+    }
+
+    /// The kernel's arguments, pushed from the launch's description and nothing else: in its
+    /// order, each at its kind's width. Every pushed pointer points into `self` (an array's
+    /// device address, a scalar in `self.launch.params`), which the builder borrows, so none
+    /// can move or be freed while the builder can launch.
+    fn arguments(&self) -> Result<LaunchArgs<'_>> {
+        let mut launch = self.backend.stream.launch_builder(&self.func);
+        for p in &self.launch.params {
+            match &p.arg {
+                Arg::Buffer(role) => self.array(*role)?.push(&mut launch),
+                Arg::U64(v) | Arg::B64(v) => {
+                    launch.arg(v);
+                }
+                Arg::U32(v) | Arg::B32(v) => {
+                    launch.arg(v);
+                }
+                Arg::F32(v) => {
+                    launch.arg(v);
+                }
+                Arg::F64(v) => {
+                    launch.arg(v);
+                }
+            }
+        }
+        Ok(launch)
+    }
+
+    /// Words of an array, read back once all queued work has finished.
+    fn read(&self, role: Role) -> Result<Vec<u64>> {
+        let array = self.array(role)?;
+        let stream = &*self.backend.stream;
+        self.backend.call(
+            &format!("reading back {:?} of {}", role, self.launch.entry.name),
+            || {
+                let words = match array {
+                    DeviceWords::W32(s) => {
+                        stream.clone_dtoh(s)?.into_iter().map(u64::from).collect()
+                    }
+                    DeviceWords::W64(s) => stream.clone_dtoh(s)?,
+                };
+                // A copy to pageable memory returns when it is done, but say so explicitly.
+                stream.synchronize()?;
+                Ok(words)
+            },
+        )
+    }
+
+    /// Waits for `event` without blocking forever: a kernel that has not finished within the
+    /// deadline loses the device (see the module documentation).
+    fn wait(&self, event: &CudaEvent, during: &str) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            let done = self.backend.call(during, || {
+                self.backend.ctx.bind_to_thread()?;
+                event.try_is_complete()
+            })?;
+            if done {
+                return Ok(());
+            }
+            if started.elapsed() > self.backend.deadline {
+                let cause = format!(
+                    "{} did not finish within {} s",
+                    self.launch.entry.name,
+                    self.backend.deadline.as_secs_f64()
+                );
+                self.backend.health.lose(cause.clone(), true);
+                return Err(Error::Driver {
+                    during: during.to_string(),
+                    message: format!(
+                        "{cause}: presumed runaway; the GPU may run it until roofprobe exits"
+                    ),
+                });
+            }
+            // The events time the GPU, so how soon the host notices does not matter.
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 }
 
-impl<T: Element + DeviceRepr> PreparedCase for StreamCase<'_, T> {
+impl PreparedCase for GpuCase<'_> {
     fn run(&mut self, reps: u32) -> Result<f64> {
-        let stream = &self.backend.stream;
-        let ctx = &self.backend.ctx;
-        let during = format!("running {}", self.name);
-        guard(&during, || {
-            let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            let mut launch = stream.launch_builder(&self.func);
-            for input in &self.inputs {
-                launch.arg(input);
-            }
-            launch.arg(&self.output);
-            launch.arg(&self.n);
-            if self.kernel.has_scalar() {
-                launch.arg(&self.scalar);
-            }
+        let during = format!("running {}", self.launch.entry.name);
+        let mut launch = self.arguments()?;
+        let (start, end) = &*self.events;
+        let stream = &*self.backend.stream;
+        let cfg = self.cfg;
+        self.backend.call(&during, || {
             start.record(stream)?;
             for _ in 0..reps {
-                // SAFETY: the arguments match the kernel's parameters in number, order and
-                // type (kernels/README.md: inputs, outputs, n as u64, scalar), every array
-                // holds n elements (partials: one per block of this grid), and the kernel only
-                // writes its output.
-                unsafe { launch.launch(self.cfg) }?;
+                // SAFETY: the arguments are the launch's description, which the offline tests
+                // check against the entry's `.param` list (count, order, kind, width) and run
+                // under the PTX interpreter with arrays of exactly the described sizes; every
+                // array here is at least that size (checked in `new`); the kernels write only
+                // their output and clock arrays.
+                unsafe { launch.launch(cfg) }?;
             }
-            end.record(stream)?;
-            let ms = start.elapsed_ms(&end)?;
-            Ok(ms as f64 / 1e3)
-        })
+            end.record(stream)
+        })?;
+        self.wait(end, &during)?;
+        let ms = self.backend.call(&during, || start.elapsed_ms(end))?;
+        Ok(ms as f64 / 1e3)
     }
 
     fn verify(&mut self) -> Result<Verdict> {
-        let out: Vec<T> = guard(&format!("reading back {}", self.name), || {
-            self.backend.stream.clone_dtoh(&self.output)
-        })?;
-        Ok(if self.kernel.is_reduction() {
-            let total: f64 = out.iter().map(|v| v.to_f64()).sum();
-            stream::check_sum::<T>(self.kernel, self.n, total, self.largest_block_terms())
-        } else {
-            stream::check_array(self.kernel, &out)
-        })
+        let words = self.read(Role::Output)?;
+        Ok(self.launch.verify(&words))
     }
 
     fn launch_note(&self) -> String {
-        format!("grid {}x{}", self.cfg.grid_dim.0, self.cfg.block_dim.0)
+        self.launch.note()
+    }
+
+    fn clock_mhz(&mut self) -> Option<f64> {
+        self.launch.buffer(Role::Clocks)?;
+        launch::clock_from_records(&self.read(Role::Clocks).ok()?)
+    }
+
+    fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+        let arithmetic = match self.case.family {
+            Family::Stream => false,
+            Family::Peak | Family::Tensor => true,
+            Family::Intensity => self.case.param.is_some_and(|k| k > 0),
+        };
+        arithmetic
+            .then(|| {
+                cuda_plan::theory_gflops(
+                    &self.backend.info,
+                    self.backend.compute_capability,
+                    self.case.precision,
+                    clock_mhz,
+                )
+            })
+            .flatten()
     }
 }
 
@@ -507,14 +1038,86 @@ mod tests {
         }
     }
 
+    /// A sticky error loses the device: the call that met it reports it, every later call is
+    /// refused at once, naming it, and is not attempted.
     #[test]
-    fn every_stream_case_has_its_entry() {
-        let entries = crate::kernels::entries(crate::kernels::STREAM);
-        for p in stream::PRECISIONS {
-            for k in StreamKernel::ALL {
-                let entry = format!("{}_{}", k.name(), p);
-                assert!(entries.contains(&entry), "missing {entry}");
-            }
-        }
+    fn a_sticky_error_fails_later_calls_without_trying_them() {
+        let health = Health::default();
+        let ok = health.call("cuda:0", "reading", || Ok(7));
+        assert_eq!(ok.unwrap(), 7);
+        // a plain error does not lose the device
+        let plain = health.call("cuda:0", "allocating", || -> Result<(), _> {
+            Err(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY))
+        });
+        assert!(plain
+            .unwrap_err()
+            .to_string()
+            .contains("CUDA_ERROR_OUT_OF_MEMORY"));
+        assert!(health.check("cuda:0").is_ok());
+        let fault = health.call("cuda:0", "running triad_f32", || -> Result<(), _> {
+            Err(DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS))
+        });
+        assert!(fault
+            .unwrap_err()
+            .to_string()
+            .contains("CUDA_ERROR_ILLEGAL_ADDRESS"));
+        let mut tried = false;
+        let later = health
+            .call("cuda:0", "reading free memory", || {
+                tried = true;
+                Ok(())
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(!tried, "a lost device is not called again");
+        assert!(
+            later.contains("cuda:0 is unusable since an earlier error")
+                && later.contains("CUDA_ERROR_ILLEGAL_ADDRESS during running triad_f32"),
+            "{later}"
+        );
+        assert!(!health.runaway());
+    }
+
+    #[test]
+    fn a_cudarc_panic_is_an_error_and_later_panics_still_print() {
+        let r = guard("probing", || -> Result<(), DriverError> {
+            panic!("Missing symbol cuFoo")
+        });
+        assert!(r.unwrap_err().to_string().contains("Missing symbol cuFoo"));
+        // the hook is silent only inside `quietly`: outside it is whatever it was
+        assert_eq!(QUIET.with(Cell::get), 0);
+    }
+
+    #[test]
+    fn grids_are_whole_and_within_the_driver_limit() {
+        assert_eq!(one_wave_grid(132, 8, "k").unwrap(), 1056);
+        let zero = one_wave_grid(132, 0, "fma_f64").unwrap_err().to_string();
+        assert!(zero.contains("occupancy 0"), "{zero}");
+        assert!(one_wave_grid(u32::MAX, 2, "k").is_err());
+        assert!(
+            one_wave_grid(1 << 16, 1 << 15, "k").is_err(),
+            "2^31 > 2^31 - 1"
+        );
+    }
+
+    /// What `fault_for_tests` runs really faults: the interpreter, which checks every access,
+    /// refuses its store.
+    #[test]
+    fn the_fault_kernel_faults() {
+        let m = ptxsim::Module::parse(FAULT_PTX).unwrap();
+        let mut mem = ptxsim::Memory::new();
+        let e = m
+            .launch("roofprobe_fault", (1, 1, 1), (32, 1, 1), 0, &[], &mut mem)
+            .unwrap_err();
+        assert!(e.to_string().contains("st.global"), "{e}");
+    }
+
+    #[test]
+    fn sticky_errors_are_the_documented_ones() {
+        assert!(is_sticky(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert!(is_sticky(CUresult::CUDA_ERROR_LAUNCH_FAILED));
+        assert!(!is_sticky(CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        assert!(!is_sticky(CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert!(!is_sticky(CUresult::CUDA_ERROR_NOT_READY));
     }
 }

@@ -10,9 +10,10 @@
 //! what to do.
 
 pub mod cuda;
-pub mod cuda_compute;
+pub mod cuda_plan;
 pub mod host;
 pub mod host_compute;
+pub mod launch;
 pub mod pool;
 
 use crate::bench::{Case, Verdict};
@@ -228,11 +229,13 @@ pub fn plan_arrays(
     let (bytes, note) = match size {
         SizeRequest::Auto => fit_arrays(auto_bytes, arrays, usable_bytes),
         SizeRequest::BytesPerArray(bytes) => {
-            if arrays * bytes > usable_bytes {
+            // saturating: `--size` is the user's number, and a product that wraps would fit
+            let needed = arrays.saturating_mul(bytes);
+            if needed > usable_bytes {
                 return Err(crate::Error::OutOfMemory {
                     case: format!("{what} ({arrays} arrays)"),
                     device: device.to_string(),
-                    needed_bytes: arrays * bytes,
+                    needed_bytes: needed,
                     free_bytes: usable_bytes,
                 });
             }
@@ -305,6 +308,18 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("cuda:0"));
+        // a --size whose product with the array count wraps a u64 is refused, not accepted
+        // (or, unoptimised, a panic)
+        let wraps = plan_arrays(
+            SizeRequest::BytesPerArray(u64::MAX / 2),
+            0,
+            3,
+            1 << 40,
+            "cuda:0",
+            "stream cases",
+            one,
+        );
+        assert!(wraps.is_err());
     }
 
     #[test]

@@ -1,0 +1,255 @@
+//! Which cases a CUDA device runs, and how big: pure functions of what the driver reports about
+//! the device ([`DeviceModel`]) and of each kernel's one-wave grid, so that a test can plan for
+//! an H200, an A100 or an RTX 3090 on a machine with no GPU.
+//!
+//! Sizes: the STREAM arrays and the sweep's follow the DRAM rule (4 × L2 and at least 256 MiB
+//! per array, capped by free memory). A peak or tensor launch fills every SM to the kernel's
+//! occupancy once (one wave) and loops long enough to last about [`TARGET_LAUNCH_SECS`] at the
+//! device's theoretical peak at its maximum clock; where no source gives that rate, at the
+//! slowest rate known for the device (so a launch is short rather than seconds long), and 1
+//! TFLOP where nothing is known about the device.
+//!
+//! This module must not call the driver: the CUDA backend ([`super::cuda`]) asks the driver and
+//! hands the answers in.
+
+use super::launch::{self, Entry, BLOCK};
+use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
+use crate::bench::{arith, intensity, peak, stream, tensor, Case, Precision};
+use crate::specs::theory;
+use crate::Result;
+
+/// How long one peak or tensor launch should last at the theoretical peak: long enough that
+/// launch gaps and the clock reads around the loop are far below 1 % (the runner batches
+/// launches into ≥ 10 ms samples on top of this).
+pub const TARGET_LAUNCH_SECS: f64 = 2e-3;
+
+/// Operations of one launch where nothing is known about the device's rates.
+pub const UNKNOWN_RATE_FLOPS: f64 = 1e12;
+
+/// SM clock assumed for sizing where the device reports none.
+pub const FALLBACK_CLOCK_MHZ: f64 = 1500.0;
+
+/// What planning needs to know about a device.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceModel<'a> {
+    /// Id, name (for the GeForce rates), SM count, maximum SM clock, L2 size.
+    pub info: &'a DeviceInfo,
+    pub compute_capability: (u32, u32),
+    /// Bytes of device memory the cases may use.
+    pub usable_bytes: u64,
+}
+
+/// Whether `mma.sync` with e4m3 inputs runs on the tensor cores: sm_89 (QMMA) and the
+/// GeForce/workstation Blackwell parts (12.x). sm_90 accepts the PTX but ptxas emulates it
+/// (e4m3 unpacked to f16 with F2FP, most of the product hoisted out of the loop, accumulation
+/// with FADD; pinned by tests/offline.rs), so a figure there would not be a tensor-core fp8 peak:
+/// Hopper's fp8 needs `wgmma`. sm_100 is left out until its SASS is checked.
+pub fn native_fp8_mma(compute_capability: (u32, u32)) -> bool {
+    compute_capability == (8, 9) || compute_capability.0 >= 12
+}
+
+/// Whether the compute kernels (peak, tensor, sweep: `.target sm_80`) can run at all.
+pub fn runs_compute_kernels(compute_capability: (u32, u32)) -> bool {
+    compute_capability >= (8, 0)
+}
+
+/// The theoretical peak of `precision` on this device at `mhz`, in GFLOP/s.
+pub fn theory_gflops(
+    info: &DeviceInfo,
+    cc: (u32, u32),
+    precision: Precision,
+    mhz: f64,
+) -> Option<f64> {
+    theory::peak_gflops_for(&info.name, cc, info.units, mhz, precision)
+}
+
+/// Operations one launch should do: [`TARGET_LAUNCH_SECS`] at the theoretical peak at the
+/// device's maximum clock. Where the table has no rate for `precision` on this device, the
+/// slowest rate it has for the device stands in (a launch then lasts at most the target: an
+/// unknown tensor-core rate is not slower than the device's slowest CUDA-core one, and the
+/// runner batches short launches anyway); [`UNKNOWN_RATE_FLOPS`] where it has none.
+pub fn target_flops(info: &DeviceInfo, cc: (u32, u32), precision: Precision) -> f64 {
+    let mhz = info.clock_mhz.unwrap_or(FALLBACK_CLOCK_MHZ);
+    theory_gflops(info, cc, precision, mhz)
+        .or_else(|| {
+            Precision::ALL
+                .into_iter()
+                .filter_map(|q| theory_gflops(info, cc, q, mhz))
+                .min_by(f64::total_cmp)
+        })
+        .map_or(UNKNOWN_RATE_FLOPS, |g| g * 1e9 * TARGET_LAUNCH_SECS)
+}
+
+/// Every case of a CUDA device, sized: STREAM, then (compute capability 8.0 and later) the FMA
+/// peaks, the tensor-core peaks (fp8 only where it is native) and the intensity sweep.
+///
+/// `one_wave(entry)` is the grid that fills the device once with `entry` (every SM at the
+/// kernel's occupancy), or why that is unknown (its module did not load, say); a peak or tensor
+/// case whose grid is unknown is planned anyway, with the reason as its note, so its row says
+/// why it did not run.
+pub fn plan_cases(
+    device: &DeviceModel,
+    size: SizeRequest,
+    one_wave: &mut dyn FnMut(&Entry) -> Result<u32>,
+) -> Result<Vec<PlannedCase>> {
+    let info = device.info;
+    let cc = device.compute_capability;
+    let mut planned = plan_arrays(
+        size,
+        dram_rule_bytes(info.llc_bytes),
+        3,
+        device.usable_bytes,
+        &info.id,
+        "stream cases",
+        |bytes| stream::cases(|p| (bytes / stream::element_bytes(p)).max(1)),
+    )?;
+    if !runs_compute_kernels(cc) {
+        return Ok(planned);
+    }
+    let mut planned_or_why = |case: Case, sized: &mut dyn FnMut(u64) -> Case| {
+        let sized_case = launch::entry(&case)
+            .map_err(crate::Error::Internal)
+            .and_then(|entry| one_wave(&entry));
+        match sized_case {
+            Ok(grid) => PlannedCase {
+                case: sized(grid as u64 * BLOCK as u64),
+                note: String::new(),
+            },
+            // planned anyway, so its row says why it could not run
+            Err(why) => PlannedCase {
+                case,
+                note: why.to_string(),
+            },
+        }
+    };
+    for p in peak::PRECISIONS {
+        let placeholder = peak::case(p, BLOCK as u64, 1, peak::GPU_FMAS_PER_ITERATION);
+        planned.push(planned_or_why(placeholder, &mut |threads| {
+            let iterations = peak::iterations_for(
+                p,
+                threads,
+                peak::GPU_FMAS_PER_ITERATION,
+                target_flops(info, cc, p),
+            );
+            peak::case(p, threads, iterations, peak::GPU_FMAS_PER_ITERATION)
+        }));
+    }
+    for p in tensor::PRECISIONS {
+        if tensor::needs_sm89(p) && !native_fp8_mma(cc) {
+            continue; // no native fp8 mma.sync on this device
+        }
+        let placeholder = tensor::case(p, BLOCK as u64 / tensor::WARP as u64, 1);
+        planned.push(planned_or_why(placeholder, &mut |threads| {
+            let warps = threads / tensor::WARP as u64;
+            let iterations = tensor::iterations_for(p, warps, target_flops(info, cc, p));
+            tensor::case(p, warps, iterations)
+        }));
+    }
+    planned.extend(plan_arrays(
+        size,
+        dram_rule_bytes(info.llc_bytes),
+        2,
+        device.usable_bytes,
+        &info.id,
+        "the intensity sweep",
+        |bytes| {
+            intensity::cases(&intensity::PRECISIONS, |p| {
+                (bytes / arith::word_bytes(p)).max(1)
+            })
+        },
+    )?);
+    Ok(planned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::BackendKind;
+
+    #[test]
+    fn fp8_only_where_native() {
+        assert!(native_fp8_mma((8, 9)));
+        assert!(native_fp8_mma((12, 0)));
+        assert!(!native_fp8_mma((9, 0)));
+        assert!(!native_fp8_mma((8, 6)));
+        assert!(!native_fp8_mma((8, 0)));
+        assert!(!native_fp8_mma((10, 0)));
+    }
+
+    fn info(name: &str, sms: u32, mhz: Option<f64>) -> DeviceInfo {
+        DeviceInfo {
+            backend: BackendKind::Cuda,
+            id: "cuda:0".into(),
+            name: name.into(),
+            compute_capability: String::new(),
+            units: sms,
+            clock_mhz: mhz,
+            memory_clock_mhz: None,
+            memory_bus_bits: None,
+            llc_bytes: 40 << 20,
+            caches: Vec::new(),
+            memory_total_bytes: 0,
+            memory_free_bytes: 0,
+            driver: String::new(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// An RTX 3090 has no table rate for its f64 tensor-core MMA: the launch is sized at its
+    /// slowest known rate (f64 on the CUDA cores), not at a 1 TFLOP guess that would make one
+    /// launch last about two seconds.
+    #[test]
+    fn an_unknown_rate_sizes_at_the_slowest_known_one() {
+        let rtx3090 = info("NVIDIA GeForce RTX 3090", 82, Some(1695.0));
+        let f64_cores = theory_gflops(&rtx3090, (8, 6), Precision::F64, 1695.0).unwrap();
+        assert!(theory_gflops(&rtx3090, (8, 6), Precision::F64F64, 1695.0).is_none());
+        assert_eq!(
+            target_flops(&rtx3090, (8, 6), Precision::F64F64),
+            f64_cores * 1e9 * TARGET_LAUNCH_SECS
+        );
+        let future = info("NVIDIA Future", 200, None);
+        assert_eq!(
+            target_flops(&future, (15, 0), Precision::F32),
+            UNKNOWN_RATE_FLOPS
+        );
+    }
+
+    #[test]
+    fn a_grid_that_is_unknown_plans_the_case_with_the_reason() {
+        let a100 = info("NVIDIA A100-SXM4-80GB", 108, Some(1410.0));
+        let device = DeviceModel {
+            info: &a100,
+            compute_capability: (8, 0),
+            usable_bytes: 8 << 30,
+        };
+        let planned = plan_cases(&device, SizeRequest::Auto, &mut |entry| {
+            if entry.module == launch::ModuleId::Mma {
+                Err(crate::Error::Internal("mma.ptx did not load".into()))
+            } else {
+                Ok(108 * 4)
+            }
+        })
+        .unwrap();
+        let tensor: Vec<_> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::bench::Family::Tensor)
+            .collect();
+        assert_eq!(tensor.len(), 6, "no fp8 on 8.0");
+        assert!(tensor.iter().all(|p| p.note == "mma.ptx did not load"));
+        let peak = planned
+            .iter()
+            .find(|p| p.case.id() == "peak/fma/f32")
+            .unwrap();
+        assert_eq!(
+            (peak.case.elements, peak.note.as_str()),
+            (108 * 4 * 256, "")
+        );
+        // an older device plans the STREAM cases only
+        let old = DeviceModel {
+            compute_capability: (7, 5),
+            ..device
+        };
+        let planned = plan_cases(&old, SizeRequest::Auto, &mut |_| unreachable!()).unwrap();
+        assert_eq!(planned.len(), 14);
+    }
+}

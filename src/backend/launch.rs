@@ -1,0 +1,789 @@
+//! What every CUDA launch passes, as data: for a case, the PTX entry and the module it lives in,
+//! the device arrays it needs (with their sizes and starting contents), its argument list
+//! ([`Param`]s, in the entry's `.param` order, each with its kind and value), the grid, and how
+//! its output is checked.
+//!
+//! Why this exists: `cuLaunchKernel` takes an array of untyped pointers. An argument list that
+//! does not match the entry's `.param` declarations in count, order or width is not an error on
+//! a GPU: the kernel reads garbage (a loop count from a float's bits, an address from a count)
+//! and corrupts memory or never ends. So the list is described here once, as a pure function
+//! of the case ([`plan`]); the CUDA backend pushes exactly these arguments, in this order and at
+//! these widths (it has no argument list of its own), and the offline tests compare every
+//! description with the `.param` declarations parsed from the PTX and run it, buffers, values
+//! and checks included, under the PTX interpreter.
+//!
+//! This module must not call the driver: it is what can be checked without a GPU.
+
+use crate::bench::stream::{self, StreamKernel};
+use crate::bench::{arith, intensity, peak, tensor, Case, Family, Precision, Verdict};
+use std::borrow::Cow;
+
+/// Threads per block of every launch: a multiple of 32 (the reductions and the tensor kernels
+/// work in warps), at most 1024, small enough that several blocks fit on every SM.
+pub const BLOCK: u32 = 256;
+
+/// The largest `gridDim.x` the driver accepts (2^31 − 1).
+pub const MAX_GRID: u32 = i32::MAX as u32;
+
+/// Bytes of one clock record: `(clock64 start, clock64 end, globaltimer start, globaltimer end)`,
+/// written by thread 0 of every block of a peak or tensor kernel.
+pub const CLOCK_RECORD_BYTES: u64 = 32;
+
+/// A PTX module the CUDA backend loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleId {
+    /// kernels/stream.ptx
+    Stream,
+    /// kernels/peak.ptx
+    Peak,
+    /// kernels/mma.ptx
+    Mma,
+    /// kernels/mma_sm89.ptx (fp8; loaded only where fp8 `mma.sync` is native)
+    MmaSm89,
+    /// One expansion of kernels/intensity.ptx.in: (precision, k).
+    Sweep(Precision, u32),
+}
+
+impl ModuleId {
+    /// The name of the module as `kernels::all()` lists it (`peak.ptx`,
+    /// `intensity.ptx.in#k=64,f32`).
+    pub fn file(self) -> String {
+        match self {
+            ModuleId::Stream => "stream.ptx".into(),
+            ModuleId::Peak => "peak.ptx".into(),
+            ModuleId::Mma => "mma.ptx".into(),
+            ModuleId::MmaSm89 => "mma_sm89.ptx".into(),
+            ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
+        }
+    }
+
+    /// The PTX text handed to the driver.
+    pub fn ptx(self) -> Cow<'static, str> {
+        use crate::kernels;
+        match self {
+            ModuleId::Stream => Cow::Borrowed(kernels::STREAM),
+            ModuleId::Peak => Cow::Borrowed(kernels::PEAK),
+            ModuleId::Mma => Cow::Borrowed(kernels::MMA),
+            ModuleId::MmaSm89 => Cow::Borrowed(kernels::MMA_SM89),
+            ModuleId::Sweep(p, k) => Cow::Owned(intensity::expand(p, k)),
+        }
+    }
+}
+
+/// A kernel entry: its name and the module that defines it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub module: ModuleId,
+    pub name: String,
+}
+
+/// The kind of one kernel parameter as the launch passes it, which fixes its width and its PTX
+/// declaration ([`ParamKind::ptx_type`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A global-memory address (a device array), declared `.u64`.
+    GlobalPtr,
+    U64,
+    U32,
+    F32,
+    F64,
+    /// 32 raw register bits (a packed f16x2, an f32 or an i32 passed as bits).
+    B32,
+    /// 64 raw register bits.
+    B64,
+}
+
+impl ParamKind {
+    /// The `.param` type the entry must declare for an argument of this kind.
+    pub fn ptx_type(self) -> &'static str {
+        match self {
+            ParamKind::GlobalPtr | ParamKind::U64 => "u64",
+            ParamKind::U32 => "u32",
+            ParamKind::F32 => "f32",
+            ParamKind::F64 => "f64",
+            ParamKind::B32 => "b32",
+            ParamKind::B64 => "b64",
+        }
+    }
+
+    /// Bytes the driver copies for an argument of this kind.
+    pub fn bytes(self) -> u32 {
+        match self {
+            ParamKind::U32 | ParamKind::F32 | ParamKind::B32 => 4,
+            _ => 8,
+        }
+    }
+}
+
+/// Which device array a pointer argument is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// The i-th input array (read only).
+    Input(u8),
+    /// The array the kernel writes (for a reduction, its per-block partial sums).
+    Output,
+    /// The clock records (peak and tensor kernels).
+    Clocks,
+}
+
+/// One argument's value. Scalars carry their value here, so their width is their kind's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg {
+    Buffer(Role),
+    U64(u64),
+    U32(u32),
+    F32(f32),
+    F64(f64),
+    B32(u32),
+    B64(u64),
+}
+
+impl Arg {
+    pub fn kind(&self) -> ParamKind {
+        match self {
+            Arg::Buffer(_) => ParamKind::GlobalPtr,
+            Arg::U64(_) => ParamKind::U64,
+            Arg::U32(_) => ParamKind::U32,
+            Arg::F32(_) => ParamKind::F32,
+            Arg::F64(_) => ParamKind::F64,
+            Arg::B32(_) => ParamKind::B32,
+            Arg::B64(_) => ParamKind::B64,
+        }
+    }
+
+    /// Raw register bits `bits` as a `.b32` or `.b64` argument.
+    fn bits(bits: u64, wide: bool) -> Arg {
+        if wide {
+            Arg::B64(bits)
+        } else {
+            Arg::B32(bits as u32)
+        }
+    }
+}
+
+/// One kernel parameter: its name (the `.param` is declared `<entry>_<name>`) and its value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Param {
+    pub name: &'static str,
+    pub arg: Arg,
+}
+
+/// What a device array holds before the first launch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Init {
+    /// Input array `array` of a STREAM kernel (`stream::input`), in the case's precision.
+    Stream {
+        kernel: StreamKernel,
+        array: u64,
+        precision: Precision,
+    },
+    /// The sweep's input words (`intensity::input`).
+    Sweep(Precision),
+    /// These words (tensor-core fragments).
+    Words(Vec<u64>),
+    /// A NaN with a recognisable payload in every word, so an element the kernel never wrote
+    /// fails the check.
+    Poison,
+    Zero,
+}
+
+/// One device array a launch needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    pub role: Role,
+    /// Elements (words) in the array.
+    pub words: u64,
+    /// Bytes per word: 4 or 8.
+    pub word_bytes: u64,
+    pub init: Init,
+}
+
+/// The poison word: an f32 quiet NaN (also NaN in both lanes of an f16x2 or bf16x2), or an f64
+/// one.
+pub fn poison(word_bytes: u64) -> u64 {
+    if word_bytes == 8 {
+        0x7FF8_0000_DEAD_BEEF
+    } else {
+        0x7FC0_DEAD
+    }
+}
+
+impl Buffer {
+    pub fn bytes(&self) -> u64 {
+        self.words.saturating_mul(self.word_bytes)
+    }
+
+    /// Word `i` of the array's starting contents, as bits in the low `word_bytes` bytes.
+    pub fn word(&self, i: u64) -> u64 {
+        match &self.init {
+            Init::Stream {
+                kernel,
+                array,
+                precision,
+            } => {
+                let x = stream::input(*kernel, *array, i);
+                if *precision == Precision::F64 {
+                    x.to_bits()
+                } else {
+                    (x as f32).to_bits() as u64
+                }
+            }
+            Init::Sweep(p) => intensity::input(*p, i),
+            Init::Words(w) => w.get(i as usize).copied().unwrap_or(0),
+            Init::Poison => poison(self.word_bytes),
+            Init::Zero => 0,
+        }
+    }
+}
+
+/// How a launch's output is checked, with everything the check needs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Check {
+    /// A STREAM map kernel's output array.
+    StreamArray {
+        kernel: StreamKernel,
+        precision: Precision,
+    },
+    /// A STREAM reduction's partial sums (one per block).
+    StreamSum {
+        kernel: StreamKernel,
+        precision: Precision,
+        n: u64,
+        /// Most elements one block adds in the kernel's precision.
+        largest_block_terms: u64,
+    },
+    /// Every thread's checksum of its FMA chains after `steps` FMAs each.
+    Peak { precision: Precision, steps: u64 },
+    /// Every warp's D fragments equal C + A·B.
+    Tensor { precision: Precision, warps: u64 },
+    /// Every output word is its input after k FMAs.
+    Sweep { precision: Precision, k: u32 },
+}
+
+/// Everything one launch of a case needs, in data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub entry: Entry,
+    /// Blocks (`gridDim.x`); `gridDim.y = gridDim.z = 1`.
+    pub grid: u32,
+    /// Threads per block (`blockDim.x`).
+    pub block: u32,
+    /// Dynamic shared memory per block: none of the kernels declares `.extern .shared`.
+    pub dynamic_shared_bytes: u32,
+    /// The device arrays, each role once.
+    pub buffers: Vec<Buffer>,
+    /// The arguments, in the entry's `.param` order.
+    pub params: Vec<Param>,
+    pub check: Check,
+    /// Loop trips of a peak or tensor kernel (recorded in the launch note).
+    pub iterations: Option<u32>,
+}
+
+impl Launch {
+    /// The argument kinds, in order.
+    pub fn kinds(&self) -> Vec<ParamKind> {
+        self.params.iter().map(|p| p.arg.kind()).collect()
+    }
+
+    /// The array of `role`, if the launch has one.
+    pub fn buffer(&self, role: Role) -> Option<&Buffer> {
+        self.buffers.iter().find(|b| b.role == role)
+    }
+
+    /// Bytes of device memory the arrays take.
+    pub fn device_bytes(&self) -> u64 {
+        self.buffers
+            .iter()
+            .fold(0u64, |sum, b| sum.saturating_add(b.bytes()))
+    }
+
+    /// Threads in the grid.
+    pub fn threads(&self) -> u64 {
+        self.grid as u64 * self.block as u64
+    }
+
+    /// Launch geometry for the record: `grid 1056x256`, plus the loop of a compute kernel.
+    pub fn note(&self) -> String {
+        let grid = format!("grid {}x{}", self.grid, self.block);
+        match (&self.check, self.iterations) {
+            (Check::Peak { .. }, Some(trips)) => format!(
+                "{grid}, {trips} trips of {} FMAs",
+                peak::GPU_FMAS_PER_ITERATION
+            ),
+            (Check::Tensor { .. }, Some(trips)) => {
+                format!("{grid}, {} chains x {trips} trips", tensor::CHAINS)
+            }
+            _ => grid,
+        }
+    }
+
+    /// Checks the output array (`words`: its words, low bits, as read back) against the gold
+    /// values. A read-back of the wrong length is a failed check, not a panic.
+    pub fn verify(&self, words: &[u64]) -> Verdict {
+        let expected = self.buffer(Role::Output).map_or(0, |b| b.words);
+        if words.len() as u64 != expected {
+            return Verdict::invalid(format!(
+                "read back {} output words, expected {expected}",
+                words.len()
+            ));
+        }
+        match self.check {
+            Check::StreamArray { kernel, precision } => {
+                if precision == Precision::F64 {
+                    let v: Vec<f64> = words.iter().map(|&w| f64::from_bits(w)).collect();
+                    stream::check_array(kernel, &v)
+                } else {
+                    let v: Vec<f32> = words.iter().map(|&w| f32::from_bits(w as u32)).collect();
+                    stream::check_array(kernel, &v)
+                }
+            }
+            Check::StreamSum {
+                kernel,
+                precision,
+                n,
+                largest_block_terms,
+            } => {
+                if precision == Precision::F64 {
+                    let total = words.iter().map(|&w| f64::from_bits(w)).sum();
+                    stream::check_sum::<f64>(kernel, n, total, largest_block_terms)
+                } else {
+                    let total = words.iter().map(|&w| f32::from_bits(w as u32) as f64).sum();
+                    stream::check_sum::<f32>(kernel, n, total, largest_block_terms)
+                }
+            }
+            Check::Peak { precision, steps } => {
+                peak::check_threads(precision, peak::GPU_CHAINS, steps, words.len(), |i| {
+                    words[i]
+                })
+            }
+            Check::Tensor { precision, warps } => {
+                tensor::check(precision, warps as usize, |i| words[i])
+            }
+            Check::Sweep { precision, k } => {
+                intensity::check(precision, k, words.len(), |i| words[i])
+            }
+        }
+    }
+}
+
+/// The entry a case runs, or why this build has none for it.
+pub fn entry(case: &Case) -> Result<Entry, String> {
+    let p = case.precision;
+    let none = || format!("the CUDA backend has no kernel for {}", case.id());
+    match case.family {
+        Family::Stream => {
+            let kernel = StreamKernel::from_name(&case.kernel).ok_or_else(none)?;
+            if !stream::PRECISIONS.contains(&p) {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Stream,
+                name: format!("{}_{p}", kernel.name()),
+            })
+        }
+        Family::Peak => {
+            if case.kernel != peak::KERNEL || !peak::PRECISIONS.contains(&p) {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Peak,
+                name: format!("{}_{p}", peak::KERNEL),
+            })
+        }
+        Family::Tensor => {
+            if !tensor::PRECISIONS.contains(&p) || case.kernel != tensor::kernel_name(p) {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: if tensor::needs_sm89(p) {
+                    ModuleId::MmaSm89
+                } else {
+                    ModuleId::Mma
+                },
+                name: tensor::entry_name(p),
+            })
+        }
+        Family::Intensity => {
+            let k = case
+                .param
+                .ok_or_else(|| format!("{} has no k", case.id()))?;
+            if case.kernel != intensity::KERNEL
+                || !intensity::PRECISIONS.contains(&p)
+                || !intensity::KS.contains(&k)
+            {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Sweep(p, k),
+                name: intensity::entry_name(p, k),
+            })
+        }
+    }
+}
+
+/// The launch of `case` on a grid of `grid` blocks of [`BLOCK`] threads, or why it cannot be
+/// launched (a case this build did not plan, a grid the driver refuses, a peak or tensor case
+/// planned for another grid).
+///
+/// `grid` is the grid that fills the device once (every SM at the kernel's occupancy). The
+/// STREAM and sweep kernels stride over any n with it; a peak or tensor case was planned for
+/// exactly that many threads (one wave, no grid stride) and must match it.
+pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
+    if grid == 0 || grid > MAX_GRID {
+        return Err(format!(
+            "{}: a grid of {grid} blocks is outside 1 ..= {MAX_GRID}",
+            case.id()
+        ));
+    }
+    let entry = entry(case)?;
+    let p = case.precision;
+    let threads = grid as u64 * BLOCK as u64;
+    let launch = |buffers, params, check, iterations| Launch {
+        entry: entry.clone(),
+        grid,
+        block: BLOCK,
+        dynamic_shared_bytes: 0,
+        buffers,
+        params,
+        check,
+        iterations,
+    };
+    let clocks = Buffer {
+        role: Role::Clocks,
+        words: grid as u64 * CLOCK_RECORD_BYTES / 8,
+        word_bytes: 8,
+        init: Init::Zero,
+    };
+    let trips = |i: u64| {
+        u32::try_from(i).map_err(|_| format!("{}: {i} loop trips do not fit in .u32", case.id()))
+    };
+    let param = |name, arg| Param { name, arg };
+    match case.family {
+        Family::Stream => {
+            let kernel = StreamKernel::from_name(&case.kernel).ok_or("unreachable")?;
+            let n = case.elements;
+            let word_bytes = stream::element_bytes(p);
+            let mut buffers: Vec<Buffer> = (0..kernel.inputs())
+                .map(|array| Buffer {
+                    role: Role::Input(array as u8),
+                    words: n,
+                    word_bytes,
+                    init: Init::Stream {
+                        kernel,
+                        array,
+                        precision: p,
+                    },
+                })
+                .collect();
+            // A reduction writes one partial sum per block: `partials[blockIdx.x]`.
+            let out_words = if kernel.is_reduction() {
+                grid as u64
+            } else {
+                n
+            };
+            buffers.push(Buffer {
+                role: Role::Output,
+                words: out_words,
+                word_bytes,
+                init: Init::Poison,
+            });
+            // kernels/README.md: inputs (`a`, `b`), then the output (`partials` of a
+            // reduction; else the next letter), then `n`, then the scalar.
+            const LETTERS: [&str; 3] = ["a", "b", "c"];
+            let mut params: Vec<Param> = (0..kernel.inputs() as usize)
+                .map(|i| param(LETTERS[i], Arg::Buffer(Role::Input(i as u8))))
+                .collect();
+            let out_name = if kernel.is_reduction() {
+                "partials"
+            } else {
+                LETTERS[kernel.inputs() as usize]
+            };
+            params.push(param(out_name, Arg::Buffer(Role::Output)));
+            params.push(param("n", Arg::U64(n)));
+            if kernel.has_scalar() {
+                let s = if kernel == StreamKernel::Write {
+                    stream::FILL
+                } else {
+                    stream::SCALAR
+                };
+                params.push(param(
+                    "scalar",
+                    if p == Precision::F64 {
+                        Arg::F64(s)
+                    } else {
+                        Arg::F32(s as f32)
+                    },
+                ));
+            }
+            let check = if kernel.is_reduction() {
+                Check::StreamSum {
+                    kernel,
+                    precision: p,
+                    n,
+                    largest_block_terms: largest_block_terms(n, word_bytes, threads),
+                }
+            } else {
+                Check::StreamArray {
+                    kernel,
+                    precision: p,
+                }
+            };
+            Ok(launch(buffers, params, check, None))
+        }
+        Family::Peak => {
+            if threads != case.elements {
+                return Err(format!(
+                    "{} was planned for {} threads, this device runs {threads}",
+                    case.id(),
+                    case.elements
+                ));
+            }
+            let iterations = trips(peak::iterations_of(case, peak::GPU_FMAS_PER_ITERATION)?)?;
+            let wide = p == Precision::F64;
+            let map = peak::map(p);
+            let buffers = vec![
+                Buffer {
+                    role: Role::Output,
+                    words: threads,
+                    word_bytes: arith::word_bytes(p),
+                    init: Init::Poison,
+                },
+                clocks,
+            ];
+            let params = vec![
+                param("out", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("n", Arg::U64(threads)),
+                param("iterations", Arg::U32(iterations)),
+                param("x0", Arg::bits(peak::x0(p), wide)),
+                param("a", Arg::bits(map.a, wide)),
+                param("b", Arg::bits(map.b, wide)),
+            ];
+            let check = Check::Peak {
+                precision: p,
+                steps: iterations as u64 * peak::GPU_UNROLL,
+            };
+            Ok(launch(buffers, params, check, Some(iterations)))
+        }
+        Family::Tensor => {
+            let warps = threads / tensor::WARP as u64;
+            if warps != case.elements {
+                return Err(format!(
+                    "{} was planned for {} warps, this device runs {warps}",
+                    case.id(),
+                    case.elements
+                ));
+            }
+            let iterations = trips(tensor::iterations_of(case)?)?;
+            let word_bytes = tensor::register_bits(p) as u64 / 8;
+            let input = |i: u8, words: Vec<u64>| Buffer {
+                role: Role::Input(i),
+                words: words.len() as u64,
+                word_bytes,
+                init: Init::Words(words),
+            };
+            let buffers = vec![
+                input(0, tensor::a_fragments(p)),
+                input(1, tensor::b_fragments(p, false)),
+                input(2, tensor::b_fragments(p, true)),
+                input(3, tensor::c_fragments(p)),
+                Buffer {
+                    role: Role::Output,
+                    words: warps * tensor::d_fragments(p).len() as u64,
+                    word_bytes,
+                    init: Init::Poison,
+                },
+                clocks,
+            ];
+            let params = vec![
+                param("a", Arg::Buffer(Role::Input(0))),
+                param("b", Arg::Buffer(Role::Input(1))),
+                param("bneg", Arg::Buffer(Role::Input(2))),
+                param("c", Arg::Buffer(Role::Input(3))),
+                param("d", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("n", Arg::U64(warps)),
+                param("iterations", Arg::U32(iterations)),
+            ];
+            let check = Check::Tensor {
+                precision: p,
+                warps,
+            };
+            Ok(launch(buffers, params, check, Some(iterations)))
+        }
+        Family::Intensity => {
+            let k = case.param.ok_or("unreachable")?;
+            let n = case.elements;
+            let wide = p == Precision::F64;
+            let word_bytes = arith::word_bytes(p);
+            let map = intensity::map(p);
+            let buffers = vec![
+                Buffer {
+                    role: Role::Input(0),
+                    words: n,
+                    word_bytes,
+                    init: Init::Sweep(p),
+                },
+                Buffer {
+                    role: Role::Output,
+                    words: n,
+                    word_bytes,
+                    init: Init::Poison,
+                },
+            ];
+            let params = vec![
+                param("in", Arg::Buffer(Role::Input(0))),
+                param("out", Arg::Buffer(Role::Output)),
+                param("n", Arg::U64(n)),
+                param("a", Arg::bits(map.a, wide)),
+                param("b", Arg::bits(map.b, wide)),
+            ];
+            Ok(launch(
+                buffers,
+                params,
+                Check::Sweep { precision: p, k },
+                None,
+            ))
+        }
+    }
+}
+
+/// Most elements one block of a STREAM reduction adds in the kernel's precision: its threads'
+/// grid-stride share of whole 16-byte vectors, plus the scalar tail (which block 0 takes).
+fn largest_block_terms(n: u64, element_bytes: u64, threads: u64) -> u64 {
+    let width = 16 / element_bytes;
+    let vectors = n / width;
+    vectors.div_ceil(threads.max(1)) * width * BLOCK as u64 + width
+}
+
+/// SM clocks a block's record may give, in MHz: anything else is a record too short for the
+/// timer's granularity (`%globaltimer` ticks every 32 ns to 1 µs, depending on the GPU), not a
+/// clock.
+pub const PLAUSIBLE_CLOCK_MHZ: std::ops::Range<f64> = 50.0..10_000.0;
+
+/// The SM clock, in MHz, from the clock records of a launch: the median over blocks of cycles
+/// per nanosecond. `None` when no block recorded a usable interval (or the records are not whole
+/// records, as a short read-back would be).
+pub fn clock_from_records(records: &[u64]) -> Option<f64> {
+    let mut mhz: Vec<f64> = records
+        .chunks_exact(4)
+        .filter_map(|r| {
+            let (cycles, ns) = (r[1].wrapping_sub(r[0]), r[3].wrapping_sub(r[2]));
+            (ns > 0 && cycles > 0 && r[1] > r[0] && r[3] > r[2])
+                .then(|| cycles as f64 / ns as f64 * 1e3)
+        })
+        .filter(|m| PLAUSIBLE_CLOCK_MHZ.contains(m))
+        .collect();
+    if mhz.is_empty() {
+        return None;
+    }
+    mhz.sort_by(f64::total_cmp);
+    Some(mhz[mhz.len() / 2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_records_give_the_median_block() {
+        // blocks at 1000, 1500 and 2000 MHz over 1 ms; one empty record
+        let records = [
+            0, 1_000_000, 5, 1_000_005, //
+            10, 1_500_010, 0, 1_000_000, //
+            0, 2_000_000, 0, 1_000_000, //
+            0, 0, 0, 0,
+        ];
+        assert_eq!(clock_from_records(&records), Some(1500.0));
+        assert_eq!(clock_from_records(&[0; 8]), None);
+        assert_eq!(clock_from_records(&records[..3]), None);
+        // 1000 cycles in one 1 µs timer tick read as 32 ns: not a clock
+        assert_eq!(clock_from_records(&[0, 1000, 0, 32]), None);
+    }
+
+    /// The kernels' loop constants are the ones the work tables count: the peak loop runs
+    /// `GPU_FMAS_PER_ITERATION` FMAs per trip, the tensor loop `CHAINS` × 2 × `UNROLL` MMAs per
+    /// trip and `CHAINS` more after it.
+    #[test]
+    fn ptx_loops_match_the_work_tables() {
+        let body_of = |ptx: &'static str, name: &str| -> &'static str {
+            let body = ptx
+                .split(&format!(".visible .entry {name}("))
+                .nth(1)
+                .unwrap();
+            body.split(".visible .entry").next().unwrap()
+        };
+        let between = |text: &'static str, from: &str, to: &str| -> &'static str {
+            text.split(from).nth(1).unwrap().split(to).next().unwrap()
+        };
+        for p in peak::PRECISIONS {
+            let name = format!("{}_{p}", peak::KERNEL);
+            let case = peak::case(p, BLOCK as u64, 1, peak::GPU_FMAS_PER_ITERATION);
+            let ptx = entry(&case).unwrap().module.ptx();
+            let Cow::Borrowed(ptx) = ptx else {
+                panic!("peak.ptx is a file")
+            };
+            let loop_body = between(body_of(ptx, &name), &format!("{name}_loop:"), "sub.u32");
+            let fmas = loop_body
+                .lines()
+                .filter(|l| l.trim_start().starts_with(intensity::fma_instruction(p)))
+                .count() as u64;
+            assert_eq!(fmas, peak::GPU_FMAS_PER_ITERATION, "{p}");
+        }
+        for p in tensor::PRECISIONS {
+            let name = tensor::entry_name(p);
+            let Cow::Borrowed(ptx) = entry(&tensor::case(p, 8, 1)).unwrap().module.ptx() else {
+                panic!("mma*.ptx are files")
+            };
+            let body = body_of(ptx, &name);
+            let loop_body = between(body, &format!("{name}_loop:"), "sub.u32");
+            let mmas = loop_body.matches("mma.sync").count() as u64;
+            assert_eq!(mmas, tensor::CHAINS * 2 * tensor::UNROLL, "{p}");
+            let after = between(body, &format!("{name}_loop_done:"), "ret;");
+            assert_eq!(
+                after.matches("mma.sync").count() as u64,
+                tensor::CHAINS,
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
+    fn plans_refuse_what_this_build_did_not_plan() {
+        use crate::bench::Precision as P;
+        // a tensor precision asked of the peak kernel, an unknown k, an unknown STREAM kernel
+        let mut bad = peak::case(P::F32, BLOCK as u64, 1, peak::GPU_FMAS_PER_ITERATION);
+        bad.precision = P::F16F32;
+        assert!(plan(&bad, 1).unwrap_err().contains("no kernel"));
+        assert!(entry(&intensity::case(P::F32, 3, 10))
+            .unwrap_err()
+            .contains("no kernel"));
+        let mut nonsense = StreamKernel::Copy.case(P::F32, 10);
+        nonsense.kernel = "gemv".into();
+        assert!(entry(&nonsense).is_err());
+        nonsense = StreamKernel::Copy.case(P::I32, 10);
+        assert!(entry(&nonsense).is_err());
+        // a loop count past .u32
+        let huge = peak::case(P::F32, BLOCK as u64, 1 << 33, peak::GPU_FMAS_PER_ITERATION);
+        assert!(plan(&huge, 1).unwrap_err().contains("do not fit in .u32"));
+    }
+
+    #[test]
+    fn reductions_get_one_partial_per_block_and_notes_say_the_loop() {
+        let dot = plan(
+            &StreamKernel::Dot.case(crate::bench::Precision::F64, 1000),
+            7,
+        )
+        .unwrap();
+        assert_eq!(dot.buffer(Role::Output).unwrap().words, 7);
+        assert_eq!(dot.kinds().last(), Some(&ParamKind::U64));
+        let t = plan(&tensor::case(crate::bench::Precision::S8S32, 16, 5), 2).unwrap();
+        assert_eq!(t.note(), "grid 2x256, 8 chains x 5 trips");
+        assert_eq!(
+            t.buffer(Role::Clocks).unwrap().bytes(),
+            2 * CLOCK_RECORD_BYTES
+        );
+        // a short read-back is an invalid check, not a panic
+        assert!(!t.verify(&[1, 2, 3]).valid);
+    }
+}

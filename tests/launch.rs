@@ -1,0 +1,586 @@
+//! The CUDA backend's launches, checked without a GPU (testing layer 3).
+//!
+//! `cuLaunchKernel` trusts its caller: an argument list that does not match the entry's
+//! `.param` declarations is not an error on a GPU, it is a kernel reading garbage. The CUDA
+//! backend pushes exactly what `roofprobe::backend::launch::plan` describes, so this file checks
+//! those descriptions, for every case the CUDA planner plans on a range of devices (an H200, an
+//! A100, an RTX 3090, an RTX 4090 and L40S with fp8, an RTX 5090, a B200, a T4) and every case the
+//! host backend plans:
+//!
+//! - the entry exists in the module the backend loads it from, and every entry of the fixed
+//!   modules is planned on some device (no kernel the backend cannot reach);
+//! - the argument list has the entry's `.param` count, names and order, and each argument's
+//!   kind is the declared type at the declared width; a pointer argument is exactly a parameter
+//!   the kernel converts with `cvta.to.global` (an address), and no other;
+//! - no kernel needs dynamic shared memory, which every launch passes as 0;
+//! - the grids are within the driver's limits and the loop counts fit their `.u32`;
+//! - a peak or tensor launch lasts about the target time on each device at its theoretical
+//!   peak, for any occupancy from 1 to 16 blocks per SM;
+//!
+//! and then runs every (family, kernel, precision, k) under the PTX interpreter exactly as
+//! described (arrays of the described sizes and contents, the described arguments and grid,
+//! at reduced sizes) and checks the output with the launch's own check, as the backend would.
+//! Mutated descriptions (swapped arguments, a narrowed scalar, a short array) must fail.
+
+use ptxsim::{Arg as SimArg, Memory, Module};
+use roofprobe::backend::cuda_plan::{self, DeviceModel, TARGET_LAUNCH_SECS};
+use roofprobe::backend::host::HostBackend;
+use roofprobe::backend::launch::{self, Arg, Launch, ModuleId, ParamKind, Role, BLOCK, MAX_GRID};
+use roofprobe::backend::pool::allowed_cpus;
+use roofprobe::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
+use roofprobe::bench::stream::StreamKernel;
+use roofprobe::bench::{intensity, peak, tensor, Case, Family};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A device as the driver would describe it: name, compute capability, SMs, max SM clock (MHz),
+/// L2 bytes, free bytes.
+struct Device {
+    name: &'static str,
+    cc: (u32, u32),
+    sms: u32,
+    mhz: f64,
+    l2: u64,
+    free: u64,
+}
+
+const DEVICES: &[Device] = &[
+    Device {
+        name: "NVIDIA H200",
+        cc: (9, 0),
+        sms: 132,
+        mhz: 1980.0,
+        l2: 50 << 20,
+        free: 140 << 30,
+    },
+    Device {
+        name: "NVIDIA A100-SXM4-80GB",
+        cc: (8, 0),
+        sms: 108,
+        mhz: 1410.0,
+        l2: 40 << 20,
+        free: 79 << 30,
+    },
+    Device {
+        name: "NVIDIA GeForce RTX 3090",
+        cc: (8, 6),
+        sms: 82,
+        mhz: 1695.0,
+        l2: 6 << 20,
+        free: 23 << 30,
+    },
+    Device {
+        name: "NVIDIA GeForce RTX 4090",
+        cc: (8, 9),
+        sms: 128,
+        mhz: 2520.0,
+        l2: 72 << 20,
+        free: 23 << 30,
+    },
+    Device {
+        name: "NVIDIA L40S",
+        cc: (8, 9),
+        sms: 142,
+        mhz: 2520.0,
+        l2: 96 << 20,
+        free: 44 << 30,
+    },
+    Device {
+        name: "NVIDIA GeForce RTX 5090",
+        cc: (12, 0),
+        sms: 170,
+        mhz: 2407.0,
+        l2: 96 << 20,
+        free: 31 << 30,
+    },
+    Device {
+        name: "NVIDIA B200",
+        cc: (10, 0),
+        sms: 148,
+        mhz: 1965.0,
+        l2: 126 << 20,
+        free: 178 << 30,
+    },
+    // Too old for the compute kernels: STREAM only.
+    Device {
+        name: "Tesla T4",
+        cc: (7, 5),
+        sms: 40,
+        mhz: 1590.0,
+        l2: 4 << 20,
+        free: 15 << 30,
+    },
+];
+
+fn info(d: &Device) -> DeviceInfo {
+    DeviceInfo {
+        backend: BackendKind::Cuda,
+        id: "cuda:0".into(),
+        name: d.name.into(),
+        compute_capability: format!("{}.{}", d.cc.0, d.cc.1),
+        units: d.sms,
+        clock_mhz: Some(d.mhz),
+        memory_clock_mhz: None,
+        memory_bus_bits: None,
+        llc_bytes: d.l2,
+        caches: Vec::new(),
+        memory_total_bytes: d.free,
+        memory_free_bytes: d.free,
+        driver: String::new(),
+        extra: Vec::new(),
+    }
+}
+
+/// The cases the CUDA backend plans on `d` when every kernel fits `per_sm` blocks per SM, with
+/// the one-wave grid the planner saw.
+fn planned(d: &Device, per_sm: u32) -> (Vec<PlannedCase>, u32) {
+    let info = info(d);
+    let grid = d.sms * per_sm;
+    let model = DeviceModel {
+        info: &info,
+        compute_capability: d.cc,
+        usable_bytes: d.free / 100 * 90,
+    };
+    let cases = cuda_plan::plan_cases(&model, SizeRequest::Auto, &mut |_| Ok(grid))
+        .unwrap_or_else(|e| panic!("{}: {e}", d.name));
+    (cases, grid)
+}
+
+/// Every module the CUDA backend can load, parsed once.
+fn module(id: ModuleId, cache: &mut BTreeMap<String, Module>) -> &Module {
+    cache.entry(id.file()).or_insert_with(|| {
+        Module::parse(&id.ptx()).unwrap_or_else(|e| panic!("{}: {e}", id.file()))
+    })
+}
+
+/// The text of entry `name` in `ptx`: from its `.entry` to the next one.
+fn entry_text<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("no .entry {name}("));
+    let rest = &ptx[start + 1..];
+    &ptx[start..start + 1 + rest.find(".entry ").unwrap_or(rest.len())]
+}
+
+/// The parameters of an entry that the kernel uses as addresses: loaded into a register that
+/// is then converted with `cvta.to.global`.
+fn address_params(ptx: &str, name: &str) -> BTreeSet<String> {
+    let text = entry_text(ptx, name);
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut out = BTreeSet::new();
+    for line in &lines {
+        let Some(rest) = line.strip_prefix("ld.param.") else {
+            continue;
+        };
+        // ld.param.u64 %rd1, [copy_f32_a];
+        let Some((reg, param)) = rest
+            .split_once(' ')
+            .and_then(|(_, ops)| ops.split_once(','))
+            .map(|(r, p)| (r.trim(), p.trim().trim_end_matches(';').trim()))
+        else {
+            continue;
+        };
+        let param = param.trim_start_matches('[').trim_end_matches(']');
+        let converted = lines.iter().any(|l| {
+            l.starts_with("cvta.to.global.")
+                && l.trim_end_matches(';')
+                    .split(',')
+                    .nth(1)
+                    .is_some_and(|src| src.trim() == reg)
+        });
+        if converted {
+            out.insert(param.to_string());
+        }
+    }
+    out
+}
+
+/// How `launch` disagrees with its entry in `module` (`ptx` its text); empty when it matches.
+fn mismatches(launch: &Launch, module: &Module, ptx: &str) -> Vec<String> {
+    let name = &launch.entry.name;
+    let Some(kernel) = module.kernel(name) else {
+        return vec![format!(
+            "no entry {name} in {} (entries: {})",
+            launch.entry.module.file(),
+            module.entries().join(", ")
+        )];
+    };
+    let mut out = Vec::new();
+    if kernel.params.len() != launch.params.len() {
+        out.push(format!(
+            "{name}: {} arguments for {} parameters",
+            launch.params.len(),
+            kernel.params.len()
+        ));
+    }
+    let addresses = address_params(ptx, name);
+    for (i, (declared, param)) in kernel.params.iter().zip(&launch.params).enumerate() {
+        let kind = param.arg.kind();
+        let want_name = format!("{name}_{}", param.name);
+        if declared.name != want_name {
+            out.push(format!(
+                "{name} parameter {i}: declared {}, passed as {want_name}",
+                declared.name
+            ));
+        }
+        if declared.array.is_some()
+            || declared.ty.name() != kind.ptx_type()
+            || declared.bytes != kind.bytes()
+        {
+            out.push(format!(
+                "{name} parameter {i} ({}): declared .{} ({} bytes), passed as {kind:?} ({} bytes)",
+                declared.name,
+                declared.ty.name(),
+                declared.bytes,
+                kind.bytes()
+            ));
+        }
+        let is_address = addresses.contains(&declared.name);
+        if is_address != (kind == ParamKind::GlobalPtr) {
+            out.push(format!(
+                "{name} parameter {i} ({}): the kernel {} it as an address, passed as {kind:?}",
+                declared.name,
+                if is_address { "uses" } else { "does not use" }
+            ));
+        }
+    }
+    let dynamic_shared = entry_text(ptx, name).contains(".extern .shared");
+    if dynamic_shared && launch.dynamic_shared_bytes == 0 {
+        out.push(format!(
+            "{name} declares dynamic shared memory and is launched with none"
+        ));
+    }
+    out
+}
+
+/// Every case any backend plans, each once by id, with the grid it was planned for (the host's
+/// with an H200's grid, as if the CUDA backend were asked to run them).
+fn every_planned_case() -> Vec<(String, Case, u32)> {
+    let mut out: BTreeMap<String, (String, Case, u32)> = BTreeMap::new();
+    for d in DEVICES {
+        for per_sm in [1, 4, 8] {
+            let (cases, grid) = planned(d, per_sm);
+            for p in cases {
+                assert!(p.note.is_empty(), "{}: {}", d.name, p.note);
+                let key = format!("{} {} {per_sm}", d.name, p.case.id());
+                out.insert(key, (d.name.to_string(), p.case, grid));
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
+#[test]
+fn every_planned_launch_matches_its_ptx_entry() {
+    let mut cache = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut entries_used: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut launches = 0;
+    for (device, case, grid) in every_planned_case() {
+        let launch = launch::plan(&case, grid)
+            .unwrap_or_else(|e| panic!("{device} {}: no launch: {e}", case.id()));
+        let id = launch.entry.module;
+        let ptx = id.ptx();
+        let m = module(id, &mut cache);
+        failures.extend(
+            mismatches(&launch, m, &ptx)
+                .into_iter()
+                .map(|f| format!("{device} {}: {f}", case.id())),
+        );
+        assert!((1..=MAX_GRID).contains(&launch.grid));
+        assert_eq!((launch.block, launch.dynamic_shared_bytes), (BLOCK, 0));
+        // every pointer argument names an array of the launch, and every array is passed
+        let passed: BTreeSet<Role> = launch
+            .params
+            .iter()
+            .filter_map(|p| match p.arg {
+                Arg::Buffer(role) => Some(role),
+                _ => None,
+            })
+            .collect();
+        let arrays: BTreeSet<Role> = launch.buffers.iter().map(|b| b.role).collect();
+        assert_eq!(passed, arrays, "{}", case.id());
+        assert_eq!(arrays.len(), launch.buffers.len(), "each role once");
+        entries_used.insert((id.file(), launch.entry.name.clone()));
+        launches += 1;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Every entry of the fixed modules is reachable: planned on some device.
+    for id in [
+        ModuleId::Stream,
+        ModuleId::Peak,
+        ModuleId::Mma,
+        ModuleId::MmaSm89,
+    ] {
+        for entry in module(id, &mut cache).entries() {
+            assert!(
+                entries_used.contains(&(id.file(), entry.to_string())),
+                "{entry} in {} is never planned",
+                id.file()
+            );
+        }
+    }
+    // 14 STREAM cases on all 8 devices; 5 peaks, 6 or 7 MMAs and 60 sweep points on the 7 of
+    // compute capability 8.0+; three occupancies each
+    assert!(launches > 3 * (8 * 14 + 7 * (5 + 6 + 60)), "{launches}");
+}
+
+#[test]
+fn host_planned_cases_are_launchable_or_refused_by_name() {
+    let host = HostBackend::with_cpus(allowed_cpus().into_iter().take(1).collect());
+    let mut cache = BTreeMap::new();
+    for p in host.cases(SizeRequest::BytesPerArray(1 << 20)).unwrap() {
+        match launch::plan(&p.case, 1056) {
+            Ok(launch) => {
+                let id = launch.entry.module;
+                let ptx = id.ptx();
+                let bad = mismatches(&launch, module(id, &mut cache), &ptx);
+                assert!(bad.is_empty(), "{}: {}", p.case.id(), bad.join("; "));
+            }
+            // a host peak case is sized for the host's threads and FMAs per trip
+            Err(why) => assert!(
+                p.case.family == Family::Peak
+                    && (why.contains("was planned for") || why.contains("is not a peak case")),
+                "{}: {why}",
+                p.case.id()
+            ),
+        }
+    }
+}
+
+/// Each mistake the description could make is caught by the comparison.
+#[test]
+fn a_wrong_argument_list_is_caught() {
+    let mut cache = BTreeMap::new();
+    let check = |launch: &Launch, cache: &mut BTreeMap<String, Module>| {
+        let id = launch.entry.module;
+        let ptx = id.ptx();
+        mismatches(launch, module(id, cache), &ptx)
+    };
+    let triad = launch::plan(
+        &StreamKernel::Triad.case(roofprobe::bench::Precision::F32, 100),
+        4,
+    )
+    .unwrap();
+    assert!(check(&triad, &mut cache).is_empty());
+    // swapped order
+    let mut swapped = triad.clone();
+    swapped.params.swap(3, 4);
+    assert!(!check(&swapped, &mut cache).is_empty());
+    // a missing argument
+    let mut short = triad.clone();
+    short.params.pop();
+    assert!(check(&short, &mut cache)[0].contains("4 arguments for 5 parameters"));
+    // the f32 scalar passed as f64 (8 bytes where 4 are read)
+    let mut wide = triad.clone();
+    wide.params[4].arg = Arg::F64(3.0);
+    assert!(check(&wide, &mut cache)
+        .iter()
+        .any(|m| m.contains("F64 (8 bytes)")));
+    // the count passed as a pointer, with the right width and name: the kernel does not use it
+    // as an address
+    let mut count_as_pointer = triad.clone();
+    count_as_pointer.params[3].arg = Arg::Buffer(Role::Output);
+    assert!(check(&count_as_pointer, &mut cache)
+        .iter()
+        .any(|m| m.contains("does not use it as an address")));
+    // a peak kernel's loop count passed as 64 bits
+    let peak_case = peak::case(
+        roofprobe::bench::Precision::F64,
+        4 * BLOCK as u64,
+        3,
+        peak::GPU_FMAS_PER_ITERATION,
+    );
+    let mut peak_launch = launch::plan(&peak_case, 4).unwrap();
+    assert!(check(&peak_launch, &mut cache).is_empty());
+    peak_launch.params[3].arg = Arg::U64(3);
+    assert!(!check(&peak_launch, &mut cache).is_empty());
+}
+
+#[test]
+fn grids_and_loop_counts_fit_and_launches_last_about_the_target() {
+    for d in DEVICES {
+        for per_sm in [1, 2, 4, 8, 16] {
+            let (cases, grid) = planned(d, per_sm);
+            for p in cases {
+                let case = &p.case;
+                let launch = launch::plan(case, grid)
+                    .unwrap_or_else(|e| panic!("{} {}: {e}", d.name, case.id()));
+                let threads = launch.threads();
+                assert!(threads <= u32::MAX as u64, "{} threads", threads);
+                if !matches!(case.family, Family::Peak | Family::Tensor) {
+                    continue;
+                }
+                // the loop count is a .u32 and the work a u64 with room to spare
+                let trips = launch.iterations.unwrap();
+                assert!(trips >= 1);
+                // at the theoretical peak (or the slowest known rate, which sized it), one
+                // launch takes the target time, plus at most one trip (rounding up) and the
+                // tensor kernels' one MMA per chain after the loop (1/8 of a trip)
+                let info = info(d);
+                let rate =
+                    cuda_plan::target_flops(&info, d.cc, case.precision) / TARGET_LAUNCH_SECS;
+                let secs = case.work.flops as f64 / rate;
+                let one_trip = secs / trips as f64;
+                assert!(
+                    secs >= TARGET_LAUNCH_SECS * 0.999
+                        && secs <= TARGET_LAUNCH_SECS + one_trip * 1.2,
+                    "{} {} at {per_sm} blocks/SM: {trips} trips last {:.3} ms",
+                    d.name,
+                    case.id(),
+                    secs * 1e3
+                );
+                assert!(secs < 0.05, "{} {}: {secs} s", d.name, case.id());
+            }
+        }
+    }
+}
+
+/// Runs `launch` under the interpreter exactly as described; returns the output words and the
+/// clock records.
+fn run(launch: &Launch, m: &Module) -> Result<(Vec<u64>, Vec<u64>), String> {
+    let mut mem = Memory::new();
+    let mut ptrs = BTreeMap::new();
+    for b in &launch.buffers {
+        let ptr = mem.alloc(b.bytes() as usize);
+        if b.word_bytes == 8 {
+            let words: Vec<u64> = (0..b.words).map(|i| b.word(i)).collect();
+            mem.write(ptr, &words).map_err(|e| e.to_string())?;
+        } else {
+            let words: Vec<u32> = (0..b.words).map(|i| b.word(i) as u32).collect();
+            mem.write(ptr, &words).map_err(|e| e.to_string())?;
+        }
+        ptrs.insert(b.role, ptr);
+    }
+    let args: Vec<SimArg> = launch
+        .params
+        .iter()
+        .map(|p| match p.arg {
+            Arg::Buffer(role) => SimArg::Ptr(ptrs[&role]),
+            Arg::U64(v) | Arg::B64(v) => SimArg::U64(v),
+            Arg::U32(v) | Arg::B32(v) => SimArg::U32(v),
+            Arg::F32(v) => SimArg::F32(v),
+            Arg::F64(v) => SimArg::F64(v),
+        })
+        .collect();
+    m.launch(
+        &launch.entry.name,
+        (launch.grid, 1, 1),
+        (launch.block, 1, 1),
+        launch.dynamic_shared_bytes,
+        &args,
+        &mut mem,
+    )
+    .map_err(|e| e.to_string())?;
+    let read = |role: Role| -> Result<Vec<u64>, String> {
+        let Some(b) = launch.buffer(role) else {
+            return Ok(Vec::new());
+        };
+        let ptr = ptrs[&role];
+        Ok(if b.word_bytes == 8 {
+            mem.read::<u64>(ptr, b.words as usize)
+                .map_err(|e| e.to_string())?
+        } else {
+            mem.read::<u32>(ptr, b.words as usize)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(u64::from)
+                .collect()
+        })
+    };
+    Ok((read(Role::Output)?, read(Role::Clocks)?))
+}
+
+/// A case like `case` (same family, kernel, precision, k) sized for the interpreter, with the
+/// grid to run it on: a small grid, arrays of a few thousand words (a size that is not a
+/// multiple of the vector, the block or the grid), one or two loop trips.
+fn small(case: &Case) -> (Case, u32) {
+    let p = case.precision;
+    match case.family {
+        Family::Stream => {
+            let k = StreamKernel::from_name(&case.kernel).unwrap();
+            (k.case(p, 4099), 2)
+        }
+        Family::Peak => (
+            peak::case(p, 2 * BLOCK as u64, 2, peak::GPU_FMAS_PER_ITERATION),
+            2,
+        ),
+        Family::Tensor => (tensor::case(p, BLOCK as u64 / 32, 1), 1),
+        Family::Intensity => (intensity::case(p, case.param.unwrap(), 1031), 2),
+    }
+}
+
+#[test]
+fn every_described_launch_runs_and_validates_under_the_interpreter() {
+    let mut cache = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    let mut failures = Vec::new();
+    for (_, case, _) in every_planned_case() {
+        if !seen.insert(case.id()) {
+            continue;
+        }
+        let (small_case, grid) = small(&case);
+        let launch = launch::plan(&small_case, grid).unwrap();
+        let m = module(launch.entry.module, &mut cache);
+        match run(&launch, m) {
+            Err(e) => failures.push(format!("{}: {e}", case.id())),
+            Ok((out, clocks)) => {
+                let verdict = launch.verify(&out);
+                if !verdict.valid {
+                    failures.push(format!("{}: {}", case.id(), verdict.detail));
+                }
+                if launch.buffer(Role::Clocks).is_some() {
+                    // every block wrote its record, forwards
+                    assert_eq!(clocks.len(), 4 * grid as usize);
+                    assert!(
+                        clocks
+                            .chunks_exact(4)
+                            .all(|r| r[1] >= r[0] && r[3] >= r[2] && r.iter().any(|&w| w != 0)),
+                        "{}: {clocks:?}",
+                        case.id()
+                    );
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // every family ran
+    assert_eq!(seen.len(), 14 + 5 + 7 + 60, "{seen:?}");
+}
+
+/// The interpreter run catches a wrong value where the layout is right: the peak map's `a`
+/// and `b` exchanged, a reduction's partials one block short, a launch whose grid is not the
+/// one its case was planned for.
+#[test]
+fn wrong_values_fail_under_the_interpreter() {
+    let mut cache = BTreeMap::new();
+    let f32_ = roofprobe::bench::Precision::F32;
+    let (case, grid) = small(&peak::case(f32_, 1, 1, 1));
+    let good = launch::plan(&case, grid).unwrap();
+    let m = module(good.entry.module, &mut cache);
+    assert!(good.verify(&run(&good, m).unwrap().0).valid);
+    let mut swapped = good.clone();
+    let (a, b) = (swapped.params[5].arg, swapped.params[6].arg);
+    swapped.params[5].arg = b;
+    swapped.params[6].arg = a;
+    assert!(!swapped.verify(&run(&swapped, m).unwrap().0).valid);
+
+    let dot = launch::plan(&StreamKernel::Dot.case(f32_, 4099), 3).unwrap();
+    let m = module(dot.entry.module, &mut cache);
+    assert!(dot.verify(&run(&dot, m).unwrap().0).valid);
+    let mut short = dot.clone();
+    short.buffers.iter_mut().for_each(|b| {
+        if b.role == Role::Output {
+            b.words -= 1;
+        }
+    });
+    let err = run(&short, m).unwrap_err();
+    assert!(
+        err.contains("out of bounds") || err.contains("bounds"),
+        "{err}"
+    );
+
+    let e = launch::plan(&peak::case(f32_, 1000, 1, peak::GPU_FMAS_PER_ITERATION), 4).unwrap_err();
+    assert!(e.contains("planned for 1000 threads"), "{e}");
+    assert!(launch::plan(&case, 0).is_err());
+    assert!(launch::plan(&case, MAX_GRID + 1).is_err());
+}
