@@ -275,14 +275,20 @@ mod tests {
         assert_eq!(summary.samples, cfg.min_samples as usize);
     }
 
-    #[test]
-    fn host_run_writes_one_valid_row_per_case_as_it_goes() {
-        let mut host = HostBackend::with_cpus(allowed_cpus().into_iter().take(2).collect());
+    /// A host backend on `cpus` and the identity its rows carry.
+    fn host_on(cpus: Vec<usize>) -> (HostBackend, RunIdentity) {
+        let host = HostBackend::with_cpus(cpus);
         let identity = RunIdentity {
             run_id: "t".into(),
             host: "t".into(),
             device: host.info().clone(),
         };
+        (host, identity)
+    }
+
+    #[test]
+    fn host_run_writes_one_valid_row_per_case_as_it_goes() {
+        let (mut host, identity) = host_on(allowed_cpus().into_iter().take(2).collect());
         let cfg = RunConfig {
             size: SizeRequest::BytesPerArray(1 << 20),
             filter: vec!["triad".into(), "dot/f64".into()],
@@ -338,12 +344,7 @@ mod tests {
     /// theoretical peak at that clock.
     #[test]
     fn compute_rows_record_their_own_clock_and_theory() {
-        let mut host = HostBackend::with_cpus(allowed_cpus().into_iter().take(2).collect());
-        let identity = RunIdentity {
-            run_id: "t".into(),
-            host: "t".into(),
-            device: host.info().clone(),
-        };
+        let (mut host, identity) = host_on(allowed_cpus().into_iter().take(2).collect());
         let cfg = RunConfig {
             size: SizeRequest::BytesPerArray(1 << 16),
             filter: vec!["peak/fma/f64".into(), "intensity/fma/f32/0".into()],
@@ -386,12 +387,7 @@ mod tests {
 
     #[test]
     fn a_failing_sink_stops_the_run() {
-        let mut host = HostBackend::with_cpus(vec![allowed_cpus()[0]]);
-        let identity = RunIdentity {
-            run_id: "t".into(),
-            host: "t".into(),
-            device: host.info().clone(),
-        };
+        let (mut host, identity) = host_on(vec![allowed_cpus()[0]]);
         let cfg = RunConfig {
             size: SizeRequest::BytesPerArray(4096),
             warmup_secs: 0.0,
