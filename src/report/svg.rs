@@ -335,15 +335,13 @@ fn draw_chart(
         .draw()
         .map_err(draw_err)?;
 
-    fn label(size: i32, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
-        TextStyle {
-            font: (FONT, size).into_font(),
-            color: color.to_backend_color(),
-            pos: Pos::new(h, v),
-        }
-    }
     let mut anything = false;
     let mut end_labels: Vec<EndLabel> = Vec::new();
+    let mut ridge_labels: Vec<RidgeLabel> = Vec::new();
+    // Ceiling lines (memory roofs and compute roofs), px: (one end, other end).
+    let mut ceiling_lines: Vec<Segment> = Vec::new();
+    // Measurement points, px.
+    let mut points_px: Vec<(i32, i32)> = Vec::new();
     for (i, cal) in cals.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let solid = ShapeStyle::from(&color).stroke_width(3);
@@ -362,6 +360,10 @@ fn draw_chart(
         if let Some(m) = mem {
             if let Some(b) = m.gbps {
                 let end = top_measured.map_or(x1, |p| (p / b).min(x1));
+                ceiling_lines.push((
+                    chart.backend_coord(&(x0, b * x0)),
+                    chart.backend_coord(&(end, b * end)),
+                ));
                 chart
                     .draw_series(LineSeries::new([(x0, b * x0), (end, b * end)], solid))
                     .map_err(draw_err)?
@@ -383,6 +385,10 @@ fn draw_chart(
             }
             if let Some(b) = m.spec_gbps {
                 let end = top_spec.map_or(x1, |p| (p / b).min(x1));
+                ceiling_lines.push((
+                    chart.backend_coord(&(x0, b * x0)),
+                    chart.backend_coord(&(end, b * end)),
+                ));
                 chart
                     .draw_series(DashedLineSeries::new(
                         [(x0, b * x0), (end, b * end)],
@@ -465,26 +471,19 @@ fn draw_chart(
                     let what = if measured { "ridge" } else { "spec ridge" };
                     let ridge_text = format!("{what} {} FLOP/B", tick_ridge(ridge));
                     if ridge < x1 / 30.0 {
-                        // Measured: right of the marker, under the line; spec: left of it, over.
-                        let (at, pos) = if measured {
-                            (
-                                (ridge * 1.12, p / 1.08),
-                                label(13, color, HPos::Left, VPos::Top),
-                            )
-                        } else {
-                            (
-                                (ridge / 1.12, p * 1.08),
-                                label(13, color, HPos::Right, VPos::Bottom),
-                            )
-                        };
-                        chart
-                            .draw_series([Text::new(ridge_text, at, pos)])
-                            .map_err(draw_err)?;
+                        ridge_labels.push(RidgeLabel {
+                            at: chart.backend_coord(&(ridge, p)),
+                            measured,
+                            text: ridge_text,
+                            color,
+                            end_label: end_labels.len(),
+                        });
                     } else {
                         text = format!("{text} · {ridge_text}");
                     }
                 }
                 let (x, y) = chart.backend_coord(&(x1, p));
+                ceiling_lines.push((chart.backend_coord(&(start, p)), (x, y)));
                 end_labels.push(EndLabel {
                     line_y: y,
                     prefer_below: measured,
@@ -508,6 +507,7 @@ fn draw_chart(
             .filter(|p| p.family != Family::Stream)
             .map(|p| (p.flop_per_byte, p.gflops))
             .collect();
+        points_px.extend(stream.iter().chain(&sweep).map(|c| chart.backend_coord(c)));
         let marker = ShapeStyle::from(&color).filled();
         let outline = ShapeStyle::from(&BLACK.mix(0.6)).stroke_width(1);
         if !stream.is_empty() {
@@ -536,6 +536,20 @@ fn draw_chart(
                 .label(format!("{}: intensity sweep", short_name(cals, i)))
                 .legend(move |(x, y)| TriangleMarker::new((x + 11, y), 7, marker));
             anything = true;
+        }
+    }
+    for (i, placed) in place_ridge_labels(&ridge_labels, &ceiling_lines, &points_px)
+        .into_iter()
+        .enumerate()
+    {
+        match placed {
+            Some((_, svg)) => overlays.push(svg),
+            // No clear spot beside its marker: the ridge goes into its ceiling's name.
+            None => {
+                let l = &ridge_labels[i];
+                let end = &mut end_labels[l.end_label];
+                end.text = format!("{} · {}", end.text, l.text);
+            }
         }
     }
     overlays.extend(place_end_labels(end_labels));
@@ -632,13 +646,127 @@ fn place_end_labels(mut labels: Vec<EndLabel>) -> Vec<String> {
                 y
             });
         placed.push((y - ASCENT, y + DESCENT));
-        let RGBColor(r, g, b) = l.color;
-        out.push(format!(
-            "<text x=\"{}\" y=\"{y}\" text-anchor=\"end\" font-family=\"{FONT}\" \
-             font-size=\"12\" fill=\"#{r:02X}{g:02X}{b:02X}\">{}</text>\n",
-            l.x,
-            xml_escape(&l.text)
-        ));
+        out.push(flat_text((l.x, y), "end", 12, l.color, &l.text));
+    }
+    out
+}
+
+/// Horizontal text as raw SVG, its baseline at `at` (px).
+fn flat_text(at: (i32, i32), anchor: &str, size: i32, color: RGBColor, text: &str) -> String {
+    let RGBColor(r, g, b) = color;
+    format!(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\" font-family=\"{FONT}\" \
+         font-size=\"{size}\" fill=\"#{r:02X}{g:02X}{b:02X}\">{}</text>\n",
+        at.0,
+        at.1,
+        xml_escape(text)
+    )
+}
+
+/// A box on the plot, px: (left, top, right, bottom).
+type Rect = (i32, i32, i32, i32);
+
+fn overlaps(a: Rect, b: Rect) -> bool {
+    a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+}
+
+/// A straight line between two pixels.
+type Segment = ((i32, i32), (i32, i32));
+
+/// Whether a line passes through (or within 1 px of) a rectangle (left, top, right, bottom).
+fn crosses(((ax, ay), (bx, by)): Segment, (l, t, r, b): Rect) -> bool {
+    let steps = (ax - bx).abs().max((ay - by).abs()).max(1);
+    (0..=steps).any(|i| {
+        let f = f64::from(i) / f64::from(steps);
+        let x = f64::from(ax) + f * f64::from(bx - ax);
+        let y = f64::from(ay) + f * f64::from(by - ay);
+        x >= f64::from(l - 1)
+            && x <= f64::from(r + 1)
+            && y >= f64::from(t - 1)
+            && y <= f64::from(b + 1)
+    })
+}
+
+/// A ridge's label, to be placed beside its marker.
+struct RidgeLabel {
+    /// The marker, px.
+    at: (i32, i32),
+    measured: bool,
+    text: String,
+    color: RGBColor,
+    /// Index of its ceiling's [`EndLabel`], which takes the text where no spot is clear.
+    end_label: usize,
+}
+
+/// Places ridge labels as raw SVG beside their markers: measured ones preferably right of the
+/// marker and under the line, spec ones left of it and over, else any other corner, so that no
+/// label overlaps another, another ridge's marker or a ceiling line; a corner that also keeps
+/// clear of the measurement points is taken first. `None` where no corner is clear (the caller
+/// then names the ridge at the ceiling's end instead).
+fn place_ridge_labels(
+    labels: &[RidgeLabel],
+    ceiling_lines: &[Segment],
+    points: &[(i32, i32)],
+) -> Vec<Option<(Rect, String)>> {
+    const SIZE: i32 = 13;
+    const ASCENT: i32 = 11;
+    const DESCENT: i32 = 3;
+    /// Generous average advance of a 13 px sans-serif character, px.
+    const CHAR_W: i32 = 7;
+    const MARKER: i32 = 6;
+    const GAP: i32 = 4;
+    let markers: Vec<Rect> = labels
+        .iter()
+        .map(|l| {
+            let (x, y) = l.at;
+            (x - MARKER, y - MARKER, x + MARKER, y + MARKER)
+        })
+        .collect();
+    let mut taken: Vec<Rect> = Vec::new();
+    let mut out = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        let (x, y) = l.at;
+        let w = CHAR_W * l.text.chars().count() as i32;
+        // (anchor end?, baseline): the four corners around the marker.
+        let right_below = (false, x + MARKER + GAP, y + GAP + ASCENT);
+        let right_above = (false, x + MARKER + GAP, y - GAP - DESCENT);
+        let left_above = (true, x - MARKER - GAP, y - GAP - DESCENT);
+        let left_below = (true, x - MARKER - GAP, y + GAP + ASCENT);
+        let corners = if l.measured {
+            [right_below, right_above, left_below, left_above]
+        } else {
+            [left_above, left_below, right_above, right_below]
+        };
+        const POINT: i32 = 7;
+        let clear = |&(end, tx, base): &(bool, i32, i32), avoid_points: bool| {
+            let left = if end { tx - w } else { tx };
+            let rect = (left, base - ASCENT, left + w, base + DESCENT);
+            let free = taken.iter().all(|&t| !overlaps(rect, t))
+                && (!avoid_points
+                    || points.iter().all(|&(px, py)| {
+                        !overlaps(rect, (px - POINT, py - POINT, px + POINT, py + POINT))
+                    }))
+                && markers
+                    .iter()
+                    .enumerate()
+                    .all(|(j, &m)| j == i || !overlaps(rect, m))
+                && ceiling_lines.iter().all(|&line| !crosses(line, rect));
+            free.then_some(rect)
+        };
+        let found = [true, false].into_iter().find_map(|avoid_points| {
+            corners
+                .iter()
+                .find_map(|c| clear(c, avoid_points).map(|r| (*c, r)))
+        });
+        let Some((corner, rect)) = found else {
+            out.push(None);
+            continue;
+        };
+        taken.push(rect);
+        let (end, tx, base) = corner;
+        let anchor = if end { "end" } else { "start" };
+        let svg = flat_text((tx, base), anchor, SIZE, l.color, &l.text);
+        out.push(Some((rect, svg)));
     }
     out
 }
@@ -703,6 +831,59 @@ mod tests {
             );
         }
         insta::assert_snapshot!("roofline_one_device", svg);
+    }
+
+    /// Ridges close together (as on a CPU, where f32, i32 and f64 meet the memory roof within a
+    /// factor of two) get labels that overlap neither each other, nor the other markers, nor
+    /// the lines; where no corner is clear the ridge is left to its ceiling's name.
+    #[test]
+    fn ridge_labels_never_overlap() {
+        let ridge = |at: (i32, i32), measured: bool| RidgeLabel {
+            at,
+            measured,
+            text: "ridge 7.0 FLOP/B".to_string(),
+            color: PALETTE[0],
+            end_label: 0,
+        };
+        // Three ridges 10-30 px apart on a memory roof, their compute roofs running right.
+        let labels = [
+            ridge((607, 251), true),
+            ridge((597, 258), true),
+            ridge((554, 289), true),
+        ];
+        let lines = [
+            ((100, 620), (607, 251)),
+            ((607, 251), (1170, 251)),
+            ((597, 258), (1170, 258)),
+            ((554, 289), (1170, 289)),
+        ];
+        let placed = place_ridge_labels(&labels, &lines, &[]);
+        let rects: Vec<Rect> = placed
+            .iter()
+            .map(|p| p.as_ref().expect("room for each label").0)
+            .collect();
+        for (i, &a) in rects.iter().enumerate() {
+            for &b in &rects[i + 1..] {
+                assert!(!overlaps(a, b), "{a:?} overlaps {b:?}");
+            }
+            for &line in &lines {
+                assert!(!crosses(line, a), "{a:?} crosses {line:?}");
+            }
+            for (j, l) in labels.iter().enumerate() {
+                let (x, y) = l.at;
+                assert!(i == j || !overlaps(a, (x - 6, y - 6, x + 6, y + 6)));
+            }
+        }
+        // A point in the preferred corner moves the label to another corner.
+        let alone = [ridge((500, 300), true)];
+        let free = place_ridge_labels(&alone, &[], &[]);
+        let dodged = place_ridge_labels(&alone, &[], &[(540, 310)]);
+        assert_ne!(free[0].as_ref().unwrap().0, dodged[0].as_ref().unwrap().0);
+        // Lines through both the corners above and below it: no label, and the caller folds it.
+        let cage = [((300, 285), (700, 285)), ((300, 315), (700, 315))];
+        assert!(place_ridge_labels(&alone, &cage, &[])[0].is_none());
+        // The same ridges in a real render are all labelled.
+        assert_eq!(placed.len(), 3);
     }
 
     #[test]
