@@ -423,7 +423,7 @@ fn meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
 }
 
 /// The first value of `key` in `/proc/cpuinfo`.
-fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+pub(crate) fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
     cpuinfo.lines().find_map(|line| {
         let (k, v) = line.split_once(':')?;
         (k.trim() == key).then(|| v.trim().to_string())
@@ -453,13 +453,21 @@ fn current_mhz(cpus: &[usize]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
+/// The CPU's name from `/proc/cpuinfo`: its `model name` (x86, and some Arm kernels), else the
+/// Arm core its implementer and part numbers name (what lscpu shows), else the board's `Model`,
+/// else the architecture.
+fn host_cpu_name(cpuinfo: &str) -> String {
+    cpuinfo_field(cpuinfo, "model name")
+        .or_else(|| super::host_compute::arm_core_of(cpuinfo).map(|(name, _)| name.to_string()))
+        .or_else(|| cpuinfo_field(cpuinfo, "Model"))
+        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
+}
+
 /// What the host is: CPU model, logical CPUs, caches, memory, OS.
 pub fn host_info() -> DeviceInfo {
     let cpus = allowed_cpus();
     let cpuinfo = read_text("/proc/cpuinfo").unwrap_or_default();
-    let name = cpuinfo_field(&cpuinfo, "model name")
-        .or_else(|| cpuinfo_field(&cpuinfo, "Model"))
-        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH));
+    let name = host_cpu_name(&cpuinfo);
     let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let caches = host_caches(online);
     let llc_bytes = caches
@@ -479,12 +487,21 @@ pub fn host_info() -> DeviceInfo {
         "cpus".to_string(),
         format!("{} usable of {} online", cpus.len(), online),
     )];
-    if let Some(flags) = cpuinfo_field(&cpuinfo, "flags") {
-        let simd: Vec<&str> = ["avx512f", "avx2", "fma", "sse4_2"]
-            .into_iter()
-            .filter(|f| flags.split_whitespace().any(|x| x == *f))
-            .collect();
-        extra.push(("simd".to_string(), simd.join(" ")));
+    // x86 lists `flags`, AArch64 `Features`.
+    let listed = [
+        ("flags", &["avx512f", "avx2", "fma", "sse4_2"][..]),
+        ("Features", &["asimd", "sve", "sve2"][..]),
+    ];
+    for (key, wanted) in listed {
+        if let Some(flags) = cpuinfo_field(&cpuinfo, key) {
+            let simd: Vec<&str> = wanted
+                .iter()
+                .copied()
+                .filter(|f| flags.split_whitespace().any(|x| x == *f))
+                .collect();
+            extra.push(("simd".to_string(), simd.join(" ")));
+            break;
+        }
     }
     DeviceInfo {
         backend: BackendKind::Host,
@@ -522,6 +539,19 @@ mod tests {
         assert_eq!(meminfo_bytes(mi, "MemTotal"), Some(24576000 * 1024));
         assert_eq!(meminfo_bytes(mi, "MemAvailable"), Some(20000000 * 1024));
         assert_eq!(meminfo_bytes(mi, "Mem"), None);
+    }
+
+    #[test]
+    fn cpu_name_from_cpuinfo() {
+        let x86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B45\n";
+        assert_eq!(host_cpu_name(x86), "AMD EPYC 9B45");
+        // AArch64 kernels print no model name: the implementer and part name the core.
+        let grace = "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n";
+        assert_eq!(host_cpu_name(grace), "Arm Neoverse-V2");
+        let board =
+            "processor\t: 0\nCPU implementer\t: 0x51\nCPU part\t: 0x001\nModel\t: Some Board\n";
+        assert_eq!(host_cpu_name(board), "Some Board");
+        assert_eq!(host_cpu_name(""), format!("{} CPU", std::env::consts::ARCH));
     }
 
     #[test]

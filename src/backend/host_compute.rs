@@ -187,19 +187,30 @@ pub fn measure_pool_mhz(pool: &Pool) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-/// The FMA datapath of this machine's cores, from `/proc/cpuinfo`'s vendor, family and model.
+/// The FMA datapath of this machine's cores, from `/proc/cpuinfo`.
 pub fn host_fma() -> Option<HostFma> {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let field = |key: &str| {
-        cpuinfo.lines().find_map(|line| {
-            let (k, v) = line.split_once(':')?;
-            (k.trim() == key).then(|| v.trim().to_string())
-        })
+    host_fma_from_cpuinfo(&std::fs::read_to_string("/proc/cpuinfo").ok()?)
+}
+
+/// The FMA datapath named by a `/proc/cpuinfo` text: x86 by vendor, family and model; Arm by
+/// `CPU implementer` and `CPU part` (hexadecimal). `None` for a core the tables do not know.
+pub fn host_fma_from_cpuinfo(cpuinfo: &str) -> Option<HostFma> {
+    let field = |key: &str| super::host::cpuinfo_field(cpuinfo, key);
+    if let Some(vendor) = field("vendor_id") {
+        let family = field("cpu family")?.parse().ok()?;
+        let model = field("model")?.parse().ok()?;
+        return theory::host_fma_x86(&vendor, family, model);
+    }
+    arm_core_of(cpuinfo)?.1
+}
+
+/// The Arm core named by a `/proc/cpuinfo` text's `CPU implementer` and `CPU part`.
+pub fn arm_core_of(cpuinfo: &str) -> Option<(&'static str, Option<HostFma>)> {
+    let hex = |key: &str| {
+        let value = super::host::cpuinfo_field(cpuinfo, key)?;
+        u32::from_str_radix(value.trim_start_matches("0x"), 16).ok()
     };
-    let vendor = field("vendor_id")?;
-    let family = field("cpu family")?.parse().ok()?;
-    let model = field("model")?.parse().ok()?;
-    theory::host_fma_x86(&vendor, family, model)
+    theory::arm_core(hex("CPU implementer")?, hex("CPU part")?)
 }
 
 /// The theoretical FMA peak of `threads` cores at `clock_mhz` with `simd`, for f32 and f64;
@@ -927,6 +938,38 @@ mod tests {
             assert_eq!(Simd::Avx2.lanes(Precision::F64), x86::avx2_f64::LANES);
         }
         assert_eq!(Simd::Portable.lanes(Precision::F64), 1);
+    }
+
+    /// NEON is part of every AArch64 Linux target, so an aarch64 build must run NEON kernels.
+    #[test]
+    #[cfg(target_arch = "aarch64")]
+    fn aarch64_runs_neon() {
+        assert_eq!(Simd::detect(), Simd::Neon);
+        assert_eq!(Simd::Neon.chains(), arm::neon_f32::CHAINS);
+        assert_eq!(Simd::Neon.lanes(Precision::F32), arm::neon_f32::LANES);
+        assert_eq!(Simd::Neon.lanes(Precision::F64), arm::neon_f64::LANES);
+        assert_eq!(Simd::Neon.lanes(Precision::I32), arm::neon_i32::LANES);
+    }
+
+    #[test]
+    fn fma_datapath_from_cpuinfo_text() {
+        let zen5 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n";
+        let fma = host_fma_from_cpuinfo(zen5).unwrap();
+        assert_eq!((fma.pipes, fma.datapath_bits), (2, 512));
+        // /proc/cpuinfo on a Grace (Neoverse V2) core: no vendor_id, no model name.
+        let grace = "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd sve2\n\
+                     CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\n\
+                     CPU part\t: 0xd4f\nCPU revision\t: 0\n";
+        let fma = host_fma_from_cpuinfo(grace).unwrap();
+        assert_eq!((fma.pipes, fma.datapath_bits), (4, 128));
+        assert_eq!(arm_core_of(grace).unwrap().0, "Arm Neoverse-V2");
+        assert_eq!(
+            theory_gflops(72, 3000.0, Simd::Neon, Precision::F64, Some(fma)),
+            Some(72.0 * 3.0 * 4.0 * 2.0 * 2.0)
+        );
+        let unknown_part = grace.replace("0xd4f", "0xfff");
+        assert_eq!(host_fma_from_cpuinfo(&unknown_part), None);
+        assert_eq!(host_fma_from_cpuinfo("processor\t: 0\n"), None);
     }
 
     #[test]

@@ -300,6 +300,38 @@ pub fn host_fma_x86(vendor: &str, family: u32, model: u32) -> Option<HostFma> {
     }
 }
 
+/// An Arm core's name and FMA datapath from `/proc/cpuinfo`'s `CPU implementer` and `CPU part`.
+/// Part numbers as in LLVM's `getHostCPUNameForARM` and Linux's `asm/cputype.h`. Cores whose
+/// FMA pipes are not documented here get a name but no datapath (`None`), so no theoretical peak
+/// is claimed for them.
+pub fn arm_core(implementer: u32, part: u32) -> Option<(&'static str, Option<HostFma>)> {
+    const N1_SOG: &str = "Arm Neoverse N1 Software Optimization Guide, FP/ASIMD pipelines V0/V1: ASIMD FP multiply-accumulate issues to V0 and V1 (two 128-bit FMA pipes); LLVM AArch64SchedNeoverseN1.td: FML[AS]v on N1UnitV = V0/V1";
+    const N2_SOG: &str = "Arm Neoverse N2 Software Optimization Guide, FP/ASIMD/SVE pipelines V0/V1: FMLA issues to V0 and V1 (two 128-bit FMA pipes); LLVM AArch64SchedNeoverseN2.td: FMLAv/FMLSv on N2UnitV = V0/V1";
+    const V1_SOG: &str = "Arm Neoverse V1 Software Optimization Guide: four FP/ASIMD pipelines V0-V3 each executing ASIMD FMLA (or two 256-bit SVE FMA pipes); LLVM AArch64SchedNeoverseV1.td: FML[AS]v on V1UnitV = V0-V3 (SVE FMLA on V0/V1 only)";
+    const V2_SOG: &str = "Arm Neoverse V2 Software Optimization Guide (PJDOC-466751330-593177): four FP/ASIMD pipelines V0-V3, ASIMD FP multiply accumulate on all four (four 128-bit FMA pipes); LLVM AArch64SchedNeoverseV2.td: FMLAv/FMLSv on V2UnitV = V0-V3";
+    let fma = |pipes, source| {
+        Some(HostFma {
+            pipes,
+            datapath_bits: 128,
+            source,
+        })
+    };
+    match (implementer, part) {
+        (0x41, 0xD0C) => Some(("Arm Neoverse-N1", fma(2, N1_SOG))),
+        (0x41, 0xD49) => Some(("Arm Neoverse-N2", fma(2, N2_SOG))),
+        (0x41, 0xD40) => Some(("Arm Neoverse-V1", fma(4, V1_SOG))),
+        (0x41, 0xD4F) => Some(("Arm Neoverse-V2", fma(4, V2_SOG))),
+        (0x41, 0xD8E) => Some(("Arm Neoverse-N3", None)),
+        (0x41, 0xD84) => Some(("Arm Neoverse-V3", None)),
+        (0x41, 0xD08) => Some(("Arm Cortex-A72", None)),
+        (0x41, 0xD0B) => Some(("Arm Cortex-A76", None)),
+        (0x41, 0xD41) => Some(("Arm Cortex-A78", None)),
+        (0x41, 0xD44) => Some(("Arm Cortex-X1", None)),
+        (0x41, 0xD47) => Some(("Arm Cortex-A710", None)),
+        _ => None,
+    }
+}
+
 /// Theoretical host peak in GFLOP/s: cores × clock × FMA pipes × lanes × 2, where the lanes of an
 /// instruction are `min(instruction, datapath) bits / element bits`.
 pub fn host_peak_gflops(
@@ -492,5 +524,23 @@ mod tests {
             256
         );
         assert_eq!(host_fma_x86("HygonGenuine", 0x18, 0), None);
+    }
+
+    #[test]
+    fn arm_cores_by_implementer_and_part() {
+        // Grace (Neoverse V2): 4 × 128-bit FMA pipes, 16 f32 FMA lanes per clock per core.
+        let (name, fma) = arm_core(0x41, 0xD4F).unwrap();
+        assert_eq!(name, "Arm Neoverse-V2");
+        let v2 = fma.unwrap();
+        assert_eq!((v2.pipes, v2.datapath_bits), (4, 128));
+        assert_eq!(host_peak_gflops(1, 1000.0, v2, 128, 32), 32.0);
+        assert_eq!(host_peak_gflops(1, 1000.0, v2, 128, 64), 16.0);
+        // Graviton2 (Neoverse N1): two pipes.
+        let n1 = arm_core(0x41, 0xD0C).unwrap().1.unwrap();
+        assert_eq!(host_peak_gflops(1, 1000.0, n1, 128, 32), 16.0);
+        // A core with a name but no documented datapath claims no peak.
+        assert_eq!(arm_core(0x41, 0xD08), Some(("Arm Cortex-A72", None)));
+        // Another implementer's part number is not Arm's.
+        assert_eq!(arm_core(0x61, 0xD4F), None);
     }
 }
