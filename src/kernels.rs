@@ -10,6 +10,8 @@ pub const PEAK: &str = include_str!("../kernels/peak.ptx");
 pub const MMA: &str = include_str!("../kernels/mma.ptx");
 /// The fp8 tensor-core kernel; `.target sm_89`, loaded only where fp8 `mma.sync` is native.
 pub const MMA_SM89: &str = include_str!("../kernels/mma_sm89.ptx");
+/// Cache bandwidth kernels (the cache sweep): `l1_i32` (caching loads), `l2_i32` (`.cg`).
+pub const CACHE: &str = include_str!("../kernels/cache.ptx");
 /// The arithmetic-intensity sweep's template, expanded by `bench::intensity::expand`.
 pub const INTENSITY_TEMPLATE: &str = include_str!("../kernels/intensity.ptx.in");
 
@@ -35,6 +37,7 @@ pub fn all() -> Vec<Source> {
         file("peak.ptx", PEAK),
         file("mma.ptx", MMA),
         file("mma_sm89.ptx", MMA_SM89),
+        file("cache.ptx", CACHE),
     ];
     for p in intensity::PRECISIONS {
         for k in intensity::KS {
@@ -87,8 +90,9 @@ mod tests {
         assert_eq!(target(&all[0].ptx), Some("sm_80"));
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
-        // the compute files, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 4 + 5 * 12);
+        // the compute files, the cache file, and one sweep module per (precision, k)
+        assert_eq!(all.len(), 5 + 5 * 12);
+        assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(target(MMA_SM89), Some("sm_89"));
         assert!(all
             .iter()

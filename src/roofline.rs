@@ -5,8 +5,10 @@
 //!
 //! - **Memory ceiling** (DRAM): the highest GB/s of any valid `stream` row whose working set is
 //!   at least 4× the last-level cache (smaller ones are cache figures, listed as excluded),
-//!   whichever kernel and precision set it; the ceiling names that case. L2 and L1 ceilings come the same way
-//!   from the cache sweep once it exists ([`MemoryLevel`]).
+//!   whichever kernel and precision set it; the ceiling names that case.
+//! - **Cache ceilings** (L1, L2, and the host's L3): the highest GB/s of any valid `cache` row of
+//!   that level (`cache/l2/i32/<KiB>`: a working set sized to stay in it, see
+//!   [`crate::bench::cache`]). No spec sheet gives cache bandwidth, so they have no efficiency.
 //! - **Compute ceilings**: per family and precision (`peak` f64, f32, f16x2, …; `tensor` f16.f32,
 //!   s8.s32, …), the highest GFLOP/s (GOP/s for integers) of any valid row.
 //! - **Invalid rows never contribute**: a row counts only when `valid` is true and its figure is
@@ -26,7 +28,7 @@
 //! This module is pure: records and a spec function in, a [`Fit`] out. It must not read files,
 //! print, or look specs up itself.
 
-use crate::bench::{Family, Precision};
+use crate::bench::{cache, Family, Precision};
 use crate::record::Record;
 use crate::specs::SpecFigure;
 use serde::{Deserialize, Serialize};
@@ -42,6 +44,8 @@ pub fn is_dram_working_set(r: &Record) -> bool {
 #[serde(rename_all = "lowercase")]
 pub enum MemoryLevel {
     Dram,
+    /// The host's last-level cache where it has three levels.
+    L3,
     L2,
     L1,
 }
@@ -50,6 +54,7 @@ impl MemoryLevel {
     pub fn as_str(self) -> &'static str {
         match self {
             MemoryLevel::Dram => "DRAM",
+            MemoryLevel::L3 => "L3",
             MemoryLevel::L2 => "L2",
             MemoryLevel::L1 => "L1",
         }
@@ -263,6 +268,27 @@ pub fn fit(
             spec_basis,
             efficiency,
             above_spec,
+        });
+    }
+
+    // Caches: per level, the best cache-sweep row of that level.
+    for (kernel, level) in cache::LEVELS {
+        let mut rows = records
+            .iter()
+            .filter(|r| r.family == Family::Cache && r.kernel == kernel)
+            .peekable();
+        if rows.peek().is_none() {
+            continue;
+        }
+        let measured = best(rows, |r| r.gbps);
+        fit.memory_ceilings.push(MemoryCeiling {
+            level,
+            gbps: measured.as_ref().map(|m| m.0),
+            case: measured.map(|m| m.1),
+            spec_gbps: None,
+            spec_basis: "no spec sheet gives cache bandwidth".to_string(),
+            efficiency: None,
+            above_spec: false,
         });
     }
 
@@ -547,6 +573,53 @@ pub(crate) mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() <= 1e-9 * b.abs().max(1.0))
+    }
+
+    /// Cache ceilings: per level, the best valid row of that level; an invalid faster row does
+    /// not count; a level nobody measured has no ceiling; none has a spec or an efficiency.
+    #[test]
+    fn cache_rows_give_one_ceiling_per_level() {
+        let cache_row = |kernel: &str, kib: u32, gbps: f64, valid: bool| {
+            let bytes = 1u64 << 30;
+            row(
+                Family::Cache,
+                kernel,
+                Precision::I32,
+                Some(kib),
+                (bytes, 0),
+                bytes as f64 / (gbps * 1e9),
+                valid,
+            )
+        };
+        let mut records = synthetic_run();
+        records.extend([
+            cache_row("l1", 2048, 18_000.0, true),
+            cache_row("l1", 4096, 19_500.0, true),
+            cache_row("l1", 8192, 90_000.0, false),
+            cache_row("l2", 8192, 7_000.0, true),
+        ]);
+        let fit = fit(&records, &a100_like_spec);
+        let l1 = fit.memory(MemoryLevel::L1).unwrap();
+        assert!(close(l1.gbps, 19_500.0), "{l1:?}");
+        assert_eq!(l1.case.as_deref(), Some("cache/l1/i32/4096"));
+        assert_eq!(
+            (l1.spec_gbps, l1.efficiency, l1.above_spec),
+            (None, None, false)
+        );
+        assert!(close(fit.memory(MemoryLevel::L2).unwrap().gbps, 7_000.0));
+        assert!(fit.memory(MemoryLevel::L3).is_none());
+        // DRAM still comes from STREAM alone, and comes first
+        assert_eq!(fit.memory_ceilings[0].level, MemoryLevel::Dram);
+        assert!(close(fit.memory(MemoryLevel::Dram).unwrap().gbps, 1500.0));
+        // the ridge of L1 and f32: 15 000 GFLOP/s over 19 500 GB/s
+        let ridge = fit
+            .ridge_points
+            .iter()
+            .find(|r| r.memory == MemoryLevel::L1 && r.precision == Precision::F32)
+            .unwrap();
+        assert!(close(ridge.flop_per_byte, 15_000.0 / 19_500.0));
+        // cache rows are not roofline points (they do no arithmetic)
+        assert!(fit.points.iter().all(|p| p.family != Family::Cache));
     }
 
     #[test]

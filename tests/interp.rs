@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 
 use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, UniformBranchPolicy};
-use roofprobe::bench::{arith, intensity, peak, tensor, Precision as P};
+use roofprobe::bench::{arith, cache, intensity, peak, tensor, Precision as P};
 
 /// (element count, grid blocks, threads per block): one element, sizes that are not
 /// multiples of the vector width, of the block, or of the grid, grids smaller than the data
@@ -131,6 +131,8 @@ enum Oracle {
     Mma(P),
     /// The intensity.ptx.in expansions: `fma_<precision>_k<k>`.
     Sweep(P, u32),
+    /// kernels/cache.ptx: `l1_i32`, `l2_i32`.
+    Cache,
 }
 
 /// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
@@ -150,6 +152,9 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
         "intensity.ptx.in" => {
             let (p, k) = entry.strip_prefix("fma_")?.rsplit_once("_k")?;
             return Some(Oracle::Sweep(p.parse().ok()?, k.parse().ok()?));
+        }
+        "cache.ptx" => {
+            return matches!(entry, "l1_i32" | "l2_i32").then_some(Oracle::Cache);
         }
         _ => {}
     }
@@ -224,6 +229,22 @@ fn check_entry(
                 note(
                     run_sweep(module, entry, p, k, n, grid, block, policy).map_err(|e| {
                         format!("{file}: `{entry}` n={n} grid={grid} block={block}: {e}")
+                    })?,
+                );
+            }
+        }
+        Oracle::Cache => {
+            // (words, grid, block, passes): one word, a tail of 3 with a grid that is not a
+            // multiple of anything, whole vectors only, no passes at all
+            for &(n, grid, block, passes) in &[
+                (1usize, 1u32, 32u32, 1u32),
+                (4099, 3, 64, 2),
+                (4096, 2, 32, 3),
+                (37, 1, 32, 0),
+            ] {
+                note(
+                    run_cache(module, entry, n, grid, block, passes, policy).map_err(|e| {
+                        format!("{file}: `{entry}` n={n} grid={grid} block={block} passes={passes}: {e}")
                     })?,
                 );
             }
@@ -597,6 +618,45 @@ fn run_mma(
         return Err(format!("a warp at or past n = {n} stored its D"));
     }
     check_clock_records(&mem, clocks, grid)?;
+    Ok(stats.divergent_uniform_branches)
+}
+
+/// A cache kernel: every thread's sum is `passes ×` the sum of its grid-stride share.
+fn run_cache(
+    module: &Module,
+    entry: &str,
+    n: usize,
+    grid: u32,
+    block: u32,
+    passes: u32,
+    policy: UniformBranchPolicy,
+) -> Result<Vec<u32>, String> {
+    let input: Vec<u64> = (0..n as u64).map(|i| u64::from(cache::input(i))).collect();
+    let threads = grid as usize * block as usize;
+    let mut mem = Memory::new();
+    let pin = alloc_words(&mut mem, false, &input);
+    let pout = mem.alloc(threads * 4);
+    let args = vec![
+        Arg::Ptr(pin),
+        Arg::Ptr(pout),
+        Arg::U64(n as u64),
+        Arg::U32(passes),
+    ];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = policy;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    if read_words(&mem, pin, false, n)? != input {
+        return Err("the input array was modified".into());
+    }
+    let got = read_words(&mem, pout, false, threads)?;
+    let verdict = cache::check_sums(u64::from(passes), &got, |t| {
+        cache::gpu_thread_sum(n as u64, threads as u64, t as u64)
+    });
+    if !verdict.valid {
+        return Err(verdict.detail);
+    }
     Ok(stats.divergent_uniform_branches)
 }
 

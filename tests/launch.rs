@@ -29,7 +29,7 @@ use roofprobe::backend::launch::{self, Arg, Launch, ModuleId, ParamKind, Role, B
 use roofprobe::backend::pool::allowed_cpus;
 use roofprobe::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
 use roofprobe::bench::stream::StreamKernel;
-use roofprobe::bench::{intensity, peak, tensor, Case, Family};
+use roofprobe::bench::{cache, intensity, peak, tensor, Case, Family};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A device as the driver would describe it: name, compute capability, SMs, max SM clock (MHz),
@@ -336,10 +336,14 @@ fn host_planned_cases_are_launchable_or_refused_by_name() {
                 let bad = mismatches(&launch, module(id, &mut cache), &ptx);
                 assert!(bad.is_empty(), "{}: {}", p.case.id(), bad.join("; "));
             }
-            // a host peak case is sized for the host's threads and FMAs per trip
+            // a host peak case is sized for the host's threads and FMAs per trip; a GPU has no
+            // L3 to sweep
             Err(why) => assert!(
-                p.case.family == Family::Peak
-                    && (why.contains("was planned for") || why.contains("is not a peak case")),
+                (p.case.family == Family::Peak
+                    && (why.contains("was planned for") || why.contains("is not a peak case")))
+                    || (p.case.family == Family::Cache
+                        && p.case.kernel == "l3"
+                        && why.contains("has no kernel for")),
                 "{}: {why}",
                 p.case.id()
             ),
@@ -506,6 +510,8 @@ fn small(case: &Case) -> (Case, u32) {
         ),
         Family::Tensor => (tensor::case(p, BLOCK as u64 / 32, 1), 1),
         Family::Intensity => (intensity::case(p, case.param.unwrap(), 1031), 2),
+        // 4099 words: whole vectors and a 3-word tail; two passes.
+        Family::Cache => (cache::case(&case.kernel, 4 * 4099, 2), 2),
     }
 }
 
@@ -543,8 +549,10 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // every family ran
-    assert_eq!(seen.len(), 14 + 5 + 7 + 60, "{seen:?}");
+    // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, and 14 cache working sets
+    // over the devices modelled
+    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14, "{seen:?}");
+    assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
 }
 
 /// The interpreter run catches a wrong value where the layout is right: the peak map's `a`

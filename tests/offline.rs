@@ -4,6 +4,8 @@
 //!   ptxas for every architecture its `.target` allows (sm_80, sm_86, sm_89, sm_90) with 0 bytes
 //!   of spill and 0 bytes of stack, per entry;
 //! - the STREAM kernels' SASS has 128-bit global loads and stores (`LDG.E.128`, `STG.E.128`);
+//! - the cache kernels load 128 bits at a time, the L1 one with plain caching loads and the L2
+//!   one with loads that skip L1 (`.cg`: `LDG.E.128.STRONG.GPU`);
 //! - the timed loop of every peak and tensor kernel is at least 90 % the instruction it
 //!   measures (FFMA, DFMA, HFMA2, IMAD, HMMA/IMMA/DMMA/QMMA);
 //! - the sweep's expansions keep all k FMAs per word.
@@ -268,6 +270,34 @@ fn stream_kernels_use_128_bit_global_accesses() {
             }
             if kernel.outputs() > 0 && !has("STG.E.128") {
                 problems.push(format!("{entry} on {arch}: no STG.E.128"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn cache_kernels_load_through_the_level_they_measure() {
+    let Some((tools, builds)) = setup("cache_kernels_load_through_the_level_they_measure", true)
+    else {
+        return;
+    };
+    let mut problems = Vec::new();
+    for arch in ARCHS {
+        let code = sass(&tools, built(builds, "cache.ptx", arch));
+        for (entry, wanted) in [("l1_i32", "LDG.E.128"), ("l2_i32", "LDG.E.128.STRONG.GPU")] {
+            let body = code.get(entry).cloned().unwrap_or_default();
+            let loads: Vec<&str> = body
+                .iter()
+                .map(|(_, op, _)| op.as_str())
+                .filter(|op| op.starts_with("LDG"))
+                .collect();
+            // the main loop's four vector loads and the remainder's one, then the tail word
+            let vectors = loads.iter().filter(|op| **op == wanted).count();
+            if vectors < 5 || loads.iter().any(|op| op.contains(".128") && *op != wanted) {
+                problems.push(format!(
+                    "{entry} on {arch}: loads {loads:?}, want 5 x {wanted}"
+                ));
             }
         }
     }

@@ -286,6 +286,7 @@ struct Modules {
     peak: Loaded,
     mma: Loaded,
     mma_sm89: Loaded,
+    cache: Loaded,
 }
 
 /// A module that is loaded, or why not.
@@ -457,6 +458,7 @@ impl CudaBackend {
             peak: Loaded::load(&ctx, ModuleId::Peak, old),
             mma: Loaded::load(&ctx, ModuleId::Mma, old),
             mma_sm89: Loaded::load(&ctx, ModuleId::MmaSm89, old.or(no_fp8)),
+            cache: Loaded::load(&ctx, ModuleId::Cache, old),
         };
         Ok(CudaBackend {
             info,
@@ -493,6 +495,7 @@ impl CudaBackend {
             ModuleId::Peak => self.modules.peak.get(id),
             ModuleId::Mma => self.modules.mma.get(id),
             ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
+            ModuleId::Cache => self.modules.cache.get(id),
             ModuleId::Sweep(..) => {
                 let during = format!("loading kernels/{}", id.file());
                 self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
@@ -664,11 +667,19 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
         memory_bus_bits: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
             .and_then(|b| u32::try_from(b).ok()),
         llc_bytes: l2,
-        caches: vec![CacheLevel {
-            name: "L2".to_string(),
-            size_bytes: l2,
-            instances: 1,
-        }],
+        caches: cuda_plan::l1_bytes_per_sm(cc)
+            .map(|size_bytes| CacheLevel {
+                name: "L1".to_string(),
+                size_bytes,
+                instances: sms,
+            })
+            .into_iter()
+            .chain([CacheLevel {
+                name: "L2".to_string(),
+                size_bytes: l2,
+                instances: 1,
+            }])
+            .collect(),
         memory_total_bytes: total as u64,
         memory_free_bytes: free as u64,
         driver,
@@ -994,7 +1005,7 @@ impl PreparedCase for GpuCase<'_> {
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         let arithmetic = match self.case.family {
-            Family::Stream => false,
+            Family::Stream | Family::Cache => false,
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.param.is_some_and(|k| k > 0),
         };

@@ -14,7 +14,7 @@
 
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
-use crate::bench::{arith, intensity, peak, stream, tensor, Case, Precision};
+use crate::bench::{arith, cache, intensity, peak, stream, tensor, Case, Precision};
 use crate::specs::theory;
 use crate::Result;
 
@@ -25,6 +25,38 @@ pub const TARGET_LAUNCH_SECS: f64 = 2e-3;
 
 /// Operations of one launch where nothing is known about the device's rates.
 pub const UNKNOWN_RATE_FLOPS: f64 = 1e12;
+
+/// Bytes one cache-sweep launch reads: about 1 ms at an H100's aggregate L1 bandwidth, a few at
+/// its L2's, tens on a small GPU (the runner batches launches into samples either way).
+pub const CACHE_BYTES_PER_LAUNCH: u64 = 32 << 30;
+
+/// The unified L1 data cache / shared memory of one SM, in bytes, by compute capability: what an
+/// L1-resident working set may fill when a kernel uses no shared memory. CUDA C++ Programming
+/// Guide, "Compute Capabilities": 192 KB per SM on 8.0 and 8.7, 128 KB on 8.6 and 8.9, 256 KB on
+/// 9.0 and 10.x, 128 KB on 12.x. `None` where the guide gives no figure this table carries.
+pub fn l1_bytes_per_sm(compute_capability: (u32, u32)) -> Option<u64> {
+    match compute_capability {
+        (8, 0) | (8, 7) => Some(192 << 10),
+        (8, 6) | (8, 9) | (12, _) => Some(128 << 10),
+        (9, 0) | (10, _) => Some(256 << 10),
+        _ => None,
+    }
+}
+
+/// The cache sweep of a device: L1 working sets within the SMs' L1s together (each SM's blocks
+/// read their own part of the array again on every pass), and L2 ones within the L2 (read with
+/// `ld.global.cg`, which skips L1). Nothing for L1 where [`l1_bytes_per_sm`] has no figure.
+pub fn cache_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<Case> {
+    let l1 = l1_bytes_per_sm(cc).map_or(0, |b| b * u64::from(info.units));
+    let mut out = Vec::new();
+    for (level, capacity) in [("l1", l1), ("l2", info.llc_bytes)] {
+        for bytes in cache::sizes(0, capacity) {
+            let passes = cache::passes_for(bytes, CACHE_BYTES_PER_LAUNCH);
+            out.push(cache::case(level, bytes, passes));
+        }
+    }
+    out
+}
 
 /// SM clock assumed for sizing where the device reports none.
 pub const FALLBACK_CLOCK_MHZ: f64 = 1500.0;
@@ -81,7 +113,8 @@ pub fn target_flops(info: &DeviceInfo, cc: (u32, u32), precision: Precision) -> 
 }
 
 /// Every case of a CUDA device, sized: STREAM, then (compute capability 8.0 and later) the FMA
-/// peaks, the tensor-core peaks (fp8 only where it is native) and the intensity sweep.
+/// peaks, the tensor-core peaks (fp8 only where it is native), the intensity sweep and the cache
+/// sweep.
 ///
 /// `one_wave(entry)` is the grid that fills the device once with `entry` (every SM at the
 /// kernel's occupancy), or why that is unknown (its module did not load, say); a peak or tensor
@@ -158,6 +191,10 @@ pub fn plan_cases(
             })
         },
     )?);
+    planned.extend(cache_cases(info, cc).into_iter().map(|case| PlannedCase {
+        case,
+        note: String::new(),
+    }));
     Ok(planned)
 }
 
@@ -174,6 +211,37 @@ mod tests {
         assert!(!native_fp8_mma((8, 6)));
         assert!(!native_fp8_mma((8, 0)));
         assert!(!native_fp8_mma((10, 0)));
+    }
+
+    /// An H200 (132 SMs × 256 KiB of L1, 60 MiB of L2 as reported) gets L1 and L2 working
+    /// sets inside each; a device the L1 table does not know gets L2 cases only.
+    #[test]
+    fn cache_cases_fit_their_level() {
+        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
+        h200.llc_bytes = 60 << 20;
+        let cases = cache_cases(&h200, (9, 0));
+        let ids: Vec<String> = cases.iter().map(Case::id).collect();
+        assert_eq!(
+            ids,
+            [
+                "cache/l1/i32/2048",
+                "cache/l1/i32/4096",
+                "cache/l1/i32/8192",
+                "cache/l1/i32/16384",
+                "cache/l2/i32/2048",
+                "cache/l2/i32/4096",
+                "cache/l2/i32/8192",
+                "cache/l2/i32/16384",
+            ]
+        );
+        for c in &cases {
+            let passes = cache::passes(c);
+            assert!(passes >= 1 && passes <= u64::from(u32::MAX), "{}", c.id());
+            assert_eq!(c.work.bytes_read, passes * c.working_set_bytes);
+        }
+        assert!(cache_cases(&h200, (7, 5)).iter().all(|c| c.kernel == "l2"));
+        assert_eq!(l1_bytes_per_sm((8, 6)), Some(128 << 10));
+        assert_eq!(l1_bytes_per_sm((7, 0)), None);
     }
 
     fn info(name: &str, sms: u32, mhz: Option<f64>) -> DeviceInfo {

@@ -9,14 +9,15 @@
 //! This module owns host discovery too (CPU model, caches, memory): it reads Linux's `/proc` and
 //! `/sys`, and degrades to what the standard library knows elsewhere.
 
+use super::host_cache::{self, CacheCase};
 use super::host_compute::{self, HostCompute};
-use super::pool::{allowed_cpus, chunk, Pool, SpinBarrier};
+use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::{
     dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
     PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
-use crate::bench::{Case, Family, Precision, Verdict};
+use crate::bench::{cache, Case, Family, Precision, Verdict};
 use crate::{Error, Result};
 use std::time::Instant;
 
@@ -106,6 +107,14 @@ impl Backend for HostBackend {
                 host_compute::sweep_cases(|p| (bytes / crate::bench::arith::word_bytes(p)).max(1))
             },
         )?);
+        planned.extend(
+            host_cache_cases(&self.info.caches, threads)
+                .into_iter()
+                .map(|case| PlannedCase {
+                    case,
+                    note: String::new(),
+                }),
+        );
         Ok(planned)
     }
 
@@ -120,6 +129,11 @@ impl Backend for HostBackend {
             (Family::Peak | Family::Intensity, _) => {
                 host_compute::prepare(&self.pool, self.compute, case)
             }
+            (Family::Cache, _) => Ok(Box::new(CacheCase::new(
+                &self.pool,
+                self.compute.simd,
+                case,
+            )?)),
             _ => Err(Error::Usage(format!(
                 "the host backend has no kernel for {}",
                 case.id()
@@ -139,36 +153,25 @@ impl Backend for HostBackend {
     }
 }
 
-/// A raw pointer the workers share; each one touches only its own chunk.
-#[derive(Clone, Copy)]
-struct SharedPtr<T>(*mut T);
-// SAFETY: workers write disjoint ranges (`pool::chunk`) and the pool joins them before the
-// owner reads; the pointee types are plain numbers.
-unsafe impl<T> Send for SharedPtr<T> {}
-unsafe impl<T> Sync for SharedPtr<T> {}
-
-impl<T> SharedPtr<T> {
-    /// The pointer. A method, not a field access, so closures capture the whole `Sync` wrapper.
-    fn get(self) -> *mut T {
-        self.0
-    }
-}
-
-/// Allocates `n` elements and lets each worker write (first-touch) its own chunk with `init`.
-fn first_touch<T: Element>(pool: &Pool, n: usize, init: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    let ptr = SharedPtr(v.as_mut_ptr());
-    let threads = pool.threads();
-    let ok = pool.run(|t| {
-        for i in chunk(n, threads, t, 16) {
-            // SAFETY: i < n <= capacity, and chunks are disjoint.
-            unsafe { ptr.get().add(i).write(init(i)) };
+/// The cache sweep's cases for `threads` workers, each on its own core: per level (L1d, L2, L3),
+/// working sets within that level's capacity summed over the instances the workers use
+/// ([`cache::sizes`]).
+fn host_cache_cases(caches: &[CacheLevel], threads: usize) -> Vec<Case> {
+    let mut out = Vec::new();
+    let mut below = 0;
+    for level in caches {
+        let kernel = level.name.trim_end_matches('d').to_ascii_lowercase();
+        if cache::level(&kernel).is_none() {
+            continue;
         }
-    });
-    assert!(ok, "initialising an array cannot panic");
-    // SAFETY: the chunks cover 0..n, so every element was written above.
-    unsafe { v.set_len(n) };
-    v
+        let aggregate = level.size_bytes * u64::from(level.instances.min(threads as u32).max(1));
+        for bytes in cache::sizes(below, aggregate) {
+            let passes = cache::passes_for(bytes, host_cache::BYTES_PER_LAUNCH);
+            out.push(cache::case(&kernel, bytes, passes));
+        }
+        below = aggregate;
+    }
+    out
 }
 
 /// Arithmetic the host kernels need beyond [`Element`].
@@ -204,12 +207,12 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
         })?;
         let mut arrays = Vec::new();
         for array in 0..kernel.inputs() {
-            arrays.push(first_touch(pool, n, |i| {
+            arrays.push(first_touch(pool, n, 16, |i| {
                 T::from_f64(stream::input(kernel, array, i as u64))
             }));
         }
         for _ in 0..kernel.outputs() {
-            arrays.push(first_touch(pool, n, |_| T::poison()));
+            arrays.push(first_touch(pool, n, 16, |_| T::poison()));
         }
         Ok(StreamCase {
             pool,
@@ -552,6 +555,39 @@ mod tests {
             "processor\t: 0\nCPU implementer\t: 0x51\nCPU part\t: 0x001\nModel\t: Some Board\n";
         assert_eq!(host_cpu_name(board), "Some Board");
         assert_eq!(host_cpu_name(""), format!("{} CPU", std::env::consts::ARCH));
+    }
+
+    /// Zen 5 with 2 workers: L1d 2 × 48 KiB, L2 2 × 1 MiB, L3 32 MiB shared.
+    #[test]
+    fn cache_cases_stay_inside_each_level() {
+        let level = |name: &str, size_bytes: u64, instances: u32| CacheLevel {
+            name: name.into(),
+            size_bytes,
+            instances,
+        };
+        let caches = [
+            level("L1d", 48 << 10, 2),
+            level("L2", 1 << 20, 2),
+            level("L3", 32 << 20, 1),
+        ];
+        let ids: Vec<String> = host_cache_cases(&caches, 2).iter().map(Case::id).collect();
+        assert_eq!(
+            ids,
+            [
+                "cache/l1/i32/16",
+                "cache/l1/i32/32",
+                "cache/l2/i32/256",
+                "cache/l2/i32/512",
+                "cache/l2/i32/1024",
+                "cache/l3/i32/8192",
+                "cache/l3/i32/16384",
+            ]
+        );
+        // One worker uses one core's L1 and L2.
+        let one = host_cache_cases(&caches, 1);
+        assert_eq!(one[0].id(), "cache/l1/i32/16");
+        assert!(one.iter().all(|c| c.working_set_bytes >= 16 << 10));
+        assert!(host_cache_cases(&[], 2).is_empty());
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! calling SIMD kernels on the instruction set that was detected, and to raw pointers into
 //! slices each worker owns.
 
-use super::pool::{chunk, Pool, SpinBarrier};
+use super::pool::{chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
 use crate::bench::{arith, intensity, peak, Case, Family, Precision, Verdict};
 use crate::specs::theory::{self, HostFma};
@@ -673,19 +673,6 @@ pub fn prepare<'p>(
     }
 }
 
-/// A raw pointer the workers share; each one touches only its own range.
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-// SAFETY: workers write disjoint ranges and the pool joins them before the owner reads.
-unsafe impl<T> Send for Shared<T> {}
-unsafe impl<T> Sync for Shared<T> {}
-
-impl<T> Shared<T> {
-    fn get(self) -> *mut T {
-        self.0
-    }
-}
-
 /// A peak case: every worker runs the chains in registers and stores them at the end.
 struct PeakCase<'p, T: HostElement> {
     pool: &'p Pool,
@@ -728,7 +715,7 @@ impl<T: HostElement> PreparedCase for PeakCase<'_, T> {
         let starts: Vec<T> = (0..chains as u64)
             .map(|c| T::from_bits(peak::chain_start(T::PRECISION, c)))
             .collect();
-        let out = Shared(self.out.as_mut_ptr());
+        let out = SharedPtr(self.out.as_mut_ptr());
         let iterations = self.iterations;
         let start = Instant::now();
         let ok = self.pool.run(|t| {
@@ -806,23 +793,6 @@ struct SweepCase<'p, T: HostElement> {
     clock_mhz: Option<f64>,
 }
 
-/// Allocates `n` elements and lets each worker write (first-touch) its own chunk.
-fn first_touch<T: HostElement>(pool: &Pool, n: usize, init: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    let ptr = Shared(v.as_mut_ptr());
-    let threads = pool.threads();
-    let ok = pool.run(|t| {
-        for i in chunk(n, threads, t, 256) {
-            // SAFETY: i < n <= capacity, and chunks are disjoint.
-            unsafe { ptr.get().add(i).write(init(i)) };
-        }
-    });
-    assert!(ok, "initialising an array cannot panic");
-    // SAFETY: the chunks cover 0..n, so every element was written above.
-    unsafe { v.set_len(n) };
-    v
-}
-
 impl<'p, T: HostElement> SweepCase<'p, T> {
     fn new(pool: &'p Pool, compute: HostCompute, case: &Case) -> Result<Self> {
         let k = case
@@ -832,8 +802,10 @@ impl<'p, T: HostElement> SweepCase<'p, T> {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))
         })?;
         let p = T::PRECISION;
-        let input = first_touch(pool, n, |i| T::from_bits(intensity::input(p, i as u64)));
-        let output = first_touch(pool, n, |_| T::from_bits(0x7FC0_DEAD_7FC0_DEAD));
+        let input = first_touch(pool, n, 256, |i| {
+            T::from_bits(intensity::input(p, i as u64))
+        });
+        let output = first_touch(pool, n, 256, |_| T::from_bits(0x7FC0_DEAD_7FC0_DEAD));
         Ok(SweepCase {
             pool,
             compute,
@@ -854,8 +826,8 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
         let map = intensity::map(T::PRECISION);
         let (a, b) = (T::from_bits(map.a), T::from_bits(map.b));
         let (input, output) = (
-            Shared(self.input.as_mut_ptr()),
-            Shared(self.output.as_mut_ptr()),
+            SharedPtr(self.input.as_mut_ptr()),
+            SharedPtr(self.output.as_mut_ptr()),
         );
         let (k, barrier) = (self.k, &self.barrier);
         let start = Instant::now();

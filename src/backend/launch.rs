@@ -15,7 +15,7 @@
 //! This module must not call the driver: it is what can be checked without a GPU.
 
 use crate::bench::stream::{self, StreamKernel};
-use crate::bench::{arith, intensity, peak, tensor, Case, Family, Precision, Verdict};
+use crate::bench::{arith, cache, intensity, peak, tensor, Case, Family, Precision, Verdict};
 use std::borrow::Cow;
 
 /// Threads per block of every launch: a multiple of 32 (the reductions and the tensor kernels
@@ -40,6 +40,8 @@ pub enum ModuleId {
     Mma,
     /// kernels/mma_sm89.ptx (fp8; loaded only where fp8 `mma.sync` is native)
     MmaSm89,
+    /// kernels/cache.ptx
+    Cache,
     /// One expansion of kernels/intensity.ptx.in: (precision, k).
     Sweep(Precision, u32),
 }
@@ -53,6 +55,7 @@ impl ModuleId {
             ModuleId::Peak => "peak.ptx".into(),
             ModuleId::Mma => "mma.ptx".into(),
             ModuleId::MmaSm89 => "mma_sm89.ptx".into(),
+            ModuleId::Cache => "cache.ptx".into(),
             ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
         }
     }
@@ -65,6 +68,7 @@ impl ModuleId {
             ModuleId::Peak => Cow::Borrowed(kernels::PEAK),
             ModuleId::Mma => Cow::Borrowed(kernels::MMA),
             ModuleId::MmaSm89 => Cow::Borrowed(kernels::MMA_SM89),
+            ModuleId::Cache => Cow::Borrowed(kernels::CACHE),
             ModuleId::Sweep(p, k) => Cow::Owned(intensity::expand(p, k)),
         }
     }
@@ -179,6 +183,8 @@ pub enum Init {
     },
     /// The sweep's input words (`intensity::input`).
     Sweep(Precision),
+    /// The cache sweep's words (`cache::input`).
+    Cache,
     /// These words (tensor-core fragments).
     Words(Vec<u64>),
     /// A NaN with a recognisable payload in every word, so an element the kernel never wrote
@@ -229,6 +235,7 @@ impl Buffer {
                 }
             }
             Init::Sweep(p) => intensity::input(*p, i),
+            Init::Cache => cache::input(i) as u64,
             Init::Words(w) => w.get(i as usize).copied().unwrap_or(0),
             Init::Poison => poison(self.word_bytes),
             Init::Zero => 0,
@@ -258,6 +265,8 @@ pub enum Check {
     Tensor { precision: Precision, warps: u64 },
     /// Every output word is its input after k FMAs.
     Sweep { precision: Precision, k: u32 },
+    /// Every thread's sum is `passes ×` the sum of its grid-stride share of the n words.
+    Cache { n: u64, passes: u64 },
 }
 
 /// Everything one launch of a case needs, in data.
@@ -313,6 +322,7 @@ impl Launch {
             (Check::Tensor { .. }, Some(trips)) => {
                 format!("{grid}, {} chains x {trips} trips", tensor::CHAINS)
             }
+            (Check::Cache { .. }, Some(passes)) => format!("{grid}, {passes} passes"),
             _ => grid,
         }
     }
@@ -361,6 +371,12 @@ impl Launch {
             }
             Check::Sweep { precision, k } => {
                 intensity::check(precision, k, words.len(), |i| words[i])
+            }
+            Check::Cache { n, passes } => {
+                let threads = words.len() as u64;
+                cache::check_sums(passes, words, |t| {
+                    cache::gpu_thread_sum(n, threads, t as u64)
+                })
             }
         }
     }
@@ -416,6 +432,16 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
             Ok(Entry {
                 module: ModuleId::Sweep(p, k),
                 name: intensity::entry_name(p, k),
+            })
+        }
+        Family::Cache => {
+            // The GPU has an L1 and an L2 kernel; an `l3` case is the host's.
+            if !matches!(case.kernel.as_str(), "l1" | "l2") || p != cache::PRECISION {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Cache,
+                name: format!("{}_{p}", case.kernel),
             })
         }
     }
@@ -643,6 +669,37 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 params,
                 Check::Sweep { precision: p, k },
                 None,
+            ))
+        }
+        Family::Cache => {
+            let n = case.elements;
+            let passes = cache::passes(case);
+            let buffers = vec![
+                Buffer {
+                    role: Role::Input(0),
+                    words: n,
+                    word_bytes: cache::WORD_BYTES,
+                    init: Init::Cache,
+                },
+                // One sum per thread: `sums[gid]`.
+                Buffer {
+                    role: Role::Output,
+                    words: threads,
+                    word_bytes: cache::WORD_BYTES,
+                    init: Init::Poison,
+                },
+            ];
+            let params = vec![
+                param("a", Arg::Buffer(Role::Input(0))),
+                param("sums", Arg::Buffer(Role::Output)),
+                param("n", Arg::U64(n)),
+                param("passes", Arg::U32(trips(passes)?)),
+            ];
+            Ok(launch(
+                buffers,
+                params,
+                Check::Cache { n, passes },
+                Some(trips(passes)?),
             ))
         }
     }

@@ -12,6 +12,7 @@
 pub mod cuda;
 pub mod cuda_plan;
 pub mod host;
+pub mod host_cache;
 pub mod host_compute;
 pub mod launch;
 pub mod pool;

@@ -244,6 +244,44 @@ pub fn chunk(n: usize, threads: usize, t: usize, align: usize) -> std::ops::Rang
     bound(t)..bound(t + 1)
 }
 
+/// A raw pointer the pool's workers share: each one writes only its own range ([`chunk`]) or
+/// only reads, and [`Pool::run`] joins them before the owner touches the data again.
+#[derive(Clone, Copy)]
+pub struct SharedPtr<T>(pub *mut T);
+// SAFETY: see the type's contract above; the pointee types are plain numbers.
+unsafe impl<T> Send for SharedPtr<T> {}
+unsafe impl<T> Sync for SharedPtr<T> {}
+
+impl<T> SharedPtr<T> {
+    /// The pointer. A method, not a field access, so closures capture the whole `Sync` wrapper.
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// Allocates `n` elements and lets each worker of `pool` write (first-touch) its own chunk
+/// ([`chunk`] with `align`) with `init`, so its pages are local to the worker that uses them.
+pub fn first_touch<T: Copy>(
+    pool: &Pool,
+    n: usize,
+    align: usize,
+    init: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    let ptr = SharedPtr(v.as_mut_ptr());
+    let threads = pool.threads();
+    let ok = pool.run(|t| {
+        for i in chunk(n, threads, t, align) {
+            // SAFETY: i < n <= capacity, and chunks are disjoint.
+            unsafe { ptr.get().add(i).write(init(i)) };
+        }
+    });
+    assert!(ok, "initialising an array cannot panic");
+    // SAFETY: the chunks cover 0..n, so every element was written above.
+    unsafe { v.set_len(n) };
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@
 //! This module must not launch or time anything: that is the backends' and the runner's job.
 
 pub mod arith;
+pub mod cache;
 pub mod intensity;
 pub mod peak;
 pub mod stream;
@@ -31,14 +32,17 @@ pub enum Family {
     Tensor,
     /// Arithmetic-intensity sweep: k operations per element loaded.
     Intensity,
+    /// Cache bandwidth: a read-only sum over a working set that stays in one cache level.
+    Cache,
 }
 
 impl Family {
-    pub const ALL: [Family; 4] = [
+    pub const ALL: [Family; 5] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
         Family::Intensity,
+        Family::Cache,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -47,6 +51,7 @@ impl Family {
             Family::Peak => "peak",
             Family::Tensor => "tensor",
             Family::Intensity => "intensity",
+            Family::Cache => "cache",
         }
     }
 }
@@ -196,7 +201,8 @@ pub struct Case {
     /// The kernel's name in the user's words (`triad`, `fma`, `mma_m16n8k16`).
     pub kernel: String,
     pub precision: Precision,
-    /// The family's parameter: operations per element in the intensity sweep; `None` elsewhere.
+    /// The family's parameter: operations per element in the intensity sweep, KiB of working set
+    /// in the cache sweep; `None` elsewhere.
     pub param: Option<u32>,
     /// Problem size in elements (of `precision`) per array.
     pub elements: u64,

@@ -163,7 +163,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                 };
                 let rows: Vec<&Record> = records.iter().filter(|r| r.case_id() == id).collect();
                 let figure = |r: &Record| match family {
-                    Family::Stream => r.gbps,
+                    Family::Stream | Family::Cache => r.gbps,
                     _ => r.gflops,
                 };
                 let best = rows
@@ -178,7 +178,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
-                    Family::Intensity => None,
+                    Family::Intensity | Family::Cache => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",

@@ -119,6 +119,14 @@ fn dram(cal: &Calibration) -> Option<&MemoryCeiling> {
         .find(|m| m.level == MemoryLevel::Dram)
 }
 
+/// The measured cache ceilings (L1, L2, L3) with their GB/s.
+fn caches(cal: &Calibration) -> impl Iterator<Item = (&MemoryCeiling, f64)> {
+    cal.memory_ceilings
+        .iter()
+        .filter(|m| m.level != MemoryLevel::Dram)
+        .filter_map(|m| Some((m, m.gbps.filter(|b| b.is_finite() && *b > 0.0)?)))
+}
+
 /// The decade-aligned axis ranges that hold every point, ceiling and ridge of every device.
 fn ranges(cals: &[Calibration]) -> Result<((f64, f64), (f64, f64))> {
     let mut xs = Vec::new();
@@ -137,6 +145,9 @@ fn ranges(cals: &[Calibration]) -> Result<((f64, f64), (f64, f64))> {
             }
             if let Some(b) = mem.and_then(|m| m.spec_gbps) {
                 xs.extend(d.spec.map(|p| p / b));
+            }
+            for (_, b) in caches(cal) {
+                xs.extend(d.measured.map(|p| p / b));
             }
         }
     }
@@ -162,15 +173,15 @@ fn ranges(cals: &[Calibration]) -> Result<((f64, f64), (f64, f64))> {
     }
     // The memory roofs span the whole x range: their ends count for y.
     for cal in cals {
-        if let Some(m) = dram(cal) {
-            let top = drawn_compute(cal)
-                .iter()
-                .filter_map(|d| d.measured.or(d.spec))
-                .reduce(f64::max);
-            for b in [m.gbps, m.spec_gbps].into_iter().flatten() {
-                ys.push(b * x0);
-                ys.push(top.map_or(b * x1, |t| t.min(b * x1)));
-            }
+        let top = drawn_compute(cal)
+            .iter()
+            .filter_map(|d| d.measured.or(d.spec))
+            .reduce(f64::max);
+        let dram_figures = dram(cal).map_or([None, None], |m| [m.gbps, m.spec_gbps]);
+        let cache_figures = caches(cal).map(|(_, b)| b);
+        for b in dram_figures.into_iter().flatten().chain(cache_figures) {
+            ys.push(b * x0);
+            ys.push(top.map_or(b * x1, |t| t.min(b * x1)));
         }
     }
     let y0 = 10f64.powf((lo(&ys, 1.0) / 1.5).log10().floor());
@@ -415,6 +426,31 @@ fn draw_chart(
                 ));
                 anything = true;
             }
+        }
+
+        // Cache roofs (L1, L2, L3): thinner and lighter than DRAM's, up to the highest measured
+        // compute roof; named along the line, above it.
+        for (m, b) in caches(cal) {
+            let end = top_measured.map_or(x1, |p| (p / b).min(x1));
+            let style = ShapeStyle::from(&color.mix(0.55)).stroke_width(2);
+            ceiling_lines.push((
+                chart.backend_coord(&(x0, b * x0)),
+                chart.backend_coord(&(end, b * end)),
+            ));
+            chart
+                .draw_series(LineSeries::new([(x0, b * x0), (end, b * end)], style))
+                .map_err(draw_err)?;
+            let case = m.case.as_deref().unwrap_or("");
+            overlays.push(along(
+                &chart,
+                (x0, x1),
+                b,
+                0.02,
+                &format!("{prefix}{} {} ({case})", m.level.as_str(), bandwidth(b)),
+                "-0.45em",
+                color,
+            ));
+            anything = true;
         }
 
         // Compute roofs: horizontal from where the memory roof meets them to the right edge.
@@ -884,6 +920,39 @@ mod tests {
         assert!(place_ridge_labels(&alone, &cage, &[])[0].is_none());
         // The same ridges in a real render are all labelled.
         assert_eq!(placed.len(), 3);
+    }
+
+    /// Cache ceilings are drawn as their own roofs and named along them.
+    #[test]
+    fn cache_roofs_are_drawn_and_named() {
+        use crate::roofline::tests::row;
+        let mut records = synthetic_run();
+        for (kernel, gbps) in [("l1", 19_500.0), ("l2", 7_000.0)] {
+            let bytes = 1u64 << 30;
+            records.push(row(
+                Family::Cache,
+                kernel,
+                Precision::I32,
+                Some(4096),
+                (bytes, 0),
+                bytes as f64 / (gbps * 1e9),
+                true,
+            ));
+        }
+        let cal = Calibration::from_records(&records, None).unwrap();
+        let svg = render(&[cal]).unwrap();
+        assert!(svg.contains("L1 19500 GB/s (cache/l1/i32/4096)"), "{svg}");
+        assert!(svg.contains("L2 7000 GB/s (cache/l2/i32/4096)"));
+        // one more sloped line per cache level than without them
+        let lines = |svg: &str| svg.matches("<polyline").count();
+        assert_eq!(
+            lines(&svg),
+            lines(&render(&[cal_of(synthetic_run())]).unwrap()) + 2
+        );
+    }
+
+    fn cal_of(records: Vec<crate::record::Record>) -> Calibration {
+        Calibration::from_records(&records, None).unwrap()
     }
 
     #[test]
