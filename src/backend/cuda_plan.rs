@@ -48,14 +48,12 @@ pub fn l1_bytes_per_sm(compute_capability: (u32, u32)) -> Option<u64> {
 /// `ld.global.cg`, which skips L1). Nothing for L1 where [`l1_bytes_per_sm`] has no figure.
 pub fn cache_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<Case> {
     let l1 = l1_bytes_per_sm(cc).map_or(0, |b| b * u64::from(info.units));
-    let mut out = Vec::new();
-    for (level, capacity) in [("l1", l1), ("l2", info.llc_bytes)] {
-        for bytes in cache::sizes(0, capacity) {
-            let passes = cache::passes_for(bytes, CACHE_BYTES_PER_LAUNCH);
-            out.push(cache::case(level, bytes, passes));
-        }
-    }
-    out
+    [("l1", l1), ("l2", info.llc_bytes)]
+        .into_iter()
+        .flat_map(|(level, capacity)| {
+            cache::level_cases(level, 0, capacity, CACHE_BYTES_PER_LAUNCH)
+        })
+        .collect()
 }
 
 /// SM clock assumed for sizing where the device reports none.

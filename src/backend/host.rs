@@ -167,10 +167,12 @@ fn host_cache_cases(caches: &[CacheLevel], threads: usize) -> Vec<Case> {
             continue;
         }
         let aggregate = level.size_bytes * u64::from(level.instances.min(threads as u32).max(1));
-        for bytes in cache::sizes(below, aggregate) {
-            let passes = cache::passes_for(bytes, host_cache::BYTES_PER_LAUNCH);
-            out.push(cache::case(&kernel, bytes, passes));
-        }
+        out.extend(cache::level_cases(
+            &kernel,
+            below,
+            aggregate,
+            host_cache::BYTES_PER_LAUNCH,
+        ));
         below = aggregate;
     }
     out
@@ -200,6 +202,11 @@ struct StreamCase<'p, T: HostFloat> {
 /// value, so the path that reports an invalid case (row, table, exit code) is tested end to end.
 pub const FAULT_ENV: &str = "ROOFPROBE_INJECT_FAULT";
 
+/// Whether [`FAULT_ENV`] names `case`.
+pub(super) fn fault_injected(case: &Case) -> bool {
+    std::env::var(FAULT_ENV).is_ok_and(|id| id == case.id())
+}
+
 impl<'p, T: HostFloat> StreamCase<'p, T> {
     fn new(pool: &'p Pool, case: &Case) -> Result<Self> {
         let kernel = StreamKernel::from_name(&case.kernel)
@@ -222,7 +229,7 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
             arrays,
             partials: vec![f64::NAN; pool.threads()],
             barrier: SpinBarrier::new(pool.threads()),
-            inject_fault: std::env::var(FAULT_ENV).is_ok_and(|id| id == case.id()),
+            inject_fault: fault_injected(case),
         })
     }
 }

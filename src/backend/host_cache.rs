@@ -71,7 +71,7 @@ impl<'p> CacheCase<'p> {
             passes: cache::passes(case),
             sums: vec![u64::MAX; threads],
             barrier: SpinBarrier::new(threads),
-            inject_fault: std::env::var(super::host::FAULT_ENV).is_ok_and(|id| id == case.id()),
+            inject_fault: super::host::fault_injected(case),
         })
     }
 }

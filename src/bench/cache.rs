@@ -82,6 +82,15 @@ pub fn sizes(below: u64, capacity: u64) -> Vec<u64> {
     out
 }
 
+/// One level's cases: its working sets ([`sizes`] above `2 × below`, within `capacity`), each
+/// read enough times per launch to read about `bytes_per_launch` in all.
+pub fn level_cases(level: &str, below: u64, capacity: u64, bytes_per_launch: u64) -> Vec<Case> {
+    sizes(below, capacity)
+        .into_iter()
+        .map(|bytes| case(level, bytes, passes_for(bytes, bytes_per_launch)))
+        .collect()
+}
+
 /// Passes per launch so that one launch reads about `bytes_per_launch`.
 pub fn passes_for(bytes: u64, bytes_per_launch: u64) -> u64 {
     (bytes_per_launch / bytes.max(1)).max(1)
