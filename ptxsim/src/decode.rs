@@ -1109,6 +1109,7 @@ impl Builder<'_> {
                 return Ok(Op::ReadClock {
                     d: self.dst(&ops[0])?,
                     bits,
+                    timer: n.starts_with("%globaltimer"),
                 });
             }
             if self.params.iter().any(|p| &p.name == n) {

@@ -63,6 +63,9 @@ pub struct LaunchConfig {
     /// Warp-instruction budget for the whole launch: a kernel that runs past it is reported
     /// as a probable infinite loop.
     pub max_warp_instructions: u64,
+    /// The SM clock the block's cycle counter runs at, against `%globaltimer` nanoseconds
+    /// (`%clock64` advances one cycle per warp instruction of the block).
+    pub clock_mhz: u32,
 }
 
 impl LaunchConfig {
@@ -73,6 +76,7 @@ impl LaunchConfig {
             dynamic_shared_bytes,
             uniform_branches: UniformBranchPolicy::Deny,
             max_warp_instructions: 200_000_000,
+            clock_mhz: 1000,
         }
     }
 }
@@ -672,8 +676,15 @@ impl Block<'_, '_> {
                     }
                 }
             }
-            Op::ReadClock { d, bits } => {
-                let v = self.clock & width_mask(*bits);
+            Op::ReadClock { d, bits, timer } => {
+                // One cycle per warp instruction of the block; the timer runs at the
+                // configured clock, so `%clock64` against `%globaltimer` reads `clock_mhz`.
+                let v = if *timer {
+                    self.clock * 1000 / u64::from(self.config.clock_mhz.max(1))
+                } else {
+                    self.clock
+                };
+                let v = v & width_mask(*bits);
                 for l in lanes(exec) {
                     Self::set(w, *d, l, v);
                 }

@@ -265,9 +265,11 @@ pub enum Op {
         a: Src,
         part_bits: u32,
     },
+    /// `%clock`/`%clock64` (cycles), or `%globaltimer` (nanoseconds) when `timer`.
     ReadClock {
         d: Reg,
         bits: u32,
+        timer: bool,
     },
     Int {
         op: IntOp,

@@ -123,6 +123,24 @@ impl Memory {
         ptr
     }
 
+    /// Frees the allocation that starts at `ptr`. Its addresses are never handed out again, so
+    /// a later access through a stale pointer faults instead of reaching a new array.
+    pub fn free(&mut self, ptr: DevicePtr) -> Result<(), Error> {
+        let i = self
+            .allocations
+            .binary_search_by_key(&ptr.0, |a| a.base)
+            .map_err(|_| {
+                Error::Memory(format!("{:#x} is not the start of an allocation", ptr.0))
+            })?;
+        self.allocations.remove(i);
+        Ok(())
+    }
+
+    /// Bytes held by live allocations.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.allocations.iter().map(|a| a.bytes.len() as u64).sum()
+    }
+
     /// Copies `data` to device memory at `ptr`.
     pub fn write<T: Element>(&mut self, ptr: DevicePtr, data: &[T]) -> Result<(), Error> {
         let span = self.host_span_mut(ptr.0, data.len() * T::BYTES)?;
@@ -220,6 +238,24 @@ mod tests {
         assert!(m.locate(a.0 + 12, 1).is_none());
         assert!(m.describe(a.0 + 12, 4).contains("0 bytes past the end"));
         assert!(m.describe(a.0 + 8, 8).contains("runs 4 bytes past its end"));
+    }
+
+    #[test]
+    fn a_freed_allocation_faults_and_is_never_reused() {
+        let mut m = Memory::new();
+        let a = m.alloc(64);
+        let b = m.alloc(64);
+        assert_eq!(m.allocated_bytes(), 128);
+        m.free(a).unwrap();
+        assert!(m.read::<u32>(a, 1).is_err(), "a stale pointer faults");
+        assert!(m.free(a).is_err(), "a double free is an error");
+        assert!(
+            m.free(b.byte_add(4)).is_err(),
+            "not the start of an allocation"
+        );
+        let c = m.alloc(64);
+        assert!(c.0 > b.0, "addresses are not handed out again");
+        assert_eq!(m.allocated_bytes(), 128);
     }
 
     #[test]

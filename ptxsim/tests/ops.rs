@@ -1034,3 +1034,48 @@ fn conversions() {
         f(1.0),
     );
 }
+
+/// `%clock64` counts one cycle per warp instruction of the block and `%globaltimer` runs at
+/// the configured clock, so cycles over nanoseconds read back `clock_mhz` (what roofprobe's
+/// clock records compute from them).
+#[test]
+fn the_timer_runs_at_the_configured_clock() {
+    let ptx = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry timed(.param .u64 out)
+{
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    mov.u64 %rd2, %clock64;
+    mov.u64 %rd3, %globaltimer;
+    add.u64 %rd6, %rd2, 1;
+    add.u64 %rd6, %rd6, 1;
+    add.u64 %rd6, %rd6, 1;
+    add.u64 %rd6, %rd6, 1;
+    mov.u64 %rd4, %clock64;
+    mov.u64 %rd5, %globaltimer;
+    sub.u64 %rd4, %rd4, %rd2;
+    sub.u64 %rd5, %rd5, %rd3;
+    st.global.v2.u64 [%rd1], {%rd4, %rd5};
+    ret;
+}
+"#;
+    let m = common::module("timed", ptx);
+    for (mhz, cycles_per_ns) in [(1000u32, 1.0), (250, 0.25), (2000, 2.0)] {
+        let mut mem = ptxsim::Memory::new();
+        let out = mem.alloc(16);
+        let mut cfg = ptxsim::LaunchConfig::new((1, 1, 1), (32, 1, 1), 0);
+        cfg.clock_mhz = mhz;
+        m.launch_with("timed", &cfg, &[ptxsim::Arg::Ptr(out)], &mut mem)
+            .unwrap();
+        let v = mem.read::<u64>(out, 2).unwrap();
+        let (cycles, ns) = (v[0] as f64, v[1] as f64);
+        assert!(cycles >= 6.0, "{cycles}");
+        assert!(
+            (cycles / ns - cycles_per_ns).abs() < 0.2 * cycles_per_ns,
+            "{mhz} MHz: {cycles} cycles in {ns} ns"
+        );
+    }
+}
