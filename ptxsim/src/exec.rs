@@ -2052,7 +2052,12 @@ fn half_op(op: HalfOp, fmt: HalfFmt, sat: bool, a: u16, b: u16, c: u16) -> u16 {
         HalfOp::Abs => return a & 0x7fff,
         _ => {}
     }
-    let (x, y, z) = (f.to_f64(a as u64), f.to_f64(b as u64), f.to_f64(c as u64));
+    let bf16 = fmt == HalfFmt::Bf16;
+    let (x, y, z) = (
+        numeric::half_to_f64(a, bf16),
+        numeric::half_to_f64(b, bf16),
+        numeric::half_to_f64(c, bf16),
+    );
     let exact = match op {
         HalfOp::Add => numeric::add_odd(x, y),
         HalfOp::Sub => numeric::add_odd(x, -y),
@@ -2074,7 +2079,7 @@ fn half_op(op: HalfOp, fmt: HalfFmt, sat: bool, a: u16, b: u16, c: u16) -> u16 {
     } else {
         exact
     };
-    numeric::round_f64(exact, f, Rounding::NearestEven, false) as u16
+    numeric::round_odd_to_half(exact, bf16)
 }
 
 fn float_value(ty: Ty, bits: u64, ftz: bool) -> f64 {
