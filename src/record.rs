@@ -80,10 +80,10 @@ pub struct Record {
     pub valid: bool,
     /// `ok`, `invalid: …` or `error: …`.
     pub status: String,
-    /// SM / core clock: the one the case measured while it ran where it measures one (GPU peak
-    /// and tensor kernels: `%clock64` against `%globaltimer`; host compute cases: a dependent-add
-    /// chain on the same cores right after the samples), else observed around the case (mean of
-    /// before and after).
+    /// SM / core clock: the one the case measured while it ran where it measures one (GPU peak,
+    /// tensor and sweep kernels: `%clock64` against `%globaltimer` in their block records; host
+    /// compute cases: a dependent-add chain on the same cores right after the samples), else
+    /// observed around the case (mean of before and after).
     pub clock_mhz: Option<f64>,
     pub memory_clock_mhz: Option<f64>,
     pub power_w: Option<f64>,

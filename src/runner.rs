@@ -9,10 +9,13 @@
 //! discarded, then warm-up samples run for `warmup_secs`, then between `min_samples` and
 //! `samples` samples are kept, as many as fit in `case_budget_secs`. The figures use the median.
 //!
+//! No row measures more than its theory: a figure above [`THEORY_TOLERANCE`] × the theoretical
+//! peak at the clock the row records is invalid (see [`check_against_theory`]), on every backend.
+//!
 //! The runner does not print: it reports progress through a callback, and the caller decides.
 
 use crate::backend::{Backend, Conditions, PlannedCase, PreparedCase, SizeRequest};
-use crate::bench::Case;
+use crate::bench::{Case, Verdict};
 use crate::record::{Outcome, Record, RunIdentity};
 use crate::stats::Summary;
 use crate::Result;
@@ -76,6 +79,29 @@ pub enum Event<'a> {
     Finished {
         record: &'a Record,
     },
+}
+
+/// The most a valid row may measure, as a multiple of its theoretical peak at the clock it
+/// records. The clock is measured over the kernel's own run (the GPU's block records, the
+/// host's timed chain right after the samples), so a few percent covers a clock that moved
+/// between the samples and its reading; more is work the kernel did not do, a wrong clock or a
+/// wrong rate table, and never a measurement.
+pub const THEORY_TOLERANCE: f64 = 1.05;
+
+/// A row's figure held against its theory: `gflops` measured, `theory_gflops` the theoretical
+/// peak at `clock_mhz`. Above [`THEORY_TOLERANCE`] × the theory it is invalid, saying both
+/// figures and the clock.
+pub fn check_against_theory(gflops: f64, theory_gflops: f64, clock_mhz: f64) -> Verdict {
+    if gflops > THEORY_TOLERANCE * theory_gflops {
+        Verdict::invalid(format!(
+            "measured {gflops:.1} GFLOP/s is {:.3} x the theoretical {theory_gflops:.1} GFLOP/s \
+             at the recorded {clock_mhz:.0} MHz, above the {THEORY_TOLERANCE} x allowed: the \
+             kernel did less work than the row counts, or the clock or rate is wrong",
+            gflops / theory_gflops
+        ))
+    } else {
+        Verdict::valid()
+    }
 }
 
 /// The current time as RFC 3339 UTC with second precision.
@@ -154,7 +180,7 @@ pub fn run(
         let timestamp = now_utc();
         let mut observed_clock_mhz = None;
         let mut theory_per_mhz = None;
-        let result = backend.prepare(case).and_then(|mut prepared| {
+        let mut result = backend.prepare(case).and_then(|mut prepared| {
             let (summary, reps) = measure(prepared.as_mut(), min_sample_secs, cfg)?;
             let verdict = prepared.verify()?;
             observed_clock_mhz = prepared.clock_mhz();
@@ -170,6 +196,14 @@ pub fn run(
         let theory_gflops = theory_per_mhz
             .zip(conditions.clock_mhz)
             .map(|(per_mhz, mhz)| per_mhz * mhz);
+        if let (Ok((summary, _, verdict, _)), Some(theory), Some(mhz)) =
+            (&mut result, theory_gflops, conditions.clock_mhz)
+        {
+            if verdict.valid && case.work.flops > 0 {
+                let gflops = case.work.flops as f64 / summary.median_secs / 1e9;
+                *verdict = check_against_theory(gflops, theory, mhz);
+            }
+        }
         let join = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
             (true, _) => b.to_string(),
             (_, true) => a.to_string(),
@@ -222,6 +256,9 @@ mod tests {
         per_launch: f64,
         launches: u64,
         valid: bool,
+        /// The clock it "measured" and its theory per MHz, if it has them.
+        clock_mhz: Option<f64>,
+        theory_per_mhz: Option<f64>,
     }
 
     impl PreparedCase for Fixed {
@@ -239,15 +276,125 @@ mod tests {
         fn launch_note(&self) -> String {
             String::new()
         }
+        fn clock_mhz(&mut self) -> Option<f64> {
+            self.clock_mhz
+        }
+        fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+            self.theory_per_mhz.map(|g| g * clock_mhz)
+        }
+    }
+
+    impl Fixed {
+        fn new(per_launch: f64, valid: bool) -> Fixed {
+            Fixed {
+                per_launch,
+                launches: 0,
+                valid,
+                clock_mhz: None,
+                theory_per_mhz: None,
+            }
+        }
+    }
+
+    /// A backend whose every case is a [`Fixed`] of 1 ms per launch, with this clock and theory.
+    struct FixedBackend {
+        info: crate::backend::DeviceInfo,
+        clock_mhz: Option<f64>,
+        theory_per_mhz: Option<f64>,
+    }
+
+    impl Backend for FixedBackend {
+        fn info(&self) -> &crate::backend::DeviceInfo {
+            &self.info
+        }
+        fn cases(&self, _: SizeRequest) -> Result<Vec<PlannedCase>> {
+            Ok(Vec::new())
+        }
+        fn prepare(&mut self, _: &Case) -> Result<Box<dyn PreparedCase + '_>> {
+            Ok(Box::new(Fixed {
+                clock_mhz: self.clock_mhz,
+                theory_per_mhz: self.theory_per_mhz,
+                ..Fixed::new(1e-3, true)
+            }))
+        }
+        fn conditions(&self) -> Conditions {
+            Conditions::default()
+        }
+        fn min_sample_secs(&self) -> f64 {
+            1e-3
+        }
+    }
+
+    /// A row measuring more than 1.05 x its theory at its measured clock is invalid, with no
+    /// figures, and says measured, theory and clock; at or below it the row keeps its figures
+    /// and its theory.
+    #[test]
+    fn a_row_above_its_theory_is_invalid() {
+        // 10^9 operations in 1 ms: 1000 GFLOP/s, against 0.5 GFLOP/s per MHz
+        let case = crate::bench::peak::case(crate::bench::Precision::F32, 1000, 1000, 500);
+        assert_eq!(case.work.flops, 1_000_000_000);
+        let identity = crate::record::tests::identity();
+        let cfg = RunConfig {
+            warmup_secs: 0.0,
+            ..RunConfig::quick()
+        };
+        let planned = [PlannedCase {
+            case,
+            note: String::new(),
+        }];
+        let row = |clock_mhz| {
+            let mut backend = FixedBackend {
+                info: identity.device.clone(),
+                clock_mhz: Some(clock_mhz),
+                theory_per_mhz: Some(0.5),
+            };
+            run(
+                &mut backend,
+                &identity,
+                &cfg,
+                &planned,
+                &mut |_| Ok(()),
+                &mut |_| {},
+            )
+            .unwrap()
+            .remove(0)
+        };
+        // theory 950 GFLOP/s at 1900 MHz: 1000 is 1.053 x
+        let above = row(1900.0);
+        assert!(!above.valid);
+        assert_eq!((above.gflops, above.theory_gflops), (None, None));
+        assert_eq!(above.clock_mhz, Some(1900.0));
+        assert!(
+            above.status.starts_with("invalid: measured 1000.0 GFLOP/s is 1.053 x the theoretical 950.0 GFLOP/s at the recorded 1900 MHz"),
+            "{}",
+            above.status
+        );
+        // theory 952.5 GFLOP/s at 1905 MHz: 1000 is 1.0499 x, still a measurement
+        let within = row(1905.0);
+        assert!(within.valid, "{}", within.status);
+        assert!((within.gflops.unwrap() - 1000.0).abs() < 1e-6);
+        assert_eq!(within.theory_gflops, Some(952.5));
+        // no theory, no comparison
+        let mut unknown = FixedBackend {
+            info: identity.device.clone(),
+            clock_mhz: Some(1000.0),
+            theory_per_mhz: None,
+        };
+        let r = run(
+            &mut unknown,
+            &identity,
+            &cfg,
+            &planned,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(r[0].valid);
     }
 
     #[test]
     fn short_launches_are_batched_into_long_samples() {
-        let mut f = Fixed {
-            per_launch: 1e-6,
-            launches: 0,
-            valid: true,
-        };
+        let mut f = Fixed::new(1e-6, true);
         let cfg = RunConfig {
             warmup_secs: 0.0,
             ..RunConfig::quick()
@@ -261,11 +408,7 @@ mod tests {
 
     #[test]
     fn slow_cases_keep_the_minimum_sample_count() {
-        let mut f = Fixed {
-            per_launch: 10.0,
-            launches: 0,
-            valid: true,
-        };
+        let mut f = Fixed::new(10.0, true);
         let cfg = RunConfig {
             warmup_secs: 0.0,
             ..RunConfig::full()
@@ -414,11 +557,7 @@ mod tests {
 
     #[test]
     fn invalid_verdict_becomes_an_invalid_row() {
-        let mut f = Fixed {
-            per_launch: 1e-3,
-            launches: 0,
-            valid: false,
-        };
+        let mut f = Fixed::new(1e-3, false);
         let cfg = RunConfig {
             warmup_secs: 0.0,
             ..RunConfig::quick()

@@ -67,8 +67,15 @@ fn every_compute_kernel_validates_on_every_gpu() {
             if !verdict.valid {
                 failures.push(format!("{}: {}", case.id(), verdict.detail));
             }
-            if matches!(case.family, Family::Peak | Family::Tensor) {
-                let mhz = clock.expect("peak and tensor kernels record their clock");
+            // The sweep's blocks record their clock too; on these small arrays a block may
+            // last less than one tick of a coarse %globaltimer, and then none is derived.
+            let clock = match case.family {
+                Family::Peak | Family::Tensor => {
+                    Some(clock.expect("peak and tensor kernels record their clock"))
+                }
+                _ => clock,
+            };
+            if let Some(mhz) = clock {
                 assert!(
                     (100.0..5000.0).contains(&mhz),
                     "{name} {}: {mhz} MHz",

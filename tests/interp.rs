@@ -13,8 +13,10 @@
 //!   expansion fails;
 //! - every module of the registry is a kernel file (byte-identical) or a template expansion,
 //!   so what the binary loads is what ran here;
-//! - mutants (off-by-one tail, dropped barrier, wrong vector count, swapped mma operands)
-//!   must be reported as failures.
+//! - the peak, tensor and sweep kernels' block records are checked too: every block's clocks
+//!   run forwards and its work count (loop trips; the sweep's words) is the oracle's;
+//! - mutants (off-by-one tail, dropped barrier, wrong vector count, swapped mma operands, a
+//!   loop one trip short, a sweep that moves vectors twice) must be reported as failures.
 //!
 //! Inputs are random and non-zero, outputs are poisoned (NaN) before every launch, and every
 //! array is allocated to its exact size, so an out-of-bounds access is an interpreter error
@@ -477,6 +479,8 @@ const SWEEP_SHAPES: &[(usize, u32, u32)] = &[
     (17, 2, 32),
     (33, 1, 64),
     (257, 3, 32),
+    // the main loop runs in every precision: 75 vectors of f32 for 32 threads
+    (300, 1, 32),
 ];
 
 /// The register bits of a `.b32`/`.b64` scalar parameter.
@@ -515,14 +519,35 @@ fn read_words(
     })
 }
 
-/// The clock records of a launch: every block's end is at or after its start.
-fn check_clock_records(mem: &Memory, clocks: ptxsim::DevicePtr, grid: u32) -> Result<(), String> {
+/// u64 words of a block record: (clock start, clock end, ns start, ns end, work, padding).
+const RECORD_WORDS: usize = 6;
+
+/// Allocates the block records of a launch of `grid` blocks.
+fn alloc_records(mem: &mut Memory, grid: u32) -> ptxsim::DevicePtr {
+    mem.alloc(8 * RECORD_WORDS * grid as usize)
+}
+
+/// The block records of a launch: every block's end is at or after its start, and block b
+/// recorded `work(b)` (loop trips, or the sweep's words).
+fn check_block_records(
+    mem: &Memory,
+    records: ptxsim::DevicePtr,
+    grid: u32,
+    work: impl Fn(usize) -> u64,
+) -> Result<(), String> {
     let r = mem
-        .read::<u64>(clocks, 4 * grid as usize)
+        .read::<u64>(records, RECORD_WORDS * grid as usize)
         .map_err(|e| e.to_string())?;
-    for (b, rec) in r.chunks_exact(4).enumerate() {
+    for (b, rec) in r.chunks_exact(RECORD_WORDS).enumerate() {
         if rec[1] < rec[0] || rec[3] < rec[2] {
             return Err(format!("block {b}: clock record {rec:?} runs backwards"));
+        }
+        if rec[4] != work(b) {
+            return Err(format!(
+                "block {b}: recorded work {}, expected {}",
+                rec[4],
+                work(b)
+            ));
         }
     }
     Ok(())
@@ -543,7 +568,7 @@ fn run_peak(
     let wide = arith::word_bytes(p) == 8;
     let mut mem = Memory::new();
     let out = mem.alloc(threads * arith::word_bytes(p) as usize);
-    let clocks = mem.alloc(32 * grid as usize);
+    let clocks = alloc_records(&mut mem, grid);
     let map = peak::map(p);
     let args = vec![
         Arg::Ptr(out),
@@ -568,7 +593,7 @@ fn run_peak(
             return Err(format!("thread {t}: got {g:#x}, expected {w:#x}"));
         }
     }
-    check_clock_records(&mem, clocks, grid)?;
+    check_block_records(&mem, clocks, grid, |_| u64::from(trips))?;
     Ok(stats.divergent_uniform_branches)
 }
 
@@ -592,7 +617,7 @@ fn run_mma(
     let c = alloc_words(&mut mem, wide, &tensor::c_fragments(p));
     let per_warp = tensor::d_fragments(p).len();
     let d = mem.alloc(warps * per_warp * tensor::register_bits(p) / 8);
-    let clocks = mem.alloc(32 * grid as usize);
+    let clocks = alloc_records(&mut mem, grid);
     let args = vec![
         Arg::Ptr(a),
         Arg::Ptr(b),
@@ -617,7 +642,7 @@ fn run_mma(
     if got[n as usize * per_warp..].iter().any(|&w| w != poison) {
         return Err(format!("a warp at or past n = {n} stored its D"));
     }
-    check_clock_records(&mem, clocks, grid)?;
+    check_block_records(&mem, clocks, grid, |_| u64::from(trips))?;
     Ok(stats.divergent_uniform_branches)
 }
 
@@ -676,10 +701,12 @@ fn run_sweep(
     let mut mem = Memory::new();
     let pin = alloc_words(&mut mem, wide, &input);
     let pout = mem.alloc(n * arith::word_bytes(p) as usize);
+    let records = alloc_records(&mut mem, grid);
     let map = intensity::map(p);
     let args = vec![
         Arg::Ptr(pin),
         Arg::Ptr(pout),
+        Arg::Ptr(records),
         Arg::U64(n as u64),
         bits_arg(p, map.a),
         bits_arg(p, map.b),
@@ -703,6 +730,21 @@ fn run_sweep(
             ));
         }
     }
+    // Which block moves word i (kernels/intensity.ptx.in): vector v = i / W goes to thread
+    // v mod T (grid-stride loop); tail word nvec*W + t goes to thread t.
+    let width = 16 / arith::word_bytes(p) as usize;
+    let threads = (grid * block) as usize;
+    let nvec = n / width;
+    let mut words = vec![0u64; grid as usize];
+    for i in 0..n {
+        let thread = if i < nvec * width {
+            (i / width) % threads
+        } else {
+            i - nvec * width
+        };
+        words[thread / block as usize] += 1;
+    }
+    check_block_records(&mem, records, grid, |b| words[b])?;
     Ok(stats.divergent_uniform_branches)
 }
 
@@ -975,6 +1017,46 @@ fn wrong_operand_in_one_vector_lane_is_caught() {
             1,
         )
     });
+}
+
+/// A peak or tensor loop that exits one trip early: the tensor kernels' D is the same after any
+/// number of trips, so only the block records (trips counted by the loop) can show it.
+#[test]
+fn loop_one_trip_short_is_caught() {
+    let targets = entries_containing("setp.ne.u32 %p1, %r1, 0;");
+    let n = assert_mutants_caught("loop one trip short", &targets, |body| {
+        body.replace("setp.ne.u32 %p1, %r1, 0;", "setp.gt.u32 %p1, %r1, 1;")
+    });
+    assert_eq!(n, peak::PRECISIONS.len() + tensor::PRECISIONS.len());
+}
+
+/// The trip counter is the loop's: one that misses a trip (incremented only on trips after the
+/// first) is caught, though every FMA and MMA still runs.
+#[test]
+fn a_trip_counter_that_misses_a_trip_is_caught() {
+    let mut targets = entries_containing("add.u32 %r5, %r5, 1;\n    sub.u32 %r1, %r1, 1;");
+    targets.extend(entries_containing(
+        "add.u32 %r7, %r7, 1;\n    sub.u32 %r1, %r1, 1;",
+    ));
+    let n = assert_mutants_caught("trip counter starts at -1", &targets, |body| {
+        body.replace("mov.u32 %r5, 0; ", "mov.u32 %r5, -1;")
+            .replace("mov.u32 %r7, 0; ", "mov.u32 %r7, -1;")
+    });
+    assert_eq!(n, peak::PRECISIONS.len() + tensor::PRECISIONS.len());
+}
+
+/// A sweep whose main loop advances by one grid instead of two moves most vectors twice: its
+/// output is still right, and only its block records (the words each block moved) show it.
+#[test]
+fn sweep_moving_vectors_twice_is_caught() {
+    let targets: Vec<_> = entries_containing("add.u64 %rd9, %rd9, %rd8;")
+        .into_iter()
+        .filter(|(file, _, _)| file == "intensity.ptx.in")
+        .collect();
+    let n = assert_mutants_caught("sweep main loop stride halved", &targets, |body| {
+        body.replace("add.u64 %rd9, %rd9, %rd8;", "add.u64 %rd9, %rd9, %rd5;")
+    });
+    assert_eq!(n, intensity::PRECISIONS.len() * intensity::KS.len());
 }
 
 #[test]

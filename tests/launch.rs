@@ -19,17 +19,22 @@
 //!
 //! and then runs every (family, kernel, precision, k) under the PTX interpreter exactly as
 //! described (arrays of the described sizes and contents, the described arguments and grid,
-//! at reduced sizes) and checks the output with the launch's own check, as the backend would.
-//! Mutated descriptions (swapped arguments, a narrowed scalar, a short array) must fail.
+//! at reduced sizes) and checks the output and the block records with the launch's own check,
+//! as the backend would. Mutated descriptions (swapped arguments, a narrowed scalar, a short
+//! array, a trip count other than the row's) and mutated kernels (a loop one trip short, a sweep
+//! that moves its vectors twice) must fail.
 
 use ptxsim::{Arg as SimArg, Memory, Module};
 use roofprobe::backend::cuda_plan::{self, DeviceModel, TARGET_LAUNCH_SECS};
 use roofprobe::backend::host::HostBackend;
-use roofprobe::backend::launch::{self, Arg, Launch, ModuleId, ParamKind, Role, BLOCK, MAX_GRID};
+use roofprobe::backend::launch::{
+    self, Arg, Launch, ModuleId, ParamKind, Role, BLOCK, BLOCK_RECORD_WORDS, MAX_GRID,
+    RECORD_WORK_WORD,
+};
 use roofprobe::backend::pool::allowed_cpus;
 use roofprobe::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
 use roofprobe::bench::stream::StreamKernel;
-use roofprobe::bench::{cache, intensity, peak, tensor, Case, Family};
+use roofprobe::bench::{cache, intensity, peak, tensor, Case, Family, Precision};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A device as the driver would describe it: name, compute capability, SMs, max SM clock (MHz),
@@ -440,7 +445,7 @@ fn grids_and_loop_counts_fit_and_launches_last_about_the_target() {
 }
 
 /// Runs `launch` under the interpreter exactly as described; returns the output words and the
-/// clock records.
+/// block records (empty for a launch without them).
 fn run(launch: &Launch, m: &Module) -> Result<(Vec<u64>, Vec<u64>), String> {
     let mut mem = Memory::new();
     let mut ptrs = BTreeMap::new();
@@ -529,19 +534,31 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
         let m = module(launch.entry.module, &mut cache);
         match run(&launch, m) {
             Err(e) => failures.push(format!("{}: {e}", case.id())),
-            Ok((out, clocks)) => {
-                let verdict = launch.verify(&out);
+            Ok((out, records)) => {
+                let verdict = launch.verify(&out, &records);
                 if !verdict.valid {
                     failures.push(format!("{}: {}", case.id(), verdict.detail));
                 }
+                // every compute kernel writes block records, and every block wrote its own,
+                // forwards
+                assert_eq!(
+                    launch.owed.is_some(),
+                    matches!(
+                        case.family,
+                        Family::Peak | Family::Tensor | Family::Intensity
+                    ),
+                    "{}",
+                    case.id()
+                );
                 if launch.buffer(Role::Clocks).is_some() {
-                    // every block wrote its record, forwards
-                    assert_eq!(clocks.len(), 4 * grid as usize);
+                    assert_eq!(records.len(), BLOCK_RECORD_WORDS * grid as usize);
                     assert!(
-                        clocks
-                            .chunks_exact(4)
-                            .all(|r| r[1] >= r[0] && r[3] >= r[2] && r.iter().any(|&w| w != 0)),
-                        "{}: {clocks:?}",
+                        records
+                            .chunks_exact(BLOCK_RECORD_WORDS)
+                            .all(|r| r[1] >= r[0]
+                                && r[3] >= r[2]
+                                && r[..4].iter().any(|&w| w != 0)),
+                        "{}: {records:?}",
                         case.id()
                     );
                 }
@@ -565,16 +582,20 @@ fn wrong_values_fail_under_the_interpreter() {
     let (case, grid) = small(&peak::case(f32_, 1, 1, 1));
     let good = launch::plan(&case, grid).unwrap();
     let m = module(good.entry.module, &mut cache);
-    assert!(good.verify(&run(&good, m).unwrap().0).valid);
+    let verify = |l: &Launch, m: &Module| {
+        let (out, records) = run(l, m).unwrap();
+        l.verify(&out, &records)
+    };
+    assert!(verify(&good, m).valid);
     let mut swapped = good.clone();
     let (a, b) = (swapped.params[5].arg, swapped.params[6].arg);
     swapped.params[5].arg = b;
     swapped.params[6].arg = a;
-    assert!(!swapped.verify(&run(&swapped, m).unwrap().0).valid);
+    assert!(!verify(&swapped, m).valid);
 
     let dot = launch::plan(&StreamKernel::Dot.case(f32_, 4099), 3).unwrap();
     let m = module(dot.entry.module, &mut cache);
-    assert!(dot.verify(&run(&dot, m).unwrap().0).valid);
+    assert!(verify(&dot, m).valid);
     let mut short = dot.clone();
     short.buffers.iter_mut().for_each(|b| {
         if b.role == Role::Output {
@@ -591,4 +612,128 @@ fn wrong_values_fail_under_the_interpreter() {
     assert!(e.contains("planned for 1000 threads"), "{e}");
     assert!(launch::plan(&case, 0).is_err());
     assert!(launch::plan(&case, MAX_GRID + 1).is_err());
+}
+
+/// The launch's `iterations` argument set to `trips`, as a planner bug that passes a loop count
+/// other than the one its row counts would.
+fn with_trips(launch: &Launch, trips: u32) -> Launch {
+    let mut l = launch.clone();
+    let p = l
+        .params
+        .iter_mut()
+        .find(|p| p.name == "iterations")
+        .expect("a compute launch has a loop count");
+    p.arg = Arg::U32(trips);
+    l
+}
+
+/// A trip count other than the one the row counts is an invalid row, from the check the CUDA
+/// backend runs (`Launch::verify`), in every peak and tensor kernel: even where the output
+/// cannot show it (a tensor kernel's D is the same after any number of trips; the converged
+/// f16x2/bf16x2 chains after a few thousand).
+#[test]
+fn a_trip_count_other_than_the_rows_is_invalid() {
+    let mut cache = BTreeMap::new();
+    let mut cases: Vec<Case> = peak::PRECISIONS
+        .iter()
+        .map(|&p| peak::case(p, 2 * BLOCK as u64, 3, peak::GPU_FMAS_PER_ITERATION))
+        .collect();
+    cases.extend(
+        tensor::PRECISIONS
+            .iter()
+            .map(|&p| tensor::case(p, 2 * BLOCK as u64 / 32, 3)),
+    );
+    for case in cases {
+        let good = launch::plan(&case, 2).unwrap();
+        let m = module(good.entry.module, &mut cache);
+        let (out, records) = run(&good, m).unwrap();
+        assert!(good.verify(&out, &records).valid, "{}", case.id());
+        for trips in [2, 4] {
+            let planted = with_trips(&good, trips);
+            let (out, records) = run(&planted, m).unwrap();
+            let verdict = planted.verify(&out, &records);
+            assert!(!verdict.valid, "{} ran {trips} trips", case.id());
+            assert!(
+                verdict
+                    .detail
+                    .contains(&format!("block 0: is {trips}, should be 3")),
+                "{}: {}",
+                case.id(),
+                verdict.detail
+            );
+            if case.family == Family::Tensor {
+                // the output alone passes: only the records show it
+                assert!(planted.verify_output(&out).valid, "{}", case.id());
+            }
+        }
+    }
+}
+
+/// The module `id` with `from` replaced by `to` in entry `entry` (which must contain it).
+fn mutated(id: ModuleId, entry: &str, from: &str, to: &str) -> Module {
+    let ptx = id.ptx();
+    let body = entry_text(&ptx, entry);
+    assert!(body.contains(from), "{entry} has no `{from}`");
+    let start = ptx.find(body).unwrap();
+    let text = format!(
+        "{}{}{}",
+        &ptx[..start],
+        body.replacen(from, to, 1),
+        &ptx[start + body.len()..]
+    );
+    Module::parse(&text).unwrap()
+}
+
+/// Mutated kernels that do other work than their row counts fail the backend's check: a peak or
+/// tensor loop that exits one trip early, and a sweep whose main loop advances by one grid
+/// instead of two, so it moves most vectors twice (its output is still right: only the records
+/// show it).
+#[test]
+fn kernels_doing_other_work_than_the_row_are_invalid() {
+    let short_loop = ("setp.ne.u32 %p1, %r1, 0;", "setp.gt.u32 %p1, %r1, 1;");
+    for case in [
+        peak::case(
+            Precision::F16x2,
+            2 * BLOCK as u64,
+            3,
+            peak::GPU_FMAS_PER_ITERATION,
+        ),
+        tensor::case(Precision::S8S32, 2 * BLOCK as u64 / 32, 3),
+    ] {
+        let launch = launch::plan(&case, 2).unwrap();
+        let m = mutated(
+            launch.entry.module,
+            &launch.entry.name,
+            short_loop.0,
+            short_loop.1,
+        );
+        let (out, records) = run(&launch, &m).unwrap();
+        assert!(records
+            .chunks_exact(BLOCK_RECORD_WORDS)
+            .all(|r| r[RECORD_WORK_WORD] == 2));
+        let verdict = launch.verify(&out, &records);
+        assert!(
+            !verdict.valid && verdict.detail.contains("is 2, should be 3"),
+            "{}: {}",
+            case.id(),
+            verdict.detail
+        );
+    }
+    for p in intensity::PRECISIONS {
+        let launch = launch::plan(&intensity::case(p, 2, 4099), 2).unwrap();
+        let m = mutated(
+            launch.entry.module,
+            &launch.entry.name,
+            "add.u64 %rd9, %rd9, %rd8;",
+            "add.u64 %rd9, %rd9, %rd5;",
+        );
+        let (out, records) = run(&launch, &m).unwrap();
+        assert!(launch.verify_output(&out).valid, "{p}: the output is right");
+        let verdict = launch.verify(&out, &records);
+        assert!(
+            !verdict.valid && verdict.detail.contains("words"),
+            "{p}: {}",
+            verdict.detail
+        );
+    }
 }

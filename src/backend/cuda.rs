@@ -991,7 +991,12 @@ impl PreparedCase for GpuCase<'_> {
 
     fn verify(&mut self) -> Result<Verdict> {
         let words = self.read(Role::Output)?;
-        Ok(self.launch.verify(&words))
+        // The block records: the work every block counted (launch::Launch::verify_records).
+        let records = match self.launch.buffer(Role::Clocks) {
+            Some(_) => self.read(Role::Clocks)?,
+            None => Vec::new(),
+        };
+        Ok(self.launch.verify(&words, &records))
     }
 
     fn launch_note(&self) -> String {

@@ -1,7 +1,7 @@
 //! What every CUDA launch passes, as data: for a case, the PTX entry and the module it lives in,
 //! the device arrays it needs (with their sizes and starting contents), its argument list
 //! ([`Param`]s, in the entry's `.param` order, each with its kind and value), the grid, and how
-//! its output is checked.
+//! its output and its block records are checked.
 //!
 //! Why this exists: `cuLaunchKernel` takes an array of untyped pointers. An argument list that
 //! does not match the entry's `.param` declarations in count, order or width is not an error on
@@ -15,7 +15,7 @@
 //! This module must not call the driver: it is what can be checked without a GPU.
 
 use crate::bench::stream::{self, StreamKernel};
-use crate::bench::{arith, cache, intensity, peak, tensor, Case, Family, Precision, Verdict};
+use crate::bench::{arith, cache, intensity, peak, tensor, Case, Family, Precision, Verdict, Work};
 use std::borrow::Cow;
 
 /// Threads per block of every launch: a multiple of 32 (the reductions and the tensor kernels
@@ -25,9 +25,18 @@ pub const BLOCK: u32 = 256;
 /// The largest `gridDim.x` the driver accepts (2^31 − 1).
 pub const MAX_GRID: u32 = i32::MAX as u32;
 
-/// Bytes of one clock record: `(clock64 start, clock64 end, globaltimer start, globaltimer end)`,
-/// written by thread 0 of every block of a peak or tensor kernel.
-pub const CLOCK_RECORD_BYTES: u64 = 32;
+/// u64 words of one block record, written by thread 0 of every block of a peak, tensor or sweep
+/// kernel: `(clock64 start, clock64 end, globaltimer start, globaltimer end, work done, padding)`.
+/// The work done is counted by the kernel's own loops (peak and tensor: loop trips; sweep: the
+/// words the block moved); the padding word keeps every record 16-byte aligned and is never
+/// written.
+pub const BLOCK_RECORD_WORDS: usize = 6;
+
+/// Bytes of one block record.
+pub const BLOCK_RECORD_BYTES: u64 = 8 * BLOCK_RECORD_WORDS as u64;
+
+/// The word of a block record that holds the work the block did.
+pub const RECORD_WORK_WORD: usize = 4;
 
 /// A PTX module the CUDA backend loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,7 +135,7 @@ pub enum Role {
     Input(u8),
     /// The array the kernel writes (for a reduction, its per-block partial sums).
     Output,
-    /// The clock records (peak and tensor kernels).
+    /// The block records: clocks and work done (peak, tensor and sweep kernels).
     Clocks,
 }
 
@@ -269,6 +278,70 @@ pub enum Check {
     Cache { n: u64, passes: u64 },
 }
 
+/// What every block's record must show it did, and how a block's count turns into work.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Owed {
+    /// Every block ran `trips` trips of the peak loop, each of its threads
+    /// [`peak::GPU_FMAS_PER_ITERATION`] FMAs per trip.
+    PeakTrips { precision: Precision, trips: u64 },
+    /// Every block ran `trips` trips of the tensor loop, each of its warps
+    /// [`tensor::mmas_per_warp`]`(trips)` MMAs.
+    TensorTrips { precision: Precision, trips: u64 },
+    /// Block b moved its threads' grid-stride shares of the `n` words
+    /// ([`intensity::gpu_block_words`]): each read once, k FMAs on it, written once.
+    SweepWords {
+        precision: Precision,
+        k: u32,
+        n: u64,
+    },
+}
+
+impl Owed {
+    /// What block `index` of a grid of `grid` blocks of `block` threads must record.
+    pub fn per_block(&self, grid: u32, block: u32, index: u64) -> u64 {
+        match *self {
+            Owed::PeakTrips { trips, .. } | Owed::TensorTrips { trips, .. } => trips,
+            Owed::SweepWords { precision, n, .. } => intensity::gpu_block_words(
+                precision,
+                n,
+                grid as u64 * block as u64,
+                block as u64,
+                index,
+            ),
+        }
+    }
+
+    /// The work a block of `block` threads did, by its recorded count.
+    pub fn work(&self, block: u32, count: u64) -> Work {
+        let block = block as u64;
+        match *self {
+            Owed::PeakTrips { precision, .. } => Work {
+                flops: peak::flops(precision, block, count, peak::GPU_FMAS_PER_ITERATION),
+                ..Work::default()
+            },
+            Owed::TensorTrips { precision, .. } => Work {
+                flops: block / tensor::WARP as u64
+                    * tensor::mmas_per_warp(count)
+                    * tensor::flops_per_mma(precision),
+                ..Work::default()
+            },
+            Owed::SweepWords { precision, k, .. } => Work {
+                bytes_read: count * arith::word_bytes(precision),
+                bytes_written: count * arith::word_bytes(precision),
+                flops: 2 * k as u64 * arith::lanes(precision) * count,
+            },
+        }
+    }
+
+    /// What the count is, in words: `loop trips`, `words`.
+    fn unit(&self) -> &'static str {
+        match self {
+            Owed::PeakTrips { .. } | Owed::TensorTrips { .. } => "loop trips",
+            Owed::SweepWords { .. } => "words",
+        }
+    }
+}
+
 /// Everything one launch of a case needs, in data.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Launch {
@@ -284,8 +357,13 @@ pub struct Launch {
     /// The arguments, in the entry's `.param` order.
     pub params: Vec<Param>,
     pub check: Check,
-    /// Loop trips of a peak or tensor kernel (recorded in the launch note).
+    /// Loop trips of a peak or tensor kernel, passes of a cache kernel (recorded in the launch
+    /// note).
     pub iterations: Option<u32>,
+    /// What every block's record must show, for a kernel that writes block records.
+    pub owed: Option<Owed>,
+    /// The work the case's row counts (`case.work`): the records must add up to it.
+    pub work: Work,
 }
 
 impl Launch {
@@ -327,9 +405,82 @@ impl Launch {
         }
     }
 
+    /// Checks a launch as the CUDA backend reads it back: the output array (`output`: its words,
+    /// low bits) against the gold values, then the block records (`records`: the words of the
+    /// [`Role::Clocks`] array; empty for a launch without one) against the work the row counts
+    /// ([`Launch::verify_records`]). Both must pass; a read-back of the wrong length is a failed
+    /// check, not a panic.
+    pub fn verify(&self, output: &[u64], records: &[u64]) -> Verdict {
+        let output = self.verify_output(output);
+        let records = self.verify_records(records);
+        match (output.valid, records.valid) {
+            (true, _) => records,
+            (false, true) => output,
+            (false, false) => Verdict::invalid(format!("{}; {}", output.detail, records.detail)),
+        }
+    }
+
+    /// Checks the block records: every block's work count (counted by the kernel's own loops) is
+    /// what the launch owes ([`Owed::per_block`]), and the counts add up to the work the case's
+    /// row counts, so the row's operations and bytes are work that was done. A converged chain
+    /// (the peak kernels' f16x2 and bf16x2 after a few thousand steps) or a tensor D that is
+    /// the same after any number of trips cannot show a short loop; this does.
+    pub fn verify_records(&self, records: &[u64]) -> Verdict {
+        let expected = self
+            .buffer(Role::Clocks)
+            .map_or(0, |b| b.words * b.word_bytes / 8);
+        if records.len() as u64 != expected {
+            return Verdict::invalid(format!(
+                "read back {} record words, expected {expected}",
+                records.len()
+            ));
+        }
+        let Some(owed) = self.owed else {
+            return Verdict::valid();
+        };
+        let mut wrong = Vec::new();
+        let mut count = 0;
+        let mut done = Work::default();
+        let blocks = records.len() / BLOCK_RECORD_WORDS;
+        for (b, record) in records.chunks_exact(BLOCK_RECORD_WORDS).enumerate() {
+            let (is, should) = (
+                record[RECORD_WORK_WORD],
+                owed.per_block(self.grid, self.block, b as u64),
+            );
+            if is != should {
+                count += 1;
+                if wrong.len() < 3 {
+                    wrong.push(format!("block {b}: is {is}, should be {should}"));
+                }
+            }
+            let w = owed.work(self.block, is);
+            done.bytes_read = done.bytes_read.saturating_add(w.bytes_read);
+            done.bytes_written = done.bytes_written.saturating_add(w.bytes_written);
+            done.flops = done.flops.saturating_add(w.flops);
+        }
+        if count > 0 {
+            return Verdict::invalid(format!(
+                "{count} of {blocks} blocks recorded other {} than the row counts: {}",
+                owed.unit(),
+                wrong.join("; ")
+            ));
+        }
+        if done != self.work {
+            return Verdict::invalid(format!(
+                "the blocks' records add up to {} bytes and {} operations, the row counts {} \
+                 bytes and {} operations",
+                done.bytes(),
+                done.flops,
+                self.work.bytes(),
+                self.work.flops
+            ));
+        }
+        Verdict::valid()
+    }
+
     /// Checks the output array (`words`: its words, low bits, as read back) against the gold
     /// values. A read-back of the wrong length is a failed check, not a panic.
-    pub fn verify(&self, words: &[u64]) -> Verdict {
+    pub fn verify_output(&self, words: &[u64]) -> Verdict {
         let expected = self.buffer(Role::Output).map_or(0, |b| b.words);
         if words.len() as u64 != expected {
             return Verdict::invalid(format!(
@@ -464,7 +615,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
     let entry = entry(case)?;
     let p = case.precision;
     let threads = grid as u64 * BLOCK as u64;
-    let launch = |buffers, params, check, iterations| Launch {
+    let launch = |buffers, params, check, iterations, owed| Launch {
         entry: entry.clone(),
         grid,
         block: BLOCK,
@@ -473,10 +624,12 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
         params,
         check,
         iterations,
+        owed,
+        work: case.work,
     };
     let clocks = Buffer {
         role: Role::Clocks,
-        words: grid as u64 * CLOCK_RECORD_BYTES / 8,
+        words: grid as u64 * BLOCK_RECORD_WORDS as u64,
         word_bytes: 8,
         init: Init::Zero,
     };
@@ -554,7 +707,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                     precision: p,
                 }
             };
-            Ok(launch(buffers, params, check, None))
+            Ok(launch(buffers, params, check, None, None))
         }
         Family::Peak => {
             if threads != case.elements {
@@ -589,7 +742,11 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 precision: p,
                 steps: iterations as u64 * peak::GPU_UNROLL,
             };
-            Ok(launch(buffers, params, check, Some(iterations)))
+            let owed = Owed::PeakTrips {
+                precision: p,
+                trips: iterations as u64,
+            };
+            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
         }
         Family::Tensor => {
             let warps = threads / tensor::WARP as u64;
@@ -635,7 +792,11 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 precision: p,
                 warps,
             };
-            Ok(launch(buffers, params, check, Some(iterations)))
+            let owed = Owed::TensorTrips {
+                precision: p,
+                trips: iterations as u64,
+            };
+            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
         }
         Family::Intensity => {
             let k = case.param.ok_or("unreachable")?;
@@ -656,19 +817,23 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                     word_bytes,
                     init: Init::Poison,
                 },
+                clocks,
             ];
             let params = vec![
                 param("in", Arg::Buffer(Role::Input(0))),
                 param("out", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
                 param("n", Arg::U64(n)),
                 param("a", Arg::bits(map.a, wide)),
                 param("b", Arg::bits(map.b, wide)),
             ];
+            let owed = Owed::SweepWords { precision: p, k, n };
             Ok(launch(
                 buffers,
                 params,
                 Check::Sweep { precision: p, k },
                 None,
+                Some(owed),
             ))
         }
         Family::Cache => {
@@ -700,6 +865,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 params,
                 Check::Cache { n, passes },
                 Some(trips(passes)?),
+                None,
             ))
         }
     }
@@ -718,12 +884,15 @@ fn largest_block_terms(n: u64, element_bytes: u64, threads: u64) -> u64 {
 /// clock.
 pub const PLAUSIBLE_CLOCK_MHZ: std::ops::Range<f64> = 50.0..10_000.0;
 
-/// The SM clock, in MHz, from the clock records of a launch: the median over blocks of cycles
+/// The SM clock, in MHz, from the block records of a launch: the median over blocks of cycles
 /// per nanosecond. `None` when no block recorded a usable interval (or the records are not whole
 /// records, as a short read-back would be).
 pub fn clock_from_records(records: &[u64]) -> Option<f64> {
+    if !records.len().is_multiple_of(BLOCK_RECORD_WORDS) {
+        return None;
+    }
     let mut mhz: Vec<f64> = records
-        .chunks_exact(4)
+        .chunks_exact(BLOCK_RECORD_WORDS)
         .filter_map(|r| {
             let (cycles, ns) = (r[1].wrapping_sub(r[0]), r[3].wrapping_sub(r[2]));
             (ns > 0 && cycles > 0 && r[1] > r[0] && r[3] > r[2])
@@ -746,16 +915,102 @@ mod tests {
     fn clock_records_give_the_median_block() {
         // blocks at 1000, 1500 and 2000 MHz over 1 ms; one empty record
         let records = [
-            0, 1_000_000, 5, 1_000_005, //
-            10, 1_500_010, 0, 1_000_000, //
-            0, 2_000_000, 0, 1_000_000, //
-            0, 0, 0, 0,
+            0, 1_000_000, 5, 1_000_005, 7, 0, //
+            10, 1_500_010, 0, 1_000_000, 7, 0, //
+            0, 2_000_000, 0, 1_000_000, 7, 0, //
+            0, 0, 0, 0, 0, 0,
         ];
         assert_eq!(clock_from_records(&records), Some(1500.0));
-        assert_eq!(clock_from_records(&[0; 8]), None);
+        assert_eq!(clock_from_records(&[0; 12]), None);
         assert_eq!(clock_from_records(&records[..3]), None);
+        // not whole records: a short read-back
+        assert_eq!(clock_from_records(&records[..16]), None);
         // 1000 cycles in one 1 µs timer tick read as 32 ns: not a clock
-        assert_eq!(clock_from_records(&[0, 1000, 0, 32]), None);
+        assert_eq!(clock_from_records(&[0, 1000, 0, 32, 1, 0]), None);
+    }
+
+    /// Records of `launch` whose blocks did `count(b)` and ran at 1 GHz.
+    fn records_of(launch: &Launch, count: impl Fn(u64) -> u64) -> Vec<u64> {
+        (0..launch.grid as u64)
+            .flat_map(|b| [0, 1_000_000, 0, 1_000_000, count(b), 0])
+            .collect()
+    }
+
+    /// Every block's count must be what the row counts: a block one trip short, a block with an
+    /// extra sweep word, a plan whose owed trips disagree with the row, and records of the wrong
+    /// length are all invalid, naming is and should.
+    #[test]
+    fn block_records_must_show_the_work_the_row_counts() {
+        use crate::bench::Precision as P;
+        let case = peak::case(
+            P::Bf16x2,
+            3 * BLOCK as u64,
+            40,
+            peak::GPU_FMAS_PER_ITERATION,
+        );
+        let launch = plan(&case, 3).unwrap();
+        assert_eq!(
+            launch.owed,
+            Some(Owed::PeakTrips {
+                precision: P::Bf16x2,
+                trips: 40
+            })
+        );
+        assert!(launch.verify_records(&records_of(&launch, |_| 40)).valid);
+        let short = launch.verify_records(&records_of(&launch, |b| 40 - (b == 2) as u64));
+        assert!(!short.valid);
+        assert!(
+            short.detail.contains("1 of 3 blocks")
+                && short.detail.contains("block 2: is 39, should be 40"),
+            "{}",
+            short.detail
+        );
+        // the plan owes what the row counts: a launch whose owed trips drifted from the row's
+        // work is caught by the sum, even when every block matches the plan
+        let mut drifted = launch.clone();
+        drifted.owed = Some(Owed::PeakTrips {
+            precision: P::Bf16x2,
+            trips: 39,
+        });
+        let v = drifted.verify_records(&records_of(&drifted, |_| 39));
+        assert!(
+            !v.valid && v.detail.contains("the row counts"),
+            "{}",
+            v.detail
+        );
+        // a short read-back
+        assert!(
+            !launch
+                .verify_records(&records_of(&launch, |_| 40)[1..])
+                .valid
+        );
+
+        let tensor_launch = plan(&tensor::case(P::F16F32, 2 * BLOCK as u64 / 32, 7), 2).unwrap();
+        assert!(
+            tensor_launch
+                .verify_records(&records_of(&tensor_launch, |_| 7))
+                .valid
+        );
+        assert!(
+            !tensor_launch
+                .verify_records(&records_of(&tensor_launch, |_| 8))
+                .valid
+        );
+
+        let sweep = plan(&intensity::case(P::F64, 16, 4099), 2).unwrap();
+        let share = |b| intensity::gpu_block_words(P::F64, 4099, 2 * BLOCK as u64, BLOCK as u64, b);
+        assert!(sweep.verify_records(&records_of(&sweep, share)).valid);
+        let extra = sweep.verify_records(&records_of(&sweep, |b| share(b) + (b == 0) as u64));
+        assert!(
+            !extra.valid && extra.detail.contains("words"),
+            "{}",
+            extra.detail
+        );
+
+        // a launch without records takes none
+        let copy = plan(&StreamKernel::Copy.case(P::F32, 100), 1).unwrap();
+        assert!(copy.verify_records(&[]).valid);
+        assert!(!copy.verify_records(&[0; 6]).valid);
     }
 
     /// The kernels' loop constants are the ones the work tables count: the peak loop runs
@@ -838,9 +1093,9 @@ mod tests {
         assert_eq!(t.note(), "grid 2x256, 8 chains x 5 trips");
         assert_eq!(
             t.buffer(Role::Clocks).unwrap().bytes(),
-            2 * CLOCK_RECORD_BYTES
+            2 * BLOCK_RECORD_BYTES
         );
         // a short read-back is an invalid check, not a panic
-        assert!(!t.verify(&[1, 2, 3]).valid);
+        assert!(!t.verify(&[1, 2, 3], &records_of(&t, |_| 5)).valid);
     }
 }

@@ -181,6 +181,43 @@ impl Gold {
     }
 }
 
+/// Words in one 16-byte vector of the GPU kernel: 4, or 2 in f64.
+pub fn words_per_vector(precision: Precision) -> u64 {
+    16 / arith::word_bytes(precision)
+}
+
+/// The words GPU thread `t` of `threads` moves over `n` words (kernels/intensity.ptx.in): the
+/// whole vectors `t`, `t + threads`, … (two per main-loop trip, then one at a time), and the tail
+/// words `vectors · width + t`, `+ threads`, … below n.
+pub fn gpu_thread_words(precision: Precision, n: u64, threads: u64, t: u64) -> u64 {
+    let width = words_per_vector(precision);
+    let vectors = n / width;
+    let tail = n - vectors * width;
+    // how many of t, t + threads, … are below `limit`
+    let share = |limit: u64| {
+        if t < limit {
+            (limit - t - 1) / threads.max(1) + 1
+        } else {
+            0
+        }
+    };
+    share(vectors) * width + share(tail)
+}
+
+/// The words block `block_index` (of `block` threads, in a grid of `threads`) moves: what its
+/// threads' records must add up to.
+pub fn gpu_block_words(
+    precision: Precision,
+    n: u64,
+    threads: u64,
+    block: u64,
+    block_index: u64,
+) -> u64 {
+    (block_index * block..(block_index + 1) * block)
+        .map(|t| gpu_thread_words(precision, n, threads, t))
+        .sum()
+}
+
 /// Checks `n` output words (`got(i)`: the bits of word i) against the gold values.
 pub fn check(precision: Precision, k: u32, n: usize, got: impl Fn(usize) -> u64) -> Verdict {
     let gold = Gold::new(precision, k);
@@ -218,11 +255,12 @@ fn fma_block(precision: Precision, k: u32, chains: usize) -> String {
 }
 
 /// The PTX module of the sweep kernel for (`precision`, `k`): one entry, [`entry_name`], with
-/// parameters `(in, out, n, a, b)` — input and output arrays of n words, and the map's
-/// [`map`] `a` and `b` as register bits (`.b32`, or `.b64` for f64).
+/// parameters `(in, out, clocks, n, a, b)` — input and output arrays of n words, the block
+/// records (6 u64 per block: clocks, and the words the block moved, [`gpu_block_words`]), and
+/// the map's [`map`] `a` and `b` as register bits (`.b32`, or `.b64` for f64).
 ///
 /// Template placeholders: `@ENTRY@`, `@K@`, `@FMA@` (the instruction), `@W@` (register bits),
-/// `@VEC@` (words per 16-byte vector), `@LOG2_VEC@`, `@LOG2_WORD@` (log2 of bytes per word),
+/// `@VEC@` (words per 16-byte vector), `@VEC2@` (twice that), `@LOG2_VEC@`, `@LOG2_WORD@` (log2 of bytes per word),
 /// `@VTYPE@` / `@STYPE@` (vector and scalar load/store types), `@V0@` / `@V1@` (vector operand
 /// lists) and `@MAIN@` / `@REM@` / `@TAIL@` (the unrolled FMA blocks of the three loops).
 ///
@@ -240,6 +278,7 @@ pub fn expand(precision: Precision, k: u32) -> String {
         ("@FMA@", fma_instruction(precision).to_string()),
         ("@W@", if wide { "64" } else { "32" }.to_string()),
         ("@VEC@", vec.to_string()),
+        ("@VEC2@", (2 * vec).to_string()),
         ("@LOG2_VEC@", if wide { "1" } else { "2" }.to_string()),
         ("@LOG2_WORD@", if wide { "3" } else { "2" }.to_string()),
         (
@@ -335,6 +374,42 @@ mod tests {
         });
         assert!(!v.valid, "15 FMAs instead of 16 must show");
         assert!(v.detail.contains("[200]"), "{}", v.detail);
+    }
+
+    /// The threads' shares cover every word once, whatever n, grid and block.
+    #[test]
+    fn gpu_shares_cover_every_word_once() {
+        for p in [Precision::F32, Precision::F64] {
+            for n in [0u64, 1, 3, 5, 17, 257, 4099, 10_007] {
+                for (grid, block) in [(1u64, 32u64), (3, 64), (2, 256)] {
+                    let threads = grid * block;
+                    let mut owner = vec![0u32; n as usize];
+                    let width = words_per_vector(p);
+                    for t in 0..threads {
+                        let mut v = t;
+                        while v < n / width {
+                            (v * width..(v + 1) * width).for_each(|w| owner[w as usize] += 1);
+                            v += threads;
+                        }
+                        let mut w = n / width * width + t;
+                        while w < n {
+                            owner[w as usize] += 1;
+                            w += threads;
+                        }
+                    }
+                    assert!(owner.iter().all(|&c| c == 1), "{p} n={n}");
+                    let blocks: u64 = (0..grid)
+                        .map(|b| gpu_block_words(p, n, threads, block, b))
+                        .sum();
+                    assert_eq!(blocks, n, "{p} n={n} grid={grid}");
+                }
+            }
+        }
+        // f32, 4099 words over 2 x 256 threads: 1024 vectors, 3 tail words; thread 0 has vectors
+        // 0 and 512 and tail word 4096
+        assert_eq!(gpu_thread_words(Precision::F32, 4099, 512, 0), 9);
+        assert_eq!(gpu_thread_words(Precision::F32, 4099, 512, 3), 8);
+        assert_eq!(gpu_block_words(Precision::F32, 4099, 512, 256, 1), 256 * 8);
     }
 
     #[test]
