@@ -24,19 +24,32 @@ pub fn gpu_lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Devices to test, or `None` after printing why there are none.
+/// Set (by the simulated-driver test, or on a GPU machine that must not skip) to make a missing
+/// device a failure instead of a skip.
+pub const REQUIRE_GPU: &str = "ROOFPROBE_REQUIRE_GPU";
+
+/// Devices to test, or `None` after saying why there are none. The reason is written to the
+/// terminal's stderr directly, not through the test harness's capture, so it shows in every
+/// mode (a skipped GPU test otherwise reads as a plain `ok`).
 pub fn devices(test: &str) -> Option<usize> {
-    match device_count() {
-        Ok(0) => {
-            eprintln!("skipped {test}: the CUDA driver reports no device");
-            None
-        }
-        Ok(n) => Some(n),
-        Err(e) => {
-            eprintln!("skipped {test}: no GPU here ({e})");
-            None
-        }
-    }
+    let why = match device_count() {
+        Ok(0) => "the CUDA driver reports no device".to_string(),
+        Ok(n) => return Some(n),
+        Err(e) => format!("no GPU here ({e})"),
+    };
+    assert!(
+        std::env::var_os(REQUIRE_GPU).is_none(),
+        "{test}: {REQUIRE_GPU} is set but {why}"
+    );
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    None
+}
+
+/// Bytes per array for tests that check kernels rather than measure: a 64th of the device's
+/// free memory, at most 4 MiB (a simulated device has about a megabyte).
+pub fn small_array_bytes(gpu: &CudaBackend) -> u64 {
+    (gpu.info().memory_free_bytes / 64).clamp(4096, 4 << 20)
 }
 
 #[test]
@@ -47,8 +60,10 @@ fn every_stream_kernel_validates_on_every_device() {
     let _gpu = gpu_lock();
     for ordinal in 0..n {
         let mut gpu = CudaBackend::open(ordinal).expect("opening the device");
-        // 1 element, a vector plus a tail, a block and a bit, and a size past one grid sweep.
-        for elements in [1u64, 5, 4099, 3_000_017] {
+        // 1 element, a vector plus a tail, a block and a bit, and a size past one grid sweep
+        // (3 arrays of up to 8-byte elements within a 16th of free memory)
+        let past_one_sweep = (gpu.info().memory_free_bytes / 16 / 24).min(3_000_017) | 1;
+        for elements in [1u64, 5, 4099, past_one_sweep] {
             for p in stream::PRECISIONS {
                 for k in StreamKernel::ALL {
                     let case = k.case(p, elements);
@@ -76,7 +91,8 @@ fn planned_cases_fit_and_validate_at_a_small_size() {
     let _gpu = gpu_lock();
     for ordinal in 0..n {
         let mut gpu = CudaBackend::open(ordinal).expect("opening the device");
-        for planned in gpu.cases(SizeRequest::BytesPerArray(8 << 20)).unwrap() {
+        let bytes = small_array_bytes(&gpu);
+        for planned in gpu.cases(SizeRequest::BytesPerArray(bytes)).unwrap() {
             // a note on a case here is a module that did not load: say which, and why
             assert!(
                 planned.note.is_empty(),
@@ -117,8 +133,10 @@ fn events_time_every_launch_of_a_batch() {
     };
     let _gpu = gpu_lock();
     let mut gpu = CudaBackend::open(0).expect("opening the device");
-    // 64 MiB arrays: a launch of a fraction of a millisecond, far above the launch overhead.
-    let case = StreamKernel::Triad.case(Precision::F32, 16 << 20);
+    // 64 MiB arrays (or a 16th of a small device's free memory): a launch of a fraction of a
+    // millisecond on a GPU, far above the launch overhead.
+    let elements = (gpu.info().memory_free_bytes / 16 / 12).min(16 << 20);
+    let case = StreamKernel::Triad.case(Precision::F32, elements);
     let mut prepared = gpu.prepare(&case).expect("prepare");
     prepared.run(3).expect("warm-up");
     let one = (0..5)
@@ -334,11 +352,16 @@ fn a_quick_run_on_the_gpu_writes_valid_rows() {
         "tensor/mma_m16n8k16/f16.f32",
         "intensity/fma/f32/64",
     ];
+    // 64 MiB arrays, or what a small (simulated) device has room for
+    let size = {
+        let gpu = CudaBackend::open(0).expect("opening the device");
+        (gpu.info().memory_free_bytes / 8).min(64 << 20)
+    };
     let mut cmd = bin();
-    cmd.args([
-        "run", "--quick", "--device", "cuda:0", "--size", "64MiB", "--out",
-    ])
-    .arg(dir.path());
+    cmd.args(["run", "--quick", "--device", "cuda:0", "--size"])
+        .arg(size.to_string())
+        .arg("--out")
+        .arg(dir.path());
     for f in filters {
         cmd.args(["--filter", f]);
     }

@@ -8,4 +8,5 @@ mod gpu;
 mod interp;
 mod launch;
 mod offline;
+mod sim;
 mod tools;

@@ -26,9 +26,23 @@ pub const TARGET_LAUNCH_SECS: f64 = 2e-3;
 /// Operations of one launch where nothing is known about the device's rates.
 pub const UNKNOWN_RATE_FLOPS: f64 = 1e12;
 
-/// Bytes one cache-sweep launch reads: about 1 ms at an H100's aggregate L1 bandwidth, a few at
-/// its L2's, tens on a small GPU (the runner batches launches into samples either way).
-pub const CACHE_BYTES_PER_LAUNCH: u64 = 32 << 30;
+/// Bytes per SM per clock the cache sweep's launch length is sized for: the 128 bytes an SM's
+/// L1 returns per clock (CUDA C++ Programming Guide, "Compute Capabilities"; Ampere and Hopper
+/// tuning guides), so an L1 launch lasts about [`CACHE_LAUNCH_SECS`] and an L2 one a few times
+/// longer.
+pub const CACHE_BYTES_PER_SM_CLOCK: f64 = 128.0;
+
+/// How long one L1 cache-sweep launch should last at that rate (the runner batches launches
+/// into samples either way).
+pub const CACHE_LAUNCH_SECS: f64 = 1e-3;
+
+/// Bytes one cache-sweep launch reads: [`CACHE_LAUNCH_SECS`] at [`CACHE_BYTES_PER_SM_CLOCK`] on
+/// every SM at the device's maximum clock (about 32 GiB on an H100: 132 SMs at 1.98 GHz), so a
+/// launch is as long on a small GPU as on a large one.
+pub fn cache_bytes_per_launch(info: &DeviceInfo) -> u64 {
+    let mhz = info.clock_mhz.unwrap_or(FALLBACK_CLOCK_MHZ);
+    (f64::from(info.units) * mhz * 1e6 * CACHE_BYTES_PER_SM_CLOCK * CACHE_LAUNCH_SECS) as u64
+}
 
 /// The unified L1 data cache / shared memory of one SM, in bytes, by compute capability: what an
 /// L1-resident working set may fill when a kernel uses no shared memory. CUDA C++ Programming
@@ -51,7 +65,7 @@ pub fn cache_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<Case> {
     [("l1", l1), ("l2", info.llc_bytes)]
         .into_iter()
         .flat_map(|(level, capacity)| {
-            cache::level_cases(level, 0, capacity, CACHE_BYTES_PER_LAUNCH)
+            cache::level_cases(level, 0, capacity, cache_bytes_per_launch(info))
         })
         .collect()
 }
@@ -200,6 +214,17 @@ pub fn plan_cases(
 mod tests {
     use super::*;
     use crate::backend::BackendKind;
+
+    /// A cache launch reads about a millisecond's worth at 128 bytes per SM per clock: some
+    /// 32 GiB on an H100, proportionally less on a smaller or slower device.
+    #[test]
+    fn cache_launches_scale_with_the_device() {
+        let h100 = info("NVIDIA H100 80GB HBM3", 132, Some(1980.0));
+        let bytes = cache_bytes_per_launch(&h100);
+        assert!((33.0e9..34.0e9).contains(&(bytes as f64)), "{bytes}");
+        let small = info("small", 2, Some(100.0));
+        assert_eq!(cache_bytes_per_launch(&small), 25_600_000);
+    }
 
     #[test]
     fn fp8_only_where_native() {

@@ -1,0 +1,217 @@
+//! What the simulated device is, read once from the `SIMCUDA` environment variable at `cuInit`:
+//! comma-separated `key=value` settings, every one optional.
+//!
+//! | key | meaning | default |
+//! | --- | --- | --- |
+//! | `devices` | how many devices the driver reports | 1 |
+//! | `name` | the name `cuDeviceGetName` reports | `roofprobe simulated GPU` |
+//! | `cc` | compute capability, `major.minor` | 8.9 |
+//! | `sms` | multiprocessors | 2 |
+//! | `clock_mhz` | SM clock: the attribute, and the rate `%clock64` runs at against `%globaltimer` | 64 |
+//! | `l2` | L2 bytes | 32 KiB |
+//! | `memory` | device memory bytes | 1 MiB |
+//! | `context` | bytes the context itself takes from `memory` | 128 KiB |
+//! | `blocks_per_sm` | the most blocks the occupancy query reports per SM | 1 |
+//! | `driver` | `cuDriverGetVersion` (12040 = CUDA 12.4) | 12040 |
+//! | `init` | `hang`: `cuInit` never returns; or a CUresult number it returns | |
+//! | `reject` | a module whose PTX contains this text fails to load (`CUDA_ERROR_INVALID_PTX`) | |
+//! | `trace` | a file that gets one line per launch, attribute change and module load | |
+//!
+//! Sizes take `K`, `M` or `G` suffixes (binary). The defaults are a device small enough that
+//! roofprobe's whole plan runs under the interpreter in about a minute. Unknown keys are an
+//! error at `cuInit`, printed to stderr: a misspelt setting must not silently test the default.
+
+use std::path::PathBuf;
+
+/// What `cuInit` does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InitBehaviour {
+    Succeed,
+    /// Never returns (a driver stuck on a device that does not answer).
+    Hang,
+    /// Returns this CUresult.
+    Fail(u32),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub devices: u32,
+    pub name: String,
+    pub cc: (u32, u32),
+    pub sms: u32,
+    pub clock_mhz: u32,
+    pub l2_bytes: u64,
+    pub memory_bytes: u64,
+    pub context_bytes: u64,
+    pub blocks_per_sm: u32,
+    pub driver_version: i32,
+    pub init: InitBehaviour,
+    pub reject: Option<String>,
+    pub trace: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            devices: 1,
+            name: "roofprobe simulated GPU".to_string(),
+            cc: (8, 9),
+            sms: 2,
+            clock_mhz: 64,
+            l2_bytes: 32 << 10,
+            memory_bytes: 1 << 20,
+            context_bytes: 128 << 10,
+            blocks_per_sm: 1,
+            driver_version: 12040,
+            init: InitBehaviour::Succeed,
+            reject: None,
+            trace: None,
+        }
+    }
+}
+
+fn bytes(value: &str) -> Result<u64, String> {
+    let v = value.trim();
+    let (digits, shift) = match v.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&v[..i], 10),
+        Some((i, 'M' | 'm')) => (&v[..i], 20),
+        Some((i, 'G' | 'g')) => (&v[..i], 30),
+        _ => (v, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| format!("`{value}` is not a size"))
+}
+
+fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| format!("{key}=`{value}` is not a number"))
+}
+
+impl Config {
+    /// Parses `key=value,key=value`.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let mut c = Config::default();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| format!("`{item}` is not key=value"))?;
+            match key.trim() {
+                "devices" => c.devices = number(key, value)?,
+                "name" => c.name = value.to_string(),
+                "cc" => {
+                    let (major, minor) = value
+                        .split_once('.')
+                        .ok_or_else(|| format!("cc=`{value}` is not major.minor"))?;
+                    c.cc = (number(key, major)?, number(key, minor)?);
+                }
+                "sms" => c.sms = number(key, value)?,
+                "clock_mhz" => c.clock_mhz = number(key, value)?,
+                "l2" => c.l2_bytes = bytes(value)?,
+                "memory" => c.memory_bytes = bytes(value)?,
+                "context" => c.context_bytes = bytes(value)?,
+                "blocks_per_sm" => c.blocks_per_sm = number(key, value)?,
+                "driver" => c.driver_version = number(key, value)?,
+                "init" => {
+                    c.init = match value {
+                        "hang" => InitBehaviour::Hang,
+                        code => InitBehaviour::Fail(number(key, code)?),
+                    }
+                }
+                "reject" => c.reject = Some(value.to_string()),
+                "trace" => c.trace = Some(PathBuf::from(value)),
+                other => return Err(format!("unknown setting `{other}`")),
+            }
+        }
+        if c.sms == 0 || c.clock_mhz == 0 || c.blocks_per_sm == 0 {
+            return Err("sms, clock_mhz and blocks_per_sm must be positive".to_string());
+        }
+        if c.context_bytes >= c.memory_bytes {
+            return Err("the context must take less than the device's memory".to_string());
+        }
+        Ok(c)
+    }
+
+    /// The configuration the environment asks for.
+    pub fn from_env() -> Result<Config, String> {
+        match std::env::var("SIMCUDA") {
+            Ok(text) => Config::parse(&text).map_err(|e| format!("SIMCUDA: {e}")),
+            Err(_) => Ok(Config::default()),
+        }
+    }
+
+    /// The newest PTX ISA version this driver version JIT-compiles (CUDA's release notes: 12.0
+    /// reads PTX 8.0, each 12.x minor release one more, 12.6 stays at 8.5, 12.8 reads 8.7, 12.9
+    /// 8.8, 13.0 9.0).
+    pub fn max_ptx_version(&self) -> (u32, u32) {
+        let major = self.driver_version / 1000;
+        let minor = (self.driver_version % 1000) / 10;
+        match (major, minor) {
+            (..=11, _) => (7, 8),
+            (12, 0..=5) => (8, minor as u32),
+            (12, 6) => (8, 5),
+            (12, 7) => (8, 6),
+            (12, 8) => (8, 7),
+            (12, _) => (8, 8),
+            (_, m) => (9, m as u32),
+        }
+    }
+
+    /// Threads one SM holds at once, by compute capability (CUDA C++ Programming Guide,
+    /// "Compute Capabilities"): 1536 on 8.6, 8.9 and 12.x, else 2048.
+    pub fn max_threads_per_sm(&self) -> u32 {
+        match self.cc {
+            (8, 6) | (8, 9) | (12, _) => 1536,
+            _ => 2048,
+        }
+    }
+
+    /// Shared memory per SM and the most one block may opt into, bytes (the same guide).
+    pub fn shared_bytes(&self) -> (u32, u32) {
+        match self.cc {
+            (8, 0) | (8, 7) => (164 << 10, 163 << 10),
+            (9, 0) | (10, _) => (228 << 10, 227 << 10),
+            _ => (100 << 10, 99 << 10),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_and_mistakes_are_named() {
+        let c = Config::parse("sms=4, cc=9.0, memory=64M, l2=1M, init=hang, name=X").unwrap();
+        assert_eq!((c.sms, c.cc, c.memory_bytes), (4, (9, 0), 64 << 20));
+        assert_eq!(
+            (c.l2_bytes, c.init, c.name.as_str()),
+            (1 << 20, InitBehaviour::Hang, "X")
+        );
+        assert_eq!(Config::parse("").unwrap(), Config::default());
+        assert!(Config::parse("smz=4").unwrap_err().contains("smz"));
+        assert!(Config::parse("memory=4X").unwrap_err().contains("4X"));
+        assert!(Config::parse("sms=0").is_err());
+        assert!(Config::parse("memory=1M,context=2M").is_err());
+    }
+
+    #[test]
+    fn ptx_versions_follow_the_driver() {
+        let v = |driver| {
+            Config {
+                driver_version: driver,
+                ..Config::default()
+            }
+            .max_ptx_version()
+        };
+        assert_eq!(v(12000), (8, 0));
+        assert_eq!(v(12040), (8, 4));
+        assert_eq!(v(12060), (8, 5));
+        assert_eq!(v(12090), (8, 8));
+        assert_eq!(v(13000), (9, 0));
+    }
+}
