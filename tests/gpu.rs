@@ -154,6 +154,33 @@ fn events_time_every_launch_of_a_batch() {
     assert!(prepared.verify().unwrap().valid);
 }
 
+/// A batch abandoned part-way (its case dropped with launches still queued) frees nothing and
+/// unloads nothing under them: the device stays healthy, and the same case and another one
+/// validate afterwards. A sweep case is used because its module is loaded for the case alone,
+/// so dropping the case unloads it.
+#[test]
+fn an_abandoned_batch_frees_nothing_under_queued_launches() {
+    let Some(_) = devices("an_abandoned_batch_frees_nothing_under_queued_launches") else {
+        return;
+    };
+    let _gpu = gpu_lock();
+    let mut gpu = CudaBackend::open(0).expect("opening the device");
+    let cc = roofprobe::specs::theory::parse_compute_capability(&gpu.info().compute_capability);
+    let case = if cc >= Some((8, 0)) {
+        roofprobe::bench::intensity::case(Precision::F32, 16, 4099)
+    } else {
+        StreamKernel::Triad.case(Precision::F32, 4099)
+    };
+    gpu.abandon_batch_for_tests(&case, 20)
+        .expect("queueing the batch");
+    for case in [case, StreamKernel::Copy.case(Precision::F64, 1001)] {
+        let mut prepared = gpu.prepare(&case).expect("the device is still usable");
+        prepared.run(2).expect("run");
+        let verdict = prepared.verify().expect("verify");
+        assert!(verdict.valid, "{}: {}", case.id(), verdict.detail);
+    }
+}
+
 /// Runs the ignored test `test` of this binary in a child process and returns whether it passed
 /// and what it printed. A child still running after `limit` is killed and reported as hung.
 fn run_child(test: &str, limit: Duration) -> (bool, String) {

@@ -141,6 +141,7 @@ fn the_gpu_tests_run_on_the_simulated_driver() {
         "gpu::planned_cases_fit_and_validate_at_a_small_size",
         "gpu::an_impossible_size_is_a_clear_error",
         "gpu::events_time_every_launch_of_a_batch",
+        "gpu::an_abandoned_batch_frees_nothing_under_queued_launches",
         "gpu::a_device_fault_fails_later_cases_clearly",
         "gpu::a_runaway_kernel_fails_its_case_and_does_not_hang",
         "gpu::a_quick_run_on_the_gpu_writes_valid_rows",

@@ -578,6 +578,28 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    /// Prepares `case`, queues `reps` launches of it and drops it at once, without waiting for
+    /// them: what a batch that fails part-way leaves behind. Kept for the GPU test that checks
+    /// nothing is freed or unloaded under launches still queued.
+    #[doc(hidden)]
+    pub fn abandon_batch_for_tests(&mut self, case: &Case, reps: u32) -> Result<()> {
+        let gpu_case = GpuCase::new(self, case)?;
+        let mut launch = gpu_case.arguments()?;
+        let cfg = gpu_case.cfg;
+        self.call("queueing a batch", || {
+            for _ in 0..reps {
+                // SAFETY: as in `GpuCase::run`: the launch's own described arguments.
+                unsafe { launch.launch(cfg) }?;
+            }
+            Ok(())
+        })?;
+        drop(launch);
+        drop(gpu_case);
+        Ok(())
+    }
+}
+
 /// A kernel that stores to address 0 (what [`CudaBackend::fault_for_tests`] runs).
 pub const FAULT_PTX: &str = "\
 .version 7.0
