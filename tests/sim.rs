@@ -161,7 +161,9 @@ fn the_gpu_tests_run_on_the_simulated_driver() {
 /// kernel measured.
 #[test]
 fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
-    let sim = Sim::new("");
+    let trace_dir = tempfile::tempdir().unwrap();
+    let trace = trace_dir.path().join("trace");
+    let sim = Sim::new(&format!("trace={}", trace.display()));
     let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
     let listing = text(&listed.stdout);
     assert!(listed.status.success(), "{}", text(&listed.stderr));
@@ -209,6 +211,124 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
             );
         }
     }
+    // The L1 kernel asked for the smallest shared-memory carveout (the largest L1) before it
+    // ran; the L2 kernel left the default.
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let launches = |entry: &str| -> Vec<&str> {
+        trace
+            .lines()
+            .filter(|l| l.starts_with(&format!("launch {entry} ")))
+            .collect()
+    };
+    assert!(!launches("l1_i32").is_empty(), "{trace}");
+    assert!(
+        launches("l1_i32").iter().all(|l| l.ends_with("carveout 0")),
+        "{trace}"
+    );
+    assert!(
+        launches("l2_i32")
+            .iter()
+            .all(|l| l.ends_with("carveout -1")),
+        "{trace}"
+    );
+}
+
+/// `devices` says which libcuda it loaded and whether each kernel module JIT-compiles, with the
+/// JIT log of one that does not; a run then fails only that module's rows, saying why.
+#[test]
+fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
+    let sim = Sim::new("reject=e4m3");
+    let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
+    let listing = text(&listed.stdout);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let line = |key: &str| {
+        listing
+            .lines()
+            .find(|l| l.trim_start().starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} line:\n{listing}"))
+            .to_string()
+    };
+    assert!(
+        line("libcuda").contains("libcuda.so") && line("libcuda").contains("libsimcuda.so"),
+        "{listing}"
+    );
+    assert!(line("NVML").contains("not found"), "{listing}");
+    assert!(line("kernels/mma.ptx").ends_with("JIT ok"), "{listing}");
+    let fp8 = line("kernels/mma_sm89.ptx");
+    assert!(
+        fp8.contains("JIT FAILED") && fp8.contains("JIT log") && fp8.contains("rejects"),
+        "{fp8}"
+    );
+    assert_eq!(
+        listing.matches("kernels/intensity.ptx.in#k=1024").count(),
+        5,
+        "{listing}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args(["run", "--quick", "--device", "cuda:0", "--filter"])
+            .args(["tensor/mma_m16n8k32", "--out"])
+            .arg(dir.path()),
+        Duration::from_secs(300),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let by_id = |id: &str| rows.iter().find(|r| r.case_id() == id).unwrap();
+    let fp8 = by_id("tensor/mma_m16n8k32/e4m3.f32");
+    assert!(
+        !fp8.valid
+            && fp8.status.contains("CUDA_ERROR_INVALID_PTX")
+            && fp8.status.contains("JIT log"),
+        "{}",
+        fp8.status
+    );
+    assert!(by_id("tensor/mma_m16n8k32/s8.s32").valid);
+}
+
+/// A driver whose `cuInit` never returns is given up on after the time limit: `devices` says so
+/// and lists the host, and `run --device auto` measures the host instead of hanging.
+#[test]
+fn a_driver_that_never_initialises_is_given_up_on() {
+    let sim = Sim::new("init=hang");
+    let started = Instant::now();
+    let listed = run_limited(
+        sim.roofprobe()
+            .arg("devices")
+            .env(roofprobe::backend::cuda::INIT_TIMEOUT_VAR, "1"),
+        Duration::from_secs(30),
+    );
+    let listing = text(&listed.stdout);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert!(
+        listing.contains("cuInit did not return within 1 s") && listing.contains("host — "),
+        "{listing}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args([
+                "run",
+                "--quick",
+                "--size",
+                "64KiB",
+                "--filter",
+                "stream/copy/f32",
+            ])
+            .arg("--out")
+            .arg(dir.path())
+            .env(roofprobe::backend::cuda::INIT_TIMEOUT_VAR, "1"),
+        Duration::from_secs(60),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("cuInit did not return") && stderr.contains("measuring the host CPU"),
+        "{stderr}"
+    );
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    assert!(rows.iter().all(|r| r.backend.as_str() == "host" && r.valid));
+    assert!(started.elapsed() < Duration::from_secs(60));
 }
 
 /// The one CSV a run wrote into `dir`.

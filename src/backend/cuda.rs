@@ -33,7 +33,7 @@ use super::{
 };
 use crate::bench::{Case, Family, Verdict};
 use crate::{Error, Result};
-use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUresult};
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute, CUresult};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError,
     LaunchArgs, LaunchConfig, PushKernelArg,
@@ -201,18 +201,109 @@ pub fn driver_present() -> bool {
     quietly(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
 }
 
+/// How long `cuInit` may take before the driver is given up on, unless
+/// `ROOFPROBE_CUDA_INIT_TIMEOUT` (seconds) says otherwise: far above the few seconds a node of
+/// eight GPUs without persistence mode takes, far below forever.
+pub const INIT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The environment variable that sets the `cuInit` time limit, in seconds.
+pub const INIT_TIMEOUT_VAR: &str = "ROOFPROBE_CUDA_INIT_TIMEOUT";
+
+/// `cuInit`, given up on after [`INIT_TIMEOUT`]. The outcome is kept: after a timeout the call
+/// is still blocked in its thread (nothing can cancel it), and every later call gets the same
+/// error at once instead of another blocked thread.
+fn init_driver() -> Result<()> {
+    static OUTCOME: std::sync::Mutex<Option<std::result::Result<(), (String, String)>>> =
+        std::sync::Mutex::new(None);
+    let mut outcome = OUTCOME.lock().unwrap_or_else(|e| e.into_inner());
+    if outcome.is_none() {
+        let limit = std::env::var(INIT_TIMEOUT_VAR)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map_or(INIT_TIMEOUT, Duration::from_secs_f64);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("cuInit".into())
+            .spawn(move || {
+                let r = guard("initialisation", cudarc::driver::result::init);
+                let _ = tx.send(r.map_err(|e| match e {
+                    Error::Driver { during, message } => (during, message),
+                    other => ("initialisation".to_string(), other.to_string()),
+                }));
+            });
+        *outcome = Some(match spawned {
+            Err(e) => Err((
+                "initialisation".into(),
+                format!("no thread for cuInit: {e}"),
+            )),
+            Ok(_) => rx.recv_timeout(limit).unwrap_or_else(|_| {
+                Err((
+                    "initialisation".into(),
+                    format!(
+                        "cuInit did not return within {} s (a driver or device that does not \
+                         answer; {INIT_TIMEOUT_VAR} sets the limit)",
+                        limit.as_secs_f64()
+                    ),
+                ))
+            }),
+        });
+    }
+    match outcome.as_ref().expect("set above") {
+        Ok(()) => Ok(()),
+        Err((during, message)) => Err(Error::Driver {
+            during: during.clone(),
+            message: message.clone(),
+        }),
+    }
+}
+
 /// Number of CUDA devices. `Err(Error::NoDriver)` when there is no driver library, and a driver
-/// error when it is present but will not initialise (no device node, stub library, too old).
+/// error when it is present but will not initialise (no device node, stub library, too old, or
+/// `cuInit` not returning within [`INIT_TIMEOUT`]).
 pub fn device_count() -> Result<usize> {
     if !driver_present() {
         return Err(Error::NoDriver("libcuda could not be loaded".to_string()));
     }
-    guard("initialisation", cudarc::driver::result::init)?;
+    init_driver()?;
     let n = guard(
         "counting devices",
         cudarc::driver::result::device::get_count,
     )?;
     Ok(n.max(0) as usize)
+}
+
+/// The libcuda this process loaded: the path the dynamic loader found it under and, where that
+/// is a link, the file it resolves to (`/usr/lib/x86_64-linux-gnu/libcuda.so.1 ->
+/// …/libcuda.so.550.54.15`). `None` before it is loaded.
+pub fn loaded_libcuda() -> Option<String> {
+    if !driver_present() {
+        return None;
+    }
+    // SAFETY: the library is present (checked above); `get` only looks a symbol up, and the
+    // address is passed to dladdr, which only reads the loader's tables.
+    let found = quietly(|| unsafe {
+        let lib = cudarc::driver::sys::culib();
+        let symbol = lib
+            .get::<unsafe extern "C" fn(std::ffi::c_uint) -> CUresult>(b"cuInit")
+            .ok()?;
+        let address = *symbol as *const std::ffi::c_void;
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(address, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        Some(
+            std::ffi::CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    })
+    .ok()??;
+    let real = std::fs::canonicalize(&found).ok();
+    Some(match real {
+        Some(r) if r != std::path::Path::new(&found) => format!("{found} -> {}", r.display()),
+        _ => found,
+    })
 }
 
 /// The driver's CUDA version, e.g. `12.4`.
@@ -472,6 +563,42 @@ impl CudaBackend {
         })
     }
 
+    /// Whether each kernel module JIT-compiles for this device: one line per module (each
+    /// precision's sweep expansion at its largest k stands for the template), `JIT ok`, why the
+    /// device does not run it, or the driver's error with the JIT log.
+    pub fn jit_report(&self) -> Vec<(String, String)> {
+        let status = |loaded: &Loaded| match loaded {
+            Loaded::Yes(_) => "JIT ok".to_string(),
+            Loaded::Unsupported(why) => format!("not loaded: {why}"),
+            Loaded::Failed(message) => format!("JIT FAILED: {message}"),
+        };
+        let mut lines = vec![
+            ("kernels/stream.ptx".to_string(), "JIT ok".to_string()),
+            ("kernels/peak.ptx".to_string(), status(&self.modules.peak)),
+            ("kernels/mma.ptx".to_string(), status(&self.modules.mma)),
+            (
+                "kernels/mma_sm89.ptx".to_string(),
+                status(&self.modules.mma_sm89),
+            ),
+            ("kernels/cache.ptx".to_string(), status(&self.modules.cache)),
+        ];
+        if cuda_plan::runs_compute_kernels(self.compute_capability) {
+            let k = *crate::bench::intensity::KS
+                .last()
+                .expect("the sweep has k values");
+            for p in crate::bench::intensity::PRECISIONS {
+                let id = ModuleId::Sweep(p, k);
+                let outcome = match load_module(&self.ctx, id) {
+                    Ok(_) => "JIT ok".to_string(),
+                    Err(Error::Driver { message, .. }) => format!("JIT FAILED: {message}"),
+                    Err(e) => format!("JIT FAILED: {e}"),
+                };
+                lines.push((format!("kernels/{}", id.file()), outcome));
+            }
+        }
+        lines
+    }
+
     /// The device's compute capability as (major, minor).
     pub fn compute_capability(&self) -> (u32, u32) {
         self.compute_capability
@@ -670,6 +797,18 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
         let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
         extra.push(("uuid".to_string(), format_uuid(&bytes)));
     }
+    extra.push((
+        "libcuda".to_string(),
+        loaded_libcuda().unwrap_or_else(|| "(its path is unknown)".to_string()),
+    ));
+    extra.push((
+        "NVML".to_string(),
+        if nvml().is_some() {
+            "loaded (clocks, power, temperature, throttling)".to_string()
+        } else {
+            "not found: clock, power and throttle columns stay empty".to_string()
+        },
+    ));
     let driver_version = nvml().and_then(|n| quietly(|| n.sys_driver_version().ok()).ok()?);
     let driver = match (driver_cuda_version(), driver_version) {
         (Some(cuda), Some(drv)) => format!("CUDA {cuda}, driver {drv}"),
@@ -820,6 +959,18 @@ impl<'b> GpuCase<'b> {
         let entry = launch::entry(case).map_err(Error::Usage)?;
         let module = backend.module(entry.module)?;
         let func = backend.function(&module, &entry.name)?;
+        if let Some(percent) = launch::shared_carveout_percent(&entry) {
+            backend.call(
+                &format!("setting the shared-memory carveout of {}", entry.name),
+                || {
+                    backend.ctx.bind_to_thread()?;
+                    func.set_attribute(
+                        CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                        percent,
+                    )
+                },
+            )?;
+        }
         let grid = backend.one_wave(&func, &entry.name)?;
         let launch = launch::plan(case, grid).map_err(Error::Usage)?;
         let free = backend.free_bytes()?;

@@ -598,6 +598,15 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
     }
 }
 
+/// The shared-memory carveout an entry's function asks for
+/// (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`, percent of the unified L1/shared
+/// storage given to shared memory), where it matters: the L1 cache kernel asks for 0, so the L1
+/// is as large as the device allows and its working sets, sized to half of it, stay in it.
+/// `None` leaves the driver's default.
+pub fn shared_carveout_percent(entry: &Entry) -> Option<i32> {
+    (entry.module == ModuleId::Cache && entry.name.starts_with("l1_")).then_some(0)
+}
+
 /// The launch of `case` on a grid of `grid` blocks of [`BLOCK`] threads, or why it cannot be
 /// launched (a case this build did not plan, a grid the driver refuses, a peak or tensor case
 /// planned for another grid).
@@ -910,6 +919,26 @@ pub fn clock_from_records(records: &[u64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_l1_kernel_asks_for_the_largest_l1() {
+        let entry = |module, name: &str| Entry {
+            module,
+            name: name.to_string(),
+        };
+        assert_eq!(
+            shared_carveout_percent(&entry(ModuleId::Cache, "l1_i32")),
+            Some(0)
+        );
+        assert_eq!(
+            shared_carveout_percent(&entry(ModuleId::Cache, "l2_i32")),
+            None
+        );
+        assert_eq!(
+            shared_carveout_percent(&entry(ModuleId::Stream, "copy_f32")),
+            None
+        );
+    }
 
     #[test]
     fn clock_records_give_the_median_block() {

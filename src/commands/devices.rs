@@ -57,7 +57,11 @@ pub fn devices() -> Result<i32> {
         Ok(n) => {
             for i in 0..n {
                 match CudaBackend::open(i) {
-                    Ok(b) => emit(&format!("{}\n\n", describe(b.info())))?,
+                    Ok(b) => {
+                        let mut info = b.info().clone();
+                        info.extra.extend(b.jit_report());
+                        emit(&format!("{}\n\n", describe(&info)))?
+                    }
                     Err(e) => emit(&format!("cuda:{i} — unusable: {e}\n\n"))?,
                 }
             }
