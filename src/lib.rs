@@ -16,6 +16,7 @@ pub mod record;
 pub mod report;
 pub mod roofline;
 pub mod runner;
+pub mod sampler;
 pub mod specs;
 pub mod stats;
 

@@ -17,6 +17,7 @@
 use crate::backend::{Backend, Conditions, PlannedCase, PreparedCase, SizeRequest};
 use crate::bench::{Case, Verdict};
 use crate::record::{Outcome, Record, RunIdentity};
+use crate::sampler::{self, Sampler};
 use crate::stats::Summary;
 use crate::Result;
 use std::time::Instant;
@@ -173,6 +174,7 @@ pub fn run(
 ) -> Result<Vec<Record>> {
     on_event(Event::Planned { cases: planned });
     let min_sample_secs = backend.min_sample_secs();
+    let probe = backend.condition_probe();
     let mut records = Vec::with_capacity(planned.len());
     for PlannedCase { case, note } in planned {
         on_event(Event::Started { case });
@@ -180,8 +182,13 @@ pub fn run(
         let timestamp = now_utc();
         let mut observed_clock_mhz = None;
         let mut theory_per_mhz = None;
+        let mut during = Vec::new();
         let mut result = backend.prepare(case).and_then(|mut prepared| {
-            let (summary, reps) = measure(prepared.as_mut(), min_sample_secs, cfg)?;
+            // Conditions while the samples run, where the backend can read them from aside.
+            let sampler = probe.clone().map(|p| Sampler::start(p, sampler::PERIOD));
+            let measured = measure(prepared.as_mut(), min_sample_secs, cfg);
+            during = sampler.map(Sampler::finish).unwrap_or_default();
+            let (summary, reps) = measured?;
             let verdict = prepared.verify()?;
             observed_clock_mhz = prepared.clock_mhz();
             // Every theoretical peak is proportional to the clock: take it per MHz now, and
@@ -190,7 +197,11 @@ pub fn run(
             Ok((summary, reps, verdict, prepared.launch_note()))
         });
         let after = backend.conditions();
-        let mut conditions = Conditions::merge(&before, &after);
+        let mut conditions = if during.is_empty() {
+            Conditions::merge(&before, &after)
+        } else {
+            sampler::summarise(&during)
+        };
         // A clock the case measured itself, while it ran, beats one read around it.
         conditions.clock_mhz = observed_clock_mhz.or(conditions.clock_mhz);
         let theory_gflops = theory_per_mhz
@@ -301,6 +312,19 @@ mod tests {
         info: crate::backend::DeviceInfo,
         clock_mhz: Option<f64>,
         theory_per_mhz: Option<f64>,
+        /// What a reading from aside gives while the samples run, if the backend has a probe.
+        probe: Option<crate::backend::ConditionProbe>,
+    }
+
+    /// What `FixedBackend` reads before and after a case: an idle device.
+    fn idle() -> Conditions {
+        Conditions {
+            clock_mhz: Some(345.0),
+            memory_clock_mhz: Some(1593.0),
+            power_w: Some(90.0),
+            temperature_c: Some(30.0),
+            throttle: "sw_power_cap".into(),
+        }
     }
 
     impl Backend for FixedBackend {
@@ -318,11 +342,69 @@ mod tests {
             }))
         }
         fn conditions(&self) -> Conditions {
-            Conditions::default()
+            idle()
         }
         fn min_sample_secs(&self) -> f64 {
             1e-3
         }
+        fn condition_probe(&self) -> Option<crate::backend::ConditionProbe> {
+            self.probe.clone()
+        }
+    }
+
+    /// With a probe, a row's conditions are those read while its samples ran (the median of
+    /// the readings, every throttle reason seen during them), not the idle device before and
+    /// after; without one, they are the readings around the case.
+    #[test]
+    fn rows_record_the_conditions_during_their_samples() {
+        let case =
+            crate::bench::stream::StreamKernel::Triad.case(crate::bench::Precision::F32, 1000);
+        let identity = crate::record::tests::identity();
+        let cfg = RunConfig {
+            warmup_secs: 0.05,
+            ..RunConfig::quick()
+        };
+        let planned = [PlannedCase {
+            case,
+            note: String::new(),
+        }];
+        let busy: crate::backend::ConditionProbe = std::sync::Arc::new(|| Conditions {
+            clock_mhz: Some(1980.0),
+            memory_clock_mhz: Some(2619.0),
+            power_w: Some(650.0),
+            temperature_c: Some(61.0),
+            throttle: "hw_thermal_slowdown".into(),
+        });
+        let row = |probe| {
+            let mut backend = FixedBackend {
+                info: identity.device.clone(),
+                clock_mhz: None,
+                theory_per_mhz: None,
+                probe,
+            };
+            run(
+                &mut backend,
+                &identity,
+                &cfg,
+                &planned,
+                &mut |_| Ok(()),
+                &mut |_| {},
+            )
+            .unwrap()
+            .remove(0)
+        };
+        let during = row(Some(busy));
+        assert_eq!(
+            (during.clock_mhz, during.memory_clock_mhz, during.power_w),
+            (Some(1980.0), Some(2619.0), Some(650.0))
+        );
+        assert_eq!(during.temperature_c, Some(61.0));
+        assert_eq!(during.throttle, "hw_thermal_slowdown");
+        let around = row(None);
+        assert_eq!(
+            (around.clock_mhz, around.power_w, around.throttle.as_str()),
+            (Some(345.0), Some(90.0), "sw_power_cap")
+        );
     }
 
     /// A row measuring more than 1.05 x its theory at its measured clock is invalid, with no
@@ -347,6 +429,7 @@ mod tests {
                 info: identity.device.clone(),
                 clock_mhz: Some(clock_mhz),
                 theory_per_mhz: Some(0.5),
+                probe: None,
             };
             run(
                 &mut backend,
@@ -379,6 +462,7 @@ mod tests {
             info: identity.device.clone(),
             clock_mhz: Some(1000.0),
             theory_per_mhz: None,
+            probe: None,
         };
         let r = run(
             &mut unknown,

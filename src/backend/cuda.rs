@@ -425,7 +425,7 @@ pub struct CudaBackend {
     ctx: ManuallyDrop<Arc<CudaContext>>,
     health: Health,
     deadline: Duration,
-    nvml_device: Option<nvml_wrapper::Device<'static>>,
+    nvml_device: Option<Arc<nvml_wrapper::Device<'static>>>,
 }
 
 impl Drop for CudaBackend {
@@ -528,7 +528,8 @@ impl CudaBackend {
             .extra
             .iter()
             .find(|(k, _)| k == "uuid")
-            .and_then(|(_, uuid)| quietly(|| nvml()?.device_by_uuid(uuid.as_str()).ok()).ok()?);
+            .and_then(|(_, uuid)| quietly(|| nvml()?.device_by_uuid(uuid.as_str()).ok()).ok()?)
+            .map(Arc::new);
         let mut info = info;
         if info.clock_mhz.is_none() {
             // The driver attribute is deprecated in recent CUDA; NVML still reports the
@@ -867,27 +868,37 @@ impl Backend for CudaBackend {
     }
 
     fn conditions(&self) -> Conditions {
-        use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
-        let Some(d) = &self.nvml_device else {
-            return Conditions::default();
-        };
-        // NVML is a driver library too: a panic in its wrapper must not end the run.
-        quietly(|| Conditions {
-            clock_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
-            memory_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
-            power_w: d.power_usage().ok().map(|mw| mw as f64 / 1000.0),
-            temperature_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
-            throttle: d
-                .current_throttle_reasons()
-                .map(throttle_names)
-                .unwrap_or_default(),
-        })
-        .unwrap_or_default()
+        self.nvml_device
+            .as_deref()
+            .map(nvml_conditions)
+            .unwrap_or_default()
+    }
+
+    fn condition_probe(&self) -> Option<crate::backend::ConditionProbe> {
+        let device = self.nvml_device.clone()?;
+        Some(Arc::new(move || nvml_conditions(&device)))
     }
 
     fn min_sample_secs(&self) -> f64 {
         0.01
     }
+}
+
+/// What NVML says of a device now: SM and memory clocks, power, temperature, throttle reasons.
+fn nvml_conditions(d: &nvml_wrapper::Device<'static>) -> Conditions {
+    use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+    // NVML is a driver library too: a panic in its wrapper must not end the run.
+    quietly(|| Conditions {
+        clock_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
+        memory_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
+        power_w: d.power_usage().ok().map(|mw| mw as f64 / 1000.0),
+        temperature_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
+        throttle: d
+            .current_throttle_reasons()
+            .map(throttle_names)
+            .unwrap_or_default(),
+    })
+    .unwrap_or_default()
 }
 
 /// A device array of 32- or 64-bit words.

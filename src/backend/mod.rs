@@ -82,6 +82,10 @@ pub struct DeviceInfo {
     pub extra: Vec<(String, String)>,
 }
 
+/// Reads the run conditions now, from any thread: what [`crate::sampler`] calls while a case's
+/// samples run.
+pub type ConditionProbe = std::sync::Arc<dyn Fn() -> Conditions + Send + Sync>;
+
 /// Run conditions observed around a case: clocks, power, temperature, throttling.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Conditions {
@@ -184,6 +188,12 @@ pub trait Backend {
     /// Smallest wall time one timed sample should last, so that timer resolution and
     /// per-sample overhead stay far below the figure.
     fn min_sample_secs(&self) -> f64;
+
+    /// A probe the runner reads from a thread of its own while the samples run (NVML on a
+    /// GPU); `None` where reading would disturb the measurement or tells nothing new.
+    fn condition_probe(&self) -> Option<ConditionProbe> {
+        None
+    }
 }
 
 /// A case with the note on how its size was chosen.
