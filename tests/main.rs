@@ -8,5 +8,6 @@ mod gpu;
 mod interp;
 mod launch;
 mod offline;
+mod scripts;
 mod sim;
 mod tools;

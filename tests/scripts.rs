@@ -1,0 +1,83 @@
+//! The scripts under scripts/: the device check fits the time a lent GPU gives one call and
+//! fails at once, saying why, when its binaries did not come with it; `scripts/sim-cuda` runs
+//! roofprobe against the simulated driver.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name)
+}
+
+/// The `step NAME SECONDS …` lines of scripts/device-check, as (name, seconds).
+fn device_check_steps() -> Vec<(String, u32)> {
+    let text = std::fs::read_to_string(script("device-check")).unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("step "))
+        .map(|rest| {
+            let mut words = rest.split_whitespace();
+            let name = words.next().expect("a step name").to_string();
+            let limit = words
+                .next()
+                .and_then(|w| w.parse().ok())
+                .unwrap_or_else(|| panic!("step {name} has no time limit in seconds"));
+            (name, limit)
+        })
+        .collect()
+}
+
+/// The step limits add up to 7 minutes at most (a rerun fits in 15 minutes of device time under
+/// a 10-minute cap per command), and the families never run on a GPU come first: devices, then
+/// cache, peak and tensor, then STREAM, then the sweep.
+#[test]
+fn the_device_check_fits_its_budget_and_runs_the_cheap_families_first() {
+    let steps = device_check_steps();
+    let total: u32 = steps.iter().map(|(_, s)| s).sum();
+    assert!(total <= 420, "{total} s: {steps:?}");
+    let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
+    let at = |n: &str| {
+        names
+            .iter()
+            .position(|s| *s == n)
+            .unwrap_or_else(|| panic!("no step {n}: {names:?}"))
+    };
+    assert!(at("environment") < at("devices"));
+    assert!(at("nvidia-smi") < at("devices"));
+    assert!(at("devices") < at("run-cache-peak-tensor"));
+    assert!(at("run-cache-peak-tensor") < at("run-stream"));
+    assert!(at("run-stream") < at("run-sweep"));
+}
+
+/// Without the packed binaries, or with one that lost its run bit, the check stops at once with
+/// one line saying what to do, and touches no GPU.
+#[test]
+fn the_device_check_fails_fast_without_its_binaries() {
+    let packed = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = || {
+        Command::new(script("device-check"))
+            .env("ROOFPROBE_DEVICE_DIR", packed.path())
+            .env("OUT", out.path())
+            .output()
+            .unwrap()
+    };
+    let missing = run();
+    let said = String::from_utf8_lossy(&missing.stderr).into_owned();
+    assert_eq!(missing.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("is missing") && said.contains("device-pack"),
+        "{said}"
+    );
+    for dir in ["release", "debug/deps"] {
+        std::fs::create_dir_all(packed.path().join(dir)).unwrap();
+    }
+    std::fs::write(packed.path().join("release/roofprobe"), "").unwrap();
+    std::fs::write(packed.path().join("debug/deps/suite"), "").unwrap();
+    let not_executable = run();
+    let said = String::from_utf8_lossy(&not_executable.stderr).into_owned();
+    assert_eq!(not_executable.status.code(), Some(2), "{said}");
+    assert!(said.contains("lost its run bit"), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+}
