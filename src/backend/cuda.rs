@@ -1001,11 +1001,13 @@ impl<'b> GpuCase<'b> {
                 Error::Usage(format!("{} words do not fit in memory", buffer.words))
             })?;
             let during = format!("copying {:?} of {} to the device", buffer.role, entry.name);
+            // The starting words are generated on every host core: a DRAM-sized array of a
+            // large GPU has tens of millions.
             let words = if buffer.word_bytes == 8 {
-                let host: Vec<u64> = (0..buffer.words).map(|i| buffer.word(i)).collect();
+                let host: Vec<u64> = crate::bench::par_map(len, |i| buffer.word(i as u64));
                 DeviceWords::W64(backend.call(&during, || stream.clone_htod(&host))?)
             } else {
-                let host: Vec<u32> = (0..buffer.words).map(|i| buffer.word(i) as u32).collect();
+                let host: Vec<u32> = crate::bench::par_map(len, |i| buffer.word(i as u64) as u32);
                 DeviceWords::W32(backend.call(&during, || stream.clone_htod(&host))?)
             };
             debug_assert_eq!(words.bytes(), buffer.bytes());

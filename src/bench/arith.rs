@@ -301,39 +301,23 @@ pub fn show(precision: Precision, bits: u64) -> String {
     }
 }
 
-/// How many failures a verdict lists before it stops.
-const FAILURES_SHOWN: usize = 3;
-
 /// Compares `n` registers bit for bit, BabelStream style: the first failures as is / should.
 pub fn check_words(
     precision: Precision,
     n: usize,
-    got: impl Fn(usize) -> u64,
-    want: impl Fn(usize) -> u64,
+    got: impl Fn(usize) -> u64 + Sync,
+    want: impl Fn(usize) -> u64 + Sync,
 ) -> crate::bench::Verdict {
-    let mut failures = Vec::new();
-    let mut count = 0u64;
-    for i in 0..n {
+    crate::bench::check_elements(n, "values", |i| {
         let (g, w) = (got(i), want(i));
-        if g != w {
-            count += 1;
-            if failures.len() < FAILURES_SHOWN {
-                failures.push(format!(
-                    "[{i}] is {} ({g:#x}), should be {} ({w:#x})",
-                    show(precision, g),
-                    show(precision, w)
-                ));
-            }
-        }
-    }
-    if count == 0 {
-        crate::bench::Verdict::valid()
-    } else {
-        crate::bench::Verdict::invalid(format!(
-            "{count} of {n} values wrong: {}",
-            failures.join("; ")
-        ))
-    }
+        (g != w).then(|| {
+            format!(
+                "is {} ({g:#x}), should be {} ({w:#x})",
+                show(precision, g),
+                show(precision, w)
+            )
+        })
+    })
 }
 
 #[cfg(test)]

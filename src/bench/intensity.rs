@@ -219,7 +219,7 @@ pub fn gpu_block_words(
 }
 
 /// Checks `n` output words (`got(i)`: the bits of word i) against the gold values.
-pub fn check(precision: Precision, k: u32, n: usize, got: impl Fn(usize) -> u64) -> Verdict {
+pub fn check(precision: Precision, k: u32, n: usize, got: impl Fn(usize) -> u64 + Sync) -> Verdict {
     let gold = Gold::new(precision, k);
     arith::check_words(precision, n, got, |i| gold.expected(i as u64))
 }

@@ -246,6 +246,96 @@ impl Verdict {
     }
 }
 
+/// Elements below which [`par_map`] and [`check_elements`] stay on the calling thread: fewer
+/// than this cost less than starting threads.
+const PARALLEL_FROM: usize = 1 << 16;
+
+/// How many threads the host-side preparation and checks use: every core this process may run
+/// on (a GPU case's arrays of hundreds of MiB are generated and checked on the host, and on one
+/// core that would take longer than the measurement).
+fn host_threads(n: usize) -> usize {
+    if n < PARALLEL_FROM {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |t| t.get())
+}
+
+/// `(0..n).map(f)`, computed on every core in contiguous chunks.
+pub fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = host_threads(n);
+    if threads == 1 {
+        return (0..n).map(f).collect();
+    }
+    let chunk = n.div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..n)
+            .step_by(chunk)
+            .map(|start| {
+                s.spawn(move || (start..(start + chunk).min(n)).map(f).collect::<Vec<T>>())
+            })
+            .collect();
+        let mut out = Vec::with_capacity(n);
+        for p in parts {
+            out.extend(p.join().expect("a preparation thread panicked"));
+        }
+        out
+    })
+}
+
+/// How many failures a verdict lists before it stops.
+pub const FAILURES_SHOWN: usize = 3;
+
+/// Checks `n` elements on every core: `wrong(i)` says why element `i` is wrong (`is …, should
+/// be …`), or `None`. The verdict counts every wrong element and lists the first
+/// [`FAILURES_SHOWN`] by index, BabelStream style: "`count` of `n` `what` wrong: [i] …".
+pub fn check_elements(
+    n: usize,
+    what: &str,
+    wrong: impl Fn(usize) -> Option<String> + Sync,
+) -> Verdict {
+    let threads = host_threads(n);
+    let chunk = n.div_ceil(threads).max(1);
+    let scan = |start: usize| {
+        let mut count = 0u64;
+        let mut shown = Vec::new();
+        for i in start..(start + chunk).min(n) {
+            if let Some(why) = wrong(i) {
+                count += 1;
+                if shown.len() < FAILURES_SHOWN {
+                    shown.push(format!("[{i}] {why}"));
+                }
+            }
+        }
+        (count, shown)
+    };
+    let parts: Vec<(u64, Vec<String>)> = if threads == 1 {
+        vec![scan(0)]
+    } else {
+        let scan = &scan;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .step_by(chunk)
+                .map(|start| s.spawn(move || scan(start)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a checking thread panicked"))
+                .collect()
+        })
+    };
+    let count: u64 = parts.iter().map(|(c, _)| c).sum();
+    if count == 0 {
+        return Verdict::valid();
+    }
+    let shown: Vec<String> = parts
+        .into_iter()
+        .flat_map(|(_, s)| s)
+        .take(FAILURES_SHOWN)
+        .collect();
+    Verdict::invalid(format!("{count} of {n} {what} wrong: {}", shown.join("; ")))
+}
+
 /// Deterministic pseudo-random bits for input element `index` of array `array`.
 ///
 /// SplitMix64 of the pair, so any element can be regenerated on its own: the host produces a
@@ -262,6 +352,34 @@ pub fn input_bits(array: u64, index: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Split over the cores, the map keeps its order and the check counts every wrong element
+    /// and lists the first ones by index, whichever chunk they fall in.
+    #[test]
+    fn parallel_preparation_and_checks_match_the_serial_ones() {
+        let n = 5 * PARALLEL_FROM + 7;
+        let squares = par_map(n, |i| (i as u64) * (i as u64));
+        assert_eq!(squares.len(), n);
+        assert!(squares
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| v == (i * i) as u64));
+        let wrong = [3 * PARALLEL_FROM + 1, 11, n - 1, PARALLEL_FROM];
+        let v = check_elements(n, "elements", |i| {
+            wrong.contains(&i).then(|| format!("#{i}"))
+        });
+        assert!(!v.valid);
+        assert_eq!(
+            v.detail,
+            format!(
+                "4 of {n} elements wrong: [11] #11; [{p}] #{p}; [{q}] #{q}",
+                p = PARALLEL_FROM,
+                q = 3 * PARALLEL_FROM + 1
+            )
+        );
+        assert!(check_elements(n, "elements", |_| None).valid);
+        assert!(check_elements(0, "elements", |_| Some("x".into())).valid);
+    }
 
     #[test]
     fn names_round_trip() {

@@ -142,7 +142,7 @@ pub fn check_threads(
     chains: u64,
     steps: u64,
     n: usize,
-    got: impl Fn(usize) -> u64,
+    got: impl Fn(usize) -> u64 + Sync,
 ) -> Verdict {
     let want = thread_checksum(precision, chains, steps);
     arith::check_words(precision, n, got, |_| want)

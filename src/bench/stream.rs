@@ -232,36 +232,19 @@ pub fn expected_sum(kernel: StreamKernel, n: u64) -> f64 {
     }
 }
 
-/// How many failures a verdict lists before it stops.
-const FAILURES_SHOWN: usize = 3;
-
 /// Checks the output array of a map kernel, element by element, against its gold values.
-pub fn check_array<T: Element>(kernel: StreamKernel, out: &[T]) -> Verdict {
-    let mut failures = Vec::new();
-    let mut count = 0u64;
-    for (i, &got) in out.iter().enumerate() {
-        let want = T::from_f64(expected(kernel, i as u64));
-        if got != want {
-            count += 1;
-            if failures.len() < FAILURES_SHOWN {
-                failures.push(format!(
-                    "[{i}] is {:?}, should be {:?}, diff {:e}",
-                    got,
-                    want,
-                    got.to_f64() - want.to_f64()
-                ));
-            }
-        }
-    }
-    if count == 0 {
-        Verdict::valid()
-    } else {
-        Verdict::invalid(format!(
-            "{count} of {} elements wrong: {}",
-            out.len(),
-            failures.join("; ")
-        ))
-    }
+pub fn check_array<T: Element + Sync>(kernel: StreamKernel, out: &[T]) -> Verdict {
+    crate::bench::check_elements(out.len(), "elements", |i| {
+        let (got, want) = (out[i], T::from_f64(expected(kernel, i as u64)));
+        (got != want).then(|| {
+            format!(
+                "is {:?}, should be {:?}, diff {:e}",
+                got,
+                want,
+                got.to_f64() - want.to_f64()
+            )
+        })
+    })
 }
 
 /// Checks a reduction's total (the host's f64 sum of the partial sums it got back).
