@@ -7,8 +7,11 @@
 //! clock around whole groups of repetitions.
 //!
 //! This module owns host discovery too (CPU model, caches, memory): it reads Linux's `/proc` and
-//! `/sys`, and degrades to what the standard library knows elsewhere.
+//! `/sys` (through [`cpu`]), and degrades to what the standard library knows elsewhere.
 
+pub mod cpu;
+
+use self::cpu::{cpuinfo_field, read_text};
 use super::host_cache::{self, CacheCase};
 use super::host_compute::{self, HostCompute};
 use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
@@ -198,14 +201,8 @@ struct StreamCase<'p, T: HostFloat> {
     inject_fault: bool,
 }
 
-/// Testing hook: `ROOFPROBE_INJECT_FAULT=<case id>` makes that host case compute one wrong
-/// value, so the path that reports an invalid case (row, table, exit code) is tested end to end.
-pub const FAULT_ENV: &str = "ROOFPROBE_INJECT_FAULT";
-
-/// Whether [`FAULT_ENV`] names `case`.
-pub(super) fn fault_injected(case: &Case) -> bool {
-    std::env::var(FAULT_ENV).is_ok_and(|id| id == case.id())
-}
+/// The testing hook's variable, where the tests have always found it.
+pub use self::cpu::FAULT_ENV;
 
 impl<'p, T: HostFloat> StreamCase<'p, T> {
     fn new(pool: &'p Pool, case: &Case) -> Result<Self> {
@@ -229,7 +226,7 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
             arrays,
             partials: vec![f64::NAN; pool.threads()],
             barrier: SpinBarrier::new(pool.threads()),
-            inject_fault: fault_injected(case),
+            inject_fault: cpu::fault_injected(case),
         })
     }
 }
@@ -353,13 +350,6 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
     }
 }
 
-/// Reads a whole small file as trimmed text.
-fn read_text(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
 /// Parses sizes like `32K`, `2048K`, `32M` (sysfs cache sizes) into bytes.
 pub fn parse_cache_size(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -434,35 +424,10 @@ fn meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
     })
 }
 
-/// The first value of `key` in `/proc/cpuinfo`.
-pub(crate) fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|line| {
-        let (k, v) = line.split_once(':')?;
-        (k.trim() == key).then(|| v.trim().to_string())
-    })
-}
-
 /// Mean of the current `cpu MHz` of the given CPUs (what the kernel last saw; in a VM it is often
 /// the nominal clock).
 fn current_mhz(cpus: &[usize]) -> Option<f64> {
-    let cpuinfo = read_text("/proc/cpuinfo")?;
-    let mut current = None;
-    let mut values = Vec::new();
-    for line in cpuinfo.lines() {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        match k.trim() {
-            "processor" => current = v.trim().parse::<usize>().ok(),
-            "cpu MHz" if current.is_some_and(|c| cpus.contains(&c)) => {
-                if let Ok(mhz) = v.trim().parse::<f64>() {
-                    values.push(mhz);
-                }
-            }
-            _ => {}
-        }
-    }
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    cpu::cpuinfo_mhz(&cpu::cpuinfo(), cpus)
 }
 
 /// The CPU's name from `/proc/cpuinfo`: its `model name` (x86, and some Arm kernels), else the
@@ -470,7 +435,7 @@ fn current_mhz(cpus: &[usize]) -> Option<f64> {
 /// else the architecture.
 fn host_cpu_name(cpuinfo: &str) -> String {
     cpuinfo_field(cpuinfo, "model name")
-        .or_else(|| super::host_compute::arm_core_of(cpuinfo).map(|(name, _)| name.to_string()))
+        .or_else(|| cpu::arm_core_of(cpuinfo).map(|(name, _)| name.to_string()))
         .or_else(|| cpuinfo_field(cpuinfo, "Model"))
         .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
 }
