@@ -265,7 +265,7 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
     let header_only = write("header.csv", &format!("{}\n", text.lines().next().unwrap()));
     let other_schema = write(
         "other.csv",
-        &text.replace("roofprobe-csv/1", "roofprobe-csv/7"),
+        &text.replace(roofprobe::record::SCHEMA, "roofprobe-csv/7"),
     );
     let json = good.with_extension("json");
     let json_text = std::fs::read_to_string(&json).unwrap();
@@ -366,4 +366,22 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
         .assert()
         .success()
         .stdout(predicate::str::contains("\"run_id\": \"second-run\""));
+}
+
+/// A CSV of the schema before (`roofprobe-csv/1`, no identity columns), as the real run kept in
+/// `results/` was written, still reads: `report` regenerates its table and roofline.
+#[test]
+fn report_reads_a_schema_1_csv() {
+    let old =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("results/vm-host-amd-epyc-20261130T082122Z.csv");
+    let text = std::fs::read_to_string(&old).unwrap();
+    assert!(text.lines().nth(1).unwrap().starts_with("roofprobe-csv/1,"));
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = run(&["report", s(&old), "--out", s(dir.path())]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("peak/fma/f32"), "{out}");
+    assert!(
+        out.contains("Roofline of AMD EPYC (host CPU) on vm"),
+        "{out}"
+    );
 }

@@ -28,7 +28,7 @@
 use super::cuda_plan::{self, DeviceModel};
 use super::launch::{self, Arg, Entry, Launch, ModuleId, Role, BLOCK, MAX_GRID};
 use super::{
-    Backend, BackendKind, CacheLevel, Conditions, DeviceInfo, PlannedCase, PreparedCase,
+    Backend, BackendKind, CacheLevel, Conditions, DeviceInfo, Identity, PlannedCase, PreparedCase,
     SizeRequest,
 };
 use crate::bench::{Case, Family, Verdict};
@@ -433,12 +433,14 @@ impl CudaBackend {
         unsafe { ctx.disable_event_tracking() };
         let stream = guard("creating a stream", || ctx.new_stream())?;
         let (info, cc) = describe(&ctx, ordinal)?;
-        let nvml_device = info
-            .extra
-            .iter()
-            .find(|(k, _)| k == "uuid")
-            .and_then(|(_, uuid)| quietly(|| nvml()?.device_by_uuid(uuid.as_str()).ok()).ok()?);
+        let uuid = info.identity.uuid.clone();
+        let nvml_device = (!uuid.is_empty())
+            .then(|| quietly(|| nvml()?.device_by_uuid(uuid.as_str()).ok()).ok()?)
+            .flatten();
         let mut info = info;
+        if let Some(d) = &nvml_device {
+            nvml_identity(d, &mut info.identity);
+        }
         if info.clock_mhz.is_none() {
             // The driver attribute is deprecated in recent CUDA; NVML still reports the
             // maximum SM clock, which sizes the compute launches.
@@ -644,10 +646,9 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
     {
         extra.push(("shared memory per SM".to_string(), format!("{s} bytes")));
     }
-    if let Ok(uuid) = guard("reading the device UUID", || ctx.uuid()) {
-        let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
-        extra.push(("uuid".to_string(), format_uuid(&bytes)));
-    }
+    let uuid = guard("reading the device UUID", || ctx.uuid())
+        .map(|uuid| format_uuid(&uuid.bytes.map(|b| b as u8)))
+        .unwrap_or_default();
     let driver_version = nvml().and_then(|n| quietly(|| n.sys_driver_version().ok()).ok()?);
     let driver = match (driver_cuda_version(), driver_version) {
         (Some(cuda), Some(drv)) => format!("CUDA {cuda}, driver {drv}"),
@@ -683,9 +684,68 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
         memory_total_bytes: total as u64,
         memory_free_bytes: free as u64,
         driver,
+        // NVML adds the rest when it is there (`nvml_identity`).
+        identity: Identity {
+            vendor: "NVIDIA".to_string(),
+            microarch: gpu_microarch(cc).unwrap_or_default().to_string(),
+            isa: format!("sm_{}{}", cc.0, cc.1),
+            uuid,
+            ..Identity::default()
+        },
         extra,
     };
     Ok((info, cc))
+}
+
+/// The architecture of a compute capability, as NVIDIA's CUDA C++ Programming Guide
+/// ("Compute Capabilities") and its CUDA GPUs list name it; `None` for one it does not list.
+pub fn gpu_microarch(cc: (u32, u32)) -> Option<&'static str> {
+    Some(match cc {
+        (5, _) => "Maxwell",
+        (6, _) => "Pascal",
+        (7, 0) | (7, 2) => "Volta",
+        (7, 5) => "Turing",
+        (8, 0) | (8, 6) | (8, 7) => "Ampere",
+        (8, 9) => "Ada Lovelace",
+        (9, 0) => "Hopper",
+        (10, _) | (11, 0) | (12, _) => "Blackwell",
+        _ => return None,
+    })
+}
+
+/// Adds what NVML knows of a device's identity: PCI bus id, VBIOS, ECC and MIG modes, the
+/// enforced power limit and the application clocks. Each read that fails (not supported on
+/// this board, no permission, an NVML too old) leaves its field empty; none is fatal.
+fn nvml_identity(d: &nvml_wrapper::Device<'static>, identity: &mut Identity) {
+    use nvml_wrapper::enum_wrappers::device::Clock;
+    let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
+    // NVML is a driver library too: a panic in its wrapper must not end the run.
+    let read = quietly(|| {
+        let mut i = identity.clone();
+        if i.uuid.is_empty() {
+            i.uuid = d.uuid().unwrap_or_default();
+        }
+        i.pci_bus_id = d.pci_info().map(|p| p.bus_id).unwrap_or_default();
+        i.vbios = d.vbios_version().unwrap_or_default();
+        i.ecc = d
+            .is_ecc_enabled()
+            .map(|e| on_off(e.currently_enabled))
+            .unwrap_or_default();
+        i.mig = d
+            .mig_mode()
+            .map(|m| on_off(m.current == 1))
+            .unwrap_or_default();
+        i.power_limit_w = d
+            .enforced_power_limit()
+            .ok()
+            .map(|mw| f64::from(mw) / 1000.0);
+        i.app_clock_mhz = d.applications_clock(Clock::SM).ok().map(f64::from);
+        i.app_memory_clock_mhz = d.applications_clock(Clock::Memory).ok().map(f64::from);
+        i
+    });
+    if let Ok(read) = read {
+        *identity = read;
+    }
 }
 
 impl Backend for CudaBackend {
@@ -1033,6 +1093,15 @@ mod tests {
             format_uuid(&bytes),
             "GPU-00112233-4455-6677-8899-aabbccddeeff"
         );
+    }
+
+    #[test]
+    fn architectures_by_compute_capability() {
+        assert_eq!(gpu_microarch((9, 0)), Some("Hopper"));
+        assert_eq!(gpu_microarch((8, 6)), Some("Ampere"));
+        assert_eq!(gpu_microarch((8, 9)), Some("Ada Lovelace"));
+        assert_eq!(gpu_microarch((12, 0)), Some("Blackwell"));
+        assert_eq!(gpu_microarch((9, 9)), None);
     }
 
     #[test]

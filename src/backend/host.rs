@@ -17,7 +17,7 @@ use super::host_compute::{self, HostCompute};
 use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::{
     dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
-    PlannedCase, PreparedCase, SizeRequest,
+    Identity, PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
 use crate::bench::{cache, Case, Family, Precision, Verdict};
@@ -49,10 +49,8 @@ impl HostBackend {
         let mut info = host_info();
         info.units = cpus.len() as u32;
         let compute = HostCompute::detect();
-        info.extra.push((
-            "compute kernels".to_string(),
-            compute.simd.name().to_string(),
-        ));
+        // The kernels run what `Simd::detect` finds, as `host_info` records it.
+        debug_assert_eq!(info.identity.isa, compute.simd.name());
         HostBackend {
             info,
             pool: Pool::new(cpus),
@@ -440,10 +438,10 @@ fn host_cpu_name(cpuinfo: &str) -> String {
         .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
 }
 
-/// What the host is: CPU model, logical CPUs, caches, memory, OS.
+/// What the host is: CPU model and identity, logical CPUs, clock, caches, memory, OS.
 pub fn host_info() -> DeviceInfo {
     let cpus = allowed_cpus();
-    let cpuinfo = read_text("/proc/cpuinfo").unwrap_or_default();
+    let cpuinfo = cpu::cpuinfo();
     let name = host_cpu_name(&cpuinfo);
     let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let caches = host_caches(online);
@@ -460,10 +458,20 @@ pub fn host_info() -> DeviceInfo {
     let os = read_text("/proc/sys/kernel/osrelease")
         .map(|r| format!("{} {r}", std::env::consts::OS))
         .unwrap_or_else(|| std::env::consts::OS.to_string());
+    let id = cpu::cpu_id(&cpuinfo);
     let mut extra = vec![(
-        "cpus".to_string(),
+        "CPUs".to_string(),
         format!("{} usable of {} online", cpus.len(), online),
     )];
+    if let Some(mhz) = cpu::cpuinfo_mhz(&cpuinfo, &cpus) {
+        extra.push((
+            "clock now".to_string(),
+            format!("{mhz:.0} MHz (/proc/cpuinfo)"),
+        ));
+    }
+    if !id.stepping.is_empty() {
+        extra.push(("stepping".to_string(), id.stepping));
+    }
     // x86 lists `flags`, AArch64 `Features`.
     let listed = [
         ("flags", &["avx512f", "avx2", "fma", "sse4_2"][..]),
@@ -476,7 +484,7 @@ pub fn host_info() -> DeviceInfo {
                 .copied()
                 .filter(|f| flags.split_whitespace().any(|x| x == *f))
                 .collect();
-            extra.push(("simd".to_string(), simd.join(" ")));
+            extra.push(("SIMD the CPU has".to_string(), simd.join(" ")));
             break;
         }
     }
@@ -494,6 +502,14 @@ pub fn host_info() -> DeviceInfo {
         memory_total_bytes,
         memory_free_bytes,
         driver: os,
+        identity: Identity {
+            vendor: id.vendor,
+            cpu_family: id.family,
+            cpu_model: id.model,
+            microarch: id.microarch,
+            isa: host_compute::Simd::detect().name().to_string(),
+            ..Identity::default()
+        },
         extra,
     }
 }
@@ -571,6 +587,13 @@ mod tests {
         assert!(info.units >= 1);
         assert!(info.llc_bytes > 0);
         assert!(!info.name.is_empty());
+        // the ISA recorded is the one the kernels run
+        assert_eq!(info.identity.isa, HostCompute::detect().simd.name());
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) && cfg!(target_os = "linux") {
+            assert!(!info.identity.vendor.is_empty(), "{:?}", info.identity);
+            assert!(!info.identity.cpu_family.is_empty(), "{:?}", info.identity);
+            assert!(!info.identity.cpu_model.is_empty(), "{:?}", info.identity);
+        }
     }
 
     #[test]

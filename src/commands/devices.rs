@@ -2,21 +2,24 @@
 
 use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::host_info;
-use crate::backend::{Backend, DeviceInfo};
+use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::commands::emit;
 use crate::report::table::bytes;
 use crate::Result;
 
-/// Renders one device as `key: value` lines.
+/// Renders one device as `key: value` lines, each fact once: its identity, then its size,
+/// clocks, caches, memory and driver.
 pub fn describe(info: &DeviceInfo) -> String {
     let mut lines = vec![format!("{} — {}", info.id, info.name)];
     let mut field = |k: &str, v: String| lines.push(format!("  {k:<22} {v}"));
+    for (k, v) in info.identity.fields() {
+        field(k, v);
+    }
     if !info.compute_capability.is_empty() {
         field("compute capability", info.compute_capability.clone());
         field("SMs", info.units.to_string());
-    } else {
-        field("CPUs used", info.units.to_string());
     }
+    // The host says how many CPUs it may use in its own line (`extra`).
     if let Some(c) = info.clock_mhz {
         field("max clock", format!("{c:.0} MHz"));
     }
@@ -25,6 +28,9 @@ pub fn describe(info: &DeviceInfo) -> String {
     }
     if let Some(b) = info.memory_bus_bits {
         field("memory bus", format!("{b} bits"));
+    }
+    for (k, v) in &info.extra {
+        field(k, v.clone());
     }
     for c in &info.caches {
         let per = if c.instances > 1 {
@@ -43,10 +49,11 @@ pub fn describe(info: &DeviceInfo) -> String {
         ),
     );
     if !info.driver.is_empty() {
-        field("driver", info.driver.clone());
-    }
-    for (k, v) in &info.extra {
-        field(k, v.clone());
+        let label = match info.backend {
+            BackendKind::Host => "OS",
+            BackendKind::Cuda => "driver",
+        };
+        field(label, info.driver.clone());
     }
     lines.join("\n")
 }
