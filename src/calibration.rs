@@ -162,6 +162,10 @@ pub struct Calibration {
     /// Rows that contributed no number (`case: status`).
     #[serde(default)]
     pub excluded: Vec<String>,
+    /// Valid rows whose figure is suspect (`case: flags`, see [`crate::hygiene`]): they count
+    /// in the fit, but a ceiling or point they set is not to be trusted without a rerun.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspect: Vec<String>,
     /// Sections added by later suites (`latency`, `host_link`, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
@@ -251,6 +255,11 @@ impl Calibration {
             ridge_points: fit.ridge_points,
             points: fit.points,
             excluded: fit.excluded,
+            suspect: records
+                .iter()
+                .filter(|r| r.valid && !r.flags.is_empty())
+                .map(|r| format!("{}: {}", r.case_id(), r.flags))
+                .collect(),
             extensions: BTreeMap::new(),
         })
     }
@@ -364,6 +373,13 @@ impl Calibration {
     /// The measured DRAM ridge point of a compute ceiling, flop/byte.
     pub fn ridge_flop_per_byte(&self, family: Family, precision: Precision) -> Option<f64> {
         Some(self.peak_gflops(family, precision)? / self.dram_gbps()?)
+    }
+
+    /// Whether the row that set a ceiling or point (`case`) was flagged as suspect.
+    pub fn is_suspect(&self, case: &str) -> bool {
+        self.suspect
+            .iter()
+            .any(|s| s.split_once(": ").is_some_and(|(c, _)| c == case))
     }
 
     /// `NVIDIA H200 (cuda:0, GPU-5a1c2b3d) on lab, 2026-01-01`, `AMD EPYC (host CPU, Zen 4,

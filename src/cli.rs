@@ -1,7 +1,9 @@
 //! The command line (clap derive) and its dispatch to [`crate::commands`].
 //!
-//! Exit codes: 0 all measurements valid; 1 an error (printed as one `error: …` line);
-//! 2 a usage error (clap's); 3 the run finished but at least one case was invalid or failed.
+//! Exit codes: 0 all measurements valid and none suspect; 1 an error (printed as one `error: …`
+//! line); 2 a usage error (clap's: an unknown command or option, or a value not of its form);
+//! 3 the run finished but at least one case was invalid or failed; 4 the run finished, every
+//! case valid, but some figures are suspect (flagged, see [`crate::hygiene`]).
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -9,12 +11,17 @@ use std::path::PathBuf;
 /// Exit code of a run that completed with at least one invalid or failed case.
 pub const EXIT_INVALID: i32 = 3;
 
+/// Exit code of a run that completed with every case valid but some figures suspect (their rows'
+/// `flags` say why). An invalid case outranks it: such a run exits [`EXIT_INVALID`].
+pub const EXIT_SUSPECT: i32 = 4;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "roofprobe",
     version,
     about = "Measures what a GPU (or, without one, the host CPU) really delivers, validated, to CSV",
-    after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 a measurement was invalid or failed."
+    after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 a measurement was invalid or failed, \
+                  4 every measurement valid but some figures suspect (see the flags column)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -118,6 +125,26 @@ pub struct RunArgs {
     /// Run only cases whose id (`family/kernel/precision`) contains this text; repeatable.
     #[arg(long)]
     pub filter: Vec<String>,
+    /// Flag a figure whose CV (spread of its per-launch times) is above this, in percent.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub max_cv: f64,
+    /// Flag a peak below this share of its theoretical peak at the clock it ran at, in percent.
+    #[arg(long, value_name = "PERCENT", default_value = "80%", value_parser = parse_percent)]
+    pub min_of_theory: f64,
+    /// Flag a host figure during which other processes used more than this share of the CPU
+    /// time of the CPUs it ran on, in percent.
+    #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = parse_percent)]
+    pub max_other_load: f64,
+}
+
+/// Parses a percentage, `5%` or `5`, `0.5%`, into a fraction (0.05); it must be above 0.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let number = s.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(p) if p.is_finite() && p > 0.0 => Ok(p / 100.0),
+        Ok(_) => Err(format!("`{s}` must be a percentage above 0")),
+        Err(_) => Err(format!("`{s}` is not a percentage; write e.g. 5% or 0.5%")),
+    }
 }
 
 /// Parses a byte count with an optional unit: `4096`, `64K`, `256MiB`, `1G`, `2GB`.
@@ -189,6 +216,19 @@ mod tests {
         assert!(parse_bytes("99999999999999T")
             .unwrap_err()
             .contains("too large"));
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("5%"), Ok(0.05));
+        assert_eq!(parse_percent("5"), Ok(0.05));
+        assert_eq!(parse_percent(" 0.5 %"), Ok(0.005));
+        assert!(parse_percent("0").is_err());
+        assert!(parse_percent("-3%").is_err());
+        assert!(parse_percent("NaN").is_err());
+        assert!(parse_percent("lots")
+            .unwrap_err()
+            .contains("not a percentage"));
     }
 
     #[test]

@@ -23,8 +23,9 @@ pub const SCHEMA: &str = "roofprobe-csv/2";
 /// [`ADDED_IN_2`], which read as empty.
 pub const SCHEMA_1: &str = "roofprobe-csv/1";
 
-/// The columns [`SCHEMA`] added to [`SCHEMA_1`]: the device's identity.
-pub const ADDED_IN_2: [&str; 13] = [
+/// The columns [`SCHEMA`] added to [`SCHEMA_1`]: the device's identity, the load other processes
+/// put on the machine, and the flags of a suspect figure.
+pub const ADDED_IN_2: [&str; 16] = [
     "vendor",
     "cpu_family",
     "cpu_model",
@@ -38,6 +39,9 @@ pub const ADDED_IN_2: [&str; 13] = [
     "power_limit_w",
     "app_clock_mhz",
     "app_memory_clock_mhz",
+    "flags",
+    "other_cpus_busy",
+    "other_gpu_processes",
 ];
 
 /// One measurement: a case on a device, its statistics, figures, validity and conditions.
@@ -131,6 +135,11 @@ pub struct Record {
     pub valid: bool,
     /// `ok`, `invalid: …` or `error: …`.
     pub status: String,
+    /// Why a valid figure is suspect, `;`-separated (`high_cv(12.3%)`, `below_theory(48.0%)`,
+    /// `above_roof(139.0%)`, `busy_host(1.02 CPUs)`, `busy_gpu(2 processes)`; see
+    /// [`crate::hygiene`]); empty when nothing is.
+    #[serde(default)]
+    pub flags: String,
     /// SM / core clock: the one the case measured while it ran where it measures one (GPU peak
     /// and tensor kernels: `%clock64` against `%globaltimer`; host compute cases: a dependent-add
     /// chain on the same cores right after the samples), else observed around the case (mean of
@@ -141,6 +150,13 @@ pub struct Record {
     pub temperature_c: Option<f64>,
     /// Throttle reasons seen, `;`-separated.
     pub throttle: String,
+    /// Host rows: CPUs' worth of time other processes (and a hypervisor) used while the case
+    /// ran, from `/proc/stat` less this process's own time.
+    #[serde(default)]
+    pub other_cpus_busy: Option<f64>,
+    /// GPU rows: compute and graphics processes on the device other than roofprobe (NVML).
+    #[serde(default)]
+    pub other_gpu_processes: Option<u32>,
     /// Launch geometry or threads, and how the size was chosen.
     pub note: String,
 }
@@ -241,11 +257,14 @@ impl Record {
             intensity: case.work.intensity(),
             valid: false,
             status: String::new(),
+            flags: String::new(),
             clock_mhz: conditions.clock_mhz,
             memory_clock_mhz: conditions.memory_clock_mhz,
             power_w: conditions.power_w,
             temperature_c: conditions.temperature_c,
             throttle: conditions.throttle.clone(),
+            other_cpus_busy: conditions.other_cpus_busy,
+            other_gpu_processes: conditions.other_gpu_processes,
             note,
         };
         match outcome {
@@ -374,11 +393,14 @@ fn sample_record() -> Record {
         intensity: None,
         valid: false,
         status: String::new(),
+        flags: String::new(),
         clock_mhz: None,
         memory_clock_mhz: None,
         power_w: None,
         temperature_c: None,
         throttle: String::new(),
+        other_cpus_busy: None,
+        other_gpu_processes: None,
         note: String::new(),
     }
 }

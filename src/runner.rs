@@ -9,11 +9,20 @@
 //! discarded, then warm-up samples run for `warmup_secs`, then between `min_samples` and
 //! `samples` samples are kept, as many as fit in `case_budget_secs`. The figures use the median.
 //!
+//! Each valid row is judged before it is written ([`crate::hygiene`]): its spread, its share of
+//! theory, its place under the roof of the run so far (the STREAM and peak cases that set the
+//! roof run before the sweep's points on both backends), and the load others put on the
+//! machine while it ran; what is suspect goes in its `flags`.
+//!
 //! The runner does not print: it reports progress through a callback, and the caller decides.
 
 use crate::backend::{Backend, Conditions, PlannedCase, PreparedCase, SizeRequest};
 use crate::bench::Case;
+use crate::calibration::Calibration;
+use crate::hygiene::{self, Thresholds};
 use crate::record::{Outcome, Record, RunIdentity};
+use crate::roofline::Point;
+use crate::specs::DeviceAttributes;
 use crate::stats::Summary;
 use crate::Result;
 use std::time::Instant;
@@ -32,6 +41,8 @@ pub struct RunConfig {
     pub size: SizeRequest,
     /// Keep only cases whose id contains one of these (empty: every case).
     pub filter: Vec<String>,
+    /// When a valid figure is flagged as suspect.
+    pub thresholds: Thresholds,
 }
 
 impl RunConfig {
@@ -44,6 +55,7 @@ impl RunConfig {
             case_budget_secs: 2.0,
             size: SizeRequest::Auto,
             filter: Vec::new(),
+            thresholds: Thresholds::default(),
         }
     }
 
@@ -133,6 +145,15 @@ pub fn plan(backend: &dyn Backend, cfg: &RunConfig) -> Result<Vec<PlannedCase>> 
         .collect())
 }
 
+/// A row's place on the roofline of the run so far (its earlier rows and itself), if it is a
+/// point: the roof it is judged against is the one the run had measured when it ran.
+fn roof_point(earlier: &[Record], row: &Record, attributes: &DeviceAttributes) -> Option<Point> {
+    let rows: Vec<Record> = earlier.iter().chain([row]).cloned().collect();
+    let calibration = Calibration::from_records(&rows, Some(attributes.clone())).ok()?;
+    let id = row.case_id();
+    calibration.points.into_iter().find(|p| p.case == id)
+}
+
 /// Runs the planned cases on one backend, handing each row to `sink` as soon as it exists.
 ///
 /// A case that fails to prepare, run or check gets a row saying why and the run goes on; an
@@ -147,6 +168,7 @@ pub fn run(
 ) -> Result<Vec<Record>> {
     on_event(Event::Planned { cases: planned });
     let min_sample_secs = backend.min_sample_secs();
+    let attributes = DeviceAttributes::from_info(backend.info());
     let mut records = Vec::with_capacity(planned.len());
     for PlannedCase { case, note } in planned {
         on_event(Event::Started { case });
@@ -202,6 +224,9 @@ pub fn run(
         let mut record = record;
         if record.valid {
             record.theory_gflops = theory_gflops;
+            let point = roof_point(&records, &record, &attributes);
+            record.flags =
+                hygiene::column(&hygiene::judge(&record, point.as_ref(), &cfg.thresholds));
         }
         sink(&record)?;
         on_event(Event::Finished { record: &record });
@@ -410,6 +435,197 @@ mod tests {
         .unwrap_err();
         assert_eq!(calls, 1);
         assert_eq!(err.to_string(), "disk full");
+    }
+
+    /// A backend whose cases "take" scripted times (cycling, per case id), whose compute cases
+    /// report a clock and a theory, and whose CPU counters say other processes kept one of the
+    /// machine's two CPUs busy when `others_busy` is set.
+    struct Scripted {
+        info: crate::backend::DeviceInfo,
+        cases: Vec<Case>,
+        times: Vec<(String, Vec<f64>)>,
+        /// Theoretical GFLOP/s per MHz of every compute case.
+        theory_per_mhz: Option<f64>,
+        others_busy: bool,
+        observations: std::cell::Cell<u64>,
+    }
+
+    struct Cycling {
+        times: Vec<f64>,
+        next: usize,
+        theory_per_mhz: Option<f64>,
+    }
+
+    impl PreparedCase for Cycling {
+        fn run(&mut self, reps: u32) -> Result<f64> {
+            let t = self.times[self.next % self.times.len()];
+            self.next += 1;
+            Ok(t * reps as f64)
+        }
+        fn verify(&mut self) -> Result<Verdict> {
+            Ok(Verdict::valid())
+        }
+        fn launch_note(&self) -> String {
+            String::new()
+        }
+        fn clock_mhz(&mut self) -> Option<f64> {
+            Some(1000.0)
+        }
+        fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+            self.theory_per_mhz.map(|t| t * clock_mhz)
+        }
+    }
+
+    impl Backend for Scripted {
+        fn info(&self) -> &crate::backend::DeviceInfo {
+            &self.info
+        }
+        fn cases(&self, _: SizeRequest) -> Result<Vec<PlannedCase>> {
+            Ok(self
+                .cases
+                .iter()
+                .map(|case| PlannedCase {
+                    case: case.clone(),
+                    note: String::new(),
+                })
+                .collect())
+        }
+        fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
+            let times = self
+                .times
+                .iter()
+                .find(|(id, _)| *id == case.id())
+                .map(|(_, t)| t.clone())
+                .unwrap_or_else(|| vec![1e-3]);
+            Ok(Box::new(Cycling {
+                times,
+                next: 0,
+                theory_per_mhz: self.theory_per_mhz,
+            }))
+        }
+        fn conditions(&self) -> Conditions {
+            // each observation 1 s later on 2 CPUs: 200 ticks, 50 of them ours, and others
+            // busy on one CPU (100) or idle
+            let n = self.observations.get() + 1;
+            self.observations.set(n);
+            let others = if self.others_busy { 100 } else { 0 };
+            Conditions {
+                cpu_times: Some(crate::backend::host::cpu::CpuTimes {
+                    busy_ticks: n * (50 + others),
+                    total_ticks: n * 200,
+                    cpus: 2,
+                    own_ticks: n * 50,
+                }),
+                ..Conditions::default()
+            }
+        }
+        fn min_sample_secs(&self) -> f64 {
+            1e-9
+        }
+    }
+
+    fn scripted(cases: Vec<Case>, times: &[(&str, &[f64])]) -> Scripted {
+        let mut info = crate::backend::host::host_info();
+        info.units = 2;
+        info.llc_bytes = 0; // every working set counts as DRAM
+        Scripted {
+            info,
+            cases,
+            times: times
+                .iter()
+                .map(|(id, t)| (id.to_string(), t.to_vec()))
+                .collect(),
+            theory_per_mhz: None,
+            others_busy: false,
+            observations: std::cell::Cell::new(0),
+        }
+    }
+
+    fn run_scripted(backend: &mut Scripted) -> Vec<Record> {
+        let identity = RunIdentity {
+            run_id: "t".into(),
+            host: "t".into(),
+            device: backend.info().clone(),
+        };
+        let cfg = RunConfig {
+            warmup_secs: 0.0,
+            ..RunConfig::quick()
+        };
+        let planned = plan(backend, &cfg).unwrap();
+        let mut written = Vec::new();
+        let records = run(
+            backend,
+            &identity,
+            &cfg,
+            &planned,
+            &mut |r| {
+                written.push(r.flags.clone());
+                Ok(())
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        // the flags are in the row as it is written, not added afterwards
+        assert_eq!(
+            written,
+            records.iter().map(|r| r.flags.clone()).collect::<Vec<_>>()
+        );
+        records
+    }
+
+    /// Each suspect condition, made by a scripted backend, lands in the row's flags; a steady,
+    /// undisturbed run gets none.
+    #[test]
+    fn suspect_rows_are_flagged_as_they_are_written() {
+        use crate::bench::{intensity, peak, stream::StreamKernel, Precision};
+        let triad = StreamKernel::Triad.case(Precision::F32, 1 << 20);
+        let sweep = intensity::case(Precision::F32, 1, 1 << 20);
+        let fma = peak::case(Precision::F32, 1024, 1000, 2);
+        // the sweep point reads at 1.39 × the triad's GB/s: 8 bytes per word against 12
+        let triad_secs = 1e-3;
+        let sweep_secs = triad_secs * 8.0 / (1.39 * 12.0);
+        let steady = [
+            ("stream/triad/f32", &[triad_secs][..]),
+            ("intensity/fma/f32/1", &[triad_secs * 8.0 / 12.0 / 0.9][..]),
+        ];
+        let clean = run_scripted(&mut scripted(vec![triad.clone(), sweep.clone()], &steady));
+        assert!(
+            clean.iter().all(|r| r.valid && r.flags.is_empty()),
+            "{clean:?}"
+        );
+        assert!(clean.iter().all(|r| r.other_cpus_busy == Some(0.0)));
+
+        // noise: samples alternate between 1 and 3 ms, a CV near 50 %
+        let noisy = run_scripted(&mut scripted(
+            vec![triad.clone()],
+            &[("stream/triad/f32", &[1e-3, 3e-3])],
+        ));
+        assert!(noisy[0].flags.starts_with("high_cv("), "{}", noisy[0].flags);
+
+        // a point above its roof, the roof from the run's own triad
+        let above = run_scripted(&mut scripted(
+            vec![triad.clone(), sweep.clone()],
+            &[
+                ("stream/triad/f32", &[triad_secs]),
+                ("intensity/fma/f32/1", &[sweep_secs]),
+            ],
+        ));
+        assert_eq!(above[0].flags, "");
+        assert_eq!(above[1].flags, "above_roof(139.0%)");
+
+        // a peak at 48 % of its theory at the clock it ran at
+        let mut slow = scripted(vec![fma.clone()], &[]);
+        let gflops = fma.work.flops as f64 / 1e-3 / 1e9;
+        slow.theory_per_mhz = Some(gflops / 0.48 / 1000.0);
+        let slow = run_scripted(&mut slow);
+        assert_eq!(slow[0].flags, "below_theory(48.0%)");
+
+        // other processes kept one of the two CPUs busy
+        let mut busy = scripted(vec![triad], &[]);
+        busy.others_busy = true;
+        let busy = run_scripted(&mut busy);
+        assert_eq!(busy[0].other_cpus_busy, Some(1.0));
+        assert_eq!(busy[0].flags, "busy_host(1.00 CPUs)");
     }
 
     #[test]

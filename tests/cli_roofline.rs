@@ -55,7 +55,11 @@ fn host_run(dir: &Path, filters: &[&str]) -> PathBuf {
         args.extend(["--filter", f]);
     }
     let (code, out, err) = run(&args);
-    assert!(code == 0 || code == 3, "run failed ({code}): {err}");
+    // 4: finished, some figures suspect (a machine the tests share is rarely quiet)
+    assert!(
+        code == 0 || code == 3 || code == roofprobe::cli::EXIT_SUSPECT,
+        "run failed ({code}): {err}"
+    );
     let csv = out
         .lines()
         .find_map(|l| l.strip_prefix("results: "))

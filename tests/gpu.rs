@@ -342,7 +342,11 @@ fn a_quick_run_on_the_gpu_writes_valid_rows() {
     for f in filters {
         cmd.args(["--filter", f]);
     }
-    let out = cmd.assert().success();
+    // 4: every case valid, some figures suspect (another process on the GPU, a noisy quick run)
+    let out = cmd.assert().code(predicates::prelude::predicate::in_iter([
+        0,
+        roofprobe::cli::EXIT_SUSPECT,
+    ]));
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     let files: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

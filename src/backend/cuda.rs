@@ -277,6 +277,26 @@ fn throttle_names(reasons: nvml_wrapper::bitmasks::device::ThrottleReasons) -> S
         .join(";")
 }
 
+/// How many compute or graphics processes other than this one NVML lists on the device; `None`
+/// when NVML cannot list them.
+fn other_processes(d: &nvml_wrapper::Device<'static>) -> Option<u32> {
+    let compute = d.running_compute_processes().ok()?;
+    let graphics = d.running_graphics_processes().unwrap_or_default();
+    Some(others_among(
+        compute.into_iter().chain(graphics).map(|p| p.pid).collect(),
+    ))
+}
+
+/// The processes in NVML's lists other than this one. This process holds a context on the device
+/// whenever a case runs, so it is listed: under its own id, or, in a container, under the id the
+/// host gave it (NVML lists host ids), so it is not found by `std::process::id()`. Either way it
+/// is one of the distinct ids; a process in both lists counts once.
+fn others_among(mut pids: Vec<u32>) -> u32 {
+    pids.sort_unstable();
+    pids.dedup();
+    (pids.len() as u32).saturating_sub(1)
+}
+
 /// The modules of a device, loaded (and JIT-compiled) when it is opened, so no compilation
 /// happens while a case is timed. The sweep's expansions are loaded per case.
 struct Modules {
@@ -780,6 +800,8 @@ impl Backend for CudaBackend {
                 .current_throttle_reasons()
                 .map(throttle_names)
                 .unwrap_or_default(),
+            other_gpu_processes: other_processes(d),
+            ..Conditions::default()
         })
         .unwrap_or_default()
     }
@@ -1093,6 +1115,14 @@ mod tests {
             format_uuid(&bytes),
             "GPU-00112233-4455-6677-8899-aabbccddeeff"
         );
+    }
+
+    #[test]
+    fn other_gpu_processes_leave_this_one_out() {
+        // this process, another in both lists (compute and graphics), a third
+        assert_eq!(others_among(vec![42, 77, 77, 10]), 2);
+        assert_eq!(others_among(vec![42]), 0);
+        assert_eq!(others_among(vec![]), 0);
     }
 
     #[test]

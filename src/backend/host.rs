@@ -147,6 +147,7 @@ impl Backend for HostBackend {
     fn conditions(&self) -> Conditions {
         Conditions {
             clock_mhz: current_mhz(self.pool.cpus()),
+            cpu_times: cpu::CpuTimes::now(),
             ..Default::default()
         }
     }

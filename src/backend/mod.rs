@@ -183,11 +183,21 @@ pub struct Conditions {
     /// Throttle reasons active at any observation (`sw_power_cap`, …), `;`-separated;
     /// empty when none were reported or they cannot be read.
     pub throttle: String,
+    /// The host's CPU time counters at an observation (host backend only); two of them, before
+    /// and after a case, give [`Conditions::other_cpus_busy`].
+    #[serde(skip)]
+    pub cpu_times: Option<host::cpu::CpuTimes>,
+    /// Between two observations: CPUs' worth of time other processes (and a hypervisor's
+    /// steal) used on the host ([`host::cpu::CpuTimes::others_busy_cpus`]).
+    pub other_cpus_busy: Option<f64>,
+    /// Compute and graphics processes on the GPU other than this one (NVML), the most seen.
+    pub other_gpu_processes: Option<u32>,
 }
 
 impl Conditions {
     /// Combines the observations before and after a case: clocks and power averaged,
-    /// temperature the highest, throttle reasons the union.
+    /// temperature the highest, throttle reasons the union, other processes' CPU time the
+    /// difference of the counters, other GPU processes the most seen.
     pub fn merge(before: &Conditions, after: &Conditions) -> Conditions {
         fn mean(a: Option<f64>, b: Option<f64>) -> Option<f64> {
             match (a, b) {
@@ -212,6 +222,12 @@ impl Conditions {
                 (a, b) => a.or(b),
             },
             throttle: reasons.join(";"),
+            cpu_times: None,
+            other_cpus_busy: match (&before.cpu_times, &after.cpu_times) {
+                (Some(b), Some(a)) => host::cpu::CpuTimes::others_busy_cpus(b, a),
+                _ => None,
+            },
+            other_gpu_processes: before.other_gpu_processes.max(after.other_gpu_processes),
         }
     }
 }
@@ -434,5 +450,26 @@ mod tests {
         assert_eq!(m.temperature_c, Some(60.0));
         assert_eq!(m.power_w, Some(300.0));
         assert_eq!(m.throttle, "hw_slowdown;sw_power_cap");
+        assert_eq!((m.other_cpus_busy, m.other_gpu_processes), (None, None));
+        // CPU counters before and after: others used 40 of 200 ticks on 2 CPUs
+        let ticks = |busy, total, own| host::cpu::CpuTimes {
+            busy_ticks: busy,
+            total_ticks: total,
+            cpus: 2,
+            own_ticks: own,
+        };
+        let a = Conditions {
+            cpu_times: Some(ticks(1000, 5000, 100)),
+            other_gpu_processes: Some(1),
+            ..a
+        };
+        let b = Conditions {
+            cpu_times: Some(ticks(1190, 5200, 250)),
+            other_gpu_processes: Some(0),
+            ..b
+        };
+        let m = Conditions::merge(&a, &b);
+        assert!((m.other_cpus_busy.unwrap() - 0.4).abs() < 1e-12);
+        assert_eq!(m.other_gpu_processes, Some(1));
     }
 }

@@ -10,7 +10,7 @@ use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::HostBackend;
 use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
 use crate::calibration::Calibration;
-use crate::cli::{parse_bytes, RunArgs, EXIT_INVALID};
+use crate::cli::{parse_bytes, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
 use crate::commands::emit;
 use crate::commands::report::write_calibration_and_svg;
 use crate::commands::{hostname, slug};
@@ -126,6 +126,11 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         cfg.min_samples = cfg.min_samples.min(samples);
     }
     cfg.filter = args.filter.clone();
+    cfg.thresholds = crate::hygiene::Thresholds {
+        max_cv: args.max_cv,
+        min_of_theory: args.min_of_theory,
+        max_other_load: args.max_other_load,
+    };
     Ok(cfg)
 }
 
@@ -240,6 +245,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .strftime("%Y%m%dT%H%M%SZ")
         .to_string();
     let mut all_valid = true;
+    let mut suspect = false;
     let mut failures = Vec::new();
     for target in &targets {
         let opened: Result<Box<dyn Backend>> = match *target {
@@ -256,7 +262,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                 emit(&table::render(&records))?;
                 emit(&format!("results: {}\n", path.display()))?;
                 all_valid &= records.iter().all(|r| r.valid);
+                suspect |= crate::hygiene::any_suspect(&records);
                 write_roofline(&info, &path, &records);
+                if let Some(summary) = crate::hygiene::summary(&records) {
+                    emit(&summary)?;
+                }
             }
             Err(e) if targets.len() == 1 => return Err(e),
             Err(e) => {
@@ -268,7 +278,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if let Some(first) = failures.into_iter().next() {
         return Err(first);
     }
-    Ok(if all_valid { 0 } else { EXIT_INVALID })
+    Ok(if !all_valid {
+        EXIT_INVALID
+    } else if suspect {
+        EXIT_SUSPECT
+    } else {
+        0
+    })
 }
 
 #[cfg(test)]
