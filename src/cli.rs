@@ -122,6 +122,27 @@ pub struct RunArgs {
     /// Most timed samples per case.
     #[arg(long)]
     pub samples: Option<u32>,
+    /// Sample each case until the CV of its samples falls to this, in percent (0.5% when given
+    /// without a value, as nvbench), or --stable-limit passes; each row's `stopped_by` says
+    /// which. Replaces the fixed sample count.
+    #[arg(
+        long,
+        value_name = "PERCENT",
+        num_args = 0..=1,
+        default_missing_value = "0.5%",
+        value_parser = parse_percent,
+        conflicts_with = "samples"
+    )]
+    pub until_stable: Option<f64>,
+    /// With --until-stable: the most seconds a case samples before it stops unsettled.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "15",
+        value_parser = parse_seconds,
+        requires = "until_stable"
+    )]
+    pub stable_limit: f64,
     /// Run only cases whose id (`family/kernel/precision`) contains this text; repeatable.
     #[arg(long)]
     pub filter: Vec<String>,
@@ -135,6 +156,17 @@ pub struct RunArgs {
     /// time of the CPUs it ran on, in percent.
     #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = parse_percent)]
     pub max_other_load: f64,
+}
+
+/// Parses a duration in seconds, `15` or `15s`, `0.5s`; it must be above 0.
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    let number = s.trim().trim_end_matches('s').trim();
+    match number.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(secs),
+        _ => Err(format!(
+            "`{s}` is not a time above 0 in seconds; write e.g. 15 or 2.5s"
+        )),
+    }
 }
 
 /// Parses a percentage, `5%` or `5`, `0.5%`, into a fraction (0.05); it must be above 0.
@@ -216,6 +248,14 @@ mod tests {
         assert!(parse_bytes("99999999999999T")
             .unwrap_err()
             .contains("too large"));
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_seconds("15"), Ok(15.0));
+        assert_eq!(parse_seconds("2.5s"), Ok(2.5));
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("soon").is_err());
     }
 
     #[test]

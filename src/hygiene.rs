@@ -214,6 +214,31 @@ pub fn summary(records: &[Record]) -> Option<String> {
     Some(out)
 }
 
+/// After an `--until-stable` run: how many cases reached their target spread and which stopped
+/// at the time limit (`stopped_by`). `None` for a run that sampled a fixed count.
+pub fn stability(records: &[Record]) -> Option<String> {
+    let stable = records.iter().filter(|r| r.stopped_by == "stable").count();
+    let limited: Vec<String> = records
+        .iter()
+        .filter(|r| r.stopped_by == "time_limit")
+        .map(|r| r.case_id())
+        .collect();
+    if stable == 0 && limited.is_empty() {
+        return None;
+    }
+    let mut out = format!("\nuntil stable: {stable} cases reached the target CV");
+    if !limited.is_empty() {
+        let _ = write!(
+            out,
+            "; {} stopped at the time limit first (stopped_by = time_limit): {}",
+            limited.len(),
+            limited.join(", ")
+        );
+    }
+    out.push('\n');
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,5 +361,17 @@ mod tests {
         );
         assert!(s.contains("  busy_host       1"), "{s}");
         assert!(!s.contains("below_theory"), "{s}");
+    }
+
+    #[test]
+    fn stability_says_which_cases_settled() {
+        let mut rows = synthetic_run();
+        assert_eq!(stability(&rows), None, "a fixed-count run says nothing");
+        for r in &mut rows {
+            r.stopped_by = "stable".into();
+        }
+        rows[3].stopped_by = "time_limit".into();
+        let s = stability(&rows).unwrap();
+        assert!(s.contains("until stable: 11 cases reached the target CV; 1 stopped at the time limit first (stopped_by = time_limit): peak/fma/f32"), "{s}");
     }
 }

@@ -11,7 +11,7 @@
 
 use crate::backend::{BackendKind, Conditions, DeviceInfo, Identity};
 use crate::bench::{Case, Family, Precision, Verdict, Work};
-use crate::stats::Summary;
+use crate::stats::{Stopped, Summary};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -23,9 +23,9 @@ pub const SCHEMA: &str = "roofprobe-csv/2";
 /// [`ADDED_IN_2`], which read as empty.
 pub const SCHEMA_1: &str = "roofprobe-csv/1";
 
-/// The columns [`SCHEMA`] added to [`SCHEMA_1`]: the device's identity, the load other processes
-/// put on the machine, and the flags of a suspect figure.
-pub const ADDED_IN_2: [&str; 16] = [
+/// The columns [`SCHEMA`] added to [`SCHEMA_1`]: the device's identity, why sampling stopped,
+/// the load other processes put on the machine, and the flags of a suspect figure.
+pub const ADDED_IN_2: [&str; 17] = [
     "vendor",
     "cpu_family",
     "cpu_model",
@@ -39,6 +39,7 @@ pub const ADDED_IN_2: [&str; 16] = [
     "power_limit_w",
     "app_clock_mhz",
     "app_memory_clock_mhz",
+    "stopped_by",
     "flags",
     "other_cpus_busy",
     "other_gpu_processes",
@@ -115,6 +116,11 @@ pub struct Record {
     /// Launches timed back to back per sample.
     pub reps: u32,
     pub samples: u32,
+    /// Why sampling stopped: `count` (the number fixed up front), `stable` (`--until-stable`:
+    /// the CV fell to the target) or `time_limit` (it did not within the limit); empty for a
+    /// case that was not measured.
+    #[serde(default)]
+    pub stopped_by: String,
     pub time_min_s: Option<f64>,
     pub time_median_s: Option<f64>,
     pub time_mean_s: Option<f64>,
@@ -175,6 +181,7 @@ pub enum Outcome<'a> {
     Measured {
         summary: &'a Summary,
         reps: u32,
+        stopped: Stopped,
         verdict: &'a Verdict,
     },
     /// Could not be prepared, run or checked.
@@ -245,6 +252,7 @@ impl Record {
             flops,
             reps: 0,
             samples: 0,
+            stopped_by: String::new(),
             time_min_s: None,
             time_median_s: None,
             time_mean_s: None,
@@ -271,10 +279,12 @@ impl Record {
             Outcome::Measured {
                 summary,
                 reps,
+                stopped,
                 verdict,
             } => {
                 r.reps = reps;
                 r.samples = summary.samples as u32;
+                r.stopped_by = stopped.as_str().to_string();
                 if verdict.valid {
                     let t = summary.median_secs;
                     r.valid = true;
@@ -381,6 +391,7 @@ fn sample_record() -> Record {
         flops: 0,
         reps: 0,
         samples: 0,
+        stopped_by: String::new(),
         time_min_s: None,
         time_median_s: None,
         time_mean_s: None,
@@ -587,6 +598,7 @@ pub(crate) mod tests {
             Outcome::Measured {
                 summary: &summary,
                 reps: 4,
+                stopped: Stopped::Count,
                 verdict: &verdict,
             },
             &Conditions::default(),
@@ -682,6 +694,7 @@ pub(crate) mod tests {
         want.cpu_model.clear();
         want.microarch.clear();
         want.isa.clear();
+        want.stopped_by.clear();
         assert_eq!(back, vec![want]);
         // a schema-1 header with rows that claim another schema is refused
         let claims_2 = old.replace(SCHEMA_1, SCHEMA);

@@ -487,6 +487,7 @@ pub(crate) mod tests {
             flops,
             reps: 10,
             samples: 10,
+            stopped_by: if valid { "count" } else { "" }.into(),
             time_min_s: valid.then_some(secs * 0.99),
             time_median_s: valid.then_some(secs),
             time_mean_s: valid.then_some(secs),

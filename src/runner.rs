@@ -9,6 +9,12 @@
 //! discarded, then warm-up samples run for `warmup_secs`, then between `min_samples` and
 //! `samples` samples are kept, as many as fit in `case_budget_secs`. The figures use the median.
 //!
+//! `--until-stable` ([`Stop::UntilStable`]) samples instead until the CV of the samples kept
+//! falls to a target (at least [`STABLE_MIN_SAMPLES`] of them), or a time limit passes, and the
+//! row records which (`stopped_by`). This is nvbench's `stdrel` stopping criterion (relative
+//! standard deviation, 0.5 % and 15 s by default there too), on all samples kept rather than a
+//! window, so the CV the row reports is the one the criterion saw.
+//!
 //! Each valid row is judged before it is written ([`crate::hygiene`]): its spread, its share of
 //! theory, its place under the roof of the run so far (the STREAM and peak cases that set the
 //! roof run before the sweep's points on both backends), and the load others put on the
@@ -23,7 +29,7 @@ use crate::hygiene::{self, Thresholds};
 use crate::record::{Outcome, Record, RunIdentity};
 use crate::roofline::Point;
 use crate::specs::DeviceAttributes;
-use crate::stats::Summary;
+use crate::stats::{RunningCv, Stopped, Summary};
 use crate::Result;
 use std::time::Instant;
 
@@ -43,7 +49,23 @@ pub struct RunConfig {
     pub filter: Vec<String>,
     /// When a valid figure is flagged as suspect.
     pub thresholds: Thresholds,
+    /// When a case stops sampling.
+    pub stop: Stop,
 }
+
+/// When a case stops sampling.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stop {
+    /// After a count fixed up front: as many samples as fit the case budget, within
+    /// `min_samples ..= samples`.
+    Count,
+    /// When the CV of the samples is at most `target_cv` (after [`STABLE_MIN_SAMPLES`]), or
+    /// `limit_secs` of sampling have passed (and at least `min_samples`).
+    UntilStable { target_cv: f64, limit_secs: f64 },
+}
+
+/// Fewest samples whose CV `--until-stable` trusts (nvbench's default minimum too).
+pub const STABLE_MIN_SAMPLES: usize = 10;
 
 impl RunConfig {
     /// The default run.
@@ -56,6 +78,7 @@ impl RunConfig {
             size: SizeRequest::Auto,
             filter: Vec::new(),
             thresholds: Thresholds::default(),
+            stop: Stop::Count,
         }
     }
 
@@ -97,12 +120,13 @@ pub fn now_utc() -> String {
         .to_string()
 }
 
-/// Times one prepared case under `cfg`. Returns the summary of per-launch times and `reps`.
+/// Times one prepared case under `cfg`. Returns the summary of per-launch times, `reps` and
+/// why sampling stopped.
 pub fn measure(
     prepared: &mut dyn PreparedCase,
     min_sample_secs: f64,
     cfg: &RunConfig,
-) -> Result<(Summary, u32)> {
+) -> Result<(Summary, u32, Stopped)> {
     // First launch: module load, JIT, first page faults. Not a sample.
     prepared.run(1)?;
     let single = prepared.run(1)?;
@@ -120,19 +144,46 @@ pub fn measure(
             break;
         }
     }
-    let per_sample = (single * reps as f64).max(1e-9);
-    let wanted = (cfg.case_budget_secs / per_sample).floor();
-    let samples = (wanted as u32).clamp(cfg.min_samples.max(2), cfg.samples.max(2));
-    let mut times = Vec::with_capacity(samples as usize);
-    for _ in 0..samples {
-        times.push(prepared.run(reps)? / reps as f64);
-    }
+    let mut times = Vec::new();
+    let stopped = match cfg.stop {
+        Stop::Count => {
+            let per_sample = (single * reps as f64).max(1e-9);
+            let wanted = (cfg.case_budget_secs / per_sample).floor();
+            let samples = (wanted as u32).clamp(cfg.min_samples.max(2), cfg.samples.max(2));
+            for _ in 0..samples {
+                times.push(prepared.run(reps)? / reps as f64);
+            }
+            Stopped::Count
+        }
+        Stop::UntilStable {
+            target_cv,
+            limit_secs,
+        } => {
+            let start = Instant::now();
+            let mut spread = RunningCv::default();
+            loop {
+                let secs = prepared.run(reps)? / reps as f64;
+                times.push(secs);
+                spread.push(secs);
+                if times.len() >= STABLE_MIN_SAMPLES
+                    && spread.cv().is_some_and(|cv| cv <= target_cv)
+                {
+                    break Stopped::Stable;
+                }
+                if times.len() >= cfg.min_samples.max(2) as usize
+                    && start.elapsed().as_secs_f64() >= limit_secs
+                {
+                    break Stopped::TimeLimit;
+                }
+            }
+        }
+    };
     let summary = Summary::from_secs(&times).map_err(|e| {
         crate::Error::Internal(format!(
             "{e}; the device clock returned an impossible time, rerun or report a bug"
         ))
     })?;
-    Ok((summary, reps))
+    Ok((summary, reps, stopped))
 }
 
 /// The cases a run of `backend` under `cfg` will measure, sized and filtered. Fails before
@@ -177,13 +228,13 @@ pub fn run(
         let mut observed_clock_mhz = None;
         let mut theory_per_mhz = None;
         let result = backend.prepare(case).and_then(|mut prepared| {
-            let (summary, reps) = measure(prepared.as_mut(), min_sample_secs, cfg)?;
+            let (summary, reps, stopped) = measure(prepared.as_mut(), min_sample_secs, cfg)?;
             let verdict = prepared.verify()?;
             observed_clock_mhz = prepared.clock_mhz();
             // Every theoretical peak is proportional to the clock: take it per MHz now, and
             // scale it by whichever clock is recorded below.
             theory_per_mhz = prepared.theory_gflops(1.0);
-            Ok((summary, reps, verdict, prepared.launch_note()))
+            Ok((summary, reps, stopped, verdict, prepared.launch_note()))
         });
         let after = backend.conditions();
         let mut conditions = Conditions::merge(&before, &after);
@@ -198,13 +249,14 @@ pub fn run(
             _ => format!("{a}; {b}"),
         };
         let record = match &result {
-            Ok((summary, reps, verdict, launch)) => Record::new(
+            Ok((summary, reps, stopped, verdict, launch)) => Record::new(
                 identity,
                 timestamp,
                 case,
                 Outcome::Measured {
                     summary,
                     reps: *reps,
+                    stopped: *stopped,
                     verdict,
                 },
                 &conditions,
@@ -277,8 +329,8 @@ mod tests {
             warmup_secs: 0.0,
             ..RunConfig::quick()
         };
-        let (summary, reps) = measure(&mut f, 0.005, &cfg).unwrap();
-        assert_eq!(reps, 5000);
+        let (summary, reps, stopped) = measure(&mut f, 0.005, &cfg).unwrap();
+        assert_eq!((reps, stopped), (5000, Stopped::Count));
         assert!((summary.median_secs - 1e-6).abs() < 1e-12);
         assert!(summary.samples >= cfg.min_samples as usize);
         assert!(summary.samples <= cfg.samples as usize);
@@ -295,9 +347,74 @@ mod tests {
             warmup_secs: 0.0,
             ..RunConfig::full()
         };
-        let (summary, reps) = measure(&mut f, 0.02, &cfg).unwrap();
+        let (summary, reps, _) = measure(&mut f, 0.02, &cfg).unwrap();
         assert_eq!(reps, 1);
         assert_eq!(summary.samples, cfg.min_samples as usize);
+    }
+
+    /// A prepared case whose launches take the times given, in turn, again and again.
+    struct Sequence {
+        secs: Vec<f64>,
+        next: usize,
+    }
+
+    impl PreparedCase for Sequence {
+        fn run(&mut self, reps: u32) -> Result<f64> {
+            let t = self.secs[self.next % self.secs.len()];
+            self.next += 1;
+            Ok(t * reps as f64)
+        }
+        fn verify(&mut self) -> Result<Verdict> {
+            Ok(Verdict::valid())
+        }
+        fn launch_note(&self) -> String {
+            String::new()
+        }
+    }
+
+    /// `--until-stable`: a steady case stops as soon as it has the minimum samples; one whose
+    /// early samples are disturbed samples on until the disturbance is diluted below the
+    /// target; one that never settles stops at the time limit; and each says which.
+    #[test]
+    fn until_stable_samples_until_the_spread_falls_or_time_runs_out() {
+        let cfg = |target_cv: f64, limit_secs: f64| RunConfig {
+            warmup_secs: 0.0,
+            stop: Stop::UntilStable {
+                target_cv,
+                limit_secs,
+            },
+            ..RunConfig::quick()
+        };
+        // min_sample_secs tiny: one launch per sample
+        let mut steady = Sequence {
+            secs: vec![1e-3],
+            next: 0,
+        };
+        let (s, reps, stopped) = measure(&mut steady, 1e-9, &cfg(0.005, 60.0)).unwrap();
+        assert_eq!((reps, stopped), (1, Stopped::Stable));
+        assert_eq!(s.samples, STABLE_MIN_SAMPLES);
+
+        // the first samples (after the two launches `measure` discards) are 3 ms, then 1 ms
+        // for good: the CV falls below 5 % only once enough quiet samples dilute them
+        let mut disturbed = Sequence {
+            secs: [vec![3e-3; 5], vec![1e-3; 100_000]].concat(),
+            next: 0,
+        };
+        let (s, _, stopped) = measure(&mut disturbed, 1e-9, &cfg(0.05, 60.0)).unwrap();
+        assert_eq!(stopped, Stopped::Stable);
+        assert!(s.cv <= 0.05, "{}", s.cv);
+        assert!(s.samples > 100, "{} samples", s.samples);
+
+        // alternating 1 and 3 ms never gets below 0.5 %: the limit stops it
+        let mut noisy = Sequence {
+            secs: vec![1e-3, 3e-3],
+            next: 0,
+        };
+        let start = Instant::now();
+        let (s, _, stopped) = measure(&mut noisy, 1e-9, &cfg(0.005, 0.2)).unwrap();
+        assert_eq!(stopped, Stopped::TimeLimit);
+        assert!(s.cv > 0.3, "{}", s.cv);
+        assert!(start.elapsed().as_secs_f64() >= 0.2);
     }
 
     /// A host backend on `cpus` and the identity its rows carry.
@@ -639,7 +756,7 @@ mod tests {
             warmup_secs: 0.0,
             ..RunConfig::quick()
         };
-        let (summary, reps) = measure(&mut f, 0.001, &cfg).unwrap();
+        let (summary, reps, stopped) = measure(&mut f, 0.001, &cfg).unwrap();
         let verdict = f.verify().unwrap();
         let case = Case {
             family: crate::bench::Family::Stream,
@@ -661,6 +778,7 @@ mod tests {
             Outcome::Measured {
                 summary: &summary,
                 reps,
+                stopped,
                 verdict: &verdict,
             },
             &Conditions::default(),

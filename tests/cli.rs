@@ -72,6 +72,7 @@ fn host_run_writes_a_valid_csv_and_a_table() {
         assert_eq!(r.gflops.is_some(), r.flops > 0, "{}", r.case_id());
         assert!(r.gbps.unwrap_or(1.0) > 0.0 && r.gflops.unwrap_or(1.0) > 0.0);
         assert!(r.samples >= 3);
+        assert_eq!(r.stopped_by, "count", "{}", r.case_id());
     }
     // compute rows carry the clock the host measured
     let peak = rows.iter().find(|r| r.case_id() == "peak/fma/f32").unwrap();
@@ -236,6 +237,32 @@ fn a_loaded_machine_s_figures_are_flagged_and_exit_4() {
         .all(|r| r.other_cpus_busy.is_some_and(|c| c > 0.2)));
 }
 
+/// `--until-stable` records in each row whether the target spread was reached or the time
+/// limit came first.
+#[test]
+fn until_stable_records_why_sampling_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &str, target: &str| {
+        let out = dir.path().join(out);
+        roofprobe()
+            .args(["run", "--device", "host", "--quick", "--size", "64KiB"])
+            .args(["--filter", "stream/copy/f32", "--until-stable", target])
+            .args(["--stable-limit", "0.5", "--out"])
+            .arg(&out)
+            .assert()
+            .code(finished());
+        read_csv(&csvs(&out)[0]).unwrap().remove(0)
+    };
+    // a target any spread meets: stable after the minimum samples
+    let easy = run("easy", "100000%");
+    assert_eq!(easy.stopped_by, "stable");
+    assert_eq!(easy.samples, 10);
+    // a target no machine meets: the limit stops it
+    let hard = run("hard", "0.000001%");
+    assert_eq!(hard.stopped_by, "time_limit");
+    assert!(hard.samples >= 3);
+}
+
 #[test]
 fn an_interrupted_run_keeps_what_it_measured() {
     let dir = tempfile::tempdir().unwrap();
@@ -332,6 +359,15 @@ fn bad_input_gets_one_clear_line() {
 fn usage_errors_exit_2() {
     roofprobe().arg("frobnicate").assert().code(2);
     roofprobe().args(["run", "--bogus"]).assert().code(2);
+    // --until-stable replaces the sample count; its limit needs it
+    roofprobe()
+        .args(["run", "--until-stable", "--samples", "5"])
+        .assert()
+        .code(2);
+    roofprobe()
+        .args(["run", "--stable-limit", "3"])
+        .assert()
+        .code(2);
 }
 
 /// `roofprobe devices | head -0`: a closed stdout ends the output quietly, no panic.

@@ -126,6 +126,12 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         cfg.min_samples = cfg.min_samples.min(samples);
     }
     cfg.filter = args.filter.clone();
+    if let Some(target_cv) = args.until_stable {
+        cfg.stop = runner::Stop::UntilStable {
+            target_cv,
+            limit_secs: args.stable_limit,
+        };
+    }
     cfg.thresholds = crate::hygiene::Thresholds {
         max_cv: args.max_cv,
         min_of_theory: args.min_of_theory,
@@ -264,6 +270,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                 all_valid &= records.iter().all(|r| r.valid);
                 suspect |= crate::hygiene::any_suspect(&records);
                 write_roofline(&info, &path, &records);
+                if let Some(note) = crate::hygiene::stability(&records) {
+                    emit(&note)?;
+                }
                 if let Some(summary) = crate::hygiene::summary(&records) {
                     emit(&summary)?;
                 }
