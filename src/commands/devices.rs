@@ -3,6 +3,7 @@
 use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::host_info;
 use crate::backend::{Backend, BackendKind, DeviceInfo};
+use crate::cli::DevicesArgs;
 use crate::commands::emit;
 use crate::report::table::bytes;
 use crate::Result;
@@ -58,19 +59,77 @@ pub fn describe(info: &DeviceInfo) -> String {
     lines.join("\n")
 }
 
-pub fn devices() -> Result<i32> {
+/// A CUDA device the driver lists but that could not be opened.
+#[derive(Debug, serde::Serialize)]
+pub struct Unusable {
+    pub id: String,
+    pub error: String,
+}
+
+/// What `devices --json` prints.
+#[derive(Debug, serde::Serialize)]
+pub struct Listing {
+    /// `N devices`, `no device`, or why there is no CUDA (no driver, a driver error).
+    pub cuda: String,
+    /// Every usable CUDA device, then the host.
+    pub devices: Vec<DeviceInfo>,
+    pub unusable: Vec<Unusable>,
+}
+
+/// Every CUDA device the driver reports, then the host.
+pub fn listing() -> Listing {
+    let mut out = Listing {
+        cuda: String::new(),
+        devices: Vec::new(),
+        unusable: Vec::new(),
+    };
     match device_count() {
-        Ok(0) => emit("CUDA: the driver reports no device\n\n")?,
+        Ok(0) => out.cuda = "the driver reports no device".to_string(),
         Ok(n) => {
+            out.cuda = format!("{n} device(s)");
             for i in 0..n {
                 match CudaBackend::open(i) {
-                    Ok(b) => emit(&format!("{}\n\n", describe(b.info())))?,
-                    Err(e) => emit(&format!("cuda:{i} — unusable: {e}\n\n"))?,
+                    Ok(b) => out.devices.push(b.info().clone()),
+                    Err(e) => out.unusable.push(Unusable {
+                        id: format!("cuda:{i}"),
+                        error: e.to_string(),
+                    }),
                 }
             }
         }
-        Err(e) => emit(&format!("CUDA: none ({e})\n\n"))?,
+        Err(e) => out.cuda = format!("none ({e})"),
     }
-    emit(&format!("{}\n", describe(&host_info())))?;
+    out.devices.push(host_info());
+    out
+}
+
+pub fn devices(args: &DevicesArgs) -> Result<i32> {
+    let listing = listing();
+    if args.json {
+        let text = serde_json::to_string_pretty(&listing)
+            .map_err(|e| crate::Error::Internal(format!("serialising the device list: {e}")))?;
+        emit(&format!("{text}\n"))?;
+        return Ok(0);
+    }
+    let gpus = listing
+        .devices
+        .iter()
+        .filter(|d| d.backend == BackendKind::Cuda);
+    if gpus.clone().next().is_none() && listing.unusable.is_empty() {
+        emit(&format!("CUDA: {}\n\n", listing.cuda))?;
+    }
+    for d in gpus {
+        emit(&format!("{}\n\n", describe(d)))?;
+    }
+    for u in &listing.unusable {
+        emit(&format!("{} — unusable: {}\n\n", u.id, u.error))?;
+    }
+    for d in listing
+        .devices
+        .iter()
+        .filter(|d| d.backend == BackendKind::Host)
+    {
+        emit(&format!("{}\n", describe(d)))?;
+    }
     Ok(0)
 }

@@ -10,7 +10,7 @@ use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::HostBackend;
 use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
 use crate::calibration::Calibration;
-use crate::cli::{parse_bytes, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
+use crate::cli::{parse_device, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
 use crate::commands::emit;
 use crate::commands::report::write_calibration_and_svg;
 use crate::commands::{hostname, slug};
@@ -62,14 +62,12 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
             Ok(t)
         }
         other => {
+            // `--device` was parsed by clap; this is for callers of the library
+            parse_device(other).map_err(Error::Usage)?;
             let index = other
                 .strip_prefix("cuda:")
                 .and_then(|i| i.parse::<usize>().ok())
-                .ok_or_else(|| {
-                    Error::Usage(format!(
-                        "unknown device `{other}`; use auto, host, all or cuda:N (see `roofprobe devices`)"
-                    ))
-                })?;
+                .ok_or_else(|| Error::Usage(format!("`{other}` is no CUDA device index")))?;
             Ok(vec![Target::Cuda(index)])
         }
     }
@@ -113,15 +111,11 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     } else {
         RunConfig::full()
     };
-    if let Some(size) = &args.size {
-        cfg.size = SizeRequest::BytesPerArray(parse_bytes(size).map_err(Error::Usage)?);
+    if let Some(bytes) = args.size {
+        cfg.size = SizeRequest::BytesPerArray(bytes);
     }
+    // clap has checked it is at least 2
     if let Some(samples) = args.samples {
-        if samples < 2 {
-            return Err(Error::Usage(
-                "--samples must be at least 2 (a spread needs two points)".into(),
-            ));
-        }
         cfg.samples = samples;
         cfg.min_samples = cfg.min_samples.min(samples);
     }
@@ -182,8 +176,11 @@ fn measure_device(
                     bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
                     bar.set_length(cases.len() as u64);
                     bar.set_style(
-                        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
-                            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                        // indicatif's ETA: the cases left at the mean pace of those done
+                        ProgressStyle::with_template(
+                            "{bar:30} {pos}/{len} {elapsed}, ETA {eta} {msg}",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
                     );
                 }
                 if cases.is_empty() {

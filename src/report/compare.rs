@@ -333,30 +333,78 @@ pub struct CompareRow<'a> {
 pub fn csv(runs: &[Run]) -> Vec<u8> {
     let lines = lines(runs);
     let mut w = csv::Writer::from_writer(Vec::new());
-    for line in &lines {
-        for (i, (cell, run)) in line.cells.iter().zip(runs).enumerate() {
-            let cal = &run.calibration;
-            w.serialize(CompareRow {
-                section: line.section,
-                key: &line.key,
-                unit: line.unit,
-                run: letter(i),
-                run_id: &cal.run.run_id,
-                device_name: &cal.device.name,
-                microarch: &cal.device.identity.microarch,
-                isa: &cal.device.identity.isa,
-                uuid: &cal.device.identity.uuid,
-                host: &cal.device.host,
-                measured: cell.measured,
-                spec: cell.spec,
-                status: &cell.status,
-                ratio_to_a: line.ratio(i),
-                spec_ratio_to_a: line.spec_ratio(i),
-            })
-            .expect("serialising to memory cannot fail");
-        }
+    for row in rows(&lines, runs) {
+        w.serialize(row).expect("serialising to memory cannot fail");
     }
     w.into_inner().expect("flushing to memory cannot fail")
+}
+
+/// One run as `compare --json` describes it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunEntry<'a> {
+    /// `A`, `B`, … as in the table.
+    pub run: String,
+    pub title: String,
+    pub run_id: &'a str,
+    pub device: &'a crate::calibration::Device,
+    pub spec: &'a crate::specs::SpecBasis,
+    /// `false` for a calibration JSON, which has ceilings but no cases.
+    pub has_cases: bool,
+}
+
+/// The comparison as JSON: the runs, and the same rows as [`csv`].
+pub fn json(runs: &[Run]) -> String {
+    let entries: Vec<RunEntry> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| RunEntry {
+            run: letter(i),
+            title: run.calibration.title(),
+            run_id: &run.calibration.run.run_id,
+            device: &run.calibration.device,
+            spec: &run.calibration.spec,
+            has_cases: run.records.is_some(),
+        })
+        .collect();
+    let lines = lines(runs);
+    let rows: Vec<CompareRow> = rows(&lines, runs).collect();
+    let mut text = serde_json::to_string_pretty(&serde_json::json!({
+        "runs": entries,
+        "rows": rows,
+    }))
+    .expect("serialising to memory cannot fail");
+    text.push('\n');
+    text
+}
+
+/// The tidy rows of the comparison: a line of it for one run each.
+fn rows<'a>(lines: &'a [Line], runs: &'a [Run]) -> impl Iterator<Item = CompareRow<'a>> {
+    lines.iter().flat_map(move |line| {
+        line.cells
+            .iter()
+            .zip(runs)
+            .enumerate()
+            .map(move |(i, (cell, run))| {
+                let cal = &run.calibration;
+                CompareRow {
+                    section: line.section,
+                    key: &line.key,
+                    unit: line.unit,
+                    run: letter(i),
+                    run_id: &cal.run.run_id,
+                    device_name: &cal.device.name,
+                    microarch: &cal.device.identity.microarch,
+                    isa: &cal.device.identity.isa,
+                    uuid: &cal.device.identity.uuid,
+                    host: &cal.device.host,
+                    measured: cell.measured,
+                    spec: cell.spec,
+                    status: &cell.status,
+                    ratio_to_a: line.ratio(i),
+                    spec_ratio_to_a: line.spec_ratio(i),
+                }
+            })
+    })
 }
 
 #[cfg(test)]
@@ -509,6 +557,25 @@ mod tests {
         let csv = String::from_utf8(csv(&runs)).unwrap();
         assert!(csv.contains(",AMD EPYC,Zen 5,AVX-512F,,vm,"), "{csv}");
         assert!(csv.contains(",AMD EPYC,Zen 3,AVX2+FMA,,vm,"), "{csv}");
+    }
+
+    #[test]
+    fn json_has_the_runs_and_the_csv_rows() {
+        let runs = two_runs();
+        let v: serde_json::Value = serde_json::from_str(&json(&runs)).unwrap();
+        assert_eq!(v["runs"][1]["run"], "B");
+        assert_eq!(v["runs"][1]["device"]["name"], "NVIDIA GeForce RTX 3090");
+        assert_eq!(v["runs"][1]["device"]["identity"]["isa"], "sm_86");
+        assert_eq!(v["runs"][0]["has_cases"], true);
+        let rows = v["rows"].as_array().unwrap();
+        let csv_rows = String::from_utf8(csv(&runs)).unwrap().lines().count() - 1;
+        assert_eq!(rows.len(), csv_rows);
+        let copy_b = rows
+            .iter()
+            .find(|r| r["key"] == "stream/copy/f32" && r["run"] == "B")
+            .unwrap();
+        assert_eq!(copy_b["ratio_to_a"], 2.0);
+        assert_eq!(copy_b["status"], "ok");
     }
 
     #[test]
