@@ -667,7 +667,7 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
         extra.push(("shared memory per SM".to_string(), format!("{s} bytes")));
     }
     let uuid = guard("reading the device UUID", || ctx.uuid())
-        .map(|uuid| format_uuid(&uuid.bytes.map(|b| b as u8)))
+        .map(|uuid| format_uuid(&c_bytes(uuid.bytes)))
         .unwrap_or_default();
     let driver_version = nvml().and_then(|n| quietly(|| n.sys_driver_version().ok()).ok()?);
     let driver = match (driver_cuda_version(), driver_version) {
@@ -715,6 +715,13 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
         extra,
     };
     Ok((info, cc))
+}
+
+/// A C `char` array as bytes: `c_char` is `i8` on x86_64 and `u8` on aarch64, where the cast
+/// does nothing.
+#[allow(clippy::unnecessary_cast)]
+fn c_bytes<const N: usize>(chars: [std::ffi::c_char; N]) -> [u8; N] {
+    chars.map(|c| c as u8)
 }
 
 /// The architecture of a compute capability, as NVIDIA's CUDA C++ Programming Guide
