@@ -96,16 +96,17 @@ impl Flag {
 }
 
 impl std::fmt::Display for Flag {
+    /// `name(value)`, as the `flags` column writes it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {
-            Flag::HighCv(cv) => write!(f, "high_cv({:.1}%)", cv * 100.0),
-            Flag::BelowTheory(x) => write!(f, "below_theory({:.1}%)", x * 100.0),
-            Flag::AboveRoof(x) => write!(f, "above_roof({:.1}%)", x * 100.0),
-            Flag::BusyHost(cpus) => write!(f, "busy_host({cpus:.2} CPUs)"),
-            Flag::BusyGpu(n) => {
-                write!(f, "busy_gpu({n} process{})", if n == 1 { "" } else { "es" })
+        let value = match *self {
+            Flag::HighCv(x) | Flag::BelowTheory(x) | Flag::AboveRoof(x) => {
+                format!("{:.1}%", x * 100.0)
             }
-        }
+            Flag::BusyHost(cpus) => format!("{cpus:.2} CPUs"),
+            Flag::BusyGpu(1) => "1 process".to_string(),
+            Flag::BusyGpu(n) => format!("{n} processes"),
+        };
+        write!(f, "{}({value})", self.name())
     }
 }
 

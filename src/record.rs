@@ -492,14 +492,16 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
         .map(str::to_string)
         .collect();
     // A file of the schema before has its header less the columns added since.
-    let header_1: Vec<String> = header()
-        .into_iter()
+    let current = header();
+    let header_1: Vec<String> = current
+        .iter()
         .filter(|c| !ADDED_IN_2.contains(&c.as_str()))
+        .cloned()
         .collect();
     let (expected, schema) = if found == header_1 {
         (header_1, SCHEMA_1)
     } else {
-        (header(), SCHEMA)
+        (current, SCHEMA)
     };
     if found != expected {
         let missing: Vec<&str> = expected
