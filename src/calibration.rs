@@ -16,7 +16,7 @@
 //!
 //! This module must not measure, print or look at anything but its inputs.
 
-use crate::backend::BackendKind;
+use crate::backend::{BackendKind, Identity};
 use crate::bench::{Family, Precision};
 use crate::record::Record;
 use crate::roofline::{self, ComputeCeiling, MemoryCeiling, MemoryLevel, Point, RidgePoint};
@@ -50,6 +50,11 @@ pub struct Device {
     /// The machine it is in.
     #[serde(default)]
     pub host: String,
+    /// What tells it from another device of the same name: CPU vendor, family, model,
+    /// microarchitecture and ISA; a GPU's UUID, PCI bus id, VBIOS, ECC and MIG modes, power
+    /// limit and application clocks (the CSV's identity columns; empty where unknown).
+    #[serde(default)]
+    pub identity: Identity,
 }
 
 /// When and from what the calibration was measured.
@@ -157,6 +162,10 @@ pub struct Calibration {
     /// Rows that contributed no number (`case: status`).
     #[serde(default)]
     pub excluded: Vec<String>,
+    /// Valid rows whose figure is suspect (`case: flags`, see [`crate::hygiene`]): they count
+    /// in the fit, but a ceiling or point they set is not to be trusted without a rerun.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspect: Vec<String>,
     /// Sections added by later suites (`latency`, `host_link`, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
@@ -222,6 +231,7 @@ impl Calibration {
                 units: first.units,
                 driver: first.driver.clone(),
                 host: first.host.clone(),
+                identity: first.identity(),
             },
             run: RunInfo {
                 run_id: first.run_id.clone(),
@@ -245,6 +255,11 @@ impl Calibration {
             ridge_points: fit.ridge_points,
             points: fit.points,
             excluded: fit.excluded,
+            suspect: records
+                .iter()
+                .filter(|r| r.valid && !r.flags.is_empty())
+                .map(|r| format!("{}: {}", r.case_id(), r.flags))
+                .collect(),
             extensions: BTreeMap::new(),
         })
     }
@@ -360,14 +375,30 @@ impl Calibration {
         Some(self.peak_gflops(family, precision)? / self.dram_gbps()?)
     }
 
-    /// `NVIDIA H200 (cuda:0) on lab, 2026-01-01`: how plots and tables name the device.
+    /// Whether the row that set a ceiling or point (`case`) was flagged as suspect.
+    pub fn is_suspect(&self, case: &str) -> bool {
+        self.suspect
+            .iter()
+            .any(|s| s.split_once(": ").is_some_and(|(c, _)| c == case))
+    }
+
+    /// `NVIDIA H200 (cuda:0, GPU-5a1c2b3d) on lab, 2026-01-01`, `AMD EPYC (host CPU, Zen 4,
+    /// AVX-512F) on vm, 2026-11-30`: how plots and tables name the device, with enough of its
+    /// identity that two machines of one name do not read as one.
     pub fn title(&self) -> String {
         let date = self.run.first_utc.get(..10).unwrap_or_default();
-        let backend = match self.device.backend {
-            BackendKind::Host => ", host CPU",
-            BackendKind::Cuda => "",
-        };
-        let mut t = format!("{} ({}{backend})", self.device.name, self.device.id);
+        let identity = &self.device.identity;
+        let mut labels = vec![match self.device.backend {
+            BackendKind::Host => "host CPU".to_string(),
+            BackendKind::Cuda => self.device.id.clone(),
+        }];
+        match self.device.backend {
+            BackendKind::Host => labels.extend([identity.cpu_phrase(), identity.isa.clone()]),
+            // The UUID's first group is unique enough to tell GPUs apart in a title.
+            BackendKind::Cuda => labels.push(identity.uuid.chars().take(12).collect()),
+        }
+        labels.retain(|l| !l.is_empty());
+        let mut t = format!("{} ({})", self.device.name, labels.join(", "));
         if !self.device.host.is_empty() {
             t.push_str(&format!(" on {}", self.device.host));
         }

@@ -1,7 +1,9 @@
 //! The command line (clap derive) and its dispatch to [`crate::commands`].
 //!
-//! Exit codes: 0 all measurements valid; 1 an error (printed as one `error: …` line);
-//! 2 a usage error (clap's); 3 the run finished but at least one case was invalid or failed.
+//! Exit codes: 0 all measurements valid and none suspect; 1 an error (printed as one `error: …`
+//! line); 2 a usage error (clap's: an unknown command or option, or a value not of its form);
+//! 3 the run finished but at least one case was invalid or failed; 4 the run finished, every
+//! case valid, but some figures are suspect (flagged, see [`crate::hygiene`]).
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -9,12 +11,17 @@ use std::path::PathBuf;
 /// Exit code of a run that completed with at least one invalid or failed case.
 pub const EXIT_INVALID: i32 = 3;
 
+/// Exit code of a run that completed with every case valid but some figures suspect (their rows'
+/// `flags` say why). An invalid case outranks it: such a run exits [`EXIT_INVALID`].
+pub const EXIT_SUSPECT: i32 = 4;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "roofprobe",
     version,
     about = "Measures what a GPU (or, without one, the host CPU) really delivers, validated, to CSV",
-    after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 a measurement was invalid or failed."
+    after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 a measurement was invalid or failed, \
+                  4 every measurement valid but some figures suspect (see the flags column)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -26,7 +33,7 @@ pub enum Command {
     /// Measure this machine: every CUDA GPU found, else the host CPU; write a CSV per device.
     Run(RunArgs),
     /// List the CUDA devices and the host CPU.
-    Devices,
+    Devices(DevicesArgs),
     /// Show the vendor spec table: every entry, one (`specs "RTX 3090"`), or two side by side
     /// (`specs --compare "RTX 3090" "A100 80GB SXM4"`). Needs no GPU.
     Specs(SpecsArgs),
@@ -38,6 +45,21 @@ pub enum Command {
     Compare(CompareArgs),
     /// Regenerate table, roofline SVG and calibration JSON from results CSVs alone.
     Report(ReportArgs),
+    /// Print a completion script for a shell: `roofprobe completions bash > roofprobe.bash`.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DevicesArgs {
+    /// Print JSON instead of text: `{"cuda": …, "devices": […], "unusable": […]}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, clap::Args)]
@@ -49,6 +71,9 @@ pub struct SpecsArgs {
     /// Two devices side by side, with B/A ratios.
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub compare: Option<Vec<String>>,
+    /// Print JSON instead of text: figures as numbers, blanks as null.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -84,6 +109,9 @@ pub struct CompareArgs {
     /// Also write the comparison as tidy CSV to this new file.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Print JSON instead of the table: the runs, and the comparison's rows as `--csv` has them.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -100,7 +128,7 @@ pub struct ReportArgs {
 pub struct RunArgs {
     /// Which device: `auto` (every CUDA GPU, else the host), `host`, `cuda:N`, or `all`
     /// (every CUDA GPU and the host).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = parse_device)]
     pub device: String,
     /// Fewer samples per case (same cases, same sizes).
     #[arg(long)]
@@ -108,28 +136,99 @@ pub struct RunArgs {
     /// Folder for the results files (created if missing; files are never overwritten).
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
-    /// Bytes per array for the DRAM cases, e.g. `268435456`, `256MiB`, `1GiB`. Default: the
+    /// Bytes per array for the DRAM cases, e.g. `268435456`, `256MiB`, `1.5GiB`. Default: the
     /// larger of 4× the last-level cache and 256 MiB, reduced (and said so) to fit free memory.
-    #[arg(long)]
-    pub size: Option<String>,
-    /// Most timed samples per case.
-    #[arg(long)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub size: Option<u64>,
+    /// Most timed samples per case (at least 2: a spread needs two points).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..))]
     pub samples: Option<u32>,
+    /// Sample each case until the CV of its samples falls to this, in percent (0.5% when given
+    /// without a value, as nvbench), or --stable-limit passes; each row's `stopped_by` says
+    /// which. Replaces the fixed sample count.
+    #[arg(
+        long,
+        value_name = "PERCENT",
+        num_args = 0..=1,
+        default_missing_value = "0.5%",
+        value_parser = parse_percent,
+        conflicts_with = "samples"
+    )]
+    pub until_stable: Option<f64>,
+    /// With --until-stable: the most seconds a case samples before it stops unsettled.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "15",
+        value_parser = parse_seconds,
+        requires = "until_stable"
+    )]
+    pub stable_limit: f64,
     /// Run only cases whose id (`family/kernel/precision`) contains this text; repeatable.
     #[arg(long)]
     pub filter: Vec<String>,
+    /// Flag a figure whose CV (spread of its per-launch times) is above this, in percent.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub max_cv: f64,
+    /// Flag a peak below this share of its theoretical peak at the clock it ran at, in percent.
+    #[arg(long, value_name = "PERCENT", default_value = "80%", value_parser = parse_percent)]
+    pub min_of_theory: f64,
+    /// Flag a host figure during which other processes used more than this share of the CPU
+    /// time of the CPUs it ran on, in percent.
+    #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = parse_percent)]
+    pub max_other_load: f64,
 }
 
-/// Parses a byte count with an optional unit: `4096`, `64K`, `256MiB`, `1G`, `2GB`.
+/// Parses a duration in seconds, `15` or `15s`, `0.5s`; it must be above 0.
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    let number = s.trim().trim_end_matches('s').trim();
+    match number.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(secs),
+        _ => Err(format!(
+            "`{s}` is not a time above 0 in seconds; write e.g. 15 or 2.5s"
+        )),
+    }
+}
+
+/// Parses a percentage, `5%` or `5`, `0.5%`, into a fraction (0.05); it must be above 0.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let number = s.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(p) if p.is_finite() && p > 0.0 => Ok(p / 100.0),
+        Ok(_) => Err(format!("`{s}` must be a percentage above 0")),
+        Err(_) => Err(format!("`{s}` is not a percentage; write e.g. 5% or 0.5%")),
+    }
+}
+
+/// Parses `--device`: `auto`, `host`, `all` or `cuda:N`. Whether `cuda:N` exists is for the run
+/// to find out.
+pub fn parse_device(s: &str) -> Result<String, String> {
+    let cuda = s
+        .strip_prefix("cuda:")
+        .is_some_and(|i| i.bytes().all(|b| b.is_ascii_digit()) && i.parse::<usize>().is_ok());
+    if cuda || matches!(s, "auto" | "host" | "all") {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown device `{s}`; use auto, host, all or cuda:N (see `roofprobe devices`)"
+        ))
+    }
+}
+
+/// Parses a byte count with an optional unit: `4096`, `64K`, `256MiB`, `1.5GiB`, `1G`, `2GB`.
 /// Binary units (K, M, G, T with or without `iB`) are powers of 1024; `KB`, `MB`, `GB`, `TB`
-/// are powers of 1000.
+/// are powers of 1000. A fractional count is rounded down to whole bytes.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("`{s}` is not a byte count; write e.g. 268435456, 256MiB or 1GiB"))?;
+    let not_a_count =
+        || format!("`{s}` is not a byte count; write e.g. 268435456, 256MiB or 1.5GiB");
+    if digits.is_empty() || digits.starts_with('.') || digits.ends_with('.') {
+        return Err(not_a_count());
+    }
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "K" | "k" | "KiB" => 1 << 10,
@@ -146,9 +245,16 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
             ))
         }
     };
-    let bytes = n
-        .checked_mul(mult)
-        .ok_or_else(|| format!("`{s}` is too large"))?;
+    let bytes = match digits.parse::<u64>() {
+        // whole numbers stay exact however large
+        Ok(n) => n.checked_mul(mult),
+        Err(_) => {
+            let n: f64 = digits.parse().map_err(|_| not_a_count())?;
+            let bytes = (n * mult as f64).floor();
+            (bytes < u64::MAX as f64).then_some(bytes as u64)
+        }
+    }
+    .ok_or_else(|| format!("`{s}` is too large"))?;
     if bytes == 0 {
         return Err("the size must be at least 1 byte".to_string());
     }
@@ -159,12 +265,19 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 pub fn dispatch(cli: Cli) -> crate::Result<i32> {
     match cli.command {
         Command::Run(args) => crate::commands::run::run(&args),
-        Command::Devices => crate::commands::devices::devices(),
+        Command::Devices(args) => crate::commands::devices::devices(&args),
         Command::Specs(args) => crate::commands::specs::specs(&args),
         Command::Export(args) => crate::commands::export::export(&args),
         Command::Plot(args) => crate::commands::plot::plot(&args),
         Command::Compare(args) => crate::commands::compare::compare(&args),
         Command::Report(args) => crate::commands::report::report(&args),
+        Command::Completions(args) => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "roofprobe", &mut script);
+            crate::commands::emit(&String::from_utf8_lossy(&script))?;
+            Ok(0)
+        }
     }
 }
 
@@ -189,6 +302,64 @@ mod tests {
         assert!(parse_bytes("99999999999999T")
             .unwrap_err()
             .contains("too large"));
+        // fractions of a unit, rounded down to whole bytes
+        assert_eq!(parse_bytes("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_bytes("0.5K"), Ok(512));
+        assert_eq!(parse_bytes("2.5"), Ok(2));
+        assert!(parse_bytes("12XB")
+            .unwrap_err()
+            .contains("unknown unit `XB`"));
+        for bad in ["abc", "", ".5G", "1.G", "1.2.3G", "GiB"] {
+            assert!(
+                parse_bytes(bad).unwrap_err().contains("not a byte count"),
+                "{bad}"
+            );
+        }
+        assert!(parse_bytes("0.1").is_err(), "under a byte");
+        assert!(parse_bytes("1e30T").is_err());
+    }
+
+    #[test]
+    fn devices() {
+        for ok in ["auto", "host", "all", "cuda:0", "cuda:12"] {
+            assert_eq!(parse_device(ok).as_deref(), Ok(ok));
+        }
+        for bad in [
+            "gpu",
+            "cuda:",
+            "cuda:x",
+            "cuda:-1",
+            "cuda:+1",
+            "cuda:99999999999999999999999",
+            "cuda0",
+            "HOST",
+        ] {
+            assert!(
+                parse_device(bad).unwrap_err().contains("unknown device"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_seconds("15"), Ok(15.0));
+        assert_eq!(parse_seconds("2.5s"), Ok(2.5));
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("soon").is_err());
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("5%"), Ok(0.05));
+        assert_eq!(parse_percent("5"), Ok(0.05));
+        assert_eq!(parse_percent(" 0.5 %"), Ok(0.005));
+        assert!(parse_percent("0").is_err());
+        assert!(parse_percent("-3%").is_err());
+        assert!(parse_percent("NaN").is_err());
+        assert!(parse_percent("lots")
+            .unwrap_err()
+            .contains("not a percentage"));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! roofprobe: measures what a GPU (or, without one, the host CPU) really delivers.
 //!
 //! Data flows one way: a [`bench::Case`] is prepared by a [`backend::Backend`], timed and
-//! verified by the [`runner`], summarised by [`stats`], turned into a [`record::Record`] that is
-//! written to CSV at once, fitted into an empirical [`roofline`] held against the [`specs`], and
+//! verified by the [`runner`], summarised by [`stats`], turned into a [`record::Record`] (its
+//! figure flagged by [`hygiene`] when it is suspect) that is written to CSV at once, fitted into an empirical [`roofline`] held against the [`specs`], and
 //! rendered by [`report`]: table, SVG, and the [`Calibration`] JSON other estimators load.
 
 pub mod backend;
@@ -11,6 +11,7 @@ pub mod calibration;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod hygiene;
 pub mod kernels;
 pub mod record;
 pub mod report;

@@ -3,20 +3,47 @@
 //!
 //! Rows are tidy: device identity and run conditions repeat on every row, so files from many
 //! machines concatenate and `compare` can read any mix of them. Every row carries the schema
-//! version; a reader refuses rows of another schema with the file and line.
+//! version; a reader refuses rows of another schema with the file and line, except the one
+//! before ([`SCHEMA_1`]), whose files read with the columns added since left empty.
 //!
 //! An invalid or failed case keeps its row (`valid = false`, the reason in `status`) but has
 //! no figures: time, GB/s and GFLOP/s are empty, never a number.
 
-use crate::backend::{BackendKind, Conditions, DeviceInfo};
+use crate::backend::{BackendKind, Conditions, DeviceInfo, Identity};
 use crate::bench::{Case, Family, Precision, Verdict, Work};
-use crate::stats::Summary;
+use crate::stats::{Stopped, Summary};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The CSV schema this build writes and reads.
-pub const SCHEMA: &str = "roofprobe-csv/1";
+pub const SCHEMA: &str = "roofprobe-csv/2";
+
+/// The schema before, which this build still reads: its files lack the columns of
+/// [`ADDED_IN_2`], which read as empty.
+pub const SCHEMA_1: &str = "roofprobe-csv/1";
+
+/// The columns [`SCHEMA`] added to [`SCHEMA_1`]: the device's identity, why sampling stopped,
+/// the load other processes put on the machine, and the flags of a suspect figure.
+pub const ADDED_IN_2: [&str; 17] = [
+    "vendor",
+    "cpu_family",
+    "cpu_model",
+    "microarch",
+    "isa",
+    "uuid",
+    "pci_bus_id",
+    "vbios",
+    "ecc",
+    "mig",
+    "power_limit_w",
+    "app_clock_mhz",
+    "app_memory_clock_mhz",
+    "stopped_by",
+    "flags",
+    "other_cpus_busy",
+    "other_gpu_processes",
+];
 
 /// One measurement: a case on a device, its statistics, figures, validity and conditions.
 ///
@@ -44,6 +71,35 @@ pub struct Record {
     /// Memory bus width the device reports, for a theoretical DRAM figure; empty on the host.
     pub memory_bus_bits: Option<u32>,
     pub driver: String,
+    /// The device's identity ([`Identity`]): CPU vendor, family, model, microarchitecture and
+    /// the ISA the kernels ran; a GPU's UUID, PCI bus id, VBIOS, ECC and MIG modes, power
+    /// limit and application clocks. Empty where unknown or not applicable.
+    #[serde(default)]
+    pub vendor: String,
+    #[serde(default)]
+    pub cpu_family: String,
+    #[serde(default)]
+    pub cpu_model: String,
+    #[serde(default)]
+    pub microarch: String,
+    #[serde(default)]
+    pub isa: String,
+    #[serde(default)]
+    pub uuid: String,
+    #[serde(default)]
+    pub pci_bus_id: String,
+    #[serde(default)]
+    pub vbios: String,
+    #[serde(default)]
+    pub ecc: String,
+    #[serde(default)]
+    pub mig: String,
+    #[serde(default)]
+    pub power_limit_w: Option<f64>,
+    #[serde(default)]
+    pub app_clock_mhz: Option<f64>,
+    #[serde(default)]
+    pub app_memory_clock_mhz: Option<f64>,
     pub family: Family,
     pub kernel: String,
     pub precision: Precision,
@@ -60,6 +116,11 @@ pub struct Record {
     /// Launches timed back to back per sample.
     pub reps: u32,
     pub samples: u32,
+    /// Why sampling stopped: `count` (the number fixed up front), `stable` (`--until-stable`:
+    /// the CV fell to the target) or `time_limit` (it did not within the limit); empty for a
+    /// case that was not measured.
+    #[serde(default)]
+    pub stopped_by: String,
     pub time_min_s: Option<f64>,
     pub time_median_s: Option<f64>,
     pub time_mean_s: Option<f64>,
@@ -80,16 +141,28 @@ pub struct Record {
     pub valid: bool,
     /// `ok`, `invalid: …` or `error: …`.
     pub status: String,
+    /// Why a valid figure is suspect, `;`-separated (`high_cv(12.3%)`, `below_theory(48.0%)`,
+    /// `above_roof(139.0%)`, `busy_host(1.02 CPUs)`, `busy_gpu(2 processes)`; see
+    /// [`crate::hygiene`]); empty when nothing is.
+    #[serde(default)]
+    pub flags: String,
     /// SM / core clock: the one the case measured while it ran where it measures one (GPU peak,
     /// tensor and sweep kernels: `%clock64` against `%globaltimer` in their block records; host
     /// compute cases: a dependent-add chain on the same cores right after the samples), else
-    /// observed around the case (mean of before and after).
+    /// the median of NVML's readings while the samples ran, else observed around the case.
     pub clock_mhz: Option<f64>,
     pub memory_clock_mhz: Option<f64>,
     pub power_w: Option<f64>,
     pub temperature_c: Option<f64>,
     /// Throttle reasons seen, `;`-separated.
     pub throttle: String,
+    /// Host rows: CPUs' worth of time other processes (and a hypervisor) used while the case
+    /// ran, from `/proc/stat` less this process's own time.
+    #[serde(default)]
+    pub other_cpus_busy: Option<f64>,
+    /// GPU rows: compute and graphics processes on the device other than roofprobe (NVML).
+    #[serde(default)]
+    pub other_gpu_processes: Option<u32>,
     /// Launch geometry or threads, and how the size was chosen.
     pub note: String,
 }
@@ -108,6 +181,7 @@ pub enum Outcome<'a> {
     Measured {
         summary: &'a Summary,
         reps: u32,
+        stopped: Stopped,
         verdict: &'a Verdict,
     },
     /// Could not be prepared, run or checked.
@@ -127,6 +201,21 @@ impl Record {
         let d = &identity.device;
         let Work { flops, .. } = case.work;
         let bytes = case.work.bytes();
+        let Identity {
+            vendor,
+            cpu_family,
+            cpu_model,
+            microarch,
+            isa,
+            uuid,
+            pci_bus_id,
+            vbios,
+            ecc,
+            mig,
+            power_limit_w,
+            app_clock_mhz,
+            app_memory_clock_mhz,
+        } = d.identity.clone();
         let mut r = Record {
             schema: SCHEMA.to_string(),
             run_id: identity.run_id.clone(),
@@ -140,6 +229,19 @@ impl Record {
             llc_bytes: d.llc_bytes,
             memory_bus_bits: d.memory_bus_bits,
             driver: d.driver.clone(),
+            vendor,
+            cpu_family,
+            cpu_model,
+            microarch,
+            isa,
+            uuid,
+            pci_bus_id,
+            vbios,
+            ecc,
+            mig,
+            power_limit_w,
+            app_clock_mhz,
+            app_memory_clock_mhz,
             family: case.family,
             kernel: case.kernel.clone(),
             precision: case.precision,
@@ -150,6 +252,7 @@ impl Record {
             flops,
             reps: 0,
             samples: 0,
+            stopped_by: String::new(),
             time_min_s: None,
             time_median_s: None,
             time_mean_s: None,
@@ -162,21 +265,26 @@ impl Record {
             intensity: case.work.intensity(),
             valid: false,
             status: String::new(),
+            flags: String::new(),
             clock_mhz: conditions.clock_mhz,
             memory_clock_mhz: conditions.memory_clock_mhz,
             power_w: conditions.power_w,
             temperature_c: conditions.temperature_c,
             throttle: conditions.throttle.clone(),
+            other_cpus_busy: conditions.other_cpus_busy,
+            other_gpu_processes: conditions.other_gpu_processes,
             note,
         };
         match outcome {
             Outcome::Measured {
                 summary,
                 reps,
+                stopped,
                 verdict,
             } => {
                 r.reps = reps;
                 r.samples = summary.samples as u32;
+                r.stopped_by = stopped.as_str().to_string();
                 if verdict.valid {
                     let t = summary.median_secs;
                     r.valid = true;
@@ -198,6 +306,25 @@ impl Record {
             }
         }
         r
+    }
+
+    /// The device's identity, as the row records it.
+    pub fn identity(&self) -> Identity {
+        Identity {
+            vendor: self.vendor.clone(),
+            cpu_family: self.cpu_family.clone(),
+            cpu_model: self.cpu_model.clone(),
+            microarch: self.microarch.clone(),
+            isa: self.isa.clone(),
+            uuid: self.uuid.clone(),
+            pci_bus_id: self.pci_bus_id.clone(),
+            vbios: self.vbios.clone(),
+            ecc: self.ecc.clone(),
+            mig: self.mig.clone(),
+            power_limit_w: self.power_limit_w,
+            app_clock_mhz: self.app_clock_mhz,
+            app_memory_clock_mhz: self.app_memory_clock_mhz,
+        }
     }
 
     /// `family/kernel/precision[/param]`, as [`Case::id`].
@@ -241,6 +368,19 @@ fn sample_record() -> Record {
         llc_bytes: 0,
         memory_bus_bits: None,
         driver: String::new(),
+        vendor: String::new(),
+        cpu_family: String::new(),
+        cpu_model: String::new(),
+        microarch: String::new(),
+        isa: String::new(),
+        uuid: String::new(),
+        pci_bus_id: String::new(),
+        vbios: String::new(),
+        ecc: String::new(),
+        mig: String::new(),
+        power_limit_w: None,
+        app_clock_mhz: None,
+        app_memory_clock_mhz: None,
         family: Family::Stream,
         kernel: String::new(),
         precision: Precision::F32,
@@ -251,6 +391,7 @@ fn sample_record() -> Record {
         flops: 0,
         reps: 0,
         samples: 0,
+        stopped_by: String::new(),
         time_min_s: None,
         time_median_s: None,
         time_mean_s: None,
@@ -263,11 +404,14 @@ fn sample_record() -> Record {
         intensity: None,
         valid: false,
         status: String::new(),
+        flags: String::new(),
         clock_mhz: None,
         memory_clock_mhz: None,
         power_w: None,
         temperature_c: None,
         throttle: String::new(),
+        other_cpus_busy: None,
+        other_gpu_processes: None,
         note: String::new(),
     }
 }
@@ -341,13 +485,24 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
         ));
     }
     let mut reader = csv::ReaderBuilder::new().from_reader(bytes);
-    let expected = header();
     let found: Vec<String> = reader
         .headers()
         .map_err(|e| Error::parse(path, 1, format!("unreadable header: {e}")))?
         .iter()
         .map(str::to_string)
         .collect();
+    // A file of the schema before has its header less the columns added since.
+    let current = header();
+    let header_1: Vec<String> = current
+        .iter()
+        .filter(|c| !ADDED_IN_2.contains(&c.as_str()))
+        .cloned()
+        .collect();
+    let (expected, schema) = if found == header_1 {
+        (header_1, SCHEMA_1)
+    } else {
+        (current, SCHEMA)
+    };
     if found != expected {
         let missing: Vec<&str> = expected
             .iter()
@@ -394,12 +549,14 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             };
             Error::parse(path, line, what)
         })?;
-        if record.schema != SCHEMA {
+        if record.schema != schema {
             return Err(Error::parse(
                 path,
                 line,
                 format!(
-                    "schema `{}` is not supported; this roofprobe reads {SCHEMA}",
+                    "schema `{}` is not supported here; this roofprobe reads {SCHEMA} (and \
+                     {SCHEMA_1}, whose header lacks the identity columns), and this file's \
+                     header is of {schema}",
                     record.schema
                 ),
             ));
@@ -443,6 +600,7 @@ pub(crate) mod tests {
             Outcome::Measured {
                 summary: &summary,
                 reps: 4,
+                stopped: Stopped::Count,
                 verdict: &verdict,
             },
             &Conditions::default(),
@@ -491,7 +649,10 @@ pub(crate) mod tests {
         let h = header();
         assert_eq!(h[0], "schema");
         assert!(h.contains(&"gbps".to_string()));
-        assert_eq!(h.len(), 40);
+        assert_eq!(h.len(), 40 + ADDED_IN_2.len());
+        for added in ADDED_IN_2 {
+            assert!(h.iter().any(|c| c == added), "{added}");
+        }
     }
 
     #[test]
@@ -504,6 +665,45 @@ pub(crate) mod tests {
         let bytes = to_csv_bytes(&records);
         let back = parse_csv(Path::new("x.csv"), &bytes).unwrap();
         assert_eq!(back, records);
+    }
+
+    /// A file of the schema before (no identity columns) still reads, its identity empty; its
+    /// rows must say that schema.
+    #[test]
+    fn schema_1_files_still_read() {
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        let mut row = measured(&case, 1e-3, true);
+        row.schema = SCHEMA_1.into();
+        let text = String::from_utf8(to_csv_bytes(&[row.clone()])).unwrap();
+        let columns: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let values: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(columns.len(), values.len(), "no quoted commas in this row");
+        let keep: Vec<usize> = (0..columns.len())
+            .filter(|&i| !ADDED_IN_2.contains(&columns[i]))
+            .collect();
+        let pick = |fields: &[&str]| {
+            keep.iter()
+                .map(|&i| fields[i])
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let old = format!("{}\n{}\n", pick(&columns), pick(&values));
+        assert_eq!(old.lines().next().unwrap().split(',').count(), 40);
+        let back = parse_csv(Path::new("old.csv"), old.as_bytes()).unwrap();
+        let mut want = row.clone();
+        want.vendor.clear();
+        want.cpu_family.clear();
+        want.cpu_model.clear();
+        want.microarch.clear();
+        want.isa.clear();
+        want.stopped_by.clear();
+        assert_eq!(back, vec![want]);
+        // a schema-1 header with rows that claim another schema is refused
+        let claims_2 = old.replace(SCHEMA_1, SCHEMA);
+        let e = parse_csv(Path::new("old.csv"), claims_2.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("old.csv:2: schema `roofprobe-csv/2`"), "{e}");
     }
 
     #[test]

@@ -24,6 +24,12 @@
 //!   precision, measured where there is one, else spec (the point says which). A point left of
 //!   the ridge (`I × B < P`) is memory-bound, else compute-bound; `fraction_of_roof` is
 //!   measured / roof (1 = on the roof).
+//! - **Above the roof**: no point can truly exceed its roof, but two noisy measurements can
+//!   cross. A point is `above_roof` only when `fraction_of_roof > 1 + ROOF_NOISE_SPREADS × s`,
+//!   where `s = √(cv_point² + cv_roof²)` combines the point's own CV with the CV of the row that
+//!   set its roof (0 for a spec roof): within that, the crossing is noise; beyond it, one of the
+//!   two figures is not what the hardware does (the roof was measured in a slower state of the
+//!   machine, or the point was disturbed), and [`crate::hygiene`] flags the point.
 //!
 //! This module is pure: records and a spec function in, a [`Fit`] out. It must not read files,
 //! print, or look specs up itself.
@@ -151,6 +157,10 @@ pub struct Point {
     pub roof_gflops: Option<f64>,
     /// gflops / roof_gflops: 1 is on the roof.
     pub fraction_of_roof: Option<f64>,
+    /// Above the roof by more than the noise of the point and of its roof (see the module
+    /// documentation).
+    #[serde(default)]
+    pub above_roof: bool,
     /// Which ceilings made the roof (`measured DRAM, measured f32`), or what was missing.
     pub roof_basis: String,
 }
@@ -177,6 +187,11 @@ impl Fit {
             .find(|c| c.family == family && c.precision == precision)
     }
 }
+
+/// How many combined spreads (CVs) above its roof a point must be to be `above_roof`: at 2, a
+/// point on the roof whose figures vary normally crosses it that far about once in 40 (one
+/// side of a 2σ interval).
+pub const ROOF_NOISE_SPREADS: f64 = 2.0;
 
 /// A figure usable as a ceiling or a point: finite and positive.
 fn usable(x: Option<f64>) -> Option<f64> {
@@ -343,6 +358,12 @@ pub fn fit(
 
     // Points: every valid row with an intensity and an arithmetic rate.
     let dram = fit.memory(MemoryLevel::Dram);
+    // The CV of the row that set a measured ceiling (0 for a spec figure, which has none).
+    let spread_of = |case: Option<&String>| {
+        case.and_then(|c| records.iter().find(|r| r.valid && r.case_id() == *c))
+            .and_then(|r| usable(r.cv))
+            .unwrap_or(0.0)
+    };
     let mut points = Vec::new();
     for r in records.iter().filter(|r| r.valid) {
         let (Some(flop_per_byte), Some(gflops)) = (usable(r.intensity), usable(r.gflops)) else {
@@ -351,32 +372,37 @@ pub fn fit(
         if !matches!(r.family, Family::Stream | Family::Intensity) {
             continue;
         }
+        // (figure, basis, spread of the figure)
         let memory = dram.and_then(|m| {
             m.gbps
-                .map(|v| (v, "measured DRAM"))
-                .or(m.spec_gbps.map(|v| (v, "spec DRAM")))
+                .map(|v| (v, "measured DRAM", spread_of(m.case.as_ref())))
+                .or(m.spec_gbps.map(|v| (v, "spec DRAM", 0.0)))
         });
         // The compute ceiling of the point's own precision: the ALU peak (an intensity sweep
         // runs FMAs, not tensor instructions).
         let compute = fit.compute(Family::Peak, r.precision).and_then(|c| {
             c.gflops
-                .map(|v| (v, "measured"))
-                .or(c.spec_gflops.map(|v| (v, "spec")))
+                .map(|v| (v, "measured", spread_of(c.case.as_ref())))
+                .or(c.spec_gflops.map(|v| (v, "spec", 0.0)))
         });
-        let memory_roof = memory.map(|(b, _)| flop_per_byte * b);
-        let (bound, roof) = match (memory_roof, compute.map(|c| c.0)) {
-            (Some(m), Some(p)) if m < p => (Bound::Memory, Some(m)),
+        let memory_roof = memory.map(|(b, _, spread)| (flop_per_byte * b, spread));
+        let (bound, roof) = match (memory_roof, compute.map(|c| (c.0, c.2))) {
+            (Some(m), Some(p)) if m.0 < p.0 => (Bound::Memory, Some(m)),
             (Some(_), Some(p)) => (Bound::Compute, Some(p)),
             (Some(m), None) => (Bound::Memory, Some(m)),
             (None, Some(p)) => (Bound::Compute, Some(p)),
             (None, None) => (Bound::Unknown, None),
         };
         let roof_basis = match (memory, compute) {
-            (Some((_, m)), Some((_, c))) => format!("{m}, {c} {} peak", r.precision),
-            (Some((_, m)), None) => format!("{m} only: no {} compute ceiling", r.precision),
-            (None, Some((_, c))) => format!("{c} {} peak only: no DRAM ceiling", r.precision),
+            (Some((_, m, _)), Some((_, c, _))) => format!("{m}, {c} {} peak", r.precision),
+            (Some((_, m, _)), None) => format!("{m} only: no {} compute ceiling", r.precision),
+            (None, Some((_, c, _))) => {
+                format!("{c} {} peak only: no DRAM ceiling", r.precision)
+            }
             (None, None) => "no DRAM or compute ceiling".to_string(),
         };
+        let fraction_of_roof = roof.map(|(roof, _)| gflops / roof);
+        let noise = roof.map_or(0.0, |(_, spread)| usable(r.cv).unwrap_or(0.0).hypot(spread));
         points.push(Point {
             case: r.case_id(),
             family: r.family,
@@ -385,8 +411,9 @@ pub fn fit(
             flop_per_byte,
             gflops,
             bound,
-            roof_gflops: roof,
-            fraction_of_roof: roof.map(|roof| gflops / roof),
+            roof_gflops: roof.map(|(roof, _)| roof),
+            fraction_of_roof,
+            above_roof: fraction_of_roof.is_some_and(|f| f > 1.0 + ROOF_NOISE_SPREADS * noise),
             roof_basis,
         });
     }
@@ -435,6 +462,20 @@ pub(crate) mod tests {
             llc_bytes: 40 << 20,
             memory_bus_bits: Some(5120),
             driver: "CUDA 12.4, driver 550.54.15".into(),
+            // what describe() reads without NVML
+            vendor: "NVIDIA".into(),
+            cpu_family: String::new(),
+            cpu_model: String::new(),
+            microarch: "Ampere".into(),
+            isa: "sm_80".into(),
+            uuid: String::new(),
+            pci_bus_id: String::new(),
+            vbios: String::new(),
+            ecc: String::new(),
+            mig: String::new(),
+            power_limit_w: None,
+            app_clock_mhz: None,
+            app_memory_clock_mhz: None,
             family,
             kernel: kernel.into(),
             precision,
@@ -446,6 +487,7 @@ pub(crate) mod tests {
             flops,
             reps: 10,
             samples: 10,
+            stopped_by: if valid { "count" } else { "" }.into(),
             time_min_s: valid.then_some(secs * 0.99),
             time_median_s: valid.then_some(secs),
             time_mean_s: valid.then_some(secs),
@@ -462,11 +504,14 @@ pub(crate) mod tests {
             } else {
                 "invalid: [0] is NaN, should be 1".into()
             },
+            flags: String::new(),
             clock_mhz: Some(1410.0),
             memory_clock_mhz: Some(1593.0),
             power_w: Some(300.0),
             temperature_c: Some(60.0),
             throttle: String::new(),
+            other_cpus_busy: None,
+            other_gpu_processes: Some(0),
             note: String::new(),
         }
     }
@@ -746,6 +791,45 @@ pub(crate) mod tests {
         assert_eq!(p.roof_basis, "measured DRAM only: no f32 compute ceiling");
         // only the tensor ceiling (no DRAM pair for it lacks nothing) gives a ridge
         assert!(fit.ridge_points.iter().all(|r| r.family == Family::Tensor));
+    }
+
+    /// A point above its roof is `above_roof` only beyond the noise of its own figure and of the
+    /// row that set the roof: 2 × √(cv² + cv_roof²).
+    #[test]
+    fn above_the_roof_means_beyond_the_noise() {
+        let case = "intensity/fma_chain/f32/16";
+        // the point at `fraction` of its roof, with CV `cv`; the DRAM row (triad) has CV 1 %
+        let placed = |fraction: f64, cv: f64| {
+            let mut rows = synthetic_run();
+            let roof = fit(&rows, &a100_like_spec)
+                .points
+                .iter()
+                .find(|p| p.case == case)
+                .and_then(|p| p.roof_gflops)
+                .unwrap();
+            let r = rows.iter_mut().find(|r| r.case_id() == case).unwrap();
+            r.gflops = Some(fraction * roof);
+            r.cv = Some(cv);
+            let fit = fit(&rows, &a100_like_spec);
+            let p = fit.points.into_iter().find(|p| p.case == case).unwrap();
+            assert!(close(p.fraction_of_roof, fraction), "{p:?}");
+            p.above_roof
+        };
+        // 139 % of the roof, as on the loaded machine of the issue, with 1 % CVs: above
+        assert!(placed(1.39, 0.01));
+        // the same with a CV of 30 %: within the noise (and the CV itself is flagged)
+        assert!(!placed(1.39, 0.30));
+        // 2 × √(0.01² + 0.01²) = 2.83 %: 102 % is noise, 104 % is not
+        assert!(!placed(1.02, 0.01));
+        assert!(placed(1.04, 0.01));
+        // on or below the roof never is
+        assert!(!placed(1.0, 0.0));
+        assert!(!placed(0.5, 0.0));
+        // the synthetic sweep at 90 % is not
+        assert!(fit(&synthetic_run(), &a100_like_spec)
+            .points
+            .iter()
+            .all(|p| !p.above_roof));
     }
 
     #[test]

@@ -12,13 +12,31 @@
 //! No row measures more than its theory: a figure above [`THEORY_TOLERANCE`] × the theoretical
 //! peak at the clock the row records is invalid (see [`check_against_theory`]), on every backend.
 //!
+//! `--until-stable` ([`Stop::UntilStable`]) samples instead until the CV of the samples kept
+//! falls to a target (at least [`STABLE_MIN_SAMPLES`] of them), or a time limit passes, and the
+//! row records which (`stopped_by`). This is nvbench's `stdrel` stopping criterion (relative
+//! standard deviation, 0.5 % and 15 s by default there too), on all samples kept rather than a
+//! window, so the CV the row reports is the one the criterion saw.
+//!
+//! Each valid row is judged before it is written ([`crate::hygiene`]): its spread, its share of
+//! theory, its place under the roof of the run so far (the STREAM and peak cases that set the
+//! roof run before the sweep's points on both backends), and the load others put on the
+//! machine while it ran; what is suspect goes in its `flags`.
+//!
+//! Conditions (clocks, power, temperature, throttling) are read from a thread of their own while
+//! a case's samples run, where the backend has a probe ([`crate::sampler`]).
+//!
 //! The runner does not print: it reports progress through a callback, and the caller decides.
 
 use crate::backend::{Backend, Conditions, PlannedCase, PreparedCase, SizeRequest};
 use crate::bench::{Case, Verdict};
+use crate::calibration::Calibration;
+use crate::hygiene::{self, Thresholds};
 use crate::record::{Outcome, Record, RunIdentity};
+use crate::roofline::Point;
 use crate::sampler::{self, Sampler};
-use crate::stats::Summary;
+use crate::specs::DeviceAttributes;
+use crate::stats::{RunningCv, Stopped, Summary};
 use crate::Result;
 use std::time::Instant;
 
@@ -36,7 +54,25 @@ pub struct RunConfig {
     pub size: SizeRequest,
     /// Keep only cases whose id contains one of these (empty: every case).
     pub filter: Vec<String>,
+    /// When a valid figure is flagged as suspect.
+    pub thresholds: Thresholds,
+    /// When a case stops sampling.
+    pub stop: Stop,
 }
+
+/// When a case stops sampling.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stop {
+    /// After a count fixed up front: as many samples as fit the case budget, within
+    /// `min_samples ..= samples`.
+    Count,
+    /// When the CV of the samples is at most `target_cv` (after [`STABLE_MIN_SAMPLES`]), or
+    /// `limit_secs` of sampling have passed (and at least `min_samples`).
+    UntilStable { target_cv: f64, limit_secs: f64 },
+}
+
+/// Fewest samples whose CV `--until-stable` trusts (nvbench's default minimum too).
+pub const STABLE_MIN_SAMPLES: usize = 10;
 
 impl RunConfig {
     /// The default run.
@@ -48,6 +84,8 @@ impl RunConfig {
             case_budget_secs: 2.0,
             size: SizeRequest::Auto,
             filter: Vec::new(),
+            thresholds: Thresholds::default(),
+            stop: Stop::Count,
         }
     }
 
@@ -112,12 +150,13 @@ pub fn now_utc() -> String {
         .to_string()
 }
 
-/// Times one prepared case under `cfg`. Returns the summary of per-launch times and `reps`.
+/// Times one prepared case under `cfg`. Returns the summary of per-launch times, `reps` and
+/// why sampling stopped.
 pub fn measure(
     prepared: &mut dyn PreparedCase,
     min_sample_secs: f64,
     cfg: &RunConfig,
-) -> Result<(Summary, u32)> {
+) -> Result<(Summary, u32, Stopped)> {
     // First launch: module load, JIT, first page faults. Not a sample.
     prepared.run(1)?;
     let single = prepared.run(1)?;
@@ -135,19 +174,46 @@ pub fn measure(
             break;
         }
     }
-    let per_sample = (single * reps as f64).max(1e-9);
-    let wanted = (cfg.case_budget_secs / per_sample).floor();
-    let samples = (wanted as u32).clamp(cfg.min_samples.max(2), cfg.samples.max(2));
-    let mut times = Vec::with_capacity(samples as usize);
-    for _ in 0..samples {
-        times.push(prepared.run(reps)? / reps as f64);
-    }
+    let mut times = Vec::new();
+    let stopped = match cfg.stop {
+        Stop::Count => {
+            let per_sample = (single * reps as f64).max(1e-9);
+            let wanted = (cfg.case_budget_secs / per_sample).floor();
+            let samples = (wanted as u32).clamp(cfg.min_samples.max(2), cfg.samples.max(2));
+            for _ in 0..samples {
+                times.push(prepared.run(reps)? / reps as f64);
+            }
+            Stopped::Count
+        }
+        Stop::UntilStable {
+            target_cv,
+            limit_secs,
+        } => {
+            let start = Instant::now();
+            let mut spread = RunningCv::default();
+            loop {
+                let secs = prepared.run(reps)? / reps as f64;
+                times.push(secs);
+                spread.push(secs);
+                if times.len() >= STABLE_MIN_SAMPLES
+                    && spread.cv().is_some_and(|cv| cv <= target_cv)
+                {
+                    break Stopped::Stable;
+                }
+                if times.len() >= cfg.min_samples.max(2) as usize
+                    && start.elapsed().as_secs_f64() >= limit_secs
+                {
+                    break Stopped::TimeLimit;
+                }
+            }
+        }
+    };
     let summary = Summary::from_secs(&times).map_err(|e| {
         crate::Error::Internal(format!(
             "{e}; the device clock returned an impossible time, rerun or report a bug"
         ))
     })?;
-    Ok((summary, reps))
+    Ok((summary, reps, stopped))
 }
 
 /// The cases a run of `backend` under `cfg` will measure, sized and filtered. Fails before
@@ -158,6 +224,15 @@ pub fn plan(backend: &dyn Backend, cfg: &RunConfig) -> Result<Vec<PlannedCase>> 
         .into_iter()
         .filter(|p| cfg.keeps(&p.case))
         .collect())
+}
+
+/// A row's place on the roofline of the run so far (its earlier rows and itself), if it is a
+/// point: the roof it is judged against is the one the run had measured when it ran.
+fn roof_point(earlier: &[Record], row: &Record, attributes: &DeviceAttributes) -> Option<Point> {
+    let rows: Vec<Record> = earlier.iter().chain([row]).cloned().collect();
+    let calibration = Calibration::from_records(&rows, Some(attributes.clone())).ok()?;
+    let id = row.case_id();
+    calibration.points.into_iter().find(|p| p.case == id)
 }
 
 /// Runs the planned cases on one backend, handing each row to `sink` as soon as it exists.
@@ -175,6 +250,7 @@ pub fn run(
     on_event(Event::Planned { cases: planned });
     let min_sample_secs = backend.min_sample_secs();
     let probe = backend.condition_probe();
+    let attributes = DeviceAttributes::from_info(backend.info());
     let mut records = Vec::with_capacity(planned.len());
     for PlannedCase { case, note } in planned {
         on_event(Event::Started { case });
@@ -188,26 +264,31 @@ pub fn run(
             let sampler = probe.clone().map(|p| Sampler::start(p, sampler::PERIOD));
             let measured = measure(prepared.as_mut(), min_sample_secs, cfg);
             during = sampler.map(Sampler::finish).unwrap_or_default();
-            let (summary, reps) = measured?;
+            let (summary, reps, stopped) = measured?;
             let verdict = prepared.verify()?;
             observed_clock_mhz = prepared.clock_mhz();
             // Every theoretical peak is proportional to the clock: take it per MHz now, and
             // scale it by whichever clock is recorded below.
             theory_per_mhz = prepared.theory_gflops(1.0);
-            Ok((summary, reps, verdict, prepared.launch_note()))
+            Ok((summary, reps, stopped, verdict, prepared.launch_note()))
         });
         let after = backend.conditions();
+        let around = Conditions::merge(&before, &after);
         let mut conditions = if during.is_empty() {
-            Conditions::merge(&before, &after)
+            around
         } else {
-            sampler::summarise(&during)
+            // the readings during the samples, and what only a before/after pair can tell
+            let mut c = sampler::summarise(&during);
+            c.other_cpus_busy = around.other_cpus_busy;
+            c.other_gpu_processes = c.other_gpu_processes.max(around.other_gpu_processes);
+            c
         };
         // A clock the case measured itself, while it ran, beats one read around it.
         conditions.clock_mhz = observed_clock_mhz.or(conditions.clock_mhz);
         let theory_gflops = theory_per_mhz
             .zip(conditions.clock_mhz)
             .map(|(per_mhz, mhz)| per_mhz * mhz);
-        if let (Ok((summary, _, verdict, _)), Some(theory), Some(mhz)) =
+        if let (Ok((summary, _, _, verdict, _)), Some(theory), Some(mhz)) =
             (&mut result, theory_gflops, conditions.clock_mhz)
         {
             if verdict.valid && case.work.flops > 0 {
@@ -221,13 +302,14 @@ pub fn run(
             _ => format!("{a}; {b}"),
         };
         let record = match &result {
-            Ok((summary, reps, verdict, launch)) => Record::new(
+            Ok((summary, reps, stopped, verdict, launch)) => Record::new(
                 identity,
                 timestamp,
                 case,
                 Outcome::Measured {
                     summary,
                     reps: *reps,
+                    stopped: *stopped,
                     verdict,
                 },
                 &conditions,
@@ -247,6 +329,9 @@ pub fn run(
         let mut record = record;
         if record.valid {
             record.theory_gflops = theory_gflops;
+            let point = roof_point(&records, &record, &attributes);
+            record.flags =
+                hygiene::column(&hygiene::judge(&record, point.as_ref(), &cfg.thresholds));
         }
         sink(&record)?;
         on_event(Event::Finished { record: &record });
@@ -324,6 +409,7 @@ mod tests {
             power_w: Some(90.0),
             temperature_c: Some(30.0),
             throttle: "sw_power_cap".into(),
+            ..Conditions::default()
         }
     }
 
@@ -374,6 +460,7 @@ mod tests {
             power_w: Some(650.0),
             temperature_c: Some(61.0),
             throttle: "hw_thermal_slowdown".into(),
+            ..Conditions::default()
         });
         let row = |probe| {
             let mut backend = FixedBackend {
@@ -483,8 +570,8 @@ mod tests {
             warmup_secs: 0.0,
             ..RunConfig::quick()
         };
-        let (summary, reps) = measure(&mut f, 0.005, &cfg).unwrap();
-        assert_eq!(reps, 5000);
+        let (summary, reps, stopped) = measure(&mut f, 0.005, &cfg).unwrap();
+        assert_eq!((reps, stopped), (5000, Stopped::Count));
         assert!((summary.median_secs - 1e-6).abs() < 1e-12);
         assert!(summary.samples >= cfg.min_samples as usize);
         assert!(summary.samples <= cfg.samples as usize);
@@ -497,9 +584,74 @@ mod tests {
             warmup_secs: 0.0,
             ..RunConfig::full()
         };
-        let (summary, reps) = measure(&mut f, 0.02, &cfg).unwrap();
+        let (summary, reps, _) = measure(&mut f, 0.02, &cfg).unwrap();
         assert_eq!(reps, 1);
         assert_eq!(summary.samples, cfg.min_samples as usize);
+    }
+
+    /// A prepared case whose launches take the times given, in turn, again and again.
+    struct Sequence {
+        secs: Vec<f64>,
+        next: usize,
+    }
+
+    impl PreparedCase for Sequence {
+        fn run(&mut self, reps: u32) -> Result<f64> {
+            let t = self.secs[self.next % self.secs.len()];
+            self.next += 1;
+            Ok(t * reps as f64)
+        }
+        fn verify(&mut self) -> Result<Verdict> {
+            Ok(Verdict::valid())
+        }
+        fn launch_note(&self) -> String {
+            String::new()
+        }
+    }
+
+    /// `--until-stable`: a steady case stops as soon as it has the minimum samples; one whose
+    /// early samples are disturbed samples on until the disturbance is diluted below the
+    /// target; one that never settles stops at the time limit; and each says which.
+    #[test]
+    fn until_stable_samples_until_the_spread_falls_or_time_runs_out() {
+        let cfg = |target_cv: f64, limit_secs: f64| RunConfig {
+            warmup_secs: 0.0,
+            stop: Stop::UntilStable {
+                target_cv,
+                limit_secs,
+            },
+            ..RunConfig::quick()
+        };
+        // min_sample_secs tiny: one launch per sample
+        let mut steady = Sequence {
+            secs: vec![1e-3],
+            next: 0,
+        };
+        let (s, reps, stopped) = measure(&mut steady, 1e-9, &cfg(0.005, 60.0)).unwrap();
+        assert_eq!((reps, stopped), (1, Stopped::Stable));
+        assert_eq!(s.samples, STABLE_MIN_SAMPLES);
+
+        // the first samples (after the two launches `measure` discards) are 3 ms, then 1 ms
+        // for good: the CV falls below 5 % only once enough quiet samples dilute them
+        let mut disturbed = Sequence {
+            secs: [vec![3e-3; 5], vec![1e-3; 100_000]].concat(),
+            next: 0,
+        };
+        let (s, _, stopped) = measure(&mut disturbed, 1e-9, &cfg(0.05, 60.0)).unwrap();
+        assert_eq!(stopped, Stopped::Stable);
+        assert!(s.cv <= 0.05, "{}", s.cv);
+        assert!(s.samples > 100, "{} samples", s.samples);
+
+        // alternating 1 and 3 ms never gets below 0.5 %: the limit stops it
+        let mut noisy = Sequence {
+            secs: vec![1e-3, 3e-3],
+            next: 0,
+        };
+        let start = Instant::now();
+        let (s, _, stopped) = measure(&mut noisy, 1e-9, &cfg(0.005, 0.2)).unwrap();
+        assert_eq!(stopped, Stopped::TimeLimit);
+        assert!(s.cv > 0.3, "{}", s.cv);
+        assert!(start.elapsed().as_secs_f64() >= 0.2);
     }
 
     /// A host backend on `cpus` and the identity its rows carry.
@@ -639,6 +791,197 @@ mod tests {
         assert_eq!(err.to_string(), "disk full");
     }
 
+    /// A backend whose cases "take" scripted times (cycling, per case id), whose compute cases
+    /// report a clock and a theory, and whose CPU counters say other processes kept one of the
+    /// machine's two CPUs busy when `others_busy` is set.
+    struct Scripted {
+        info: crate::backend::DeviceInfo,
+        cases: Vec<Case>,
+        times: Vec<(String, Vec<f64>)>,
+        /// Theoretical GFLOP/s per MHz of every compute case.
+        theory_per_mhz: Option<f64>,
+        others_busy: bool,
+        observations: std::cell::Cell<u64>,
+    }
+
+    struct Cycling {
+        times: Vec<f64>,
+        next: usize,
+        theory_per_mhz: Option<f64>,
+    }
+
+    impl PreparedCase for Cycling {
+        fn run(&mut self, reps: u32) -> Result<f64> {
+            let t = self.times[self.next % self.times.len()];
+            self.next += 1;
+            Ok(t * reps as f64)
+        }
+        fn verify(&mut self) -> Result<Verdict> {
+            Ok(Verdict::valid())
+        }
+        fn launch_note(&self) -> String {
+            String::new()
+        }
+        fn clock_mhz(&mut self) -> Option<f64> {
+            Some(1000.0)
+        }
+        fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+            self.theory_per_mhz.map(|t| t * clock_mhz)
+        }
+    }
+
+    impl Backend for Scripted {
+        fn info(&self) -> &crate::backend::DeviceInfo {
+            &self.info
+        }
+        fn cases(&self, _: SizeRequest) -> Result<Vec<PlannedCase>> {
+            Ok(self
+                .cases
+                .iter()
+                .map(|case| PlannedCase {
+                    case: case.clone(),
+                    note: String::new(),
+                })
+                .collect())
+        }
+        fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
+            let times = self
+                .times
+                .iter()
+                .find(|(id, _)| *id == case.id())
+                .map(|(_, t)| t.clone())
+                .unwrap_or_else(|| vec![1e-3]);
+            Ok(Box::new(Cycling {
+                times,
+                next: 0,
+                theory_per_mhz: self.theory_per_mhz,
+            }))
+        }
+        fn conditions(&self) -> Conditions {
+            // each observation 1 s later on 2 CPUs: 200 ticks, 50 of them ours, and others
+            // busy on one CPU (100) or idle
+            let n = self.observations.get() + 1;
+            self.observations.set(n);
+            let others = if self.others_busy { 100 } else { 0 };
+            Conditions {
+                cpu_times: Some(crate::backend::host::cpu::CpuTimes {
+                    busy_ticks: n * (50 + others),
+                    total_ticks: n * 200,
+                    cpus: 2,
+                    own_ticks: n * 50,
+                }),
+                ..Conditions::default()
+            }
+        }
+        fn min_sample_secs(&self) -> f64 {
+            1e-9
+        }
+    }
+
+    fn scripted(cases: Vec<Case>, times: &[(&str, &[f64])]) -> Scripted {
+        let mut info = crate::backend::host::host_info();
+        info.units = 2;
+        info.llc_bytes = 0; // every working set counts as DRAM
+        Scripted {
+            info,
+            cases,
+            times: times
+                .iter()
+                .map(|(id, t)| (id.to_string(), t.to_vec()))
+                .collect(),
+            theory_per_mhz: None,
+            others_busy: false,
+            observations: std::cell::Cell::new(0),
+        }
+    }
+
+    fn run_scripted(backend: &mut Scripted) -> Vec<Record> {
+        let identity = RunIdentity {
+            run_id: "t".into(),
+            host: "t".into(),
+            device: backend.info().clone(),
+        };
+        let cfg = RunConfig {
+            warmup_secs: 0.0,
+            ..RunConfig::quick()
+        };
+        let planned = plan(backend, &cfg).unwrap();
+        let mut written = Vec::new();
+        let records = run(
+            backend,
+            &identity,
+            &cfg,
+            &planned,
+            &mut |r| {
+                written.push(r.flags.clone());
+                Ok(())
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        // the flags are in the row as it is written, not added afterwards
+        assert_eq!(
+            written,
+            records.iter().map(|r| r.flags.clone()).collect::<Vec<_>>()
+        );
+        records
+    }
+
+    /// Each suspect condition, made by a scripted backend, lands in the row's flags; a steady,
+    /// undisturbed run gets none.
+    #[test]
+    fn suspect_rows_are_flagged_as_they_are_written() {
+        use crate::bench::{intensity, peak, stream::StreamKernel, Precision};
+        let triad = StreamKernel::Triad.case(Precision::F32, 1 << 20);
+        let sweep = intensity::case(Precision::F32, 1, 1 << 20);
+        let fma = peak::case(Precision::F32, 1024, 1000, 2);
+        // the sweep point reads at 1.39 × the triad's GB/s: 8 bytes per word against 12
+        let triad_secs = 1e-3;
+        let sweep_secs = triad_secs * 8.0 / (1.39 * 12.0);
+        let steady = [
+            ("stream/triad/f32", &[triad_secs][..]),
+            ("intensity/fma/f32/1", &[triad_secs * 8.0 / 12.0 / 0.9][..]),
+        ];
+        let clean = run_scripted(&mut scripted(vec![triad.clone(), sweep.clone()], &steady));
+        assert!(
+            clean.iter().all(|r| r.valid && r.flags.is_empty()),
+            "{clean:?}"
+        );
+        assert!(clean.iter().all(|r| r.other_cpus_busy == Some(0.0)));
+
+        // noise: samples alternate between 1 and 3 ms, a CV near 50 %
+        let noisy = run_scripted(&mut scripted(
+            vec![triad.clone()],
+            &[("stream/triad/f32", &[1e-3, 3e-3])],
+        ));
+        assert!(noisy[0].flags.starts_with("high_cv("), "{}", noisy[0].flags);
+
+        // a point above its roof, the roof from the run's own triad
+        let above = run_scripted(&mut scripted(
+            vec![triad.clone(), sweep.clone()],
+            &[
+                ("stream/triad/f32", &[triad_secs]),
+                ("intensity/fma/f32/1", &[sweep_secs]),
+            ],
+        ));
+        assert_eq!(above[0].flags, "");
+        assert_eq!(above[1].flags, "above_roof(139.0%)");
+
+        // a peak at 48 % of its theory at the clock it ran at
+        let mut slow = scripted(vec![fma.clone()], &[]);
+        let gflops = fma.work.flops as f64 / 1e-3 / 1e9;
+        slow.theory_per_mhz = Some(gflops / 0.48 / 1000.0);
+        let slow = run_scripted(&mut slow);
+        assert_eq!(slow[0].flags, "below_theory(48.0%)");
+
+        // other processes kept one of the two CPUs busy
+        let mut busy = scripted(vec![triad], &[]);
+        busy.others_busy = true;
+        let busy = run_scripted(&mut busy);
+        assert_eq!(busy[0].other_cpus_busy, Some(1.0));
+        assert_eq!(busy[0].flags, "busy_host(1.00 CPUs)");
+    }
+
     #[test]
     fn invalid_verdict_becomes_an_invalid_row() {
         let mut f = Fixed::new(1e-3, false);
@@ -646,7 +989,7 @@ mod tests {
             warmup_secs: 0.0,
             ..RunConfig::quick()
         };
-        let (summary, reps) = measure(&mut f, 0.001, &cfg).unwrap();
+        let (summary, reps, stopped) = measure(&mut f, 0.001, &cfg).unwrap();
         let verdict = f.verify().unwrap();
         let case = Case {
             family: crate::bench::Family::Stream,
@@ -668,6 +1011,7 @@ mod tests {
             Outcome::Measured {
                 summary: &summary,
                 reps,
+                stopped,
                 verdict: &verdict,
             },
             &Conditions::default(),

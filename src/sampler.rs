@@ -110,6 +110,8 @@ pub fn summarise(readings: &[Conditions]) -> Conditions {
             .filter(|t| t.is_finite())
             .max_by(f64::total_cmp),
         throttle: reasons.join(";"),
+        other_gpu_processes: readings.iter().filter_map(|c| c.other_gpu_processes).max(),
+        ..Conditions::default()
     }
 }
 
@@ -126,6 +128,7 @@ mod tests {
             power_w: Some(watts),
             temperature_c: Some(temp),
             throttle: throttle.to_string(),
+            ..Conditions::default()
         }
     }
 

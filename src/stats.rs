@@ -23,6 +23,53 @@ pub struct Summary {
     pub mad_secs: f64,
 }
 
+/// The CV of a growing sample, updated one point at a time (Welford's method): what
+/// [`Summary::from_secs`] would report for the points so far, without keeping or sorting them.
+#[derive(Clone, Debug, Default)]
+pub struct RunningCv {
+    n: usize,
+    mean: f64,
+    /// Sum of squared deviations from the running mean.
+    m2: f64,
+}
+
+impl RunningCv {
+    pub fn push(&mut self, x: f64) {
+        self.n += 1;
+        let before = x - self.mean;
+        self.mean += before / self.n as f64;
+        self.m2 += before * (x - self.mean);
+    }
+
+    /// Sample standard deviation / mean; `None` before two points or for a mean that is not
+    /// positive.
+    pub fn cv(&self) -> Option<f64> {
+        (self.n >= 2 && self.mean > 0.0).then(|| (self.m2 / (self.n - 1) as f64).sqrt() / self.mean)
+    }
+}
+
+/// Why a case stopped taking samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// It took the number of samples fixed before it began.
+    Count,
+    /// `--until-stable`: the CV of its samples fell to the target.
+    Stable,
+    /// `--until-stable`: the time limit passed before the CV fell to the target.
+    TimeLimit,
+}
+
+impl Stopped {
+    /// As the CSV's `stopped_by` column writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stopped::Count => "count",
+            Stopped::Stable => "stable",
+            Stopped::TimeLimit => "time_limit",
+        }
+    }
+}
+
 /// Why a sample cannot be summarised.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SampleError {
@@ -128,6 +175,27 @@ mod tests {
             Summary::from_secs(&[1.0, f64::INFINITY]),
             Err(SampleError::NotPositive { index: 1, .. })
         ));
+    }
+
+    #[test]
+    fn running_cv_is_the_summary_s() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut points = Vec::new();
+        let mut running = RunningCv::default();
+        assert_eq!(running.cv(), None);
+        for _ in 0..500 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = 1e-3 + (x % 1000) as f64 * 1e-6;
+            points.push(v);
+            running.push(v);
+            if points.len() >= 2 {
+                let want = Summary::from_secs(&points).unwrap().cv;
+                let got = running.cv().unwrap();
+                assert!((got - want).abs() <= 1e-9 * want.max(1e-12), "{got} {want}");
+            }
+        }
     }
 
     #[test]

@@ -131,6 +131,7 @@ fn info(d: &Device) -> DeviceInfo {
         memory_total_bytes: d.free,
         memory_free_bytes: d.free,
         driver: String::new(),
+        identity: Default::default(),
         extra: Vec::new(),
     }
 }

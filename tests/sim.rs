@@ -187,7 +187,14 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         cmd.args(["--filter", f]);
     }
     let out = run_limited(&mut cmd, Duration::from_secs(300));
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // 0, or 4 where figures are flagged suspect: an interpreter is far below any theory and
+    // noisy, and a flag is not an invalid row
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "{:?}: {}",
+        out.status.code(),
+        text(&out.stderr)
+    );
     let csv = csv_in(dir.path());
     let rows = roofprobe::record::read_csv(&csv).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
@@ -321,7 +328,8 @@ fn a_driver_that_never_initialises_is_given_up_on() {
         Duration::from_secs(60),
     );
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // 4: valid, but flagged (this machine is shared, and the host run sees the others' load)
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{stderr}");
     assert!(
         stderr.contains("cuInit did not return") && stderr.contains("measuring the host CPU"),
         "{stderr}"

@@ -28,7 +28,7 @@
 use super::cuda_plan::{self, DeviceModel};
 use super::launch::{self, Arg, Entry, Launch, ModuleId, Role, BLOCK, MAX_GRID};
 use super::{
-    Backend, BackendKind, CacheLevel, Conditions, DeviceInfo, PlannedCase, PreparedCase,
+    Backend, BackendKind, CacheLevel, Conditions, DeviceInfo, Identity, PlannedCase, PreparedCase,
     SizeRequest,
 };
 use crate::bench::{Case, Family, Verdict};
@@ -368,6 +368,26 @@ fn throttle_names(reasons: nvml_wrapper::bitmasks::device::ThrottleReasons) -> S
         .join(";")
 }
 
+/// How many compute or graphics processes other than this one NVML lists on the device; `None`
+/// when NVML cannot list them.
+fn other_processes(d: &nvml_wrapper::Device<'static>) -> Option<u32> {
+    let compute = d.running_compute_processes().ok()?;
+    let graphics = d.running_graphics_processes().unwrap_or_default();
+    Some(others_among(
+        compute.into_iter().chain(graphics).map(|p| p.pid).collect(),
+    ))
+}
+
+/// The processes in NVML's lists other than this one. This process holds a context on the device
+/// whenever a case runs, so it is listed: under its own id, or, in a container, under the id the
+/// host gave it (NVML lists host ids), so it is not found by `std::process::id()`. Either way it
+/// is one of the distinct ids; a process in both lists counts once.
+fn others_among(mut pids: Vec<u32>) -> u32 {
+    pids.sort_unstable();
+    pids.dedup();
+    (pids.len() as u32).saturating_sub(1)
+}
+
 /// The modules of a device, loaded (and JIT-compiled) when it is opened, so no compilation
 /// happens while a case is timed. The sweep's expansions are loaded per case.
 struct Modules {
@@ -524,13 +544,15 @@ impl CudaBackend {
         unsafe { ctx.disable_event_tracking() };
         let stream = guard("creating a stream", || ctx.new_stream())?;
         let (info, cc) = describe(&ctx, ordinal)?;
-        let nvml_device = info
-            .extra
-            .iter()
-            .find(|(k, _)| k == "uuid")
-            .and_then(|(_, uuid)| quietly(|| nvml()?.device_by_uuid(uuid.as_str()).ok()).ok()?)
+        let uuid = info.identity.uuid.clone();
+        let nvml_device = (!uuid.is_empty())
+            .then(|| quietly(|| nvml()?.device_by_uuid(uuid.as_str()).ok()).ok()?)
+            .flatten()
             .map(Arc::new);
         let mut info = info;
+        if let Some(d) = &nvml_device {
+            nvml_identity(d, &mut info.identity);
+        }
         if info.clock_mhz.is_none() {
             // The driver attribute is deprecated in recent CUDA; NVML still reports the
             // maximum SM clock, which sizes the compute launches.
@@ -794,10 +816,9 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
     {
         extra.push(("shared memory per SM".to_string(), format!("{s} bytes")));
     }
-    if let Ok(uuid) = guard("reading the device UUID", || ctx.uuid()) {
-        let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
-        extra.push(("uuid".to_string(), format_uuid(&bytes)));
-    }
+    let uuid = guard("reading the device UUID", || ctx.uuid())
+        .map(|uuid| format_uuid(&c_bytes(uuid.bytes)))
+        .unwrap_or_default();
     extra.push((
         "libcuda".to_string(),
         loaded_libcuda().unwrap_or_else(|| "(its path is unknown)".to_string()),
@@ -845,9 +866,75 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
         memory_total_bytes: total as u64,
         memory_free_bytes: free as u64,
         driver,
+        // NVML adds the rest when it is there (`nvml_identity`).
+        identity: Identity {
+            vendor: "NVIDIA".to_string(),
+            microarch: gpu_microarch(cc).unwrap_or_default().to_string(),
+            isa: format!("sm_{}{}", cc.0, cc.1),
+            uuid,
+            ..Identity::default()
+        },
         extra,
     };
     Ok((info, cc))
+}
+
+/// A C `char` array as bytes: `c_char` is `i8` on x86_64 and `u8` on aarch64, where the cast
+/// does nothing.
+#[allow(clippy::unnecessary_cast)]
+fn c_bytes<const N: usize>(chars: [std::ffi::c_char; N]) -> [u8; N] {
+    chars.map(|c| c as u8)
+}
+
+/// The architecture of a compute capability, as NVIDIA's CUDA C++ Programming Guide
+/// ("Compute Capabilities") and its CUDA GPUs list name it; `None` for one it does not list.
+pub fn gpu_microarch(cc: (u32, u32)) -> Option<&'static str> {
+    Some(match cc {
+        (5, _) => "Maxwell",
+        (6, _) => "Pascal",
+        (7, 0) | (7, 2) => "Volta",
+        (7, 5) => "Turing",
+        (8, 0) | (8, 6) | (8, 7) => "Ampere",
+        (8, 9) => "Ada Lovelace",
+        (9, 0) => "Hopper",
+        (10, _) | (11, 0) | (12, _) => "Blackwell",
+        _ => return None,
+    })
+}
+
+/// Adds what NVML knows of a device's identity: PCI bus id, VBIOS, ECC and MIG modes, the
+/// enforced power limit and the application clocks. Each read that fails (not supported on
+/// this board, no permission, an NVML too old) leaves its field empty; none is fatal.
+fn nvml_identity(d: &nvml_wrapper::Device<'static>, identity: &mut Identity) {
+    use nvml_wrapper::enum_wrappers::device::Clock;
+    let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
+    // NVML is a driver library too: a panic in its wrapper must not end the run.
+    let read = quietly(|| {
+        let mut i = identity.clone();
+        if i.uuid.is_empty() {
+            i.uuid = d.uuid().unwrap_or_default();
+        }
+        i.pci_bus_id = d.pci_info().map(|p| p.bus_id).unwrap_or_default();
+        i.vbios = d.vbios_version().unwrap_or_default();
+        i.ecc = d
+            .is_ecc_enabled()
+            .map(|e| on_off(e.currently_enabled))
+            .unwrap_or_default();
+        i.mig = d
+            .mig_mode()
+            .map(|m| on_off(m.current == 1))
+            .unwrap_or_default();
+        i.power_limit_w = d
+            .enforced_power_limit()
+            .ok()
+            .map(|mw| f64::from(mw) / 1000.0);
+        i.app_clock_mhz = d.applications_clock(Clock::SM).ok().map(f64::from);
+        i.app_memory_clock_mhz = d.applications_clock(Clock::Memory).ok().map(f64::from);
+        i
+    });
+    if let Ok(read) = read {
+        *identity = read;
+    }
 }
 
 impl Backend for CudaBackend {
@@ -897,6 +984,8 @@ fn nvml_conditions(d: &nvml_wrapper::Device<'static>) -> Conditions {
             .current_throttle_reasons()
             .map(throttle_names)
             .unwrap_or_default(),
+        other_gpu_processes: other_processes(d),
+        ..Conditions::default()
     })
     .unwrap_or_default()
 }
@@ -1224,6 +1313,23 @@ mod tests {
             format_uuid(&bytes),
             "GPU-00112233-4455-6677-8899-aabbccddeeff"
         );
+    }
+
+    #[test]
+    fn other_gpu_processes_leave_this_one_out() {
+        // this process, another in both lists (compute and graphics), a third
+        assert_eq!(others_among(vec![42, 77, 77, 10]), 2);
+        assert_eq!(others_among(vec![42]), 0);
+        assert_eq!(others_among(vec![]), 0);
+    }
+
+    #[test]
+    fn architectures_by_compute_capability() {
+        assert_eq!(gpu_microarch((9, 0)), Some("Hopper"));
+        assert_eq!(gpu_microarch((8, 6)), Some("Ampere"));
+        assert_eq!(gpu_microarch((8, 9)), Some("Ada Lovelace"));
+        assert_eq!(gpu_microarch((12, 0)), Some("Blackwell"));
+        assert_eq!(gpu_microarch((9, 9)), None);
     }
 
     #[test]

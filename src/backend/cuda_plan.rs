@@ -282,6 +282,7 @@ mod tests {
             memory_total_bytes: 0,
             memory_free_bytes: 0,
             driver: String::new(),
+            identity: Default::default(),
             extra: Vec::new(),
         }
     }

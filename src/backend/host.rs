@@ -7,14 +7,17 @@
 //! clock around whole groups of repetitions.
 //!
 //! This module owns host discovery too (CPU model, caches, memory): it reads Linux's `/proc` and
-//! `/sys`, and degrades to what the standard library knows elsewhere.
+//! `/sys` (through [`cpu`]), and degrades to what the standard library knows elsewhere.
 
+pub mod cpu;
+
+use self::cpu::{cpuinfo_field, read_text};
 use super::host_cache::{self, CacheCase};
 use super::host_compute::{self, HostCompute};
 use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::{
     dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
-    PlannedCase, PreparedCase, SizeRequest,
+    Identity, PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
 use crate::bench::{cache, Case, Family, Precision, Verdict};
@@ -46,10 +49,8 @@ impl HostBackend {
         let mut info = host_info();
         info.units = cpus.len() as u32;
         let compute = HostCompute::detect();
-        info.extra.push((
-            "compute kernels".to_string(),
-            compute.simd.name().to_string(),
-        ));
+        // The kernels run what `Simd::detect` finds, as `host_info` records it.
+        debug_assert_eq!(info.identity.isa, compute.simd.name());
         HostBackend {
             info,
             pool: Pool::new(cpus),
@@ -146,6 +147,7 @@ impl Backend for HostBackend {
     fn conditions(&self) -> Conditions {
         Conditions {
             clock_mhz: current_mhz(self.pool.cpus()),
+            cpu_times: cpu::CpuTimes::now(),
             ..Default::default()
         }
     }
@@ -198,14 +200,8 @@ struct StreamCase<'p, T: HostFloat> {
     inject_fault: bool,
 }
 
-/// Testing hook: `ROOFPROBE_INJECT_FAULT=<case id>` makes that host case compute one wrong
-/// value, so the path that reports an invalid case (row, table, exit code) is tested end to end.
-pub const FAULT_ENV: &str = "ROOFPROBE_INJECT_FAULT";
-
-/// Whether [`FAULT_ENV`] names `case`.
-pub(super) fn fault_injected(case: &Case) -> bool {
-    std::env::var(FAULT_ENV).is_ok_and(|id| id == case.id())
-}
+/// The testing hook's variable, where the tests have always found it.
+pub use self::cpu::FAULT_ENV;
 
 impl<'p, T: HostFloat> StreamCase<'p, T> {
     fn new(pool: &'p Pool, case: &Case) -> Result<Self> {
@@ -229,7 +225,7 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
             arrays,
             partials: vec![f64::NAN; pool.threads()],
             barrier: SpinBarrier::new(pool.threads()),
-            inject_fault: fault_injected(case),
+            inject_fault: cpu::fault_injected(case),
         })
     }
 }
@@ -353,13 +349,6 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
     }
 }
 
-/// Reads a whole small file as trimmed text.
-fn read_text(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
 /// Parses sizes like `32K`, `2048K`, `32M` (sysfs cache sizes) into bytes.
 pub fn parse_cache_size(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -434,35 +423,10 @@ fn meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
     })
 }
 
-/// The first value of `key` in `/proc/cpuinfo`.
-pub(crate) fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|line| {
-        let (k, v) = line.split_once(':')?;
-        (k.trim() == key).then(|| v.trim().to_string())
-    })
-}
-
 /// Mean of the current `cpu MHz` of the given CPUs (what the kernel last saw; in a VM it is often
 /// the nominal clock).
 fn current_mhz(cpus: &[usize]) -> Option<f64> {
-    let cpuinfo = read_text("/proc/cpuinfo")?;
-    let mut current = None;
-    let mut values = Vec::new();
-    for line in cpuinfo.lines() {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        match k.trim() {
-            "processor" => current = v.trim().parse::<usize>().ok(),
-            "cpu MHz" if current.is_some_and(|c| cpus.contains(&c)) => {
-                if let Ok(mhz) = v.trim().parse::<f64>() {
-                    values.push(mhz);
-                }
-            }
-            _ => {}
-        }
-    }
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    cpu::cpuinfo_mhz(&cpu::cpuinfo(), cpus)
 }
 
 /// The CPU's name from `/proc/cpuinfo`: its `model name` (x86, and some Arm kernels), else the
@@ -470,15 +434,15 @@ fn current_mhz(cpus: &[usize]) -> Option<f64> {
 /// else the architecture.
 fn host_cpu_name(cpuinfo: &str) -> String {
     cpuinfo_field(cpuinfo, "model name")
-        .or_else(|| super::host_compute::arm_core_of(cpuinfo).map(|(name, _)| name.to_string()))
+        .or_else(|| cpu::arm_core_of(cpuinfo).map(|(name, _)| name.to_string()))
         .or_else(|| cpuinfo_field(cpuinfo, "Model"))
         .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
 }
 
-/// What the host is: CPU model, logical CPUs, caches, memory, OS.
+/// What the host is: CPU model and identity, logical CPUs, clock, caches, memory, OS.
 pub fn host_info() -> DeviceInfo {
     let cpus = allowed_cpus();
-    let cpuinfo = read_text("/proc/cpuinfo").unwrap_or_default();
+    let cpuinfo = cpu::cpuinfo();
     let name = host_cpu_name(&cpuinfo);
     let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let caches = host_caches(online);
@@ -495,10 +459,20 @@ pub fn host_info() -> DeviceInfo {
     let os = read_text("/proc/sys/kernel/osrelease")
         .map(|r| format!("{} {r}", std::env::consts::OS))
         .unwrap_or_else(|| std::env::consts::OS.to_string());
+    let id = cpu::cpu_id(&cpuinfo);
     let mut extra = vec![(
-        "cpus".to_string(),
+        "CPUs".to_string(),
         format!("{} usable of {} online", cpus.len(), online),
     )];
+    if let Some(mhz) = cpu::cpuinfo_mhz(&cpuinfo, &cpus) {
+        extra.push((
+            "clock now".to_string(),
+            format!("{mhz:.0} MHz (/proc/cpuinfo)"),
+        ));
+    }
+    if !id.stepping.is_empty() {
+        extra.push(("stepping".to_string(), id.stepping));
+    }
     // x86 lists `flags`, AArch64 `Features`.
     let listed = [
         ("flags", &["avx512f", "avx2", "fma", "sse4_2"][..]),
@@ -511,7 +485,7 @@ pub fn host_info() -> DeviceInfo {
                 .copied()
                 .filter(|f| flags.split_whitespace().any(|x| x == *f))
                 .collect();
-            extra.push(("simd".to_string(), simd.join(" ")));
+            extra.push(("SIMD the CPU has".to_string(), simd.join(" ")));
             break;
         }
     }
@@ -529,6 +503,14 @@ pub fn host_info() -> DeviceInfo {
         memory_total_bytes,
         memory_free_bytes,
         driver: os,
+        identity: Identity {
+            vendor: id.vendor,
+            cpu_family: id.family,
+            cpu_model: id.model,
+            microarch: id.microarch,
+            isa: host_compute::Simd::detect().name().to_string(),
+            ..Identity::default()
+        },
         extra,
     }
 }
@@ -606,6 +588,18 @@ mod tests {
         assert!(info.units >= 1);
         assert!(info.llc_bytes > 0);
         assert!(!info.name.is_empty());
+        // the ISA recorded is the one the kernels run
+        assert_eq!(info.identity.isa, HostCompute::detect().simd.name());
+        // where /proc/cpuinfo names the CPU (x86's vendor, Arm's implementer), so does the row
+        let text = cpu::cpuinfo();
+        if ["vendor_id", "CPU implementer"]
+            .iter()
+            .any(|k| cpuinfo_field(&text, k).is_some())
+        {
+            assert!(!info.identity.vendor.is_empty(), "{:?}", info.identity);
+            assert!(!info.identity.cpu_family.is_empty(), "{:?}", info.identity);
+            assert!(!info.identity.cpu_model.is_empty(), "{:?}", info.identity);
+        }
     }
 
     #[test]

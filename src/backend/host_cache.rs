@@ -35,7 +35,7 @@ pub struct CacheCase<'p> {
     /// One sum per worker, as the check reads it.
     sums: Vec<u64>,
     barrier: SpinBarrier,
-    /// Set by the testing hook [`super::host::FAULT_ENV`].
+    /// Set by the testing hook [`super::host::cpu::FAULT_ENV`].
     inject_fault: bool,
 }
 
@@ -71,7 +71,7 @@ impl<'p> CacheCase<'p> {
             passes: cache::passes(case),
             sums: vec![u64::MAX; threads],
             barrier: SpinBarrier::new(threads),
-            inject_fault: super::host::fault_injected(case),
+            inject_fault: super::host::cpu::fault_injected(case),
         })
     }
 }

@@ -11,6 +11,7 @@
 //! calling SIMD kernels on the instruction set that was detected, and to raw pointers into
 //! slices each worker owns.
 
+use super::host::cpu;
 use super::pool::{chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
 use crate::bench::{arith, intensity, peak, Case, Family, Precision, Verdict};
@@ -189,28 +190,19 @@ pub fn measure_pool_mhz(pool: &Pool) -> Option<f64> {
 
 /// The FMA datapath of this machine's cores, from `/proc/cpuinfo`.
 pub fn host_fma() -> Option<HostFma> {
-    host_fma_from_cpuinfo(&std::fs::read_to_string("/proc/cpuinfo").ok()?)
+    host_fma_from_cpuinfo(&cpu::cpuinfo())
 }
 
 /// The FMA datapath named by a `/proc/cpuinfo` text: x86 by vendor, family and model; Arm by
 /// `CPU implementer` and `CPU part` (hexadecimal). `None` for a core the tables do not know.
 pub fn host_fma_from_cpuinfo(cpuinfo: &str) -> Option<HostFma> {
-    let field = |key: &str| super::host::cpuinfo_field(cpuinfo, key);
+    let field = |key: &str| cpu::cpuinfo_field(cpuinfo, key);
     if let Some(vendor) = field("vendor_id") {
         let family = field("cpu family")?.parse().ok()?;
         let model = field("model")?.parse().ok()?;
         return theory::host_fma_x86(&vendor, family, model);
     }
-    arm_core_of(cpuinfo)?.1
-}
-
-/// The Arm core named by a `/proc/cpuinfo` text's `CPU implementer` and `CPU part`.
-pub fn arm_core_of(cpuinfo: &str) -> Option<(&'static str, Option<HostFma>)> {
-    let hex = |key: &str| {
-        let value = super::host::cpuinfo_field(cpuinfo, key)?;
-        u32::from_str_radix(value.trim_start_matches("0x"), 16).ok()
-    };
-    theory::arm_core(hex("CPU implementer")?, hex("CPU part")?)
+    cpu::arm_core_of(cpuinfo)?.1
 }
 
 /// The theoretical FMA peak of `threads` cores at `clock_mhz` with `simd`, for f32 and f64;
@@ -934,7 +926,6 @@ mod tests {
                      CPU part\t: 0xd4f\nCPU revision\t: 0\n";
         let fma = host_fma_from_cpuinfo(grace).unwrap();
         assert_eq!((fma.pipes, fma.datapath_bits), (4, 128));
-        assert_eq!(arm_core_of(grace).unwrap().0, "Arm Neoverse-V2");
         assert_eq!(
             theory_gflops(72, 3000.0, Simd::Neon, Precision::F64, Some(fma)),
             Some(72.0 * 3.0 * 4.0 * 2.0 * 2.0)

@@ -54,6 +54,94 @@ pub struct CacheLevel {
     pub instances: u32,
 }
 
+/// What tells a device from another of the same name, recorded on every row so that neither
+/// `compare` nor a script takes two machines for one (two VMs both report "AMD EPYC" on host
+/// "vm": a Zen 5 running AVX-512 and a Zen 3 running AVX2). Empty (or `None`) where unknown or
+/// not applicable: the CPU fields on a GPU, the GPU fields on the host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Identity {
+    /// CPU: the CPUID vendor (`AuthenticAMD`, `GenuineIntel`) or the Arm implementer (`Arm`,
+    /// `NVIDIA`, `Ampere`); GPU: `NVIDIA`.
+    pub vendor: String,
+    /// x86: `cpu family` (decimal, as `/proc/cpuinfo` prints it); Arm: the architecture (`8`).
+    pub cpu_family: String,
+    /// x86: `model` (decimal); Arm: the part number (`0xd4f`).
+    pub cpu_model: String,
+    /// `Zen 4`, `Sapphire Rapids`, `Neoverse-V2`, `Hopper`; empty where the tables do not know.
+    pub microarch: String,
+    /// The instruction set the kernels ran: `AVX-512F`, `AVX2+FMA`, `NEON`, `scalar`, or the
+    /// GPU's `sm_90`.
+    pub isa: String,
+    /// GPU: `GPU-xxxxxxxx-…`, as `nvidia-smi -L` prints it.
+    pub uuid: String,
+    /// GPU: `00000000:41:00.0`.
+    pub pci_bus_id: String,
+    /// GPU: the VBIOS version.
+    pub vbios: String,
+    /// GPU: ECC memory `on` or `off` now (NVML).
+    pub ecc: String,
+    /// GPU: MIG mode `on` or `off` now (NVML).
+    pub mig: String,
+    /// GPU: the power limit the driver enforces, W.
+    pub power_limit_w: Option<f64>,
+    /// GPU: the application clocks (what an idle-to-busy GPU targets; set by an administrator).
+    pub app_clock_mhz: Option<f64>,
+    pub app_memory_clock_mhz: Option<f64>,
+}
+
+impl Identity {
+    /// The CPU in a few words: its microarchitecture, else `<vendor> family F model M`; empty
+    /// where nothing is known (a GPU's identity).
+    pub fn cpu_phrase(&self) -> String {
+        if self.cpu_family.is_empty() {
+            String::new()
+        } else if !self.microarch.is_empty() {
+            self.microarch.clone()
+        } else {
+            format!(
+                "{} family {} model {}",
+                self.vendor, self.cpu_family, self.cpu_model
+            )
+            .trim()
+            .to_string()
+        }
+    }
+
+    /// The known fields as `(label, value)` for listings, in a fixed order; unknown ones are
+    /// left out.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let mhz = |v: Option<f64>| v.map(|v| format!("{v:.0} MHz"));
+        let clocks = match (mhz(self.app_clock_mhz), mhz(self.app_memory_clock_mhz)) {
+            (Some(sm), Some(mem)) => format!("{sm} SM, {mem} memory"),
+            (Some(sm), None) => format!("{sm} SM"),
+            (None, Some(mem)) => format!("{mem} memory"),
+            (None, None) => String::new(),
+        };
+        [
+            ("vendor", self.vendor.clone()),
+            ("family", self.cpu_family.clone()),
+            ("model", self.cpu_model.clone()),
+            ("microarchitecture", self.microarch.clone()),
+            ("ISA used", self.isa.clone()),
+            ("UUID", self.uuid.clone()),
+            ("PCI bus id", self.pci_bus_id.clone()),
+            ("VBIOS", self.vbios.clone()),
+            ("ECC", self.ecc.clone()),
+            ("MIG", self.mig.clone()),
+            (
+                "power limit",
+                self.power_limit_w
+                    .map(|w| format!("{w:.0} W"))
+                    .unwrap_or_default(),
+            ),
+            ("application clocks", clocks),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .collect()
+    }
+}
+
 /// What a device is, as reported by the driver or the operating system.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
@@ -78,6 +166,9 @@ pub struct DeviceInfo {
     pub memory_free_bytes: u64,
     /// Driver version (`CUDA 12.4, driver 550.54.15`) or the OS kernel for the host.
     pub driver: String,
+    /// What tells this device from another of the same name.
+    #[serde(default)]
+    pub identity: Identity,
     /// Anything else worth listing, in display order.
     pub extra: Vec<(String, String)>,
 }
@@ -96,11 +187,21 @@ pub struct Conditions {
     /// Throttle reasons active at any observation (`sw_power_cap`, …), `;`-separated;
     /// empty when none were reported or they cannot be read.
     pub throttle: String,
+    /// The host's CPU time counters at an observation (host backend only); two of them, before
+    /// and after a case, give [`Conditions::other_cpus_busy`].
+    #[serde(skip)]
+    pub cpu_times: Option<host::cpu::CpuTimes>,
+    /// Between two observations: CPUs' worth of time other processes (and a hypervisor's
+    /// steal) used on the host ([`host::cpu::CpuTimes::others_busy_cpus`]).
+    pub other_cpus_busy: Option<f64>,
+    /// Compute and graphics processes on the GPU other than this one (NVML), the most seen.
+    pub other_gpu_processes: Option<u32>,
 }
 
 impl Conditions {
     /// Combines the observations before and after a case: clocks and power averaged,
-    /// temperature the highest, throttle reasons the union.
+    /// temperature the highest, throttle reasons the union, other processes' CPU time the
+    /// difference of the counters, other GPU processes the most seen.
     pub fn merge(before: &Conditions, after: &Conditions) -> Conditions {
         fn mean(a: Option<f64>, b: Option<f64>) -> Option<f64> {
             match (a, b) {
@@ -125,6 +226,12 @@ impl Conditions {
                 (a, b) => a.or(b),
             },
             throttle: reasons.join(";"),
+            cpu_times: None,
+            other_cpus_busy: match (&before.cpu_times, &after.cpu_times) {
+                (Some(b), Some(a)) => host::cpu::CpuTimes::others_busy_cpus(b, a),
+                _ => None,
+            },
+            other_gpu_processes: before.other_gpu_processes.max(after.other_gpu_processes),
         }
     }
 }
@@ -353,5 +460,26 @@ mod tests {
         assert_eq!(m.temperature_c, Some(60.0));
         assert_eq!(m.power_w, Some(300.0));
         assert_eq!(m.throttle, "hw_slowdown;sw_power_cap");
+        assert_eq!((m.other_cpus_busy, m.other_gpu_processes), (None, None));
+        // CPU counters before and after: others used 40 of 200 ticks on 2 CPUs
+        let ticks = |busy, total, own| host::cpu::CpuTimes {
+            busy_ticks: busy,
+            total_ticks: total,
+            cpus: 2,
+            own_ticks: own,
+        };
+        let a = Conditions {
+            cpu_times: Some(ticks(1000, 5000, 100)),
+            other_gpu_processes: Some(1),
+            ..a
+        };
+        let b = Conditions {
+            cpu_times: Some(ticks(1190, 5200, 250)),
+            other_gpu_processes: Some(0),
+            ..b
+        };
+        let m = Conditions::merge(&a, &b);
+        assert!((m.other_cpus_busy.unwrap() - 0.4).abs() < 1e-12);
+        assert_eq!(m.other_gpu_processes, Some(1));
     }
 }

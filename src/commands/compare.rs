@@ -13,15 +13,29 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         .into_iter()
         .map(|i| i.run)
         .collect();
-    emit(&compare::table(&runs))?;
+    // With --json, stdout holds the JSON alone: what was written is said on stderr.
+    let written = |what: &str, path: &std::path::Path| {
+        let line = format!("{what}: {}\n", path.display());
+        if args.json {
+            eprint!("{line}");
+            Ok(())
+        } else {
+            emit(&line)
+        }
+    };
+    emit(&if args.json {
+        compare::json(&runs)
+    } else {
+        compare::table(&runs)
+    })?;
     if let Some(path) = &args.svg {
         let calibrations: Vec<_> = runs.iter().map(|r| r.calibration.clone()).collect();
         write_new(path, svg::render(&calibrations)?.as_bytes())?;
-        emit(&format!("roofline: {}\n", path.display()))?;
+        written("roofline", path)?;
     }
     if let Some(path) = &args.csv {
         write_new(path, &compare::csv(&runs))?;
-        emit(&format!("comparison: {}\n", path.display()))?;
+        written("comparison", path)?;
     }
     Ok(0)
 }

@@ -2,21 +2,25 @@
 
 use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::host_info;
-use crate::backend::{Backend, DeviceInfo};
+use crate::backend::{Backend, BackendKind, DeviceInfo};
+use crate::cli::DevicesArgs;
 use crate::commands::emit;
 use crate::report::table::bytes;
 use crate::Result;
 
-/// Renders one device as `key: value` lines.
+/// Renders one device as `key: value` lines, each fact once: its identity, then its size,
+/// clocks, caches, memory and driver.
 pub fn describe(info: &DeviceInfo) -> String {
     let mut lines = vec![format!("{} — {}", info.id, info.name)];
     let mut field = |k: &str, v: String| lines.push(format!("  {k:<22} {v}"));
+    for (k, v) in info.identity.fields() {
+        field(k, v);
+    }
     if !info.compute_capability.is_empty() {
         field("compute capability", info.compute_capability.clone());
         field("SMs", info.units.to_string());
-    } else {
-        field("CPUs used", info.units.to_string());
     }
+    // The host says how many CPUs it may use in its own line (`extra`).
     if let Some(c) = info.clock_mhz {
         field("max clock", format!("{c:.0} MHz"));
     }
@@ -25,6 +29,9 @@ pub fn describe(info: &DeviceInfo) -> String {
     }
     if let Some(b) = info.memory_bus_bits {
         field("memory bus", format!("{b} bits"));
+    }
+    for (k, v) in &info.extra {
+        field(k, v.clone());
     }
     for c in &info.caches {
         let per = if c.instances > 1 {
@@ -43,31 +50,90 @@ pub fn describe(info: &DeviceInfo) -> String {
         ),
     );
     if !info.driver.is_empty() {
-        field("driver", info.driver.clone());
-    }
-    for (k, v) in &info.extra {
-        field(k, v.clone());
+        let label = match info.backend {
+            BackendKind::Host => "OS",
+            BackendKind::Cuda => "driver",
+        };
+        field(label, info.driver.clone());
     }
     lines.join("\n")
 }
 
-pub fn devices() -> Result<i32> {
+/// A CUDA device the driver lists but that could not be opened.
+#[derive(Debug, serde::Serialize)]
+pub struct Unusable {
+    pub id: String,
+    pub error: String,
+}
+
+/// What `devices --json` prints.
+#[derive(Debug, serde::Serialize)]
+pub struct Listing {
+    /// `N devices`, `no device`, or why there is no CUDA (no driver, a driver error).
+    pub cuda: String,
+    /// Every usable CUDA device, then the host.
+    pub devices: Vec<DeviceInfo>,
+    pub unusable: Vec<Unusable>,
+}
+
+/// Every CUDA device the driver reports, then the host.
+pub fn listing() -> Listing {
+    let mut out = Listing {
+        cuda: String::new(),
+        devices: Vec::new(),
+        unusable: Vec::new(),
+    };
     match device_count() {
-        Ok(0) => emit("CUDA: the driver reports no device\n\n")?,
+        Ok(0) => out.cuda = "the driver reports no device".to_string(),
         Ok(n) => {
+            out.cuda = format!("{n} device(s)");
             for i in 0..n {
                 match CudaBackend::open(i) {
                     Ok(b) => {
                         let mut info = b.info().clone();
                         info.extra.extend(b.jit_report());
-                        emit(&format!("{}\n\n", describe(&info)))?
+                        out.devices.push(info)
                     }
-                    Err(e) => emit(&format!("cuda:{i} — unusable: {e}\n\n"))?,
+                    Err(e) => out.unusable.push(Unusable {
+                        id: format!("cuda:{i}"),
+                        error: e.to_string(),
+                    }),
                 }
             }
         }
-        Err(e) => emit(&format!("CUDA: none ({e})\n\n"))?,
+        Err(e) => out.cuda = format!("none ({e})"),
     }
-    emit(&format!("{}\n", describe(&host_info())))?;
+    out.devices.push(host_info());
+    out
+}
+
+pub fn devices(args: &DevicesArgs) -> Result<i32> {
+    let listing = listing();
+    if args.json {
+        let text = serde_json::to_string_pretty(&listing)
+            .map_err(|e| crate::Error::Internal(format!("serialising the device list: {e}")))?;
+        emit(&format!("{text}\n"))?;
+        return Ok(0);
+    }
+    let gpus = listing
+        .devices
+        .iter()
+        .filter(|d| d.backend == BackendKind::Cuda);
+    if gpus.clone().next().is_none() && listing.unusable.is_empty() {
+        emit(&format!("CUDA: {}\n\n", listing.cuda))?;
+    }
+    for d in gpus {
+        emit(&format!("{}\n\n", describe(d)))?;
+    }
+    for u in &listing.unusable {
+        emit(&format!("{} — unusable: {}\n\n", u.id, u.error))?;
+    }
+    for d in listing
+        .devices
+        .iter()
+        .filter(|d| d.backend == BackendKind::Host)
+    {
+        emit(&format!("{}\n", describe(d)))?;
+    }
     Ok(0)
 }

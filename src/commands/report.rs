@@ -150,6 +150,9 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         let cal = &input.run.calibration;
         emit(&table::render(records))?;
         emit(&ceilings::render(cal))?;
+        if let Some(summary) = crate::hygiene::summary(records) {
+            emit(&summary)?;
+        }
         let dir = match &args.out {
             Some(d) => d.clone(),
             None => input

@@ -10,7 +10,7 @@ use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::HostBackend;
 use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
 use crate::calibration::Calibration;
-use crate::cli::{parse_bytes, RunArgs, EXIT_INVALID};
+use crate::cli::{parse_device, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
 use crate::commands::emit;
 use crate::commands::report::write_calibration_and_svg;
 use crate::commands::{hostname, slug};
@@ -62,14 +62,12 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
             Ok(t)
         }
         other => {
+            // `--device` was parsed by clap; this is for callers of the library
+            parse_device(other).map_err(Error::Usage)?;
             let index = other
                 .strip_prefix("cuda:")
                 .and_then(|i| i.parse::<usize>().ok())
-                .ok_or_else(|| {
-                    Error::Usage(format!(
-                        "unknown device `{other}`; use auto, host, all or cuda:N (see `roofprobe devices`)"
-                    ))
-                })?;
+                .ok_or_else(|| Error::Usage(format!("`{other}` is no CUDA device index")))?;
             Ok(vec![Target::Cuda(index)])
         }
     }
@@ -113,19 +111,26 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     } else {
         RunConfig::full()
     };
-    if let Some(size) = &args.size {
-        cfg.size = SizeRequest::BytesPerArray(parse_bytes(size).map_err(Error::Usage)?);
+    if let Some(bytes) = args.size {
+        cfg.size = SizeRequest::BytesPerArray(bytes);
     }
+    // clap has checked it is at least 2
     if let Some(samples) = args.samples {
-        if samples < 2 {
-            return Err(Error::Usage(
-                "--samples must be at least 2 (a spread needs two points)".into(),
-            ));
-        }
         cfg.samples = samples;
         cfg.min_samples = cfg.min_samples.min(samples);
     }
     cfg.filter = args.filter.clone();
+    if let Some(target_cv) = args.until_stable {
+        cfg.stop = runner::Stop::UntilStable {
+            target_cv,
+            limit_secs: args.stable_limit,
+        };
+    }
+    cfg.thresholds = crate::hygiene::Thresholds {
+        max_cv: args.max_cv,
+        min_of_theory: args.min_of_theory,
+        max_other_load: args.max_other_load,
+    };
     Ok(cfg)
 }
 
@@ -171,8 +176,11 @@ fn measure_device(
                     bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
                     bar.set_length(cases.len() as u64);
                     bar.set_style(
-                        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
-                            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                        // indicatif's ETA: the cases left at the mean pace of those done
+                        ProgressStyle::with_template(
+                            "{bar:30} {pos}/{len} {elapsed}, ETA {eta} {msg}",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
                     );
                 }
                 if cases.is_empty() {
@@ -240,6 +248,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .strftime("%Y%m%dT%H%M%SZ")
         .to_string();
     let mut all_valid = true;
+    let mut suspect = false;
     let mut failures = Vec::new();
     for target in &targets {
         let opened: Result<Box<dyn Backend>> = match *target {
@@ -256,7 +265,14 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                 emit(&table::render(&records))?;
                 emit(&format!("results: {}\n", path.display()))?;
                 all_valid &= records.iter().all(|r| r.valid);
+                suspect |= crate::hygiene::any_suspect(&records);
                 write_roofline(&info, &path, &records);
+                if let Some(note) = crate::hygiene::stability(&records) {
+                    emit(&note)?;
+                }
+                if let Some(summary) = crate::hygiene::summary(&records) {
+                    emit(&summary)?;
+                }
             }
             Err(e) if targets.len() == 1 => return Err(e),
             Err(e) => {
@@ -268,7 +284,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if let Some(first) = failures.into_iter().next() {
         return Err(first);
     }
-    Ok(if all_valid { 0 } else { EXIT_INVALID })
+    Ok(if !all_valid {
+        EXIT_INVALID
+    } else if suspect {
+        EXIT_SUSPECT
+    } else {
+        0
+    })
 }
 
 #[cfg(test)]

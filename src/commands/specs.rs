@@ -115,14 +115,66 @@ pub fn compare(a: &GpuSpec, b: &GpuSpec) -> String {
     out
 }
 
+/// One entry as a JSON object: every column by its name, figures as numbers (the sheet's
+/// value), text as strings, blanks as null.
+pub fn entry_json(s: &GpuSpec) -> serde_json::Value {
+    let object = s
+        .fields()
+        .into_iter()
+        .map(|(k, v)| {
+            let value = match (s.figure(k), v) {
+                (Some(x), _) => serde_json::json!(x),
+                (None, Some(text)) => serde_json::json!(text),
+                (None, None) => serde_json::Value::Null,
+            };
+            (k.to_string(), value)
+        })
+        .collect();
+    serde_json::Value::Object(object)
+}
+
+/// Two entries and, for every column both give a figure, B / A.
+pub fn compare_json(a: &GpuSpec, b: &GpuSpec) -> serde_json::Value {
+    let ratios: serde_json::Map<String, serde_json::Value> = a
+        .fields()
+        .into_iter()
+        .filter_map(|(k, _)| match (a.figure(k), b.figure(k)) {
+            (Some(x), Some(y)) if x > 0.0 => Some((k.to_string(), serde_json::json!(y / x))),
+            _ => None,
+        })
+        .collect();
+    serde_json::json!({ "a": entry_json(a), "b": entry_json(b), "b_over_a": ratios })
+}
+
 pub fn specs(args: &SpecsArgs) -> Result<i32> {
+    let json = |v: serde_json::Value| {
+        serde_json::to_string_pretty(&v)
+            .map(|t| t + "\n")
+            .map_err(|e| crate::Error::Internal(format!("serialising the spec table: {e}")))
+    };
     if let Some(pair) = &args.compare {
         let (a, b) = (specs::find(&pair[0])?, specs::find(&pair[1])?);
-        emit(&compare(a, b))?;
+        emit(&if args.json {
+            json(compare_json(a, b))?
+        } else {
+            compare(a, b)
+        })?;
     } else if let Some(name) = &args.name {
-        emit(&show(specs::find(name)?))?;
+        let entry = specs::find(name)?;
+        emit(&if args.json {
+            json(entry_json(entry))?
+        } else {
+            show(entry)
+        })?;
     } else {
-        emit(&list(specs::database()?))?;
+        let db = specs::database()?;
+        emit(&if args.json {
+            json(serde_json::Value::Array(
+                db.iter().map(entry_json).collect(),
+            ))?
+        } else {
+            list(db)
+        })?;
     }
     Ok(0)
 }
@@ -165,6 +217,25 @@ mod tests {
             "blank A: no ratio"
         );
         insta::assert_snapshot!("specs_compare_3090_a100", text);
+    }
+
+    #[test]
+    fn json_has_numbers_text_and_nulls() {
+        let t4 = entry_json(specs::find("T4").unwrap());
+        assert_eq!(t4["mem_bandwidth_gbs"], serde_json::json!(320.0));
+        assert_eq!(t4["fp64_tflops"], serde_json::Value::Null);
+        assert_eq!(t4["device"], serde_json::json!("T4"));
+        assert_eq!(
+            t4.as_object().unwrap().len(),
+            specs::find("T4").unwrap().fields().len()
+        );
+        let pair = compare_json(
+            specs::find("RTX 3090").unwrap(),
+            specs::find("A100 80GB SXM4").unwrap(),
+        );
+        let ratio = pair["b_over_a"]["mem_bandwidth_gbs"].as_f64().unwrap();
+        assert!((ratio - 2039.0 / 936.0).abs() < 1e-12, "{ratio}");
+        assert_eq!(pair["b"]["device"], serde_json::json!("A100 80GB SXM4"));
     }
 
     #[test]

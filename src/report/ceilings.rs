@@ -28,8 +28,17 @@ pub fn render(cal: &Calibration) -> String {
             reasons.push(basis.to_string());
         }
     };
+    // A ceiling set by a row the run flagged says so (the summary after the table says why).
+    let suspect = |case: &Option<String>| {
+        if case.as_deref().is_some_and(|c| cal.is_suspect(c)) {
+            "  SUSPECT"
+        } else {
+            ""
+        }
+    };
     for m in &cal.memory_ceilings {
         let flag = if m.above_spec { "  ABOVE SPEC" } else { "" };
+        let flag = format!("{flag}{}", suspect(&m.case));
         if m.spec_gbps.is_none() {
             note(&m.spec_basis);
         }
@@ -45,6 +54,7 @@ pub fn render(cal: &Calibration) -> String {
     }
     for c in &cal.compute_ceilings {
         let flag = if c.above_spec { "  ABOVE SPEC" } else { "" };
+        let flag = format!("{flag}{}", suspect(&c.case));
         if c.spec_gflops.is_none() {
             note(&c.spec_basis);
         }
@@ -98,15 +108,20 @@ pub fn render(cal: &Calibration) -> String {
             "points: {memory} memory-bound, {compute} compute-bound"
         );
         for p in &cal.points {
-            let _ = writeln!(
-                out,
-                "  {:<30} {:>8} FLOP/B {:>14}  {:<13} {:>6} of roof",
+            let line = format!(
+                "  {:<30} {:>8} FLOP/B {:>14}  {:<13} {:>6} of roof{}",
                 p.case,
                 figure(Some(p.flop_per_byte)),
                 arithmetic(p.gflops, p.precision),
                 p.bound.as_str(),
                 percent(p.fraction_of_roof),
+                if p.above_roof {
+                    "  ABOVE ROOF (beyond the noise)"
+                } else {
+                    ""
+                },
             );
+            let _ = writeln!(out, "{}", line.trim_end());
         }
     }
     if !cal.excluded.is_empty() {
@@ -132,7 +147,31 @@ mod tests {
             .find(|r| r.kernel == "mma_m16n8k16")
             .unwrap();
         tensor.gflops = Some(400_000.0);
+        // the f32 peak row flagged, a sweep point far above its roof
+        rows.iter_mut()
+            .find(|r| r.case_id() == "peak/fma/f32")
+            .unwrap()
+            .flags = "high_cv(9.0%)".into();
+        let point = rows
+            .iter_mut()
+            .find(|r| r.case_id() == "intensity/fma_chain/f32/1")
+            .unwrap();
+        point.gflops = point.gflops.map(|g| g * 3.0);
         let cal = Calibration::from_records(&rows, None).unwrap();
+        let line = |start: &str| {
+            render(&cal)
+                .lines()
+                .find(|l| l.starts_with(start))
+                .unwrap()
+                .to_string()
+        };
+        assert!(line("f32 ").ends_with("  SUSPECT"), "{}", line("f32 "));
+        assert!(!line("DRAM").contains("SUSPECT"), "{}", line("DRAM"));
+        assert!(
+            line("  intensity/fma_chain/f32/1 ").ends_with("ABOVE ROOF (beyond the noise)"),
+            "{}",
+            line("  intensity/fma_chain/f32/1 ")
+        );
         let text = render(&cal);
         let line = text
             .lines()

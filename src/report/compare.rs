@@ -239,6 +239,16 @@ pub fn table(runs: &[Run]) -> String {
                 ""
             }
         );
+        let identity: Vec<String> = cal
+            .device
+            .identity
+            .fields()
+            .into_iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        if !identity.is_empty() {
+            let _ = writeln!(out, "      {}", identity.join(", "));
+        }
     }
     let lines = lines(runs);
     let key_width = lines.iter().map(|l| l.key.len()).max().unwrap_or(0).max(8);
@@ -305,6 +315,10 @@ pub struct CompareRow<'a> {
     pub run: String,
     pub run_id: &'a str,
     pub device_name: &'a str,
+    /// What tells the device from another of its name (the CSV's identity columns).
+    pub microarch: &'a str,
+    pub isa: &'a str,
+    pub uuid: &'a str,
     pub host: &'a str,
     pub measured: Option<f64>,
     pub spec: Option<f64>,
@@ -319,27 +333,78 @@ pub struct CompareRow<'a> {
 pub fn csv(runs: &[Run]) -> Vec<u8> {
     let lines = lines(runs);
     let mut w = csv::Writer::from_writer(Vec::new());
-    for line in &lines {
-        for (i, (cell, run)) in line.cells.iter().zip(runs).enumerate() {
-            let cal = &run.calibration;
-            w.serialize(CompareRow {
-                section: line.section,
-                key: &line.key,
-                unit: line.unit,
-                run: letter(i),
-                run_id: &cal.run.run_id,
-                device_name: &cal.device.name,
-                host: &cal.device.host,
-                measured: cell.measured,
-                spec: cell.spec,
-                status: &cell.status,
-                ratio_to_a: line.ratio(i),
-                spec_ratio_to_a: line.spec_ratio(i),
-            })
-            .expect("serialising to memory cannot fail");
-        }
+    for row in rows(&lines, runs) {
+        w.serialize(row).expect("serialising to memory cannot fail");
     }
     w.into_inner().expect("flushing to memory cannot fail")
+}
+
+/// One run as `compare --json` describes it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunEntry<'a> {
+    /// `A`, `B`, … as in the table.
+    pub run: String,
+    pub title: String,
+    pub run_id: &'a str,
+    pub device: &'a crate::calibration::Device,
+    pub spec: &'a crate::specs::SpecBasis,
+    /// `false` for a calibration JSON, which has ceilings but no cases.
+    pub has_cases: bool,
+}
+
+/// The comparison as JSON: the runs, and the same rows as [`csv`].
+pub fn json(runs: &[Run]) -> String {
+    let entries: Vec<RunEntry> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| RunEntry {
+            run: letter(i),
+            title: run.calibration.title(),
+            run_id: &run.calibration.run.run_id,
+            device: &run.calibration.device,
+            spec: &run.calibration.spec,
+            has_cases: run.records.is_some(),
+        })
+        .collect();
+    let lines = lines(runs);
+    let rows: Vec<CompareRow> = rows(&lines, runs).collect();
+    let mut text = serde_json::to_string_pretty(&serde_json::json!({
+        "runs": entries,
+        "rows": rows,
+    }))
+    .expect("serialising to memory cannot fail");
+    text.push('\n');
+    text
+}
+
+/// The tidy rows of the comparison: a line of it for one run each.
+fn rows<'a>(lines: &'a [Line], runs: &'a [Run]) -> impl Iterator<Item = CompareRow<'a>> {
+    lines.iter().flat_map(move |line| {
+        line.cells
+            .iter()
+            .zip(runs)
+            .enumerate()
+            .map(move |(i, (cell, run))| {
+                let cal = &run.calibration;
+                CompareRow {
+                    section: line.section,
+                    key: &line.key,
+                    unit: line.unit,
+                    run: letter(i),
+                    run_id: &cal.run.run_id,
+                    device_name: &cal.device.name,
+                    microarch: &cal.device.identity.microarch,
+                    isa: &cal.device.identity.isa,
+                    uuid: &cal.device.identity.uuid,
+                    host: &cal.device.host,
+                    measured: cell.measured,
+                    spec: cell.spec,
+                    status: &cell.status,
+                    ratio_to_a: line.ratio(i),
+                    spec_ratio_to_a: line.spec_ratio(i),
+                }
+            })
+    })
 }
 
 #[cfg(test)]
@@ -384,6 +449,7 @@ mod tests {
             r.run_id = "box-cuda0-nvidia-geforce-rtx-3090-20260102T000000Z".into();
             r.device_name = "NVIDIA GeForce RTX 3090".into();
             r.compute_capability = "8.6".into();
+            r.isa = "sm_86".into();
             r.units = 82;
         }
         let run = |rows: Vec<Record>| Run {
@@ -441,8 +507,75 @@ mod tests {
         let runs = two_runs();
         insta::assert_snapshot!("compare_table", table(&runs));
         let csv = String::from_utf8(csv(&runs)).unwrap();
-        assert!(csv.starts_with("section,key,unit,run,run_id,device_name,host,measured,spec,status,ratio_to_a,spec_ratio_to_a\n"));
+        assert!(csv.starts_with("section,key,unit,run,run_id,device_name,microarch,isa,uuid,host,measured,spec,status,ratio_to_a,spec_ratio_to_a\n"));
         insta::assert_snapshot!("compare_csv", csv);
+    }
+
+    /// The two VMs: both "AMD EPYC" on host "vm", one a Zen 5 running AVX-512, one a
+    /// Zen 3 running AVX2. Their identity tells them apart in the table, the titles and the CSV.
+    #[test]
+    fn two_machines_of_one_name_are_told_apart() {
+        let vm = |stamp: &str, model: &str, microarch: &str, isa: &str| {
+            let rows: Vec<Record> = synthetic_run()
+                .into_iter()
+                .filter(|r| r.family == Family::Stream)
+                .map(|mut r| {
+                    r.backend = crate::backend::BackendKind::Host;
+                    r.device_id = "host".into();
+                    r.device_name = "AMD EPYC".into();
+                    r.compute_capability.clear();
+                    r.host = "vm".into();
+                    r.run_id = format!("vm-host-amd-epyc-{stamp}");
+                    r.vendor = "AuthenticAMD".into();
+                    r.cpu_family = if microarch == "Zen 5" { "26" } else { "25" }.into();
+                    r.cpu_model = model.into();
+                    r.microarch = microarch.into();
+                    r.isa = isa.into();
+                    r
+                })
+                .collect();
+            Run {
+                calibration: Calibration::from_records(&rows, None).unwrap(),
+                records: Some(rows),
+            }
+        };
+        let runs = [
+            vm("20261130T082122Z", "2", "Zen 5", "AVX-512F"),
+            vm("20261201T100000Z", "1", "Zen 3", "AVX2+FMA"),
+        ];
+        let text = table(&runs);
+        assert!(
+            text.contains("[A] AMD EPYC (host CPU, Zen 5, AVX-512F) on vm"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[B] AMD EPYC (host CPU, Zen 3, AVX2+FMA) on vm"),
+            "{text}"
+        );
+        assert!(text.contains("family 26, model 2, microarchitecture Zen 5"));
+        assert!(text.contains("family 25, model 1, microarchitecture Zen 3"));
+        let csv = String::from_utf8(csv(&runs)).unwrap();
+        assert!(csv.contains(",AMD EPYC,Zen 5,AVX-512F,,vm,"), "{csv}");
+        assert!(csv.contains(",AMD EPYC,Zen 3,AVX2+FMA,,vm,"), "{csv}");
+    }
+
+    #[test]
+    fn json_has_the_runs_and_the_csv_rows() {
+        let runs = two_runs();
+        let v: serde_json::Value = serde_json::from_str(&json(&runs)).unwrap();
+        assert_eq!(v["runs"][1]["run"], "B");
+        assert_eq!(v["runs"][1]["device"]["name"], "NVIDIA GeForce RTX 3090");
+        assert_eq!(v["runs"][1]["device"]["identity"]["isa"], "sm_86");
+        assert_eq!(v["runs"][0]["has_cases"], true);
+        let rows = v["rows"].as_array().unwrap();
+        let csv_rows = String::from_utf8(csv(&runs)).unwrap().lines().count() - 1;
+        assert_eq!(rows.len(), csv_rows);
+        let copy_b = rows
+            .iter()
+            .find(|r| r["key"] == "stream/copy/f32" && r["run"] == "B")
+            .unwrap();
+        assert_eq!(copy_b["ratio_to_a"], 2.0);
+        assert_eq!(copy_b["status"], "ok");
     }
 
     #[test]

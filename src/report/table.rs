@@ -69,7 +69,12 @@ pub fn render(records: &[Record]) -> String {
         }
         let cv =
             r.cv.map_or_else(|| "-".to_string(), |c| format!("{:.1}%", c * 100.0));
-        let status = if r.valid { "ok" } else { r.status.as_str() };
+        // A suspect figure never reads `ok`: its flags stand in the status.
+        let status = match (r.valid, r.flags.is_empty()) {
+            (true, true) => "ok".to_string(),
+            (true, false) => format!("suspect: {}", r.flags.replace(';', ", ")),
+            (false, _) => r.status.clone(),
+        };
         // GFLOP/s as a share of the theoretical peak at the clock the case ran at.
         let of_theory = match (r.gflops, r.theory_gflops) {
             (Some(g), Some(t)) if t > 0.0 => format!("{:.1}%", 100.0 * g / t),
@@ -134,6 +139,23 @@ mod tests {
         assert!(lines[3].starts_with("stream/copy/f64"));
         assert!(lines[3].contains("invalid: [3] is 1"));
         assert!(!lines[3].contains("16.8"), "no figure for an invalid row");
+    }
+
+    #[test]
+    fn a_suspect_figure_does_not_read_ok() {
+        let mut r = measured(
+            &StreamKernel::Triad.case(Precision::F32, 1 << 20),
+            1e-3,
+            true,
+        );
+        r.flags = "high_cv(12.0%);busy_host(1.00 CPUs)".into();
+        let t = render(&[r]);
+        let line = t.lines().find(|l| l.starts_with("stream/triad")).unwrap();
+        assert!(
+            line.ends_with("  suspect: high_cv(12.0%), busy_host(1.00 CPUs)"),
+            "{line}"
+        );
+        assert!(!line.ends_with(" ok"), "{line}");
     }
 
     #[test]
