@@ -2025,11 +2025,28 @@ impl Builder<'_> {
             Some(_) => MmaShape::M16n8k32,
             None => return Err(self.unsupported("this mma shape")),
         };
-        let row = mods.has("row");
-        let col = mods.has("col");
-        if !(row && col) {
-            return Err(self.unsupported("mma layouts other than .row.col"));
+        // The first layout modifier is A's, the second B's (ptxas: "Illegal alayout '.col'").
+        let layouts: Vec<&str> = mods
+            .list
+            .iter()
+            .filter(|m| matches!(m.as_str(), "row" | "col"))
+            .map(String::as_str)
+            .collect();
+        let half_m8n8k4 = shape == MmaShape::M8n8k4 && mods.list.iter().any(|m| m == "f16");
+        if half_m8n8k4 {
+            // The one form whose layouts the ISA leaves free; ptxsim does not run it.
+            return Err(self.unsupported("mma.m8n8k4 with .f16 (the sm_70 shape)"));
         }
+        if layouts != ["row", "col"] {
+            // "mma.m16n8k*" / "mma.m8n8k4 .f64": ".alayout = .row; .blayout = .col" only.
+            return Err(self.err_parse(format!(
+                "the PTX ISA allows only `.row.col` (A row-major, B column-major) for mma.{}, not `.{}`",
+                shape.name(),
+                layouts.join(".")
+            )));
+        }
+        mods.has("row");
+        mods.has("col");
         let satfinite = mods.has("satfinite");
         if mods.has("sp")
             || mods

@@ -216,6 +216,16 @@ pub enum MmaShape {
 }
 
 impl MmaShape {
+    pub fn name(self) -> &'static str {
+        match self {
+            MmaShape::M8n8k4 => "m8n8k4",
+            MmaShape::M16n8k4 => "m16n8k4",
+            MmaShape::M16n8k8 => "m16n8k8",
+            MmaShape::M16n8k16 => "m16n8k16",
+            MmaShape::M16n8k32 => "m16n8k32",
+        }
+    }
+
     pub fn mnk(self) -> (usize, usize, usize) {
         match self {
             MmaShape::M8n8k4 => (8, 8, 4),

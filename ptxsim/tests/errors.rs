@@ -30,7 +30,7 @@ fn unsupported_instructions_name_themselves_and_their_line() {
         ("    rcp.approx.f32 %f1, %f2;", "rcp.approx"),
         ("    ld.global.v8.f32 {%f0, %f1, %f2, %f3, %f0, %f1, %f2, %f3}, [%rd1];", "`.v8`"),
         ("    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f16 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%r6, %r7};", "mma"),
-        ("    mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32 {%f0, %f1}, {%r0, %r1}, {%r4, %r5}, {%r6, %r7};", "layouts other than .row.col"),
+        ("    mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32 {%f0, %f1}, {%r0, %r1}, {%r4, %r5}, {%r6, %r7};", "mma.m8n8k4 with .f16"),
         ("    bar.arrive 0, 64;", "bar.arrive"),
         ("    cp.async.bulk.shared::cluster.global [%r1], [%rd1], 16, [%rd2];", "cp.async.bulk"),
         ("    ld.global.foo.f32 %f1, [%rd1];", "modifier `.foo`"),
@@ -326,6 +326,63 @@ fn truncated_or_garbled_ptx_is_an_error_never_a_panic() {
                     &mut mem,
                 );
             }
+        }
+    }
+}
+
+/// The PTX ISA ("Matrix Fragments for mma.m16n8k*", "mma.m8n8k4 with .f64") allows only
+/// `.row.col` (A row-major, B column-major) for every mma form ptxsim runs: `.col.row`,
+/// `.row.row` and `.col.col` must not parse, whatever the shape or the types — and ptxas
+/// refuses them too. The first layout modifier is A's and the second B's, so the order
+/// matters even though ptxas lets the other modifiers come in any order.
+#[test]
+fn mma_layouts_the_isa_does_not_allow_do_not_parse() {
+    let forms = [
+        (
+            "m16n8k16",
+            "f32.f16.f16.f32",
+            "{%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%f0, %f1, %f2, %f3}",
+        ),
+        (
+            "m16n8k8",
+            "f32.tf32.tf32.f32",
+            "{%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%f0, %f1, %f2, %f3}",
+        ),
+        (
+            "m16n8k32",
+            "s32.s8.s8.s32",
+            "{%r0, %r1, %r2, %r3}, {%r4, %r5, %r6, %r7}, {%r4, %r5}, {%r0, %r1, %r2, %r3}",
+        ),
+        (
+            "m8n8k4",
+            "f64.f64.f64.f64",
+            "{%fd0, %fd1}, {%fd2}, {%fd3}, {%fd0, %fd1}",
+        ),
+    ];
+    let snippet = |shape: &str, layout: &str, types: &str, operands: &str| {
+        common::header("7.0", "sm_80")
+            + ".visible .entry k()\n{\n    .reg .b32 %r<8>;\n    .reg .f32 %f<4>;\n    .reg .f64 %fd<4>;\n"
+            + &format!("    mma.sync.aligned.{shape}.{layout}.{types} {operands};\n")
+            + "    ret;\n}\n"
+    };
+    for (shape, types, operands) in forms {
+        // The legal form parses, also with the types written before the layouts.
+        Module::parse(&snippet(shape, "row.col", types, operands)).unwrap();
+        let (d, rest) = types.split_once('.').unwrap();
+        Module::parse(&snippet(shape, &format!("{d}.row.col"), rest, operands)).unwrap();
+        for layout in ["col.row", "row.row", "col.col"] {
+            let ptx = snippet(shape, layout, types, operands);
+            let name = format!("mma_{shape}_{}", layout.replace('.', "_"));
+            let ptxas_says = common::assert_ptxas_rejects(&name, &ptx);
+            let err = Module::parse(&ptx).expect_err(&format!("{shape}.{layout} must not parse"));
+            assert!(
+                matches!(err, Error::Parse { line: 9, .. }),
+                "{shape}.{layout}: {err:?}"
+            );
+            assert!(
+                err.to_string().contains("only `.row.col`"),
+                "{shape}.{layout}: `{err}` ({ptxas_says})"
+            );
         }
     }
 }
