@@ -39,6 +39,11 @@ pub struct Kernel {
     pub(crate) texts: Vec<String>,
     pub(crate) n_regs: u32,
     pub(crate) n_preds: u32,
+    /// What each instruction of `code` reads and writes.
+    pub(crate) uses: Vec<Uses>,
+    /// Names of the registers and predicates, by index, for error messages.
+    pub(crate) reg_names: Vec<String>,
+    pub(crate) pred_names: Vec<String>,
     pub(crate) specials: Vec<(Special, Reg)>,
     pub static_shared_bytes: u32,
     /// Offset of the dynamic (`.extern .shared`) region.
@@ -59,6 +64,8 @@ struct Builder<'m> {
     n_regs: u32,
     n_preds: u32,
     reg_bits: Vec<u32>,
+    reg_names: Vec<String>,
+    pred_names: Vec<String>,
     specials: Vec<(Special, Reg)>,
     special_regs: HashMap<String, Reg>,
     sink: Option<Reg>,
@@ -179,6 +186,8 @@ fn build_kernel(e: &parse::EntryAst, module_vars: &[VarDecl]) -> Result<Kernel, 
         n_regs: 0,
         n_preds: 0,
         reg_bits: Vec::new(),
+        reg_names: Vec::new(),
+        pred_names: Vec::new(),
         specials: Vec::new(),
         special_regs: HashMap::new(),
         sink: None,
@@ -237,8 +246,10 @@ fn build_kernel(e: &parse::EntryAst, module_vars: &[VarDecl]) -> Result<Kernel, 
         line: e.line,
     });
     texts.push("(end of entry)".to_string());
+    let uses = code.iter().map(|i| i.op.uses()).collect();
 
     let (n_regs, n_preds, specials) = (b.n_regs, b.n_preds, b.specials);
+    let (reg_names, pred_names) = (b.reg_names, b.pred_names);
     Ok(Kernel {
         name: e.name.clone(),
         line: e.line,
@@ -248,6 +259,9 @@ fn build_kernel(e: &parse::EntryAst, module_vars: &[VarDecl]) -> Result<Kernel, 
         texts,
         n_regs,
         n_preds,
+        uses,
+        reg_names,
+        pred_names,
         specials,
         static_shared_bytes: static_shared,
         dynamic_shared_offset: dynamic_off,
@@ -423,6 +437,7 @@ impl Builder<'_> {
         let scope = self.scopes.last_mut().expect("at least one scope");
         let entry = if ty == Ty::Pred {
             self.n_preds += 1;
+            self.pred_names.push(name.to_string());
             Name::Pred(self.n_preds - 1)
         } else {
             if ty.bits() > 64 {
@@ -433,6 +448,7 @@ impl Builder<'_> {
             }
             self.n_regs += 1;
             self.reg_bits.push(ty.bits().max(8));
+            self.reg_names.push(name.to_string());
             Name::Data(self.n_regs - 1)
         };
         if scope.insert(name.to_string(), entry).is_some() {
@@ -448,9 +464,10 @@ impl Builder<'_> {
         self.scopes.iter().rev().find_map(|s| s.get(name).copied())
     }
 
-    fn hidden_reg(&mut self, bits: u32) -> Reg {
+    fn hidden_reg(&mut self, bits: u32, name: &str) -> Reg {
         self.n_regs += 1;
         self.reg_bits.push(bits);
+        self.reg_names.push(name.to_string());
         self.n_regs - 1
     }
 
@@ -460,7 +477,7 @@ impl Builder<'_> {
         }
         match special_from_name(name) {
             Some(s) => {
-                let r = self.hidden_reg(32);
+                let r = self.hidden_reg(32, name);
                 self.specials.push((s, r));
                 self.special_regs.insert(name.to_string(), r);
                 Ok(Some(r))
@@ -513,7 +530,7 @@ impl Builder<'_> {
         if let Some(s) = self.sink {
             return s;
         }
-        let r = self.hidden_reg(64);
+        let r = self.hidden_reg(64, "_");
         self.sink = Some(r);
         r
     }

@@ -116,6 +116,10 @@ struct Warp {
     index: u32,
     regs: Vec<u64>,
     preds: Vec<u32>,
+    /// Per register (predicate), the lanes that have written it: reading a register in a lane
+    /// that never wrote it is an error, since registers start undefined.
+    reg_written: Vec<u32>,
+    pred_written: Vec<u32>,
     pc: [u32; 32],
     state: [LaneState; 32],
     barrier_id: [u32; 32],
@@ -352,6 +356,7 @@ impl Block<'_, '_> {
             (1u32 << count) - 1
         };
         let mut regs = vec![REGISTER_POISON; k.n_regs as usize * 32];
+        let mut reg_written = vec![0u32; k.n_regs as usize];
         let (bx, by, bz) = self.config.block;
         let (gx, gy, gz) = self.config.grid;
         let nwarps = threads.div_ceil(32);
@@ -384,6 +389,7 @@ impl Block<'_, '_> {
                 };
                 regs[r as usize * 32 + lane as usize] = v;
             }
+            reg_written[r as usize] = FULL;
         }
         let mut state = [LaneState::Exited; 32];
         for (l, s) in state.iter_mut().enumerate() {
@@ -395,6 +401,8 @@ impl Block<'_, '_> {
             index,
             regs,
             preds: vec![0; k.n_preds as usize],
+            reg_written,
+            pred_written: vec![0; k.n_preds as usize],
             pc: [0; 32],
             state,
             barrier_id: [0; 32],
@@ -568,16 +576,32 @@ impl Block<'_, '_> {
                 ));
             }
             self.clock += 1;
-            let inst = &self.kernel.code[pc as usize];
+            let kernel = self.kernel;
+            let inst = &kernel.code[pc as usize];
             let exec = match inst.guard {
                 None => mask,
                 Some(g) => {
+                    self.check_written(w, pc, mask, None, Some(g.reg))?;
                     let p = w.preds[g.reg as usize];
                     mask & if g.negated { !p } else { p }
                 }
             };
             self.stats.thread_instructions += exec.count_ones() as u64;
-            match self.step(w, pc, mask, exec)? {
+            let uses = &kernel.uses[pc as usize];
+            for &r in &uses.reads {
+                self.check_written(w, pc, exec, Some(r), None)?;
+            }
+            for &p in &uses.pred_reads {
+                self.check_written(w, pc, exec, None, Some(p))?;
+            }
+            let flow = self.step(w, pc, mask, exec)?;
+            for &r in &uses.writes {
+                w.reg_written[r as usize] |= exec;
+            }
+            for &p in &uses.pred_writes {
+                w.pred_written[p as usize] |= exec;
+            }
+            match flow {
                 Flow::Next => {
                     for l in lanes(mask) {
                         w.pc[l] = pc + 1;
@@ -592,6 +616,44 @@ impl Block<'_, '_> {
             (pc, mask) = Self::pick(w);
         }
         Ok(())
+    }
+
+    /// Fails if a lane of `lanes` reads register `reg` (or predicate `pred`) that it never
+    /// wrote: its value is undefined on the hardware, not the zero or false it may happen to be.
+    #[inline]
+    fn check_written(
+        &self,
+        w: &Warp,
+        pc: u32,
+        lanes: u32,
+        reg: Option<Reg>,
+        pred: Option<PredReg>,
+    ) -> Result<(), Error> {
+        let (written, name, what) = match (reg, pred) {
+            (Some(r), _) => (
+                w.reg_written[r as usize],
+                &self.kernel.reg_names[r as usize],
+                "register",
+            ),
+            (None, Some(p)) => (
+                w.pred_written[p as usize],
+                &self.kernel.pred_names[p as usize],
+                "predicate",
+            ),
+            (None, None) => return Ok(()),
+        };
+        let unwritten = lanes & !written;
+        if unwritten == 0 {
+            return Ok(());
+        }
+        Err(self.fault(
+            w,
+            pc,
+            unwritten.trailing_zeros() as usize,
+            format!(
+                "reads {what} `{name}` before any write to it (lanes {unwritten:#010x}): registers and predicates start undefined"
+            ),
+        ))
     }
 
     #[inline]

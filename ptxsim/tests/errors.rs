@@ -170,7 +170,7 @@ fn shared_out_of_bounds_and_null_pointers_are_faults() {
 
     let module = common::module(
         "null",
-        &entry("    mov.u64 %rd1, 0;\n    st.global.u32 [%rd1], %r1;"),
+        &entry("    mov.u32 %r1, 0;\n    mov.u64 %rd1, 0;\n    st.global.u32 [%rd1], %r1;"),
     );
     let err = launch(&module, 1, 0, 4).unwrap_err();
     assert!(err.to_string().contains("null pointer"), "{err}");
@@ -385,4 +385,45 @@ fn mma_layouts_the_isa_does_not_allow_do_not_parse() {
             );
         }
     }
+}
+
+/// Registers and predicates start undefined on the hardware, not zero or false: reading one
+/// in a lane that never wrote it is an error naming it, its line and the lanes. Guards count
+/// as reads; a register written under complementary guards is written in every lane.
+#[test]
+fn reading_a_register_or_predicate_before_any_write_is_an_error() {
+    // (body, the unwritten name, the line that reads it, the first lane)
+    for (body, name, line, lane) in [
+        (
+            "    mov.u32 %r2, %tid.x;\n    add.u32 %r3, %r1, %r2;",
+            "`%r1`",
+            11,
+            0,
+        ),
+        // The guard of a branch.
+        ("    @%p bra skip;\nskip:", "`%p`", 10, 0),
+        // Written only in lanes 0..15, read by all.
+        (
+            "    mov.u32 %r1, %tid.x;\n    setp.lt.u32 %p, %r1, 16;\n    @%p mov.u32 %r2, 5;\n    add.u32 %r3, %r2, 1;",
+            "`%r2`",
+            13,
+            16,
+        ),
+        ("    selp.u32 %r1, 1, 2, %p;", "`%p`", 10, 0),
+        ("    mov.pred %p, 1;\n    and.pred %p, %p, %p;\n    not.pred %p, %p;\n    setp.eq.and.u32 %p, %r4, 0, %p;", "`%r4`", 13, 0),
+        ("    ld.global.u32 %r1, [%rd5];", "`%rd5`", 10, 0),
+    ] {
+        let module = common::module("uninitialised", &entry(body));
+        let err = launch(&module, 32, 0, 4).expect_err(body);
+        let msg = err.to_string();
+        assert_eq!(err.line(), Some(line), "{body}: {msg}");
+        assert!(msg.contains("reads ") && msg.contains(name), "{body}: {msg}");
+        assert!(msg.contains("before any write"), "{body}: {msg}");
+        assert!(msg.contains(&format!("thread ({lane}, 0, 0)")), "{body}: {msg}");
+    }
+    // Written under complementary guards, then read: every lane wrote it.
+    let ok = entry(
+        "    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, %tid.x;\n    setp.lt.u32 %p, %r1, 16;\n    @%p mov.u32 %r2, 5;\n    @!%p mov.u32 %r2, 7;\n    @%p st.global.u32 [%rd1], %r2;",
+    );
+    launch(&common::module("both_guards", &ok), 32, 0, 4).unwrap();
 }
