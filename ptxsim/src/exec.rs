@@ -126,6 +126,9 @@ struct Warp {
     barrier_count: [u32; 32],
     /// Lanes waiting at an `.aligned` barrier (whose warp must all wait at the same one).
     barrier_pc_aligned: u32,
+    /// Block-wide `.aligned` barriers (no thread count) this warp skipped on a false guard
+    /// since the last barrier opened: one that then opens for other warps is an error.
+    skipped_barriers: Vec<u32>,
     /// Lanes that are threads of the block (the last warp of an odd-sized block is partial).
     exists: u32,
     running: u32,
@@ -145,6 +148,19 @@ struct ShadowByte {
 }
 
 const MANY_READERS: u32 = u32::MAX;
+
+/// The threads waiting at one barrier id when no thread of the block can run.
+struct Arrivals {
+    id: u32,
+    /// The expected thread count (0: every thread of the block that has not exited).
+    count: u32,
+    threads: u32,
+    /// The barrier instruction, and the warp, of the first arrival.
+    pc: u32,
+    warp: u32,
+    /// Some arrival was at an `.aligned` barrier, so all must be at this one instruction.
+    aligned: bool,
+}
 
 enum Loc {
     Global(u64),
@@ -408,6 +424,7 @@ impl Block<'_, '_> {
             barrier_id: [0; 32],
             barrier_count: [0; 32],
             barrier_pc_aligned: 0,
+            skipped_barriers: Vec::new(),
             exists,
             running: exists,
             pending: Vec::new(),
@@ -425,32 +442,6 @@ impl Block<'_, '_> {
                 }
             }
             // No lane can run: each has exited or waits at a barrier.
-            let mut waiting: Vec<(u32, u32, u32)> = Vec::new(); // (id, count, threads)
-            let mut live = 0u32;
-            for w in &warps {
-                for l in lanes(w.exists) {
-                    match w.state[l] {
-                        LaneState::Barrier => {
-                            live += 1;
-                            let (id, count) = (w.barrier_id[l], w.barrier_count[l]);
-                            match waiting.iter_mut().find(|x| x.0 == id) {
-                                Some(x) => {
-                                    x.2 += 1;
-                                    if x.1 != count {
-                                        return Err(self.barrier_error(&warps, format!("threads wait at barrier {id} with different thread counts ({} and {count})", x.1)));
-                                    }
-                                }
-                                None => waiting.push((id, count, 1)),
-                            }
-                        }
-                        LaneState::Running => live += 1,
-                        LaneState::Exited => {}
-                    }
-                }
-            }
-            if waiting.is_empty() {
-                return Ok(());
-            }
             for w in &warps {
                 let at_aligned: Vec<usize> = lanes(w.exists)
                     .filter(|&l| {
@@ -467,18 +458,62 @@ impl Block<'_, '_> {
                     }
                 }
             }
+            let mut waiting: Vec<Arrivals> = Vec::new();
+            let mut live = 0u32;
+            for w in &warps {
+                for l in lanes(w.exists) {
+                    match w.state[l] {
+                        LaneState::Barrier => {
+                            live += 1;
+                            let (id, count) = (w.barrier_id[l], w.barrier_count[l]);
+                            let pc = w.pc[l] - 1;
+                            let aligned = w.barrier_pc_aligned >> l & 1 == 1;
+                            match waiting.iter_mut().find(|x| x.id == id) {
+                                Some(x) => {
+                                    x.threads += 1;
+                                    if x.count != count {
+                                        return Err(self.barrier_error(&warps, format!("threads wait at barrier {id} with different thread counts ({} and {count})", x.count)));
+                                    }
+                                    if (aligned || x.aligned) && pc != x.pc {
+                                        return Err(self.barrier_error(&warps, format!(
+                                            "warps {} and {} wait at barrier {id} at different barrier instructions (lines {} and {}): `bar.sync` is `barrier.sync.aligned`, which every thread of the block must reach at the same instruction",
+                                            x.warp, w.index, self.kernel.code[x.pc as usize].line, self.kernel.code[pc as usize].line
+                                        )));
+                                    }
+                                }
+                                None => waiting.push(Arrivals {
+                                    id,
+                                    count,
+                                    threads: 1,
+                                    pc,
+                                    warp: w.index,
+                                    aligned,
+                                }),
+                            }
+                        }
+                        LaneState::Running => live += 1,
+                        LaneState::Exited => {}
+                    }
+                }
+            }
+            if waiting.is_empty() {
+                return Ok(());
+            }
             // Open every barrier whose expected arrivals are all there. Without a count, all
             // threads of the block that have not exited (exited threads are dropped from the
             // expected count, as the hardware does).
             let mut opened = Vec::new();
-            for &(id, count, n) in &waiting {
-                let expected = if count == 0 { live } else { count };
-                if n == expected {
-                    opened.push(id);
-                } else if n > expected {
+            for a in &waiting {
+                let expected = if a.count == 0 { live } else { a.count };
+                if a.threads == expected {
+                    opened.push(a.id);
+                } else if a.threads > expected {
                     return Err(self.barrier_error(
                         &warps,
-                        format!("{n} threads arrived at barrier {id}, which expects {expected}"),
+                        format!(
+                            "{} threads arrived at barrier {}, which expects {expected}",
+                            a.threads, a.id
+                        ),
                     ));
                 }
             }
@@ -487,6 +522,23 @@ impl Block<'_, '_> {
                     &warps,
                     "deadlock: threads wait at barriers that can never open".to_string(),
                 ));
+            }
+            // A barrier for the whole block (no thread count) that a warp skipped on a false
+            // guard opens without it: the guard was not uniform across the block.
+            for a in waiting.iter().filter(|a| a.aligned && a.count == 0) {
+                if let Some(v) = warps.iter().find(|v| v.skipped_barriers.contains(&a.pc)) {
+                    return Err(Error::Runtime {
+                        line: self.kernel.code[a.pc as usize].line,
+                        instruction: self.kernel.texts[a.pc as usize].clone(),
+                        message: format!(
+                            "block {:?}: warp {} skipped this barrier (its guard was false) while warp {} waits at it: an `.aligned` barrier under a guard needs the guard to agree across the block",
+                            self.ctaid, v.index, a.warp
+                        ),
+                    });
+                }
+            }
+            for w in warps.iter_mut() {
+                w.skipped_barriers.clear();
             }
             self.epoch += 1;
             for w in warps.iter_mut() {
@@ -1399,6 +1451,15 @@ impl Block<'_, '_> {
             }
             Op::Bar { id, count, aligned } => {
                 if *aligned {
+                    if exec != 0 && exec != mask {
+                        return Err(self.warp_fault(w, pc, format!(
+                            "`.aligned` barrier under a lane-divergent guard: lanes {exec:#010x} wait, lanes {:#010x} skip it (the PTX ISA requires the guard of an aligned barrier to agree in all threads; use barrier.sync without .aligned, or branch around it uniformly)",
+                            mask & !exec
+                        )));
+                    }
+                    if exec == 0 && count.is_none() {
+                        w.skipped_barriers.push(pc);
+                    }
                     w.barrier_pc_aligned |= exec;
                 }
                 for l in lanes(mask) {
