@@ -97,6 +97,7 @@ mod decode;
 mod error;
 mod exec;
 mod ir;
+pub mod isa;
 mod memory;
 pub mod mma;
 pub mod numeric;
