@@ -2,8 +2,11 @@
 //! elements (or another size), timed on the host, reported as thread-instructions per second.
 //!
 //! ```text
-//! cargo run -p ptxsim --release --example throughput [-- ELEMENTS [PTX_FILE]]
+//! cargo run -p ptxsim --release --example throughput [-- [--no-global-races] ELEMENTS [PTX_FILE]]
 //! ```
+//!
+//! `--no-global-races` runs with [`LaunchConfig::check_global_races`] off, to show what the
+//! global-memory race detector costs.
 //!
 //! The figure is the interpreter's speed on the machine it runs on, printed as measured (the
 //! best of several launches, in the thread's CPU time where the platform has it, so that
@@ -17,7 +20,9 @@ use ptxsim::{Arg, LaunchConfig, LaunchStats, Memory, Module};
 const LAUNCHES: usize = 7;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let no_races = args.iter().any(|a| a == "--no-global-races");
+    args.retain(|a| a != "--no-global-races");
     let n: usize = args.first().map_or(Ok(1 << 20), |s| s.parse())?;
     let path = args.get(1).cloned().unwrap_or_else(|| {
         concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels/stream.ptx").to_string()
@@ -31,7 +36,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pc = mem.alloc(n * 4);
     // A grid as the CUDA backend sizes it for a mid-size GPU: many blocks, a grid-stride loop.
     let blocks = 216u32;
-    let config = LaunchConfig::new((blocks, 1, 1), (256, 1, 1), 0);
+    let mut config = LaunchConfig::new((blocks, 1, 1), (256, 1, 1), 0);
+    config.check_global_races = !no_races;
     let partials = mem.alloc(blocks as usize * 4);
 
     let triad = [

@@ -1217,6 +1217,7 @@ impl Builder<'_> {
 
     fn decode_ld(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
         self.check_ld_st_hints(mods)?;
+        let strength = memory_strength(mods);
         let space = self.space(mods)?.unwrap_or(Space::Generic);
         if space == Space::Const {
             return Err(self.unsupported("the .const state space (no .const variables)"));
@@ -1260,11 +1261,13 @@ impl Builder<'_> {
             ds,
             dst_bits,
             addr,
+            strength,
         })
     }
 
     fn decode_st(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
         self.check_ld_st_hints(mods)?;
+        let strength = memory_strength(mods);
         let space = self.space(mods)?.unwrap_or(Space::Generic);
         if matches!(space, Space::Param | Space::Const) {
             return Err(self.unsupported(format!("st to .{}", space.name())));
@@ -1291,6 +1294,7 @@ impl Builder<'_> {
             ty,
             srcs,
             addr,
+            strength,
         })
     }
 
@@ -2052,6 +2056,11 @@ impl Builder<'_> {
         if ["cta", "gpu", "sys"].iter().any(|m| mods.present(m)) {
             self.need(Feature::AtomScope)?;
         }
+        let strength = if mods.present("cta") {
+            Strength::Cta
+        } else {
+            Strength::Gpu
+        };
         mods.accept_all(&[
             "relaxed", "acquire", "release", "acq_rel", "cta", "gpu", "sys",
         ]);
@@ -2119,6 +2128,7 @@ impl Builder<'_> {
             space,
             op,
             ty,
+            strength,
             d,
             addr,
             b,
@@ -2334,6 +2344,23 @@ impl Builder<'_> {
             b,
             c,
         })))
+    }
+}
+
+/// How strong an ld/st is in the memory model (PTX ISA, "Memory Consistency Model: Operation
+/// types"): `.volatile` is `.relaxed.sys`; `.relaxed`/`.acquire`/`.release` carry a scope;
+/// anything else (no qualifier, `.weak`) is weak. `.cluster` is a block's scope here, since
+/// ptxsim launches clusters of one block.
+fn memory_strength(mods: &Mods) -> Strength {
+    let strong = ["relaxed", "acquire", "release"]
+        .iter()
+        .any(|m| mods.present(m));
+    if mods.present("volatile") || (strong && (mods.present("gpu") || mods.present("sys"))) {
+        Strength::Gpu
+    } else if strong {
+        Strength::Cta
+    } else {
+        Strength::Weak
     }
 }
 

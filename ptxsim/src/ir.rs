@@ -7,6 +7,7 @@
 //! Predicates live in a separate file of 32-lane masks (`PredReg`).
 
 use crate::numeric::Rounding;
+pub(crate) use crate::race::Strength;
 use crate::types::{Space, Ty};
 
 pub type Reg = u32;
@@ -446,17 +447,22 @@ pub enum Op {
         ds: Vec<Option<Reg>>,
         dst_bits: Vec<u32>,
         addr: Addr,
+        /// Weak, or `.relaxed`/`.acquire`/`.volatile` at a scope (for the race detector).
+        strength: Strength,
     },
     St {
         space: Space,
         ty: Ty,
         srcs: Vec<Src>,
         addr: Addr,
+        strength: Strength,
     },
     Atom {
         space: Space,
         op: AtomOp,
         ty: Ty,
+        /// `.gpu` unless the instruction names `.cta` (atomics are always strong).
+        strength: Strength,
         d: Option<Reg>,
         addr: Addr,
         b: Src,

@@ -423,7 +423,7 @@ fn reading_a_register_or_predicate_before_any_write_is_an_error() {
     }
     // Written under complementary guards, then read: every lane wrote it.
     let ok = entry(
-        "    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, %tid.x;\n    setp.lt.u32 %p, %r1, 16;\n    @%p mov.u32 %r2, 5;\n    @!%p mov.u32 %r2, 7;\n    @%p st.global.u32 [%rd1], %r2;",
+        "    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, %tid.x;\n    setp.lt.u32 %p, %r1, 16;\n    @%p mov.u32 %r2, 5;\n    @!%p mov.u32 %r2, 7;\n    mul.wide.u32 %rd2, %r1, 4;\n    add.u64 %rd3, %rd1, %rd2;\n    st.global.u32 [%rd3], %r2;",
     );
-    launch(&common::module("both_guards", &ok), 32, 0, 4).unwrap();
+    launch(&common::module("both_guards", &ok), 32, 0, 32 * 4).unwrap();
 }

@@ -318,7 +318,9 @@ fn exchange_kernel(with_barrier: bool) -> String {
     shl.b32 %r7, %r6, 2;
     add.u32 %r7, %r2, %r7;
     ld.shared.u32 %r8, [%r7];
-    mul.wide.u32 %rd2, %r1, 4;
+    mov.u32 %r9, %ctaid.x;
+    mad.lo.u32 %r9, %r9, 128, %r1;
+    mul.wide.u32 %rd2, %r9, 4;
     add.u64 %rd3, %rd1, %rd2;
     st.global.u32 [%rd3], %r8;
     ret;
@@ -332,13 +334,13 @@ fn exchange_kernel(with_barrier: bool) -> String {
 fn barrier_orders_shared_memory_between_warps() {
     let module = common::module("exchange", &exchange_kernel(true));
     let mut mem = Memory::new();
-    let out = mem.alloc(128 * 4);
+    let out = mem.alloc(2 * 128 * 4);
     module
         .launch("k", (2, 1, 1), (128, 1, 1), 0, &[Arg::Ptr(out)], &mut mem)
         .unwrap();
-    let got: Vec<u32> = mem.read(out, 128).unwrap();
-    for t in 0..128u32 {
-        assert_eq!(got[t as usize], ((t + 37) % 128) * 2);
+    let got: Vec<u32> = mem.read(out, 256).unwrap();
+    for t in 0..256u32 {
+        assert_eq!(got[t as usize], ((t % 128 + 37) % 128) * 2);
     }
 }
 
@@ -434,7 +436,8 @@ fn atomics_and_reductions_on_global_and_shared_memory() {
     atom.global.inc.u32 %r6, [%rd1+28], 9;
     // Lock-free increment with a CAS loop: lanes retry until their exchange succeeds.
 cas_loop:
-    ld.global.u32 %r7, [%rd1+32];
+    // A strong load: a plain one racing the other threads' atomics is a data race.
+    ld.relaxed.gpu.global.u32 %r7, [%rd1+32];
     add.u32 %r8, %r7, 1;
     atom.global.cas.b32 %r9, [%rd1+32], %r7, %r8;
     setp.ne.u32 %p2, %r9, %r7;
