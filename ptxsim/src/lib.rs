@@ -124,6 +124,7 @@ pub use error::Error;
 pub use exec::{
     Arg, LaunchConfig, LaunchStats, Schedule, UniformBranchPolicy, MAX_SHARED_BYTES, MAX_SLICE,
 };
+pub use ir::MmaShape;
 pub use memory::{DevicePtr, Element, Memory, POISON_BYTE};
 pub use types::Ty;
 
