@@ -168,8 +168,8 @@ features! {
         "Memory Consistency Model; ld, st, atom, red, fence"),
     Activemask => ("activemask", [(6, 2, 50)],
         "Parallel Synchronization and Communication Instructions: activemask"),
-    // The PTX ISA notes give 6.3 for nanosleep; ptxas accepts it from 6.2, and ptxas is what
-    // the driver runs, so ptxsim does too.
+    // As ptxas enforces it (from 6.2); where the ISA's notes and ptxas differ, ptxas is what
+    // the driver's JIT runs, and tests/isa.rs holds this table to it.
     Nanosleep => ("nanosleep", [(6, 2, 70)],
         "Miscellaneous Instructions: nanosleep"),
     AbsF16 => ("abs.f16 / abs.f16x2", [(6, 5, 53)],
