@@ -15,6 +15,9 @@
 //!   so what the binary loads is what ran here;
 //! - the peak, tensor and sweep kernels' block records are checked too: every block's clocks
 //!   run forwards and its work count (loop trips; the sweep's words) is the oracle's;
+//! - every kernel runs under several schedules ([`SCHEDULES`]: the default order and shuffled
+//!   block order, warp order and interleaving between barriers) and must produce the same
+//!   output bytes under each, with ptxsim's race detectors on in shared and global memory;
 //! - mutants (off-by-one tail, dropped barrier, wrong vector count, swapped mma operands, a
 //!   loop one trip short, a sweep that moves vectors twice) must be reported as failures.
 //!
@@ -25,7 +28,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, UniformBranchPolicy};
+use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, Schedule, UniformBranchPolicy};
 use roofprobe::bench::{arith, cache, intensity, peak, tensor, Precision as P};
 
 /// (element count, grid blocks, threads per block): one element, sizes that are not
@@ -204,7 +207,10 @@ fn check_entry(
                 &[(1u32, 32u32, 32u64, 1u32), (2, 64, 100, 2), (1, 32, 7, 0)]
             {
                 note(
-                    run_peak(module, entry, p, grid, block, n, trips, policy).map_err(|e| {
+                    across_schedules(policy, |run| {
+                        run_peak(module, entry, p, grid, block, n, trips, run)
+                    })
+                    .map_err(|e| {
                         format!(
                             "{file}: `{entry}` grid={grid} block={block} n={n} trips={trips}: {e}"
                         )
@@ -218,7 +224,10 @@ fn check_entry(
                 &[(1u32, 64u32, 2u64, 1u32), (2, 32, 1, 2), (1, 32, 1, 0)]
             {
                 note(
-                    run_mma(module, entry, p, grid, block, n, trips, policy).map_err(|e| {
+                    across_schedules(policy, |run| {
+                        run_mma(module, entry, p, grid, block, n, trips, run)
+                    })
+                    .map_err(|e| {
                         format!(
                             "{file}: `{entry}` grid={grid} block={block} n={n} trips={trips}: {e}"
                         )
@@ -229,7 +238,10 @@ fn check_entry(
         Oracle::Sweep(p, k) => {
             for &(n, grid, block) in SWEEP_SHAPES {
                 note(
-                    run_sweep(module, entry, p, k, n, grid, block, policy).map_err(|e| {
+                    across_schedules(policy, |run| {
+                        run_sweep(module, entry, p, k, n, grid, block, run)
+                    })
+                    .map_err(|e| {
                         format!("{file}: `{entry}` n={n} grid={grid} block={block}: {e}")
                     })?,
                 );
@@ -245,7 +257,10 @@ fn check_entry(
                 (37, 1, 32, 0),
             ] {
                 note(
-                    run_cache(module, entry, n, grid, block, passes, policy).map_err(|e| {
+                    across_schedules(policy, |run| {
+                        run_cache(module, entry, n, grid, block, passes, run)
+                    })
+                    .map_err(|e| {
                         format!("{file}: `{entry}` n={n} grid={grid} block={block} passes={passes}: {e}")
                     })?,
                 );
@@ -253,16 +268,87 @@ fn check_entry(
         }
         Oracle::Stream(op, precision) => {
             for &(n, grid, block) in STREAM_SHAPES {
-                let lines = match precision {
-                    Precision::F32 => run_stream::<f32>(module, entry, op, n, grid, block, policy),
-                    Precision::F64 => run_stream::<f64>(module, entry, op, n, grid, block, policy),
-                }
+                let lines = across_schedules(policy, |run| match precision {
+                    Precision::F32 => run_stream::<f32>(module, entry, op, n, grid, block, run),
+                    Precision::F64 => run_stream::<f64>(module, entry, op, n, grid, block, run),
+                })
                 .map_err(|e| format!("{file}: `{entry}` n={n} grid={grid} block={block}: {e}"))?;
                 note(lines);
             }
         }
     }
     Ok(divergent)
+}
+
+/// The schedules every kernel runs under: the default order and three shuffled ones (block
+/// order, warp order, interleaving between barriers). A correct kernel computes the same bytes
+/// under each; one that depends on the order (a race the detectors cannot see, an atomic
+/// accumulation whose rounding depends on the order) does not.
+const SCHEDULES: [Schedule; 4] = [
+    Schedule::InOrder,
+    Schedule::Shuffled { seed: 1 },
+    Schedule::Shuffled { seed: 2 },
+    Schedule::Shuffled { seed: 3 },
+];
+
+/// How one run of a kernel is launched.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    policy: UniformBranchPolicy,
+    schedule: Schedule,
+}
+
+/// What one run produced: the divergent `bra.uni` lines seen, and the bytes of its checked
+/// outputs (clock records aside: they differ from run to run on a GPU too).
+struct Outcome {
+    divergent: Vec<u32>,
+    output: Vec<u8>,
+}
+
+impl Outcome {
+    fn new(stats: ptxsim::LaunchStats, output: Vec<u8>) -> Outcome {
+        Outcome {
+            divergent: stats.divergent_uniform_branches,
+            output,
+        }
+    }
+}
+
+fn bytes_of(words: &[u64]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// Runs `one` under every schedule of [`SCHEDULES`]: each run must pass its oracle, and all
+/// must produce the same output bytes. Returns the divergent `bra.uni` lines of the runs.
+fn across_schedules(
+    policy: UniformBranchPolicy,
+    one: impl Fn(Run) -> Result<Outcome, String>,
+) -> Result<Vec<u32>, String> {
+    let mut first: Option<Outcome> = None;
+    let mut lines = Vec::new();
+    for schedule in SCHEDULES {
+        let outcome = one(Run { policy, schedule }).map_err(|e| format!("{schedule:?}: {e}"))?;
+        for &l in &outcome.divergent {
+            if !lines.contains(&l) {
+                lines.push(l);
+            }
+        }
+        match &first {
+            None => first = Some(outcome),
+            Some(f) => {
+                if let Some(i) =
+                    (0..f.output.len()).find(|&i| f.output.get(i) != outcome.output.get(i))
+                {
+                    return Err(format!(
+                        "{schedule:?}: output byte {i} differs from the in-order run ({:?} instead of {:?}): the result depends on the schedule",
+                        outcome.output.get(i),
+                        f.output.get(i)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(lines)
 }
 
 /// f32 or f64, for one generic stream oracle.
@@ -380,8 +466,8 @@ fn run_stream<T: Real>(
     n: usize,
     grid: u32,
     block: u32,
-    policy: UniformBranchPolicy,
-) -> Result<Vec<u32>, String> {
+    run: Run,
+) -> Result<Outcome, String> {
     let mut rng = Rng::new(seed_of(entry, n));
     let reduction = matches!(op, StreamOp::Dot | StreamOp::Read);
     let gen = |rng: &mut Rng| T::from_f64(if reduction { rng.dyadic() } else { rng.real() });
@@ -406,12 +492,16 @@ fn run_stream<T: Real>(
         StreamOp::Write => vec![Arg::Ptr(pout), nn, scalar.arg()],
     };
     let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
-    config.uniform_branches = policy;
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
     let stats = module
         .launch_with(entry, &config, &args, &mut mem)
         .map_err(|e| e.to_string())?;
 
     let got: Vec<T> = mem.read(pout, out_len).map_err(|e| e.to_string())?;
+    let output = mem
+        .read::<u8>(pout, out_len * <T as Real>::BYTES)
+        .map_err(|e| e.to_string())?;
     // Inputs are never written (kernels/README.md: idempotent launches).
     if mem.read::<T>(pa, n).map_err(|e| e.to_string())? != a
         || mem.read::<T>(pb, n).map_err(|e| e.to_string())? != b
@@ -461,7 +551,7 @@ fn run_stream<T: Real>(
             ));
         }
     }
-    Ok(stats.divergent_uniform_branches)
+    Ok(Outcome::new(stats, output))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -562,8 +652,8 @@ fn run_peak(
     block: u32,
     n: u64,
     trips: u32,
-    policy: UniformBranchPolicy,
-) -> Result<Vec<u32>, String> {
+    run: Run,
+) -> Result<Outcome, String> {
     let threads = (grid * block) as usize;
     let wide = arith::word_bytes(p) == 8;
     let mut mem = Memory::new();
@@ -580,11 +670,13 @@ fn run_peak(
         bits_arg(p, map.b),
     ];
     let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
-    config.uniform_branches = policy;
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
     let stats = module
         .launch_with(entry, &config, &args, &mut mem)
         .map_err(|e| e.to_string())?;
     let got = read_words(&mem, out, wide, threads)?;
+    let output = bytes_of(&got);
     let want = peak::thread_checksum(p, peak::GPU_CHAINS, trips as u64 * peak::GPU_UNROLL);
     let poison = if wide { u64::MAX } else { u32::MAX as u64 };
     for (t, &g) in got.iter().enumerate() {
@@ -594,7 +686,7 @@ fn run_peak(
         }
     }
     check_block_records(&mem, clocks, grid, |_| u64::from(trips))?;
-    Ok(stats.divergent_uniform_branches)
+    Ok(Outcome::new(stats, output))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -606,8 +698,8 @@ fn run_mma(
     block: u32,
     n: u64,
     trips: u32,
-    policy: UniformBranchPolicy,
-) -> Result<Vec<u32>, String> {
+    run: Run,
+) -> Result<Outcome, String> {
     let warps = (grid * block / 32) as usize;
     let wide = tensor::register_bits(p) == 64;
     let mut mem = Memory::new();
@@ -629,11 +721,13 @@ fn run_mma(
         Arg::U32(trips),
     ];
     let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
-    config.uniform_branches = policy;
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
     let stats = module
         .launch_with(entry, &config, &args, &mut mem)
         .map_err(|e| e.to_string())?;
     let got = read_words(&mem, d, wide, warps * per_warp)?;
+    let output = bytes_of(&got);
     let verdict = tensor::check(p, n as usize, |i| got[i]);
     if !verdict.valid {
         return Err(verdict.detail);
@@ -643,7 +737,7 @@ fn run_mma(
         return Err(format!("a warp at or past n = {n} stored its D"));
     }
     check_block_records(&mem, clocks, grid, |_| u64::from(trips))?;
-    Ok(stats.divergent_uniform_branches)
+    Ok(Outcome::new(stats, output))
 }
 
 /// A cache kernel: every thread's sum is `passes ×` the sum of its grid-stride share.
@@ -654,8 +748,8 @@ fn run_cache(
     grid: u32,
     block: u32,
     passes: u32,
-    policy: UniformBranchPolicy,
-) -> Result<Vec<u32>, String> {
+    run: Run,
+) -> Result<Outcome, String> {
     let input: Vec<u64> = (0..n as u64).map(|i| u64::from(cache::input(i))).collect();
     let threads = grid as usize * block as usize;
     let mut mem = Memory::new();
@@ -668,7 +762,8 @@ fn run_cache(
         Arg::U32(passes),
     ];
     let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
-    config.uniform_branches = policy;
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
     let stats = module
         .launch_with(entry, &config, &args, &mut mem)
         .map_err(|e| e.to_string())?;
@@ -676,13 +771,14 @@ fn run_cache(
         return Err("the input array was modified".into());
     }
     let got = read_words(&mem, pout, false, threads)?;
+    let output = bytes_of(&got);
     let verdict = cache::check_sums(u64::from(passes), &got, |t| {
         cache::gpu_thread_sum(n as u64, threads as u64, t as u64)
     });
     if !verdict.valid {
         return Err(verdict.detail);
     }
-    Ok(stats.divergent_uniform_branches)
+    Ok(Outcome::new(stats, output))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -694,8 +790,8 @@ fn run_sweep(
     n: usize,
     grid: u32,
     block: u32,
-    policy: UniformBranchPolicy,
-) -> Result<Vec<u32>, String> {
+    run: Run,
+) -> Result<Outcome, String> {
     let wide = arith::word_bytes(p) == 8;
     let input: Vec<u64> = (0..n as u64).map(|i| intensity::input(p, i)).collect();
     let mut mem = Memory::new();
@@ -712,11 +808,13 @@ fn run_sweep(
         bits_arg(p, map.b),
     ];
     let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
-    config.uniform_branches = policy;
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
     let stats = module
         .launch_with(entry, &config, &args, &mut mem)
         .map_err(|e| e.to_string())?;
     let got = read_words(&mem, pout, wide, n)?;
+    let output = bytes_of(&got);
     if read_words(&mem, pin, wide, n)? != input {
         return Err("the input array was modified".into());
     }
@@ -745,7 +843,7 @@ fn run_sweep(
         words[thread / block as usize] += 1;
     }
     check_block_records(&mem, records, grid, |b| words[b])?;
-    Ok(stats.divergent_uniform_branches)
+    Ok(Outcome::new(stats, output))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -847,6 +945,23 @@ fn every_registry_module_is_a_kernel_file_or_a_template_expansion() {
             source.name
         );
     }
+}
+
+/// The comparison across schedules bites: a kernel whose output differs under one schedule
+/// (here a stand-in run that flips a byte under seed 2) is reported, naming the schedule.
+#[test]
+fn an_output_that_depends_on_the_schedule_is_caught() {
+    let err = across_schedules(UniformBranchPolicy::Deny, |run| {
+        let flip = run.schedule == Schedule::Shuffled { seed: 2 };
+        Ok(Outcome {
+            divergent: Vec::new(),
+            output: vec![1, 2, if flip { 4 } else { 3 }],
+        })
+    })
+    .unwrap_err();
+    assert!(err.contains("Shuffled { seed: 2 }"), "{err}");
+    assert!(err.contains("output byte 2 differs"), "{err}");
+    assert!(err.contains("depends on the schedule"), "{err}");
 }
 
 /// Every kernel runs under the strict policy (a divergent `bra.uni`, which the PTX ISA leaves
@@ -1115,4 +1230,28 @@ fn swap_first_mma_a_pair(body: &str) -> String {
         )
     };
     format!("{}{}{}", &body[..start], new_inst, &body[end..])
+}
+
+#[test]
+fn blocks_storing_their_partials_to_one_slot_race() {
+    // Every block of a reduction stores its partial sum to partials[0] instead of
+    // partials[blockIdx.x]: with two blocks or more, a global-memory race between blocks, which
+    // the interpreter reports as such (not only as a wrong value).
+    let mut targets = entries_containing("mul.wide.u32 %rd32, %r1, 4;");
+    targets.extend(entries_containing("mul.wide.u32 %rd32, %r1, 8;"));
+    assert_eq!(targets.len(), 4, "dot and read, f32 and f64");
+    for (file, text, entry) in &targets {
+        let mutant = mutate_entry(text, entry, |body| {
+            body.replace("mul.wide.u32 %rd32, %r1, 4;", "mul.wide.u32 %rd32, %r1, 0;")
+                .replace("mul.wide.u32 %rd32, %r1, 8;", "mul.wide.u32 %rd32, %r1, 0;")
+        });
+        let module = Module::parse(&mutant).expect("the mutant parses");
+        let err = check_entry(&module, file, entry, UniformBranchPolicy::Deny)
+            .expect_err("the mutant must fail");
+        assert!(err.contains("global-memory race"), "`{entry}`: {err}");
+        assert!(
+            err.contains("of block (0, 0, 0) wrote at line"),
+            "`{entry}`: {err}"
+        );
+    }
 }

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use crate::error::Error;
 use crate::ir::*;
+use crate::isa::{self, Feature};
 use crate::numeric::{self, Rounding};
 use crate::parse::{self, Lit, ModuleAst, Operand, Statement, VarDecl};
 use crate::types::{Space, Ty};
@@ -39,6 +40,11 @@ pub struct Kernel {
     pub(crate) texts: Vec<String>,
     pub(crate) n_regs: u32,
     pub(crate) n_preds: u32,
+    /// What each instruction of `code` reads and writes.
+    pub(crate) uses: Vec<Uses>,
+    /// Names of the registers and predicates, by index, for error messages.
+    pub(crate) reg_names: Vec<String>,
+    pub(crate) pred_names: Vec<String>,
     pub(crate) specials: Vec<(Special, Reg)>,
     pub static_shared_bytes: u32,
     /// Offset of the dynamic (`.extern .shared`) region.
@@ -59,6 +65,8 @@ struct Builder<'m> {
     n_regs: u32,
     n_preds: u32,
     reg_bits: Vec<u32>,
+    reg_names: Vec<String>,
+    pred_names: Vec<String>,
     specials: Vec<(Special, Reg)>,
     special_regs: HashMap<String, Reg>,
     sink: Option<Reg>,
@@ -68,12 +76,19 @@ struct Builder<'m> {
     labels: HashMap<String, u32>,
     line: u32,
     opcode: String,
+    /// The module's `.version` and `.target`, which each instruction form must be allowed by.
+    header: isa::Header,
 }
 
 pub(crate) fn build_kernels(ast: &ModuleAst) -> Result<Vec<Kernel>, Error> {
+    let header = isa::header(
+        ast.version.map(|v| (v, ast.version_line)),
+        &ast.targets,
+        ast.target_line,
+    )?;
     ast.entries
         .iter()
-        .map(|e| build_kernel(e, &ast.module_vars))
+        .map(|e| build_kernel(e, &ast.module_vars, header))
         .collect()
 }
 
@@ -115,7 +130,11 @@ fn layout_shared(
     Ok((offset as u32, dynamic as u32))
 }
 
-fn build_kernel(e: &parse::EntryAst, module_vars: &[VarDecl]) -> Result<Kernel, Error> {
+fn build_kernel(
+    e: &parse::EntryAst,
+    module_vars: &[VarDecl],
+    header: isa::Header,
+) -> Result<Kernel, Error> {
     // Parameters.
     let mut params = Vec::new();
     let mut pofs = 0u64;
@@ -179,6 +198,8 @@ fn build_kernel(e: &parse::EntryAst, module_vars: &[VarDecl]) -> Result<Kernel, 
         n_regs: 0,
         n_preds: 0,
         reg_bits: Vec::new(),
+        reg_names: Vec::new(),
+        pred_names: Vec::new(),
         specials: Vec::new(),
         special_regs: HashMap::new(),
         sink: None,
@@ -188,6 +209,7 @@ fn build_kernel(e: &parse::EntryAst, module_vars: &[VarDecl]) -> Result<Kernel, 
         labels,
         line: e.line,
         opcode: String::new(),
+        header,
     };
     let mut code = Vec::new();
     let mut texts = Vec::new();
@@ -237,8 +259,10 @@ fn build_kernel(e: &parse::EntryAst, module_vars: &[VarDecl]) -> Result<Kernel, 
         line: e.line,
     });
     texts.push("(end of entry)".to_string());
+    let uses = code.iter().map(|i| i.op.uses()).collect();
 
     let (n_regs, n_preds, specials) = (b.n_regs, b.n_preds, b.specials);
+    let (reg_names, pred_names) = (b.reg_names, b.pred_names);
     Ok(Kernel {
         name: e.name.clone(),
         line: e.line,
@@ -248,6 +272,9 @@ fn build_kernel(e: &parse::EntryAst, module_vars: &[VarDecl]) -> Result<Kernel, 
         texts,
         n_regs,
         n_preds,
+        uses,
+        reg_names,
+        pred_names,
         specials,
         static_shared_bytes: static_shared,
         dynamic_shared_offset: dynamic_off,
@@ -309,6 +336,11 @@ struct Mods {
 }
 
 impl Mods {
+    /// Whether `m` is among the modifiers (used or not).
+    fn present(&self, m: &str) -> bool {
+        self.list.iter().any(|x| x == m)
+    }
+
     fn new(opcode: &str) -> (String, Mods) {
         let mut parts = opcode.split('.');
         let base = parts.next().unwrap_or("").to_string();
@@ -402,9 +434,6 @@ const CACHE_HINTS: &[&str] = &[
     "L1::evict_first",
     "L1::evict_last",
     "L1::no_allocate",
-    "L2::evict_normal",
-    "L2::evict_first",
-    "L2::evict_last",
     "L2::64B",
     "L2::128B",
     "L2::256B",
@@ -419,10 +448,16 @@ impl Builder<'_> {
         Error::unsupported(self.line, format!("{} (in `{}`)", what.into(), self.opcode))
     }
 
+    /// Fails unless the module's `.version` and `.target` allow `feature`.
+    fn need(&self, feature: Feature) -> Result<(), Error> {
+        feature.check(self.header, self.line, &self.opcode)
+    }
+
     fn declare(&mut self, name: &str, ty: Ty, line: u32) -> Result<(), Error> {
         let scope = self.scopes.last_mut().expect("at least one scope");
         let entry = if ty == Ty::Pred {
             self.n_preds += 1;
+            self.pred_names.push(name.to_string());
             Name::Pred(self.n_preds - 1)
         } else {
             if ty.bits() > 64 {
@@ -433,6 +468,7 @@ impl Builder<'_> {
             }
             self.n_regs += 1;
             self.reg_bits.push(ty.bits().max(8));
+            self.reg_names.push(name.to_string());
             Name::Data(self.n_regs - 1)
         };
         if scope.insert(name.to_string(), entry).is_some() {
@@ -448,9 +484,10 @@ impl Builder<'_> {
         self.scopes.iter().rev().find_map(|s| s.get(name).copied())
     }
 
-    fn hidden_reg(&mut self, bits: u32) -> Reg {
+    fn hidden_reg(&mut self, bits: u32, name: &str) -> Reg {
         self.n_regs += 1;
         self.reg_bits.push(bits);
+        self.reg_names.push(name.to_string());
         self.n_regs - 1
     }
 
@@ -460,7 +497,10 @@ impl Builder<'_> {
         }
         match special_from_name(name) {
             Some(s) => {
-                let r = self.hidden_reg(32);
+                if matches!(s, Special::DynamicSmemSize | Special::TotalSmemSize) {
+                    self.need(Feature::SmemSizeRegisters)?;
+                }
+                let r = self.hidden_reg(32, name);
                 self.specials.push((s, r));
                 self.special_regs.insert(name.to_string(), r);
                 Ok(Some(r))
@@ -513,7 +553,7 @@ impl Builder<'_> {
         if let Some(s) = self.sink {
             return s;
         }
-        let r = self.hidden_reg(64);
+        let r = self.hidden_reg(64, "_");
         self.sink = Some(r);
         r
     }
@@ -876,6 +916,7 @@ impl Builder<'_> {
                 }
             }
             "lop3" => {
+                self.need(Feature::Lop3)?;
                 let ty = self.one_type(&mut mods)?;
                 if ty != Ty::B32 {
                     return Err(self.unsupported(format!("type .{}", ty.name())));
@@ -929,19 +970,29 @@ impl Builder<'_> {
                 Op::Nop
             }
             "fence" => {
+                self.need(Feature::MemoryOrder)?;
                 mods.one_of(&["sc", "acq_rel"]);
-                mods.one_of(&["cta", "gpu", "sys", "cluster"])
+                let scope = mods
+                    .one_of(&["cta", "gpu", "sys", "cluster"])
                     .ok_or_else(|| self.unsupported("fence without a scope"))?;
+                if scope == "cluster" {
+                    self.need(Feature::ClusterScope)?;
+                }
                 Op::Nop
             }
             "prefetch" => {
                 mods.one_of(&["global", "local"]);
-                mods.one_of(&["L1", "L2", "L2::evict_last", "L2::evict_normal"])
+                let level = mods
+                    .one_of(&["L1", "L2", "L2::evict_last", "L2::evict_normal"])
                     .ok_or_else(|| self.unsupported("prefetch level"))?;
+                if level.starts_with("L2::") {
+                    self.need(Feature::PrefetchEviction)?;
+                }
                 self.expect_operands(ops, 1..=1)?;
                 Op::Nop
             }
             "createpolicy" => {
+                self.need(Feature::Createpolicy)?;
                 // Builds the cache-policy operand of `.L2::cache_hint` accesses: a hint, so
                 // any value will do; the operands are still checked.
                 mods.one_of(&["fractional", "range"])
@@ -969,12 +1020,14 @@ impl Builder<'_> {
                 }
             }
             "nanosleep" => {
+                self.need(Feature::Nanosleep)?;
                 mods.has("u32");
                 Op::Nop
             }
             "shfl" => self.decode_shfl(&mut mods, ops)?,
             "vote" => self.decode_vote(&mut mods, ops)?,
             "activemask" => {
+                self.need(Feature::Activemask)?;
                 mods.has("b32");
                 self.expect_operands(ops, 1..=1)?;
                 Op::Activemask {
@@ -1000,6 +1053,12 @@ impl Builder<'_> {
     }
 
     fn space(&self, mods: &mut Mods) -> Result<Option<Space>, Error> {
+        if mods.present("shared::cta") {
+            self.need(Feature::SharedCta)?;
+        }
+        if mods.present("param::entry") {
+            self.need(Feature::ParamEntry)?;
+        }
         let s = mods.one_of(&[
             "global",
             "shared",
@@ -1125,7 +1184,41 @@ impl Builder<'_> {
         })
     }
 
+    /// The version/target checks of ld/st modifiers, and the ones only 256-bit accesses take.
+    fn check_ld_st_hints(&self, mods: &Mods) -> Result<(), Error> {
+        if let Some(m) = mods.list.iter().find(|m| m.starts_with("L2::evict_")) {
+            // "Instruction 'ld' requires '.v8.b32/.v4.b64' type with '.L2::evict_last'".
+            return Err(self.err_parse(format!(
+                "`.{m}` is only for 256-bit accesses (.v8.b32 / .v4.b64), which ptxsim does not run"
+            )));
+        }
+        if mods.list.iter().any(|m| m.starts_with("L1::")) {
+            self.need(Feature::L1Eviction)?;
+        }
+        if mods.present("L2::64B") || mods.present("L2::128B") {
+            self.need(Feature::PrefetchSize)?;
+        }
+        if mods.present("L2::256B") {
+            self.need(Feature::PrefetchSize256)?;
+        }
+        if mods.present("L2::cache_hint") {
+            self.need(Feature::L2CacheHint)?;
+        }
+        if mods.present("cluster") {
+            self.need(Feature::ClusterScope)?;
+        }
+        if ["weak", "relaxed", "acquire", "release"]
+            .iter()
+            .any(|m| mods.present(m))
+        {
+            self.need(Feature::MemoryOrder)?;
+        }
+        Ok(())
+    }
+
     fn decode_ld(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
+        self.check_ld_st_hints(mods)?;
+        let strength = memory_strength(mods);
         let space = self.space(mods)?.unwrap_or(Space::Generic);
         if space == Space::Const {
             return Err(self.unsupported("the .const state space (no .const variables)"));
@@ -1169,10 +1262,13 @@ impl Builder<'_> {
             ds,
             dst_bits,
             addr,
+            strength,
         })
     }
 
     fn decode_st(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
+        self.check_ld_st_hints(mods)?;
+        let strength = memory_strength(mods);
         let space = self.space(mods)?.unwrap_or(Space::Generic);
         if matches!(space, Space::Param | Space::Const) {
             return Err(self.unsupported(format!("st to .{}", space.name())));
@@ -1199,6 +1295,7 @@ impl Builder<'_> {
             ty,
             srcs,
             addr,
+            strength,
         })
     }
 
@@ -1216,9 +1313,30 @@ impl Builder<'_> {
         if frnd.is_some() && irnd.is_some() {
             return Err(self.err_parse("two rounding modifiers"));
         }
+        if relu && sat {
+            return Err(self.err_parse("`.relu` cannot be combined with `.sat`"));
+        }
+        let packed = matches!(to, Ty::F16x2 | Ty::Bf16x2 | Ty::E4m3x2 | Ty::E5m2x2)
+            || matches!(from, Ty::E4m3x2 | Ty::E5m2x2 | Ty::F16x2);
+        if packed && (sat || ftz || irnd.is_some()) {
+            return Err(self.err_parse(
+                "`.sat`, `.ftz` and integer roundings are not allowed on a packed cvt",
+            ));
+        }
+        if packed && relu {
+            self.need(Feature::CvtRelu)?;
+        }
         // Packed conversions.
         match (to, from) {
             (Ty::F16x2 | Ty::Bf16x2 | Ty::E4m3x2 | Ty::E5m2x2, Ty::F32) => {
+                if matches!(to, Ty::E4m3x2 | Ty::E5m2x2) {
+                    self.need(Feature::CvtFp8)?;
+                } else {
+                    self.need(Feature::CvtPairF32)?;
+                    if satfinite {
+                        self.need(Feature::CvtSatfinite)?;
+                    }
+                }
                 self.expect_operands(ops, 3..=3)?;
                 let rnd =
                     frnd.ok_or_else(|| self.err_parse("packed cvt needs a rounding modifier"))?;
@@ -1241,6 +1359,7 @@ impl Builder<'_> {
                 });
             }
             (Ty::E4m3x2 | Ty::E5m2x2, Ty::F16x2) => {
+                self.need(Feature::CvtFp8)?;
                 self.expect_operands(ops, 2..=2)?;
                 if frnd != Some(Rounding::NearestEven) || !satfinite {
                     return Err(self.err_parse("cvt to e4m3x2/e5m2x2 requires .rn.satfinite"));
@@ -1253,9 +1372,12 @@ impl Builder<'_> {
                 });
             }
             (Ty::F16x2, Ty::E4m3x2 | Ty::E5m2x2) => {
+                self.need(Feature::CvtFp8)?;
                 self.expect_operands(ops, 2..=2)?;
-                if frnd != Some(Rounding::NearestEven) {
-                    return Err(self.err_parse("cvt.f16x2 from an fp8 pair requires .rn"));
+                if frnd != Some(Rounding::NearestEven) || satfinite {
+                    return Err(
+                        self.err_parse("cvt.f16x2 from an fp8 pair takes .rn and no .satfinite")
+                    );
                 }
                 return Ok(Op::CvtF8x2ToF16x2 {
                     d: self.dst(&ops[0])?,
@@ -1264,9 +1386,68 @@ impl Builder<'_> {
                     relu,
                 });
             }
+            _ if packed => {
+                return Err(self.unsupported(format!("cvt.{}.{}", to.name(), from.name())))
+            }
             _ => {}
         }
         self.expect_operands(ops, 2..=2)?;
+        // What the scalar forms allow (PTX ISA, cvt: ".relu" and ".satfinite" only for
+        // conversions from .f32 to .f16/.bf16 (and .tf32); no ".sat" to .bf16).
+        let narrow_from_f32 = from == Ty::F32 && matches!(to, Ty::F16 | Ty::Bf16);
+        if relu && !(narrow_from_f32 || to == Ty::Tf32) {
+            return Err(self.err_parse(format!(
+                "`.relu` is only for cvt from .f32 to .f16 or .bf16, not cvt.{}.{}",
+                to.name(),
+                from.name()
+            )));
+        }
+        if satfinite && !(narrow_from_f32 || (to == Ty::Tf32 && from == Ty::F32)) {
+            return Err(self.err_parse(format!(
+                "`.satfinite` is only for cvt from .f32 to .f16, .bf16 or .tf32, not cvt.{}.{}",
+                to.name(),
+                from.name()
+            )));
+        }
+        if sat && to == Ty::Bf16 {
+            return Err(self.err_parse("`.sat` is not allowed on cvt to .bf16"));
+        }
+        if to == Ty::Tf32 {
+            match frnd {
+                Some(Rounding::NearestAway) => {
+                    self.need(Feature::CvtTf32Rna)?;
+                    if satfinite {
+                        self.need(Feature::CvtSatfinite)?;
+                    }
+                }
+                Some(Rounding::NearestEven | Rounding::TowardZero) => {
+                    self.need(Feature::CvtTf32RnRz)?;
+                    if satfinite {
+                        self.need(Feature::CvtTf32RnRzSatfinite)?;
+                    }
+                }
+                _ => return Err(self.err_parse("cvt.tf32.f32 takes .rna, .rn or .rz")),
+            }
+            if ftz {
+                return Err(self.err_parse("`.ftz` is not allowed on cvt to .tf32"));
+            }
+            if relu {
+                return Err(self.unsupported("cvt.relu.tf32.f32"));
+            }
+        } else {
+            if relu {
+                self.need(Feature::CvtRelu)?;
+            }
+            if satfinite {
+                self.need(Feature::CvtSatfinite)?;
+            }
+        }
+        match (to, from) {
+            (Ty::Bf16, Ty::F32) => self.need(Feature::CvtBf16F32)?,
+            (Ty::F32, Ty::Bf16) => self.need(Feature::CvtF32Bf16)?,
+            (Ty::Bf16, _) | (_, Ty::Bf16) => self.need(Feature::CvtBf16Other)?,
+            _ => {}
+        }
         let is_float = |t: Ty| matches!(t, Ty::F16 | Ty::Bf16 | Ty::F32 | Ty::F64 | Ty::Tf32);
         let ok = (to.is_int() || is_float(to)) && (from.is_int() || is_float(from));
         if !ok {
@@ -1413,6 +1594,18 @@ impl Builder<'_> {
                     _ => return Err(self.unsupported(format!("{base} on .{}", ty.name()))),
                 };
                 let (fmt, packed) = half_kind(ty);
+                let min_max = matches!(op, HalfOp::Min | HalfOp::Max);
+                self.need(match (fmt, min_max) {
+                    (HalfFmt::F16, true) => Feature::MinMaxF16,
+                    (HalfFmt::Bf16, true) => Feature::Bf16Arith,
+                    (HalfFmt::Bf16, false) => Feature::Bf16AddSubMul,
+                    (HalfFmt::F16, false) => Feature::F16Arith,
+                })?;
+                if sat && (min_max || fmt == HalfFmt::Bf16) {
+                    return Err(
+                        self.err_parse(format!("`.sat` is not allowed on {base}.{}", ty.name()))
+                    );
+                }
                 let bty = if packed { Ty::B32 } else { Ty::B16 };
                 Ok(Op::Half {
                     op,
@@ -1514,6 +1707,14 @@ impl Builder<'_> {
                 }
                 let sat = mods.has("sat");
                 let (fmt, packed) = half_kind(ty);
+                if fmt == HalfFmt::Bf16 {
+                    self.need(Feature::Bf16Arith)?;
+                    if sat {
+                        return Err(self.err_parse("`.sat` is not allowed on fma.bf16"));
+                    }
+                } else {
+                    self.need(Feature::F16Arith)?;
+                }
                 let bty = if packed { Ty::B32 } else { Ty::B16 };
                 Ok(Op::Half {
                     op: HalfOp::Fma,
@@ -1612,6 +1813,11 @@ impl Builder<'_> {
                 } else {
                     HalfOp::Neg
                 };
+                self.need(match (fmt, op) {
+                    (HalfFmt::Bf16, _) => Feature::Bf16Arith,
+                    (HalfFmt::F16, HalfOp::Abs) => Feature::AbsF16,
+                    _ => Feature::NegF16,
+                })?;
                 Ok(Op::Half {
                     op,
                     fmt,
@@ -1738,16 +1944,22 @@ impl Builder<'_> {
     }
 
     fn decode_bar(&mut self, is_bar: bool, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
+        if !is_bar {
+            self.need(Feature::WarpSync)?;
+        }
         if mods.has("warp") {
             if !mods.has("sync") {
                 return Err(self.err_parse("bar.warp needs .sync"));
             }
+            self.need(Feature::WarpSync)?;
             self.expect_operands(ops, 1..=1)?;
             return Ok(Op::BarWarp {
                 mask: self.src(&ops[0], Ty::B32)?,
             });
         }
-        mods.has("cta");
+        if mods.has("cta") {
+            self.need(Feature::BarrierCta)?;
+        }
         if mods.one_of(&["arrive", "red"]).is_some() {
             return Err(self.unsupported("bar.arrive / bar.red"));
         }
@@ -1769,6 +1981,7 @@ impl Builder<'_> {
         if !mods.has("sync") {
             return Err(self.unsupported("shfl without .sync (deprecated, sm_6x only)"));
         }
+        self.need(Feature::WarpSync)?;
         let mode = match mods.one_of(&["up", "down", "bfly", "idx"]) {
             Some("up") => ShflMode::Up,
             Some("down") => ShflMode::Down,
@@ -1800,6 +2013,7 @@ impl Builder<'_> {
         if !mods.has("sync") {
             return Err(self.unsupported("vote without .sync"));
         }
+        self.need(Feature::WarpSync)?;
         let mode = match mods.one_of(&["all", "any", "uni", "ballot"]) {
             Some("all") => VoteMode::All,
             Some("any") => VoteMode::Any,
@@ -1834,6 +2048,20 @@ impl Builder<'_> {
         if !matches!(space, Space::Global | Space::Shared | Space::Generic) {
             return Err(self.unsupported(format!("atomics on .{}", space.name())));
         }
+        if ["relaxed", "acquire", "release", "acq_rel"]
+            .iter()
+            .any(|m| mods.present(m))
+        {
+            self.need(Feature::MemoryOrder)?;
+        }
+        if ["cta", "gpu", "sys"].iter().any(|m| mods.present(m)) {
+            self.need(Feature::AtomScope)?;
+        }
+        let strength = if mods.present("cta") {
+            Strength::Cta
+        } else {
+            Strength::Gpu
+        };
         mods.accept_all(&[
             "relaxed", "acquire", "release", "acq_rel", "cta", "gpu", "sys",
         ]);
@@ -1871,6 +2099,9 @@ impl Builder<'_> {
         if !ok {
             return Err(self.unsupported(format!("atom/red {op:?} on .{}", ty.name())));
         }
+        if op == AtomOp::Add && ty == Ty::F64 {
+            self.need(Feature::AtomAddF64)?;
+        }
         let nops = if is_red {
             2
         } else if op == AtomOp::Cas {
@@ -1898,6 +2129,7 @@ impl Builder<'_> {
             space,
             op,
             ty,
+            strength,
             d,
             addr,
             b,
@@ -1909,6 +2141,7 @@ impl Builder<'_> {
         if !mods.has("async") {
             return Err(self.unsupported("cp without .async"));
         }
+        self.need(Feature::CpAsync)?;
         if mods.has("commit_group") {
             self.expect_operands(ops, 0..=0)?;
             return Ok(Op::CpAsyncCommit);
@@ -1939,8 +2172,17 @@ impl Builder<'_> {
         if !(mods.has("shared") || mods.has("shared::cta")) || !mods.has("global") {
             return Err(self.err_parse("cp.async needs .shared.global"));
         }
+        if mods.present("L2::64B") || mods.present("L2::128B") {
+            self.need(Feature::PrefetchSize)?;
+        }
+        if mods.present("L2::256B") {
+            self.need(Feature::PrefetchSize256)?;
+        }
         mods.accept_all(&["L2::64B", "L2::128B", "L2::256B"]);
         let policy = mods.has("L2::cache_hint");
+        if policy {
+            self.need(Feature::L2CacheHint)?;
+        }
         let nops_max = 4 + policy as usize;
         self.expect_operands(ops, 3..=nops_max)?;
         let dst = self.addr(&ops[0], Space::Shared)?;
@@ -1959,6 +2201,7 @@ impl Builder<'_> {
             let is_pred = matches!(op, Operand::NotName(_))
                 || matches!(op, Operand::Name(n) if matches!(self.lookup(n), Some(Name::Pred(_))));
             if is_pred {
+                self.need(Feature::CpAsyncIgnoreSrc)?;
                 ignore_src = Some(self.pred_src(op)?);
             } else {
                 src_bytes = Some(self.src(op, Ty::U32)?);
@@ -1977,6 +2220,7 @@ impl Builder<'_> {
     }
 
     fn decode_ldmatrix(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
+        self.need(Feature::Ldmatrix)?;
         if !mods.has("sync") || !mods.has("aligned") {
             return Err(self.err_parse("ldmatrix needs .sync.aligned"));
         }
@@ -2026,11 +2270,28 @@ impl Builder<'_> {
             Some(_) => MmaShape::M16n8k32,
             None => return Err(self.unsupported("this mma shape")),
         };
-        let row = mods.has("row");
-        let col = mods.has("col");
-        if !(row && col) {
-            return Err(self.unsupported("mma layouts other than .row.col"));
+        // The first layout modifier is A's, the second B's (ptxas: "Illegal alayout '.col'").
+        let layouts: Vec<&str> = mods
+            .list
+            .iter()
+            .filter(|m| matches!(m.as_str(), "row" | "col"))
+            .map(String::as_str)
+            .collect();
+        let half_m8n8k4 = shape == MmaShape::M8n8k4 && mods.list.iter().any(|m| m == "f16");
+        if half_m8n8k4 {
+            // The one form whose layouts the ISA leaves free; ptxsim does not run it.
+            return Err(self.unsupported("mma.m8n8k4 with .f16 (the sm_70 shape)"));
         }
+        if layouts != ["row", "col"] {
+            // "mma.m16n8k*" / "mma.m8n8k4 .f64": ".alayout = .row; .blayout = .col" only.
+            return Err(self.err_parse(format!(
+                "the PTX ISA allows only `.row.col` (A row-major, B column-major) for mma.{}, not `.{}`",
+                shape.name(),
+                layouts.join(".")
+            )));
+        }
+        mods.has("row");
+        mods.has("col");
         let satfinite = mods.has("satfinite");
         if mods.has("sp")
             || mods
@@ -2055,6 +2316,9 @@ impl Builder<'_> {
             })?;
         if satfinite && !matches!(dtype, Ty::S32) {
             return Err(self.unsupported(".satfinite on a float mma"));
+        }
+        for feature in mma_features(shape, atype, ctype) {
+            self.need(feature)?;
         }
         self.expect_operands(ops, 4..=4)?;
         let d = self.vec_dsts(&ops[0])?;
@@ -2082,6 +2346,45 @@ impl Builder<'_> {
             c,
         })))
     }
+}
+
+/// How strong an ld/st is in the memory model (PTX ISA, "Memory Consistency Model: Operation
+/// types"): `.volatile` is `.relaxed.sys`; `.relaxed`/`.acquire`/`.release` carry a scope;
+/// anything else (no qualifier, `.weak`) is weak. `.cluster` is a block's scope here, since
+/// ptxsim launches clusters of one block.
+fn memory_strength(mods: &Mods) -> Strength {
+    let strong = ["relaxed", "acquire", "release"]
+        .iter()
+        .any(|m| mods.present(m));
+    if mods.present("volatile") || (strong && (mods.present("gpu") || mods.present("sys"))) {
+        Strength::Gpu
+    } else if strong {
+        Strength::Cta
+    } else {
+        Strength::Weak
+    }
+}
+
+/// What an mma form (already known to be one ptxsim runs) needs of the module's header.
+fn mma_features(shape: MmaShape, atype: Ty, ctype: Ty) -> Vec<Feature> {
+    let fp8 = matches!(atype, Ty::E4m3 | Ty::E5m2);
+    let mut out = Vec::new();
+    match (shape, atype) {
+        (MmaShape::M8n8k4, _) => out.push(Feature::MmaM8n8k4F64),
+        (MmaShape::M16n8k4, Ty::F64) => out.push(Feature::MmaM16n8k4F64),
+        (MmaShape::M16n8k4 | MmaShape::M16n8k8, Ty::Tf32) => out.push(Feature::MmaTf32),
+        (MmaShape::M16n8k8 | MmaShape::M16n8k16, Ty::Bf16) => out.push(Feature::MmaBf16),
+        (MmaShape::M16n8k8, _) => out.push(Feature::MmaM16n8k8F16),
+        (MmaShape::M16n8k16, _) if fp8 => out.push(Feature::MmaFp8M16n8k16),
+        (MmaShape::M16n8k16, _) => out.push(Feature::MmaM16n8k16),
+        (MmaShape::M16n8k32, _) if fp8 => out.push(Feature::MmaFp8),
+        (MmaShape::M16n8k32, _) => out.push(Feature::MmaM16n8k32Int),
+        (MmaShape::M16n8k4, _) => unreachable!("mma.m16n8k4 is .tf32 or .f64"),
+    }
+    if fp8 && ctype == Ty::F16 {
+        out.push(Feature::MmaFp8F16Acc);
+    }
+    out
 }
 
 fn half_kind(ty: Ty) -> (HalfFmt, bool) {

@@ -8,11 +8,22 @@
 //! a loop exit, without needing post-dominator analysis; `shfl.sync`, `vote.sync`, `ldmatrix`
 //! and `mma` then check that every lane they name is really there.
 //!
-//! Barriers: a block's warps run in turn until each has exited or is waiting at `bar.sync`;
-//! the barrier then opens. Shared memory has a race detector: every byte remembers the warp
-//! and barrier epoch of its last write and read, and an access by another warp in the same
-//! epoch (no barrier in between) is an error naming both lines — which is how a missing
-//! `bar.sync` is caught whatever order the warps happen to run in.
+//! Schedules ([`Schedule`]): by default blocks run in index order and a block's warps run in
+//! turn until each has exited or waits at a barrier; the barrier then opens. A shuffled
+//! schedule draws the block order, which warp runs next and for how many instructions, from a
+//! seed, so that a kernel can be run under several orders and its results compared.
+//!
+//! Barriers: `bar.sync` is `barrier.sync.aligned`, so every thread of the block that takes part
+//! must wait at the same instruction, with a guard every thread agrees on; the non-aligned
+//! `barrier.sync` lets warps meet at different instructions.
+//!
+//! Races (`race`): shared and global memory remember, per byte or word, the warp, barrier epoch
+//! and instruction of their last write and read, so a conflicting access by another warp in
+//! the same epoch, or (global memory) by another block of the launch, is an error naming both
+//! lines — whatever order the schedule happened to run them in.
+//!
+//! Registers and predicates start undefined: each remembers which lanes wrote it, and an
+//! instruction that reads one in a lane that never wrote it is an error.
 //!
 //! `cp.async` copies are deferred: the source is read when the instruction issues, but the
 //! shared-memory destination is written only when a `cp.async.wait_group` / `wait_all` covers
@@ -26,6 +37,7 @@ use crate::memory::{
 };
 use crate::mma;
 use crate::numeric::{self, Rounding};
+use crate::race::{self, Access, Conflict, Context, SharedShadow, Strength};
 use crate::types::{Space, Ty};
 
 /// A kernel argument, checked against the declared parameter type.
@@ -53,6 +65,24 @@ pub enum UniformBranchPolicy {
     Record,
 }
 
+/// In which order a launch runs its blocks and warps. A correct kernel computes the same
+/// thing under every schedule; tests run kernels under several to show that theirs do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// Blocks in order of their linear index; in a block, each warp in index order runs until
+    /// it waits at a barrier or exits. Deterministic, and the fastest.
+    #[default]
+    InOrder,
+    /// A pseudo-random schedule drawn from `seed` (the same seed, the same schedule): blocks in
+    /// a shuffled order; in a block, a randomly chosen runnable warp runs a random number of
+    /// instructions (from 1 up to [`MAX_SLICE`]) before the next choice, so warps interleave
+    /// between barriers and resume from a barrier in random order.
+    Shuffled { seed: u64 },
+}
+
+/// The longest run of warp instructions a shuffled schedule gives one warp before switching.
+pub const MAX_SLICE: u64 = 64;
+
 /// Everything about one launch except the arguments.
 #[derive(Debug, Clone)]
 pub struct LaunchConfig {
@@ -66,6 +96,11 @@ pub struct LaunchConfig {
     /// The SM clock the block's cycle counter runs at, against `%globaltimer` nanoseconds
     /// (`%clock64` advances one cycle per warp instruction of the block).
     pub clock_mhz: u32,
+    /// Block and warp order ([`Schedule::InOrder`] unless set).
+    pub schedule: Schedule,
+    /// Check global memory for data races (on unless turned off). It keeps 16 bytes of shadow
+    /// per 4 bytes of global memory a launch touches, for the launch's duration.
+    pub check_global_races: bool,
 }
 
 impl LaunchConfig {
@@ -77,7 +112,27 @@ impl LaunchConfig {
             uniform_branches: UniformBranchPolicy::Deny,
             max_warp_instructions: 200_000_000,
             clock_mhz: 1000,
+            schedule: Schedule::InOrder,
+            check_global_races: true,
         }
+    }
+}
+
+/// SplitMix64: the shuffled schedule's reproducible random numbers, without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0; the bias of a 64-bit modulus is negligible here).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
     }
 }
 
@@ -120,12 +175,19 @@ struct Warp {
     index: u32,
     regs: Vec<u64>,
     preds: Vec<u32>,
+    /// Per register (predicate), the lanes that have written it: reading a register in a lane
+    /// that never wrote it is an error, since registers start undefined.
+    reg_written: Vec<u32>,
+    pred_written: Vec<u32>,
     pc: [u32; 32],
     state: [LaneState; 32],
     barrier_id: [u32; 32],
     barrier_count: [u32; 32],
     /// Lanes waiting at an `.aligned` barrier (whose warp must all wait at the same one).
     barrier_pc_aligned: u32,
+    /// Block-wide `.aligned` barriers (no thread count) this warp skipped on a false guard
+    /// since the last barrier opened: one that then opens for other warps is an error.
+    skipped_barriers: Vec<u32>,
     /// Lanes that are threads of the block (the last warp of an odd-sized block is partial).
     exists: u32,
     running: u32,
@@ -133,21 +195,89 @@ struct Warp {
     committed: [u32; 32],
 }
 
-#[derive(Clone, Copy, Default)]
-struct ShadowByte {
-    write_epoch: u32,
-    writer: u32,
-    write_pc: u32,
-    read_epoch: u32,
-    /// Warp that last read in `read_epoch`, or `MANY_READERS`.
-    reader: u32,
-    read_pc: u32,
+/// The region of [`LaneAccesses`] and `check_region` that is the block's shared memory (any
+/// other value is the index of a global allocation).
+const SHARED_REGION: usize = usize::MAX;
+
+/// The race detector's region and offset of a location; `None` for the private spaces.
+fn region_of(loc: &Loc) -> Option<(usize, usize)> {
+    match *loc {
+        Loc::Global { alloc, off, .. } => Some((alloc, off)),
+        Loc::Shared(off) => Some((SHARED_REGION, off)),
+        Loc::Local(_) | Loc::Param(_) => None,
+    }
 }
 
-const MANY_READERS: u32 = u32::MAX;
+/// Where the lanes of one load or store went, summarised while the lanes run: the first
+/// lane's region and offset, and whether every later lane continued right after the previous
+/// one in the same region (the coalesced case, checked in one go). Otherwise the checks go
+/// lane by lane, recomputing the addresses.
+struct LaneAccesses {
+    first: Option<(usize, usize)>,
+    end: usize,
+    lanes: usize,
+    contiguous: bool,
+    /// Some lane touched a private space (local, param): no checks for those.
+    private: bool,
+}
+
+impl LaneAccesses {
+    fn new() -> LaneAccesses {
+        LaneAccesses {
+            first: None,
+            end: 0,
+            lanes: 0,
+            contiguous: true,
+            private: false,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, loc: &Loc, len: usize) {
+        let Some((region, off)) = region_of(loc) else {
+            self.private = true;
+            return;
+        };
+        match self.first {
+            None => self.first = Some((region, off)),
+            Some((r, _)) if r == region && off == self.end => {}
+            Some(_) => self.contiguous = false,
+        }
+        self.end = off + len;
+        self.lanes += 1;
+    }
+}
+
+/// Where a race happened, for its message.
+enum RaceSite {
+    /// Offset in shared memory of the access.
+    Shared(usize),
+    Global {
+        alloc: usize,
+        off: usize,
+        addr: u64,
+    },
+}
+
+/// The threads waiting at one barrier id when no thread of the block can run.
+struct Arrivals {
+    id: u32,
+    /// The expected thread count (0: every thread of the block that has not exited).
+    count: u32,
+    threads: u32,
+    /// The barrier instruction, and the warp, of the first arrival.
+    pc: u32,
+    warp: u32,
+    /// Some arrival was at an `.aligned` barrier, so all must be at this one instruction.
+    aligned: bool,
+}
 
 enum Loc {
-    Global(u64),
+    /// Allocation index and offset in it, as `Memory::locate` found them.
+    Global {
+        alloc: usize,
+        off: usize,
+    },
     Shared(usize),
     Local(usize),
     Param(usize),
@@ -166,12 +296,22 @@ struct Block<'k, 'm> {
     mem: &'m mut Memory,
     params: &'k [u8],
     shared: Vec<u8>,
-    shadow: &'m mut Vec<ShadowByte>,
+    shared_shadow: &'m mut SharedShadow,
+    /// The launch's first epoch: records of global memory older than it are from earlier
+    /// launches.
+    launch_start: u32,
+    /// The blocks run so far, by first epoch, to name the block of an earlier access.
+    block_epochs: &'m [(u32, (u32, u32, u32))],
     local: Vec<u8>,
+    /// The barrier epoch: a fresh one for each block and each time a barrier opens.
     epoch: u32,
+    /// This block's first epoch: anything older was done by a block that already ran.
+    block_start: u32,
     ctaid: (u32, u32, u32),
     stats: &'m mut LaunchStats,
     clock: u64,
+    /// Only for [`Schedule::Shuffled`].
+    rng: Option<Rng>,
 }
 
 fn lanes(mask: u32) -> impl Iterator<Item = usize> {
@@ -258,37 +398,122 @@ pub(crate) fn launch(
             kernel.name
         )));
     }
+    if kernel.code.len() as u64 > race::MAX_PC as u64 {
+        return Err(Error::Launch(format!(
+            "`{}` has {} instructions, more than the race detector's {}",
+            kernel.name,
+            kernel.code.len(),
+            race::MAX_PC
+        )));
+    }
     let params = build_params(kernel, args)?;
     let mut stats = LaunchStats::default();
-    let mut shadow = vec![ShadowByte::default(); shared_bytes as usize];
-    let mut epoch = 1u32;
-    for z in 0..gz {
-        for y in 0..gy {
-            for x in 0..gx {
-                let mut block = Block {
-                    kernel,
-                    config,
-                    mem,
-                    params: &params,
-                    shared: vec![POISON_BYTE; shared_bytes as usize],
-                    shadow: &mut shadow,
-                    local: vec![
-                        POISON_BYTE;
-                        threads as usize * kernel.local_bytes_per_thread as usize
-                    ],
-                    // A fresh epoch per block: shadow entries of the previous block are stale.
-                    epoch: epoch + 1,
-                    ctaid: (x, y, z),
-                    stats: &mut stats,
-                    clock: 0,
-                };
-                block.run()?;
-                epoch = block.epoch + 1;
-                stats.blocks += 1;
-            }
+    let blocks = gx as u64 * gy as u64 * gz as u64;
+    let mut order: Vec<u64> = (0..blocks).collect();
+    let mut rng = match config.schedule {
+        Schedule::InOrder => None,
+        Schedule::Shuffled { seed } => Some(Rng(seed)),
+    };
+    if let Some(rng) = rng.as_mut() {
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
         }
     }
-    Ok(stats)
+    let mut shared_shadow = SharedShadow::new(shared_bytes as usize);
+    let mut block_epochs: Vec<(u32, (u32, u32, u32))> = Vec::new();
+    let launch_start = mem.launch_epochs();
+    let mut epoch = launch_start;
+    let result = run_blocks(
+        RunBlocks {
+            kernel,
+            config,
+            params: &params,
+            shared_bytes: shared_bytes as usize,
+            threads: threads as usize,
+            launch_start,
+        },
+        &order,
+        rng,
+        &mut shared_shadow,
+        &mut block_epochs,
+        &mut epoch,
+        &mut stats,
+        mem,
+    );
+    // Also after a failed launch: its records must not pass for the next launch's.
+    mem.end_launch_epochs(epoch);
+    result.map(|()| stats)
+}
+
+/// What every block of one launch shares.
+struct RunBlocks<'k> {
+    kernel: &'k Kernel,
+    config: &'k LaunchConfig,
+    params: &'k [u8],
+    shared_bytes: usize,
+    threads: usize,
+    launch_start: u32,
+}
+
+/// Runs the blocks of a launch in `order`, leaving in `epoch` the last epoch used.
+#[allow(clippy::too_many_arguments)]
+fn run_blocks(
+    run: RunBlocks,
+    order: &[u64],
+    mut rng: Option<Rng>,
+    shared_shadow: &mut SharedShadow,
+    block_epochs: &mut Vec<(u32, (u32, u32, u32))>,
+    epoch: &mut u32,
+    stats: &mut LaunchStats,
+    mem: &mut Memory,
+) -> Result<(), Error> {
+    let RunBlocks {
+        kernel,
+        config,
+        params,
+        shared_bytes,
+        threads,
+        launch_start,
+    } = run;
+    let (gx, gy, _) = config.grid;
+    for &linear in order {
+        let ctaid = (
+            (linear % gx as u64) as u32,
+            (linear / gx as u64 % gy as u64) as u32,
+            (linear / (gx as u64 * gy as u64)) as u32,
+        );
+        // A fresh epoch per block: the shadows' entries of the previous blocks are older.
+        *epoch = epoch.checked_add(1).ok_or_else(|| {
+            Error::Launch(format!(
+                "`{}`: more than 2^31 barrier epochs in one launch",
+                kernel.name
+            ))
+        })?;
+        block_epochs.push((*epoch, ctaid));
+        let block_rng = rng.as_mut().map(|r| Rng(r.next()));
+        let mut block = Block {
+            kernel,
+            config,
+            mem: &mut *mem,
+            params,
+            shared: vec![POISON_BYTE; shared_bytes],
+            shared_shadow: &mut *shared_shadow,
+            launch_start,
+            block_epochs,
+            local: vec![POISON_BYTE; threads * kernel.local_bytes_per_thread as usize],
+            epoch: *epoch,
+            block_start: *epoch,
+            ctaid,
+            stats: &mut *stats,
+            clock: 0,
+            rng: block_rng,
+        };
+        let result = block.run();
+        *epoch = block.epoch;
+        result?;
+        stats.blocks += 1;
+    }
+    Ok(())
 }
 
 fn build_params(kernel: &Kernel, args: &[Arg]) -> Result<Vec<u8>, Error> {
@@ -356,6 +581,7 @@ impl Block<'_, '_> {
             (1u32 << count) - 1
         };
         let mut regs = vec![REGISTER_POISON; k.n_regs as usize * 32];
+        let mut reg_written = vec![0u32; k.n_regs as usize];
         let (bx, by, bz) = self.config.block;
         let (gx, gy, gz) = self.config.grid;
         let nwarps = threads.div_ceil(32);
@@ -388,6 +614,7 @@ impl Block<'_, '_> {
                 };
                 regs[r as usize * 32 + lane as usize] = v;
             }
+            reg_written[r as usize] = FULL;
         }
         let mut state = [LaneState::Exited; 32];
         for (l, s) in state.iter_mut().enumerate() {
@@ -399,11 +626,14 @@ impl Block<'_, '_> {
             index,
             regs,
             preds: vec![0; k.n_preds as usize],
+            reg_written,
+            pred_written: vec![0; k.n_preds as usize],
             pc: [0; 32],
             state,
             barrier_id: [0; 32],
             barrier_count: [0; 32],
             barrier_pc_aligned: 0,
+            skipped_barriers: Vec::new(),
             exists,
             running: exists,
             pending: Vec::new(),
@@ -415,38 +645,21 @@ impl Block<'_, '_> {
         let nwarps = self.threads().div_ceil(32);
         let mut warps: Vec<Warp> = (0..nwarps).map(|w| self.make_warp(w)).collect();
         loop {
-            for w in warps.iter_mut() {
-                if w.running != 0 {
-                    self.run_warp(w)?;
+            match self.rng.take() {
+                None => {
+                    for w in warps.iter_mut() {
+                        if w.running != 0 {
+                            self.run_warp(w, u64::MAX)?;
+                        }
+                    }
+                }
+                Some(mut rng) => {
+                    let result = self.run_shuffled(&mut warps, &mut rng);
+                    self.rng = Some(rng);
+                    result?;
                 }
             }
             // No lane can run: each has exited or waits at a barrier.
-            let mut waiting: Vec<(u32, u32, u32)> = Vec::new(); // (id, count, threads)
-            let mut live = 0u32;
-            for w in &warps {
-                for l in lanes(w.exists) {
-                    match w.state[l] {
-                        LaneState::Barrier => {
-                            live += 1;
-                            let (id, count) = (w.barrier_id[l], w.barrier_count[l]);
-                            match waiting.iter_mut().find(|x| x.0 == id) {
-                                Some(x) => {
-                                    x.2 += 1;
-                                    if x.1 != count {
-                                        return Err(self.barrier_error(&warps, format!("threads wait at barrier {id} with different thread counts ({} and {count})", x.1)));
-                                    }
-                                }
-                                None => waiting.push((id, count, 1)),
-                            }
-                        }
-                        LaneState::Running => live += 1,
-                        LaneState::Exited => {}
-                    }
-                }
-            }
-            if waiting.is_empty() {
-                return Ok(());
-            }
             for w in &warps {
                 let at_aligned: Vec<usize> = lanes(w.exists)
                     .filter(|&l| {
@@ -463,18 +676,62 @@ impl Block<'_, '_> {
                     }
                 }
             }
+            let mut waiting: Vec<Arrivals> = Vec::new();
+            let mut live = 0u32;
+            for w in &warps {
+                for l in lanes(w.exists) {
+                    match w.state[l] {
+                        LaneState::Barrier => {
+                            live += 1;
+                            let (id, count) = (w.barrier_id[l], w.barrier_count[l]);
+                            let pc = w.pc[l] - 1;
+                            let aligned = w.barrier_pc_aligned >> l & 1 == 1;
+                            match waiting.iter_mut().find(|x| x.id == id) {
+                                Some(x) => {
+                                    x.threads += 1;
+                                    if x.count != count {
+                                        return Err(self.barrier_error(&warps, format!("threads wait at barrier {id} with different thread counts ({} and {count})", x.count)));
+                                    }
+                                    if (aligned || x.aligned) && pc != x.pc {
+                                        return Err(self.barrier_error(&warps, format!(
+                                            "warps {} and {} wait at barrier {id} at different barrier instructions (lines {} and {}): `bar.sync` is `barrier.sync.aligned`, which every thread of the block must reach at the same instruction",
+                                            x.warp, w.index, self.kernel.code[x.pc as usize].line, self.kernel.code[pc as usize].line
+                                        )));
+                                    }
+                                }
+                                None => waiting.push(Arrivals {
+                                    id,
+                                    count,
+                                    threads: 1,
+                                    pc,
+                                    warp: w.index,
+                                    aligned,
+                                }),
+                            }
+                        }
+                        LaneState::Running => live += 1,
+                        LaneState::Exited => {}
+                    }
+                }
+            }
+            if waiting.is_empty() {
+                return Ok(());
+            }
             // Open every barrier whose expected arrivals are all there. Without a count, all
             // threads of the block that have not exited (exited threads are dropped from the
             // expected count, as the hardware does).
             let mut opened = Vec::new();
-            for &(id, count, n) in &waiting {
-                let expected = if count == 0 { live } else { count };
-                if n == expected {
-                    opened.push(id);
-                } else if n > expected {
+            for a in &waiting {
+                let expected = if a.count == 0 { live } else { a.count };
+                if a.threads == expected {
+                    opened.push(a.id);
+                } else if a.threads > expected {
                     return Err(self.barrier_error(
                         &warps,
-                        format!("{n} threads arrived at barrier {id}, which expects {expected}"),
+                        format!(
+                            "{} threads arrived at barrier {}, which expects {expected}",
+                            a.threads, a.id
+                        ),
                     ));
                 }
             }
@@ -484,7 +741,29 @@ impl Block<'_, '_> {
                     "deadlock: threads wait at barriers that can never open".to_string(),
                 ));
             }
-            self.epoch += 1;
+            // A barrier for the whole block (no thread count) that a warp skipped on a false
+            // guard opens without it: the guard was not uniform across the block.
+            for a in waiting.iter().filter(|a| a.aligned && a.count == 0) {
+                if let Some(v) = warps.iter().find(|v| v.skipped_barriers.contains(&a.pc)) {
+                    return Err(Error::Runtime {
+                        line: self.kernel.code[a.pc as usize].line,
+                        instruction: self.kernel.texts[a.pc as usize].clone(),
+                        message: format!(
+                            "block {:?}: warp {} skipped this barrier (its guard was false) while warp {} waits at it: an `.aligned` barrier under a guard needs the guard to agree across the block",
+                            self.ctaid, v.index, a.warp
+                        ),
+                    });
+                }
+            }
+            for w in warps.iter_mut() {
+                w.skipped_barriers.clear();
+            }
+            self.epoch = self.epoch.checked_add(1).ok_or_else(|| {
+                Error::Launch(format!(
+                    "`{}`: more than 2^32 barrier epochs in one launch",
+                    self.kernel.name
+                ))
+            })?;
             for w in warps.iter_mut() {
                 for l in lanes(w.exists) {
                     if w.state[l] == LaneState::Barrier && opened.contains(&w.barrier_id[l]) {
@@ -557,9 +836,31 @@ impl Block<'_, '_> {
         (best, mask)
     }
 
-    fn run_warp(&mut self, w: &mut Warp) -> Result<(), Error> {
+    /// Runs randomly chosen warps for random numbers of instructions until none can run.
+    fn run_shuffled(&mut self, warps: &mut [Warp], rng: &mut Rng) -> Result<(), Error> {
+        let mut runnable = Vec::with_capacity(warps.len());
+        loop {
+            runnable.clear();
+            runnable.extend((0..warps.len()).filter(|&i| warps[i].running != 0));
+            if runnable.is_empty() {
+                return Ok(());
+            }
+            let i = runnable[rng.below(runnable.len() as u64) as usize];
+            let slice = 1 + rng.below(MAX_SLICE);
+            self.run_warp(&mut warps[i], slice)?;
+        }
+    }
+
+    /// Runs `w` until none of its lanes can run (all wait at a barrier or exited), or for
+    /// `budget` warp instructions, whichever comes first.
+    fn run_warp(&mut self, w: &mut Warp, budget: u64) -> Result<(), Error> {
         let (mut pc, mut mask) = Self::pick(w);
+        let mut left = budget;
         while mask != 0 {
+            if left == 0 {
+                return Ok(());
+            }
+            left -= 1;
             self.stats.warp_instructions += 1;
             if self.stats.warp_instructions > self.config.max_warp_instructions {
                 return Err(self.warp_fault(
@@ -572,16 +873,32 @@ impl Block<'_, '_> {
                 ));
             }
             self.clock += 1;
-            let inst = &self.kernel.code[pc as usize];
+            let kernel = self.kernel;
+            let inst = &kernel.code[pc as usize];
             let exec = match inst.guard {
                 None => mask,
                 Some(g) => {
+                    self.check_written(w, pc, mask, None, Some(g.reg))?;
                     let p = w.preds[g.reg as usize];
                     mask & if g.negated { !p } else { p }
                 }
             };
             self.stats.thread_instructions += exec.count_ones() as u64;
-            match self.step(w, pc, mask, exec)? {
+            let uses = &kernel.uses[pc as usize];
+            for &r in &uses.reads {
+                self.check_written(w, pc, exec, Some(r), None)?;
+            }
+            for &p in &uses.pred_reads {
+                self.check_written(w, pc, exec, None, Some(p))?;
+            }
+            let flow = self.step(w, pc, mask, exec)?;
+            for &r in &uses.writes {
+                w.reg_written[r as usize] |= exec;
+            }
+            for &p in &uses.pred_writes {
+                w.pred_written[p as usize] |= exec;
+            }
+            match flow {
                 Flow::Next => {
                     for l in lanes(mask) {
                         w.pc[l] = pc + 1;
@@ -596,6 +913,44 @@ impl Block<'_, '_> {
             (pc, mask) = Self::pick(w);
         }
         Ok(())
+    }
+
+    /// Fails if a lane of `lanes` reads register `reg` (or predicate `pred`) that it never
+    /// wrote: its value is undefined on the hardware, not the zero or false it may happen to be.
+    #[inline]
+    fn check_written(
+        &self,
+        w: &Warp,
+        pc: u32,
+        lanes: u32,
+        reg: Option<Reg>,
+        pred: Option<PredReg>,
+    ) -> Result<(), Error> {
+        let (written, name, what) = match (reg, pred) {
+            (Some(r), _) => (
+                w.reg_written[r as usize],
+                &self.kernel.reg_names[r as usize],
+                "register",
+            ),
+            (None, Some(p)) => (
+                w.pred_written[p as usize],
+                &self.kernel.pred_names[p as usize],
+                "predicate",
+            ),
+            (None, None) => return Ok(()),
+        };
+        let unwritten = lanes & !written;
+        if unwritten == 0 {
+            return Ok(());
+        }
+        Err(self.fault(
+            w,
+            pc,
+            unwritten.trailing_zeros() as usize,
+            format!(
+                "reads {what} `{name}` before any write to it (lanes {unwritten:#010x}): registers and predicates start undefined"
+            ),
+        ))
     }
 
     #[inline]
@@ -1249,18 +1604,21 @@ impl Block<'_, '_> {
                 ds,
                 dst_bits,
                 addr,
+                strength,
             } => {
                 let elem = ty.bytes() as usize;
                 let total = elem * ds.len();
+                let mut accesses = LaneAccesses::new();
                 for l in lanes(exec) {
                     let a = self.address(w, *addr, l);
                     let loc = self.resolve(w, pc, l, *space, a, total)?;
                     let mut buf = [0u8; 32];
-                    self.read(w, pc, l, &loc, &mut buf[..total])?;
+                    self.copy_out(&loc, &mut buf[..total]);
+                    accesses.push(&loc, total);
                     for (i, dr) in ds.iter().enumerate() {
                         let Some(dr) = dr else { continue };
                         let mut raw = [0u8; 8];
-                        raw[..elem].copy_from_slice(&buf[i * elem..(i + 1) * elem]);
+                        copy_bytes(&mut raw[..elem], &buf[i * elem..(i + 1) * elem]);
                         let mut v = u64::from_le_bytes(raw);
                         if ty.is_signed_int() && dst_bits[i] > ty.bits() {
                             v = sext(v, ty.bits()) as u64 & width_mask(dst_bits[i]);
@@ -1268,30 +1626,49 @@ impl Block<'_, '_> {
                         Self::set(w, *dr, l, v);
                     }
                 }
+                self.check_races(
+                    w,
+                    pc,
+                    exec,
+                    (*space, *addr),
+                    &accesses,
+                    total,
+                    false,
+                    *strength,
+                )?;
             }
             Op::St {
                 space,
                 ty,
                 srcs,
                 addr,
+                strength,
             } => {
                 let elem = ty.bytes() as usize;
                 let total = elem * srcs.len();
+                let mut accesses = LaneAccesses::new();
                 for l in lanes(exec) {
                     let a = self.address(w, *addr, l);
                     let loc = self.resolve(w, pc, l, *space, a, total)?;
                     let mut buf = [0u8; 32];
                     for (i, s) in srcs.iter().enumerate() {
                         let v = Self::get(w, *s, l);
-                        buf[i * elem..(i + 1) * elem].copy_from_slice(&v.to_le_bytes()[..elem]);
+                        copy_bytes(&mut buf[i * elem..(i + 1) * elem], &v.to_le_bytes()[..elem]);
                     }
-                    self.write(w, pc, l, &loc, &buf[..total])?;
+                    self.copy_in(&loc, &buf[..total]);
+                    accesses.push(&loc, total);
                 }
+                let at = (*space, *addr);
+                if !accesses.contiguous {
+                    self.check_lanes_store_apart(w, pc, exec, at, total)?;
+                }
+                self.check_races(w, pc, exec, at, &accesses, total, true, *strength)?;
             }
             Op::Atom {
                 space,
                 op,
                 ty,
+                strength,
                 d,
                 addr,
                 b,
@@ -1301,13 +1678,15 @@ impl Block<'_, '_> {
                 for l in lanes(exec) {
                     let a = self.address(w, *addr, l);
                     let loc = self.resolve(w, pc, l, *space, a, n)?;
+                    // An atomic read-modify-write is one strong write for the race detector.
+                    self.check_race(w, pc, l, &loc, n, true, *strength)?;
                     let mut buf = [0u8; 8];
-                    self.read_atomic(&loc, &mut buf[..n]);
+                    self.copy_out(&loc, &mut buf[..n]);
                     let old = u64::from_le_bytes(buf);
                     let bv = Self::get(w, *b, l) & width_mask(ty.bits());
                     let cv = c.map(|c| Self::get(w, c, l) & width_mask(ty.bits()));
                     let new = atomic_result(*op, *ty, old, bv, cv);
-                    self.write_atomic(&loc, &new.to_le_bytes()[..n]);
+                    self.copy_in(&loc, &new.to_le_bytes()[..n]);
                     if let Some(d) = d {
                         Self::set(w, *d, l, old);
                     }
@@ -1348,6 +1727,15 @@ impl Block<'_, '_> {
             }
             Op::Bar { id, count, aligned } => {
                 if *aligned {
+                    if exec != 0 && exec != mask {
+                        return Err(self.warp_fault(w, pc, format!(
+                            "`.aligned` barrier under a lane-divergent guard: lanes {exec:#010x} wait, lanes {:#010x} skip it (the PTX ISA requires the guard of an aligned barrier to agree in all threads; use barrier.sync without .aligned, or branch around it uniformly)",
+                            mask & !exec
+                        )));
+                    }
+                    if exec == 0 && count.is_none() {
+                        w.skipped_barriers.push(pc);
+                    }
                     w.barrier_pc_aligned |= exec;
                 }
                 for l in lanes(mask) {
@@ -1527,7 +1915,7 @@ impl Block<'_, '_> {
                             ));
                         }
                         let loc = self.resolve(w, pc, l, Space::Global, sa, valid)?;
-                        self.read(w, pc, l, &loc, &mut data[..valid])?;
+                        self.read(w, pc, l, &loc, &mut data[..valid], Strength::Weak)?;
                     }
                     w.pending.push(PendingCopy {
                         lane: l as u32,
@@ -1582,7 +1970,7 @@ impl Block<'_, '_> {
                     };
                     let loc = self.resolve(w, pc, r, Space::Shared, a, 16)?;
                     let mut buf = [0u8; 16];
-                    self.read(w, pc, r, &loc, &mut buf)?;
+                    self.read(w, pc, r, &loc, &mut buf, Strength::Weak)?;
                     for (c, v) in row.iter_mut().enumerate() {
                         *v = u16::from_le_bytes([buf[2 * c], buf[2 * c + 1]]);
                     }
@@ -1693,7 +2081,7 @@ impl Block<'_, '_> {
         };
         match space {
             Space::Global => {
-                if self.mem.locate(addr, len as u64).is_none() {
+                let Some((alloc, off)) = self.mem.locate(addr, len as u64) else {
                     let hint = if addr < GLOBAL_BASE {
                         " (a shared/local address used as global, or a null pointer?)"
                     } else {
@@ -1708,8 +2096,8 @@ impl Block<'_, '_> {
                             self.mem.describe(addr, len as u64)
                         ),
                     ));
-                }
-                Ok(Loc::Global(addr))
+                };
+                Ok(Loc::Global { alloc, off })
             }
             Space::Shared => {
                 if addr
@@ -1751,16 +2139,10 @@ impl Block<'_, '_> {
         lane: usize,
         loc: &Loc,
         out: &mut [u8],
+        strength: Strength,
     ) -> Result<(), Error> {
-        match *loc {
-            Loc::Global(a) => out.copy_from_slice(self.mem.slice(a, out.len()).expect("resolved")),
-            Loc::Shared(o) => {
-                self.check_race(w, pc, lane, o, out.len(), false)?;
-                out.copy_from_slice(&self.shared[o..o + out.len()]);
-            }
-            Loc::Local(o) => out.copy_from_slice(&self.local[o..o + out.len()]),
-            Loc::Param(o) => out.copy_from_slice(&self.params[o..o + out.len()]),
-        }
+        self.check_race(w, pc, lane, loc, out.len(), false, strength)?;
+        self.copy_out(loc, out);
         Ok(())
     }
 
@@ -1771,89 +2153,258 @@ impl Block<'_, '_> {
         lane: usize,
         loc: &Loc,
         data: &[u8],
+        strength: Strength,
     ) -> Result<(), Error> {
-        match *loc {
-            Loc::Global(a) => self
-                .mem
-                .slice_mut(a, data.len())
-                .expect("resolved")
-                .copy_from_slice(data),
-            Loc::Shared(o) => {
-                self.check_race(w, pc, lane, o, data.len(), true)?;
-                self.shared[o..o + data.len()].copy_from_slice(data);
-            }
-            Loc::Local(o) => self.local[o..o + data.len()].copy_from_slice(data),
-            Loc::Param(_) => unreachable!("st to .param rejected by decode"),
+        if let Loc::Param(_) = loc {
+            unreachable!("st to .param rejected by decode");
         }
+        self.check_race(w, pc, lane, loc, data.len(), true, strength)?;
+        self.copy_in(loc, data);
         Ok(())
     }
 
-    // Atomics are synchronised by definition: no race check.
-    fn read_atomic(&mut self, loc: &Loc, out: &mut [u8]) {
-        match *loc {
-            Loc::Global(a) => out.copy_from_slice(self.mem.slice(a, out.len()).expect("resolved")),
-            Loc::Shared(o) => out.copy_from_slice(&self.shared[o..o + out.len()]),
-            Loc::Local(o) => out.copy_from_slice(&self.local[o..o + out.len()]),
-            Loc::Param(o) => out.copy_from_slice(&self.params[o..o + out.len()]),
-        }
+    #[inline(always)]
+    fn copy_out(&self, loc: &Loc, out: &mut [u8]) {
+        let n = out.len();
+        copy_bytes(
+            out,
+            match *loc {
+                Loc::Global { alloc, off } => &self.mem.allocation(alloc)[off..off + n],
+                Loc::Shared(o) => &self.shared[o..o + n],
+                Loc::Local(o) => &self.local[o..o + n],
+                Loc::Param(o) => &self.params[o..o + n],
+            },
+        );
     }
 
-    fn write_atomic(&mut self, loc: &Loc, data: &[u8]) {
-        match *loc {
-            Loc::Global(a) => self
-                .mem
-                .slice_mut(a, data.len())
-                .expect("resolved")
-                .copy_from_slice(data),
-            Loc::Shared(o) => self.shared[o..o + data.len()].copy_from_slice(data),
-            Loc::Local(o) => self.local[o..o + data.len()].copy_from_slice(data),
-            Loc::Param(_) => {}
-        }
+    #[inline(always)]
+    fn copy_in(&mut self, loc: &Loc, data: &[u8]) {
+        let n = data.len();
+        let dst = match *loc {
+            Loc::Global { alloc, off } => &mut self.mem.allocation_mut(alloc)[off..off + n],
+            Loc::Shared(o) => &mut self.shared[o..o + n],
+            Loc::Local(o) => &mut self.local[o..o + n],
+            Loc::Param(_) => unreachable!("parameters are read-only"),
+        };
+        copy_bytes(dst, data);
     }
 
+    /// Checks an access of `len` bytes at `loc` by lane `lane` of `w` against the race
+    /// detector of its space (shared memory; global memory unless turned off) and records it.
+    #[allow(clippy::too_many_arguments)]
     fn check_race(
         &mut self,
         w: &Warp,
         pc: u32,
         lane: usize,
+        loc: &Loc,
+        len: usize,
+        write: bool,
+        strength: Strength,
+    ) -> Result<(), Error> {
+        let Some((region, off)) = region_of(loc) else {
+            return Ok(());
+        };
+        let access = Access {
+            epoch: self.epoch,
+            warp: w.index,
+            pc,
+            write,
+            strength,
+        };
+        self.check_region(w, region, off, len, &access, |_| lane)
+    }
+
+    /// Checks `access` to `len` bytes at `off` of `region` ([`SHARED_REGION`] or a global
+    /// allocation's index); `lane_of` names the lane that touched a given byte of the span.
+    #[inline]
+    fn check_region(
+        &mut self,
+        w: &Warp,
+        region: usize,
         off: usize,
         len: usize,
-        is_write: bool,
+        access: &Access,
+        lane_of: impl Fn(usize) -> usize,
     ) -> Result<(), Error> {
-        let (epoch, warp) = (self.epoch, w.index);
-        for i in off..off + len {
-            let s = self.shadow[i];
-            if s.write_epoch == epoch && s.writer != warp {
-                let what = if is_write { "writes" } else { "reads" };
-                return Err(self.fault(w, pc, lane, format!(
-                    "shared-memory race: warp {warp} {what} shared byte {i:#x}, written by warp {} at line {} with no barrier in between (missing bar.sync?)",
-                    s.writer, self.kernel.code[s.write_pc as usize].line
-                )));
+        let mut ctx = Context {
+            launch_start: self.launch_start,
+            block_start: self.block_start,
+            cross_block: false,
+        };
+        let (conflict, site) = if region == SHARED_REGION {
+            match self.shared_shadow.access(off, len, access, &ctx) {
+                Ok(()) => return Ok(()),
+                Err(c) => (c, RaceSite::Shared(off)),
             }
-            if is_write && s.read_epoch == epoch && s.reader != warp {
-                let who = if s.reader == MANY_READERS {
-                    "several warps".to_string()
-                } else {
-                    format!("warp {}", s.reader)
-                };
-                return Err(self.fault(w, pc, lane, format!(
-                    "shared-memory race: warp {warp} writes shared byte {i:#x}, read by {who} at line {} with no barrier in between (missing bar.sync?)",
-                    self.kernel.code[s.read_pc as usize].line
-                )));
+        } else {
+            if !self.config.check_global_races {
+                return Ok(());
             }
-            let e = &mut self.shadow[i];
-            if is_write {
-                e.write_epoch = epoch;
-                e.writer = warp;
-                e.write_pc = pc;
-            } else {
-                if e.read_epoch == epoch && e.reader != warp {
-                    e.reader = MANY_READERS;
-                } else {
-                    e.reader = warp;
+            ctx.cross_block = true;
+            let (words, split) = self.mem.race_shadow(region);
+            match race::access_global(words, split, off, len, access, &ctx) {
+                Ok(()) => return Ok(()),
+                Err(c) => {
+                    let addr = self.mem.allocation_base(region) + off as u64;
+                    (
+                        c,
+                        RaceSite::Global {
+                            alloc: region,
+                            off,
+                            addr,
+                        },
+                    )
                 }
-                e.read_epoch = epoch;
-                e.read_pc = pc;
+            }
+        };
+        let lane = lane_of(conflict.byte);
+        Err(self.race_error(w, access.pc, lane, access, conflict, site))
+    }
+
+    /// The block that ran `epoch`.
+    fn block_of(&self, epoch: u32) -> (u32, u32, u32) {
+        let i = self
+            .block_epochs
+            .partition_point(|&(start, _)| start <= epoch);
+        i.checked_sub(1)
+            .map_or(self.ctaid, |i| self.block_epochs[i].1)
+    }
+
+    fn race_error(
+        &self,
+        w: &Warp,
+        pc: u32,
+        lane: usize,
+        access: &Access,
+        c: Conflict,
+        site: RaceSite,
+    ) -> Error {
+        let other_pc = c.other.pc() as usize;
+        let other_block = self.block_of(c.other.epoch());
+        let same_block = c.other.epoch() >= self.block_start;
+        let who = match (c.other.warp(), same_block) {
+            (Some(v), true) => format!("warp {v}"),
+            (None, true) => "several warps".to_string(),
+            (Some(v), false) => format!("warp {v} of block {other_block:?}"),
+            (None, false) => format!("several warps of block {other_block:?}"),
+        };
+        let (did, does) = (
+            if c.other_wrote { "wrote" } else { "read" },
+            if access.write { "writes" } else { "reads" },
+        );
+        let why = if !same_block {
+            "different blocks of one launch are ordered by nothing ptxsim models; only atomics and strong (.relaxed/.acquire/.release at .gpu scope) accesses may meet there"
+        } else if access.strength != Strength::Weak || c.other.strong() {
+            "no barrier in between, and a plain access meeting an atomic or strong one is still a data race (make both strong, e.g. ld.relaxed.gpu, or put a bar.sync between them)"
+        } else {
+            "no barrier in between (missing bar.sync?)"
+        };
+        let message = match site {
+            RaceSite::Shared(off) => format!(
+                "shared-memory race: warp {} {does} shared byte {:#x}, which {who} {did} at line {} (`{}`): {why}",
+                w.index,
+                off + c.byte,
+                self.kernel.code[other_pc].line,
+                self.kernel.texts[other_pc]
+            ),
+            RaceSite::Global { alloc, off, addr } => format!(
+                "global-memory race: warp {} {does} the byte at {:#x} (offset {} of the {}-byte allocation at {:#x}), which {who} {did} at line {} (`{}`): {why}",
+                w.index,
+                addr + c.byte as u64,
+                off + c.byte,
+                self.mem.allocation(alloc).len(),
+                self.mem.allocation_base(alloc),
+                self.kernel.code[other_pc].line,
+                self.kernel.texts[other_pc]
+            ),
+        };
+        self.fault(w, pc, lane, message)
+    }
+
+    /// Where lane `l` of an instruction accessing `len` bytes at `at` went (it already ran,
+    /// so the address resolves).
+    fn lane_region(
+        &self,
+        w: &Warp,
+        pc: u32,
+        l: usize,
+        at: (Space, Addr),
+        len: usize,
+    ) -> Option<(usize, usize)> {
+        let a = self.address(w, at.1, l);
+        let loc = self.resolve(w, pc, l, at.0, a, len).ok()?;
+        region_of(&loc)
+    }
+
+    /// Two lanes of one store that write overlapping bytes race (which one lands is
+    /// undefined). Only called when the lanes were not one ascending contiguous span.
+    fn check_lanes_store_apart(
+        &self,
+        w: &Warp,
+        pc: u32,
+        exec: u32,
+        at: (Space, Addr),
+        len: usize,
+    ) -> Result<(), Error> {
+        let mut sorted: Vec<(usize, usize, usize)> = lanes(exec)
+            .filter_map(|l| {
+                self.lane_region(w, pc, l, at, len)
+                    .map(|(region, off)| (region, off, l))
+            })
+            .collect();
+        sorted.sort_unstable();
+        if let Some(p) = sorted
+            .windows(2)
+            .find(|p| p[0].0 == p[1].0 && p[0].1 + len > p[1].1)
+        {
+            let (a, b) = (p[0].2, p[1].2);
+            return Err(self.fault(
+                w,
+                pc,
+                b,
+                format!(
+                    "lanes {a} and {b} of warp {} store to overlapping bytes in one instruction: which value lands is undefined",
+                    w.index
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The race checks of one warp instruction's accesses of `len` bytes per lane: one check
+    /// over the whole span when the lanes' accesses are contiguous in one region (the usual
+    /// coalesced access), else one per lane.
+    #[allow(clippy::too_many_arguments)]
+    fn check_races(
+        &mut self,
+        w: &Warp,
+        pc: u32,
+        exec: u32,
+        at: (Space, Addr),
+        accesses: &LaneAccesses,
+        len: usize,
+        write: bool,
+        strength: Strength,
+    ) -> Result<(), Error> {
+        let Some((region, off)) = accesses.first else {
+            return Ok(());
+        };
+        let access = Access {
+            epoch: self.epoch,
+            warp: w.index,
+            pc,
+            write,
+            strength,
+        };
+        if accesses.contiguous && !accesses.private {
+            return self.check_region(w, region, off, accesses.lanes * len, &access, |byte| {
+                lanes(exec).nth(byte / len).unwrap_or(0)
+            });
+        }
+        for l in lanes(exec) {
+            if let Some((region, off)) = self.lane_region(w, pc, l, at, len) {
+                self.check_region(w, region, off, len, &access, |_| l)?;
             }
         }
         Ok(())
@@ -1869,15 +2420,29 @@ impl Block<'_, '_> {
         let mut result = Ok(());
         for c in pending {
             if c.lane as usize == lane && c.group < limit && result.is_ok() {
-                result = self
-                    .check_race(w, c.pc, lane, c.dst, c.len, true)
-                    .map(|_| self.shared[c.dst..c.dst + c.len].copy_from_slice(&c.data[..c.len]));
+                let dst = Loc::Shared(c.dst);
+                result = self.write(w, c.pc, lane, &dst, &c.data[..c.len], Strength::Weak);
             } else {
                 keep.push(c);
             }
         }
         w.pending = keep;
         result
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the access sizes of loads and stores, as fixed-size moves
+/// rather than a call to `memmove` (which the interpreter's hottest loop would otherwise make
+/// for every lane).
+#[inline(always)]
+fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    match dst.len() {
+        1 => dst[0] = src[0],
+        2 => dst[..2].copy_from_slice(&src[..2]),
+        4 => dst[..4].copy_from_slice(&src[..4]),
+        8 => dst[..8].copy_from_slice(&src[..8]),
+        16 => dst[..16].copy_from_slice(&src[..16]),
+        _ => dst.copy_from_slice(src),
     }
 }
 

@@ -7,6 +7,7 @@
 //! Predicates live in a separate file of 32-lane masks (`PredReg`).
 
 use crate::numeric::Rounding;
+pub(crate) use crate::race::Strength;
 use crate::types::{Space, Ty};
 
 pub type Reg = u32;
@@ -216,6 +217,16 @@ pub enum MmaShape {
 }
 
 impl MmaShape {
+    pub fn name(self) -> &'static str {
+        match self {
+            MmaShape::M8n8k4 => "m8n8k4",
+            MmaShape::M16n8k4 => "m16n8k4",
+            MmaShape::M16n8k8 => "m16n8k8",
+            MmaShape::M16n8k16 => "m16n8k16",
+            MmaShape::M16n8k32 => "m16n8k32",
+        }
+    }
+
     pub fn mnk(self) -> (usize, usize, usize) {
         match self {
             MmaShape::M8n8k4 => (8, 8, 4),
@@ -438,17 +449,22 @@ pub enum Op {
         ds: Vec<Option<Reg>>,
         dst_bits: Vec<u32>,
         addr: Addr,
+        /// Weak, or `.relaxed`/`.acquire`/`.volatile` at a scope (for the race detector).
+        strength: Strength,
     },
     St {
         space: Space,
         ty: Ty,
         srcs: Vec<Src>,
         addr: Addr,
+        strength: Strength,
     },
     Atom {
         space: Space,
         op: AtomOp,
         ty: Ty,
+        /// `.gpu` unless the instruction names `.cta` (atomics are always strong).
+        strength: Strength,
         d: Option<Reg>,
         addr: Addr,
         b: Src,
@@ -520,4 +536,196 @@ pub struct Inst {
     pub op: Op,
     pub guard: Option<PredSrc>,
     pub line: u32,
+}
+
+/// The registers one instruction reads and writes (its guard aside), so that the executor can
+/// check, once per warp instruction, that nothing is read before it was written: registers and
+/// predicates start undefined, as on the hardware, and reading one is an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Uses {
+    pub reads: Vec<Reg>,
+    pub writes: Vec<Reg>,
+    pub pred_reads: Vec<PredReg>,
+    pub pred_writes: Vec<PredReg>,
+}
+
+impl Uses {
+    fn read(&mut self, s: Src) {
+        if let Src::Reg(r) = s {
+            self.reads.push(r);
+        }
+    }
+
+    fn read_all(&mut self, srcs: &[Src]) {
+        for &s in srcs {
+            self.read(s);
+        }
+    }
+
+    fn addr(&mut self, a: Addr) {
+        if let Some(r) = a.base {
+            self.reads.push(r);
+        }
+    }
+
+    fn pred(&mut self, p: PredSrc) {
+        self.pred_reads.push(p.reg);
+    }
+}
+
+impl Op {
+    /// What this instruction reads and writes, for every lane that executes it. Every variant
+    /// is listed (no catch-all), so a new instruction cannot skip the check.
+    pub fn uses(&self) -> Uses {
+        let mut u = Uses::default();
+        match self {
+            Op::Mov { d, a, .. } => {
+                u.read(*a);
+                u.writes.push(*d);
+            }
+            Op::MovPred { d, a } | Op::PredNot { d, a } => {
+                u.pred(*a);
+                u.pred_writes.push(*d);
+            }
+            Op::Pack { d, parts, .. } => {
+                u.read_all(parts);
+                u.writes.push(*d);
+            }
+            Op::Unpack { ds, a, .. } => {
+                u.read(*a);
+                u.writes.extend(ds.iter().flatten());
+            }
+            Op::ReadClock { d, .. } | Op::Activemask { d } => u.writes.push(*d),
+            Op::Int { d, a, b, .. } | Op::Float { d, a, b, .. } => {
+                u.read_all(&[*a, *b]);
+                u.writes.push(*d);
+            }
+            Op::IntUn { d, a, .. }
+            | Op::FloatUn { d, a, .. }
+            | Op::Cvt { d, a, .. }
+            | Op::CvtF16x2ToF8x2 { d, a, .. }
+            | Op::CvtF8x2ToF16x2 { d, a, .. }
+            | Op::Cvta { d, a, .. } => {
+                u.read(*a);
+                u.writes.push(*d);
+            }
+            Op::Mad { d, a, b, c, .. }
+            | Op::Prmt { d, a, b, c }
+            | Op::Lop3 { d, a, b, c, .. }
+            | Op::Fma { d, a, b, c, .. }
+            | Op::Half { d, a, b, c, .. } => {
+                u.read_all(&[*a, *b, *c]);
+                u.writes.push(*d);
+            }
+            Op::Bfe { d, a, pos, len, .. } => {
+                u.read_all(&[*a, *pos, *len]);
+                u.writes.push(*d);
+            }
+            Op::Bfi {
+                d, a, b, pos, len, ..
+            } => {
+                u.read_all(&[*a, *b, *pos, *len]);
+                u.writes.push(*d);
+            }
+            Op::Setp {
+                p,
+                q,
+                a,
+                b,
+                combine,
+                ..
+            } => {
+                u.read_all(&[*a, *b]);
+                if let Some((_, c)) = combine {
+                    u.pred(*c);
+                }
+                u.pred_writes.extend(p.iter().chain(q));
+            }
+            Op::Selp { d, a, b, p, .. } => {
+                u.read_all(&[*a, *b]);
+                u.pred(*p);
+                u.writes.push(*d);
+            }
+            Op::PredLogic { d, a, b, .. } => {
+                u.pred(*a);
+                u.pred(*b);
+                u.pred_writes.push(*d);
+            }
+            Op::CvtPair { d, a, b, .. } => {
+                u.read_all(&[*a, *b]);
+                u.writes.push(*d);
+            }
+            Op::Ld { ds, addr, .. } => {
+                u.addr(*addr);
+                u.writes.extend(ds.iter().flatten());
+            }
+            Op::St { srcs, addr, .. } => {
+                u.addr(*addr);
+                u.read_all(srcs);
+            }
+            Op::Atom { d, addr, b, c, .. } => {
+                u.addr(*addr);
+                u.read(*b);
+                if let Some(c) = c {
+                    u.read(*c);
+                }
+                u.writes.extend(d);
+            }
+            Op::Bra { .. } | Op::Exit | Op::Nop | Op::Trap | Op::CpAsyncCommit => {}
+            Op::CpAsyncWait { .. } => {}
+            Op::Bar { id, count, .. } => {
+                u.read(*id);
+                if let Some(c) = count {
+                    u.read(*c);
+                }
+            }
+            Op::BarWarp { mask } => u.read(*mask),
+            Op::Shfl {
+                d,
+                p,
+                a,
+                b,
+                c,
+                mask,
+                ..
+            } => {
+                u.read_all(&[*a, *b, *c, *mask]);
+                u.writes.push(*d);
+                u.pred_writes.extend(p);
+            }
+            Op::Vote { d, dp, a, mask, .. } => {
+                u.pred(*a);
+                u.read(*mask);
+                u.writes.push(*d);
+                u.pred_writes.extend(dp);
+            }
+            Op::CpAsync {
+                dst,
+                src,
+                src_bytes,
+                ignore_src,
+                ..
+            } => {
+                u.addr(*dst);
+                u.addr(*src);
+                if let Some(s) = src_bytes {
+                    u.read(*s);
+                }
+                if let Some(p) = ignore_src {
+                    u.pred(*p);
+                }
+            }
+            Op::Ldmatrix { ds, addr, .. } => {
+                u.addr(*addr);
+                u.writes.extend(ds);
+            }
+            Op::Mma(m) => {
+                u.read_all(&m.a);
+                u.read_all(&m.b);
+                u.read_all(&m.c);
+                u.writes.extend(&m.d);
+            }
+        }
+        u
+    }
 }

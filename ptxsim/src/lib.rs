@@ -37,9 +37,10 @@
 //! ```
 //!
 //! Layers: `parse` (text to syntax tree) → `decode` (to a compact IR, once; everything not
-//! implemented is rejected here with its line) → `exec` (warps of 32 lanes in lockstep,
-//! barriers, shared-memory race detection, bounds checks). `numeric` holds the exact rounding
-//! of every float format; `mma` the tensor-core fragment layouts.
+//! implemented, or not allowed by the module's `.version`/`.target` ([`isa`]), is rejected
+//! here with its line) → `exec` (warps of 32 lanes in lockstep, schedules, barriers, bounds
+//! checks) with `race` (shared- and global-memory race detection). `numeric` holds the exact
+//! rounding of every float format; `mma` the tensor-core fragment layouts.
 //!
 //! # What is implemented
 //!
@@ -84,28 +85,46 @@
 //!   f16 (→f16/f32), bf16, s8/u8 (→s32), e4m3/e5m2; m16n8k32 s8/u8 (→s32, `.satfinite`),
 //!   e4m3/e5m2 (→f32/f16). Layouts as in the PTX ISA (see [`mma`] for numerics).
 //!
+//! # What is checked at parse time
+//!
+//! Besides what is not implemented: a module without `.version` and `.target`, a target the
+//! version does not allow, and an instruction form that the module's `.version` or `.target`
+//! does not allow ([`isa::Feature`], the same lines ptxas draws); forms the PTX ISA does not
+//! have at all (an `mma` layout other than `.row.col`, a modifier an instruction does not take).
+//!
 //! # What is checked while running
 //!
-//! Out-of-bounds and misaligned accesses in every space; shared-memory races between warps
-//! with no barrier in between; `bra.uni` that diverges ([`UniformBranchPolicy`]); `shfl`/`vote`
+//! Out-of-bounds and misaligned accesses in every space; data races in shared memory (between
+//! warps with no barrier in between) and in global memory (also between blocks of a launch;
+//! off with [`LaunchConfig::check_global_races`]), where only atomics and strong accesses may
+//! meet, and two lanes of one store writing the same bytes; reading a register or predicate in
+//! a lane that never wrote it; `bra.uni` that diverges ([`UniformBranchPolicy`]); `shfl`/`vote`
 //! whose membermask names lanes not executing it, or reading an inactive lane; `ldmatrix`/`mma`
-//! not executed by all 32 lanes; lanes of one warp at different `.aligned` barriers; barrier
+//! not executed by all 32 lanes; `.aligned` barriers (`bar.sync`) reached at different
+//! instructions, under a divergent guard, or skipped by a warp while others wait; barrier
 //! deadlocks; integer division by zero; runaway loops ([`LaunchConfig::max_warp_instructions`]).
-//! Fresh global allocations, shared memory and registers start poisoned, never zero.
+//! Fresh global allocations and shared memory start poisoned, never zero. Kernels can be run
+//! under shuffled block and warp orders ([`Schedule`]) to show their results do not depend on
+//! the order.
 
 mod decode;
 mod error;
 mod exec;
 mod ir;
+pub mod isa;
 mod memory;
 pub mod mma;
 pub mod numeric;
 mod parse;
+mod race;
 mod types;
 
 pub use decode::{Kernel, KernelParam};
 pub use error::Error;
-pub use exec::{Arg, LaunchConfig, LaunchStats, UniformBranchPolicy, MAX_SHARED_BYTES};
+pub use exec::{
+    Arg, LaunchConfig, LaunchStats, Schedule, UniformBranchPolicy, MAX_SHARED_BYTES, MAX_SLICE,
+};
+pub use ir::MmaShape;
 pub use memory::{DevicePtr, Element, Memory, POISON_BYTE};
 pub use types::Ty;
 

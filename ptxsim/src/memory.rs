@@ -6,6 +6,7 @@
 //! that moves host values in and out as little-endian bytes.
 
 use crate::error::Error;
+use crate::race;
 
 /// First global address handed out; far from 0 so a null or small pointer faults.
 pub(crate) const GLOBAL_BASE: u64 = 0x7000_0000_0000;
@@ -81,12 +82,20 @@ impl Element for half::bf16 {
 struct Allocation {
     base: u64,
     bytes: Vec<u8>,
+    /// The race detector's record of this allocation, made on the first checked access and
+    /// kept across launches (records of earlier launches are told apart by their epochs).
+    shadow: Option<Box<[race::Entry]>>,
 }
 
 /// Global memory of one simulated device.
 pub struct Memory {
     allocations: Vec<Allocation>,
     next_base: u64,
+    /// The race detector's byte-wise records of words that narrow accesses touched.
+    race_split: Vec<[race::Entry; 4]>,
+    /// The first barrier epoch of the next launch: epochs keep counting across launches, so
+    /// that a record from an earlier launch (which a launch boundary orders) is told apart.
+    next_epoch: u32,
 }
 
 impl Default for Memory {
@@ -100,6 +109,8 @@ impl Memory {
         Memory {
             allocations: Vec::new(),
             next_base: GLOBAL_BASE,
+            race_split: Vec::new(),
+            next_epoch: 1,
         }
     }
 
@@ -111,6 +122,7 @@ impl Memory {
         self.allocations.push(Allocation {
             base,
             bytes: vec![POISON_BYTE; bytes],
+            shadow: None,
         });
         DevicePtr(base)
     }
@@ -183,14 +195,48 @@ impl Memory {
         (off.checked_add(len)? <= a.bytes.len() as u64).then_some((i, off as usize))
     }
 
-    pub(crate) fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
-        let (i, off) = self.locate(addr, len as u64)?;
-        Some(&self.allocations[i].bytes[off..off + len])
+    /// The bytes of allocation `i` (an index from [`Memory::locate`]).
+    pub(crate) fn allocation(&self, i: usize) -> &[u8] {
+        &self.allocations[i].bytes
     }
 
-    pub(crate) fn slice_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
-        let (i, off) = self.locate(addr, len as u64)?;
-        Some(&mut self.allocations[i].bytes[off..off + len])
+    pub(crate) fn allocation_mut(&mut self, i: usize) -> &mut [u8] {
+        &mut self.allocations[i].bytes
+    }
+
+    /// The race detector's records of allocation `i` (made on first use) and of split words.
+    pub(crate) fn race_shadow(
+        &mut self,
+        i: usize,
+    ) -> (&mut [race::Entry], &mut Vec<[race::Entry; 4]>) {
+        let a = &mut self.allocations[i];
+        let words = a
+            .shadow
+            .get_or_insert_with(|| race::Entry::fresh_words(a.bytes.len()));
+        (words, &mut self.race_split)
+    }
+
+    /// The first epoch a launch may use. Once the counter has used half its range, every
+    /// record is dropped and it starts over, so a launch always has 2^31 epochs ahead.
+    pub(crate) fn launch_epochs(&mut self) -> u32 {
+        if self.next_epoch > u32::MAX / 2 {
+            for a in &mut self.allocations {
+                a.shadow = None;
+            }
+            self.race_split.clear();
+            self.next_epoch = 1;
+        }
+        self.next_epoch
+    }
+
+    /// Records the last epoch a launch used.
+    pub(crate) fn end_launch_epochs(&mut self, last: u32) {
+        self.next_epoch = last.saturating_add(1);
+    }
+
+    /// Base address of allocation `i`.
+    pub(crate) fn allocation_base(&self, i: usize) -> u64 {
+        self.allocations[i].base
     }
 
     /// Describes where an access of `len` bytes at `addr` falls, for fault messages.

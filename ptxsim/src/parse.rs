@@ -274,6 +274,9 @@ pub struct EntryAst {
 #[derive(Debug, Clone)]
 pub struct ModuleAst {
     pub version: Option<(u32, u32)>,
+    /// Lines of the `.version` and `.target` directives (0 if absent).
+    pub version_line: u32,
+    pub target_line: u32,
     pub targets: Vec<String>,
     pub module_vars: Vec<VarDecl>,
     pub entries: Vec<EntryAst>,
@@ -417,6 +420,8 @@ pub fn parse_module(src: &str) -> Result<ModuleAst, Error> {
     };
     let mut module = ModuleAst {
         version: None,
+        version_line: 0,
+        target_line: 0,
         targets: Vec::new(),
         module_vars: Vec::new(),
         entries: Vec::new(),
@@ -434,8 +439,10 @@ pub fn parse_module(src: &str) -> Result<ModuleAst, Error> {
                         .map_err(|_| Error::parse(vline, format!("bad .version `{v}`")))
                 };
                 module.version = Some((parse(maj)?, parse(min)?));
+                module.version_line = line;
             }
             ".target" => loop {
+                module.target_line = line;
                 let (t, _) = p.word()?;
                 module.targets.push(t);
                 if !p.eat_punct(',') {

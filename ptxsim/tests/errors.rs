@@ -30,7 +30,7 @@ fn unsupported_instructions_name_themselves_and_their_line() {
         ("    rcp.approx.f32 %f1, %f2;", "rcp.approx"),
         ("    ld.global.v8.f32 {%f0, %f1, %f2, %f3, %f0, %f1, %f2, %f3}, [%rd1];", "`.v8`"),
         ("    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f16 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%r6, %r7};", "mma"),
-        ("    mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32 {%f0, %f1}, {%r0, %r1}, {%r4, %r5}, {%r6, %r7};", "layouts other than .row.col"),
+        ("    mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32 {%f0, %f1}, {%r0, %r1}, {%r4, %r5}, {%r6, %r7};", "mma.m8n8k4 with .f16"),
         ("    bar.arrive 0, 64;", "bar.arrive"),
         ("    cp.async.bulk.shared::cluster.global [%r1], [%rd1], 16, [%rd2];", "cp.async.bulk"),
         ("    ld.global.foo.f32 %f1, [%rd1];", "modifier `.foo`"),
@@ -170,7 +170,7 @@ fn shared_out_of_bounds_and_null_pointers_are_faults() {
 
     let module = common::module(
         "null",
-        &entry("    mov.u64 %rd1, 0;\n    st.global.u32 [%rd1], %r1;"),
+        &entry("    mov.u32 %r1, 0;\n    mov.u64 %rd1, 0;\n    st.global.u32 [%rd1], %r1;"),
     );
     let err = launch(&module, 1, 0, 4).unwrap_err();
     assert!(err.to_string().contains("null pointer"), "{err}");
@@ -328,4 +328,102 @@ fn truncated_or_garbled_ptx_is_an_error_never_a_panic() {
             }
         }
     }
+}
+
+/// The PTX ISA ("Matrix Fragments for mma.m16n8k*", "mma.m8n8k4 with .f64") allows only
+/// `.row.col` (A row-major, B column-major) for every mma form ptxsim runs: `.col.row`,
+/// `.row.row` and `.col.col` must not parse, whatever the shape or the types — and ptxas
+/// refuses them too. The first layout modifier is A's and the second B's, so the order
+/// matters even though ptxas lets the other modifiers come in any order.
+#[test]
+fn mma_layouts_the_isa_does_not_allow_do_not_parse() {
+    let forms = [
+        (
+            "m16n8k16",
+            "f32.f16.f16.f32",
+            "{%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%f0, %f1, %f2, %f3}",
+        ),
+        (
+            "m16n8k8",
+            "f32.tf32.tf32.f32",
+            "{%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%f0, %f1, %f2, %f3}",
+        ),
+        (
+            "m16n8k32",
+            "s32.s8.s8.s32",
+            "{%r0, %r1, %r2, %r3}, {%r4, %r5, %r6, %r7}, {%r4, %r5}, {%r0, %r1, %r2, %r3}",
+        ),
+        (
+            "m8n8k4",
+            "f64.f64.f64.f64",
+            "{%fd0, %fd1}, {%fd2}, {%fd3}, {%fd0, %fd1}",
+        ),
+    ];
+    let snippet = |shape: &str, layout: &str, types: &str, operands: &str| {
+        common::header("7.0", "sm_80")
+            + ".visible .entry k()\n{\n    .reg .b32 %r<8>;\n    .reg .f32 %f<4>;\n    .reg .f64 %fd<4>;\n"
+            + &format!("    mma.sync.aligned.{shape}.{layout}.{types} {operands};\n")
+            + "    ret;\n}\n"
+    };
+    for (shape, types, operands) in forms {
+        // The legal form parses, also with the types written before the layouts.
+        Module::parse(&snippet(shape, "row.col", types, operands)).unwrap();
+        let (d, rest) = types.split_once('.').unwrap();
+        Module::parse(&snippet(shape, &format!("{d}.row.col"), rest, operands)).unwrap();
+        for layout in ["col.row", "row.row", "col.col"] {
+            let ptx = snippet(shape, layout, types, operands);
+            let name = format!("mma_{shape}_{}", layout.replace('.', "_"));
+            let ptxas_says = common::assert_ptxas_rejects(&name, &ptx);
+            let err = Module::parse(&ptx).expect_err(&format!("{shape}.{layout} must not parse"));
+            assert!(
+                matches!(err, Error::Parse { line: 9, .. }),
+                "{shape}.{layout}: {err:?}"
+            );
+            assert!(
+                err.to_string().contains("only `.row.col`"),
+                "{shape}.{layout}: `{err}` ({ptxas_says})"
+            );
+        }
+    }
+}
+
+/// Registers and predicates start undefined on the hardware, not zero or false: reading one
+/// in a lane that never wrote it is an error naming it, its line and the lanes. Guards count
+/// as reads; a register written under complementary guards is written in every lane.
+#[test]
+fn reading_a_register_or_predicate_before_any_write_is_an_error() {
+    // (body, the unwritten name, the line that reads it, the first lane)
+    for (body, name, line, lane) in [
+        (
+            "    mov.u32 %r2, %tid.x;\n    add.u32 %r3, %r1, %r2;",
+            "`%r1`",
+            11,
+            0,
+        ),
+        // The guard of a branch.
+        ("    @%p bra skip;\nskip:", "`%p`", 10, 0),
+        // Written only in lanes 0..15, read by all.
+        (
+            "    mov.u32 %r1, %tid.x;\n    setp.lt.u32 %p, %r1, 16;\n    @%p mov.u32 %r2, 5;\n    add.u32 %r3, %r2, 1;",
+            "`%r2`",
+            13,
+            16,
+        ),
+        ("    selp.u32 %r1, 1, 2, %p;", "`%p`", 10, 0),
+        ("    mov.pred %p, 1;\n    and.pred %p, %p, %p;\n    not.pred %p, %p;\n    setp.eq.and.u32 %p, %r4, 0, %p;", "`%r4`", 13, 0),
+        ("    ld.global.u32 %r1, [%rd5];", "`%rd5`", 10, 0),
+    ] {
+        let module = common::module("uninitialised", &entry(body));
+        let err = launch(&module, 32, 0, 4).expect_err(body);
+        let msg = err.to_string();
+        assert_eq!(err.line(), Some(line), "{body}: {msg}");
+        assert!(msg.contains("reads ") && msg.contains(name), "{body}: {msg}");
+        assert!(msg.contains("before any write"), "{body}: {msg}");
+        assert!(msg.contains(&format!("thread ({lane}, 0, 0)")), "{body}: {msg}");
+    }
+    // Written under complementary guards, then read: every lane wrote it.
+    let ok = entry(
+        "    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, %tid.x;\n    setp.lt.u32 %p, %r1, 16;\n    @%p mov.u32 %r2, 5;\n    @!%p mov.u32 %r2, 7;\n    mul.wide.u32 %rd2, %r1, 4;\n    add.u64 %rd3, %rd1, %rd2;\n    st.global.u32 [%rd3], %r2;",
+    );
+    launch(&common::module("both_guards", &ok), 32, 0, 32 * 4).unwrap();
 }

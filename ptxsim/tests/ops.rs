@@ -1066,7 +1066,8 @@ fn the_timer_runs_at_the_configured_clock() {
     for (mhz, cycles_per_ns) in [(1000u32, 1.0), (250, 0.25), (2000, 2.0)] {
         let mut mem = ptxsim::Memory::new();
         let out = mem.alloc(16);
-        let mut cfg = ptxsim::LaunchConfig::new((1, 1, 1), (32, 1, 1), 0);
+        // one thread: the store is its alone
+        let mut cfg = ptxsim::LaunchConfig::new((1, 1, 1), (1, 1, 1), 0);
         cfg.clock_mhz = mhz;
         m.launch_with("timed", &cfg, &[ptxsim::Arg::Ptr(out)], &mut mem)
             .unwrap();

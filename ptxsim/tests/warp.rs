@@ -318,7 +318,9 @@ fn exchange_kernel(with_barrier: bool) -> String {
     shl.b32 %r7, %r6, 2;
     add.u32 %r7, %r2, %r7;
     ld.shared.u32 %r8, [%r7];
-    mul.wide.u32 %rd2, %r1, 4;
+    mov.u32 %r9, %ctaid.x;
+    mad.lo.u32 %r9, %r9, 128, %r1;
+    mul.wide.u32 %rd2, %r9, 4;
     add.u64 %rd3, %rd1, %rd2;
     st.global.u32 [%rd3], %r8;
     ret;
@@ -332,13 +334,13 @@ fn exchange_kernel(with_barrier: bool) -> String {
 fn barrier_orders_shared_memory_between_warps() {
     let module = common::module("exchange", &exchange_kernel(true));
     let mut mem = Memory::new();
-    let out = mem.alloc(128 * 4);
+    let out = mem.alloc(2 * 128 * 4);
     module
         .launch("k", (2, 1, 1), (128, 1, 1), 0, &[Arg::Ptr(out)], &mut mem)
         .unwrap();
-    let got: Vec<u32> = mem.read(out, 128).unwrap();
-    for t in 0..128u32 {
-        assert_eq!(got[t as usize], ((t + 37) % 128) * 2);
+    let got: Vec<u32> = mem.read(out, 256).unwrap();
+    for t in 0..256u32 {
+        assert_eq!(got[t as usize], ((t % 128 + 37) % 128) * 2);
     }
 }
 
@@ -434,7 +436,8 @@ fn atomics_and_reductions_on_global_and_shared_memory() {
     atom.global.inc.u32 %r6, [%rd1+28], 9;
     // Lock-free increment with a CAS loop: lanes retry until their exchange succeeds.
 cas_loop:
-    ld.global.u32 %r7, [%rd1+32];
+    // A strong load: a plain one racing the other threads' atomics is a data race.
+    ld.relaxed.gpu.global.u32 %r7, [%rd1+32];
     add.u32 %r8, %r7, 1;
     atom.global.cas.b32 %r9, [%rd1+32], %r7, %r8;
     setp.ne.u32 %p2, %r9, %r7;
@@ -867,4 +870,121 @@ fn cache_hints_and_memory_order_qualifiers_behave_as_plain_accesses() {
         )
         .unwrap();
     assert_eq!(mem.read::<u32>(dst, 16).unwrap(), data);
+}
+
+/// `bar.sync` is `barrier.sync.aligned`: every thread of the block that takes part must wait
+/// at the same barrier instruction, and under a guard the guard must agree (PTX ISA,
+/// "barrier": "all threads in CTA will execute the same barrier instruction. In conditionally
+/// executed code, an aligned barrier instruction should only be used if it is known that all
+/// threads in CTA evaluate the condition identically"). The non-aligned `barrier.sync` lets
+/// warps meet at different instructions.
+fn two_barriers_kernel(bar: &str) -> String {
+    head()
+        + &format!(
+            r#".visible .entry k(.param .u64 out)
+{{
+    .reg .pred %p;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p, %r1, 32;
+    @%p bra first_warp;
+    {bar}
+    bra joined;
+first_warp:
+    {bar}
+joined:
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}}
+"#
+        )
+}
+
+#[test]
+fn warps_at_different_aligned_barrier_instructions_are_an_error() {
+    let mut mem = Memory::new();
+    let out = mem.alloc(64 * 4);
+    let aligned = common::module("bar_two_sites", &two_barriers_kernel("bar.sync 0;"));
+    let err = aligned
+        .launch("k", (1, 1, 1), (64, 1, 1), 0, &[Arg::Ptr(out)], &mut mem)
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("different barrier instructions"), "{msg}");
+    assert!(
+        msg.contains("lines 16 and 13") || msg.contains("lines 13 and 16"),
+        "{msg}"
+    );
+    // barrier.sync (not .aligned) allows it.
+    let unaligned = common::module("barrier_two_sites", &two_barriers_kernel("barrier.sync 0;"));
+    unaligned
+        .launch("k", (1, 1, 1), (64, 1, 1), 0, &[Arg::Ptr(out)], &mut mem)
+        .unwrap();
+    assert_eq!(
+        mem.read::<u32>(out, 64).unwrap(),
+        (0..64).collect::<Vec<u32>>()
+    );
+}
+
+fn guarded_barrier_kernel(guard: &str, bar: &str) -> String {
+    head()
+        + &format!(
+            r#".visible .entry k(.param .u64 out)
+{{
+    .reg .pred %p;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    {guard}
+    @%p {bar}
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}}
+"#
+        )
+}
+
+#[test]
+fn an_aligned_barrier_under_a_divergent_guard_is_an_error() {
+    let mut mem = Memory::new();
+    let out = mem.alloc(64 * 4);
+    // The guard's lines start at line 11; the barrier follows them.
+    let bar_line = |guard: &str| 12 + guard.matches('\n').count() as u32;
+    let run = |name: &str, guard: &str, bar: &str, mem: &mut Memory| {
+        common::module(name, &guarded_barrier_kernel(guard, bar)).launch(
+            "k",
+            (1, 1, 1),
+            (64, 1, 1),
+            0,
+            &[Arg::Ptr(out)],
+            mem,
+        )
+    };
+    // Lanes of one warp disagree.
+    let lanes = "mov.u32 %r2, %laneid;\n    setp.lt.u32 %p, %r2, 16;";
+    let err = run("bar_lane_guard", lanes, "bar.sync 0;", &mut mem).unwrap_err();
+    assert!(err.to_string().contains("lane-divergent guard"), "{err}");
+    assert_eq!(err.line(), Some(bar_line(lanes)), "{err}");
+    // Whole warps disagree: warp 0 waits for every thread, warp 1 skips the barrier and exits.
+    let warps = "setp.lt.u32 %p, %r1, 32;";
+    let err = run("bar_warp_guard", warps, "bar.sync 0;", &mut mem).unwrap_err();
+    assert!(err.to_string().contains("skipped"), "{err}");
+    assert_eq!(err.line(), Some(bar_line(warps)), "{err}");
+    // A guard every thread agrees on is fine, whichever way it goes.
+    let all_false = "mov.u32 %r2, %ntid.x;\n    setp.lt.u32 %p, %r2, 16;";
+    let all_true = "mov.u32 %r2, %nctaid.x;\n    setp.lt.u32 %p, %r2, 16;";
+    run("bar_uniform_false", all_false, "bar.sync 0;", &mut mem).unwrap();
+    run("bar_uniform_true", all_true, "bar.sync 0;", &mut mem).unwrap();
+    // A named barrier with a thread count is for the warps that take it: warp 0 alone.
+    run("bar_named_subset", warps, "bar.sync 1, 32;", &mut mem).unwrap();
+    assert_eq!(
+        mem.read::<u32>(out, 64).unwrap(),
+        (0..64).collect::<Vec<u32>>()
+    );
 }

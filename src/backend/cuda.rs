@@ -44,10 +44,33 @@ use std::mem::ManuallyDrop;
 use std::sync::{Arc, Once, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How long one timed batch of launches may take before its kernel is presumed runaway. No
-/// sample of a correct run comes near it (samples last about 10 ms, one peak launch about 2 ms);
-/// a kernel that reads its loop count from the wrong bits can run for hours.
-pub const KERNEL_DEADLINE: Duration = Duration::from_secs(300);
+/// The most one batch of launches may take before its kernel is presumed runaway: the deadline
+/// of a case's first batch, when nothing is known of its launches yet, and the cap on the later
+/// ones ([`batch_deadline`]). No launch of a correct run comes near it (samples last about
+/// 10 ms, one peak launch about 2 ms, the largest GEMM a fraction of a second); a kernel that
+/// reads its loop count from the wrong bits can run for hours. `run --kernel-timeout` sets it.
+pub const KERNEL_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A batch may take this many times what its launches took so far before it is presumed
+/// runaway …
+pub const DEADLINE_FACTOR: f64 = 20.0;
+
+/// … but never less than this, so another process's kernels on the GPU or a driver hiccup are
+/// not taken for a runaway kernel.
+pub const DEADLINE_FLOOR: Duration = Duration::from_secs(2);
+
+/// How long a batch of `reps` launches may run: [`DEADLINE_FACTOR`] × what they should take at
+/// `per_launch_secs` (the case's last batch), between [`DEADLINE_FLOOR`] and `cap`; `cap` itself
+/// before the case has run at all.
+pub fn batch_deadline(per_launch_secs: Option<f64>, reps: u32, cap: Duration) -> Duration {
+    match per_launch_secs {
+        Some(t) if t.is_finite() && t > 0.0 => {
+            let expected = DEADLINE_FACTOR * t * f64::from(reps.max(1));
+            Duration::from_secs_f64(expected.min(cap.as_secs_f64())).max(DEADLINE_FLOOR.min(cap))
+        }
+        _ => cap,
+    }
+}
 
 thread_local! {
     /// How many [`quietly`] calls are running on this thread.
@@ -627,8 +650,8 @@ impl CudaBackend {
         self.compute_capability
     }
 
-    /// How long one timed batch of launches may run before it is presumed runaway (default
-    /// [`KERNEL_DEADLINE`]). For tests of that path.
+    /// The most one batch of launches may run before it is presumed runaway (default
+    /// [`KERNEL_DEADLINE`]; later batches of a case get less, see [`batch_deadline`]).
     pub fn set_kernel_deadline(&mut self, deadline: Duration) {
         self.deadline = deadline;
     }
@@ -1025,6 +1048,8 @@ struct GpuCase<'b> {
     events: ManuallyDrop<(CudaEvent, CudaEvent)>,
     /// Kept alive while its function is used (a sweep expansion is loaded per case).
     module: ManuallyDrop<Arc<CudaModule>>,
+    /// Seconds one launch took in the last batch: what the next batch's deadline follows.
+    per_launch_secs: Option<f64>,
 }
 
 impl Drop for GpuCase<'_> {
@@ -1041,7 +1066,10 @@ impl Drop for GpuCase<'_> {
         let recorded = self
             .backend
             .call(&during, || end.record(&self.backend.stream));
-        if recorded.is_ok() && self.wait(end, &during).is_err() && self.backend.health.runaway() {
+        if recorded.is_ok()
+            && self.wait(end, &during, self.backend.deadline).is_err()
+            && self.backend.health.runaway()
+        {
             return;
         }
         // SAFETY: each field is dropped once, here, and not used after.
@@ -1149,6 +1177,7 @@ impl<'b> GpuCase<'b> {
             arrays: ManuallyDrop::new(arrays),
             events: ManuallyDrop::new(events),
             module: ManuallyDrop::new(module),
+            per_launch_secs: None,
         })
     }
 
@@ -1208,9 +1237,9 @@ impl<'b> GpuCase<'b> {
         )
     }
 
-    /// Waits for `event` without blocking forever: a kernel that has not finished within the
-    /// deadline loses the device (see the module documentation).
-    fn wait(&self, event: &CudaEvent, during: &str) -> Result<()> {
+    /// Waits for `event` without blocking forever: a kernel that has not finished within
+    /// `deadline` loses the device (see the module documentation).
+    fn wait(&self, event: &CudaEvent, during: &str, deadline: Duration) -> Result<()> {
         let started = Instant::now();
         loop {
             let done = self.backend.call(during, || {
@@ -1220,11 +1249,11 @@ impl<'b> GpuCase<'b> {
             if done {
                 return Ok(());
             }
-            if started.elapsed() > self.backend.deadline {
+            if started.elapsed() > deadline {
                 let cause = format!(
                     "{} did not finish within {} s",
                     self.launch.entry.name,
-                    self.backend.deadline.as_secs_f64()
+                    deadline.as_secs_f64()
                 );
                 self.backend.health.lose(cause.clone(), true);
                 return Err(Error::Driver {
@@ -1259,9 +1288,12 @@ impl PreparedCase for GpuCase<'_> {
             }
             end.record(stream)
         })?;
-        self.wait(end, &during)?;
+        let deadline = batch_deadline(self.per_launch_secs, reps, self.backend.deadline);
+        self.wait(end, &during, deadline)?;
         let ms = self.backend.call(&during, || start.elapsed_ms(end))?;
-        Ok(ms as f64 / 1e3)
+        let secs = ms as f64 / 1e3;
+        self.per_launch_secs = Some(secs / f64::from(reps.max(1)));
+        Ok(secs)
     }
 
     fn verify(&mut self) -> Result<Verdict> {
@@ -1418,6 +1450,24 @@ mod tests {
             .launch("roofprobe_fault", (1, 1, 1), (32, 1, 1), 0, &[], &mut mem)
             .unwrap_err();
         assert!(e.to_string().contains("st.global"), "{e}");
+    }
+
+    /// A case's first batch may run for the whole cap; later ones for 20 times what their
+    /// launches took, never less than the floor nor more than the cap.
+    #[test]
+    fn a_batch_deadline_follows_the_case() {
+        let cap = Duration::from_secs(10);
+        assert_eq!(batch_deadline(None, 100, cap), cap);
+        assert_eq!(batch_deadline(Some(f64::NAN), 1, cap), cap);
+        // 50 launches of 4 ms: 0.2 s expected, 4 s allowed
+        assert_eq!(batch_deadline(Some(4e-3), 50, cap), Duration::from_secs(4));
+        // 1 launch of 1 µs: the floor
+        assert_eq!(batch_deadline(Some(1e-6), 1, cap), DEADLINE_FLOOR);
+        // 10 launches of 1 s: the cap
+        assert_eq!(batch_deadline(Some(1.0), 10, cap), cap);
+        // a cap below the floor wins (a test that wants a short deadline)
+        let short = Duration::from_secs(1);
+        assert_eq!(batch_deadline(Some(1e-6), 1, short), short);
     }
 
     #[test]

@@ -51,13 +51,34 @@ fn ptxas() -> Option<PathBuf> {
 /// Without ptxas the check is skipped, unless `ROOFPROBE_REQUIRE_TOOLS=1` (set by `.ci/run`:
 /// there a missing tool is a failure, not a skip).
 pub fn assert_ptxas_accepts(name: &str, ptx: &str) {
+    if let Some(Err(stderr)) = ptxas_verdict(name, ptx) {
+        panic!("ptxas rejects test snippet `{name}`:\n{stderr}\n{ptx}");
+    }
+}
+
+/// Checks with ptxas (when present) that `ptx` is *not* legal PTX for its `.target`, and
+/// returns ptxas's complaint (empty without ptxas): a snippet a test expects ptxsim to refuse
+/// must be one the real toolchain refuses too.
+pub fn assert_ptxas_rejects(name: &str, ptx: &str) -> String {
+    match ptxas_verdict(name, ptx) {
+        Some(Ok(())) => {
+            panic!("ptxas accepts test snippet `{name}`, which must be invalid:\n{ptx}")
+        }
+        Some(Err(stderr)) => stderr,
+        None => String::new(),
+    }
+}
+
+/// ptxas's verdict on `ptx` for its `.target` (`Err` holds its messages); `None` without
+/// ptxas (a failure instead under `ROOFPROBE_REQUIRE_TOOLS=1`, as `.ci/run` sets it).
+pub fn ptxas_verdict(name: &str, ptx: &str) -> Option<Result<(), String>> {
     let Some(ptxas) = ptxas() else {
         let required = std::env::var("ROOFPROBE_REQUIRE_TOOLS").is_ok_and(|v| v == "1");
         assert!(
             !required,
             "ROOFPROBE_REQUIRE_TOOLS=1 but no ptxas was found (set PTXAS)"
         );
-        return;
+        return None;
     };
     let arch = ptx
         .lines()
@@ -75,11 +96,12 @@ pub fn assert_ptxas_accepts(name: &str, ptx: &str) {
         .arg("/dev/null")
         .output()
         .expect("run ptxas");
-    assert!(
-        out.status.success(),
-        "ptxas rejects test snippet `{name}`:\n{}\n{ptx}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let _ = std::fs::remove_file(&file);
+    Some(if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    })
 }
 
 /// Parses a test snippet that must be valid, after the ptxas check.
