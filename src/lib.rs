@@ -10,6 +10,7 @@ pub mod bench;
 pub mod calibration;
 pub mod cli;
 pub mod commands;
+pub mod duration;
 pub mod error;
 pub mod hygiene;
 pub mod kernels;

@@ -738,3 +738,30 @@ fn kernels_doing_other_work_than_the_row_are_invalid() {
         );
     }
 }
+
+/// The plan's estimated duration before it starts (`roofprobe::duration`): a default run on an
+/// H200 fits in four minutes by it (the time a first look at a lent GPU is given), and every
+/// model's estimate is printed.
+#[test]
+fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
+    use roofprobe::duration::{human, plan_secs, Rates};
+    use roofprobe::runner::RunConfig;
+    let cfg = RunConfig::full();
+    for d in DEVICES {
+        let (cases, _) = planned(d, 4);
+        let rates = Rates::for_gpu(&info(d)).expect("a GPU has rates");
+        // what a CUDA backend's samples last at least
+        let secs = plan_secs(&cases, &cfg, 0.01, &rates);
+        eprintln!(
+            "{}: {} cases, about {} (DRAM {:.0} GB/s)",
+            d.name,
+            cases.len(),
+            human(secs),
+            rates.dram_bytes_per_sec / 1e9
+        );
+        assert!(secs > 10.0, "{}: {secs} s is no estimate", d.name);
+        if d.name == "NVIDIA H200" {
+            assert!(secs <= 240.0, "{}: about {}", d.name, human(secs));
+        }
+    }
+}

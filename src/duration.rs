@@ -1,0 +1,205 @@
+//! How long a planned run will take, said before it starts: each case's launch time from the
+//! device's rated speeds (its spec sheet's DRAM bandwidth, its theoretical peaks), then the
+//! runner's own schedule (a discarded launch, one to size the samples, the warm-up, the samples
+//! the budget allows) and the host's share (generating the inputs, copying, checking).
+//!
+//! It is an estimate, not a measurement: real launches are slower than the rated speeds, so it
+//! errs short on the launches and long on the host's share. Its purpose is that a run on a
+//! large GPU is known to fit the time it is given (a default run on an H200 must fit in four
+//! minutes) before it uses any of it.
+//!
+//! This module only computes; it must not call a driver or measure anything.
+
+use crate::backend::{BackendKind, DeviceInfo, PlannedCase};
+use crate::bench::{Case, Family, Precision};
+use crate::runner::{RunConfig, Stop};
+use crate::specs::{self, DeviceAttributes};
+
+/// Bytes per second the host generates, copies and checks a case's arrays at: a few GB/s, as
+/// a loaded machine does it on all its cores (the estimate's conservative side).
+pub const HOST_PREP_BYTES_PER_SEC: f64 = 2e9;
+
+/// Seconds every case costs besides its arrays and launches (events, a sweep kernel's JIT, the
+/// row written).
+pub const CASE_OVERHEAD_SECS: f64 = 0.05;
+
+/// What a device does at most, as far as the estimate knows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rates {
+    /// DRAM bytes per second.
+    pub dram_bytes_per_sec: f64,
+    /// Bytes per second the cache sweep's levels deliver (all SMs' L1s at 128 B per clock).
+    pub cache_bytes_per_sec: f64,
+    /// Operations per second, per precision, where a theoretical peak is known.
+    pub ops_per_sec: Vec<(Precision, f64)>,
+}
+
+/// DRAM bandwidth assumed where neither the spec sheet nor the device's attributes give one.
+pub const UNKNOWN_DRAM_BYTES_PER_SEC: f64 = 500e9;
+
+impl Rates {
+    /// A GPU's rated speeds from what its driver reports: the spec sheet's DRAM bandwidth where
+    /// its name matches an entry, else bus width × memory clock, else
+    /// [`UNKNOWN_DRAM_BYTES_PER_SEC`]; L1 at 128 bytes per SM per clock; theoretical peaks per
+    /// precision at the maximum clock. `None` for the host, whose rates nothing rates.
+    pub fn for_gpu(info: &DeviceInfo) -> Option<Rates> {
+        if info.backend != BackendKind::Cuda {
+            return None;
+        }
+        let attributes = DeviceAttributes::from_info(info);
+        let (basis, sheet) = specs::basis_for(&attributes);
+        let dram_gbps =
+            specs::spec_figure(&basis, sheet, &attributes, Family::Stream, Precision::F32)
+                .map(|f| f.value)
+                .ok()
+                .filter(|v| v.is_finite() && *v > 0.0);
+        let mhz = info
+            .clock_mhz
+            .unwrap_or(crate::backend::cuda_plan::FALLBACK_CLOCK_MHZ);
+        let ops_per_sec = Precision::ALL
+            .into_iter()
+            .filter_map(|p| {
+                let cc = attributes.compute_capability?;
+                crate::specs::theory::peak_gflops_for(&info.name, cc, info.units, mhz, p)
+                    .filter(|g| g.is_finite() && *g > 0.0)
+                    .map(|g| (p, g * 1e9))
+            })
+            .collect();
+        Some(Rates {
+            dram_bytes_per_sec: dram_gbps.map_or(UNKNOWN_DRAM_BYTES_PER_SEC, |g| g * 1e9),
+            cache_bytes_per_sec: f64::from(info.units)
+                * mhz
+                * 1e6
+                * crate::backend::cuda_plan::CACHE_BYTES_PER_SM_CLOCK,
+            ops_per_sec,
+        })
+    }
+
+    /// Operations per second of `precision`; the slowest known rate where it has none (so an
+    /// unknown rate never makes a launch look shorter), 1 TOP/s where nothing is known.
+    fn ops(&self, precision: Precision) -> f64 {
+        self.ops_per_sec
+            .iter()
+            .find(|(p, _)| *p == precision)
+            .map(|(_, r)| *r)
+            .or_else(|| {
+                self.ops_per_sec
+                    .iter()
+                    .map(|(_, r)| *r)
+                    .min_by(f64::total_cmp)
+            })
+            .unwrap_or(1e12)
+    }
+}
+
+/// Seconds one launch of `case` takes at the rated speeds: its bytes at its memory level's
+/// bandwidth or its operations at its precision's peak, whichever is longer.
+pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
+    let bandwidth = if case.family == Family::Cache {
+        rates.cache_bytes_per_sec
+    } else {
+        rates.dram_bytes_per_sec
+    };
+    let memory = case.work.bytes() as f64 / bandwidth;
+    let compute = case.work.flops as f64 / rates.ops(case.precision);
+    memory.max(compute).max(1e-6)
+}
+
+/// Seconds the runner spends on `case` under `cfg` (see [`crate::runner::measure`]): the
+/// host's share, a discarded launch and one that sizes the samples, the warm-up (at least one
+/// sample), then the samples.
+pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rates) -> f64 {
+    let launch = launch_secs(case, rates);
+    let reps = (min_sample_secs / launch)
+        .ceil()
+        .clamp(1.0, f64::from(1u32 << 20));
+    let sample = reps * launch;
+    let warmup = cfg.warmup_secs.max(sample);
+    let sampling = match cfg.stop {
+        Stop::Count => {
+            let wanted = (cfg.case_budget_secs / sample).floor();
+            wanted.clamp(
+                f64::from(cfg.min_samples.max(2)),
+                f64::from(cfg.samples.max(2)),
+            ) * sample
+        }
+        // at most the limit, and never fewer than the samples the CV needs
+        Stop::UntilStable { limit_secs, .. } => limit_secs
+            .max(crate::runner::STABLE_MIN_SAMPLES as f64 * sample)
+            .max(f64::from(cfg.min_samples.max(2)) * sample),
+    };
+    let host = case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+    CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
+}
+
+/// Seconds the whole plan takes.
+pub fn plan_secs(
+    planned: &[PlannedCase],
+    cfg: &RunConfig,
+    min_sample_secs: f64,
+    rates: &Rates,
+) -> f64 {
+    planned
+        .iter()
+        .map(|p| case_secs(&p.case, cfg, min_sample_secs, rates))
+        .sum()
+}
+
+/// `3 min 20 s`, `45 s`.
+pub fn human(secs: f64) -> String {
+    let s = secs.round().max(0.0) as u64;
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s} s"),
+        (m, 0) => format!("{m} min"),
+        (m, s) => format!("{m} min {s} s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::stream::StreamKernel;
+
+    fn rates() -> Rates {
+        Rates {
+            dram_bytes_per_sec: 1e12,
+            cache_bytes_per_sec: 1e13,
+            ops_per_sec: vec![(Precision::F32, 1e13)],
+        }
+    }
+
+    /// A launch is as long as its bytes at the bandwidth or its operations at the peak; a case
+    /// adds the runner's schedule to it; the plan adds its cases.
+    #[test]
+    fn an_estimate_follows_the_runners_schedule() {
+        // 2 GB copied at 1 TB/s: 2 ms
+        let copy = StreamKernel::Copy.case(Precision::F32, 250_000_000);
+        assert!((launch_secs(&copy, &rates()) - 2e-3).abs() < 1e-9);
+        // 10^12 FMAs' worth at 10^13/s: 0.2 s, above its bytes
+        let peak = crate::bench::peak::case(Precision::F32, 1 << 20, 1 << 14, 32);
+        let expected = peak.work.flops as f64 / 1e13;
+        assert!((launch_secs(&peak, &rates()) - expected).abs() < 1e-12);
+        // an unknown precision runs at the slowest known rate
+        let f64_peak = crate::bench::peak::case(Precision::F64, 1 << 20, 1 << 14, 32);
+        assert!(
+            (launch_secs(&f64_peak, &rates()) - f64_peak.work.flops as f64 / 1e13).abs() < 1e-12
+        );
+        let cfg = RunConfig::full();
+        // 2 ms launches: reps 5 make a 10 ms sample, 30 samples in the 2 s budget
+        let secs = case_secs(&copy, &cfg, 0.01, &rates());
+        let host = copy.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+        let want = CASE_OVERHEAD_SECS + host + 4e-3 + 0.2 + 30.0 * 0.01;
+        assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
+        let planned: Vec<PlannedCase> = [copy.clone(), copy]
+            .into_iter()
+            .map(|case| PlannedCase {
+                case,
+                note: String::new(),
+            })
+            .collect();
+        assert!((plan_secs(&planned, &cfg, 0.01, &rates()) - 2.0 * want).abs() < 1e-6);
+        assert_eq!(human(200.4), "3 min 20 s");
+        assert_eq!(human(45.0), "45 s");
+        assert_eq!(human(120.0), "2 min");
+    }
+}
