@@ -22,6 +22,10 @@ pub enum Error {
     #[error("not run: {device} is unusable since an earlier error ({cause}); run roofprobe again (a new process) to measure it, and report the error if it repeats")]
     DeviceLost { device: String, cause: String },
 
+    /// A worker process measuring a device failed; its own message, which says what to do.
+    #[error("{0}")]
+    Worker(String),
+
     /// A device was asked for that does not exist.
     #[error("no such device `{asked}`: {available}; run `roofprobe devices` to list them")]
     NoSuchDevice { asked: String, available: String },

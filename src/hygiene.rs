@@ -25,7 +25,7 @@ use crate::roofline::Point;
 use std::fmt::Write;
 
 /// When a valid figure is suspect. `run` takes each from the command line.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Thresholds {
     /// A row whose CV is above this is `high_cv`.
     pub max_cv: f64,

@@ -21,6 +21,7 @@ pub mod runner;
 pub mod sampler;
 pub mod specs;
 pub mod stats;
+pub mod worker;
 
 pub use calibration::Calibration;
 pub use error::{Error, Result};

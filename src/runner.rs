@@ -41,7 +41,7 @@ use crate::Result;
 use std::time::Instant;
 
 /// How long and how often to measure.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunConfig {
     /// Most samples kept per case.
     pub samples: u32,
@@ -61,7 +61,7 @@ pub struct RunConfig {
 }
 
 /// When a case stops sampling.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Stop {
     /// After a count fixed up front: as many samples as fit the case budget, within
     /// `min_samples ..= samples`.

@@ -15,6 +15,8 @@
 //! | `driver` | `cuDriverGetVersion` (12040 = CUDA 12.4) | 12040 |
 //! | `init` | `hang`: `cuInit` never returns; or a CUresult number it returns | |
 //! | `reject` | a module whose PTX contains this text fails to load (`CUDA_ERROR_INVALID_PTX`) | |
+//! | `fault` | launches of this kernel fault (`CUDA_ERROR_ILLEGAL_ADDRESS`, sticky) | |
+//! | `hang` | launches of this kernel never finish | |
 //! | `trace` | a file that gets one line per launch, attribute change and module load | |
 //!
 //! Sizes take `K`, `M` or `G` suffixes (binary). The defaults are a device small enough that
@@ -47,6 +49,10 @@ pub struct Config {
     pub driver_version: i32,
     pub init: InitBehaviour,
     pub reject: Option<String>,
+    /// A kernel (entry name) whose launches fault.
+    pub fault: Option<String>,
+    /// A kernel (entry name) whose launches never finish.
+    pub hang: Option<String>,
     pub trace: Option<PathBuf>,
 }
 
@@ -65,6 +71,8 @@ impl Default for Config {
             driver_version: 12040,
             init: InitBehaviour::Succeed,
             reject: None,
+            fault: None,
+            hang: None,
             trace: None,
         }
     }
@@ -123,6 +131,8 @@ impl Config {
                     }
                 }
                 "reject" => c.reject = Some(value.to_string()),
+                "fault" => c.fault = Some(value.to_string()),
+                "hang" => c.hang = Some(value.to_string()),
                 "trace" => c.trace = Some(PathBuf::from(value)),
                 other => return Err(format!("unknown setting `{other}`")),
             }

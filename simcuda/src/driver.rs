@@ -1168,6 +1168,20 @@ impl Stream {
                     );
                     return;
                 }
+                let settings = &driver().config;
+                if settings.fault.as_deref() == Some(function.name.as_str()) {
+                    d.fault(
+                        code::ILLEGAL_ADDRESS,
+                        &format!("{}: a fault injected by SIMCUDA fault=", function.name),
+                    );
+                    return;
+                }
+                if settings.hang.as_deref() == Some(function.name.as_str()) {
+                    // a kernel that never ends (SIMCUDA hang=): its stream waits forever
+                    loop {
+                        std::thread::sleep(Duration::from_secs(3600));
+                    }
+                }
                 let mut config = ptxsim::LaunchConfig::new(grid, block, dynamic_shared);
                 // A kernel that never ends runs forever, as on a GPU.
                 config.max_warp_instructions = u64::MAX;

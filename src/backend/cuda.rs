@@ -188,6 +188,12 @@ impl Health {
         let _ = self.lost.set(Lost { cause, runaway });
     }
 
+    /// Why the device became unusable and whether a kernel may still be running on it, or
+    /// `None` while it works.
+    pub fn lost(&self) -> Option<(String, bool)> {
+        self.lost.get().map(|l| (l.cause.clone(), l.runaway))
+    }
+
     /// True after a kernel missed its deadline.
     pub fn runaway(&self) -> bool {
         self.lost.get().is_some_and(|l| l.runaway)
@@ -466,7 +472,7 @@ pub struct CudaBackend {
     modules: ManuallyDrop<Modules>,
     stream: ManuallyDrop<Arc<CudaStream>>,
     ctx: ManuallyDrop<Arc<CudaContext>>,
-    health: Health,
+    health: Arc<Health>,
     deadline: Duration,
     nvml_device: Option<Arc<nvml_wrapper::Device<'static>>>,
 }
@@ -603,7 +609,7 @@ impl CudaBackend {
             modules: ManuallyDrop::new(modules),
             stream: ManuallyDrop::new(stream),
             ctx: ManuallyDrop::new(ctx),
-            health: Health::default(),
+            health: Arc::default(),
             deadline: KERNEL_DEADLINE,
             nvml_device,
         })
@@ -643,6 +649,12 @@ impl CudaBackend {
             }
         }
         lines
+    }
+
+    /// Whether the device still works, shared: a caller that lends the backend out (to the
+    /// runner) can still ask.
+    pub fn health(&self) -> Arc<Health> {
+        self.health.clone()
     }
 
     /// The device's compute capability as (major, minor).

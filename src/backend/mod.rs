@@ -237,7 +237,7 @@ impl Conditions {
 }
 
 /// How large the DRAM cases' arrays should be.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum SizeRequest {
     /// The rule of DESIGN.md: at least 4× the last-level cache and at least 256 MiB per array,
     /// capped by free memory (and then reported).
@@ -304,7 +304,7 @@ pub trait Backend {
 }
 
 /// A case with the note on how its size was chosen.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlannedCase {
     pub case: Case,
     pub note: String,
