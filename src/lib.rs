@@ -11,6 +11,8 @@ pub mod calibration;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod files;
+pub mod inputs;
 pub mod kernels;
 pub mod record;
 pub mod report;
@@ -18,6 +20,7 @@ pub mod roofline;
 pub mod runner;
 pub mod specs;
 pub mod stats;
+pub mod text;
 
-pub use calibration::Calibration;
+pub use calibration::{Calibration, FromRecords};
 pub use error::{Error, Result};

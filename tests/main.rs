@@ -4,6 +4,7 @@
 mod cli;
 mod cli_roofline;
 mod compute_gpu;
+mod files;
 mod gpu;
 mod interp;
 mod launch;

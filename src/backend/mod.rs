@@ -21,28 +21,7 @@ use crate::bench::{Case, Verdict};
 use crate::Result;
 use serde::{Deserialize, Serialize};
 
-/// Which kind of backend measured a device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    Cuda,
-    Host,
-}
-
-impl BackendKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendKind::Cuda => "cuda",
-            BackendKind::Host => "host",
-        }
-    }
-}
-
-impl std::fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use roofprobe_calibration::BackendKind;
 
 /// One level of a cache hierarchy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -10,10 +10,12 @@ pub mod report;
 pub mod run;
 pub mod specs;
 
-/// Prints to stdout. A closed pipe (`roofprobe compare … | head`) ends the output quietly
+/// Prints to stdout, control characters written out (`\u{1b}`) so no field can move the cursor
+/// or forge a line. A closed pipe (`roofprobe compare … | head`) ends the output quietly
 /// instead of panicking as `print!` would; the command still finishes its files.
 pub fn emit(text: &str) -> crate::Result<()> {
     use std::io::Write;
+    let text = crate::text::printable(text, true);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {

@@ -121,6 +121,7 @@ pub fn render(cal: &Calibration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibration::FromRecords;
     use crate::roofline::tests::synthetic_run;
 
     #[test]
@@ -131,7 +132,8 @@ mod tests {
             .iter_mut()
             .find(|r| r.kernel == "mma_m16n8k16")
             .unwrap();
-        tensor.gflops = Some(400_000.0);
+        let flops = tensor.flops as f64;
+        crate::roofline::tests::retime(tensor, flops / 400_000e9);
         let cal = Calibration::from_records(&rows, None).unwrap();
         let text = render(&cal);
         let line = text

@@ -11,8 +11,14 @@ use crate::bench::{Family, Precision};
 use crate::calibration::Calibration;
 use crate::record::Record;
 use crate::report::table::figure;
+use crate::text::spreadsheet_safe;
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
+
+/// The widest the key column gets: a longer case id runs past it instead of widening every line
+/// (and a width beyond 65 535 is not even formattable).
+pub const MAX_KEY_WIDTH: usize = 40;
 
 /// One run to compare: its calibration, and its rows when it came from a CSV.
 #[derive(Clone, Debug)]
@@ -144,12 +150,26 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
         });
     }
 
-    // Cases, from the runs that have rows.
+    // Cases, from the runs that have rows; each run's rows indexed by case once (linear in the
+    // rows, however many cases there are).
     let mut cases: Vec<(String, Family, Precision)> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let by_case: Vec<Option<HashMap<String, Vec<&Record>>>> = runs
+        .iter()
+        .map(|run| {
+            run.records.as_ref().map(|records| {
+                let mut m: HashMap<String, Vec<&Record>> = HashMap::new();
+                for r in records {
+                    m.entry(r.case_id()).or_default().push(r);
+                }
+                m
+            })
+        })
+        .collect();
     for run in runs {
         for r in run.records.iter().flatten() {
             let id = r.case_id();
-            if !cases.iter().any(|(c, _, _)| *c == id) {
+            if seen.insert(id.clone()) {
                 cases.push((id, r.family, r.precision));
             }
         }
@@ -157,11 +177,12 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
     for (id, family, precision) in cases {
         let cells = runs
             .iter()
-            .map(|run| {
-                let Some(records) = &run.records else {
+            .zip(&by_case)
+            .map(|(run, by_case)| {
+                let Some(by_case) = by_case else {
                     return ok(None, None, "no rows");
                 };
-                let rows: Vec<&Record> = records.iter().filter(|r| r.case_id() == id).collect();
+                let rows: &[&Record] = by_case.get(&id).map_or(&[], Vec::as_slice);
                 let figure = |r: &Record| match family {
                     Family::Stream | Family::Cache => r.gbps,
                     _ => r.gflops,
@@ -241,7 +262,12 @@ pub fn table(runs: &[Run]) -> String {
         );
     }
     let lines = lines(runs);
-    let key_width = lines.iter().map(|l| l.key.len()).max().unwrap_or(0).max(8);
+    let key_width = lines
+        .iter()
+        .map(|l| l.key.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(8, MAX_KEY_WIDTH);
     for section in ["ceiling", "case"] {
         let section_lines: Vec<&Line> = lines.iter().filter(|l| l.section == section).collect();
         if section_lines.is_empty() {
@@ -294,7 +320,8 @@ pub fn table(runs: &[Run]) -> String {
 }
 
 /// One row of the comparison CSV: a line of the comparison for one run (tidy, so it
-/// concatenates and pivots).
+/// concatenates and pivots). Text fields are spreadsheet-safe: one that starts like a formula
+/// gets a leading `'`.
 #[derive(Clone, Debug, Serialize)]
 pub struct CompareRow<'a> {
     /// `ceiling` or `case`.
@@ -324,15 +351,15 @@ pub fn csv(runs: &[Run]) -> Vec<u8> {
             let cal = &run.calibration;
             w.serialize(CompareRow {
                 section: line.section,
-                key: &line.key,
+                key: &spreadsheet_safe(&line.key),
                 unit: line.unit,
                 run: letter(i),
-                run_id: &cal.run.run_id,
-                device_name: &cal.device.name,
-                host: &cal.device.host,
+                run_id: &spreadsheet_safe(&cal.run.run_id),
+                device_name: &spreadsheet_safe(&cal.device.name),
+                host: &spreadsheet_safe(&cal.device.host),
                 measured: cell.measured,
                 spec: cell.spec,
-                status: &cell.status,
+                status: &spreadsheet_safe(&cell.status),
                 ratio_to_a: line.ratio(i),
                 spec_ratio_to_a: line.spec_ratio(i),
             })
@@ -345,7 +372,8 @@ pub fn csv(runs: &[Run]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roofline::tests::{row, synthetic_run};
+    use crate::calibration::FromRecords;
+    use crate::roofline::tests::{invalidate, retime, row, synthetic_run};
 
     /// The synthetic A100 run, and a second device (an RTX 3090 by name) that ran fewer cases,
     /// ran one more, and failed one.
@@ -356,9 +384,9 @@ mod tests {
             .filter(|r| r.family != Family::Intensity && r.family != Family::Tensor)
             .map(|mut r| {
                 // half the time: twice the rate
-                r.time_median_s = r.time_median_s.map(|t| t / 2.0);
-                r.gbps = r.gbps.map(|g| g * 2.0);
-                r.gflops = r.gflops.map(|g| g * 2.0);
+                if let Some(t) = r.time_median_s {
+                    retime(&mut r, t / 2.0);
+                }
                 r
             })
             .collect();
@@ -373,10 +401,7 @@ mod tests {
         ));
         // the triad of B failed
         for r in b.iter_mut().filter(|r| r.kernel == "triad") {
-            r.valid = false;
-            r.gbps = None;
-            r.gflops = None;
-            r.status = "invalid: [5] is 0, should be 7".into();
+            invalidate(r, "[5] is 0, should be 7");
         }
         for r in b.iter_mut() {
             r.host = "box".into();

@@ -1,0 +1,73 @@
+//! Text from outside (drivers, the OS, files) made safe for where it goes: a terminal, an SVG, a
+//! spreadsheet. Readers already refuse control characters in what they read; these are the last
+//! guard at the outputs, so nothing can forge a line, move a terminal's cursor, break the XML or
+//! run as a spreadsheet formula.
+//!
+//! This module must not decide what is printed, only how safely.
+
+use roofprobe_calibration::check::is_forbidden_char;
+use std::borrow::Cow;
+
+/// `text` with every forbidden character (control characters, bidirectional overrides, XML
+/// non-characters; see [`is_forbidden_char`]) written out as `\u{1b}`; newlines are kept only
+/// when `keep_newlines`.
+pub fn printable(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let bad = |c: char| is_forbidden_char(c) && !(keep_newlines && c == '\n');
+    if !text.chars().any(bad) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One line of printable text.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    printable(text, false)
+}
+
+/// A text field for a CSV that a spreadsheet may open: a field that starts like a formula (`=`,
+/// `+`, `-`, `@`, tab, carriage return) gets a leading `'`, which spreadsheets show as text.
+pub fn spreadsheet_safe(text: &str) -> Cow<'_, str> {
+    match text.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => Cow::Owned(format!("'{text}")),
+        _ => Cow::Borrowed(text),
+    }
+}
+
+/// A text field as the run's CSV stores it: printable and spreadsheet-safe.
+pub fn field(text: &str) -> String {
+    spreadsheet_safe(&one_line(text)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_written_out() {
+        assert_eq!(printable("ok", false), "ok");
+        assert!(matches!(printable("ok", false), Cow::Borrowed(_)));
+        assert_eq!(one_line("a\nerror: forged"), "a\\u{a}error: forged");
+        assert_eq!(printable("a\nb\x1b[2J", true), "a\nb\\u{1b}[2J");
+        assert_eq!(one_line("\0\u{202e}x"), "\\u{0}\\u{202e}x");
+        assert_eq!(one_line("µs ×4"), "µs ×4");
+    }
+
+    #[test]
+    fn formulas_become_text() {
+        assert_eq!(spreadsheet_safe("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        assert_eq!(spreadsheet_safe("+1"), "'+1");
+        assert_eq!(spreadsheet_safe("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(spreadsheet_safe("-2+3"), "'-2+3");
+        assert_eq!(spreadsheet_safe("NVIDIA H200"), "NVIDIA H200");
+        assert_eq!(spreadsheet_safe(""), "");
+        assert_eq!(field("=1\n"), "'=1\\u{a}");
+    }
+}
