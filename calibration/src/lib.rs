@@ -395,6 +395,23 @@ mod tests {
         text.lines().position(|l| l.contains(needle)).unwrap() + 1
     }
 
+    /// The point of this crate: an estimator that loads a calibration builds serde and nothing
+    /// of roofprobe's (no cudarc, NVML, clap or plotters).
+    #[test]
+    fn depends_on_serde_alone() {
+        let manifest = include_str!("../Cargo.toml");
+        let deps: Vec<&str> = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .take_while(|l| !l.starts_with('['))
+            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .map(|l| l.split('=').next().unwrap().trim())
+            .collect();
+        assert_eq!(deps, ["serde", "serde_json"]);
+    }
+
     #[test]
     fn a_consistent_file_loads() {
         let cal = Calibration::from_json("c.json", GOOD).unwrap();
