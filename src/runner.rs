@@ -167,9 +167,6 @@ pub fn run(
         let mut conditions = Conditions::merge(&before, &after);
         // A clock the case measured itself, while it ran, beats one read around it.
         conditions.clock_mhz = observed_clock_mhz.or(conditions.clock_mhz);
-        let theory_gflops = theory_per_mhz
-            .zip(conditions.clock_mhz)
-            .map(|(per_mhz, mhz)| per_mhz * mhz);
         let join = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
             (true, _) => b.to_string(),
             (_, true) => a.to_string(),
@@ -201,7 +198,12 @@ pub fn run(
         };
         let mut record = record;
         if record.valid {
-            record.theory_gflops = theory_gflops;
+            // From the clock the row keeps (a reading that is no clock is dropped there), so a
+            // theory is never 0 or NaN.
+            record.theory_gflops = theory_per_mhz
+                .zip(record.clock_mhz)
+                .map(|(per_mhz, mhz)| per_mhz * mhz)
+                .filter(|t| t.is_finite() && *t > 0.0);
         }
         sink(&record)?;
         on_event(Event::Finished { record: &record });

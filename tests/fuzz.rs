@@ -1088,6 +1088,105 @@ mod found {
         svg_oracle(&std::fs::read_to_string(svg).unwrap()).unwrap();
     }
 
+    fn real_json() -> String {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let p = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .max()
+            .unwrap();
+        std::fs::read_to_string(p).unwrap()
+    }
+
+    /// `plot` and `compare` on a calibration with a negative or zero ceiling drew `DRAM -1409
+    /// GB/s` and wrote NaN and inf ratios into a CSV: now they refuse it and write nothing.
+    #[test]
+    fn plot_and_compare_refuse_a_negative_or_zero_ceiling() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = real_json();
+        let gbps = json
+            .lines()
+            .find(|l| l.trim_start().starts_with("\"gbps\": "))
+            .unwrap()
+            .to_string();
+        for bad in ["-1409.0", "0.0"] {
+            let text = json.replacen(&gbps, &format!("      \"gbps\": {bad},"), 1);
+            let line = text.lines().position(|l| l.contains(bad)).unwrap() + 1;
+            let p = dir.path().join("bad.json");
+            std::fs::write(&p, &text).unwrap();
+            let (svg, csv) = (dir.path().join("o.svg"), dir.path().join("o.csv"));
+            for args in [
+                vec!["plot".to_string(), s(&p), "-o".into(), s(&svg)],
+                vec![
+                    "compare".into(),
+                    s(&p),
+                    "--svg".into(),
+                    s(&svg),
+                    "--csv".into(),
+                    s(&csv),
+                ],
+            ] {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let (code, _, err) = binary(&args);
+                assert_eq!(code, 1, "{err}");
+                assert!(
+                    err.starts_with(&format!(
+                        "error: {}:{line}: `memory_ceilings[0].gbps` is {}",
+                        p.display(),
+                        bad.trim_end_matches(".0")
+                    )),
+                    "{err}"
+                );
+                assert!(!svg.exists() && !csv.exists());
+            }
+        }
+    }
+
+    /// `export` accepted `gbps = 1e30`, counted `invalid:` rows as valid and kept a clock of
+    /// -4000 MHz: each is refused now, naming the line.
+    #[test]
+    fn export_refuses_what_it_once_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = real_csv();
+        let head: Vec<String> = text
+            .lines()
+            .next()
+            .unwrap()
+            .split(',')
+            .map(String::from)
+            .collect();
+        let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+        for (column, value, says) in [
+            (
+                "gbps",
+                "1e30",
+                "`gbps` is 1000000000000000000000000000000 but",
+            ),
+            (
+                "status",
+                "invalid: 1 of 8 elements wrong",
+                "`valid` is true but `status` is `invalid:",
+            ),
+            ("clock_mhz", "-4000", "`clock_mhz` is -4000"),
+        ] {
+            let mut rows = csv_rows(text.as_bytes()).unwrap();
+            rows[2][col(column)] = value.to_string();
+            let p = dir.path().join("bad.csv");
+            std::fs::write(&p, csv_bytes(&rows)).unwrap();
+            let out = dir.path().join("x.json");
+            let (code, _, err) = binary(&["export", &s(&p), "-o", &s(&out)]);
+            assert_eq!(code, 1, "{err}");
+            assert!(
+                err.starts_with(&format!("error: {}:3: ", p.display())),
+                "{err}"
+            );
+            assert!(err.contains(says), "{column}: {err}");
+            assert!(!out.exists());
+        }
+    }
+
     /// Spreadsheet formulas went into written CSVs unescaped.
     #[test]
     fn formulas_are_text_in_written_csvs() {
