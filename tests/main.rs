@@ -4,6 +4,8 @@
 mod cli;
 mod cli_roofline;
 mod compute_gpu;
+mod files;
+mod fuzz;
 mod gpu;
 mod interp;
 mod launch;
