@@ -1,12 +1,21 @@
 //! The command line (clap derive) and its dispatch to [`crate::commands`].
 //!
-//! Exit codes: 0 all measurements valid and none suspect; 1 an error (printed as one `error: …`
-//! line); 2 a usage error (clap's: an unknown command or option, or a value not of its form);
-//! 3 the run finished but at least one case was invalid or failed; 4 the run finished, every
-//! case valid, but some figures are suspect (flagged, see [`crate::hygiene`]).
+//! Exit codes (the README lists them once, the same): 0 all measurements valid and none
+//! suspect; 1 an error (printed as one `error: …` line); 2 a usage error (clap's: an unknown
+//! command or option, or a value not of its form; or a value that makes no sense: an unknown
+//! device, a filter that matches nothing, an output that exists); 3 the run finished but at
+//! least one case was invalid or failed; 4 the run finished, every case valid, but some figures
+//! are suspect (flagged, see [`crate::hygiene`]).
+//!
+//! `-o/--out` means one thing everywhere: a folder where a command writes several files (`run`,
+//! `report`), the file itself where it writes one (`export`, `plot`). No command overwrites a
+//! file unless given `--force`.
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+
+/// Exit code of a usage error (clap's own, and [`crate::Error::Usage`]).
+pub const EXIT_USAGE: i32 = 2;
 
 /// Exit code of a run that completed with at least one invalid or failed case.
 pub const EXIT_INVALID: i32 = 3;
@@ -83,9 +92,12 @@ pub struct ExportArgs {
     /// Which run, when the CSV holds several (its `run_id`).
     #[arg(long)]
     pub run: Option<String>,
-    /// Write to this new file instead of stdout (never overwritten).
+    /// Write to this file instead of stdout (never overwritten without --force).
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -93,9 +105,13 @@ pub struct PlotArgs {
     /// Results CSVs or calibration JSONs; every run in them is overlaid.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// The SVG to write (never overwritten). Default: beside the first file.
+    /// The SVG file to write (never overwritten without --force). Default: beside the first
+    /// file, under a new name.
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -112,6 +128,9 @@ pub struct CompareArgs {
     /// Print JSON instead of the table: the runs, and the comparison's rows as `--csv` has them.
     #[arg(long)]
     pub json: bool,
+    /// Replace the --svg and --csv files if they exist.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -122,6 +141,9 @@ pub struct ReportArgs {
     /// Folder for the JSON and SVG (created if missing). Default: beside each CSV.
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+    /// Replace `<stem>.json` and `<stem>.svg` where they exist, instead of writing `<stem>-2.…`.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -133,8 +155,9 @@ pub struct RunArgs {
     /// Fewer samples per case (same cases, same sizes).
     #[arg(long)]
     pub quick: bool,
-    /// Folder for the results files (created if missing; files are never overwritten).
-    #[arg(long, default_value = "results")]
+    /// Folder for the results files (created if missing; files are never overwritten: every
+    /// run has a new name).
+    #[arg(long, short, default_value = "results")]
     pub out: PathBuf,
     /// Bytes per array for the DRAM cases, e.g. `268435456`, `256MiB`, `1.5GiB`. Default: the
     /// larger of 4× the last-level cache and 256 MiB, reduced (and said so) to fit free memory.

@@ -83,5 +83,22 @@ impl Error {
     }
 }
 
+impl From<roofprobe_calibration::Error> for Error {
+    fn from(e: roofprobe_calibration::Error) -> Self {
+        match e {
+            roofprobe_calibration::Error::Io { path, source } => Error::Io { path, source },
+            roofprobe_calibration::Error::Parse {
+                path,
+                line,
+                message,
+            } => Error::Parse {
+                path,
+                line,
+                message,
+            },
+        }
+    }
+}
+
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -162,6 +162,30 @@ pub fn names(column: &str) -> impl Iterator<Item = &str> {
         .filter(|f| !f.is_empty())
 }
 
+/// Checks a `flags` column as a reader finds it: empty, or `;`-separated `name(value)` flags
+/// whose names are [`Flag::NAMES`]. Anything else (a formula, a name no roofprobe writes) is
+/// damage, never a reason a reader passes on.
+pub fn check_column(column: &str) -> Result<(), String> {
+    if column.is_empty() {
+        return Ok(());
+    }
+    for flag in column.split(';') {
+        let known = flag
+            .strip_suffix(')')
+            .and_then(|f| f.split_once('('))
+            .is_some_and(|(name, value)| {
+                Flag::NAMES.contains(&name) && !value.is_empty() && !value.contains(['(', ')'])
+            });
+        if !known {
+            return Err(format!(
+                "`flags` holds `{flag}`; expected `;`-separated `name(value)` flags named {}",
+                Flag::NAMES.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether any valid row is flagged.
 pub fn any_suspect(records: &[Record]) -> bool {
     records.iter().any(|r| r.valid && !r.flags.is_empty())
@@ -344,14 +368,30 @@ mod tests {
             ["high_cv", "busy_host", "busy_gpu"]
         );
         assert_eq!(names("").count(), 0);
+        // what a run writes reads back; what none writes does not
+        check_column(&text).unwrap();
+        check_column("").unwrap();
+        check_column(&column(&[Flag::AboveRoof(1.39), Flag::BelowTheory(0.48)])).unwrap();
+        for bad in [
+            "high_cv",
+            "high_cv()",
+            "=HYPERLINK(\"x\")",
+            "slow(3%)",
+            "high_cv(1%);",
+            "high_cv(1%)x",
+            "busy_gpu((2))",
+        ] {
+            let e = check_column(bad).unwrap_err();
+            assert!(e.starts_with("`flags` holds `"), "{bad}: {e}");
+        }
 
         let mut rows = synthetic_run();
         assert_eq!(summary(&rows), None);
         assert!(!any_suspect(&rows));
         rows[0].flags = text.clone();
         rows[3].flags = "high_cv(8.0%)".into();
-        // an invalid row's flags (none are written, but a hand-edited file may have them)
-        // do not count
+        // an invalid row's flags (none are written, and readers refuse a file that has them,
+        // but rows built in memory may) do not count
         rows[2].flags = "high_cv(9.0%)".into();
         assert!(any_suspect(&rows));
         let s = summary(&rows).unwrap();

@@ -8,8 +8,13 @@ fn main() {
     match roofprobe::cli::dispatch(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
+            // One line, whatever a file or a driver put in the message.
+            eprintln!("error: {}", roofprobe::text::one_line(&e.to_string()));
+            let code = match e {
+                roofprobe::Error::Usage(_) => roofprobe::cli::EXIT_USAGE,
+                _ => 1,
+            };
+            std::process::exit(code);
         }
     }
 }

@@ -8,12 +8,24 @@
 //!
 //! An invalid or failed case keeps its row (`valid = false`, the reason in `status`) but has
 //! no figures: time, GB/s and GFLOP/s are empty, never a number.
+//!
+//! Reading trusts nothing ([`check_row`]): every figure is checked against what it derives from
+//! (`gbps` = bytes / median time, `gflops` likewise, `cv`, `intensity`), times, clocks and sizes
+//! must be finite and positive, a row is valid exactly when its status is `ok`, no field holds a
+//! control character, and the rows of one run id must come from one device. Files concatenated
+//! with their headers (`cat a.csv b.csv`) read as one.
 
 use crate::backend::{BackendKind, Conditions, DeviceInfo, Identity};
 use crate::bench::{Case, Family, Precision, Verdict, Work};
+use crate::files::AppendFile;
 use crate::stats::{Stopped, Summary};
+use crate::text;
 use crate::{Error, Result};
+use roofprobe_calibration::check::{
+    agrees, first_forbidden, is_positive, MAX_CELSIUS, MAX_CPUS, MAX_MHZ, MAX_RATE, MAX_WATTS,
+};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// The CSV schema this build writes and reads.
@@ -167,6 +179,12 @@ pub struct Record {
     pub note: String,
 }
 
+/// A clock reading as a row keeps it: a reading that is not a clock (0, negative, NaN, above
+/// [`MAX_MHZ`]) is no clock, so nothing derived from it (a theoretical peak) is 0 or NaN.
+pub fn kept_clock(mhz: Option<f64>) -> Option<f64> {
+    mhz.filter(|v| is_positive(*v) && *v <= MAX_MHZ)
+}
+
 /// Everything about the run that is the same for every row of one device.
 #[derive(Clone, Debug)]
 pub struct RunIdentity {
@@ -201,47 +219,40 @@ impl Record {
         let d = &identity.device;
         let Work { flops, .. } = case.work;
         let bytes = case.work.bytes();
-        let Identity {
-            vendor,
-            cpu_family,
-            cpu_model,
-            microarch,
-            isa,
-            uuid,
-            pci_bus_id,
-            vbios,
-            ecc,
-            mig,
-            power_limit_w,
-            app_clock_mhz,
-            app_memory_clock_mhz,
-        } = d.identity.clone();
+        // Text from the driver and the OS is stored printable and spreadsheet-safe, and a
+        // reading that is not a clock is no clock: the row must pass `check_row` when read back.
+        let clock = kept_clock;
+        let reading =
+            |x: Option<f64>, max: f64| x.filter(|v| v.is_finite() && *v >= 0.0 && *v <= max);
+        let id = &d.identity;
         let mut r = Record {
             schema: SCHEMA.to_string(),
-            run_id: identity.run_id.clone(),
+            run_id: text::field(&identity.run_id),
             timestamp_utc,
-            host: identity.host.clone(),
+            host: text::field(&identity.host),
             backend: d.backend,
-            device_id: d.id.clone(),
-            device_name: d.name.clone(),
-            compute_capability: d.compute_capability.clone(),
+            device_id: text::field(&d.id),
+            device_name: text::field(&d.name),
+            compute_capability: text::field(&d.compute_capability),
             units: d.units,
             llc_bytes: d.llc_bytes,
             memory_bus_bits: d.memory_bus_bits,
-            driver: d.driver.clone(),
-            vendor,
-            cpu_family,
-            cpu_model,
-            microarch,
-            isa,
-            uuid,
-            pci_bus_id,
-            vbios,
-            ecc,
-            mig,
-            power_limit_w,
-            app_clock_mhz,
-            app_memory_clock_mhz,
+            driver: text::field(&d.driver),
+            vendor: text::field(&id.vendor),
+            cpu_family: text::field(&id.cpu_family),
+            cpu_model: text::field(&id.cpu_model),
+            microarch: text::field(&id.microarch),
+            isa: text::field(&id.isa),
+            uuid: text::field(&id.uuid),
+            pci_bus_id: text::field(&id.pci_bus_id),
+            vbios: text::field(&id.vbios),
+            ecc: text::field(&id.ecc),
+            mig: text::field(&id.mig),
+            power_limit_w: id
+                .power_limit_w
+                .filter(|w| is_positive(*w) && *w <= MAX_WATTS),
+            app_clock_mhz: clock(id.app_clock_mhz),
+            app_memory_clock_mhz: clock(id.app_memory_clock_mhz),
             family: case.family,
             kernel: case.kernel.clone(),
             precision: case.precision,
@@ -266,14 +277,14 @@ impl Record {
             valid: false,
             status: String::new(),
             flags: String::new(),
-            clock_mhz: conditions.clock_mhz,
-            memory_clock_mhz: conditions.memory_clock_mhz,
-            power_w: conditions.power_w,
-            temperature_c: conditions.temperature_c,
-            throttle: conditions.throttle.clone(),
-            other_cpus_busy: conditions.other_cpus_busy,
+            clock_mhz: clock(conditions.clock_mhz),
+            memory_clock_mhz: clock(conditions.memory_clock_mhz),
+            power_w: reading(conditions.power_w, MAX_WATTS),
+            temperature_c: reading(conditions.temperature_c, MAX_CELSIUS),
+            throttle: text::field(&conditions.throttle),
+            other_cpus_busy: reading(conditions.other_cpus_busy, MAX_CPUS),
             other_gpu_processes: conditions.other_gpu_processes,
-            note,
+            note: text::field(&note),
         };
         match outcome {
             Outcome::Measured {
@@ -298,11 +309,11 @@ impl Record {
                     r.gbps = (bytes > 0).then(|| bytes as f64 / t / 1e9);
                     r.gflops = (flops > 0).then(|| flops as f64 / t / 1e9);
                 } else {
-                    r.status = format!("invalid: {}", verdict.detail);
+                    r.status = text::field(&format!("invalid: {}", verdict.detail));
                 }
             }
             Outcome::Failed { error } => {
-                r.status = format!("error: {error}");
+                r.status = text::field(&format!("error: {error}"));
             }
         }
         r
@@ -324,6 +335,30 @@ impl Record {
             power_limit_w: self.power_limit_w,
             app_clock_mhz: self.app_clock_mhz,
             app_memory_clock_mhz: self.app_memory_clock_mhz,
+        }
+    }
+
+    /// The row less what [`SCHEMA`] added ([`ADDED_IN_2`]), as a [`SCHEMA_1`] file holds it.
+    fn without_added_in_2(&self) -> Record {
+        Record {
+            vendor: String::new(),
+            cpu_family: String::new(),
+            cpu_model: String::new(),
+            microarch: String::new(),
+            isa: String::new(),
+            uuid: String::new(),
+            pci_bus_id: String::new(),
+            vbios: String::new(),
+            ecc: String::new(),
+            mig: String::new(),
+            power_limit_w: None,
+            app_clock_mhz: None,
+            app_memory_clock_mhz: None,
+            stopped_by: String::new(),
+            flags: String::new(),
+            other_cpus_busy: None,
+            other_gpu_processes: None,
+            ..self.clone()
         }
     }
 
@@ -352,6 +387,14 @@ pub fn header() -> Vec<String> {
         .and_then(|r| r.ok())
         .map(|r| r.iter().map(str::to_string).collect())
         .unwrap_or_default()
+}
+
+/// The header of a [`SCHEMA_1`] file: [`header`] less the columns added since.
+pub fn header_1() -> Vec<String> {
+    header()
+        .into_iter()
+        .filter(|c| !ADDED_IN_2.contains(&c.as_str()))
+        .collect()
 }
 
 fn sample_record() -> Record {
@@ -417,40 +460,55 @@ fn sample_record() -> Record {
 }
 
 /// Writes rows to a CSV file, each flushed as soon as it is written, so an interrupted run keeps
-/// everything it measured. Never overwrites: the file must not exist.
+/// everything it measured. The file is created with its first row, whole (a run that measures
+/// nothing leaves no file), and each later row lands whole or not at all (a full disk leaves the
+/// rows before it, never half a row). Never overwrites: the file must not exist.
 pub struct CsvSink {
     path: std::path::PathBuf,
-    writer: csv::Writer<std::fs::File>,
+    file: Option<AppendFile>,
+}
+
+/// One row as CSV bytes, after the header when `with_header`.
+fn row_bytes(record: &Record, with_header: bool) -> Result<Vec<u8>> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(with_header)
+        .from_writer(Vec::new());
+    w.serialize(record)
+        .map_err(|e| Error::Internal(format!("serialising a row: {e}")))?;
+    w.into_inner()
+        .map_err(|e| Error::Internal(format!("serialising a row: {e}")))
 }
 
 impl CsvSink {
-    /// Creates `path`, failing if it exists.
-    pub fn create_new(path: &Path) -> Result<CsvSink> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        Ok(CsvSink {
+    /// A sink for `path`; nothing is created until the first row.
+    pub fn new(path: &Path) -> CsvSink {
+        CsvSink {
             path: path.to_path_buf(),
-            writer: csv::Writer::from_writer(file),
-        })
+            file: None,
+        }
     }
 
-    /// Appends one row and flushes it to the file.
+    /// Appends one row and flushes it to the file (creating it, header first, on the first).
     pub fn write(&mut self, record: &Record) -> Result<()> {
-        let io = |e: std::io::Error| Error::io(&self.path, e);
-        self.writer
-            .serialize(record)
-            .map_err(|e| match e.into_kind() {
-                csv::ErrorKind::Io(e) => io(e),
-                other => Error::Internal(format!("serialising a row: {other:?}")),
-            })?;
-        self.writer.flush().map_err(io)
+        match &mut self.file {
+            Some(file) => file.append(&row_bytes(record, false)?),
+            None => {
+                self.file = Some(AppendFile::create_new(
+                    &self.path,
+                    &row_bytes(record, true)?,
+                )?);
+                Ok(())
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether any row was written (and so the file exists).
+    pub fn written(&self) -> bool {
+        self.file.is_some()
     }
 }
 
@@ -468,15 +526,355 @@ pub fn to_csv_bytes(records: &[Record]) -> Vec<u8> {
     w.into_inner().expect("flushing to memory cannot fail")
 }
 
-/// Reads a roofprobe CSV, checking its header and the schema of every row. Errors name the
-/// file, the line and what was expected.
+/// Reads a roofprobe CSV (at most [`crate::files::MAX_FILE_BYTES`]), checking its header and
+/// every row ([`parse_csv`]). Errors name the file, the line and what was expected.
 pub fn read_csv(path: &Path) -> Result<Vec<Record>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = crate::files::read_input(path)?;
     parse_csv(path, &bytes)
 }
 
-/// As [`read_csv`], from bytes already read (`path` names them in errors).
+/// The columns that name the device a row was measured on, identity included: every row of one
+/// run id must agree on all of them (add a new identity column here).
+fn device_columns(r: &Record) -> [(&'static str, String); 22] {
+    let text = |x: Option<f64>| x.map_or_else(String::new, |v| v.to_string());
+    [
+        ("host", r.host.clone()),
+        ("backend", r.backend.to_string()),
+        ("device_id", r.device_id.clone()),
+        ("device_name", r.device_name.clone()),
+        ("compute_capability", r.compute_capability.clone()),
+        ("units", r.units.to_string()),
+        ("llc_bytes", r.llc_bytes.to_string()),
+        (
+            "memory_bus_bits",
+            r.memory_bus_bits
+                .map_or_else(String::new, |b| b.to_string()),
+        ),
+        ("driver", r.driver.clone()),
+        ("vendor", r.vendor.clone()),
+        ("cpu_family", r.cpu_family.clone()),
+        ("cpu_model", r.cpu_model.clone()),
+        ("microarch", r.microarch.clone()),
+        ("isa", r.isa.clone()),
+        ("uuid", r.uuid.clone()),
+        ("pci_bus_id", r.pci_bus_id.clone()),
+        ("vbios", r.vbios.clone()),
+        ("ecc", r.ecc.clone()),
+        ("mig", r.mig.clone()),
+        ("power_limit_w", text(r.power_limit_w)),
+        ("app_clock_mhz", text(r.app_clock_mhz)),
+        ("app_memory_clock_mhz", text(r.app_memory_clock_mhz)),
+    ]
+}
+
+/// The first row (by index) whose device differs from an earlier row of the same run id:
+/// `(earlier index, index, message)`.
+fn mixed_device(records: &[Record]) -> Option<(usize, usize, String)> {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let j = *first.entry(r.run_id.as_str()).or_insert(i);
+        if j == i {
+            continue;
+        }
+        let (a, b) = (device_columns(&records[j]), device_columns(r));
+        if let Some(((column, was), (_, is))) = a.iter().zip(&b).find(|(x, y)| x.1 != y.1) {
+            return Some((
+                j,
+                i,
+                format!(
+                    "run `{}` mixes devices: `{column}` is `{is}` here but `{was}`",
+                    r.run_id
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// Checks rows held in memory as a reader checks them: each row ([`check_row`]) and one device
+/// per run id. The error names the row (0-based) and what is wrong.
+pub fn check_rows(records: &[Record]) -> std::result::Result<(), String> {
+    for (i, r) in records.iter().enumerate() {
+        check_row(r).map_err(|e| format!("row {i} ({}): {e}", r.case_id()))?;
+    }
+    if let Some((j, i, message)) = mixed_device(records) {
+        return Err(format!("row {i}: {message} on row {j}"));
+    }
+    Ok(())
+}
+
+/// A figure that must be present exactly when what it derives from is (`expected`), and agree
+/// with it.
+fn derived(
+    column: &str,
+    found: Option<f64>,
+    expected: Option<f64>,
+    how: &str,
+) -> std::result::Result<(), String> {
+    match (found, expected) {
+        (None, None) => Ok(()),
+        (Some(f), Some(e)) if agrees(f, e) => Ok(()),
+        (Some(f), Some(e)) => Err(format!("`{column}` is {f} but {how} is {e}")),
+        (Some(f), None) => Err(format!("`{column}` is {f} but {how} is empty")),
+        (None, Some(e)) => Err(format!("`{column}` is empty but {how} is {e}")),
+    }
+}
+
+/// A time, clock or rate: finite, positive, at most `max`.
+fn positive(column: &str, x: Option<f64>, max: f64) -> std::result::Result<(), String> {
+    match x {
+        Some(v) if !(is_positive(v) && v <= max) => Err(format!(
+            "`{column}` is {v}; it must be finite, positive and at most {max:e}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A reading that may be zero (power, temperature): finite, in 0..=max.
+fn reading(column: &str, x: Option<f64>, max: f64) -> std::result::Result<(), String> {
+    match x {
+        Some(v) if !(v.is_finite() && (0.0..=max).contains(&v)) => Err(format!(
+            "`{column}` is {v}; it must be finite and in 0..={max}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The first column [`SCHEMA`] added that a row fills, if any: a [`SCHEMA_1`] row has none.
+fn first_added_in_2(r: &Record) -> Option<&'static str> {
+    let bare = r.without_added_in_2();
+    if bare == *r {
+        return None;
+    }
+    let fields = |x: &Record| -> Vec<String> {
+        let bytes = row_bytes(x, false).unwrap_or_default();
+        csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(bytes.as_slice())
+            .records()
+            .next()
+            .and_then(|f| f.ok())
+            .map(|f| f.iter().map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let (a, b) = (fields(r), fields(&bare));
+    let differs = header()
+        .into_iter()
+        .zip(a.iter().zip(&b))
+        .find(|(_, (x, y))| x != y)
+        .map(|(column, _)| column);
+    Some(
+        ADDED_IN_2
+            .into_iter()
+            .find(|c| differs.as_deref() == Some(*c))
+            .unwrap_or(ADDED_IN_2[0]),
+    )
+}
+
+/// What a row must be to be read (the reader's whole trust in it): text free of control
+/// characters; valid exactly when the status is `ok` (else `invalid: …` or `error: …`, with no
+/// figures and no flags); sizes positive; on a valid row, times finite, positive and ordered,
+/// and `gbps`, `gflops`, `cv` and `intensity` equal to what they derive from (within
+/// [`roofprobe_calibration::check::TOLERANCE`]); clocks (the identity's application clocks
+/// too) finite and positive; power and temperature readings and other processes' CPU time
+/// finite and not negative; no rate beyond any device ([`MAX_RATE`]); `stopped_by` one of the
+/// reasons a run writes (on a valid row of [`SCHEMA`], never empty); `flags` as
+/// [`crate::hygiene`] writes them. A [`SCHEMA_1`] row has none of the columns added since.
+pub fn check_row(r: &Record) -> std::result::Result<(), String> {
+    if r.schema == SCHEMA_1 {
+        if let Some(column) = first_added_in_2(r) {
+            return Err(format!(
+                "a row of {SCHEMA_1} holds `{column}`, a column {SCHEMA} added; give the row \
+                 schema {SCHEMA}"
+            ));
+        }
+    } else if r.schema != SCHEMA {
+        return Err(format!(
+            "schema `{}` is not supported; this roofprobe reads {SCHEMA} and {SCHEMA_1}",
+            r.schema
+        ));
+    }
+    for (column, value) in [
+        ("run_id", &r.run_id),
+        ("timestamp_utc", &r.timestamp_utc),
+        ("host", &r.host),
+        ("device_id", &r.device_id),
+        ("device_name", &r.device_name),
+        ("compute_capability", &r.compute_capability),
+        ("driver", &r.driver),
+        ("vendor", &r.vendor),
+        ("cpu_family", &r.cpu_family),
+        ("cpu_model", &r.cpu_model),
+        ("microarch", &r.microarch),
+        ("isa", &r.isa),
+        ("uuid", &r.uuid),
+        ("pci_bus_id", &r.pci_bus_id),
+        ("vbios", &r.vbios),
+        ("ecc", &r.ecc),
+        ("mig", &r.mig),
+        ("kernel", &r.kernel),
+        ("stopped_by", &r.stopped_by),
+        ("status", &r.status),
+        ("flags", &r.flags),
+        ("throttle", &r.throttle),
+        ("note", &r.note),
+    ] {
+        if let Some(c) = first_forbidden(value) {
+            return Err(format!(
+                "`{column}` holds the control character U+{:04X}",
+                c as u32
+            ));
+        }
+    }
+    match (r.valid, r.status.as_str()) {
+        (true, "ok") => {}
+        (true, s) => {
+            return Err(format!(
+            "`valid` is true but `status` is `{s}`: a row is valid exactly when its status is `ok`"
+        ))
+        }
+        (false, s) if s.starts_with("invalid: ") || s.starts_with("error: ") => {}
+        (false, s) => {
+            return Err(format!(
+                "`valid` is false but `status` is `{s}`; expected `invalid: …` or `error: …`"
+            ))
+        }
+    }
+    for (column, value) in [
+        ("units", u64::from(r.units)),
+        ("elements", r.elements),
+        ("working_set_bytes", r.working_set_bytes),
+    ] {
+        if value == 0 {
+            return Err(format!("`{column}` is 0; it must be positive"));
+        }
+    }
+    if r.bytes == 0 && r.flops == 0 {
+        return Err("`bytes` and `flops` are both 0: the case did no work".into());
+    }
+    if r.memory_bus_bits == Some(0) {
+        return Err("`memory_bus_bits` is 0; it must be positive or empty".into());
+    }
+    derived(
+        "intensity",
+        r.intensity,
+        (r.bytes > 0).then(|| r.flops as f64 / r.bytes as f64),
+        "flops / bytes",
+    )?;
+    positive("clock_mhz", r.clock_mhz, MAX_MHZ)?;
+    positive("memory_clock_mhz", r.memory_clock_mhz, MAX_MHZ)?;
+    reading("power_w", r.power_w, MAX_WATTS)?;
+    reading("temperature_c", r.temperature_c, MAX_CELSIUS)?;
+    positive("power_limit_w", r.power_limit_w, MAX_WATTS)?;
+    positive("app_clock_mhz", r.app_clock_mhz, MAX_MHZ)?;
+    positive("app_memory_clock_mhz", r.app_memory_clock_mhz, MAX_MHZ)?;
+    reading("other_cpus_busy", r.other_cpus_busy, MAX_CPUS)?;
+    let reasons = [Stopped::Count, Stopped::Stable, Stopped::TimeLimit].map(Stopped::as_str);
+    if !r.stopped_by.is_empty() && !reasons.contains(&r.stopped_by.as_str()) {
+        return Err(format!(
+            "`stopped_by` is `{}`; expected {} or empty",
+            r.stopped_by,
+            reasons.join(", ")
+        ));
+    }
+    crate::hygiene::check_column(&r.flags)?;
+
+    let figures = [
+        ("time_min_s", r.time_min_s),
+        ("time_median_s", r.time_median_s),
+        ("time_mean_s", r.time_mean_s),
+        ("time_max_s", r.time_max_s),
+        ("time_stddev_s", r.time_stddev_s),
+        ("cv", r.cv),
+        ("gbps", r.gbps),
+        ("gflops", r.gflops),
+        ("theory_gflops", r.theory_gflops),
+    ];
+    if !r.valid {
+        return match figures.iter().find(|(_, v)| v.is_some()) {
+            Some((column, Some(v))) => Err(format!(
+                "the row is not valid (`{}`) but `{column}` is {v}; an invalid row has no figures",
+                r.status
+            )),
+            _ if !r.flags.is_empty() => Err(format!(
+                "the row is not valid (`{}`) but `flags` is `{}`; an invalid row has no figure \
+                 to flag",
+                r.status, r.flags
+            )),
+            _ => Ok(()),
+        };
+    }
+    if r.schema == SCHEMA && r.stopped_by.is_empty() {
+        return Err(format!(
+            "a valid row of {SCHEMA} with an empty `stopped_by`; a measured case says why its \
+             sampling stopped"
+        ));
+    }
+    if r.reps == 0 || r.samples == 0 {
+        return Err(format!(
+            "a valid row with {} reps and {} samples; both must be positive",
+            r.reps, r.samples
+        ));
+    }
+    // A time of a day or more per launch is not a kernel's.
+    const MAX_SECS: f64 = 86_400.0;
+    let time = |column: &str, x: Option<f64>| -> std::result::Result<f64, String> {
+        let v = x.ok_or_else(|| format!("a valid row needs `{column}`; it is empty"))?;
+        positive(column, Some(v), MAX_SECS)?;
+        Ok(v)
+    };
+    let min = time("time_min_s", r.time_min_s)?;
+    let median = time("time_median_s", r.time_median_s)?;
+    let mean = time("time_mean_s", r.time_mean_s)?;
+    let max = time("time_max_s", r.time_max_s)?;
+    let within = |v: f64| v >= min * (1.0 - 1e-9) && v <= max * (1.0 + 1e-9);
+    if !(min <= max && within(median) && within(mean)) {
+        return Err(format!(
+            "times out of order: min {min}, median {median}, mean {mean}, max {max}; expected \
+             min <= median, mean <= max"
+        ));
+    }
+    let stddev = r
+        .time_stddev_s
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| {
+            format!(
+                "`time_stddev_s` is {:?}; a valid row needs a finite spread of 0 or more",
+                r.time_stddev_s
+            )
+        })?;
+    // cv is stddev over the unclamped mean, which the clamped `time_mean_s` may differ from by
+    // rounding only.
+    derived(
+        "cv",
+        r.cv,
+        Some(stddev / mean),
+        "time_stddev_s / time_mean_s",
+    )?;
+    derived(
+        "gbps",
+        r.gbps,
+        (r.bytes > 0).then(|| r.bytes as f64 / median / 1e9),
+        "bytes / time_median_s / 1e9",
+    )?;
+    derived(
+        "gflops",
+        r.gflops,
+        (r.flops > 0).then(|| r.flops as f64 / median / 1e9),
+        "flops / time_median_s / 1e9",
+    )?;
+    positive("gbps", r.gbps, MAX_RATE)?;
+    positive("gflops", r.gflops, MAX_RATE)?;
+    positive("theory_gflops", r.theory_gflops, MAX_RATE)?;
+    Ok(())
+}
+
+/// As [`read_csv`], from bytes already read (`path` names them in errors). A UTF-8 byte-order
+/// mark is skipped. A header line further down (files concatenated, `cat a.csv b.csv`) is
+/// skipped, and the rows after it read by it: files of [`SCHEMA`] and [`SCHEMA_1`] concatenate
+/// in any order.
 pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(Error::parse(
             path,
@@ -484,26 +882,22 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             "empty file; expected a roofprobe CSV with a header line",
         ));
     }
-    let mut reader = csv::ReaderBuilder::new().from_reader(bytes);
+    // Flexible: a header of the other schema in the middle has another number of fields; each
+    // row's length is checked against the header in force below.
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
     let found: Vec<String> = reader
         .headers()
         .map_err(|e| Error::parse(path, 1, format!("unreadable header: {e}")))?
         .iter()
         .map(str::to_string)
         .collect();
-    // A file of the schema before has its header less the columns added since.
-    let current = header();
-    let header_1: Vec<String> = current
-        .iter()
-        .filter(|c| !ADDED_IN_2.contains(&c.as_str()))
-        .cloned()
-        .collect();
-    let (expected, schema) = if found == header_1 {
-        (header_1, SCHEMA_1)
-    } else {
-        (current, SCHEMA)
-    };
-    if found != expected {
+    // Each schema read, by its header.
+    let layouts: [(csv::StringRecord, &str); 2] = [
+        (csv::StringRecord::from(header()), SCHEMA),
+        (csv::StringRecord::from(header_1()), SCHEMA_1),
+    ];
+    let Some(mut layout) = layouts.iter().find(|(h, _)| h.iter().eq(found.iter())) else {
+        let expected = header();
         let missing: Vec<&str> = expected
             .iter()
             .filter(|c| !found.contains(c))
@@ -515,8 +909,9 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             )
         } else if !missing.is_empty() {
             format!(
-                "header lacks column(s) {}; this file is not of schema {SCHEMA}",
-                missing.join(", ")
+                "header lacks column(s) {}; this file is not of schema {SCHEMA} (nor of \
+                 {SCHEMA_1}, which lacks the columns {SCHEMA} added)",
+                crate::inputs::some_of(&missing.iter().map(|s| s.to_string()).collect::<Vec<_>>())
             )
         } else {
             format!(
@@ -524,50 +919,111 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
                 expected.join(",")
             )
         };
-        return Err(Error::parse(path, 1, message));
-    }
+        return Err(Error::parse(path, 1, text::one_line(&message)));
+    };
     let mut out = Vec::new();
-    for (i, row) in reader.deserialize::<Record>().enumerate() {
-        let line = i as u64 + 2;
-        let record = row.map_err(|e| {
-            let line = e.position().map_or(line, |p| p.line());
-            let what = match e.kind() {
-                csv::ErrorKind::UnequalLengths {
-                    expected_len, len, ..
-                } => format!(
-                    "row has {len} fields, expected {expected_len} (truncated or damaged file?)"
+    let mut lines = Vec::new();
+    let mut raw = csv::StringRecord::new();
+    loop {
+        let next_line = raw.position().map_or(2, |p| p.line() + 1);
+        match reader.read_record(&mut raw) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                let line = e.position().map_or(next_line, |p| p.line());
+                let what = match e.kind() {
+                    csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
+                    other => format!("unreadable row: {other:?}"),
+                };
+                return Err(Error::parse(path, line, what));
+            }
+        }
+        let line = raw.position().map_or(next_line, |p| p.line());
+        if let Some(next) = layouts.iter().find(|(h, _)| raw.iter().eq(h.iter())) {
+            // `cat a.csv b.csv`: b's header in the middle, of either schema
+            layout = next;
+            continue;
+        }
+        let (headers, schema) = layout;
+        if raw.len() != headers.len() {
+            return Err(Error::parse(
+                path,
+                line,
+                format!(
+                    "row has {} fields, expected {} (truncated or damaged file?)",
+                    raw.len(),
+                    headers.len()
                 ),
+            ));
+        }
+        let column = |i: usize| headers.get(i).unwrap_or("?");
+        if let Some((i, c)) = raw
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| first_forbidden(f).map(|c| (i, c)))
+        {
+            return Err(Error::parse(
+                path,
+                line,
+                format!(
+                    "column `{}` holds the control character U+{:04X}; a results file holds \
+                     printable text only (damaged or not written by roofprobe?)",
+                    column(i),
+                    c as u32
+                ),
+            ));
+        }
+        let record: Record = raw.deserialize(Some(headers)).map_err(|e| {
+            let what = match e.kind() {
                 csv::ErrorKind::Deserialize { err, .. } => match err.field() {
-                    Some(f) => format!(
-                        "column `{}`: {}",
-                        expected.get(f as usize).map_or("?", String::as_str),
-                        err.kind()
-                    ),
+                    Some(f) => format!("column `{}`: {}", column(f as usize), err.kind()),
                     None => err.kind().to_string(),
                 },
                 other => format!("{other:?}"),
             };
             Error::parse(path, line, what)
         })?;
-        if record.schema != schema {
+        if record.schema != *schema {
             return Err(Error::parse(
                 path,
                 line,
                 format!(
                     "schema `{}` is not supported here; this roofprobe reads {SCHEMA} (and \
-                     {SCHEMA_1}, whose header lacks the identity columns), and this file's \
-                     header is of {schema}",
+                     {SCHEMA_1}, whose header lacks the columns {SCHEMA} added), and the header \
+                     above this row is of {schema}",
                     record.schema
                 ),
             ));
         }
+        check_row(&record).map_err(|e| {
+            Error::parse(
+                path,
+                line,
+                format!(
+                    "{}: {e}; the file is damaged or hand-edited",
+                    record.case_id()
+                ),
+            )
+        })?;
         out.push(record);
+        lines.push(line);
     }
     if out.is_empty() {
         return Err(Error::parse(
             path,
             2,
             "the file has a header but no measurements",
+        ));
+    }
+    if let Some((j, i, message)) = mixed_device(&out) {
+        return Err(Error::parse(
+            path,
+            lines[i],
+            format!(
+                "{message} on line {}; a run id names one device's run (give each device's \
+                 rows their own run id)",
+                lines[j]
+            ),
         ));
     }
     Ok(out)
@@ -707,15 +1163,23 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn csv_sink_flushes_each_row_and_never_overwrites() {
+    fn csv_sink_creates_with_the_first_row_flushes_each_and_never_overwrites() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.csv");
-        let mut sink = CsvSink::create_new(&path).unwrap();
+        let mut sink = CsvSink::new(&path);
+        // nothing measured, nothing written
+        assert!(!path.exists() && !sink.written());
         let case = StreamKernel::Copy.case(Precision::F32, 10);
         sink.write(&measured(&case, 1e-3, true)).unwrap();
         // readable before the sink is dropped
         assert_eq!(read_csv(&path).unwrap().len(), 1);
-        assert!(matches!(CsvSink::create_new(&path), Err(Error::Io { .. })));
+        sink.write(&measured(&case, 2e-3, false)).unwrap();
+        assert_eq!(read_csv(&path).unwrap().len(), 2);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let mut again = CsvSink::new(&path);
+        let e = again.write(&measured(&case, 1e-3, true)).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{e}");
+        assert_eq!(read_csv(&path).unwrap().len(), 2);
     }
 
     #[test]
@@ -750,5 +1214,332 @@ pub(crate) mod tests {
         // a column missing
         let fewer = text.replacen("schema,run_id", "schema,runid", 1);
         assert!(err(fewer.as_bytes()).contains("lacks column(s) run_id"));
+    }
+
+    fn one_row_error(r: &Record) -> String {
+        let bytes = to_csv_bytes(std::slice::from_ref(r));
+        parse_csv(Path::new("r.csv"), &bytes)
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// What fuzzing found `export` accepting (`gbps = 1e30`, `invalid:` rows counted as valid, a
+    /// clock of -4000 MHz) and `report` printing (NaN, inf, negative GB/s on `ok` rows): each is
+    /// refused, with its line and what it should have been.
+    #[test]
+    fn figures_that_cannot_be_are_refused() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1000);
+        let good = measured(&case, 1e-3, true);
+        check_row(&good).unwrap();
+        type Mutation = Box<dyn Fn(&mut Record)>;
+        let cases: Vec<(Mutation, &str)> = vec![
+            (Box::new(|r| r.gbps = Some(1e30)), "`gbps` is 1000000000000000000000000000000 but bytes / time_median_s / 1e9 is 0.012"),
+            (Box::new(|r| r.gbps = Some(f64::NAN)), "`gbps` is NaN"),
+            (Box::new(|r| r.gbps = Some(f64::INFINITY)), "`gbps` is inf"),
+            (Box::new(|r| r.gbps = Some(-0.012)), "`gbps` is -0.012"),
+            (Box::new(|r| r.gflops = None), "`gflops` is empty but flops / time_median_s / 1e9 is"),
+            (Box::new(|r| {
+                r.time_median_s = Some(-1e-3);
+            }), "`time_median_s` is -0.001; it must be finite, positive"),
+            (Box::new(|r| r.time_max_s = Some(1e-4)), "times out of order"),
+            (Box::new(|r| r.cv = Some(0.5)), "`cv` is 0.5 but time_stddev_s / time_mean_s"),
+            (Box::new(|r| r.clock_mhz = Some(-4000.0)), "`clock_mhz` is -4000"),
+            (Box::new(|r| r.temperature_c = Some(f64::NAN)), "`temperature_c` is NaN"),
+            (Box::new(|r| r.status = "invalid: [0] is 1, should be 2".into()), "`valid` is true but `status` is `invalid: [0] is 1"),
+            (Box::new(|r| r.valid = false), "`valid` is false but `status` is `ok`"),
+            (Box::new(|r| {
+                r.valid = false;
+                r.status = "invalid: x".into();
+            }), "the row is not valid (`invalid: x`) but `time_min_s` is"),
+            (Box::new(|r| r.elements = 0), "`elements` is 0"),
+            (Box::new(|r| r.intensity = Some(2.0)), "`intensity` is 2 but flops / bytes is"),
+            (Box::new(|r| r.theory_gflops = Some(-5.0)), "`theory_gflops` is -5"),
+        ];
+        for (mutate, message) in cases {
+            let mut r = good.clone();
+            mutate(&mut r);
+            let e = one_row_error(&r);
+            assert!(e.starts_with("r.csv:2: stream/triad/f32: "), "{e}");
+            assert!(e.contains(message), "`{message}` not in {e}");
+            // and a calibration built in memory refuses the row too
+            use crate::calibration::FromRecords;
+            assert!(crate::Calibration::from_records(&[r], None).is_err());
+        }
+    }
+
+    #[test]
+    fn control_characters_in_fields_are_refused() {
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        for bad in ["a\0b", "\x1b[31mred", "ok\nerror: forged", "\u{202e}x"] {
+            let mut r = measured(&case, 1e-3, true);
+            r.device_name = bad.to_string();
+            let e = one_row_error(&r);
+            assert!(
+                e.starts_with("r.csv:2: column `device_name` holds the control character U+")
+                    || e.starts_with("r.csv:2:") && e.contains("control character"),
+                "{e}"
+            );
+        }
+        // what a run writes is printable and spreadsheet-safe, whatever the driver said
+        let mut id = identity();
+        id.device.name = "=HYPERLINK(\"x\")\n".into();
+        let r = Record::new(
+            &id,
+            "t".into(),
+            &case,
+            Outcome::Failed {
+                error: "line one\nerror: line two",
+            },
+            &Conditions {
+                clock_mhz: Some(0.0),
+                ..Conditions::default()
+            },
+            String::new(),
+        );
+        assert_eq!(r.device_name, "'=HYPERLINK(\"x\")\\u{a}");
+        assert_eq!(r.status, "error: line one\\u{a}error: line two");
+        assert_eq!(r.clock_mhz, None, "0 MHz is no clock");
+        check_row(&r).unwrap();
+    }
+
+    /// A file of rows cut down to schema 1, as a run before schema 2 wrote it.
+    fn as_schema_1(records: &[Record]) -> Vec<u8> {
+        let rows: Vec<Record> = records
+            .iter()
+            .map(|r| Record {
+                schema: SCHEMA_1.into(),
+                ..r.without_added_in_2()
+            })
+            .collect();
+        let bytes = to_csv_bytes(&rows);
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(bytes.as_slice());
+        let all: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+        let keep: Vec<usize> = (0..all[0].len())
+            .filter(|&i| !ADDED_IN_2.contains(&&all[0][i]))
+            .collect();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for r in &all {
+            w.write_record(keep.iter().map(|&i| &r[i])).unwrap();
+        }
+        w.into_inner().unwrap()
+    }
+
+    /// `cat old.csv new.csv old.csv`: files of both schemas concatenate, each header read as the
+    /// layout of the rows under it.
+    #[test]
+    fn schema_1_and_2_files_concatenate_in_either_order() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1000);
+        let new = measured(&case, 1e-3, true);
+        let mut old = measured(&case, 2e-3, true);
+        old.run_id = "box-host-20251231T000000Z".into();
+        let (a, b) = (
+            to_csv_bytes(std::slice::from_ref(&new)),
+            as_schema_1(std::slice::from_ref(&old)),
+        );
+        assert!(String::from_utf8_lossy(&b).starts_with(&header_1().join(",")));
+        for joined in [
+            [a.as_slice(), &b].concat(),
+            [b.as_slice(), &a, &b].concat(),
+            [b"\xEF\xBB\xBF".as_slice(), &b, &b, &a, &a].concat(),
+        ] {
+            let rows = parse_csv(Path::new("ab.csv"), &joined).unwrap();
+            assert!(rows.iter().any(|r| r.schema == SCHEMA_1));
+            for r in &rows {
+                if r.schema == SCHEMA {
+                    assert_eq!(*r, new);
+                } else {
+                    assert_eq!(r.run_id, old.run_id);
+                    assert_eq!(r.stopped_by, "");
+                    assert_eq!(r.isa, "");
+                }
+            }
+        }
+        // the rows under a schema-1 header are read by it: one of schema 2's width is damage
+        let wide = [
+            b.as_slice(),
+            &a[a.iter().position(|&c| c == b'\n').unwrap() + 1..],
+        ]
+        .concat();
+        let e = parse_csv(Path::new("w.csv"), &wide)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "w.csv:3: row has {} fields, expected {}",
+                header().len(),
+                header_1().len()
+            )),
+            "{e}"
+        );
+    }
+
+    /// Two machines of one name (two VMs both "AMD EPYC" on host "vm") under one run id: the
+    /// identity columns tell them apart, and the reader refuses to take them for one device.
+    #[test]
+    fn identity_columns_count_as_device_columns() {
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        let a = measured(&case, 1e-3, true);
+        for (column, change) in [
+            (
+                "isa",
+                Box::new(|r: &mut Record| r.isa = "AVX2+FMA".into()) as Box<dyn Fn(&mut Record)>,
+            ),
+            (
+                "microarch",
+                Box::new(|r: &mut Record| r.microarch = "Zen 3".into()),
+            ),
+            (
+                "uuid",
+                Box::new(|r: &mut Record| r.uuid = "GPU-5a1c2b3d".into()),
+            ),
+            (
+                "power_limit_w",
+                Box::new(|r: &mut Record| r.power_limit_w = Some(700.0)),
+            ),
+        ] {
+            let mut b = measured(&case, 2e-3, true);
+            change(&mut b);
+            let joined = [to_csv_bytes(std::slice::from_ref(&a)), to_csv_bytes(&[b])].concat();
+            let e = parse_csv(Path::new("ab.csv"), &joined)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "ab.csv:4: run `box-host-20260101T000000Z` mixes devices: `{column}` is"
+                )),
+                "{e}"
+            );
+        }
+    }
+
+    /// What schema 2 added is checked like every other column: numbers finite and in range,
+    /// `stopped_by` and `flags` as a run writes them, no flag on an invalid row, nothing of
+    /// schema 2 in a row that says schema 1.
+    #[test]
+    fn the_columns_of_schema_2_are_checked() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1000);
+        let mut good = measured(&case, 1e-3, true);
+        good.flags = "high_cv(12.3%);busy_host(1.02 CPUs)".into();
+        good.other_cpus_busy = Some(1.02);
+        good.power_limit_w = Some(700.0);
+        good.app_clock_mhz = Some(1980.0);
+        check_row(&good).unwrap();
+        assert_eq!(
+            parse_csv(Path::new("r.csv"), &to_csv_bytes(&[good.clone()])).unwrap(),
+            [good.clone()]
+        );
+        type Mutation = Box<dyn Fn(&mut Record)>;
+        let cases: Vec<(Mutation, &str)> = vec![
+            (
+                Box::new(|r| r.power_limit_w = Some(-700.0)),
+                "`power_limit_w` is -700",
+            ),
+            (
+                Box::new(|r| r.power_limit_w = Some(0.0)),
+                "`power_limit_w` is 0",
+            ),
+            (
+                Box::new(|r| r.app_clock_mhz = Some(f64::NAN)),
+                "`app_clock_mhz` is NaN",
+            ),
+            (
+                Box::new(|r| r.app_memory_clock_mhz = Some(1e9)),
+                "`app_memory_clock_mhz` is 1000000000",
+            ),
+            (
+                Box::new(|r| r.other_cpus_busy = Some(-0.5)),
+                "`other_cpus_busy` is -0.5",
+            ),
+            (
+                Box::new(|r| r.other_cpus_busy = Some(f64::INFINITY)),
+                "`other_cpus_busy` is inf",
+            ),
+            (
+                Box::new(|r| r.stopped_by = "forever".into()),
+                "`stopped_by` is `forever`",
+            ),
+            (
+                Box::new(|r| r.stopped_by.clear()),
+                "with an empty `stopped_by`",
+            ),
+            (
+                Box::new(|r| r.flags = "=HYPERLINK(\"x\")".into()),
+                "`flags` holds `=HYPERLINK",
+            ),
+            (
+                Box::new(|r| r.flags = "fast(1%)".into()),
+                "`flags` holds `fast(1%)`",
+            ),
+            (
+                Box::new(|r| r.isa = "AVX\u{1b}[2J".into()),
+                "`isa` holds the control character U+001B",
+            ),
+            (
+                Box::new(|r| r.uuid = "GPU-\u{202e}1".into()),
+                "`uuid` holds the control character U+202E",
+            ),
+            (
+                Box::new(|r| {
+                    invalidate(r);
+                    r.flags = "high_cv(12.3%)".into();
+                }),
+                "an invalid row has no figure to flag",
+            ),
+            (
+                Box::new(|r| r.schema = SCHEMA_1.into()),
+                "a row of roofprobe-csv/1 holds `vendor`, a column roofprobe-csv/2 added",
+            ),
+        ];
+        for (mutate, message) in cases {
+            let mut r = good.clone();
+            mutate(&mut r);
+            let e = check_row(&r).unwrap_err();
+            assert!(e.contains(message), "`{message}` not in {e}");
+        }
+        // a schema-1 row with only schema 1's columns passes; an invalid one keeps its reason
+        let mut old = good.without_added_in_2();
+        old.schema = SCHEMA_1.into();
+        check_row(&old).unwrap();
+        let mut failed = old.clone();
+        invalidate(&mut failed);
+        check_row(&failed).unwrap();
+    }
+
+    /// Marks a row invalid as a run does: the reason in `status`, no figures, no flags.
+    fn invalidate(r: &mut Record) {
+        crate::roofline::tests::invalidate(r, "[0] is 1, should be 2");
+        r.flags.clear();
+    }
+
+    #[test]
+    fn concatenated_files_read_as_one_and_mixed_devices_are_named() {
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        let a = to_csv_bytes(&[measured(&case, 1e-3, true)]);
+        let mut other = measured(&case, 2e-3, true);
+        other.run_id = "box-host-20260102T000000Z-00000001".into();
+        let b = to_csv_bytes(&[other.clone()]);
+        // `cat a.csv b.csv`, with a byte-order mark in front for good measure
+        let joined = [b"\xEF\xBB\xBF".as_slice(), &a, &b].concat();
+        let rows = parse_csv(Path::new("ab.csv"), &joined).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].run_id, other.run_id);
+        // one run id, two devices: refused, naming the run, the column and both lines
+        let mut imposter = measured(&case, 2e-3, true);
+        imposter.device_name = "NVIDIA H200".into();
+        let c = to_csv_bytes(&[imposter]);
+        let joined = [a.as_slice(), &b, &c].concat();
+        let e = parse_csv(Path::new("abc.csv"), &joined)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("abc.csv:6: run `box-host-20260101T000000Z` mixes devices: `device_name` is `NVIDIA H200` here but")
+                && e.contains("on line 2"),
+            "{e}"
+        );
+        // a header of another layout in the middle is a row that does not parse
+        let foreign = [a.as_slice(), b"schema,x\nroofprobe-csv/1,y\n"].concat();
+        assert!(parse_csv(Path::new("f.csv"), &foreign).is_err());
     }
 }

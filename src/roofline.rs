@@ -45,125 +45,10 @@ pub fn is_dram_working_set(r: &Record) -> bool {
     r.llc_bytes == 0 || r.working_set_bytes >= 4 * r.llc_bytes
 }
 
-/// A level of the memory hierarchy that has a bandwidth ceiling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MemoryLevel {
-    Dram,
-    /// The host's last-level cache where it has three levels.
-    L3,
-    L2,
-    L1,
-}
-
-impl MemoryLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryLevel::Dram => "DRAM",
-            MemoryLevel::L3 => "L3",
-            MemoryLevel::L2 => "L2",
-            MemoryLevel::L1 => "L1",
-        }
-    }
-}
-
-/// A bandwidth ceiling, GB/s (10^9 bytes per second, STREAM counting).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MemoryCeiling {
-    pub level: MemoryLevel,
-    /// Best valid measurement; `None` when no valid row measured this level.
-    pub gbps: Option<f64>,
-    /// The case that set it (`stream/triad/f32`).
-    pub case: Option<String>,
-    pub spec_gbps: Option<f64>,
-    /// Where the spec figure comes from, or why there is none.
-    pub spec_basis: String,
-    /// measured / spec.
-    pub efficiency: Option<f64>,
-    /// The measurement exceeds the spec figure.
-    pub above_spec: bool,
-}
-
-/// An arithmetic ceiling, GFLOP/s (GOP/s for integer precisions).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ComputeCeiling {
-    /// `peak` (ALU) or `tensor` (tensor cores).
-    pub family: Family,
-    pub precision: Precision,
-    pub gflops: Option<f64>,
-    pub case: Option<String>,
-    pub spec_gflops: Option<f64>,
-    pub spec_basis: String,
-    pub efficiency: Option<f64>,
-    pub above_spec: bool,
-}
-
-impl ComputeCeiling {
-    /// `f32`, `tensor f16.f32`: how a ceiling is named in tables and plots.
-    pub fn label(&self) -> String {
-        match self.family {
-            Family::Tensor => format!("tensor {}", self.precision),
-            _ => self.precision.to_string(),
-        }
-    }
-}
-
-/// Where a memory ceiling meets a compute ceiling, in flop per byte.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RidgePoint {
-    pub memory: MemoryLevel,
-    pub family: Family,
-    pub precision: Precision,
-    /// Measured compute / measured bandwidth.
-    pub flop_per_byte: Option<f64>,
-    /// Spec compute / spec bandwidth.
-    pub spec_flop_per_byte: Option<f64>,
-}
-
-/// Which side of the ridge a point lies on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Bound {
-    Memory,
-    Compute,
-    /// No roof to hold it against (no memory and no compute ceiling, measured or spec).
-    Unknown,
-}
-
-impl Bound {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Bound::Memory => "memory-bound",
-            Bound::Compute => "compute-bound",
-            Bound::Unknown => "no roof",
-        }
-    }
-}
-
-/// A measurement placed on the roofline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    pub case: String,
-    pub family: Family,
-    pub precision: Precision,
-    /// The family's parameter (operations per element in the intensity sweep).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub param: Option<u32>,
-    /// flops / bytes.
-    pub flop_per_byte: f64,
-    pub gflops: f64,
-    pub bound: Bound,
-    /// The roof at this intensity, `min(P, I × B)`.
-    pub roof_gflops: Option<f64>,
-    /// gflops / roof_gflops: 1 is on the roof.
-    pub fraction_of_roof: Option<f64>,
-    /// Above the roof by more than the noise of the point and of its roof (see the module
-    /// documentation).
-    #[serde(default)]
-    pub above_roof: bool,
-    /// Which ceilings made the roof (`measured DRAM, measured f32`), or what was missing.
-    pub roof_basis: String,
-}
+// The types a calibration file holds live in the lean calibration crate; this module fits them.
+pub use roofprobe_calibration::{
+    Bound, ComputeCeiling, MemoryCeiling, MemoryLevel, Point, RidgePoint,
+};
 
 /// Everything fitted from one run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -438,6 +323,34 @@ pub(crate) mod tests {
     use super::*;
     use crate::backend::BackendKind;
     use crate::record::SCHEMA;
+
+    /// Sets a row's median time (min, mean, max and spread around it) and the figures that
+    /// derive from it, as a run writes them.
+    pub(crate) fn retime(r: &mut Record, secs: f64) {
+        r.time_min_s = Some(secs * 0.99);
+        r.time_median_s = Some(secs);
+        r.time_mean_s = Some(secs);
+        r.time_max_s = Some(secs * 1.01);
+        r.time_stddev_s = Some(secs * 0.01);
+        r.cv = Some(0.01);
+        r.gbps = (r.bytes > 0).then(|| r.bytes as f64 / secs / 1e9);
+        r.gflops = (r.flops > 0).then(|| r.flops as f64 / secs / 1e9);
+    }
+
+    /// Marks a row invalid as a run does: the reason in `status`, no figures.
+    pub(crate) fn invalidate(r: &mut Record, why: &str) {
+        r.valid = false;
+        r.status = format!("invalid: {why}");
+        r.time_min_s = None;
+        r.time_median_s = None;
+        r.time_mean_s = None;
+        r.time_max_s = None;
+        r.time_stddev_s = None;
+        r.cv = None;
+        r.gbps = None;
+        r.gflops = None;
+        r.theory_gflops = None;
+    }
 
     /// A synthetic row: `gbps`/`gflops` derived from bytes, flops and a time, as runs do.
     pub(crate) fn row(

@@ -30,7 +30,7 @@
 
 use crate::backend::{Backend, Conditions, PlannedCase, PreparedCase, SizeRequest};
 use crate::bench::{Case, Verdict};
-use crate::calibration::Calibration;
+use crate::calibration::{Calibration, FromRecords};
 use crate::hygiene::{self, Thresholds};
 use crate::record::{Outcome, Record, RunIdentity};
 use crate::roofline::Point;
@@ -285,12 +285,17 @@ pub fn run(
         };
         // A clock the case measured itself, while it ran, beats one read around it.
         conditions.clock_mhz = observed_clock_mhz.or(conditions.clock_mhz);
+        // From the clock the row will keep (a reading that is no clock is dropped there), so a
+        // theory is never 0 or NaN.
         let theory_gflops = theory_per_mhz
-            .zip(conditions.clock_mhz)
-            .map(|(per_mhz, mhz)| per_mhz * mhz);
-        if let (Ok((summary, _, _, verdict, _)), Some(theory), Some(mhz)) =
-            (&mut result, theory_gflops, conditions.clock_mhz)
-        {
+            .zip(crate::record::kept_clock(conditions.clock_mhz))
+            .map(|(per_mhz, mhz)| per_mhz * mhz)
+            .filter(|t| t.is_finite() && *t > 0.0);
+        if let (Ok((summary, _, _, verdict, _)), Some(theory), Some(mhz)) = (
+            &mut result,
+            theory_gflops,
+            crate::record::kept_clock(conditions.clock_mhz),
+        ) {
             if verdict.valid && case.work.flops > 0 {
                 let gflops = case.work.flops as f64 / summary.median_secs / 1e9;
                 *verdict = check_against_theory(gflops, theory, mhz);

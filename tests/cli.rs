@@ -51,7 +51,18 @@ fn host_run_writes_a_valid_csv_and_a_table() {
     let files = csvs(dir.path());
     assert_eq!(files.len(), 1);
     let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
-    assert!(name.contains("-host-") && name.ends_with("Z.csv"), "{name}");
+    // <host>-host-<cpu>-<stamp>Z-<8 hex digits>.csv
+    let suffix = name
+        .strip_suffix(".csv")
+        .unwrap()
+        .rsplit('-')
+        .next()
+        .unwrap();
+    assert!(name.contains("-host-") && name.contains("Z-"), "{name}");
+    assert!(
+        suffix.len() == 8 && suffix.chars().all(|c| c.is_ascii_hexdigit()),
+        "{name}"
+    );
     let rows = read_csv(&files[0]).unwrap();
     // 14 STREAM cases, then the compute cases: 3 host peaks and 3 × 12 sweep points, then the
     // cache sweep (its sizes come from this machine's caches, not from --size)
@@ -375,9 +386,9 @@ fn a_fractional_size_is_bytes() {
     assert_eq!(rows[0].elements, 384);
 }
 
-/// Bad input: one `error: …` line saying what to do, exit 1, no panic.
-fn fails_cleanly(args: &[&str], message: &str) {
-    let out = roofprobe().args(args).assert().code(1);
+/// Bad input: one `error: …` line saying what to do, exit `code` (1 error, 2 usage), no panic.
+fn fails_cleanly(code: i32, args: &[&str], message: &str) {
+    let out = roofprobe().args(args).assert().code(code);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("note:")).collect();
     assert_eq!(lines.len(), 1, "one line: {stderr}");
@@ -391,23 +402,47 @@ fn bad_input_gets_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     fails_cleanly(
+        1,
         &["run", "--device", "host", "--size", "100TiB", "--out", out],
         "pass a smaller --size",
     );
+    // (a malformed --device, --size or --samples is clap's usage error, exit 2, with clap's
+    // usage lines after it: `usage_errors_exit_2` checks each)
     let file = dir.path().join("not-a-dir");
     std::fs::write(&file, "").unwrap();
     fails_cleanly(
-        &["run", "--device", "host", "--out", file.to_str().unwrap()],
-        "not-a-dir",
+        2,
+        &["run", "--device", "host", "-o", file.to_str().unwrap()],
+        "not-a-dir is a file; -o/--out names a folder",
+    );
+    // a filter that matches nothing: a usage error, and no empty CSV
+    fails_cleanly(
+        2,
+        &[
+            "run",
+            "--device",
+            "host",
+            "--filter",
+            "no-such-case",
+            "--out",
+            out,
+        ],
+        "no case matches --filter no-such-case",
     );
     if roofprobe::backend::cuda::device_count().is_err() {
         fails_cleanly(
+            1,
             &["run", "--device", "cuda:0", "--out", out],
             "no CUDA driver found",
         );
     }
     // nothing was written by any failed run
     assert!(csvs(dir.path()).is_empty());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only not-a-dir"
+    );
 }
 
 /// Every usage error exits 2 (clap's code), with a line that names the value and what to write,

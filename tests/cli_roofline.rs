@@ -22,10 +22,19 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Asserts a failure printed as exactly one `error: …` line that starts with `prefix`.
+/// Asserts a failure (exit 1) printed as exactly one `error: …` line that starts with `prefix`.
 fn fails_with(args: &[&str], prefix: &str) -> String {
+    fails_with_code(1, args, prefix)
+}
+
+/// As [`fails_with`], for a usage error (exit 2).
+fn usage_fails_with(args: &[&str], prefix: &str) -> String {
+    fails_with_code(2, args, prefix)
+}
+
+fn fails_with_code(expected: i32, args: &[&str], prefix: &str) -> String {
     let (code, _, err) = run(args);
-    assert_eq!(code, 1, "{args:?}: exit code; stderr: {err}");
+    assert_eq!(code, expected, "{args:?}: exit code; stderr: {err}");
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{args:?}: one error line, got {err}");
@@ -154,14 +163,14 @@ fn specs_lists_shows_and_compares_without_a_gpu() {
 
 #[test]
 fn specs_names_that_do_not_fit_are_errors_with_candidates() {
-    let e = fails_with(&["specs", "H100"], "`H100` fits 3 spec entries");
+    let e = usage_fails_with(&["specs", "H100"], "`H100` fits 3 spec entries");
     assert!(e.contains("\"H100 SXM5 80GB\""), "{e}");
-    let e = fails_with(
+    let e = usage_fails_with(
         &["specs", "RTX 3009"],
         "no spec entry matches `RTX 3009`; closest: ",
     );
     assert!(e.contains("\"RTX 3090\""), "{e}");
-    fails_with(
+    usage_fails_with(
         &[
             "specs",
             "--compare",
@@ -217,10 +226,32 @@ fn a_host_run_writes_json_and_svg_and_report_regenerates_them() {
     );
     assert_eq!(std::fs::read(&svg2).unwrap(), std::fs::read(&svg).unwrap());
 
-    // export --out refuses an existing file
-    fails_with(
+    // export --out refuses an existing file (a usage error), and --force replaces it
+    let before = std::fs::read(&json).unwrap();
+    usage_fails_with(
         &["export", s(&csv), "--out", s(&json)],
         &format!("{} exists", json.display()),
+    );
+    assert_eq!(std::fs::read(&json).unwrap(), before);
+    std::fs::write(&json, "stale").unwrap();
+    let (code, _, err) = run(&["export", s(&csv), "-o", s(&json), "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(&json).unwrap(), before);
+    // -o names the file here; a folder is a usage error
+    usage_fails_with(
+        &["export", s(&csv), "-o", s(dir.path())],
+        &format!("{} is a folder", dir.path().display()),
+    );
+    // report --force rewrites <stem>.json in place instead of adding <stem>-3.json
+    std::fs::write(&json, "stale").unwrap();
+    let (code, _, err) = run(&["report", s(&csv), "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(&json).unwrap(), before);
+    assert!(!dir.path().join(format!("{stem}-3.json")).exists());
+    // report -o names a folder; a file is a usage error
+    usage_fails_with(
+        &["report", s(&csv), "-o", s(&json)],
+        &format!("{} is a file", json.display()),
     );
 
     // plot, from the CSV and from the JSON, beside the input by default
@@ -395,12 +426,12 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
         .map(|l| l.replacen(run_id, "second-run", 1) + "\n")
         .collect();
     let two = write("two.csv", &format!("{text}{second}"));
-    let e = fails_with(
+    let e = usage_fails_with(
         &["export", s(&two)],
         &format!("{} holds 2 runs", two.display()),
     );
     assert!(e.contains("--run"), "{e}");
-    fails_with(
+    usage_fails_with(
         &["export", s(&two), "--run", "nope"],
         &format!("{} has no run `nope`", two.display()),
     );

@@ -4,7 +4,9 @@
 mod cli;
 mod cli_roofline;
 mod compute_gpu;
+mod files;
 mod fragments;
+mod fuzz;
 mod gpu;
 mod interp;
 mod launch;

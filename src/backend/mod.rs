@@ -21,28 +21,9 @@ use crate::bench::{Case, Verdict};
 use crate::Result;
 use serde::{Deserialize, Serialize};
 
-/// Which kind of backend measured a device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    Cuda,
-    Host,
-}
-
-impl BackendKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendKind::Cuda => "cuda",
-            BackendKind::Host => "host",
-        }
-    }
-}
-
-impl std::fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+// The names a calibration shares with the rows (the device's kind and identity) live in the
+// lean calibration crate, so an estimator that loads a calibration builds none of roofprobe.
+pub use roofprobe_calibration::{BackendKind, Identity};
 
 /// One level of a cache hierarchy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,94 +33,6 @@ pub struct CacheLevel {
     pub size_bytes: u64,
     /// How many instances of this cache the device has (per core, per cluster, one shared).
     pub instances: u32,
-}
-
-/// What tells a device from another of the same name, recorded on every row so that neither
-/// `compare` nor a script takes two machines for one (two VMs both report "AMD EPYC" on host
-/// "vm": a Zen 5 running AVX-512 and a Zen 3 running AVX2). Empty (or `None`) where unknown or
-/// not applicable: the CPU fields on a GPU, the GPU fields on the host.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Identity {
-    /// CPU: the CPUID vendor (`AuthenticAMD`, `GenuineIntel`) or the Arm implementer (`Arm`,
-    /// `NVIDIA`, `Ampere`); GPU: `NVIDIA`.
-    pub vendor: String,
-    /// x86: `cpu family` (decimal, as `/proc/cpuinfo` prints it); Arm: the architecture (`8`).
-    pub cpu_family: String,
-    /// x86: `model` (decimal); Arm: the part number (`0xd4f`).
-    pub cpu_model: String,
-    /// `Zen 4`, `Sapphire Rapids`, `Neoverse-V2`, `Hopper`; empty where the tables do not know.
-    pub microarch: String,
-    /// The instruction set the kernels ran: `AVX-512F`, `AVX2+FMA`, `NEON`, `scalar`, or the
-    /// GPU's `sm_90`.
-    pub isa: String,
-    /// GPU: `GPU-xxxxxxxx-…`, as `nvidia-smi -L` prints it.
-    pub uuid: String,
-    /// GPU: `00000000:41:00.0`.
-    pub pci_bus_id: String,
-    /// GPU: the VBIOS version.
-    pub vbios: String,
-    /// GPU: ECC memory `on` or `off` now (NVML).
-    pub ecc: String,
-    /// GPU: MIG mode `on` or `off` now (NVML).
-    pub mig: String,
-    /// GPU: the power limit the driver enforces, W.
-    pub power_limit_w: Option<f64>,
-    /// GPU: the application clocks (what an idle-to-busy GPU targets; set by an administrator).
-    pub app_clock_mhz: Option<f64>,
-    pub app_memory_clock_mhz: Option<f64>,
-}
-
-impl Identity {
-    /// The CPU in a few words: its microarchitecture, else `<vendor> family F model M`; empty
-    /// where nothing is known (a GPU's identity).
-    pub fn cpu_phrase(&self) -> String {
-        if self.cpu_family.is_empty() {
-            String::new()
-        } else if !self.microarch.is_empty() {
-            self.microarch.clone()
-        } else {
-            format!(
-                "{} family {} model {}",
-                self.vendor, self.cpu_family, self.cpu_model
-            )
-            .trim()
-            .to_string()
-        }
-    }
-
-    /// The known fields as `(label, value)` for listings, in a fixed order; unknown ones are
-    /// left out.
-    pub fn fields(&self) -> Vec<(&'static str, String)> {
-        let mhz = |v: Option<f64>| v.map(|v| format!("{v:.0} MHz"));
-        let clocks = match (mhz(self.app_clock_mhz), mhz(self.app_memory_clock_mhz)) {
-            (Some(sm), Some(mem)) => format!("{sm} SM, {mem} memory"),
-            (Some(sm), None) => format!("{sm} SM"),
-            (None, Some(mem)) => format!("{mem} memory"),
-            (None, None) => String::new(),
-        };
-        [
-            ("vendor", self.vendor.clone()),
-            ("family", self.cpu_family.clone()),
-            ("model", self.cpu_model.clone()),
-            ("microarchitecture", self.microarch.clone()),
-            ("ISA used", self.isa.clone()),
-            ("UUID", self.uuid.clone()),
-            ("PCI bus id", self.pci_bus_id.clone()),
-            ("VBIOS", self.vbios.clone()),
-            ("ECC", self.ecc.clone()),
-            ("MIG", self.mig.clone()),
-            (
-                "power limit",
-                self.power_limit_w
-                    .map(|w| format!("{w:.0} W"))
-                    .unwrap_or_default(),
-            ),
-            ("application clocks", clocks),
-        ]
-        .into_iter()
-        .filter(|(_, v)| !v.is_empty())
-        .collect()
-    }
 }
 
 /// What a device is, as reported by the driver or the operating system.

@@ -2,39 +2,43 @@
 //! spec ratios; optionally the overlaid roofline SVG and the comparison as tidy CSV.
 
 use crate::cli::CompareArgs;
-use crate::commands::emit;
-use crate::commands::report::{load_inputs, write_new};
+use crate::commands::{emit, emit_json};
+use crate::files::{write_new, Overwrite};
+use crate::inputs::{at_most, load_inputs};
 use crate::report::compare::{self, Run};
 use crate::report::svg;
 use crate::Result;
 
+/// The most runs one comparison lays side by side (the table grows a column per run).
+pub const MAX_RUNS: usize = 26;
+
 pub fn compare(args: &CompareArgs) -> Result<i32> {
-    let runs: Vec<Run> = load_inputs(&args.files, true)?
-        .into_iter()
-        .map(|i| i.run)
-        .collect();
+    let inputs = load_inputs(&args.files, true)?;
+    at_most(&inputs, MAX_RUNS, "compare")?;
+    let runs: Vec<Run> = inputs.into_iter().map(|i| i.run).collect();
+    let overwrite = Overwrite::from_force(args.force);
     // With --json, stdout holds the JSON alone: what was written is said on stderr.
     let written = |what: &str, path: &std::path::Path| {
         let line = format!("{what}: {}\n", path.display());
         if args.json {
-            eprint!("{line}");
+            eprint!("{}", crate::text::printable(&line, true));
             Ok(())
         } else {
             emit(&line)
         }
     };
-    emit(&if args.json {
-        compare::json(&runs)
+    if args.json {
+        emit_json(&compare::json(&runs))?;
     } else {
-        compare::table(&runs)
-    })?;
+        emit(&compare::table(&runs))?;
+    }
     if let Some(path) = &args.svg {
         let calibrations: Vec<_> = runs.iter().map(|r| r.calibration.clone()).collect();
-        write_new(path, svg::render(&calibrations)?.as_bytes())?;
+        write_new(path, svg::render(&calibrations)?.as_bytes(), overwrite)?;
         written("roofline", path)?;
     }
     if let Some(path) = &args.csv {
-        write_new(path, &compare::csv(&runs))?;
+        write_new(path, &compare::csv(&runs), overwrite)?;
         written("comparison", path)?;
     }
     Ok(0)

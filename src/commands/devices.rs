@@ -4,7 +4,7 @@ use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::host_info;
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::cli::DevicesArgs;
-use crate::commands::emit;
+use crate::commands::{emit, emit_json};
 use crate::report::table::bytes;
 use crate::Result;
 
@@ -112,7 +112,7 @@ pub fn devices(args: &DevicesArgs) -> Result<i32> {
     if args.json {
         let text = serde_json::to_string_pretty(&listing)
             .map_err(|e| crate::Error::Internal(format!("serialising the device list: {e}")))?;
-        emit(&format!("{text}\n"))?;
+        emit_json(&format!("{text}\n"))?;
         return Ok(0);
     }
     let gpus = listing

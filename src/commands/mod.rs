@@ -10,9 +10,15 @@ pub mod report;
 pub mod run;
 pub mod specs;
 
-/// Prints to stdout. A closed pipe (`roofprobe compare … | head`) ends the output quietly
+/// Prints to stdout, control characters written out (`\u{1b}`) so no field can move the cursor
+/// or forge a line. A closed pipe (`roofprobe compare … | head`) ends the output quietly
 /// instead of panicking as `print!` would; the command still finishes its files.
 pub fn emit(text: &str) -> crate::Result<()> {
+    emit_raw(&crate::text::printable(text, true))
+}
+
+/// Writes text already made printable to stdout; a closed pipe ends the output quietly.
+fn emit_raw(text: &str) -> crate::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -21,6 +27,12 @@ pub fn emit(text: &str) -> crate::Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Prints a JSON document to stdout, as [`emit`] does but with characters a terminal must not
+/// see escaped the JSON way ([`crate::text::printable_json`]), so it still parses.
+pub fn emit_json(json: &str) -> crate::Result<()> {
+    emit_raw(&crate::text::printable_json(json))
 }
 
 /// This machine's host name (`unknown-host` if it cannot be read).

@@ -3,11 +3,14 @@
 
 use crate::cli::PlotArgs;
 use crate::commands::emit;
-use crate::commands::report::{load_inputs, write_new};
-use crate::commands::run::fresh_path;
+use crate::files::{fresh_path, write_new, Overwrite};
+use crate::inputs::{at_most, load_inputs};
 use crate::report::svg;
 use crate::Result;
 use std::path::{Path, PathBuf};
+
+/// The most runs one plot overlays: beyond this no colour or label can be told apart.
+pub const MAX_RUNS: usize = 26;
 
 /// Where the plot goes when `--out` is not given: beside the first input, `<stem>.svg` for one
 /// run, `<stem>-overlay.svg` for several (suffixed rather than overwriting).
@@ -27,13 +30,14 @@ pub fn default_out(first: &Path, runs: usize) -> PathBuf {
 
 pub fn plot(args: &PlotArgs) -> Result<i32> {
     let inputs = load_inputs(&args.files, true)?;
+    at_most(&inputs, MAX_RUNS, "plot")?;
     let calibrations: Vec<_> = inputs.iter().map(|i| i.run.calibration.clone()).collect();
     let text = svg::render(&calibrations)?;
     let out = match &args.out {
         Some(p) => p.clone(),
         None => default_out(&inputs[0].path, inputs.len()),
     };
-    write_new(&out, text.as_bytes())?;
+    write_new(&out, text.as_bytes(), Overwrite::from_force(args.force))?;
     emit(&format!("roofline: {}\n", out.display()))?;
     Ok(0)
 }

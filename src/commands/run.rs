@@ -1,19 +1,22 @@
 //! `roofprobe run`: pick the devices, measure each one, write its results beside each other in
 //! the output folder, print the table.
 //!
-//! Each device gets `<out>/<host>-<device>-<UTC stamp>.csv`, written row by row as cases finish
-//! (an interrupted run keeps what it measured), then its calibration `.json` and roofline `.svg`
-//! beside it under the same stem. An existing file is never overwritten: a clashing name gets a
-//! `-2`, `-3`, … suffix.
+//! Each device gets `<out>/<run id>.csv`, the run id being `<host>-<device>-<UTC stamp>-<random
+//! suffix>` (so two runs started in the same second on one host never share it), written row by
+//! row as cases finish (an interrupted run keeps what it measured; a run that measured nothing
+//! leaves no file), then its calibration `.json` and roofline `.svg` beside it under the same
+//! stem. An existing file is never overwritten: a clashing name gets a `-2`, `-3`, … suffix.
+//! A filter that matches no case on any device is a usage error, before anything is written.
 
 use crate::backend::cuda::{device_count, CudaBackend};
 use crate::backend::host::HostBackend;
 use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
-use crate::calibration::Calibration;
+use crate::calibration::{Calibration, FromRecords};
 use crate::cli::{parse_device, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
 use crate::commands::emit;
 use crate::commands::report::write_calibration_and_svg;
 use crate::commands::{hostname, slug};
+use crate::files::{fresh_path, output_folder, random_u64, Overwrite};
 use crate::record::{CsvSink, Record, RunIdentity};
 use crate::report::{ceilings, table};
 use crate::runner::{self, Event, RunConfig};
@@ -85,18 +88,6 @@ fn why_no_gpu(e: &Error) -> String {
     }
 }
 
-/// A path `<dir>/<stem>.<ext>` that does not exist yet (suffixing `-2`, `-3`, … if needed).
-pub fn fresh_path(dir: &Path, stem: &str, ext: &str) -> PathBuf {
-    let first = dir.join(format!("{stem}.{ext}"));
-    if !first.exists() {
-        return first;
-    }
-    (2..)
-        .map(|i| dir.join(format!("{stem}-{i}.{ext}")))
-        .find(|p| !p.exists())
-        .expect("an unused suffix exists")
-}
-
 /// The file-name part naming a device: `cuda0-nvidia-h200`, `host-amd-epyc`.
 pub fn device_slug(info: &crate::backend::DeviceInfo) -> String {
     match info.backend {
@@ -134,19 +125,28 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     Ok(cfg)
 }
 
-/// Measures one device; returns its rows (already written to its CSV).
+/// Measures one device; returns its CSV and rows (already written to it), or `None` when no
+/// case matches the filter on this device.
 fn measure_device(
     backend: &mut dyn Backend,
     cfg: &RunConfig,
     out: &Path,
     host: &str,
     stamp: &str,
-) -> Result<(PathBuf, Vec<Record>)> {
+) -> Result<Option<(PathBuf, Vec<Record>)>> {
     let planned = runner::plan(backend, cfg)?;
     let info = backend.info().clone();
+    if planned.is_empty() {
+        eprintln!(
+            "note: no case of {} ({}) matches the filter",
+            info.name, info.id
+        );
+        return Ok(None);
+    }
     let run_id = format!("{host}-{}-{stamp}", device_slug(&info));
     let path = fresh_path(out, &run_id, "csv");
-    let mut sink = CsvSink::create_new(&path)?;
+    // Created with its first row: a run interrupted before it leaves no empty file.
+    let mut sink = CsvSink::new(&path);
     let label = match info.backend {
         BackendKind::Cuda => "GPU",
         BackendKind::Host => "host CPU, no GPU used",
@@ -183,9 +183,6 @@ fn measure_device(
                         .unwrap_or_else(|_| ProgressStyle::default_bar()),
                     );
                 }
-                if cases.is_empty() {
-                    eprintln!("note: no case matches the filter");
-                }
             }
             Event::Started { case } => bar.set_message(case.id()),
             Event::Finished { record } => {
@@ -203,16 +200,12 @@ fn measure_device(
     );
     bar.finish_and_clear();
     let records = records?;
-    Ok((path, records))
+    Ok(sink.written().then_some((path, records)))
 }
 
 /// Fits the run's roofline and writes its calibration JSON and SVG beside its CSV. The
-/// measurements are already safe in the CSV, so a failure here is reported, not fatal: `roofprobe
-/// report` can redo it from the CSV.
-fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) {
-    if records.is_empty() {
-        return;
-    }
+/// measurements are already safe in the CSV; an error here says how to write the rest from it.
+fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) -> Result<()> {
     // The run knows the device's attributes (bus width, maximum clocks) that a CSV lacks.
     let written = Calibration::from_records(records, Some(DeviceAttributes::from_info(info)))
         .and_then(|cal| {
@@ -221,34 +214,44 @@ fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) {
             let stem = csv
                 .file_stem()
                 .map_or_else(|| "roofline".into(), |s| s.to_string_lossy().into_owned());
-            write_calibration_and_svg(dir, &stem, &cal)
+            write_calibration_and_svg(dir, &stem, &cal, Overwrite::Never)
         });
     match written {
         Ok((json, svg)) => {
-            let _ = emit(&format!(
+            emit(&format!(
                 "calibration: {}\nroofline: {}\n",
                 json.display(),
                 svg.display()
-            ));
+            ))?;
+            Ok(())
         }
-        Err(e) => eprintln!(
-            "note: the roofline of {} was not written ({e}); `roofprobe report {}` retries",
+        Err(e) => Err(Error::Internal(format!(
+            "the measurements are in {}, but its roofline was not written: {e}; `roofprobe \
+             report {}` writes it again",
             csv.display(),
             csv.display()
-        ),
+        ))),
     }
+}
+
+/// The suffix that makes a run id unique: 8 hex digits, random per invocation.
+pub fn run_suffix() -> String {
+    format!("{:08x}", random_u64() as u32)
 }
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let cfg = config(args)?;
     let targets = resolve(&args.device)?;
-    std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
+    output_folder(&args.out)?;
     let host = slug(&hostname());
-    let stamp = jiff::Timestamp::now()
-        .strftime("%Y%m%dT%H%M%SZ")
-        .to_string();
+    let stamp = format!(
+        "{}-{}",
+        jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ"),
+        run_suffix()
+    );
     let mut all_valid = true;
     let mut suspect = false;
+    let mut measured_any = false;
     let mut failures = Vec::new();
     for target in &targets {
         let opened: Result<Box<dyn Backend>> = match *target {
@@ -258,15 +261,19 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         let outcome = opened.and_then(|mut backend| {
             let info = backend.info().clone();
             measure_device(backend.as_mut(), &cfg, &args.out, &host, &stamp)
-                .map(|(path, records)| (info, path, records))
+                .map(|m| m.map(|(path, records)| (info, path, records)))
         });
         match outcome {
-            Ok((info, path, records)) => {
+            Ok(None) => {}
+            Ok(Some((info, path, records))) => {
+                measured_any = true;
                 emit(&table::render(&records))?;
                 emit(&format!("results: {}\n", path.display()))?;
                 all_valid &= records.iter().all(|r| r.valid);
                 suspect |= crate::hygiene::any_suspect(&records);
-                write_roofline(&info, &path, &records);
+                if let Err(e) = write_roofline(&info, &path, &records) {
+                    failures.push(e);
+                }
                 if let Some(note) = crate::hygiene::stability(&records) {
                     emit(&note)?;
                 }
@@ -283,6 +290,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     if let Some(first) = failures.into_iter().next() {
         return Err(first);
+    }
+    if !measured_any && !cfg.filter.is_empty() {
+        return Err(Error::Usage(format!(
+            "no case matches --filter {}; case ids are family/kernel/precision[/param], e.g. \
+             stream/triad/f32 or peak/fma/f64; nothing was measured or written",
+            cfg.filter.join(", --filter ")
+        )));
     }
     Ok(if !all_valid {
         EXIT_INVALID
@@ -307,20 +321,5 @@ mod tests {
         // auto always resolves to something: GPUs, or the host
         assert!(!resolve("auto").unwrap().is_empty());
         assert_eq!(resolve("all").unwrap().last(), Some(&Target::Host));
-    }
-
-    #[test]
-    fn fresh_paths_never_clash() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = fresh_path(dir.path(), "x", "csv");
-        assert_eq!(a, dir.path().join("x.csv"));
-        std::fs::write(&a, "").unwrap();
-        let b = fresh_path(dir.path(), "x", "csv");
-        assert_eq!(b, dir.path().join("x-2.csv"));
-        std::fs::write(&b, "").unwrap();
-        assert_eq!(
-            fresh_path(dir.path(), "x", "csv"),
-            dir.path().join("x-3.csv")
-        );
     }
 }

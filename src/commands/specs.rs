@@ -5,7 +5,7 @@
 //! column names, whose suffixes are the units.
 
 use crate::cli::SpecsArgs;
-use crate::commands::emit;
+use crate::commands::{emit, emit_json};
 use crate::specs::{self, GpuSpec};
 use crate::Result;
 use std::fmt::Write;
@@ -154,27 +154,27 @@ pub fn specs(args: &SpecsArgs) -> Result<i32> {
     };
     if let Some(pair) = &args.compare {
         let (a, b) = (specs::find(&pair[0])?, specs::find(&pair[1])?);
-        emit(&if args.json {
-            json(compare_json(a, b))?
+        if args.json {
+            emit_json(&json(compare_json(a, b))?)?;
         } else {
-            compare(a, b)
-        })?;
+            emit(&compare(a, b))?;
+        }
     } else if let Some(name) = &args.name {
         let entry = specs::find(name)?;
-        emit(&if args.json {
-            json(entry_json(entry))?
+        if args.json {
+            emit_json(&json(entry_json(entry))?)?;
         } else {
-            show(entry)
-        })?;
+            emit(&show(entry))?;
+        }
     } else {
         let db = specs::database()?;
-        emit(&if args.json {
-            json(serde_json::Value::Array(
+        if args.json {
+            emit_json(&json(serde_json::Value::Array(
                 db.iter().map(entry_json).collect(),
-            ))?
+            ))?)?;
         } else {
-            list(db)
-        })?;
+            emit(&list(db))?;
+        }
     }
     Ok(0)
 }

@@ -136,6 +136,7 @@ pub fn render(cal: &Calibration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibration::FromRecords;
     use crate::roofline::tests::synthetic_run;
 
     #[test]
@@ -146,8 +147,9 @@ mod tests {
             .iter_mut()
             .find(|r| r.kernel == "mma_m16n8k16")
             .unwrap();
-        tensor.gflops = Some(400_000.0);
-        // the f32 peak row flagged, a sweep point far above its roof
+        let flops = tensor.flops as f64;
+        crate::roofline::tests::retime(tensor, flops / 400_000e9);
+        // the f32 peak row flagged, a sweep point far above its roof (three times its rate)
         rows.iter_mut()
             .find(|r| r.case_id() == "peak/fma/f32")
             .unwrap()
@@ -156,7 +158,8 @@ mod tests {
             .iter_mut()
             .find(|r| r.case_id() == "intensity/fma_chain/f32/1")
             .unwrap();
-        point.gflops = point.gflops.map(|g| g * 3.0);
+        let secs = point.time_median_s.unwrap() / 3.0;
+        crate::roofline::tests::retime(point, secs);
         let cal = Calibration::from_records(&rows, None).unwrap();
         let line = |start: &str| {
             render(&cal)

@@ -11,8 +11,15 @@ use crate::bench::{Family, Precision};
 use crate::calibration::Calibration;
 use crate::record::Record;
 use crate::report::table::figure;
+use crate::text::spreadsheet_safe;
 use serde::Serialize;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
+
+/// The widest the key column gets: a longer case id runs past it instead of widening every line
+/// (and a width beyond 65 535 is not even formattable).
+pub const MAX_KEY_WIDTH: usize = 40;
 
 /// One run to compare: its calibration, and its rows when it came from a CSV.
 #[derive(Clone, Debug)]
@@ -144,12 +151,26 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
         });
     }
 
-    // Cases, from the runs that have rows.
+    // Cases, from the runs that have rows; each run's rows indexed by case once (linear in the
+    // rows, however many cases there are).
     let mut cases: Vec<(String, Family, Precision)> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let by_case: Vec<Option<HashMap<String, Vec<&Record>>>> = runs
+        .iter()
+        .map(|run| {
+            run.records.as_ref().map(|records| {
+                let mut m: HashMap<String, Vec<&Record>> = HashMap::new();
+                for r in records {
+                    m.entry(r.case_id()).or_default().push(r);
+                }
+                m
+            })
+        })
+        .collect();
     for run in runs {
         for r in run.records.iter().flatten() {
             let id = r.case_id();
-            if !cases.iter().any(|(c, _, _)| *c == id) {
+            if seen.insert(id.clone()) {
                 cases.push((id, r.family, r.precision));
             }
         }
@@ -157,11 +178,12 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
     for (id, family, precision) in cases {
         let cells = runs
             .iter()
-            .map(|run| {
-                let Some(records) = &run.records else {
+            .zip(&by_case)
+            .map(|(run, by_case)| {
+                let Some(by_case) = by_case else {
                     return ok(None, None, "no rows");
                 };
-                let rows: Vec<&Record> = records.iter().filter(|r| r.case_id() == id).collect();
+                let rows: &[&Record] = by_case.get(&id).map_or(&[], Vec::as_slice);
                 let figure = |r: &Record| match family {
                     Family::Stream | Family::Cache => r.gbps,
                     _ => r.gflops,
@@ -251,7 +273,12 @@ pub fn table(runs: &[Run]) -> String {
         }
     }
     let lines = lines(runs);
-    let key_width = lines.iter().map(|l| l.key.len()).max().unwrap_or(0).max(8);
+    let key_width = lines
+        .iter()
+        .map(|l| l.key.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(8, MAX_KEY_WIDTH);
     for section in ["ceiling", "case"] {
         let section_lines: Vec<&Line> = lines.iter().filter(|l| l.section == section).collect();
         if section_lines.is_empty() {
@@ -303,30 +330,56 @@ pub fn table(runs: &[Run]) -> String {
     out
 }
 
-/// One row of the comparison CSV: a line of the comparison for one run (tidy, so it
-/// concatenates and pivots).
+/// One row of the comparison CSV (and of `compare --json`'s `rows`): a line of the comparison
+/// for one run (tidy, so it concatenates and pivots). In the CSV, text fields are
+/// spreadsheet-safe ([`CompareRow::spreadsheet_safe`]); the JSON keeps them as they are.
 #[derive(Clone, Debug, Serialize)]
 pub struct CompareRow<'a> {
     /// `ceiling` or `case`.
     pub section: &'a str,
-    pub key: &'a str,
+    pub key: Cow<'a, str>,
     pub unit: &'a str,
     /// `A`, `B`, … as in the table.
     pub run: String,
-    pub run_id: &'a str,
-    pub device_name: &'a str,
+    pub run_id: Cow<'a, str>,
+    pub device_name: Cow<'a, str>,
     /// What tells the device from another of its name (the CSV's identity columns).
-    pub microarch: &'a str,
-    pub isa: &'a str,
-    pub uuid: &'a str,
-    pub host: &'a str,
+    pub microarch: Cow<'a, str>,
+    pub isa: Cow<'a, str>,
+    pub uuid: Cow<'a, str>,
+    pub host: Cow<'a, str>,
     pub measured: Option<f64>,
     pub spec: Option<f64>,
-    pub status: &'a str,
+    pub status: Cow<'a, str>,
     /// measured / the first run's measured.
     pub ratio_to_a: Option<f64>,
     /// spec / the first run's spec.
     pub spec_ratio_to_a: Option<f64>,
+}
+
+impl CompareRow<'_> {
+    /// The row with every text field from a file made spreadsheet-safe: one that starts like a
+    /// formula gets a leading `'`.
+    pub fn spreadsheet_safe(self) -> Self {
+        fn safe(t: Cow<'_, str>) -> Cow<'_, str> {
+            let escaped = match spreadsheet_safe(&t) {
+                Cow::Owned(s) => Some(s),
+                Cow::Borrowed(_) => None,
+            };
+            escaped.map_or(t, Cow::Owned)
+        }
+        CompareRow {
+            key: safe(self.key),
+            run_id: safe(self.run_id),
+            device_name: safe(self.device_name),
+            microarch: safe(self.microarch),
+            isa: safe(self.isa),
+            uuid: safe(self.uuid),
+            host: safe(self.host),
+            status: safe(self.status),
+            ..self
+        }
+    }
 }
 
 /// The comparison as tidy CSV bytes, header included.
@@ -334,7 +387,8 @@ pub fn csv(runs: &[Run]) -> Vec<u8> {
     let lines = lines(runs);
     let mut w = csv::Writer::from_writer(Vec::new());
     for row in rows(&lines, runs) {
-        w.serialize(row).expect("serialising to memory cannot fail");
+        w.serialize(row.spreadsheet_safe())
+            .expect("serialising to memory cannot fail");
     }
     w.into_inner().expect("flushing to memory cannot fail")
 }
@@ -388,18 +442,18 @@ fn rows<'a>(lines: &'a [Line], runs: &'a [Run]) -> impl Iterator<Item = CompareR
                 let cal = &run.calibration;
                 CompareRow {
                     section: line.section,
-                    key: &line.key,
+                    key: Cow::Borrowed(&line.key),
                     unit: line.unit,
                     run: letter(i),
-                    run_id: &cal.run.run_id,
-                    device_name: &cal.device.name,
-                    microarch: &cal.device.identity.microarch,
-                    isa: &cal.device.identity.isa,
-                    uuid: &cal.device.identity.uuid,
-                    host: &cal.device.host,
+                    run_id: Cow::Borrowed(&cal.run.run_id),
+                    device_name: Cow::Borrowed(&cal.device.name),
+                    microarch: Cow::Borrowed(&cal.device.identity.microarch),
+                    isa: Cow::Borrowed(&cal.device.identity.isa),
+                    uuid: Cow::Borrowed(&cal.device.identity.uuid),
+                    host: Cow::Borrowed(&cal.device.host),
                     measured: cell.measured,
                     spec: cell.spec,
-                    status: &cell.status,
+                    status: Cow::Borrowed(&cell.status),
                     ratio_to_a: line.ratio(i),
                     spec_ratio_to_a: line.spec_ratio(i),
                 }
@@ -410,7 +464,8 @@ fn rows<'a>(lines: &'a [Line], runs: &'a [Run]) -> impl Iterator<Item = CompareR
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roofline::tests::{row, synthetic_run};
+    use crate::calibration::FromRecords;
+    use crate::roofline::tests::{invalidate, retime, row, synthetic_run};
 
     /// The synthetic A100 run, and a second device (an RTX 3090 by name) that ran fewer cases,
     /// ran one more, and failed one.
@@ -421,9 +476,9 @@ mod tests {
             .filter(|r| r.family != Family::Intensity && r.family != Family::Tensor)
             .map(|mut r| {
                 // half the time: twice the rate
-                r.time_median_s = r.time_median_s.map(|t| t / 2.0);
-                r.gbps = r.gbps.map(|g| g * 2.0);
-                r.gflops = r.gflops.map(|g| g * 2.0);
+                if let Some(t) = r.time_median_s {
+                    retime(&mut r, t / 2.0);
+                }
                 r
             })
             .collect();
@@ -438,10 +493,7 @@ mod tests {
         ));
         // the triad of B failed
         for r in b.iter_mut().filter(|r| r.kernel == "triad") {
-            r.valid = false;
-            r.gbps = None;
-            r.gflops = None;
-            r.status = "invalid: [5] is 0, should be 7".into();
+            invalidate(r, "[5] is 0, should be 7");
         }
         for r in b.iter_mut() {
             r.host = "box".into();

@@ -11,6 +11,7 @@ pub fn render(calibration: &Calibration) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibration::FromRecords;
     use crate::roofline::tests::synthetic_run;
 
     #[test]

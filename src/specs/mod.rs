@@ -342,44 +342,7 @@ pub fn find(name: &str) -> Result<&'static GpuSpec> {
     }
 }
 
-/// What the spec comparison of one device is based on. Serialised in the calibration JSON.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "basis", rename_all = "snake_case")]
-pub enum SpecBasis {
-    /// A row of the spec table matched the driver-reported name.
-    Sheet {
-        /// The entry's `device` column, e.g. `A100 80GB SXM4`.
-        entry: String,
-        /// The entry's `source` column.
-        source: String,
-        /// Anything that weakens the match (SM count differs from the sheet, …).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        caveat: Option<String>,
-    },
-    /// No row matched: figures derived from device attributes where possible.
-    Theoretical {
-        /// Why no row matched.
-        reason: String,
-    },
-    /// No spec figures at all (the host CPU, or a GPU without the attributes needed).
-    None { reason: String },
-}
-
-impl SpecBasis {
-    /// One line for tables and plot captions.
-    pub fn describe(&self) -> String {
-        match self {
-            SpecBasis::Sheet { entry, caveat, .. } => match caveat {
-                Some(c) => format!("spec sheet \"{entry}\" ({c})"),
-                None => format!("spec sheet \"{entry}\""),
-            },
-            SpecBasis::Theoretical { reason } => {
-                format!("theoretical peaks from device attributes ({reason})")
-            }
-            SpecBasis::None { reason } => format!("no spec ({reason})"),
-        }
-    }
-}
+pub use roofprobe_calibration::SpecBasis;
 
 /// What a device is, as far as spec comparison needs: from [`DeviceInfo`] during a run, or from
 /// the rows of a CSV afterwards (which carry no bus width, so a theoretical DRAM figure needs

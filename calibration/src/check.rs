@@ -1,0 +1,598 @@
+//! What a figure read back from a file may be, and the checks a calibration passes before anyone
+//! uses it: every ceiling, clock and point finite and positive, every derived figure (efficiency,
+//! ridge, fraction of roof) equal to what it derives from, a point `above_roof` only beyond its
+//! roof, the identity's power limit and clocks finite and positive, no control character in any
+//! text.
+//!
+//! The limits here are the one source of truth for every roofprobe reader (its CSV reader uses
+//! them too). A file that breaks one is refused with the line of the offending field; nothing is
+//! clipped or guessed.
+//!
+//! This module must not print or write anything.
+
+use crate::error::{Error, Result};
+use crate::Calibration;
+use std::io::Read;
+use std::path::Path;
+
+/// The largest file a reader takes: far above any real run (a CSV row is under 1 KiB), and a
+/// bound on what `/dev/zero` or a runaway file can cost.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// Relative tolerance between a figure and the one recomputed from what it derives from (files
+/// are written with full precision; this leaves room for a hand-edited four-digit efficiency).
+pub const TOLERANCE: f64 = 1e-4;
+
+/// No device moves 10^12 GB/s or computes 10^12 GFLOP/s (a zettaop): a rate above it is damage.
+pub const MAX_RATE: f64 = 1e12;
+
+/// No clock runs at 100 GHz.
+pub const MAX_MHZ: f64 = 1e5;
+
+/// No device draws a megawatt or runs at 1000 °C.
+pub const MAX_WATTS: f64 = 1e6;
+pub const MAX_CELSIUS: f64 = 1e3;
+
+/// No machine has a million CPUs: more of other processes' CPU time during one case is damage.
+pub const MAX_CPUS: f64 = 1e6;
+
+/// Reads a file of at most [`MAX_FILE_BYTES`], refusing a larger one (or an endless one such as
+/// `/dev/zero`) after reading one byte past the limit.
+pub fn read_limited(path: &Path) -> Result<Vec<u8>> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(Error::parse(
+            path,
+            1,
+            format!(
+                "larger than {} MiB, the most a roofprobe reader takes; split it (one file per \
+                 run) or check that it is a results file",
+                MAX_FILE_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Whether a character may not appear in any text roofprobe reads: control characters (NUL,
+/// ESC, newlines, DEL, C1), bidirectional overrides that reorder what a terminal shows, and the
+/// two non-characters XML refuses. Each could forge or hide output, or break an SVG.
+pub fn is_forbidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FFFE}' | '\u{FFFF}')
+}
+
+/// The first forbidden character of `s`, if any.
+pub fn first_forbidden(s: &str) -> Option<char> {
+    s.chars().find(|c| is_forbidden_char(*c))
+}
+
+/// A figure a reader accepts as a rate, time or clock: finite and strictly positive.
+pub fn is_positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// Whether `found` equals `expected` within [`TOLERANCE`] (relative).
+pub fn agrees(found: f64, expected: f64) -> bool {
+    (found - expected).abs() <= TOLERANCE * expected.abs()
+}
+
+/// A step in a path to a JSON value: an object key or an array index.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+fn key(k: &str) -> Seg {
+    Seg::Key(k.to_string())
+}
+
+/// `memory_ceilings[0].gbps`: a path as people read it.
+pub(crate) fn display(path: &[Seg]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        match seg {
+            Seg::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// A problem found in a calibration: where, and what.
+pub(crate) struct Problem {
+    pub path: Vec<Seg>,
+    pub message: String,
+}
+
+fn problem(path: Vec<Seg>, message: String) -> Problem {
+    Problem { path, message }
+}
+
+/// Every string in a JSON value, keys included, free of forbidden characters.
+pub(crate) fn check_text(value: &serde_json::Value, path: &mut Vec<Seg>) -> Option<Problem> {
+    let bad = |s: &str, path: &[Seg]| {
+        first_forbidden(s).map(|c| {
+            problem(
+                path.to_vec(),
+                format!(
+                    "`{}` holds the control character U+{:04X}; text in a calibration must be \
+                     printable",
+                    display(path),
+                    c as u32
+                ),
+            )
+        })
+    };
+    match value {
+        serde_json::Value::String(s) => bad(s, path),
+        serde_json::Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            path.push(Seg::Index(i));
+            let found = check_text(v, path);
+            path.pop();
+            found
+        }),
+        serde_json::Value::Object(map) => map.iter().find_map(|(k, v)| {
+            path.push(key(k));
+            let found = bad(k, path).or_else(|| check_text(v, path));
+            path.pop();
+            found
+        }),
+        _ => None,
+    }
+}
+
+/// A rate (GB/s, GFLOP/s) or ratio that must be finite, positive and below [`MAX_RATE`].
+fn rate(x: Option<f64>, path: Vec<Seg>) -> Option<Problem> {
+    let v = x?;
+    (!(is_positive(v) && v <= MAX_RATE)).then(|| {
+        let what = display(&path);
+        problem(
+            path,
+            format!("`{what}` is {v}, not a finite positive figure (at most {MAX_RATE:e})"),
+        )
+    })
+}
+
+/// A figure derived from others (`expected`, when they are all present) must be present exactly
+/// then and agree with it.
+fn derived(
+    found: Option<f64>,
+    expected: Option<f64>,
+    path: Vec<Seg>,
+    how: &str,
+) -> Option<Problem> {
+    let what = display(&path);
+    match (found, expected) {
+        (None, None) => None,
+        (Some(f), Some(e)) if agrees(f, e) => None,
+        (Some(f), Some(e)) => Some(problem(path, format!("`{what}` is {f} but {how} is {e}"))),
+        (Some(f), None) => Some(problem(
+            path,
+            format!("`{what}` is {f} but what it derives from ({how}) is missing"),
+        )),
+        (None, Some(e)) => Some(problem(
+            path,
+            format!("`{what}` is missing but {how} is {e}"),
+        )),
+    }
+}
+
+fn non_negative(x: Option<f64>, max: f64, path: Vec<Seg>) -> Option<Problem> {
+    let v = x?;
+    (!(v.is_finite() && v >= 0.0 && v <= max)).then(|| {
+        let what = display(&path);
+        problem(
+            path,
+            format!("`{what}` is {v}, not a finite figure in 0..={max}"),
+        )
+    })
+}
+
+fn at(parts: &[&str], index: Option<usize>, field: &str) -> Vec<Seg> {
+    let mut p: Vec<Seg> = parts.iter().map(|k| key(k)).collect();
+    if let Some(i) = index {
+        p.push(Seg::Index(i));
+    }
+    if !field.is_empty() {
+        p.push(key(field));
+    }
+    p
+}
+
+/// Every figure of a calibration, checked; the first problem found.
+pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
+    let mut problems: Vec<Option<Problem>> = Vec::new();
+    let run = &cal.run;
+    if run.valid_cases > run.cases {
+        problems.push(Some(problem(
+            at(&["run"], None, "valid_cases"),
+            format!(
+                "`run.valid_cases` is {} but the run has {} cases",
+                run.valid_cases, run.cases
+            ),
+        )));
+    }
+    let c = &cal.clocks_seen;
+    for (value, field) in [
+        (c.clock_mhz_min, "clock_mhz_min"),
+        (c.clock_mhz_max, "clock_mhz_max"),
+        (c.memory_mhz_min, "memory_mhz_min"),
+        (c.memory_mhz_max, "memory_mhz_max"),
+    ] {
+        if let Some(v) = value {
+            if !(is_positive(v) && v <= MAX_MHZ) {
+                problems.push(Some(problem(
+                    at(&["clocks_seen"], None, field),
+                    format!("`clocks_seen.{field}` is {v}, not a clock (finite, positive, at most {MAX_MHZ} MHz)"),
+                )));
+            }
+        }
+    }
+    for (lo, hi, what) in [
+        (c.clock_mhz_min, c.clock_mhz_max, "clock_mhz"),
+        (c.memory_mhz_min, c.memory_mhz_max, "memory_mhz"),
+    ] {
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            if lo > hi {
+                problems.push(Some(problem(
+                    at(&["clocks_seen"], None, &format!("{what}_min")),
+                    format!("`clocks_seen.{what}_min` {lo} is above `{what}_max` {hi}"),
+                )));
+            }
+        }
+    }
+    problems.push(non_negative(
+        c.power_w_max,
+        MAX_WATTS,
+        at(&["clocks_seen"], None, "power_w_max"),
+    ));
+    problems.push(non_negative(
+        c.temperature_c_max,
+        MAX_CELSIUS,
+        at(&["clocks_seen"], None, "temperature_c_max"),
+    ));
+
+    let identity = &cal.device.identity;
+    for (value, field, max) in [
+        (identity.power_limit_w, "power_limit_w", MAX_WATTS),
+        (identity.app_clock_mhz, "app_clock_mhz", MAX_MHZ),
+        (
+            identity.app_memory_clock_mhz,
+            "app_memory_clock_mhz",
+            MAX_MHZ,
+        ),
+    ] {
+        if let Some(v) = value {
+            if !(is_positive(v) && v <= max) {
+                problems.push(Some(problem(
+                    at(&["device", "identity"], None, field),
+                    format!(
+                        "`device.identity.{field}` is {v}, not a finite positive figure (at most {max})"
+                    ),
+                )));
+            }
+        }
+    }
+
+    for (i, m) in cal.memory_ceilings.iter().enumerate() {
+        let p = |field: &str| at(&["memory_ceilings"], Some(i), field);
+        if cal.memory_ceilings[..i].iter().any(|o| o.level == m.level) {
+            problems.push(Some(problem(
+                p("level"),
+                format!("a second {} memory ceiling", m.level.as_str()),
+            )));
+        }
+        problems.push(rate(m.gbps, p("gbps")));
+        problems.push(rate(m.spec_gbps, p("spec_gbps")));
+        let ratio = m.gbps.zip(m.spec_gbps).map(|(g, s)| g / s);
+        problems.push(derived(
+            m.efficiency,
+            ratio,
+            p("efficiency"),
+            "gbps / spec_gbps",
+        ));
+        if m.above_spec != ratio.is_some_and(|r| r > 1.0) {
+            problems.push(Some(problem(
+                p("above_spec"),
+                format!(
+                    "`above_spec` is {} but gbps {:?} against spec_gbps {:?} says otherwise",
+                    m.above_spec, m.gbps, m.spec_gbps
+                ),
+            )));
+        }
+    }
+    for (i, c) in cal.compute_ceilings.iter().enumerate() {
+        let p = |field: &str| at(&["compute_ceilings"], Some(i), field);
+        if cal.compute_ceilings[..i]
+            .iter()
+            .any(|o| (o.family, o.precision) == (c.family, c.precision))
+        {
+            problems.push(Some(problem(
+                p("precision"),
+                format!("a second {} compute ceiling", c.label()),
+            )));
+        }
+        problems.push(rate(c.gflops, p("gflops")));
+        problems.push(rate(c.spec_gflops, p("spec_gflops")));
+        let ratio = c.gflops.zip(c.spec_gflops).map(|(g, s)| g / s);
+        problems.push(derived(
+            c.efficiency,
+            ratio,
+            p("efficiency"),
+            "gflops / spec_gflops",
+        ));
+        if c.above_spec != ratio.is_some_and(|r| r > 1.0) {
+            problems.push(Some(problem(
+                p("above_spec"),
+                format!(
+                    "`above_spec` is {} but gflops {:?} against spec_gflops {:?} says otherwise",
+                    c.above_spec, c.gflops, c.spec_gflops
+                ),
+            )));
+        }
+    }
+    for (i, r) in cal.ridge_points.iter().enumerate() {
+        let p = |field: &str| at(&["ridge_points"], Some(i), field);
+        let memory = cal.memory_ceilings.iter().find(|m| m.level == r.memory);
+        let compute = cal.compute(r.family, r.precision);
+        let (Some(memory), Some(compute)) = (memory, compute) else {
+            problems.push(Some(problem(
+                p("memory"),
+                format!(
+                    "a ridge point of {} and {} {} without both ceilings",
+                    r.memory.as_str(),
+                    r.family,
+                    r.precision
+                ),
+            )));
+            continue;
+        };
+        let ratio = |c: Option<f64>, m: Option<f64>| c.zip(m).map(|(c, m)| c / m);
+        problems.push(derived(
+            r.flop_per_byte,
+            ratio(compute.gflops, memory.gbps),
+            p("flop_per_byte"),
+            "the compute ceiling / the memory ceiling",
+        ));
+        problems.push(derived(
+            r.spec_flop_per_byte,
+            ratio(compute.spec_gflops, memory.spec_gbps),
+            p("spec_flop_per_byte"),
+            "the spec compute / the spec bandwidth",
+        ));
+    }
+    for (i, pt) in cal.points.iter().enumerate() {
+        let p = |field: &str| at(&["points"], Some(i), field);
+        problems.push(rate(Some(pt.flop_per_byte), p("flop_per_byte")));
+        problems.push(rate(Some(pt.gflops), p("gflops")));
+        problems.push(rate(pt.roof_gflops, p("roof_gflops")));
+        let fraction = pt.roof_gflops.map(|roof| pt.gflops / roof);
+        problems.push(derived(
+            pt.fraction_of_roof,
+            fraction,
+            p("fraction_of_roof"),
+            "gflops / roof_gflops",
+        ));
+        if pt.above_roof && !pt.fraction_of_roof.is_some_and(|f| f > 1.0) {
+            problems.push(Some(problem(
+                p("above_roof"),
+                format!(
+                    "`{}` is true but `fraction_of_roof` is {:?}; a point is above its roof \
+                     only beyond 1",
+                    display(&p("above_roof")),
+                    pt.fraction_of_roof
+                ),
+            )));
+        }
+    }
+    problems.into_iter().flatten().next()
+}
+
+/// The 1-based line where the value at `path` starts in `text` (valid JSON), if it is there.
+pub(crate) fn line_of(text: &str, path: &[Seg]) -> Option<u64> {
+    let mut scan = Scan {
+        b: text.as_bytes(),
+        i: 0,
+        line: 1,
+    };
+    scan.find(path)
+}
+
+/// A scanner over JSON text already known to be valid: just enough to follow a path.
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+    line: u64,
+}
+
+impl Scan<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(c) = self.peek() {
+            match c {
+                b'\n' => self.line += 1,
+                b' ' | b'\t' | b'\r' => {}
+                _ => break,
+            }
+            self.i += 1;
+        }
+    }
+
+    /// A string starting at `"`; returns it decoded.
+    fn string(&mut self) -> Option<String> {
+        let start = self.i;
+        self.i += 1;
+        while let Some(c) = self.peek() {
+            self.i += 1;
+            match c {
+                b'\\' => self.i += 1,
+                b'"' => break,
+                _ => {}
+            }
+        }
+        let raw = std::str::from_utf8(self.b.get(start..self.i)?).ok()?;
+        serde_json::from_str(raw).ok()
+    }
+
+    /// Skips one value (string, number, literal, object or array).
+    fn skip(&mut self) {
+        self.ws();
+        match self.peek() {
+            Some(b'"') => {
+                self.string();
+            }
+            Some(b'{') | Some(b'[') => {
+                let mut depth = 0usize;
+                while let Some(c) = self.peek() {
+                    match c {
+                        b'"' => {
+                            self.string();
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.i += 1;
+                                return;
+                            }
+                        }
+                        b'\n' => self.line += 1,
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+            }
+            _ => {
+                while let Some(c) = self.peek() {
+                    if matches!(c, b',' | b'}' | b']') || c.is_ascii_whitespace() {
+                        break;
+                    }
+                    self.i += 1;
+                }
+            }
+        }
+    }
+
+    fn find(&mut self, path: &[Seg]) -> Option<u64> {
+        self.ws();
+        let Some((first, rest)) = path.split_first() else {
+            return Some(self.line);
+        };
+        match (self.peek()?, first) {
+            (b'{', Seg::Key(wanted)) => {
+                self.i += 1;
+                loop {
+                    self.ws();
+                    if self.peek()? == b'}' {
+                        return None;
+                    }
+                    let k = self.string()?;
+                    self.ws();
+                    self.i += 1; // ':'
+                    if &k == wanted {
+                        return self.find(rest);
+                    }
+                    self.skip();
+                    self.ws();
+                    if self.peek()? == b',' {
+                        self.i += 1;
+                    }
+                }
+            }
+            (b'[', Seg::Index(wanted)) => {
+                self.i += 1;
+                let mut index = 0;
+                loop {
+                    self.ws();
+                    if self.peek()? == b']' {
+                        return None;
+                    }
+                    if index == *wanted {
+                        return self.find(rest);
+                    }
+                    self.skip();
+                    self.ws();
+                    if self.peek()? == b',' {
+                        self.i += 1;
+                    }
+                    index += 1;
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_of_paths() {
+        let text = "{\n  \"a\": 1,\n  \"b\": [\n    {\"x\": \"s,]}\"},\n    {\n      \"x\": 2\n    }\n  ],\n  \"c\\\"d\": {\"e\": null}\n}";
+        let path = |p: &[Seg]| line_of(text, p);
+        assert_eq!(path(&[]), Some(1));
+        assert_eq!(path(&[key("a")]), Some(2));
+        assert_eq!(path(&[key("b"), Seg::Index(0), key("x")]), Some(4));
+        assert_eq!(path(&[key("b"), Seg::Index(1), key("x")]), Some(6));
+        assert_eq!(path(&[key("c\"d"), key("e")]), Some(9));
+        assert_eq!(path(&[key("b"), Seg::Index(2)]), None);
+        assert_eq!(path(&[key("zz")]), None);
+        assert_eq!(display(&[key("b"), Seg::Index(1), key("x")]), "b[1].x");
+    }
+
+    #[test]
+    fn forbidden_characters() {
+        for bad in [
+            "a\0b",
+            "\x1b[31m",
+            "x\ny",
+            "\r",
+            "\u{7f}",
+            "\u{202E}evil",
+            "\u{9b}",
+            "\u{FFFF}",
+        ] {
+            assert!(first_forbidden(bad).is_some(), "{bad:?}");
+        }
+        for good in ["NVIDIA H200", "µs ×4 °C", "", "a\u{00A0}b"] {
+            assert_eq!(first_forbidden(good), None, "{good:?}");
+        }
+    }
+
+    #[test]
+    fn figures() {
+        assert!(is_positive(1e-300) && !is_positive(0.0) && !is_positive(-1.0));
+        assert!(!is_positive(f64::NAN) && !is_positive(f64::INFINITY));
+        assert!(agrees(1.00001, 1.0) && !agrees(1.001, 1.0) && agrees(0.0, 0.0));
+    }
+
+    #[test]
+    fn reads_are_limited() {
+        // /dev/zero never ends: the reader stops one byte past the limit
+        let zero = Path::new("/dev/zero");
+        if zero.exists() {
+            let e = read_limited(zero).unwrap_err().to_string();
+            assert!(e.starts_with("/dev/zero:1: larger than 256 MiB"), "{e}");
+        }
+        assert!(matches!(
+            read_limited(Path::new("/no/such/file")),
+            Err(Error::Io { .. })
+        ));
+    }
+}

@@ -1,0 +1,670 @@
+//! The roofprobe calibration file: what one device really does, in a versioned JSON schema that
+//! estimators load with [`Calibration`], without building roofprobe itself (no CUDA, NVML, clap
+//! or plotting: this crate depends on serde alone, and serde_json for the text).
+//!
+//! One calibration describes one run of one device: identity, when it was measured, the clocks
+//! seen, the fitted ceilings with their spec figures and efficiencies, the ridge points and the
+//! classified points. `roofprobe export` writes it from a run's CSV; `roofprobe::Calibration` is
+//! this type.
+//!
+//! # Trust
+//!
+//! A file is checked before it is handed over ([`check`]): every ceiling, clock and point is
+//! finite and positive, every derived figure (efficiency, ridge point, fraction of roof) agrees
+//! with what it derives from, no text holds a control character, and the file is at most
+//! [`check::MAX_FILE_BYTES`]. A file that fails is refused with its line, never used.
+//!
+//! # Versioning
+//!
+//! [`SCHEMA`] names the version. Adding an optional field or a section keeps the version
+//! (readers ignore what they do not know); renaming, removing or changing the meaning or unit
+//! of a field bumps it. Sections added by later suites (`latency`, `host_link`, …) go in
+//! [`Calibration::extensions`] under their own key until they get a field of their own.
+//!
+//! This crate must not measure, print or look at anything but its inputs.
+
+pub mod check;
+mod error;
+mod identity;
+mod names;
+mod roof;
+
+pub use error::{Error, Result};
+pub use identity::Identity;
+pub use names::{BackendKind, Family, Precision};
+pub use roof::{Bound, ComputeCeiling, MemoryCeiling, MemoryLevel, Point, RidgePoint, SpecBasis};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The calibration schema this version writes and reads.
+pub const SCHEMA: &str = "roofprobe-calibration/1";
+
+/// The device a calibration describes, as its driver reported it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Device {
+    /// The name the driver reports (`NVIDIA A100-SXM4-80GB`) or the CPU model.
+    pub name: String,
+    /// `cuda` or `host`.
+    pub backend: BackendKind,
+    /// `cuda:0` or `host`.
+    pub id: String,
+    /// `8.0`; empty for the host.
+    #[serde(default)]
+    pub compute_capability: String,
+    /// SMs, or CPU threads used.
+    #[serde(default)]
+    pub units: u32,
+    /// Driver version, or the host's OS kernel.
+    #[serde(default)]
+    pub driver: String,
+    /// The machine it is in.
+    #[serde(default)]
+    pub host: String,
+    /// What tells it from another device of the same name: CPU vendor, family, model,
+    /// microarchitecture and ISA; a GPU's UUID, PCI bus id, VBIOS, ECC and MIG modes, power
+    /// limit and application clocks (the CSV's identity columns; empty where unknown).
+    #[serde(default)]
+    pub identity: Identity,
+}
+
+/// When and from what the calibration was measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The run's id (`<host>-<device>-<UTC stamp>-<suffix>`), shared by its CSV rows.
+    pub run_id: String,
+    /// First and last measurement, RFC 3339 UTC.
+    pub first_utc: String,
+    pub last_utc: String,
+    /// Rows in the run, and how many were valid.
+    pub cases: u32,
+    pub valid_cases: u32,
+}
+
+/// Run conditions seen across the run's rows. `clock_mhz` is the SM clock on a GPU, the core
+/// clock on the host. Fields are absent when the device did not report them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClocksSeen {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_mhz_min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_mhz_max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mhz_min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mhz_max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w_max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c_max: Option<f64>,
+    /// Every throttle reason seen on any row.
+    #[serde(default)]
+    pub throttle: Vec<String>,
+}
+
+/// What one device really does: the contents of a calibration JSON file.
+///
+/// # Example
+///
+/// An estimator loads a file with [`Calibration::load`]; here the JSON is inline (figures
+/// illustrative, not a measurement). Sections other than `schema`, `device` and `spec` may be
+/// absent.
+///
+/// ```
+/// use roofprobe_calibration::{Calibration, Family, Precision};
+///
+/// let json = r#"{
+///   "schema": "roofprobe-calibration/1",
+///   "device": { "name": "NVIDIA A100-SXM4-80GB", "backend": "cuda", "id": "cuda:0" },
+///   "spec": { "basis": "sheet", "entry": "A100 80GB SXM4", "source": "vendor datasheet" },
+///   "memory_ceilings": [
+///     { "level": "dram", "gbps": 1600.0, "case": "stream/triad/f64", "spec_gbps": 2039.0,
+///       "spec_basis": "sheet: mem_bandwidth_gbs", "efficiency": 0.7847, "above_spec": false }
+///   ],
+///   "compute_ceilings": [
+///     { "family": "peak", "precision": "f64", "gflops": 9000.0, "case": "peak/fma/f64",
+///       "spec_gflops": 9700.0, "spec_basis": "sheet: fp64_tflops", "efficiency": 0.9278,
+///       "above_spec": false }
+///   ]
+/// }"#;
+/// let cal = Calibration::from_json("a100.json", json)?;
+/// assert_eq!(cal.dram_gbps(), Some(1600.0));
+/// assert_eq!(cal.peak_gflops(Family::Peak, Precision::F64), Some(9000.0));
+/// // The ridge point follows from the ceilings: 9000 / 1600 flop per byte.
+/// assert_eq!(cal.ridge_flop_per_byte(Family::Peak, Precision::F64), Some(5.625));
+///
+/// // A file of another schema version is refused with its file, line and what was expected.
+/// let newer = json.replace("roofprobe-calibration/1", "roofprobe-calibration/2");
+/// let err = Calibration::from_json("a100.json", &newer).unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "a100.json:2: schema `roofprobe-calibration/2` is not supported; this roofprobe reads \
+///      roofprobe-calibration/1 (re-export the CSV with `roofprobe export`)"
+/// );
+///
+/// // So is a figure that cannot be: a ceiling must be finite and positive.
+/// let damaged = json.replace("1600.0", "-1409.0");
+/// let err = Calibration::from_json("a100.json", &damaged).unwrap_err();
+/// assert!(err.to_string().starts_with("a100.json:6: `memory_ceilings[0].gbps` is -1409"));
+/// # Ok::<(), roofprobe_calibration::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The program and version that wrote it (`roofprobe 0.1.0`).
+    #[serde(default)]
+    pub generator: String,
+    pub device: Device,
+    #[serde(default)]
+    pub run: RunInfo,
+    /// What the spec figures are based on: a sheet entry, theoretical, or none (the host).
+    pub spec: SpecBasis,
+    #[serde(default)]
+    pub clocks_seen: ClocksSeen,
+    /// Bandwidth ceilings in GB/s (10^9 bytes/s, STREAM counting), DRAM first.
+    #[serde(default)]
+    pub memory_ceilings: Vec<MemoryCeiling>,
+    /// Arithmetic ceilings in GFLOP/s (GOP/s for integer types), per family and precision.
+    #[serde(default)]
+    pub compute_ceilings: Vec<ComputeCeiling>,
+    /// flop/byte where each memory ceiling meets each compute ceiling.
+    #[serde(default)]
+    pub ridge_points: Vec<RidgePoint>,
+    /// Measurements placed on the roofline, each memory- or compute-bound.
+    #[serde(default)]
+    pub points: Vec<Point>,
+    /// Rows that contributed no number (`case: status`).
+    #[serde(default)]
+    pub excluded: Vec<String>,
+    /// Valid rows whose figure is suspect (`case: flags`, the CSV's `flags` column): they count
+    /// in the fit, but a ceiling or point they set is not to be trusted without a rerun.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspect: Vec<String>,
+    /// Sections added by later suites (`latency`, `host_link`, …), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, serde_json::Value>,
+}
+
+/// Whether text looks like a roofprobe results CSV (its header), not a calibration.
+fn looks_like_results_csv(text: &str) -> bool {
+    text.trim_start_matches('\u{FEFF}')
+        .trim_start()
+        .starts_with("schema,")
+}
+
+impl Calibration {
+    /// Reads a calibration file (at most [`check::MAX_FILE_BYTES`]). Errors name the file, the
+    /// line and what was expected; a results CSV is named as such.
+    pub fn load(path: impl AsRef<Path>) -> Result<Calibration> {
+        let path = path.as_ref();
+        let bytes = check::read_limited(path)?;
+        let text = String::from_utf8_lossy(&bytes);
+        if !looks_like_results_csv(&text) && std::str::from_utf8(&bytes).is_err() {
+            return Err(Error::parse(
+                path,
+                1,
+                format!("not UTF-8 text; expected a roofprobe calibration JSON ({SCHEMA})"),
+            ));
+        }
+        Self::from_json(path, &text)
+    }
+
+    /// Parses calibration JSON; `origin` names it in errors. A file of another schema version
+    /// is an error, never a silent misreading, and so is any figure that fails [`check`].
+    pub fn from_json(origin: impl AsRef<Path>, text: &str) -> Result<Calibration> {
+        let origin = origin.as_ref();
+        if text.trim().is_empty() {
+            return Err(Error::parse(
+                origin,
+                1,
+                format!("empty file; expected a roofprobe calibration JSON ({SCHEMA})"),
+            ));
+        }
+        if looks_like_results_csv(text) {
+            return Err(Error::parse(
+                origin,
+                1,
+                "this is a roofprobe results CSV, not a calibration; run `roofprobe export \
+                 FILE.csv -o FILE.json` first and load the JSON",
+            ));
+        }
+        // First only the version, so a file of another schema is named as such rather than
+        // failing on whichever field changed.
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            Error::parse(
+                origin,
+                e.line().max(1) as u64,
+                format!("not valid JSON ({e}); expected a roofprobe calibration ({SCHEMA})"),
+            )
+        })?;
+        let Some(object) = value.as_object() else {
+            return Err(Error::parse(
+                origin,
+                1,
+                format!("expected a JSON object with `\"schema\": \"{SCHEMA}\"`"),
+            ));
+        };
+        let schema_line = text
+            .lines()
+            .position(|l| l.contains("\"schema\""))
+            .map_or(1, |i| i as u64 + 1);
+        match object.get("schema") {
+            Some(serde_json::Value::String(s)) if s == SCHEMA => {}
+            Some(serde_json::Value::String(s))
+                if s.starts_with("roofprobe-calibration/")
+                    && check::first_forbidden(s).is_none() =>
+            {
+                return Err(Error::parse(
+                    origin,
+                    schema_line,
+                    format!(
+                        "schema `{s}` is not supported; this roofprobe reads {SCHEMA} \
+                         (re-export the CSV with `roofprobe export`)"
+                    ),
+                ))
+            }
+            Some(other) => {
+                // JSON-escaped: no control character gets through.
+                return Err(Error::parse(
+                    origin,
+                    schema_line,
+                    format!("schema {other} is not a roofprobe calibration; expected `{SCHEMA}`"),
+                ));
+            }
+            None => {
+                return Err(Error::parse(
+                    origin,
+                    1,
+                    format!("not a roofprobe calibration: no `schema` field; expected `{SCHEMA}`"),
+                ))
+            }
+        }
+        let located = |p: check::Problem| {
+            let line = check::line_of(text, &p.path).unwrap_or(1);
+            Error::parse(
+                origin,
+                line,
+                format!(
+                    "{}; the file is damaged or hand-edited: export it again from its CSV",
+                    p.message
+                ),
+            )
+        };
+        if let Some(p) = check::check_text(&value, &mut Vec::new()) {
+            return Err(located(p));
+        }
+        let calibration: Calibration = serde_json::from_str(text).map_err(|e| {
+            Error::parse(
+                origin,
+                e.line().max(1) as u64,
+                format!("does not match {SCHEMA}: {e}"),
+            )
+        })?;
+        if let Some(p) = check::check_figures(&calibration) {
+            return Err(located(p));
+        }
+        Ok(calibration)
+    }
+
+    /// Pretty JSON with a final newline, as files are written.
+    pub fn to_json(&self) -> String {
+        // serde_json writes a non-finite float as `null`, never fails on these types.
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// The measured bandwidth ceiling of a memory level, GB/s.
+    pub fn memory_gbps(&self, level: MemoryLevel) -> Option<f64> {
+        self.memory_ceilings
+            .iter()
+            .find(|m| m.level == level)
+            .and_then(|m| m.gbps)
+    }
+
+    /// The measured DRAM bandwidth ceiling, GB/s.
+    pub fn dram_gbps(&self) -> Option<f64> {
+        self.memory_gbps(MemoryLevel::Dram)
+    }
+
+    /// The measured compute ceiling of a family (`Peak` or `Tensor`) and precision, GFLOP/s.
+    pub fn peak_gflops(&self, family: Family, precision: Precision) -> Option<f64> {
+        self.compute(family, precision).and_then(|c| c.gflops)
+    }
+
+    pub fn compute(&self, family: Family, precision: Precision) -> Option<&ComputeCeiling> {
+        self.compute_ceilings
+            .iter()
+            .find(|c| c.family == family && c.precision == precision)
+    }
+
+    /// The measured DRAM ridge point of a compute ceiling, flop/byte.
+    pub fn ridge_flop_per_byte(&self, family: Family, precision: Precision) -> Option<f64> {
+        Some(self.peak_gflops(family, precision)? / self.dram_gbps()?)
+    }
+
+    /// Whether the row that set a ceiling or point (`case`) was flagged as suspect.
+    pub fn is_suspect(&self, case: &str) -> bool {
+        self.suspect
+            .iter()
+            .any(|s| s.split_once(": ").is_some_and(|(c, _)| c == case))
+    }
+
+    /// `NVIDIA H200 (cuda:0, GPU-5a1c2b3d) on lab, 2026-01-01`, `AMD EPYC (host CPU, Zen 4,
+    /// AVX-512F) on vm, 2026-11-30`: how plots and tables name the device, with enough of its
+    /// identity that two machines of one name do not read as one.
+    pub fn title(&self) -> String {
+        let date = self.run.first_utc.get(..10).unwrap_or_default();
+        let identity = &self.device.identity;
+        let mut labels = vec![match self.device.backend {
+            BackendKind::Host => "host CPU".to_string(),
+            BackendKind::Cuda => self.device.id.clone(),
+        }];
+        match self.device.backend {
+            BackendKind::Host => labels.extend([identity.cpu_phrase(), identity.isa.clone()]),
+            // The UUID's first group is unique enough to tell GPUs apart in a title.
+            BackendKind::Cuda => labels.push(identity.uuid.chars().take(12).collect()),
+        }
+        labels.retain(|l| !l.is_empty());
+        let mut t = format!("{} ({})", self.device.name, labels.join(", "));
+        if !self.device.host.is_empty() {
+            t.push_str(&format!(" on {}", self.device.host));
+        }
+        if !date.is_empty() {
+            t.push_str(&format!(", {date}"));
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small, consistent calibration: DRAM 1600 GB/s against a 2000 GB/s sheet, f32 at
+    /// 16 000 GFLOP/s against 19 500, their ridge (10 flop/byte) and one point at 90 % of the roof.
+    const GOOD: &str = r#"{
+  "schema": "roofprobe-calibration/1",
+  "device": { "name": "NVIDIA A100-SXM4-80GB", "backend": "cuda", "id": "cuda:0" },
+  "run": { "run_id": "lab-x", "first_utc": "2026-01-01T00:00:00Z", "last_utc": "2026-01-01T00:01:00Z", "cases": 3, "valid_cases": 3 },
+  "spec": { "basis": "sheet", "entry": "A100 80GB SXM4", "source": "vendor datasheet" },
+  "clocks_seen": { "clock_mhz_min": 1200.0, "clock_mhz_max": 1410.0, "power_w_max": 300.0 },
+  "memory_ceilings": [
+    { "level": "dram", "gbps": 1600.0, "case": "stream/triad/f32", "spec_gbps": 2000.0,
+      "spec_basis": "sheet", "efficiency": 0.8, "above_spec": false }
+  ],
+  "compute_ceilings": [
+    { "family": "peak", "precision": "f32", "gflops": 16000.0, "case": "peak/fma/f32",
+      "spec_gflops": 19500.0, "spec_basis": "sheet", "efficiency": 0.8205128205128205,
+      "above_spec": false }
+  ],
+  "ridge_points": [
+    { "memory": "dram", "family": "peak", "precision": "f32", "flop_per_byte": 10.0,
+      "spec_flop_per_byte": 9.75 }
+  ],
+  "points": [
+    { "case": "intensity/fma/f32/4", "family": "intensity", "precision": "f32", "param": 4,
+      "flop_per_byte": 1.0, "gflops": 1440.0, "bound": "memory", "roof_gflops": 1600.0,
+      "fraction_of_roof": 0.9, "roof_basis": "measured DRAM, measured f32 peak" }
+  ]
+}"#;
+
+    fn err(text: &str) -> String {
+        Calibration::from_json("c.json", text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// The line of the first line of `text` containing `needle`.
+    fn line_with(text: &str, needle: &str) -> usize {
+        text.lines().position(|l| l.contains(needle)).unwrap() + 1
+    }
+
+    /// The point of this crate: an estimator that loads a calibration builds serde and nothing
+    /// of roofprobe's (no cudarc, NVML, clap or plotters).
+    #[test]
+    fn depends_on_serde_alone() {
+        let manifest = include_str!("../Cargo.toml");
+        let deps: Vec<&str> = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .take_while(|l| !l.starts_with('['))
+            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .map(|l| l.split('=').next().unwrap().trim())
+            .collect();
+        assert_eq!(deps, ["serde", "serde_json"]);
+    }
+
+    #[test]
+    fn a_consistent_file_loads() {
+        let cal = Calibration::from_json("c.json", GOOD).unwrap();
+        assert_eq!(cal.dram_gbps(), Some(1600.0));
+        let back = Calibration::from_json("c.json", &cal.to_json()).unwrap();
+        assert_eq!(back, cal);
+    }
+
+    /// What fuzzing found: negative and zero ceilings were drawn (`DRAM -1409 GB/s`) and gave
+    /// NaN and infinite ratios; now each is refused with its line.
+    #[test]
+    fn impossible_figures_are_refused_with_their_line() {
+        for (from, to, field) in [
+            (
+                "\"gbps\": 1600.0",
+                "\"gbps\": -1409.0",
+                "memory_ceilings[0].gbps",
+            ),
+            (
+                "\"gbps\": 1600.0",
+                "\"gbps\": 0.0",
+                "memory_ceilings[0].gbps",
+            ),
+            (
+                "\"spec_gbps\": 2000.0",
+                "\"spec_gbps\": -1.0",
+                "memory_ceilings[0].spec_gbps",
+            ),
+            (
+                "\"gflops\": 16000.0",
+                "\"gflops\": 1e300",
+                "compute_ceilings[0].gflops",
+            ),
+            ("\"gflops\": 1440.0", "\"gflops\": -0.0", "points[0].gflops"),
+            (
+                "\"clock_mhz_min\": 1200.0",
+                "\"clock_mhz_min\": -4000.0",
+                "clocks_seen.clock_mhz_min",
+            ),
+            (
+                "\"power_w_max\": 300.0",
+                "\"power_w_max\": -3.0",
+                "clocks_seen.power_w_max",
+            ),
+        ] {
+            let bad = GOOD.replacen(from, to, 1);
+            let e = err(&bad);
+            let line = line_with(&bad, to);
+            assert!(
+                e.starts_with(&format!("c.json:{line}: `{field}` is ")),
+                "{to}: {e}"
+            );
+            assert!(e.contains("export it again"), "{e}");
+        }
+    }
+
+    #[test]
+    fn derived_figures_must_agree_with_what_they_derive_from() {
+        for (from, to, what) in [
+            (
+                "\"efficiency\": 0.8,",
+                "\"efficiency\": 0.9,",
+                "gbps / spec_gbps",
+            ),
+            (
+                "\"flop_per_byte\": 10.0",
+                "\"flop_per_byte\": 12.0",
+                "compute ceiling",
+            ),
+            (
+                "\"spec_flop_per_byte\": 9.75",
+                "\"spec_flop_per_byte\": null",
+                "spec compute",
+            ),
+            (
+                "\"fraction_of_roof\": 0.9",
+                "\"fraction_of_roof\": 0.5",
+                "gflops / roof_gflops",
+            ),
+            (
+                "\"above_spec\": false }\n  ],\n  \"compute",
+                "\"above_spec\": true }\n  ],\n  \"compute",
+                "above_spec",
+            ),
+            ("\"valid_cases\": 3", "\"valid_cases\": 4", "valid_cases"),
+        ] {
+            let bad = GOOD.replacen(from, to, 1);
+            assert_ne!(bad, GOOD, "{from}");
+            let e = err(&bad);
+            assert!(e.contains(what), "{to}: {e}");
+        }
+        // a ridge point of a ceiling the file does not have
+        let bad = GOOD.replacen("\"memory\": \"dram\"", "\"memory\": \"l2\"", 1);
+        assert!(err(&bad).contains("without both ceilings"), "{}", err(&bad));
+        // rounding to four digits is not damage
+        let rounded = GOOD.replacen("0.8205128205128205", "0.8205", 1);
+        assert!(Calibration::from_json("c.json", &rounded).is_ok());
+    }
+
+    /// What the hygiene rules add to a calibration (identity, suspect rows, points above their
+    /// roof) reads back, names the device and is checked like every other figure.
+    #[test]
+    fn identity_suspects_and_points_above_the_roof() {
+        let with = GOOD
+            .replacen(
+                "\"id\": \"cuda:0\" }",
+                "\"id\": \"cuda:0\", \"host\": \"lab\",\n    \"identity\": { \"vendor\": \"NVIDIA\", \"cpu_family\": \"\", \"cpu_model\": \"\", \"microarch\": \"Ampere\", \"isa\": \"sm_80\", \"uuid\": \"GPU-5a1c2b3d-0000-1111\", \"pci_bus_id\": \"\", \"vbios\": \"\", \"ecc\": \"on\", \"mig\": \"off\",\n      \"power_limit_w\": 400.0, \"app_clock_mhz\": 1410.0, \"app_memory_clock_mhz\": null } }",
+                1,
+            )
+            .replacen(
+                "\"points\": [",
+                "\"suspect\": [\"peak/fma/f32: high_cv(12.3%)\"],\n  \"points\": [",
+                1,
+            );
+        assert_ne!(with, GOOD);
+        let cal = Calibration::from_json("c.json", &with).unwrap();
+        assert_eq!(cal.device.identity.uuid, "GPU-5a1c2b3d-0000-1111");
+        assert_eq!(
+            cal.title(),
+            "NVIDIA A100-SXM4-80GB (cuda:0, GPU-5a1c2b3d) on lab, 2026-01-01"
+        );
+        assert!(cal.is_suspect("peak/fma/f32"));
+        assert!(!cal.is_suspect("peak/fma"));
+        assert!(!cal.is_suspect("stream/triad/f32"));
+        assert_eq!(
+            Calibration::from_json("c.json", &cal.to_json()).unwrap(),
+            cal
+        );
+        // a file without them (every file before the hygiene rules) reads with none
+        let plain = Calibration::from_json("c.json", GOOD).unwrap();
+        assert_eq!(plain.device.identity, Identity::default());
+        assert!(plain.suspect.is_empty() && !plain.points[0].above_roof);
+        assert_eq!(plain.title(), "NVIDIA A100-SXM4-80GB (cuda:0), 2026-01-01");
+        // the host names its CPU and ISA instead of a UUID
+        let mut host = plain.clone();
+        host.device.backend = BackendKind::Host;
+        host.device.identity = Identity {
+            vendor: "AuthenticAMD".into(),
+            cpu_family: "26".into(),
+            cpu_model: "2".into(),
+            isa: "AVX-512F".into(),
+            ..Identity::default()
+        };
+        assert_eq!(
+            host.title(),
+            "NVIDIA A100-SXM4-80GB (host CPU, AuthenticAMD family 26 model 2, AVX-512F), 2026-01-01"
+        );
+        // impossible identity figures are refused with their line
+        for (from, to, field) in [
+            (
+                "\"power_limit_w\": 400.0",
+                "\"power_limit_w\": -400.0",
+                "device.identity.power_limit_w",
+            ),
+            (
+                "\"app_clock_mhz\": 1410.0",
+                "\"app_clock_mhz\": 0.0",
+                "device.identity.app_clock_mhz",
+            ),
+        ] {
+            let bad = with.replacen(from, to, 1);
+            let e = err(&bad);
+            let line = line_with(&bad, to);
+            assert!(
+                e.starts_with(&format!("c.json:{line}: `{field}` is ")),
+                "{to}: {e}"
+            );
+        }
+        // a point at 90 % of its roof cannot be above it
+        let bad = GOOD.replacen(
+            "\"fraction_of_roof\": 0.9,",
+            "\"fraction_of_roof\": 0.9, \"above_roof\": true,",
+            1,
+        );
+        let e = err(&bad);
+        assert!(
+            e.starts_with(&format!(
+                "c.json:{}: `points[0].above_roof` is true",
+                line_with(&bad, "above_roof")
+            )),
+            "{e}"
+        );
+        // control characters in the identity or a suspect entry are refused like any text
+        for (from, to) in [
+            ("\"ecc\": \"on\"", "\"ecc\": \"on\\u001b[2J\""),
+            ("high_cv(12.3%)", "high_cv\\n(12.3%)"),
+        ] {
+            let bad = with.replacen(from, to, 1);
+            assert!(err(&bad).contains("control character"), "{}", err(&bad));
+        }
+    }
+
+    #[test]
+    fn control_characters_are_refused_anywhere() {
+        for (from, to) in [
+            ("NVIDIA A100", "NVIDIA\\u001b[2J A100"),
+            ("lab-x", "lab\\nerror: forged"),
+            ("vendor datasheet", "vendor\\u0000"),
+        ] {
+            let bad = GOOD.replacen(from, to, 1);
+            let e = err(&bad);
+            let line = line_with(&bad, to);
+            assert!(
+                e.starts_with(&format!("c.json:{line}: `")) && e.contains("control character"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_csv_is_named_as_such() {
+        let e = err("schema,run_id,timestamp_utc\nroofprobe-csv/1,x,y\n");
+        assert_eq!(
+            e,
+            "c.json:1: this is a roofprobe results CSV, not a calibration; run `roofprobe export \
+             FILE.csv -o FILE.json` first and load the JSON"
+        );
+        let dir = std::env::temp_dir().join(format!("rpcal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("run.csv");
+        std::fs::write(&p, "\u{feff}schema,run_id\n").unwrap();
+        let e = Calibration::load(&p).unwrap_err().to_string();
+        assert!(e.contains("this is a roofprobe results CSV"), "{e}");
+        std::fs::write(&p, [0xff, 0xfe, 0x00]).unwrap();
+        let e = Calibration::load(&p).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

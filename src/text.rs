@@ -1,0 +1,111 @@
+//! Text from outside (drivers, the OS, files) made safe for where it goes: a terminal, an SVG, a
+//! spreadsheet. Readers already refuse control characters in what they read; these are the last
+//! guard at the outputs, so nothing can forge a line, move a terminal's cursor, break the XML or
+//! run as a spreadsheet formula.
+//!
+//! This module must not decide what is printed, only how safely.
+
+use roofprobe_calibration::check::is_forbidden_char;
+use std::borrow::Cow;
+
+/// `text` with every forbidden character (control characters, bidirectional overrides, XML
+/// non-characters; see [`is_forbidden_char`]) written out as `\u{1b}`; newlines are kept only
+/// when `keep_newlines`.
+pub fn printable(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let bad = |c: char| is_forbidden_char(c) && !(keep_newlines && c == '\n');
+    if !text.chars().any(bad) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text (as serde_json writes it) made printable without breaking it: serde_json escapes
+/// C0 controls but writes DEL, C1 controls and bidirectional overrides as they are, and these
+/// can only be inside strings, where `\uXXXX` stands for the same character. (The `\u{1b}` of
+/// [`printable`] is no JSON escape.)
+pub fn printable_json(json: &str) -> Cow<'_, str> {
+    let bad = |c: char| is_forbidden_char(c) && c != '\n';
+    if !json.chars().any(bad) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if bad(c) {
+            // every forbidden character is in the Basic Multilingual Plane: one escape each
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One line of printable text.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    printable(text, false)
+}
+
+/// A text field for a CSV that a spreadsheet may open: a field that starts like a formula (`=`,
+/// `+`, `-`, `@`, tab, carriage return) gets a leading `'`, which spreadsheets show as text.
+pub fn spreadsheet_safe(text: &str) -> Cow<'_, str> {
+    match text.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => Cow::Owned(format!("'{text}")),
+        _ => Cow::Borrowed(text),
+    }
+}
+
+/// A text field as the run's CSV stores it: printable and spreadsheet-safe.
+pub fn field(text: &str) -> String {
+    spreadsheet_safe(&one_line(text)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_written_out() {
+        assert_eq!(printable("ok", false), "ok");
+        assert!(matches!(printable("ok", false), Cow::Borrowed(_)));
+        assert_eq!(one_line("a\nerror: forged"), "a\\u{a}error: forged");
+        assert_eq!(printable("a\nb\x1b[2J", true), "a\nb\\u{1b}[2J");
+        assert_eq!(one_line("\0\u{202e}x"), "\\u{0}\\u{202e}x");
+        assert_eq!(one_line("µs ×4"), "µs ×4");
+    }
+
+    #[test]
+    fn json_stays_json_and_printable() {
+        let value = serde_json::json!({ "name": "a\u{7f}b\u{9b}c\u{202e}d\u{1b}e\nf" });
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        let safe = printable_json(&text);
+        assert!(
+            !safe.chars().any(|c| is_forbidden_char(c) && c != '\n'),
+            "{safe}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value);
+        assert!(matches!(
+            printable_json("{\n  \"a\": 1\n}"),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn formulas_become_text() {
+        assert_eq!(spreadsheet_safe("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        assert_eq!(spreadsheet_safe("+1"), "'+1");
+        assert_eq!(spreadsheet_safe("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(spreadsheet_safe("-2+3"), "'-2+3");
+        assert_eq!(spreadsheet_safe("NVIDIA H200"), "NVIDIA H200");
+        assert_eq!(spreadsheet_safe(""), "");
+        assert_eq!(field("=1\n"), "'=1\\u{a}");
+    }
+}

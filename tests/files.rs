@@ -1,0 +1,276 @@
+//! Files in and out through the real binary: outputs written whole or not at all on a full disk
+//! (and the retry succeeds), run ids unique for runs started together, inputs that are endless,
+//! concatenated, or whose run id mixes devices.
+
+use roofprobe::record::read_csv;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn roofprobe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_roofprobe"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A one-case host run (`stream/copy/f32`, 64 KiB arrays) into `out`.
+fn tiny_run(out: &Path) -> Command {
+    let mut c = roofprobe();
+    c.args([
+        "run", "--device", "host", "--quick", "--size", "64KiB", "--filter", "copy/f32", "-o",
+    ])
+    .arg(out);
+    c
+}
+
+/// Whether a run finished with every case valid: exit 0, or 4 when some figures are suspect
+/// (flagged), which a machine these tests share with each other cannot rule out.
+fn finished(status: std::process::ExitStatus) -> bool {
+    matches!(status.code(), Some(0 | roofprobe::cli::EXIT_SUSPECT))
+}
+
+fn csv_in(dir: &Path) -> Vec<PathBuf> {
+    names(dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".csv"))
+        .map(|n| dir.join(n))
+        .collect()
+}
+
+/// A small tmpfs mounted for one test and unmounted when dropped. Needs root (CI runs as root);
+/// elsewhere the test says it skipped.
+struct Tmpfs {
+    _holder: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl Tmpfs {
+    fn mount(size_bytes: u64) -> Result<Tmpfs, String> {
+        let holder = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let dir = holder.path().join("disk");
+        std::fs::create_dir(&dir).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size_bytes}"), "tmpfs"])
+            .arg(&dir)
+            .output()
+            .map_err(|e| format!("no mount command: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "cannot mount a tmpfs (not root?): {}",
+                text(&out.stderr).trim()
+            ));
+        }
+        Ok(Tmpfs {
+            _holder: holder,
+            dir,
+        })
+    }
+
+    /// Fills the file system with `filler`, then frees `free_bytes` of it (whole pages).
+    fn fill_leaving(&self, free_bytes: u64) -> PathBuf {
+        use std::io::Write;
+        let filler = self.dir.join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![0u8; 4096];
+        while f.write_all(&chunk).is_ok() {}
+        let len = f.metadata().unwrap().len();
+        f.set_len((len / 4096 * 4096).saturating_sub(free_bytes))
+            .unwrap();
+        filler
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+    }
+}
+
+fn one_error_line(out: &Output) -> String {
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("note:") && !l.starts_with("measuring ") && !l.starts_with("  "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one error line: {err}");
+    assert!(lines[0].starts_with("error: "), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    lines[0].to_string()
+}
+
+/// The bug: with 4 KB free, `run` exited 0 and left a 0-byte JSON, which the never-overwrite
+/// rule then kept forever. Now the run fails, the CSV holds its row, no partial or temporary
+/// file is left, and `report` writes the JSON and SVG under their own names once there is room.
+#[test]
+fn a_full_disk_leaves_no_partial_file_and_the_retry_succeeds() {
+    let disk = match Tmpfs::mount(256 << 10) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped a_full_disk_leaves_no_partial_file_and_the_retry_succeeds: {why}");
+            return;
+        }
+    };
+    let out_dir = &disk.dir;
+
+    // 1. Completely full: not even the first row fits, so there is no CSV at all.
+    let filler = disk.fill_leaving(0);
+    let out = tiny_run(out_dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let e = one_error_line(&out);
+    assert!(e.contains("No space left on device"), "{e}");
+    assert_eq!(names(out_dir), ["filler"]);
+
+    // 2. 4 KB free: the CSV row fits, the JSON and SVG do not.
+    std::fs::remove_file(&filler).unwrap();
+    let filler = disk.fill_leaving(4096);
+    let out = tiny_run(out_dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let e = one_error_line(&out);
+    assert!(
+        e.contains("its roofline was not written") && e.contains("roofprobe report"),
+        "{e}"
+    );
+    let csvs = csv_in(out_dir);
+    assert_eq!(csvs.len(), 1, "{:?}", names(out_dir));
+    assert_eq!(read_csv(&csvs[0]).unwrap().len(), 1);
+    assert_eq!(
+        names(out_dir).len(),
+        2,
+        "filler and the CSV only: {:?}",
+        names(out_dir)
+    );
+
+    // export to the full disk: an error, no file
+    let json = out_dir.join("export.json");
+    let out = roofprobe()
+        .arg("export")
+        .arg(&csvs[0])
+        .arg("-o")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(one_error_line(&out).contains("No space left on device"));
+    assert_eq!(names(out_dir).len(), 2, "{:?}", names(out_dir));
+
+    // 3. Room again: the retries succeed under the names the failed writes wanted.
+    std::fs::remove_file(&filler).unwrap();
+    let out = roofprobe().arg("report").arg(&csvs[0]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stem = csvs[0].file_stem().unwrap().to_string_lossy().into_owned();
+    let json_path = out_dir.join(format!("{stem}.json"));
+    assert!(json_path.exists(), "{:?}", names(out_dir));
+    assert!(out_dir.join(format!("{stem}.svg")).exists());
+    roofprobe::Calibration::load(&json_path).unwrap();
+    let out = roofprobe()
+        .arg("export")
+        .arg(&csvs[0])
+        .arg("-o")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(names(out_dir).iter().all(|n| !n.ends_with(".tmp")));
+}
+
+/// Several runs started in the same second on one host: each its own run id and file.
+#[test]
+fn runs_started_together_get_different_run_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            tiny_run(dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(finished(c.wait().unwrap()));
+    }
+    let files = csv_in(dir.path());
+    assert_eq!(files.len(), 3, "{:?}", names(dir.path()));
+    let mut ids: Vec<String> = files
+        .iter()
+        .map(|f| read_csv(f).unwrap()[0].run_id.clone())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+}
+
+/// `cat a.csv b.csv > ab.csv` reads as two runs, as the README promises; a run id whose rows
+/// name two devices is refused and named.
+#[test]
+fn concatenated_files_read_and_mixed_devices_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        assert!(finished(tiny_run(dir.path()).output().unwrap().status));
+    }
+    let files = csv_in(dir.path());
+    let (a, b) = (
+        std::fs::read_to_string(&files[0]).unwrap(),
+        std::fs::read_to_string(&files[1]).unwrap(),
+    );
+    let cat = dir.path().join("cat").join("ab.csv");
+    std::fs::create_dir(cat.parent().unwrap()).unwrap();
+    std::fs::write(&cat, format!("{a}{b}")).unwrap();
+    let out = roofprobe().arg("report").arg(&cat).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        names(cat.parent().unwrap())
+            .iter()
+            .filter(|n| n.ends_with(".json"))
+            .count(),
+        2
+    );
+
+    // the second file's row under the first file's run id, on another device
+    let run_a = read_csv(&files[0]).unwrap()[0].run_id.clone();
+    let run_b = read_csv(&files[1]).unwrap()[0].run_id.clone();
+    let forged = b
+        .replace(&run_b, &run_a)
+        .replace(",host,host,", ",cuda,cuda:1,");
+    let mixed = dir.path().join("mixed.csv");
+    std::fs::write(&mixed, format!("{a}{forged}")).unwrap();
+    let out = roofprobe().arg("export").arg(&mixed).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = one_error_line(&out);
+    assert!(
+        e.starts_with(&format!(
+            "error: {}:4: run `{run_a}` mixes devices",
+            mixed.display()
+        )) && e.contains("on line 2"),
+        "{e}"
+    );
+}
+
+/// The bug: `report /dev/zero` grew to 2.2 GB. Now every reader stops at 256 MiB.
+#[test]
+fn an_endless_input_is_refused() {
+    if !Path::new("/dev/zero").exists() {
+        eprintln!("skipped an_endless_input_is_refused: no /dev/zero");
+        return;
+    }
+    for command in ["report", "export", "plot", "compare"] {
+        let t = std::time::Instant::now();
+        let out = roofprobe().args([command, "/dev/zero"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let e = one_error_line(&out);
+        assert!(e.contains("/dev/zero:1: larger than 256 MiB"), "{e}");
+        assert!(t.elapsed().as_secs() < 30, "{command}: {:?}", t.elapsed());
+    }
+}
