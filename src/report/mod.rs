@@ -4,5 +4,6 @@
 pub mod ceilings;
 pub mod compare;
 pub mod json;
+pub mod labels;
 pub mod svg;
 pub mod table;
