@@ -5,5 +5,7 @@ pub mod ceilings;
 pub mod compare;
 pub mod json;
 pub mod labels;
+pub mod names;
+pub mod picture;
 pub mod svg;
 pub mod table;
