@@ -19,7 +19,9 @@
 use crate::backend::BackendKind;
 use crate::bench::{Family, Precision};
 use crate::record::Record;
-use crate::roofline::{self, ComputeCeiling, MemoryCeiling, MemoryLevel, Point, RidgePoint};
+use crate::roofline::{
+    self, ComputeCeiling, GemmEfficiency, MemoryCeiling, MemoryLevel, Point, RidgePoint,
+};
 use crate::specs::{self, DeviceAttributes, SpecBasis};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -154,6 +156,11 @@ pub struct Calibration {
     /// Measurements placed on the roofline, each memory- or compute-bound.
     #[serde(default)]
     pub points: Vec<Point>,
+    /// The achieved GEMM efficiency per implementation and precision, as a function of the
+    /// product's size (GFLOP): each valid GEMM row over its precision's compute ceiling. Added
+    /// within schema 1 (an optional section); absent when the run had no GEMM rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gemm_efficiency: Vec<GemmEfficiency>,
     /// Rows that contributed no number (`case: status`).
     #[serde(default)]
     pub excluded: Vec<String>,
@@ -244,6 +251,7 @@ impl Calibration {
             compute_ceilings: fit.compute_ceilings,
             ridge_points: fit.ridge_points,
             points: fit.points,
+            gemm_efficiency: fit.gemm_efficiency,
             excluded: fit.excluded,
             extensions: BTreeMap::new(),
         })

@@ -9,14 +9,21 @@
 //! no figures: time, GB/s and GFLOP/s are empty, never a number.
 
 use crate::backend::{BackendKind, Conditions, DeviceInfo};
-use crate::bench::{Case, Family, Precision, Verdict, Work};
+use crate::bench::{Case, Family, Param, Precision, Verdict, Work};
 use crate::stats::Summary;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The CSV schema this build writes and reads.
-pub const SCHEMA: &str = "roofprobe-csv/1";
+pub const SCHEMA: &str = "roofprobe-csv/2";
+
+/// The schema before it: no `ratio_to_reference` column, every `param` a number. This build
+/// still reads it (its rows get an empty ratio).
+pub const SCHEMA_V1: &str = "roofprobe-csv/1";
+
+/// The column schema 2 added.
+const RATIO_COLUMN: &str = "ratio_to_reference";
 
 /// One measurement: a case on a device, its statistics, figures, validity and conditions.
 ///
@@ -47,8 +54,9 @@ pub struct Record {
     pub family: Family,
     pub kernel: String,
     pub precision: Precision,
-    /// The family's parameter (operations per element in the intensity sweep), else empty.
-    pub param: Option<u32>,
+    /// The family's parameter: operations per element in the intensity sweep, KiB of working
+    /// set in the cache sweep, `MxNxK` of a GEMM; else empty.
+    pub param: Option<Param>,
     /// Elements per array.
     pub elements: u64,
     pub working_set_bytes: u64,
@@ -75,6 +83,12 @@ pub struct Record {
     /// clock; `specs::theory`), GFLOP/s; empty where the device's rate is not known, for cases
     /// without arithmetic, and for invalid rows.
     pub theory_gflops: Option<f64>,
+    /// Our implementation's GFLOP/s over the reference implementation's on the same shape and
+    /// precision, measured just before it in the same run (`gemm`: `simd` over `gemm-crate` on
+    /// the host, `ptx` over `cublas` on a GPU); empty where no valid reference ran, and on
+    /// reference rows themselves.
+    #[serde(default)]
+    pub ratio_to_reference: Option<f64>,
     /// flops / bytes; empty when the case moves no bytes.
     pub intensity: Option<f64>,
     pub valid: bool,
@@ -159,6 +173,7 @@ impl Record {
             gbps: None,
             gflops: None,
             theory_gflops: None,
+            ratio_to_reference: None,
             intensity: case.work.intensity(),
             valid: false,
             status: String::new(),
@@ -260,6 +275,7 @@ fn sample_record() -> Record {
         gbps: None,
         gflops: None,
         theory_gflops: None,
+        ratio_to_reference: None,
         intensity: None,
         valid: false,
         status: String::new(),
@@ -341,13 +357,23 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
         ));
     }
     let mut reader = csv::ReaderBuilder::new().from_reader(bytes);
-    let expected = header();
+    let current = header();
+    let v1: Vec<String> = current
+        .iter()
+        .filter(|c| c.as_str() != RATIO_COLUMN)
+        .cloned()
+        .collect();
     let found: Vec<String> = reader
         .headers()
         .map_err(|e| Error::parse(path, 1, format!("unreadable header: {e}")))?
         .iter()
         .map(str::to_string)
         .collect();
+    let (expected, schema) = if found == v1 {
+        (v1, SCHEMA_V1)
+    } else {
+        (current, SCHEMA)
+    };
     if found != expected {
         let missing: Vec<&str> = expected
             .iter()
@@ -394,12 +420,13 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             };
             Error::parse(path, line, what)
         })?;
-        if record.schema != SCHEMA {
+        if record.schema != schema {
             return Err(Error::parse(
                 path,
                 line,
                 format!(
-                    "schema `{}` is not supported; this roofprobe reads {SCHEMA}",
+                    "schema `{}` is not supported with this header; this roofprobe reads \
+                     {SCHEMA} (and {SCHEMA_V1})",
                     record.schema
                 ),
             ));
@@ -491,7 +518,7 @@ pub(crate) mod tests {
         let h = header();
         assert_eq!(h[0], "schema");
         assert!(h.contains(&"gbps".to_string()));
-        assert_eq!(h.len(), 40);
+        assert_eq!(h.len(), 41);
     }
 
     #[test]
@@ -504,6 +531,39 @@ pub(crate) mod tests {
         let bytes = to_csv_bytes(&records);
         let back = parse_csv(Path::new("x.csv"), &bytes).unwrap();
         assert_eq!(back, records);
+    }
+
+    /// Schema 1 files (no ratio column, numeric parameters) still read, as the runs in
+    /// `results/` were written; a GEMM row's shape and ratio round-trip through schema 2.
+    #[test]
+    fn schema_1_files_still_read_and_shapes_round_trip() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "csv") {
+                let rows = read_csv(&path).unwrap_or_else(|e| panic!("{e}"));
+                if rows[0].schema == SCHEMA_V1 {
+                    read += 1;
+                    assert!(rows.iter().all(|r| r.ratio_to_reference.is_none()));
+                    assert!(
+                        rows.iter()
+                            .any(|r| r.param == Some(Param::Count(64))
+                                && r.case_id().ends_with("/64"))
+                    );
+                }
+            }
+        }
+        assert!(read >= 1, "results/ keeps schema-1 runs");
+        let shape = crate::bench::gemm::Shape::new(1, 28672, 8192);
+        let case = crate::bench::gemm::case("simd", Precision::F32, shape);
+        let mut r = measured(&case, 1e-3, true);
+        r.ratio_to_reference = Some(0.93);
+        let back = parse_csv(Path::new("g.csv"), &to_csv_bytes(&[r.clone()])).unwrap();
+        assert_eq!(back, [r]);
+        assert_eq!(back[0].case_id(), "gemm/simd/f32/1x28672x8192");
+        let text = String::from_utf8(to_csv_bytes(&back)).unwrap();
+        assert!(text.contains(",1x28672x8192,"), "{text}");
     }
 
     #[test]
@@ -544,6 +604,9 @@ pub(crate) mod tests {
         // another schema
         let other = text.replace(SCHEMA, "roofprobe-csv/9");
         assert!(err(other.as_bytes()).contains("schema `roofprobe-csv/9` is not supported"));
+        // a schema-1 row under a schema-2 header
+        let mixed = text.replace(SCHEMA, SCHEMA_V1);
+        assert!(err(mixed.as_bytes()).contains("schema `roofprobe-csv/1` is not supported"));
         // a header without rows
         let head_only = text.lines().next().unwrap().to_string() + "\n";
         assert!(err(head_only.as_bytes()).contains("no measurements"));

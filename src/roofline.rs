@@ -19,11 +19,16 @@
 //! - **Ridge point** of a memory ceiling and a compute ceiling: `compute GFLOP/s / memory GB/s`,
 //!   in flop per byte, for the measured pair and for the spec pair.
 //! - **Points**: every valid row with both an arithmetic intensity (flops / bytes) and a GFLOP/s
-//!   figure (the intensity sweep; STREAM kernels that do arithmetic). Its roof at intensity `I`
-//!   is `min(P, I × B)` with `B` the DRAM ceiling and `P` the compute ceiling of the point's own
-//!   precision, measured where there is one, else spec (the point says which). A point left of
-//!   the ridge (`I × B < P`) is memory-bound, else compute-bound; `fraction_of_roof` is
-//!   measured / roof (1 = on the roof).
+//!   figure (the intensity sweep; STREAM kernels that do arithmetic; GEMM rows, whose intensity
+//!   is the product's, A, B and C each moved once). Its roof at intensity `I` is `min(P, I × B)`
+//!   with `B` the DRAM ceiling and `P` the compute ceiling of the point's own precision (the ALU
+//!   peak; for a GEMM in a tensor-core type, that type's tensor peak), measured where there is
+//!   one, else spec (the point says which). A point left of the ridge (`I × B < P`) is
+//!   memory-bound, else compute-bound; `fraction_of_roof` is measured / roof (1 = on the roof).
+//! - **GEMM efficiency**: per implementation and precision, every valid GEMM row's GFLOP/s over
+//!   the compute ceiling of its precision (measured, and spec where there is one), against the
+//!   product's size in GFLOP ([`GemmEfficiency`]): the curve estimators such as Calculon take as
+//!   `gflops_efficiency`.
 //!
 //! This module is pure: records and a spec function in, a [`Fit`] out. It must not read files,
 //! print, or look specs up itself.
@@ -140,9 +145,10 @@ pub struct Point {
     pub case: String,
     pub family: Family,
     pub precision: Precision,
-    /// The family's parameter (operations per element in the intensity sweep).
+    /// The family's parameter (operations per element in the intensity sweep, `MxNxK` of a
+    /// GEMM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub param: Option<u32>,
+    pub param: Option<crate::bench::Param>,
     /// flops / bytes.
     pub flop_per_byte: f64,
     pub gflops: f64,
@@ -155,6 +161,50 @@ pub struct Point {
     pub roof_basis: String,
 }
 
+/// One GEMM measurement against its compute ceiling.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GemmEfficiencyPoint {
+    /// `MxNxK`.
+    pub shape: crate::bench::Param,
+    /// The product's size: 2·M·N·K / 10^9.
+    pub gflop: f64,
+    pub gflops: f64,
+    /// gflops / the measured ceiling.
+    pub efficiency: Option<f64>,
+    /// gflops / the spec ceiling.
+    pub spec_efficiency: Option<f64>,
+}
+
+/// The achieved GEMM efficiency of one implementation in one precision, as a function of size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GemmEfficiency {
+    /// The implementation (`simd`, `gemm-crate`, `ptx`, `cublas`).
+    pub kernel: String,
+    pub precision: Precision,
+    /// The ceiling it is held against: `peak f32`, `tensor bf16.f32`.
+    pub ceiling: String,
+    /// That ceiling, measured and on the spec sheet.
+    pub ceiling_gflops: Option<f64>,
+    pub spec_gflops: Option<f64>,
+    /// Ascending in size.
+    pub points: Vec<GemmEfficiencyPoint>,
+}
+
+/// The compute ceiling a GEMM of `precision` is held against: the tensor-core peak of a
+/// tensor-core type, else the ALU peak.
+pub fn gemm_ceiling_family(precision: Precision) -> Family {
+    match precision {
+        Precision::F16F16
+        | Precision::F16F32
+        | Precision::Bf16F32
+        | Precision::Tf32F32
+        | Precision::S8S32
+        | Precision::F64F64
+        | Precision::E4m3F32 => Family::Tensor,
+        _ => Family::Peak,
+    }
+}
+
 /// Everything fitted from one run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
@@ -162,6 +212,9 @@ pub struct Fit {
     pub compute_ceilings: Vec<ComputeCeiling>,
     pub ridge_points: Vec<RidgePoint>,
     pub points: Vec<Point>,
+    /// Per implementation and precision, GEMM GFLOP/s over the ceiling, by size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gemm_efficiency: Vec<GemmEfficiency>,
     /// Rows that contributed nothing: `case: status`.
     pub excluded: Vec<String>,
 }
@@ -348,7 +401,7 @@ pub fn fit(
         let (Some(flop_per_byte), Some(gflops)) = (usable(r.intensity), usable(r.gflops)) else {
             continue;
         };
-        if !matches!(r.family, Family::Stream | Family::Intensity) {
+        if !matches!(r.family, Family::Stream | Family::Intensity | Family::Gemm) {
             continue;
         }
         let memory = dram.and_then(|m| {
@@ -357,8 +410,13 @@ pub fn fit(
                 .or(m.spec_gbps.map(|v| (v, "spec DRAM")))
         });
         // The compute ceiling of the point's own precision: the ALU peak (an intensity sweep
-        // runs FMAs, not tensor instructions).
-        let compute = fit.compute(Family::Peak, r.precision).and_then(|c| {
+        // runs FMAs, not tensor instructions), or a tensor-core GEMM's tensor peak.
+        let ceiling_family = if r.family == Family::Gemm {
+            gemm_ceiling_family(r.precision)
+        } else {
+            Family::Peak
+        };
+        let compute = fit.compute(ceiling_family, r.precision).and_then(|c| {
             c.gflops
                 .map(|v| (v, "measured"))
                 .or(c.spec_gflops.map(|v| (v, "spec")))
@@ -371,8 +429,13 @@ pub fn fit(
             (None, Some(p)) => (Bound::Compute, Some(p)),
             (None, None) => (Bound::Unknown, None),
         };
+        let peak = if ceiling_family == Family::Tensor {
+            "tensor peak"
+        } else {
+            "peak"
+        };
         let roof_basis = match (memory, compute) {
-            (Some((_, m)), Some((_, c))) => format!("{m}, {c} {} peak", r.precision),
+            (Some((_, m)), Some((_, c))) => format!("{m}, {c} {} {peak}", r.precision),
             (Some((_, m)), None) => format!("{m} only: no {} compute ceiling", r.precision),
             (None, Some((_, c))) => format!("{c} {} peak only: no DRAM ceiling", r.precision),
             (None, None) => "no DRAM or compute ceiling".to_string(),
@@ -391,7 +454,58 @@ pub fn fit(
         });
     }
     fit.points = points;
+    fit.gemm_efficiency = gemm_efficiency(records, &fit);
     fit
+}
+
+/// Per implementation and precision, in order of first appearance, every valid GEMM row's
+/// figure over its precision's compute ceiling, ascending in size.
+fn gemm_efficiency(records: &[Record], fit: &Fit) -> Vec<GemmEfficiency> {
+    let mut out: Vec<GemmEfficiency> = Vec::new();
+    for r in records
+        .iter()
+        .filter(|r| r.valid && r.family == Family::Gemm)
+    {
+        let (Some(gflops), Some(shape)) = (usable(r.gflops), r.param) else {
+            continue;
+        };
+        let index = match out
+            .iter()
+            .position(|e| e.kernel == r.kernel && e.precision == r.precision)
+        {
+            Some(i) => i,
+            None => {
+                let family = gemm_ceiling_family(r.precision);
+                let ceiling = fit.compute(family, r.precision);
+                out.push(GemmEfficiency {
+                    kernel: r.kernel.clone(),
+                    precision: r.precision,
+                    ceiling: match family {
+                        Family::Tensor => format!("tensor {}", r.precision),
+                        _ => format!("peak {}", r.precision),
+                    },
+                    ceiling_gflops: ceiling.and_then(|c| c.gflops),
+                    spec_gflops: ceiling.and_then(|c| c.spec_gflops),
+                    points: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let e = &mut out[index];
+        let (ceiling, spec) = (e.ceiling_gflops, e.spec_gflops);
+        e.points.push(GemmEfficiencyPoint {
+            shape,
+            gflop: r.flops as f64 / 1e9,
+            gflops,
+            efficiency: ceiling.map(|c| gflops / c),
+            spec_efficiency: spec.map(|s| gflops / s),
+        });
+    }
+    for e in &mut out {
+        e.points
+            .sort_by(|a, b| a.gflop.total_cmp(&b.gflop).then(a.shape.cmp(&b.shape)));
+    }
+    out
 }
 
 fn split_spec(s: Result<SpecFigure, String>) -> (Option<f64>, String) {
@@ -417,7 +531,7 @@ pub(crate) mod tests {
         family: Family,
         kernel: &str,
         precision: Precision,
-        param: Option<u32>,
+        param: Option<crate::bench::Param>,
         (bytes, flops): (u64, u64),
         secs: f64,
         valid: bool,
@@ -455,6 +569,7 @@ pub(crate) mod tests {
             gbps: (valid && bytes > 0).then(|| bytes as f64 / secs / 1e9),
             gflops: (valid && flops > 0).then(|| flops as f64 / secs / 1e9),
             theory_gflops: None,
+            ratio_to_reference: None,
             intensity: (bytes > 0).then(|| flops as f64 / bytes as f64),
             valid,
             status: if valid {
@@ -548,7 +663,7 @@ pub(crate) mod tests {
                 Family::Intensity,
                 "fma_chain",
                 Precision::F32,
-                Some(k),
+                Some(crate::bench::Param::Count(k)),
                 (bytes, flops),
                 secs,
                 true,
@@ -585,7 +700,7 @@ pub(crate) mod tests {
                 Family::Cache,
                 kernel,
                 Precision::I32,
-                Some(kib),
+                Some(crate::bench::Param::Count(kib)),
                 (bytes, 0),
                 bytes as f64 / (gbps * 1e9),
                 valid,
@@ -679,6 +794,94 @@ pub(crate) mod tests {
         // invalid rows are listed, not fitted
         assert_eq!(fit.excluded.len(), 2, "{:?}", fit.excluded);
         assert!(fit.excluded[0].starts_with("stream/copy/f64: invalid"));
+    }
+
+    /// GEMM rows are points held against the peak of their precision (a tensor type's tensor
+    /// peak), and give an efficiency curve per implementation and precision, ascending in size.
+    #[test]
+    fn gemm_rows_are_points_and_give_an_efficiency_curve() {
+        use crate::bench::gemm::{self, Shape};
+        let mut rows = synthetic_run();
+        let gemm_row = |kernel: &str, p: Precision, shape: Shape, gflops: f64, valid: bool| {
+            let case = gemm::case(kernel, p, shape);
+            let mut r = row(
+                Family::Gemm,
+                kernel,
+                p,
+                case.param,
+                (case.work.bytes(), case.work.flops),
+                case.work.flops as f64 / (gflops * 1e9),
+                valid,
+            );
+            r.elements = case.elements;
+            r
+        };
+        rows.extend([
+            // a GEMV at 90 % of the DRAM roof: 1500 GB/s × ~0.5 flop/byte
+            gemm_row(
+                "simd",
+                Precision::F32,
+                Shape::new(1, 4096, 4096),
+                0.9 * 1500.0 * 0.4999,
+                true,
+            ),
+            gemm_row("simd", Precision::F32, Shape::square(4096), 12_000.0, true),
+            gemm_row("simd", Precision::F32, Shape::square(1024), 6_000.0, true),
+            gemm_row("simd", Precision::F32, Shape::square(512), 99_000.0, false),
+            gemm_row(
+                "ptx",
+                Precision::F16F32,
+                Shape::square(8192),
+                200_000.0,
+                true,
+            ),
+        ]);
+        let fit = fit(&rows, &a100_like_spec);
+        let gemv = fit
+            .points
+            .iter()
+            .find(|p| p.case == "gemm/simd/f32/1x4096x4096")
+            .unwrap();
+        assert_eq!(gemv.bound, Bound::Memory);
+        assert!(
+            (gemv.fraction_of_roof.unwrap() - 0.9).abs() < 1e-3,
+            "{gemv:?}"
+        );
+        let big = fit
+            .points
+            .iter()
+            .find(|p| p.case == "gemm/simd/f32/4096x4096x4096")
+            .unwrap();
+        assert_eq!(big.bound, Bound::Compute);
+        assert!(close(big.fraction_of_roof, 0.8));
+        let tensor = fit
+            .points
+            .iter()
+            .find(|p| p.case.starts_with("gemm/ptx"))
+            .unwrap();
+        assert_eq!(
+            tensor.roof_basis,
+            "measured DRAM, measured f16.f32 tensor peak"
+        );
+        assert!(close(tensor.fraction_of_roof, 0.8));
+        // the curve: valid rows only, ascending in size, against measured and spec ceilings
+        let simd = &fit.gemm_efficiency[0];
+        assert_eq!(
+            (simd.kernel.as_str(), simd.precision),
+            ("simd", Precision::F32)
+        );
+        assert_eq!(simd.ceiling, "peak f32");
+        let sizes: Vec<String> = simd.points.iter().map(|p| p.shape.to_string()).collect();
+        assert_eq!(sizes, ["1x4096x4096", "1024x1024x1024", "4096x4096x4096"]);
+        assert!(close(simd.points[2].efficiency, 0.8));
+        assert!(close(simd.points[2].spec_efficiency, 12_000.0 / 19_500.0));
+        assert!(close(
+            Some(simd.points[1].gflop),
+            2.0 * 1024f64.powi(3) / 1e9
+        ));
+        let ptx = &fit.gemm_efficiency[1];
+        assert_eq!(ptx.ceiling, "tensor f16.f32");
+        assert!(close(ptx.points[0].efficiency, 0.8));
     }
 
     #[test]

@@ -104,6 +104,30 @@ pub fn check_against_theory(gflops: f64, theory_gflops: f64, clock_mhz: f64) -> 
     }
 }
 
+/// Our implementation's GFLOP/s over its reference's (`bench::gemm::reference_of`) on the same
+/// family, precision and parameter among the rows already measured; `None` where the case has
+/// no reference or no valid reference row has a figure.
+pub fn ratio_to_reference(record: &Record, earlier: &[Record]) -> Option<f64> {
+    if record.family != crate::bench::Family::Gemm {
+        return None;
+    }
+    let reference = crate::bench::gemm::reference_of(&record.kernel)?;
+    let ours = record.gflops?;
+    earlier
+        .iter()
+        .rev()
+        .find(|r| {
+            r.valid
+                && r.family == record.family
+                && r.kernel == reference
+                && r.precision == record.precision
+                && r.param == record.param
+        })
+        .and_then(|r| r.gflops)
+        .filter(|g| g.is_finite() && *g > 0.0)
+        .map(|g| ours / g)
+}
+
 /// The current time as RFC 3339 UTC with second precision.
 pub fn now_utc() -> String {
     jiff::Timestamp::now()
@@ -236,6 +260,7 @@ pub fn run(
         let mut record = record;
         if record.valid {
             record.theory_gflops = theory_gflops;
+            record.ratio_to_reference = ratio_to_reference(&record, &records);
         }
         sink(&record)?;
         on_event(Event::Finished { record: &record });
@@ -390,6 +415,36 @@ mod tests {
         )
         .unwrap();
         assert!(r[0].valid);
+    }
+
+    /// Our GEMM row carries its ratio to the reference row of the same shape and precision;
+    /// a reference row, an invalid reference, another shape or precision give none.
+    #[test]
+    fn gemm_rows_carry_their_ratio_to_the_reference() {
+        use crate::bench::{gemm, Precision};
+        let shape = gemm::Shape::square(256);
+        let row = |kernel: &str, p: Precision, s: gemm::Shape, median: f64, valid: bool| {
+            crate::record::tests::measured(&gemm::case(kernel, p, s), median, valid)
+        };
+        let reference = row(gemm::HOST_REFERENCE, Precision::F32, shape, 2e-3, true);
+        let ours = row(gemm::HOST_OURS, Precision::F32, shape, 2.5e-3, true);
+        let r = ratio_to_reference(&ours, std::slice::from_ref(&reference)).unwrap();
+        assert!((r - 0.8).abs() < 1e-12, "{r}");
+        assert_eq!(
+            ratio_to_reference(&reference, std::slice::from_ref(&ours)),
+            None
+        );
+        let invalid = row(gemm::HOST_REFERENCE, Precision::F32, shape, 2e-3, false);
+        assert_eq!(ratio_to_reference(&ours, &[invalid]), None);
+        let other_shape = row(
+            gemm::HOST_REFERENCE,
+            Precision::F32,
+            gemm::Shape::square(512),
+            2e-3,
+            true,
+        );
+        let other_type = row(gemm::HOST_REFERENCE, Precision::F64, shape, 2e-3, true);
+        assert_eq!(ratio_to_reference(&ours, &[other_shape, other_type]), None);
     }
 
     #[test]

@@ -54,7 +54,18 @@ fn host_run_writes_a_valid_csv_and_a_table() {
         (14, 3, 36)
     );
     assert!(count("cache") >= 2, "an L1 and an L2 size at least");
-    assert_eq!(rows.len(), 53 + count("cache"));
+    // GEMM, no matrix above the 1 MiB --size: 256² and 512² in f32, 256² in f64, each by the
+    // reference crate and by our kernel, ours with its ratio to the reference
+    assert_eq!(count("gemm"), 6);
+    for r in rows.iter().filter(|r| r.family.as_str() == "gemm") {
+        assert_eq!(
+            r.ratio_to_reference.is_some(),
+            r.kernel == "simd",
+            "{}",
+            r.case_id()
+        );
+    }
+    assert_eq!(rows.len(), 53 + count("cache") + count("gemm"));
     for r in &rows {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
         assert_eq!(r.backend.as_str(), "host");

@@ -265,7 +265,7 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
     let header_only = write("header.csv", &format!("{}\n", text.lines().next().unwrap()));
     let other_schema = write(
         "other.csv",
-        &text.replace("roofprobe-csv/1", "roofprobe-csv/7"),
+        &text.replace(roofprobe::record::SCHEMA, "roofprobe-csv/7"),
     );
     let json = good.with_extension("json");
     let json_text = std::fs::read_to_string(&json).unwrap();

@@ -563,7 +563,7 @@ mod half_fast_path {
             0x3bff,
         ];
         let r = next(state);
-        if r % 5 == 0 {
+        if r.is_multiple_of(5) {
             SPECIAL[(r >> 8) as usize % SPECIAL.len()]
         } else {
             (r >> 16) as u16

@@ -1012,7 +1012,9 @@ impl PreparedCase for GpuCase<'_> {
         let arithmetic = match self.case.family {
             Family::Stream | Family::Cache => false,
             Family::Peak | Family::Tensor => true,
-            Family::Intensity => self.case.param.is_some_and(|k| k > 0),
+            Family::Intensity => self.case.count().is_some_and(|k| k > 0),
+            // gemm (branch gemm): GEMM cases run through cuda_gemm.rs, not GpuCase.
+            Family::Gemm => false,
         };
         arithmetic
             .then(|| {

@@ -538,6 +538,7 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
     let p = case.precision;
     let none = || format!("the CUDA backend has no kernel for {}", case.id());
     match case.family {
+        Family::Gemm => Err(none()),
         Family::Stream => {
             let kernel = StreamKernel::from_name(&case.kernel).ok_or_else(none)?;
             if !stream::PRECISIONS.contains(&p) {
@@ -572,7 +573,7 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
         }
         Family::Intensity => {
             let k = case
-                .param
+                .count()
                 .ok_or_else(|| format!("{} has no k", case.id()))?;
             if case.kernel != intensity::KERNEL
                 || !intensity::PRECISIONS.contains(&p)
@@ -638,6 +639,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
     };
     let param = |name, arg| Param { name, arg };
     match case.family {
+        Family::Gemm => Err(format!("{} is not launched from a Launch", case.id())),
         Family::Stream => {
             let kernel = StreamKernel::from_name(&case.kernel).ok_or("unreachable")?;
             let n = case.elements;
@@ -799,7 +801,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
             Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
         }
         Family::Intensity => {
-            let k = case.param.ok_or("unreachable")?;
+            let k = case.count().ok_or("unreachable")?;
             let n = case.elements;
             let wide = p == Precision::F64;
             let word_bytes = arith::word_bytes(p);

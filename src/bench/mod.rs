@@ -11,6 +11,7 @@
 
 pub mod arith;
 pub mod cache;
+pub mod gemm;
 pub mod intensity;
 pub mod peak;
 pub mod stream;
@@ -34,15 +35,18 @@ pub enum Family {
     Intensity,
     /// Cache bandwidth: a read-only sum over a working set that stays in one cache level.
     Cache,
+    /// Matrix products: square, and the LLM batch sweep ([`gemm`]).
+    Gemm,
 }
 
 impl Family {
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
         Family::Intensity,
         Family::Cache,
+        Family::Gemm,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +56,7 @@ impl Family {
             Family::Tensor => "tensor",
             Family::Intensity => "intensity",
             Family::Cache => "cache",
+            Family::Gemm => "gemm",
         }
     }
 }
@@ -202,8 +207,8 @@ pub struct Case {
     pub kernel: String,
     pub precision: Precision,
     /// The family's parameter: operations per element in the intensity sweep, KiB of working set
-    /// in the cache sweep; `None` elsewhere.
-    pub param: Option<u32>,
+    /// in the cache sweep, the `MxNxK` shape of a GEMM; `None` elsewhere.
+    pub param: Option<Param>,
     /// Problem size in elements (of `precision`) per array.
     pub elements: u64,
     /// Bytes of memory the case's arrays occupy (its working set).
@@ -219,6 +224,94 @@ impl Case {
             Some(p) => format!("{}/{}/{}/{}", self.family, self.kernel, self.precision, p),
             None => format!("{}/{}/{}", self.family, self.kernel, self.precision),
         }
+    }
+
+    /// The count parameter (the sweep's k, the cache sweep's KiB), if the case has one.
+    pub fn count(&self) -> Option<u32> {
+        self.param.and_then(Param::count)
+    }
+}
+
+/// A case's parameter, as the CSV's `param` column holds it: a count (operations per word in
+/// the intensity sweep, KiB of working set in the cache sweep) or a GEMM shape (`MxNxK`).
+///
+/// A count is written as a number (as schema 1 wrote every parameter), a shape as its text;
+/// either reads back from a CSV field or a JSON number or string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Param {
+    Count(u32),
+    Shape(gemm::Shape),
+}
+
+impl Param {
+    pub fn count(self) -> Option<u32> {
+        match self {
+            Param::Count(c) => Some(c),
+            Param::Shape(_) => None,
+        }
+    }
+
+    pub fn shape(self) -> Option<gemm::Shape> {
+        match self {
+            Param::Shape(s) => Some(s),
+            Param::Count(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Param::Count(c) => write!(f, "{c}"),
+            Param::Shape(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl FromStr for Param {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.contains('x') {
+            return s.parse().map(Param::Shape);
+        }
+        s.parse::<u32>()
+            .map(Param::Count)
+            .map_err(|_| format!("`{s}` is not a parameter: expected a count or an MxNxK shape"))
+    }
+}
+
+impl Serialize for Param {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Param::Count(c) => serializer.serialize_u32(*c),
+            Param::Shape(s) => serializer.collect_str(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Param {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Param;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a count or an MxNxK shape")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Param, E> {
+                u32::try_from(v)
+                    .map(Param::Count)
+                    .map_err(|_| E::custom(format!("count {v} is too large")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Param, E> {
+                u32::try_from(v)
+                    .map(Param::Count)
+                    .map_err(|_| E::custom(format!("{v} is not a count")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Param, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
     }
 }
 
@@ -275,6 +368,17 @@ mod tests {
         }
         assert!("f17".parse::<Precision>().unwrap_err().contains("f16x2"));
         assert!("gemv".parse::<Family>().is_err());
+        for p in [
+            Param::Count(64),
+            Param::Shape(gemm::Shape::new(1, 4096, 14336)),
+        ] {
+            assert_eq!(p.to_string().parse::<Param>().unwrap(), p);
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(serde_json::from_str::<Param>(&json).unwrap(), p);
+        }
+        // a count stays a JSON number, as schema 1 wrote it
+        assert_eq!(serde_json::to_string(&Param::Count(64)).unwrap(), "64");
+        assert!("64x".parse::<Param>().is_err() && "many".parse::<Param>().is_err());
     }
 
     #[test]

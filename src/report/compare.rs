@@ -178,7 +178,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
-                    Family::Intensity | Family::Cache => None,
+                    Family::Intensity | Family::Cache | Family::Gemm => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",

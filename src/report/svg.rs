@@ -3,7 +3,8 @@
 //!
 //! Log-log axes with units; measured ceilings solid, spec ceilings dashed, in one colour per
 //! device; ridge points marked (filled: measured, hollow: spec) and labelled; measurement points
-//! shaped by family (circle: STREAM kernel, triangle: intensity sweep). One device, or several
+//! shaped by family (circle: STREAM kernel, triangle: intensity sweep, square: GEMM, each weight
+//! shape's batch sweep joined by a line in order of M). One device, or several
 //! overlaid. Which compute ceilings are drawn: every measured one with its spec, and the spec
 //! f64 and f32 ceilings even when nothing measured them, so a memory-only run still shows where
 //! the sheet's roof is.
@@ -125,6 +126,44 @@ fn caches(cal: &Calibration) -> impl Iterator<Item = (&MemoryCeiling, f64)> {
         .iter()
         .filter(|m| m.level != MemoryLevel::Dram)
         .filter_map(|m| Some((m, m.gbps.filter(|b| b.is_finite() && *b > 0.0)?)))
+}
+
+/// The GEMM points of a calibration, as series: one per implementation, precision and weight
+/// shape of the batch sweep (`bench::gemm::weight_of`), ascending in M, then one point per
+/// series for every other shape (the square sweep).
+fn gemm_series(cal: &Calibration) -> Vec<Vec<(f64, f64)>> {
+    use crate::bench::gemm;
+    // (implementation, precision, weight N × K if a batch sweep's), M, point
+    type Key = (String, Precision, Option<(u64, u64)>);
+    let mut keyed: Vec<(Key, u64, (f64, f64))> = cal
+        .points
+        .iter()
+        .filter(|p| p.family == Family::Gemm)
+        .filter_map(|p| {
+            let shape = p.param?.shape()?;
+            let kernel = p.case.split('/').nth(1).unwrap_or_default().to_string();
+            let weight = gemm::weight_of(shape).map(|w| (w.n, w.k));
+            Some((
+                (kernel, p.precision, weight),
+                shape.m,
+                (p.flop_per_byte, p.gflops),
+            ))
+        })
+        .collect();
+    keyed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut last = None;
+    for (key, _, xy) in keyed {
+        if key.2.is_some() && last.as_ref() == Some(&key) {
+            if let Some(series) = out.last_mut() {
+                series.push(xy);
+            }
+        } else {
+            out.push(vec![xy]);
+        }
+        last = Some(key);
+    }
+    out
 }
 
 /// The decade-aligned axis ranges that hold every point, ceiling and ridge of every device.
@@ -540,7 +579,7 @@ fn draw_chart(
         let sweep: Vec<(f64, f64)> = cal
             .points
             .iter()
-            .filter(|p| p.family != Family::Stream)
+            .filter(|p| p.family == Family::Intensity)
             .map(|p| (p.flop_per_byte, p.gflops))
             .collect();
         points_px.extend(stream.iter().chain(&sweep).map(|c| chart.backend_coord(c)));
@@ -571,6 +610,34 @@ fn draw_chart(
                 .map_err(draw_err)?
                 .label(format!("{}: intensity sweep", short_name(cals, i)))
                 .legend(move |(x, y)| TriangleMarker::new((x + 11, y), 7, marker));
+            anything = true;
+        }
+        let gemm = gemm_series(cal);
+        points_px.extend(gemm.iter().flatten().map(|c| chart.backend_coord(c)));
+        let thin = ShapeStyle::from(&color.mix(0.8)).stroke_width(1);
+        for (n, series) in gemm.iter().enumerate() {
+            if series.len() > 1 {
+                chart
+                    .draw_series(LineSeries::new(series.iter().copied(), thin))
+                    .map_err(draw_err)?;
+            }
+            let drawn = chart
+                .draw_series(series.iter().map(|&c| {
+                    EmptyElement::at(c)
+                        + Rectangle::new([(-4, -4), (4, 4)], marker)
+                        + Rectangle::new([(-4, -4), (4, 4)], outline)
+                }))
+                .map_err(draw_err)?;
+            if n == 0 {
+                drawn
+                    .label(format!(
+                        "{}: GEMM (a weight's batch sweep joined in order of M)",
+                        short_name(cals, i)
+                    ))
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x + 7, y - 4), (x + 15, y + 4)], marker)
+                    });
+            }
             anything = true;
         }
     }
@@ -923,6 +990,40 @@ mod tests {
     }
 
     /// Cache ceilings are drawn as their own roofs and named along them.
+    /// GEMM points are squares, and each weight shape's batch sweep is one line through its
+    /// points in order of M; a square shape stands alone.
+    #[test]
+    fn gemm_batch_sweeps_are_connected_series() {
+        use crate::bench::gemm::{self, Shape};
+        let mut records = crate::roofline::tests::synthetic_run();
+        let gemm_row = |shape: Shape, gflops: f64| {
+            let case = gemm::case("simd", Precision::F32, shape);
+            crate::roofline::tests::row(
+                Family::Gemm,
+                "simd",
+                Precision::F32,
+                case.param,
+                (case.work.bytes(), case.work.flops),
+                case.work.flops as f64 / (gflops * 1e9),
+                true,
+            )
+        };
+        for m in [64, 1, 8] {
+            records.push(gemm_row(Shape::new(m, 4096, 4096), 100.0 * m as f64));
+        }
+        records.push(gemm_row(Shape::new(2, 14336, 4096), 100.0));
+        records.push(gemm_row(Shape::square(1024), 9000.0));
+        let cal = cal_of(records);
+        let series = gemm_series(&cal);
+        let lens: Vec<usize> = series.iter().map(Vec::len).collect();
+        assert_eq!(lens, [1, 3, 1], "square, 4096x4096 sweep, 14336x4096 sweep");
+        // ascending in M, so in intensity
+        assert!(series[1].windows(2).all(|w| w[0].0 < w[1].0), "{series:?}");
+        let svg = render(&[cal]).unwrap();
+        assert!(svg.contains("GEMM (a weight"), "legend");
+        assert!(svg.matches("<polyline").count() >= 1);
+    }
+
     #[test]
     fn cache_roofs_are_drawn_and_named() {
         use crate::roofline::tests::row;
@@ -933,7 +1034,7 @@ mod tests {
                 Family::Cache,
                 kernel,
                 Precision::I32,
-                Some(4096),
+                Some(crate::bench::Param::Count(4096)),
                 (bytes, 0),
                 bytes as f64 / (gbps * 1e9),
                 true,
