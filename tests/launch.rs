@@ -740,3 +740,90 @@ fn kernels_doing_other_work_than_the_row_are_invalid() {
         );
     }
 }
+
+/// Runs a GEMM case's launch under the interpreter and checks C with the backend's own check.
+fn gemm_verdict(case: &Case, m: &Module) -> Result<roofprobe::bench::Verdict, String> {
+    let launch = launch::plan(case, 1)?;
+    let (out, records) = run(&launch, m)?;
+    assert!(records.is_empty(), "a GEMM launch has no block records");
+    Ok(launch.verify(&out, &records))
+}
+
+/// The PTX GEMM kernels compute the exact product at edge shapes (M, N and K of 1, 17 and 129,
+/// and shapes that are not multiples of the 128 × 128 × 32 tile or of the 16-byte rows),
+/// launched exactly as described: 64 KiB of dynamic shared memory, 256 threads, one block per
+/// tile, A and B padded to rows of a multiple of 8 elements.
+#[test]
+fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
+    use roofprobe::bench::gemm::{self, Shape};
+    let mut cache = BTreeMap::new();
+    let mut shapes = Vec::new();
+    for m in [1, 17, 129] {
+        for n in [1, 17, 129] {
+            for k in [1, 17, 129] {
+                shapes.push(Shape::new(m, n, k));
+            }
+        }
+    }
+    shapes.extend([Shape::new(130, 257, 100), Shape::new(256, 128, 64)]);
+    let mut failures = Vec::new();
+    for p in gemm::GPU_PRECISIONS {
+        for &shape in &shapes {
+            let case = gemm::case(gemm::GPU_OURS, p, shape);
+            let launch = launch::plan(&case, 1).unwrap();
+            assert_eq!(
+                (
+                    launch.block,
+                    launch.dynamic_shared_bytes,
+                    launch.grid as u64
+                ),
+                (256, 64 << 10, gemm::gpu_blocks(shape))
+            );
+            let m = module(launch.entry.module, &mut cache);
+            match gemm_verdict(&case, m) {
+                Ok(v) if v.valid => {}
+                Ok(v) => failures.push(format!("{}: {}", case.id(), v.detail)),
+                Err(e) => failures.push(format!("{}: {e}", case.id())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Planted mistakes in the GEMM kernel are caught under the interpreter: B's fragments loaded
+/// with `.trans` (the wrong layout), and the pipeline's `cp.async.wait_group` left out (the
+/// fragments are read before their tile has landed).
+#[test]
+fn gemm_planted_mistakes_are_caught() {
+    use roofprobe::bench::gemm::{self, Shape};
+    let case = gemm::case(gemm::GPU_OURS, Precision::Bf16F32, Shape::new(33, 40, 70));
+    let launch = launch::plan(&case, 1).unwrap();
+    let mut cache = BTreeMap::new();
+    let good = module(launch.entry.module, &mut cache);
+    assert!(gemm_verdict(&case, good).unwrap().valid);
+    let name = &launch.entry.name;
+    let mutants = [
+        (
+            "a wrong .trans",
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%fb0",
+            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%fb0",
+        ),
+        (
+            "a missing cp.async.wait_group",
+            "cp.async.wait_group 2;",
+            "",
+        ),
+    ];
+    for (what, from, to) in mutants {
+        let m = mutated(launch.entry.module, name, from, to);
+        match gemm_verdict(&case, &m) {
+            Ok(v) => assert!(!v.valid, "{what} was not caught"),
+            // a read of a tile before it landed is a shared-memory race between the warp whose
+            // copy it was and the reader (the interpreter names it)
+            Err(e) => assert!(
+                e.contains("race") || e.contains("poison"),
+                "{what}: refused for another reason: {e}"
+            ),
+        }
+    }
+}

@@ -496,7 +496,8 @@ impl CudaBackend {
             ModuleId::Mma => self.modules.mma.get(id),
             ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
             ModuleId::Cache => self.modules.cache.get(id),
-            ModuleId::Sweep(..) => {
+            // gemm (branch gemm): a GEMM expansion is loaded per case too.
+            ModuleId::Sweep(..) | ModuleId::Gemm(..) => {
                 let during = format!("loading kernels/{}", id.file());
                 self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
             }

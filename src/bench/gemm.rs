@@ -311,6 +311,111 @@ pub fn cases(
         .collect()
 }
 
+// ---------------------------------------------------------------------------------------------
+// The PTX kernels (kernels/gemm.ptx.in)
+
+/// The template of the tensor-core GEMM kernels.
+pub const TEMPLATE: &str = crate::kernels::GEMM_TEMPLATE;
+
+/// The precisions of the PTX GEMM kernels: bf16 and f16 inputs, f32 accumulation and output.
+pub const GPU_PRECISIONS: [Precision; 2] = [Precision::Bf16F32, Precision::F16F32];
+
+/// Block tile of the PTX kernels: 128 × 128 of C per block, K in steps of 32.
+pub const GPU_TILE_M: u64 = 128;
+pub const GPU_TILE_N: u64 = 128;
+pub const GPU_TILE_K: u64 = 32;
+/// Threads per block (8 warps: 2 along M × 4 along N, each 64 × 32 of C).
+pub const GPU_BLOCK: u32 = 256;
+/// Pipeline stages, each an A and a B tile of 128 × 32 16-bit elements.
+pub const GPU_STAGES: u32 = 4;
+/// Dynamic shared memory per block: 64 KiB, above the 48 KiB default (the launch raises it).
+pub const GPU_SHARED_BYTES: u32 = GPU_STAGES * 2 * (GPU_TILE_M as u32) * (GPU_TILE_K as u32) * 2;
+/// Elements the rows of A and B are padded to (16 bytes of 16-bit elements): the kernel's
+/// `cp.async` copies 16-byte chunks from 16-byte aligned rows.
+pub const GPU_ROW_ALIGN: u64 = 8;
+
+/// The type name of a PTX GEMM's inputs: `bf16`, `f16`.
+fn input_type(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Bf16F32 => "bf16",
+        Precision::F16F32 => "f16",
+        other => panic!("{other} has no PTX GEMM kernel"),
+    }
+}
+
+/// The PTX entry of `precision`'s GEMM: `gemm_bf16_f32`.
+pub fn entry_name(precision: Precision) -> String {
+    format!("gemm_{}_f32", input_type(precision))
+}
+
+/// The module of `precision`'s GEMM kernel, expanded from [`TEMPLATE`].
+pub fn expand(precision: Precision) -> String {
+    TEMPLATE
+        .replace("@IN@", input_type(precision))
+        .replace("@NAME@", input_type(precision))
+}
+
+/// The leading dimension (row stride, elements) the PTX kernels get for A and B: K rounded up
+/// to [`GPU_ROW_ALIGN`]; the padding holds zeros the kernel never reads.
+pub fn gpu_leading_dimension(k: u64) -> u64 {
+    k.div_ceil(GPU_ROW_ALIGN) * GPU_ROW_ALIGN
+}
+
+/// Blocks of a PTX GEMM launch: one per 128 × 128 tile of C.
+pub fn gpu_blocks(shape: Shape) -> u64 {
+    shape.m.div_ceil(GPU_TILE_M) * shape.n.div_ceil(GPU_TILE_N)
+}
+
+/// What the PTX kernels need of their operands, checked before a launch: dimensions that fit
+/// the kernel's `.u32` parameters and 2^31 − 1 blocks, leading dimensions that are multiples of
+/// [`GPU_ROW_ALIGN`] and at least K (16-byte aligned rows; the device arrays themselves are
+/// 256-byte aligned).
+pub fn check_operands(shape: Shape, lda: u64, ldb: u64) -> Result<(), String> {
+    let fits = |v: u64| v <= u32::MAX as u64;
+    if !(fits(shape.m) && fits(shape.n) && fits(shape.k) && fits(lda) && fits(ldb)) {
+        return Err(format!(
+            "{shape}: dimensions past 2^32 do not fit the kernel's .u32"
+        ));
+    }
+    if gpu_blocks(shape) > i32::MAX as u64 {
+        return Err(format!(
+            "{shape}: more tiles than the driver's 2^31 - 1 blocks"
+        ));
+    }
+    for (name, ld) in [("lda", lda), ("ldb", ldb)] {
+        if ld < shape.k || ld % GPU_ROW_ALIGN != 0 {
+            return Err(format!(
+                "{shape}: {name} = {ld} must be at least K and a multiple of {GPU_ROW_ALIGN} \
+                 elements (16-byte rows for cp.async)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Bits of the 16-bit input element `v` (a small integer, exact) in `precision`'s input type.
+pub fn input_bits16(precision: Precision, v: i64) -> u16 {
+    match precision {
+        Precision::Bf16F32 => super::arith::bf16_bits(v as f64),
+        Precision::F16F32 => super::arith::f16_bits(v as f64),
+        other => panic!("{other} has no 16-bit inputs"),
+    }
+}
+
+/// Word `i` (32 bits, two 16-bit elements, the lower address low) of input `matrix` (0: A,
+/// 1: B) of `shape`, stored row-major with row stride `ld` elements, zero in the padding.
+pub fn operand_word(precision: Precision, shape: Shape, matrix: u64, ld: u64, i: u64) -> u64 {
+    let rows = if matrix == 0 { shape.m } else { shape.n };
+    let element = |e: u64| -> u64 {
+        let (row, col) = (e / ld, e % ld);
+        if row >= rows || col >= shape.k {
+            return 0;
+        }
+        input_bits16(precision, input(matrix, row * shape.k + col)) as u64
+    };
+    element(2 * i) | element(2 * i + 1) << 16
+}
+
 /// Hash streams of the two inputs.
 const A_ARRAY: u64 = 0x6A;
 const B_ARRAY: u64 = 0x6B;
@@ -652,6 +757,32 @@ mod tests {
             "Llama 3 70B FFN gate/up projection"
         );
         assert!(weight_of(Shape::new(3, 4096, 4096)).is_none());
+    }
+
+    #[test]
+    fn gpu_operands_are_padded_aligned_and_checked() {
+        assert_eq!(gpu_leading_dimension(1), 8);
+        assert_eq!(gpu_leading_dimension(129), 136);
+        assert_eq!(gpu_blocks(Shape::new(129, 1, 17)), 2);
+        assert_eq!(GPU_SHARED_BYTES, 64 << 10);
+        let s = Shape::new(3, 2, 5);
+        assert!(check_operands(s, 8, 8).is_ok());
+        assert!(check_operands(s, 5, 8)
+            .unwrap_err()
+            .contains("multiple of 8"));
+        assert!(check_operands(s, 8, 0).unwrap_err().contains("ldb"));
+        // word 0 of A: elements (0,0) and (0,1); the padding past K reads as zero
+        let w = operand_word(Precision::Bf16F32, s, 0, 8, 0);
+        let lo = crate::bench::arith::bf16_value(w as u16);
+        assert_eq!(lo as i64, input(0, 0));
+        assert_eq!(
+            operand_word(Precision::F16F32, s, 1, 8, 3) >> 16,
+            0,
+            "column 7 > K"
+        );
+        assert!(expand(Precision::F16F32).contains(".visible .entry gemm_f16_f32("));
+        let text = expand(Precision::Bf16F32);
+        assert!(!text.contains("@IN@") && !text.contains("@NAME@"));
     }
 
     #[test]
