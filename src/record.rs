@@ -18,6 +18,9 @@ use std::path::Path;
 /// The CSV schema this build writes and reads.
 pub const SCHEMA: &str = "roofprobe-csv/2";
 
+/// How a skipped row's status starts.
+pub const SKIPPED: &str = "skipped: ";
+
 /// The schema before it: no `ratio_to_reference` column, every `param` a number. This build
 /// still reads it (its rows get an empty ratio).
 pub const SCHEMA_V1: &str = "roofprobe-csv/1";
@@ -126,6 +129,8 @@ pub enum Outcome<'a> {
     },
     /// Could not be prepared, run or checked.
     Failed { error: &'a str },
+    /// Not run, for a reason that is no fault (a reference library that is not installed).
+    Skipped { why: &'a str },
 }
 
 impl Record {
@@ -211,8 +216,16 @@ impl Record {
             Outcome::Failed { error } => {
                 r.status = format!("error: {error}");
             }
+            Outcome::Skipped { why } => {
+                r.status = format!("{SKIPPED}{why}");
+            }
         }
         r
+    }
+
+    /// Whether the case was skipped (not run, no fault: `skipped: <why>`), not failed.
+    pub fn is_skipped(&self) -> bool {
+        !self.valid && self.status.starts_with(SKIPPED)
     }
 
     /// `family/kernel/precision[/param]`, as [`Case::id`].

@@ -246,6 +246,14 @@ pub fn run(
                 &conditions,
                 join(launch, note),
             ),
+            Err(crate::Error::Skipped(why)) => Record::new(
+                identity,
+                timestamp,
+                case,
+                Outcome::Skipped { why },
+                &conditions,
+                note.clone(),
+            ),
             Err(e) => Record::new(
                 identity,
                 timestamp,
@@ -445,6 +453,63 @@ mod tests {
         );
         let other_type = row(gemm::HOST_REFERENCE, Precision::F64, shape, 2e-3, true);
         assert_eq!(ratio_to_reference(&ours, &[other_shape, other_type]), None);
+    }
+
+    /// A backend that skips every case, as the CUDA backend skips cuBLAS rows without cuBLAS.
+    struct SkippingBackend {
+        info: crate::backend::DeviceInfo,
+    }
+
+    impl Backend for SkippingBackend {
+        fn info(&self) -> &crate::backend::DeviceInfo {
+            &self.info
+        }
+        fn cases(&self, _: SizeRequest) -> Result<Vec<PlannedCase>> {
+            Ok(Vec::new())
+        }
+        fn prepare(&mut self, _: &Case) -> Result<Box<dyn PreparedCase + '_>> {
+            Err(crate::Error::Skipped("no cuBLAS found (tried …)".into()))
+        }
+        fn conditions(&self) -> Conditions {
+            Conditions::default()
+        }
+        fn min_sample_secs(&self) -> f64 {
+            1e-3
+        }
+    }
+
+    /// A skipped case keeps its row, says `skipped: <why>`, has no figures and is told apart
+    /// from a failure (the run's exit code does not count it).
+    #[test]
+    fn a_skipped_case_says_why_and_is_not_a_failure() {
+        use crate::bench::{gemm, Precision};
+        let identity = crate::record::tests::identity();
+        let mut backend = SkippingBackend {
+            info: identity.device.clone(),
+        };
+        let case = gemm::case(
+            gemm::GPU_REFERENCE,
+            Precision::Bf16F32,
+            gemm::Shape::square(256),
+        );
+        let planned = [PlannedCase {
+            case,
+            note: String::new(),
+        }];
+        let rows = run(
+            &mut backend,
+            &identity,
+            &RunConfig::quick(),
+            &planned,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(rows[0].status, "skipped: no cuBLAS found (tried …)");
+        assert!(rows[0].is_skipped() && !rows[0].valid && rows[0].gflops.is_none());
+        let mut failed = rows[0].clone();
+        failed.status = "error: out of memory".into();
+        assert!(!failed.is_skipped());
     }
 
     #[test]

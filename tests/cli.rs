@@ -173,7 +173,21 @@ fn devices_lists_the_host() {
         .assert()
         .success()
         .stdout(predicate::str::contains("host — "))
-        .stdout(predicate::str::contains("memory"));
+        .stdout(predicate::str::contains("memory"))
+        .stdout(predicate::str::contains("cuBLAS: "));
+    // `devices` says which cuBLAS it found, or why none: here, one named that is not a library
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("libcublas.so.13");
+    std::fs::write(&fake, "not a library").unwrap();
+    roofprobe()
+        .arg("devices")
+        .env("ROOFPROBE_CUBLAS", &fake)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "cuBLAS: none: ROOFPROBE_CUBLAS={} does not load as cuBLAS",
+            fake.display()
+        )));
 }
 
 /// Bad input: one `error: …` line saying what to do, exit 1, no panic.

@@ -44,6 +44,11 @@ use std::mem::ManuallyDrop;
 use std::sync::{Arc, Once, OnceLock};
 use std::time::{Duration, Instant};
 
+// gemm (branch gemm): the GEMM rows' driver code (dynamic shared memory, cuBLAS) lives in its
+// own file, as a child of this module.
+#[path = "cuda_gemm.rs"]
+mod gemm_driver;
+
 /// How long one timed batch of launches may take before its kernel is presumed runaway. No
 /// sample of a correct run comes near it (samples last about 10 ms, one peak launch about 2 ms);
 /// a kernel that reads its loop count from the wrong bits can run for hours.
@@ -703,6 +708,10 @@ impl Backend for CudaBackend {
     }
 
     fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
+        // gemm (branch gemm): a cuBLAS row runs the PTX row's arrays through cuBLAS.
+        if case.family == Family::Gemm && case.kernel == crate::bench::gemm::GPU_REFERENCE {
+            return gemm_driver::prepare_cublas(self, case);
+        }
         Ok(Box::new(GpuCase::new(self, case)?))
     }
 
@@ -801,6 +810,8 @@ impl<'b> GpuCase<'b> {
         let func = backend.function(&module, &entry.name)?;
         let grid = backend.one_wave(&func, &entry.name)?;
         let launch = launch::plan(case, grid).map_err(Error::Usage)?;
+        // gemm (branch gemm): more than 48 KiB of dynamic shared memory is raised per function.
+        gemm_driver::raise_dynamic_shared(backend, &func, &launch)?;
         let free = backend.free_bytes()?;
         let needed = launch.device_bytes();
         if needed > free / 100 * 95 {
@@ -1014,8 +1025,8 @@ impl PreparedCase for GpuCase<'_> {
             Family::Stream | Family::Cache => false,
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.count().is_some_and(|k| k > 0),
-            // gemm (branch gemm): GEMM cases run through cuda_gemm.rs, not GpuCase.
-            Family::Gemm => false,
+            // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.
+            Family::Gemm => true,
         };
         arithmetic
             .then(|| {

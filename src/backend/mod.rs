@@ -9,6 +9,7 @@
 //! A backend must never print or exit; it returns [`crate::Error`]s whose messages tell the user
 //! what to do.
 
+pub mod cublas;
 pub mod cuda;
 pub mod cuda_plan;
 pub mod host;

@@ -64,6 +64,11 @@ pub fn devices() -> Result<i32> {
         }
         Err(e) => emit(&format!("CUDA: none ({e})\n\n"))?,
     }
+    // The GEMM rows' reference line on a GPU.
+    emit(&format!(
+        "cuBLAS: {}\n\n",
+        crate::backend::cublas::describe()
+    ))?;
     emit(&format!("{}\n", describe(&host_info())))?;
     Ok(0)
 }
