@@ -25,10 +25,10 @@
 //! each chosen at run time by [`super::host_compute::Simd::detect`]; a portable scalar kernel
 //! elsewhere.
 //!
-//! For M ≤ [`SMALL_M`] (a decode step, a matrix-vector product) the product is bound by reading
-//! B once, and packing B would add a write and a read of it: there each worker takes a share of
-//! B's rows and computes the dot products of all of A's rows with four of its rows at a time,
-//! straight from the matrices, SIMD along K.
+//! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
+//! bound by reading B once, and packing B would add a write and a read of it: there each worker
+//! takes a share of B's rows and computes the dot products of four of A's rows (padded to a
+//! multiple of four) with four of its rows at a time, straight from the matrices, SIMD along K.
 //!
 //! The workers are the backend's pinned pool, one pass of the pool per product, separated into
 //! phases by a spin barrier. The reference runs on rayon's pool with as many threads.
@@ -45,8 +45,9 @@ use crate::bench::{Case, Precision, Verdict};
 use crate::{Error, Result};
 use std::time::Instant;
 
-/// Largest M the dot-product path takes.
-pub const SMALL_M: usize = 4;
+/// Largest M the dot-product path takes: up to here the product reads B once from DRAM and
+/// A's few rows from cache, where packing B would add a write and a read of all of it.
+pub const SMALL_M: usize = 16;
 /// Depth of one K block: an NR-wide sliver of B (KC × NR) stays in L1.
 pub const KC: usize = 256;
 /// Rows of one packed A block (MC × KC, in L2), rounded down to a multiple of MR.
@@ -444,15 +445,16 @@ fn ours<T: GemmElement>(
         let mine = &mut *guard;
         for _ in 0..reps {
             if m <= SMALL_M {
-                // A's rows padded to four (the last repeated; its results are dropped), so
-                // the kernel always reads four rows at one stride.
-                for ii in 0..4 {
+                // A's rows padded to a multiple of four (the last repeated; those results are
+                // dropped), so the kernel always reads four rows at one stride.
+                let groups = m.div_ceil(4);
+                for ii in 0..4 * groups {
                     let row = ii.min(m - 1);
                     // SAFETY: row < m, and a holds m × k elements.
                     let src = unsafe { std::slice::from_raw_parts(a_ptr.get().add(row * k), k) };
                     mine.a[ii * k..(ii + 1) * k].copy_from_slice(src);
                 }
-                // Each worker: its share of B's rows, four at a time.
+                // Each worker: its share of B's rows, four at a time, against every group.
                 let rows = chunk(n, threads, t, 4);
                 let mut out = [T::default(); 16];
                 let mut j = rows.start;
@@ -471,14 +473,16 @@ fn ours<T: GemmElement>(
                         }
                         mine.tile.as_ptr()
                     };
-                    // SAFETY: both operands are four rows of k elements at stride k; the
-                    // elements of C written are rows 0..m of columns j..j+valid_j, this
-                    // worker's share.
-                    unsafe {
-                        dot(k, mine.a.as_ptr(), k, b_rows, k, &mut out);
-                        for ii in 0..m {
-                            for jj in 0..valid_j {
-                                *c_ptr.get().add(ii * n + j + jj) = out[ii * 4 + jj];
+                    for g in 0..groups {
+                        // SAFETY: both operands are four rows of k elements at stride k; the
+                        // elements of C written are rows 4g .. of columns j..j+valid_j, this
+                        // worker's share.
+                        unsafe {
+                            dot(k, mine.a.as_ptr().add(4 * g * k), k, b_rows, k, &mut out);
+                            for ii in 0..4.min(m - 4 * g) {
+                                for jj in 0..valid_j {
+                                    *c_ptr.get().add((4 * g + ii) * n + j + jj) = out[ii * 4 + jj];
+                                }
                             }
                         }
                     }
@@ -708,11 +712,11 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
                 .collect();
             (vec![T::default(); panel], scratch)
         } else {
-            // The dot-product path pads A's rows, and B's last rows, to four.
+            // The dot-product path pads A's rows, and B's last rows, to a multiple of four.
             let scratch = (0..pool.threads())
                 .map(|_| {
                     std::sync::Mutex::new(Scratch {
-                        a: vec![T::default(); 4 * k],
+                        a: vec![T::default(); 4 * m.div_ceil(4) * k],
                         tile: vec![T::default(); 4 * k],
                     })
                 })
@@ -856,6 +860,8 @@ mod tests {
         }
         shapes.extend([
             Shape::new(4, 9, 33),
+            Shape::new(16, 9, 33),
+            Shape::new(13, 7, 5),
             Shape::new(5, 33, 300),
             Shape::new(200, 70, 600),
             Shape::new(9, 2100, 20),
