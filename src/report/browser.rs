@@ -1,8 +1,8 @@
 //! The roofline SVGs held to the browser's own text boxes: each picture of the readability
 //! tests is loaded in headless Chromium, every `<text>` measured with `getBBox()` (turned by
 //! `getCTM()`), and the test fails on two texts that overlap, a text on a point or ridge marker
-//! (or the ring around a point above its roof) or on a roof line, or a text wider or taller than
-//! the layout's estimate ([`super::labels::text_width`]). Run once with the SVG's own fonts and once with each of
+//! (or the ring around a point above its roof) or on a roof line or a GEMM sweep's line, or a
+//! text wider or taller than the layout's estimate ([`super::labels::text_width`]). Run once with the SVG's own fonts and once with each of
 //! DejaVu Sans and Liberation Sans forced, the widest and the most common sans-serif metrics.
 //!
 //! Where Chromium is absent (looked for as `$ROOFPROBE_CHROMIUM`, then `chromium`,
@@ -56,8 +56,11 @@ for (const svg of document.querySelectorAll('svg')) {
     width: el.getBBox().width, height: el.getBBox().height,
     family: getComputedStyle(el).fontFamily, box: corners(el, 0) }));
   const markers = [...svg.querySelectorAll('.point, .ridge, .above-roof')].map(el => corners(el, 0));
-  const roofs = [...svg.querySelectorAll('polyline.roof')].map(el =>
-    el.getAttribute('points').trim().split(/\s+/).map(p => p.split(',').map(Number)));
+  // Roof lines, and each segment of a GEMM sweep's line (a polyline is not convex).
+  const roofs = [...svg.querySelectorAll('polyline.roof, polyline.series')].flatMap(el => {
+    const pts = el.getAttribute('points').trim().split(/\s+/).map(p => p.split(',').map(Number));
+    return pts.slice(1).map((p, i) => [pts[i], p]);
+  });
   const faults = [];
   texts.forEach((t, i) => {
     texts.slice(i + 1).forEach(u => {

@@ -202,7 +202,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
-                    Family::Intensity | Family::Cache => None,
+                    Family::Intensity | Family::Cache | Family::Gemm => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",
@@ -641,7 +641,12 @@ mod tests {
             let rows = run.records.as_mut().unwrap();
             let first = rows[0].clone();
             for (family, kernel, param, work) in [
-                (Family::Cache, "l2", Some(4096), (1u64 << 30, 0)),
+                (
+                    Family::Cache,
+                    "l2",
+                    Some(crate::bench::Param::Count(4096)),
+                    (1u64 << 30, 0),
+                ),
                 (Family::Peak, "fma", None, (0, 1u64 << 40)),
             ] {
                 let mut r = row(family, kernel, Precision::I32, param, work, 1e-3, true);

@@ -1,7 +1,8 @@
-//! What the labels of the roofline say, and where each may go: the names of roofs and ridges
-//! (one name for the roofs drawn on top of each other, in one run or several), and for each its
-//! candidate spots for [`super::labels::place`]: along a memory roof, near a compute roof's end
-//! or in a column of names beside the plot, around a ridge marker.
+//! What the labels of the roofline say, and where each may go: the names of roofs, ridges and
+//! GEMM batch sweeps (one name for the things drawn on top of each other, in one run or
+//! several), and for each its candidate spots for [`super::labels::place`]: along a memory roof,
+//! near a compute roof's end or in a column of names beside the plot, around a ridge marker or
+//! a sweep's last point.
 //!
 //! It must not place anything itself or draw anything.
 
@@ -26,6 +27,8 @@ pub(crate) enum Place {
     },
     /// Beside a ridge marker.
     Beside { at: Xy, size: f64, measured: bool },
+    /// Beside the first point (M = 1) of a GEMM batch sweep.
+    SeriesEnd { at: Xy, size: f64 },
 }
 
 /// One roof's (or ridge's) figure in a name: `[B]`, `f32`, `545`, `GFLOP/s`, ` measured`.
@@ -97,7 +100,8 @@ impl Named {
             (Place::RoofEnd { z, .. }, Place::RoofEnd { z: z2, .. }) => {
                 (z.1 - z2.1).abs() <= COINCIDE_PX
             }
-            (Place::Beside { at, .. }, Place::Beside { at: at2, .. }) => {
+            (Place::Beside { at, .. }, Place::Beside { at: at2, .. })
+            | (Place::SeriesEnd { at, .. }, Place::SeriesEnd { at: at2, .. }) => {
                 (at.0 - at2.0).hypot(at.1 - at2.1) <= 2.0 * COINCIDE_PX
             }
             _ => false,
@@ -113,8 +117,10 @@ impl Named {
     }
 
     fn composed(&self) -> String {
-        if matches!(self.place, Place::Beside { .. }) {
-            return ridge_text(&self.figures);
+        match self.place {
+            Place::Beside { .. } => return ridge_text(&self.figures),
+            Place::SeriesEnd { .. } => return series_text(&self.figures),
+            _ => {}
         }
         // Figures that read the same, in order of first appearance: their runs and stems.
         let mut groups: Vec<(&Figure, Vec<&str>, Vec<&str>)> = Vec::new();
@@ -187,6 +193,12 @@ impl Named {
                 column,
             } => roof_name(&text, a, z, measured, column),
             Place::Beside { at, size, measured } => beside_marker(&text, at, size, measured),
+            // left of the sweep's first point first (the sweep runs up and to the right), and
+            // a longer leader line than a ridge's: sweeps start close together
+            Place::SeriesEnd { at, size } => Label {
+                leader_max: 220.0,
+                ..beside_marker(&text, at, size, false)
+            },
         }
     }
 }
@@ -265,6 +277,49 @@ fn ridge_text(figures: &[Figure]) -> String {
     runs.iter()
         .zip(&spans)
         .map(|(run, s)| format!("{}ridge {}", tag(*run), said(s)))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The name of GEMM batch sweeps starting on one spot: `N×K 14336×4096`; several weights in
+/// one name (`N×K 4096×14336, 14336×4096`); several runs' with their letters, together where
+/// they name the same weights (`[A,B] N×K …`), else one after the other (`[A] N×K 4096×4096 ·
+/// [B] N×K 8192×8192`).
+fn series_text(figures: &[Figure]) -> String {
+    // each run's weights, in order of first appearance
+    let mut runs: Vec<(Option<&str>, Vec<&str>)> = Vec::new();
+    for f in figures {
+        let run = f.run.as_deref();
+        let i = match runs.iter().position(|(r, _)| *r == run) {
+            Some(i) => i,
+            None => {
+                runs.push((run, Vec::new()));
+                runs.len() - 1
+            }
+        };
+        if !runs[i].1.contains(&f.value.as_str()) {
+            runs[i].1.push(&f.value);
+        }
+    }
+    // runs that name the same weights, together
+    let mut groups: Vec<(Vec<&str>, &Vec<&str>)> = Vec::new();
+    for (run, weights) in &runs {
+        match groups.iter_mut().find(|(_, w)| *w == weights) {
+            Some((letters, _)) => letters.extend(*run),
+            None => groups.push((run.iter().copied().collect(), weights)),
+        }
+    }
+    let stem = figures.first().map_or("", |f| f.stem.as_str());
+    groups
+        .iter()
+        .map(|(letters, weights)| {
+            let who = if letters.is_empty() {
+                String::new()
+            } else {
+                format!("[{}] ", letters.join(","))
+            };
+            format!("{who}{stem} {}", weights.join(", "))
+        })
         .collect::<Vec<_>>()
         .join(" · ")
 }

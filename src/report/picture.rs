@@ -50,12 +50,16 @@ pub(crate) enum Fill {
     Ring,
 }
 
-/// A marker's shape; the size is its circumradius, px.
+/// A marker's shape; the size is its circumradius (a square's and a cross's half width), px.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Mark {
     Circle,
     Triangle,
     Diamond,
+    /// A GEMM of ours.
+    Square,
+    /// A GEMM of a reference implementation (cuBLAS, the `gemm` crate): a plus sign.
+    Cross,
 }
 
 /// One element of the picture. `class` goes into the SVG, so a check in a browser can tell roofs
@@ -117,6 +121,18 @@ impl Item {
         }
     }
 }
+
+/// The size of a point's marker by shape: the shapes look alike in area.
+pub(crate) fn point_size(mark: Mark) -> f64 {
+    match mark {
+        Mark::Circle => 4.5,
+        Mark::Square | Mark::Cross => 4.5,
+        Mark::Triangle | Mark::Diamond => 6.0,
+    }
+}
+
+/// Stroke width, px, of a GEMM batch sweep's line (thinner than a roof's).
+pub(crate) const SERIES_WIDTH: f64 = 1.2;
 
 /// The extent a marker covers, stroke included.
 pub(crate) fn marker_extent(at: Xy, size: f64) -> Shape {
@@ -252,16 +268,39 @@ fn write_item(s: &mut String, item: &Item) {
                         n(*size)
                     );
                 }
-                Mark::Triangle | Mark::Diamond => {
+                Mark::Triangle | Mark::Diamond | Mark::Square | Mark::Cross => {
                     let r = *size;
-                    let corners = if *mark == Mark::Triangle {
-                        vec![
+                    // a cross's arms are 2/5 of its width thick
+                    let t = 0.4 * r;
+                    let corners = match mark {
+                        Mark::Triangle => vec![
                             (x, y - r),
                             (x + 0.866 * r, y + 0.5 * r),
                             (x - 0.866 * r, y + 0.5 * r),
-                        ]
-                    } else {
-                        vec![(x, y - r), (x + r, y), (x, y + r), (x - r, y)]
+                        ],
+                        Mark::Diamond => vec![(x, y - r), (x + r, y), (x, y + r), (x - r, y)],
+                        Mark::Square => {
+                            vec![
+                                (x - r, y - r),
+                                (x + r, y - r),
+                                (x + r, y + r),
+                                (x - r, y + r),
+                            ]
+                        }
+                        _ => vec![
+                            (x - t, y - r),
+                            (x + t, y - r),
+                            (x + t, y - t),
+                            (x + r, y - t),
+                            (x + r, y + t),
+                            (x + t, y + t),
+                            (x + t, y + r),
+                            (x - t, y + r),
+                            (x - t, y + t),
+                            (x - r, y + t),
+                            (x - r, y - t),
+                            (x - t, y - t),
+                        ],
                     };
                     let pts: Vec<String> = corners
                         .iter()
@@ -403,6 +442,8 @@ pub(crate) enum Swatch {
     Stroke(Option<&'static str>),
     Ridge(Option<&'static str>),
     Point(Mark),
+    /// A GEMM batch sweep: a thin line through two points (dashed: a reference's).
+    Series(Mark, Option<&'static str>),
     /// The ring around a point above its roof.
     AboveRoof,
     Block(Rgb),
@@ -526,8 +567,27 @@ impl Legend {
             }
             Swatch::Ridge(dash) => items.push(marker(Mark::Diamond, 6.5, Fill::Hollow, dash)),
             Swatch::Point(mark) => {
-                let size = if mark == Mark::Circle { 4.5 } else { 6.0 };
-                items.push(marker(mark, size, Fill::Solid, None));
+                items.push(marker(mark, point_size(mark), Fill::Solid, None));
+            }
+            Swatch::Series(mark, dash) => {
+                items.push(Item::Line {
+                    points: vec![(x + 3.0, y + 4.0), (x + SWATCH_W - 3.0, y - 4.0)],
+                    stroke: GREY,
+                    width: SERIES_WIDTH,
+                    dash,
+                    class: "swatch",
+                });
+                for end in [(x + 5.0, y + 3.0), (x + SWATCH_W - 5.0, y - 3.0)] {
+                    items.push(Item::Marker {
+                        mark,
+                        at: end,
+                        size: 3.0,
+                        colour: GREY,
+                        fill: Fill::Solid,
+                        dash: None,
+                        class: "swatch",
+                    });
+                }
             }
             Swatch::AboveRoof => {
                 items.push(marker(Mark::Triangle, 6.0, Fill::Solid, None));

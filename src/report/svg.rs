@@ -6,8 +6,12 @@
 //! What it shows: log-log axes trimmed to the data (points, ceilings and ridges, with room for
 //! the roofs' names), ticks at 1-2-5 where they fit; measured ceilings solid, spec ceilings
 //! dashed; one colour per memory level and per precision, the points in their precision's
-//! colour and shaped by family (circle: STREAM kernel, triangle: intensity sweep); ridges as
-//! diamonds (solid outline: measured, dashed: spec), a shape no point has. Several runs overlay
+//! colour and shaped by family (circle: STREAM kernel, triangle: intensity sweep, square: our
+//! GEMM, plus sign: a reference implementation's GEMM); each weight shape's GEMM batch sweep
+//! joined by a thin line in order of M (dashed for a reference) and named beside its largest
+//! M; ridges as diamonds (solid outline: measured, dashed: spec), a shape no point has. Points
+//! above their roof beyond the noise are ringed, ceilings set by a flagged row say `SUSPECT`
+//! (hygiene's markings, as in the ceilings table). Several runs overlay
 //! in the same colours, told apart by line weight, shade and marker fill (solid, hollow,
 //! tinted) and by their letter, `[A]`, `[B]`, as in `compare`. Integer precisions are
 //! counted in OP/s and OP/B. The legend under the plot names each run by its id and time.
@@ -26,8 +30,8 @@ use crate::report::labels::{
 };
 use crate::report::names::{merge, Figure, Named, Place, LABEL_PX};
 use crate::report::picture::{
-    centred_baseline, marker_extent, run_style, wrap, Fill, Item, Legend, Mark, Picture, Rgb,
-    Swatch, ABOVE_ROOF_RING, GREY, INK, WARNING,
+    centred_baseline, marker_extent, point_size, run_style, wrap, Fill, Item, Legend, Mark,
+    Picture, Rgb, Swatch, ABOVE_ROOF_RING, GREY, INK, SERIES_WIDTH, WARNING,
 };
 use crate::roofline::{ComputeCeiling, MemoryCeiling, MemoryLevel};
 use crate::{Error, Result};
@@ -117,6 +121,9 @@ fn tick_ridge(v: f64) -> String {
     }
 }
 
+/// The dash of a reference library's GEMM sweep line.
+const REFERENCE_DASH: &str = "4 3";
+
 /// Memory levels keep their colour in every picture; DRAM is the darkest roof.
 fn memory_colour(level: MemoryLevel) -> Rgb {
     match level {
@@ -170,6 +177,74 @@ impl Colours {
             .find(|(p, _)| *p == precision)
             .map_or(GREY, |(_, c)| *c)
     }
+}
+
+/// The GEMM points of a run as drawn: one series per implementation, precision and weight
+/// shape of the batch sweep ([`crate::bench::gemm::weight_of`]), ascending in M; every other
+/// shape (the square sweep) a series of its own point.
+struct GemmSeries<'a> {
+    kernel: &'a str,
+    precision: Precision,
+    /// N × K of a batch sweep's weight.
+    weight: Option<(u64, u64)>,
+    points: Vec<&'a roofprobe_calibration::Point>,
+}
+
+impl GemmSeries<'_> {
+    /// A reference implementation's (cuBLAS, the `gemm` crate), not ours.
+    fn reference(&self) -> bool {
+        crate::bench::gemm::reference_of(self.kernel).is_none()
+    }
+
+    fn mark(&self) -> Mark {
+        if self.reference() {
+            Mark::Cross
+        } else {
+            Mark::Square
+        }
+    }
+}
+
+fn gemm_series(cal: &Calibration) -> Vec<GemmSeries<'_>> {
+    use crate::bench::gemm;
+    /// implementation, precision, weight shape (N, K) of a batch sweep, M, the point
+    type Keyed<'a> = (
+        &'a str,
+        Precision,
+        Option<(u64, u64)>,
+        u64,
+        &'a roofprobe_calibration::Point,
+    );
+    let mut keyed: Vec<Keyed<'_>> = cal
+        .points
+        .iter()
+        .filter(|p| p.family == Family::Gemm && good(p.flop_per_byte) && good(p.gflops))
+        .filter_map(|p| {
+            let shape = p.param?.shape()?;
+            let kernel = p.case.split('/').nth(1).unwrap_or_default();
+            let weight = gemm::weight_of(shape).map(|w| (w.n, w.k));
+            Some((kernel, p.precision, weight, shape.m, p))
+        })
+        .collect();
+    keyed.sort_by(|a, b| (a.0, a.1, a.2, a.3).cmp(&(b.0, b.1, b.2, b.3)));
+    let mut out: Vec<GemmSeries<'_>> = Vec::new();
+    for (kernel, precision, weight, _, point) in keyed {
+        match out.last_mut() {
+            Some(s)
+                if weight.is_some()
+                    && (s.kernel, s.precision, s.weight) == (kernel, precision, weight) =>
+            {
+                s.points.push(point)
+            }
+            _ => out.push(GemmSeries {
+                kernel,
+                precision,
+                weight,
+                points: vec![point],
+            }),
+        }
+    }
+    out
 }
 
 /// A compute ceiling as drawn: its measured and spec figures.
@@ -539,8 +614,25 @@ fn draw_legend(
             INK,
         );
     }
-    if families(|f| *f != Family::Stream) {
+    if families(|f| *f == Family::Intensity) {
         legend.entry(items, Swatch::Point(Mark::Triangle), "intensity sweep", INK);
+    }
+    let series: Vec<GemmSeries<'_>> = cals.iter().flat_map(gemm_series).collect();
+    for (reference, mark, text) in [
+        (false, Mark::Square, "GEMM, ours"),
+        (true, Mark::Cross, "GEMM, reference library"),
+    ] {
+        let of_kind = series.iter().filter(|s| s.reference() == reference);
+        if of_kind.clone().next().is_none() {
+            continue;
+        }
+        if of_kind.clone().any(|s| s.points.len() > 1) {
+            let dash = reference.then_some(REFERENCE_DASH);
+            let text = format!("{text}: a weight's batch sweep in order of M, named N×K at M = 1");
+            legend.entry(items, Swatch::Series(mark, dash), &text, INK);
+        } else {
+            legend.entry(items, Swatch::Point(mark), text, INK);
+        }
     }
     if cals.iter().any(|c| c.points.iter().any(|p| p.above_roof)) {
         legend.entry(
@@ -767,6 +859,7 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
     let mut memory_names: Vec<Named> = Vec::new();
     // Each ridge's name, and the index of its roof's name in `roof_names`.
     let mut ridge_names: Vec<(Named, usize)> = Vec::new();
+    let mut series_names: Vec<Named> = Vec::new();
     let mut markers: Vec<Item> = Vec::new();
     let mut anything = false;
     let (x0, x1) = x_range;
@@ -943,16 +1036,69 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
             }
         }
 
+        // GEMM batch sweeps: a thin line through each weight's points in order of M (dashed
+        // for a reference library's), named beside its largest M; the points are drawn below.
+        let mut marks: Vec<(&roofprobe_calibration::Point, Mark)> = Vec::new();
+        for series in gemm_series(cal) {
+            let colour = colours.get(series.precision).shade(style.shade);
+            let px: Vec<Xy> = series
+                .points
+                .iter()
+                .map(|p| axes.px((p.flop_per_byte, p.gflops)))
+                .collect();
+            marks.extend(series.points.iter().map(|p| (*p, series.mark())));
+            let (Some((n, k)), [first, .., _]) = (series.weight, &px[..]) else {
+                continue;
+            };
+            items.push(Item::Line {
+                points: px.clone(),
+                stroke: colour,
+                width: SERIES_WIDTH * style.line_scale,
+                dash: series.reference().then_some(REFERENCE_DASH),
+                class: "series",
+            });
+            for pair in px.windows(2) {
+                obstacles.push(Obstacle {
+                    shape: Shape::segment(pair[0], pair[1]),
+                    crossable: true,
+                });
+            }
+            // Ours are named, by weight, at M = 1 (where the sweeps lie apart, along the DRAM
+            // roof; at large M they crowd under the compute roof); a reference's sweep of the
+            // same weight runs beside it, dashed.
+            if series.reference() {
+                continue;
+            }
+            series_names.push(Named {
+                kind: format!("series {}", series.precision),
+                figures: vec![Figure {
+                    run: run.clone(),
+                    stem: "N×K".into(),
+                    value: format!("{n}×{k}"),
+                    unit: String::new(),
+                    tail: String::new(),
+                }],
+                place: Place::SeriesEnd {
+                    at: *first,
+                    size: point_size(series.mark()),
+                },
+                colour,
+            });
+        }
+        marks.extend(cal.points.iter().filter(|p| p.family != Family::Gemm).map(
+            |p| match p.family {
+                Family::Stream => (p, Mark::Circle),
+                _ => (p, Mark::Triangle),
+            },
+        ));
+
         // Measurement points, in their precision's colour, shaped by family.
-        for p in &cal.points {
+        for (p, mark) in marks {
             if !good(p.flop_per_byte) || !good(p.gflops) {
                 continue;
             }
             let at = axes.px((p.flop_per_byte, p.gflops));
-            let (mark, size) = match p.family {
-                Family::Stream => (Mark::Circle, 4.5),
-                _ => (Mark::Triangle, 6.0),
-            };
+            let size = point_size(mark);
             markers.push(Item::Marker {
                 mark,
                 at,
@@ -995,6 +1141,7 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
     let (memory_names, _) = merge(memory_names);
     let (ridges, roofs_of_ridges): (Vec<Named>, Vec<usize>) = ridge_names.into_iter().unzip();
     let (ridges, ridge_carrier) = merge(ridges);
+    let (series_names, _) = merge(series_names);
     // Roofs' names from the top roof down: each then takes the nearest free place, so names
     // stacked in a column keep the order of their lines and their leader lines never cross.
     let mut order: Vec<usize> = (0..roof_names.len()).collect();
@@ -1016,6 +1163,12 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
         let roof = first.map(|r| roof_carrier[roofs_of_ridges[r]]);
         label.fold_into = roof.and_then(|roof| order.iter().position(|&i| i == roof));
         labels.push(label);
+        named.push(n);
+    }
+    // The GEMM sweeps' names last: beside their last point, else joined to it by a leader line,
+    // else listed under the legend.
+    for n in &series_names {
+        labels.push(n.label());
         named.push(n);
     }
     let label_border = (l, t, r + column_px, b);
@@ -1170,7 +1323,7 @@ pub(crate) mod tests {
                 Family::Cache,
                 kernel,
                 Precision::I32,
-                Some(kib),
+                Some(crate::bench::Param::Count(kib)),
                 (bytes, 0),
                 secs(bytes, gbps * factor),
                 true,
@@ -1218,7 +1371,7 @@ pub(crate) mod tests {
                     Family::Intensity,
                     "fma",
                     precision,
-                    Some(k),
+                    Some(crate::bench::Param::Count(k)),
                     (bytes, flops),
                     flops as f64 / (roof * fraction * 1e9),
                     true,
@@ -1280,7 +1433,62 @@ pub(crate) mod tests {
             ("gpu-overlay-same-device", vec![a100(), a100()]),
             ("a100-minimal", vec![cal()]),
             ("gpu-suspect", vec![suspect_a100()]),
+            ("gpu-gemm", vec![with_gemm(a100_rows(), 1560.0, 18_700.0)]),
+            (
+                "gpu-gemm-overlay",
+                vec![
+                    with_gemm(a100_rows(), 1560.0, 18_700.0),
+                    with_gemm(h100_rows(), 2900.0, 60_000.0),
+                ],
+            ),
         ]
+    }
+
+    fn a100_rows() -> Vec<Record> {
+        gpu_like_run("NVIDIA A100-SXM4-80GB", "8.0", 108, 1560.0, 18_700.0)
+    }
+
+    fn h100_rows() -> Vec<Record> {
+        gpu_like_run("NVIDIA H100 80GB HBM3", "9.0", 132, 2900.0, 60_000.0)
+    }
+
+    /// A GPU-like run with the GEMM rows a CUDA plan gives a large device, synthetic (no
+    /// measurement): the square sweep in bf16.f32 and f16.f32 and the bf16.f32 batch sweep of
+    /// every Llama weight, cuBLAS before ours on each shape, each at a share of its roof (the
+    /// DRAM roof, and the bf16 tensor peak: 14.8 × the f32 peak `gflops`, as in
+    /// [`gpu_like_run`]).
+    fn with_gemm(mut rows: Vec<Record>, gbps: f64, gflops: f64) -> Calibration {
+        use crate::bench::gemm;
+        let first = rows[0].clone();
+        let limits = gemm::Limits {
+            usable_bytes: 60 << 30,
+            max_matrix_bytes: None,
+            max_flops: 1e14,
+        };
+        for p in gemm::GPU_PRECISIONS {
+            let batch = p == Precision::Bf16F32;
+            for case in gemm::cases(gemm::GPU_OURS, Some(gemm::GPU_REFERENCE), p, &limits, batch) {
+                let shape = gemm::shape_of(&case).unwrap();
+                let intensity = case.work.intensity().unwrap();
+                let roof = crate::roofline::attainable_gflops(intensity, gbps, gflops * 14.8);
+                // cuBLAS near the roof, ours a little under it, both lower for small products
+                let small = (shape.flops() as f64 / 1e12).min(1.0).powf(0.15);
+                let share = if case.kernel == gemm::GPU_OURS {
+                    0.7
+                } else {
+                    0.85
+                } * small;
+                let mut r =
+                    crate::roofline::tests::gemm_row(&case.kernel, p, shape, roof * share, true);
+                r.run_id.clone_from(&first.run_id);
+                r.device_name.clone_from(&first.device_name);
+                r.compute_capability.clone_from(&first.compute_capability);
+                r.units = first.units;
+                r.ratio_to_reference = crate::runner::ratio_to_reference(&r, &rows);
+                rows.push(r);
+            }
+        }
+        cal_of(&rows)
     }
 
     /// The GPU-like A100 run with hygiene's flags on its DRAM, f32 and tensor rows (names say
@@ -1349,9 +1557,11 @@ pub(crate) mod tests {
                     } => !marker_extent(*at, *size).apart(shape, 1.0),
                     Item::Line {
                         points,
-                        class: "roof",
+                        class: "roof" | "series",
                         ..
-                    } => !Shape(points.clone()).apart(shape, 1.0),
+                    } => points
+                        .windows(2)
+                        .any(|w| !Shape::segment(w[0], w[1]).apart(shape, 1.0)),
                     _ => false,
                 };
                 if hit {
@@ -1365,7 +1575,8 @@ pub(crate) mod tests {
     /// The test: no text on another, on a point, a ridge or a roof, or off the plot, in
     /// every picture (the layout's own boxes; the browser's are checked in `report::browser`).
     /// Every roof is named in the plot or the column beside it; only in the crowded overlay of
-    /// two GPUs may ridges be listed under the legend instead.
+    /// two GPUs, and where GEMM points crowd the ridges, may ridges be listed under the legend
+    /// instead; a GEMM sweep's name only in the overlay of two GPUs' full GEMM sweeps.
     #[test]
     fn no_text_overlaps_in_any_picture() {
         for (name, cals) in pictures() {
@@ -1383,13 +1594,15 @@ pub(crate) mod tests {
                 .position(|t| t.starts_with("No room beside"))
                 .map_or(&[][..], |k| &legend[k + 1..]);
             assert_eq!(listed.len(), p.unplaced, "{name}");
-            if name != "gpu-overlay" {
+            // GEMM points crowd the ridges too: there a ridge may be listed as well
+            if name != "gpu-overlay" && !name.starts_with("gpu-gemm") {
                 assert!(listed.is_empty(), "{name}: {listed:?}");
             }
             for text in listed {
-                let ridge = text.trim_start_matches(|c: char| "[],AB ".contains(c));
+                let what = text.trim_start_matches(|c: char| "[],AB ".contains(c));
+                let sweep = name == "gpu-gemm-overlay" && what.starts_with("N×K ");
                 assert!(
-                    ridge.starts_with("ridge "),
+                    what.starts_with("ridge ") || sweep,
                     "{name}: `{text}` is not a ridge"
                 );
             }
@@ -1549,6 +1762,103 @@ pub(crate) mod tests {
         assert_eq!(run_time(&cals[1]), "2026-11-30 08:21:22 to 08:22:56 UTC");
     }
 
+    /// GEMM points are squares (ours) and plus signs (a reference's); each weight shape's batch
+    /// sweep is one line through its points in order of M (dashed for a reference), named by
+    /// its weight beside M = 1 by the placement routine; a square shape stands alone.
+    #[test]
+    fn gemm_batch_sweeps_are_connected_series() {
+        use crate::bench::gemm::{self, Shape};
+        use crate::roofline::tests::gemm_row;
+        let mut records = synthetic_run();
+        for m in [64, 1, 8] {
+            for (kernel, share) in [(gemm::HOST_REFERENCE, 1.2), (gemm::HOST_OURS, 1.0)] {
+                let shape = Shape::new(m, 4096, 4096);
+                let mut r = gemm_row(
+                    kernel,
+                    Precision::F32,
+                    shape,
+                    100.0 * share * m as f64,
+                    true,
+                );
+                r.ratio_to_reference = crate::runner::ratio_to_reference(&r, &records);
+                records.push(r);
+            }
+        }
+        records.push(gemm_row(
+            "simd",
+            Precision::F32,
+            Shape::new(2, 14336, 4096),
+            100.0,
+            true,
+        ));
+        records.push(gemm_row(
+            "simd",
+            Precision::F32,
+            Shape::square(1024),
+            9000.0,
+            true,
+        ));
+        let cal = cal_of(&records);
+        let series = gemm_series(&cal);
+        type Len<'a> = (&'a str, Option<(u64, u64)>, usize);
+        let lens: Vec<Len<'_>> = series
+            .iter()
+            .map(|s| (s.kernel, s.weight, s.points.len()))
+            .collect();
+        assert_eq!(
+            lens,
+            [
+                ("gemm-crate", Some((4096, 4096)), 3),
+                ("simd", None, 1),
+                ("simd", Some((4096, 4096)), 3),
+                ("simd", Some((14336, 4096)), 1),
+            ]
+        );
+        // ascending in M, so in intensity
+        let xs: Vec<f64> = series[2].points.iter().map(|p| p.flop_per_byte).collect();
+        assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+        let p = picture(std::slice::from_ref(&cal)).unwrap();
+        assert!(
+            readability_faults(&p).is_empty(),
+            "{:?}",
+            readability_faults(&p)
+        );
+        let lines: Vec<(usize, Option<&str>)> = p
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Line {
+                    points,
+                    dash,
+                    class: "series",
+                    ..
+                } => Some((points.len(), *dash)),
+                _ => None,
+            })
+            .collect();
+        // two sweeps of three points (ours solid, the reference dashed); one point no line
+        assert_eq!(lines, [(3, Some(REFERENCE_DASH)), (3, None)]);
+        let marks = |mark: Mark| {
+            p.items
+                .iter()
+                .filter(|i| matches!(i, Item::Marker { mark: m, class: "point", .. } if *m == mark))
+                .count()
+        };
+        assert_eq!((marks(Mark::Square), marks(Mark::Cross)), (5, 3));
+        let labels: Vec<&str> = p
+            .text_boxes()
+            .into_iter()
+            .filter(|(class, ..)| *class == "label")
+            .map(|(_, text, _)| text)
+            .collect();
+        assert!(labels.contains(&"N×K 4096×4096"), "{labels:?}");
+        assert_eq!(p.unplaced, 0);
+        let svg = p.to_svg();
+        assert!(svg.contains("GEMM, ours: a weight's batch sweep"), "legend");
+        assert!(svg.contains("GEMM, reference library"), "legend");
+        roxmltree::Document::parse(&svg).unwrap();
+    }
+
     /// Cache ceilings are drawn as their own roofs and named along them.
     #[test]
     fn cache_roofs_are_drawn_and_named() {
@@ -1559,7 +1869,7 @@ pub(crate) mod tests {
                 Family::Cache,
                 kernel,
                 Precision::I32,
-                Some(4096),
+                Some(crate::bench::Param::Count(4096)),
                 (bytes, 0),
                 bytes as f64 / (gbps * 1e9),
                 true,
