@@ -56,6 +56,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Print a completion script for a shell: `roofprobe completions bash > roofprobe.bash`.
     Completions(CompletionsArgs),
+    /// Internal: measures one GPU for a parent `run` (a job on stdin, one JSON line per event
+    /// on stdout; see `roofprobe::worker`).
+    #[command(name = "__worker", hide = true)]
+    Worker,
 }
 
 #[derive(Debug, clap::Args)]
@@ -200,6 +204,11 @@ pub struct RunArgs {
     /// time of the CPUs it ran on, in percent.
     #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = parse_percent)]
     pub max_other_load: f64,
+    /// The most seconds one batch of GPU launches may run before its kernel is presumed
+    /// runaway: a case's first batch gets this, later ones 20 times what their launches took
+    /// (at least 2 s). The case's row says so, and the cases left run in a fresh process.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
+    pub kernel_timeout: f64,
 }
 
 /// Parses a duration in seconds, `15` or `15s`, `0.5s`; it must be above 0.
@@ -300,6 +309,18 @@ pub fn dispatch(cli: Cli) -> crate::Result<i32> {
             clap_complete::generate(args.shell, &mut Cli::command(), "roofprobe", &mut script);
             crate::commands::emit(&String::from_utf8_lossy(&script))?;
             Ok(0)
+        }
+        Command::Worker => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| crate::Error::io("<stdin>", e))?;
+            let job: crate::worker::Job = serde_json::from_str(&text).map_err(|e| {
+                crate::Error::Usage(format!(
+                    "`{}` is roofprobe's own: `roofprobe run` starts it with a job ({e})",
+                    crate::worker::SUBCOMMAND
+                ))
+            })?;
+            Ok(crate::worker::serve(job))
         }
     }
 }

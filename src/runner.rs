@@ -117,7 +117,25 @@ pub enum Event<'a> {
     },
     Finished {
         record: &'a Record,
+        /// Where the case's time went.
+        secs: CaseSecs,
     },
+}
+
+/// Where one case's wall time went: timing its launches (the discarded one, the warm-up and
+/// the samples), and everything else (allocating and filling its arrays, reading them back and
+/// checking them, the conditions around it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CaseSecs {
+    pub measuring: f64,
+    pub total: f64,
+}
+
+impl CaseSecs {
+    /// Seconds outside the timed launches.
+    pub fn outside(&self) -> f64 {
+        (self.total - self.measuring).max(0.0)
+    }
 }
 
 /// The most a valid row may measure, as a multiple of its theoretical peak at the clock it
@@ -261,8 +279,9 @@ fn roof_point(earlier: &[Record], row: &Record, attributes: &DeviceAttributes) -
 
 /// Runs the planned cases on one backend, handing each row to `sink` as soon as it exists.
 ///
-/// A case that fails to prepare, run or check gets a row saying why and the run goes on; an
-/// error from `sink` (the results file cannot be written) stops the run. Returns the rows.
+/// A case that fails to prepare, run or check gets a row saying why and the run goes on, unless
+/// it left the device unusable ([`Backend::lost`]): then the run stops after its row. An error
+/// from `sink` (the results file cannot be written) stops the run. Returns the rows.
 pub fn run(
     backend: &mut dyn Backend,
     identity: &RunIdentity,
@@ -278,6 +297,8 @@ pub fn run(
     let mut records = Vec::with_capacity(planned.len());
     for PlannedCase { case, note } in planned {
         on_event(Event::Started { case });
+        let case_started = Instant::now();
+        let mut measuring = 0.0;
         let before = backend.conditions();
         let timestamp = now_utc();
         let mut observed_clock_mhz = None;
@@ -286,7 +307,9 @@ pub fn run(
         let mut result = backend.prepare(case).and_then(|mut prepared| {
             // Conditions while the samples run, where the backend can read them from aside.
             let sampler = probe.clone().map(|p| Sampler::start(p, sampler::PERIOD));
+            let timing = Instant::now();
             let measured = measure(prepared.as_mut(), min_sample_secs, cfg);
+            measuring = timing.elapsed().as_secs_f64();
             during = sampler.map(Sampler::finish).unwrap_or_default();
             let (summary, reps, stopped) = measured?;
             let verdict = prepared.verify()?;
@@ -372,8 +395,18 @@ pub fn run(
                 hygiene::column(&hygiene::judge(&record, point.as_ref(), &cfg.thresholds));
         }
         sink(&record)?;
-        on_event(Event::Finished { record: &record });
+        on_event(Event::Finished {
+            record: &record,
+            secs: CaseSecs {
+                measuring,
+                total: case_started.elapsed().as_secs_f64(),
+            },
+        });
         records.push(record);
+        if backend.lost().is_some() {
+            // Nothing more runs on this device in this process (see `crate::worker`).
+            break;
+        }
     }
     Ok(records)
 }
@@ -816,7 +849,7 @@ mod tests {
                 events.push(match e {
                     Event::Planned { cases } => format!("planned {}", cases.len()),
                     Event::Started { case } => format!("start {}", case.id()),
-                    Event::Finished { record } => format!("done {}", record.case_id()),
+                    Event::Finished { record, .. } => format!("done {}", record.case_id()),
                 })
             },
         )

@@ -16,7 +16,7 @@
 use crate::backend::cuda::CudaBackend;
 use crate::backend::{Backend, DeviceInfo, PlannedCase};
 use crate::record::{Outcome, Record, RunIdentity};
-use crate::runner::{self, Event, RunConfig};
+use crate::runner::{self, CaseSecs, Event, RunConfig};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -36,9 +36,10 @@ pub struct Job {
     /// `cuda:N`'s N.
     pub ordinal: usize,
     pub cfg: RunConfig,
-    /// The run id every row carries (the same in every worker of a run).
-    pub run_id: String,
+    /// The machine's name and the run's stamp: with the device they make the run id every row
+    /// carries ([`crate::commands::run::run_id`]), the same in every worker of a run.
     pub host: String,
+    pub stamp: String,
     /// Case ids whose rows are written already.
     pub skip: BTreeSet<String>,
     /// The most one batch of launches may run before it is presumed runaway.
@@ -53,7 +54,7 @@ pub enum Message {
     /// Every case of the plan, those to skip included.
     Planned(Vec<PlannedCase>),
     Started(String),
-    Record(Box<Record>),
+    Record(Box<Record>, CaseSecs),
     /// Why the device became unusable; `runaway` when a kernel may still be running.
     Lost {
         cause: String,
@@ -104,7 +105,7 @@ pub fn serve(job: Job) -> i32 {
         .filter(|p| !job.skip.contains(&p.case.id()))
         .collect();
     let identity = RunIdentity {
-        run_id: job.run_id.clone(),
+        run_id: crate::commands::run::run_id(&job.host, &info, &job.stamp),
         host: job.host.clone(),
         device: info,
     };
@@ -113,21 +114,15 @@ pub fn serve(job: Job) -> i32 {
         &identity,
         &job.cfg,
         &left,
-        &mut |record| {
-            send(&Message::Record(Box::new(record.clone())));
-            // A lost device runs nothing more here: the parent continues in a fresh process.
-            match health.lost() {
-                Some((cause, _)) => Err(Error::DeviceLost {
-                    device: identity.device.id.clone(),
-                    cause,
-                }),
-                None => Ok(()),
+        // The rows go to the parent with their timing, as each case finishes; the runner
+        // stops after a case that lost the device, and the parent goes on in a fresh process.
+        &mut |_| Ok(()),
+        &mut |event| match event {
+            Event::Started { case } => send(&Message::Started(case.id())),
+            Event::Finished { record, secs } => {
+                send(&Message::Record(Box::new(record.clone()), secs))
             }
-        },
-        &mut |event| {
-            if let Event::Started { case } = event {
-                send(&Message::Started(case.id()));
-            }
+            Event::Planned { .. } => {}
         },
     );
     match (outcome, health.lost()) {
@@ -223,14 +218,14 @@ pub fn run(
                     }
                     running = Some(id);
                 }
-                Message::Record(mut r) => {
+                Message::Record(mut r, secs) => {
                     // The ratio to the reference row from every row written, those of earlier
                     // workers too (a fresh worker knows only its own).
                     if r.valid {
                         r.ratio_to_reference = runner::ratio_to_reference(&r, &records);
                     }
                     sink(&r)?;
-                    on_event(Event::Finished { record: &r });
+                    on_event(Event::Finished { record: &r, secs });
                     job.skip.insert(r.case_id());
                     running = None;
                     records.push(*r);
@@ -259,7 +254,7 @@ pub fn run(
         if let Some(id) = running.take() {
             if let Some(p) = planned.iter().find(|p| p.case.id() == id) {
                 let identity = RunIdentity {
-                    run_id: job.run_id.clone(),
+                    run_id: crate::commands::run::run_id(&job.host, &device, &job.stamp),
                     host: job.host.clone(),
                     device: device.clone(),
                 };
@@ -273,7 +268,10 @@ pub fn run(
                     p.note.clone(),
                 );
                 sink(&record)?;
-                on_event(Event::Finished { record: &record });
+                on_event(Event::Finished {
+                    record: &record,
+                    secs: CaseSecs::default(),
+                });
                 job.skip.insert(id);
                 records.push(record);
             }

@@ -66,12 +66,16 @@ impl Sim {
     }
 }
 
-/// Runs `cmd` to completion, killing it after `limit` (a hang is a failure, not a stuck CI).
+/// Runs `cmd` to completion, killing it and every process it started after `limit` (a hang is
+/// a failure, not a stuck CI).
 pub fn run_limited(cmd: &mut Command, limit: Duration) -> Output {
     use std::io::Read;
+    use std::os::unix::process::CommandExt;
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        // its own process group, so its workers can be killed with it
+        .process_group(0)
         .spawn()
         .expect("starting the child");
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
@@ -101,10 +105,11 @@ pub fn run_limited(cmd: &mut Command, limit: Duration) -> Output {
             break s;
         }
         if started.elapsed() > limit {
-            let _ = child.kill();
+            // SAFETY: signals the process group this function created.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
             panic!(
-                "still running after {limit:?}, killed; stderr:\n{}",
+                "still running after {limit:?}, killed with the processes it started; stderr:\n{}",
                 String::from_utf8_lossy(&err.join().unwrap_or_default())
             );
         }
@@ -349,4 +354,86 @@ pub fn csv_in(dir: &Path) -> PathBuf {
         .collect();
     assert_eq!(csvs.len(), 1, "{csvs:?}");
     csvs[0].clone()
+}
+
+/// A kernel fault costs its own case only: its row says what happened, the rows before it stay,
+/// and the cases after it run in a fresh process and are valid.
+#[test]
+fn a_fault_costs_its_case_and_the_run_goes_on_in_a_fresh_process() {
+    let sim = Sim::new("fault=scale_f32");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args(["run", "--quick", "--device", "cuda:0"])
+            .args([
+                "--filter",
+                "stream/copy/f32",
+                "--filter",
+                "stream/scale/f32",
+            ])
+            .args(["--filter", "stream/add/f32", "--out"])
+            .arg(dir.path()),
+        Duration::from_secs(120),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("continuing the 1 cases left in a fresh process"),
+        "{stderr}"
+    );
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(
+        ids,
+        ["stream/copy/f32", "stream/scale/f32", "stream/add/f32"]
+    );
+    assert!(rows[0].valid && rows[2].valid, "{:?}", rows[2].status);
+    assert!(
+        !rows[1].valid && rows[1].status.contains("CUDA_ERROR_ILLEGAL_ADDRESS"),
+        "{}",
+        rows[1].status
+    );
+    // one run id for all of them, from both processes
+    assert!(rows.iter().all(|r| r.run_id == rows[0].run_id));
+}
+
+/// A kernel that never ends costs its case only: it is given up on after the case's deadline,
+/// its process exits at once, and the cases after it run in a fresh one.
+#[test]
+fn a_runaway_kernel_costs_its_case_and_the_run_goes_on() {
+    let sim = Sim::new("hang=scale_f32");
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = run_limited(
+        sim.roofprobe()
+            .args([
+                "run",
+                "--quick",
+                "--device",
+                "cuda:0",
+                "--kernel-timeout",
+                "2",
+            ])
+            .args([
+                "--filter",
+                "stream/scale/f32",
+                "--filter",
+                "stream/add/f32",
+                "--out",
+            ])
+            .arg(dir.path()),
+        Duration::from_secs(60),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(ids, ["stream/scale/f32", "stream/add/f32"], "{stderr}");
+    assert!(
+        !rows[0].valid && rows[0].status.contains("did not finish within 2 s"),
+        "{}",
+        rows[0].status
+    );
+    assert!(rows[1].valid, "{}", rows[1].status);
+    assert!(started.elapsed() < Duration::from_secs(60));
 }

@@ -15,7 +15,8 @@
 //! A kernel fault (out-of-bounds or misaligned access, trap, anything the interpreter refuses
 //! while running) sets the device's sticky error: every later call on that context returns it.
 //! A kernel that never ends runs forever, as on a GPU: its stream never completes and the
-//! device's memory stays locked by it, so a caller that waits on it hangs.
+//! device's memory stays locked by it, so a caller that waits on it hangs, and so does the
+//! driver's teardown when the process exits (unless it ends with `_exit`).
 
 use crate::config::{Config, InitBehaviour};
 use ptxsim::{Arg, DevicePtr, Memory, Module};
@@ -190,10 +191,41 @@ pub fn init() -> Res {
         InitBehaviour::Succeed => {}
     }
     DRIVER
-        .get_or_init(|| Ok(Driver::new(config)))
+        .get_or_init(|| {
+            extern "C" {
+                fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+            }
+            // SAFETY: registers a plain function, once.
+            unsafe { atexit(teardown) };
+            Ok(Driver::new(config))
+        })
         .as_ref()
         .map(|_| ())
         .map_err(|&c| c)
+}
+
+/// What a driver's teardown at process exit does: waits for the work still queued on every
+/// stream. After a kernel that never ends, that is forever; a process that gave up on such a
+/// kernel must end with `_exit`, which skips it, as it must with a real driver.
+extern "C" fn teardown() {
+    if let Ok(d) = try_driver() {
+        let streams: Vec<Arc<Stream>> = {
+            let objects = lock(&d.objects);
+            objects
+                .streams
+                .values()
+                .cloned()
+                .chain(d.devices.iter().filter_map(|dev| dev.legacy.get().cloned()))
+                .collect()
+        };
+        for s in streams {
+            let ticket = lock(&s.state).submitted;
+            let mut st = lock(&s.state);
+            while st.completed < ticket {
+                st = s.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
 }
 
 /// The initialised driver; `NOT_INITIALIZED` before `cuInit`.

@@ -1006,6 +1006,10 @@ impl Backend for CudaBackend {
             .unwrap_or_default()
     }
 
+    fn lost(&self) -> Option<String> {
+        self.health.lost().map(|(cause, _)| cause)
+    }
+
     fn condition_probe(&self) -> Option<crate::backend::ConditionProbe> {
         let device = self.nvml_device.clone()?;
         Some(Arc::new(move || nvml_conditions(&device)))

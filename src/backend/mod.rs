@@ -196,6 +196,13 @@ pub trait Backend {
     fn condition_probe(&self) -> Option<ConditionProbe> {
         None
     }
+
+    /// Why the device cannot run anything more in this process (a kernel faulted, or never
+    /// finished), or `None` while it can. The runner stops at the first case after which it
+    /// is lost: the cases left belong to a fresh process.
+    fn lost(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A case with the note on how its size was chosen.

@@ -8,9 +8,9 @@
 //! stem. An existing file is never overwritten: a clashing name gets a `-2`, `-3`, … suffix.
 //! A filter that matches no case on any device is a usage error, before anything is written.
 
-use crate::backend::cuda::{device_count, CudaBackend};
+use crate::backend::cuda::device_count;
 use crate::backend::host::HostBackend;
-use crate::backend::{Backend, BackendKind, DeviceInfo, SizeRequest};
+use crate::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
 use crate::calibration::{Calibration, FromRecords};
 use crate::cli::{parse_device, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
 use crate::commands::emit;
@@ -125,15 +125,138 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     Ok(cfg)
 }
 
-/// Measures one device; returns its CSV and rows (already written to it), or `None` when no
-/// case matches the filter on this device.
-fn measure_device(
+/// The run id of a device's rows: `<host>-<device>-<stamp>` (the stamp carries the run's random
+/// suffix). Every worker of a run computes the same one.
+pub fn run_id(host: &str, info: &DeviceInfo, stamp: &str) -> String {
+    format!("{host}-{}-{stamp}", device_slug(info))
+}
+
+/// One device's run as the user sees it: its CSV, created with its first row; its progress
+/// bar or lines; the plan's estimated time said first and where the time went said last.
+struct DeviceRun<'a> {
+    out: &'a Path,
+    host: &'a str,
+    stamp: &'a str,
+    cfg: &'a RunConfig,
+    path: Option<PathBuf>,
+    sink: Option<CsvSink>,
+    interactive: bool,
+    bar: ProgressBar,
+    secs: runner::CaseSecs,
+    started: std::time::Instant,
+}
+
+impl<'a> DeviceRun<'a> {
+    fn new(cfg: &'a RunConfig, out: &'a Path, host: &'a str, stamp: &'a str) -> Self {
+        DeviceRun {
+            out,
+            host,
+            stamp,
+            cfg,
+            path: None,
+            sink: None,
+            interactive: std::io::stderr().is_terminal(),
+            bar: ProgressBar::hidden(),
+            secs: runner::CaseSecs::default(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// The device and its plan are known: names the CSV, says what will run and for about how
+    /// long, and starts the progress bar. Nothing is created before a case has a row.
+    fn begin(&mut self, info: &DeviceInfo, planned: &[PlannedCase], min_sample_secs: f64) {
+        let run_id = run_id(self.host, info, self.stamp);
+        let path = fresh_path(self.out, &run_id, "csv");
+        let label = match info.backend {
+            BackendKind::Cuda => "GPU",
+            BackendKind::Host => "host CPU, no GPU used",
+        };
+        eprintln!(
+            "measuring {} ({}, {label}) -> {}",
+            info.name,
+            info.id,
+            path.display()
+        );
+        if let Some(rates) = crate::duration::Rates::for_gpu(info) {
+            let secs = crate::duration::plan_secs(planned, self.cfg, min_sample_secs, &rates);
+            eprintln!(
+                "plan: {} cases, about {} by the device's rated speeds",
+                planned.len(),
+                crate::duration::human(secs)
+            );
+        }
+        if self.interactive {
+            self.bar
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            self.bar.set_length(planned.len() as u64);
+            self.bar.set_style(
+                // indicatif's ETA: the cases left at the mean pace of those done
+                ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed}, ETA {eta} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+        }
+        // Created with its first row: a run interrupted before it leaves no empty file.
+        self.sink = Some(CsvSink::new(&path));
+        self.path = Some(path);
+        self.started = std::time::Instant::now();
+    }
+
+    fn write(&mut self, record: &Record) -> Result<()> {
+        match &mut self.sink {
+            Some(sink) => sink.write(record),
+            None => Err(Error::Internal("a row before the device's plan".into())),
+        }
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Planned { .. } => {}
+            Event::Started { case } => self.bar.set_message(case.id()),
+            Event::Finished { record, secs } => {
+                self.secs.measuring += secs.measuring;
+                self.secs.total += secs.total;
+                self.bar.inc(1);
+                if !self.interactive {
+                    let figure = record
+                        .gbps
+                        .map(|g| format!("{g:.2} GB/s"))
+                        .or(record.gflops.map(|g| format!("{g:.2} GFLOP/s")))
+                        .unwrap_or_else(|| record.status.clone());
+                    eprintln!("  {:<28} {figure}", record.case_id());
+                }
+            }
+        }
+    }
+
+    /// The CSV and rows, if any row was written; says where the time went.
+    fn finish(self, records: Vec<Record>) -> Option<(PathBuf, Vec<Record>)> {
+        self.bar.finish_and_clear();
+        if !self.sink.as_ref().is_some_and(CsvSink::written) {
+            return None;
+        }
+        let wall = self.started.elapsed().as_secs_f64().max(self.secs.total);
+        let outside = wall - self.secs.measuring;
+        eprintln!(
+            "time: {} in all, {} timing launches, {} outside them ({:.0} %: preparing and \
+             checking the arrays, conditions, starting processes)",
+            crate::duration::human(wall),
+            crate::duration::human(self.secs.measuring),
+            crate::duration::human(outside),
+            100.0 * outside / wall.max(1e-9)
+        );
+        Some((self.path?, records))
+    }
+}
+
+/// Measures the host in this process; returns its rows (already written to its CSV), or
+/// `None` when no case matches the filter.
+fn measure_here(
     backend: &mut dyn Backend,
     cfg: &RunConfig,
     out: &Path,
     host: &str,
     stamp: &str,
-) -> Result<Option<(PathBuf, Vec<Record>)>> {
+) -> Result<Option<(DeviceInfo, PathBuf, Vec<Record>)>> {
     let planned = runner::plan(backend, cfg)?;
     let info = backend.info().clone();
     if planned.is_empty() {
@@ -143,64 +266,88 @@ fn measure_device(
         );
         return Ok(None);
     }
-    let run_id = format!("{host}-{}-{stamp}", device_slug(&info));
-    let path = fresh_path(out, &run_id, "csv");
-    // Created with its first row: a run interrupted before it leaves no empty file.
-    let mut sink = CsvSink::new(&path);
-    let label = match info.backend {
-        BackendKind::Cuda => "GPU",
-        BackendKind::Host => "host CPU, no GPU used",
-    };
-    eprintln!(
-        "measuring {} ({}, {label}) -> {}",
-        info.name,
-        info.id,
-        path.display()
-    );
+    let device_run = std::cell::RefCell::new(DeviceRun::new(cfg, out, host, stamp));
+    device_run
+        .borrow_mut()
+        .begin(&info, &planned, backend.min_sample_secs());
     let identity = RunIdentity {
-        run_id,
+        run_id: run_id(host, &info, stamp),
         host: host.to_string(),
-        device: info,
+        device: info.clone(),
     };
-    let interactive = std::io::stderr().is_terminal();
-    let bar = ProgressBar::hidden();
     let records = runner::run(
         backend,
         &identity,
         cfg,
         &planned,
-        &mut |r| sink.write(r),
-        &mut |event| match event {
-            Event::Planned { cases } => {
-                if interactive {
-                    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-                    bar.set_length(cases.len() as u64);
-                    bar.set_style(
-                        // indicatif's ETA: the cases left at the mean pace of those done
-                        ProgressStyle::with_template(
-                            "{bar:30} {pos}/{len} {elapsed}, ETA {eta} {msg}",
-                        )
-                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        &mut |r| device_run.borrow_mut().write(r),
+        &mut |e| device_run.borrow_mut().event(e),
+    );
+    let device_run = device_run.into_inner();
+    let records = match records {
+        Ok(r) => r,
+        Err(e) => {
+            device_run.bar.finish_and_clear();
+            return Err(e);
+        }
+    };
+    Ok(device_run
+        .finish(records)
+        .map(|(path, records)| (info, path, records)))
+}
+
+/// Measures GPU `ordinal` in worker processes ([`crate::worker`]): a fault or a runaway kernel
+/// costs its case, and the cases left run in a fresh process.
+fn measure_in_workers(
+    ordinal: usize,
+    args: &RunArgs,
+    cfg: &RunConfig,
+    host: &str,
+    stamp: &str,
+) -> Result<Option<(DeviceInfo, PathBuf, Vec<Record>)>> {
+    let job = crate::worker::Job {
+        ordinal,
+        cfg: cfg.clone(),
+        host: host.to_string(),
+        stamp: stamp.to_string(),
+        skip: Default::default(),
+        kernel_timeout_secs: args.kernel_timeout,
+    };
+    let device_run = std::cell::RefCell::new(DeviceRun::new(cfg, &args.out, host, stamp));
+    let device: std::cell::RefCell<Option<DeviceInfo>> = Default::default();
+    let outcome = crate::worker::run(
+        job,
+        &mut |info| {
+            *device.borrow_mut() = Some(info.clone());
+            Ok(())
+        },
+        &mut |r| device_run.borrow_mut().write(r),
+        &mut |e| {
+            if let (Event::Planned { cases }, Some(info)) = (&e, device.borrow().as_ref()) {
+                if cases.is_empty() {
+                    eprintln!(
+                        "note: no case of {} ({}) matches the filter",
+                        info.name, info.id
                     );
+                } else {
+                    // a GPU's samples last at least 10 ms (CudaBackend::min_sample_secs)
+                    device_run.borrow_mut().begin(info, cases, 0.01);
                 }
             }
-            Event::Started { case } => bar.set_message(case.id()),
-            Event::Finished { record } => {
-                bar.inc(1);
-                if !interactive {
-                    let figure = record
-                        .gbps
-                        .map(|g| format!("{g:.2} GB/s"))
-                        .or(record.gflops.map(|g| format!("{g:.2} GFLOP/s")))
-                        .unwrap_or_else(|| record.status.clone());
-                    eprintln!("  {:<28} {figure}", record.case_id());
-                }
-            }
+            device_run.borrow_mut().event(e)
         },
     );
-    bar.finish_and_clear();
-    let records = records?;
-    Ok(sink.written().then_some((path, records)))
+    let device_run = device_run.into_inner();
+    let (info, records) = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            device_run.bar.finish_and_clear();
+            return Err(e);
+        }
+    };
+    Ok(device_run
+        .finish(records)
+        .map(|(path, records)| (info, path, records)))
 }
 
 /// Fits the run's roofline and writes its calibration JSON and SVG beside its CSV. The
@@ -254,15 +401,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut measured_any = false;
     let mut failures = Vec::new();
     for target in &targets {
-        let opened: Result<Box<dyn Backend>> = match *target {
-            Target::Cuda(i) => CudaBackend::open(i).map(|b| Box::new(b) as Box<dyn Backend>),
-            Target::Host => Ok(Box::new(HostBackend::new())),
+        let outcome = match *target {
+            Target::Cuda(i) => measure_in_workers(i, args, &cfg, &host, &stamp),
+            Target::Host => {
+                let mut backend = HostBackend::new();
+                measure_here(&mut backend, &cfg, &args.out, &host, &stamp)
+            }
         };
-        let outcome = opened.and_then(|mut backend| {
-            let info = backend.info().clone();
-            measure_device(backend.as_mut(), &cfg, &args.out, &host, &stamp)
-                .map(|m| m.map(|(path, records)| (info, path, records)))
-        });
         match outcome {
             Ok(None) => {}
             Ok(Some((info, path, records))) => {
