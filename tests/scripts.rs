@@ -48,6 +48,7 @@ fn the_device_check_fits_its_budget_and_runs_the_cheap_families_first() {
     assert!(at("devices") < at("run-cache-peak-tensor"));
     assert!(at("run-cache-peak-tensor") < at("run-stream"));
     assert!(at("run-stream") < at("run-sweep"));
+    assert!(at("run-sweep") < at("run-gemm"));
 }
 
 /// Without the packed binaries, or with one that lost its run bit, the check stops at once with
