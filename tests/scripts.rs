@@ -82,3 +82,22 @@ fn the_device_check_fails_fast_without_its_binaries() {
     assert!(said.contains("lost its run bit"), "{said}");
     assert_eq!(said.lines().count(), 1, "{said}");
 }
+
+/// Every defect `scripts/plant-defects` plants still finds its text in the driver-side code, so
+/// the script (run by hand: a rebuild per defect) plants what it says; edited the code, it says
+/// which defect to update.
+#[test]
+fn every_planted_defect_still_finds_its_code() {
+    let out = std::process::Command::new("python3")
+        .arg("scripts/plant-defects")
+        .arg("--check")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("python3 runs scripts/plant-defects");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
