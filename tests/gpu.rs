@@ -139,19 +139,25 @@ fn events_time_every_launch_of_a_batch() {
     let case = StreamKernel::Triad.case(Precision::F32, elements);
     let mut prepared = gpu.prepare(&case).expect("prepare");
     prepared.run(3).expect("warm-up");
-    // one launch: the median of 7 (a simulated device on a shared machine is noisy)
-    let mut singles: Vec<f64> = (0..7).map(|_| prepared.run(1).expect("run")).collect();
-    singles.sort_by(f64::total_cmp);
-    let one = singles[3];
-    let wall = Instant::now();
-    let twenty = prepared.run(20).expect("run");
-    let wall = wall.elapsed().as_secs_f64();
-    assert!(one > 0.0 && twenty.is_finite());
-    assert!(
-        (12.0..32.0).contains(&(twenty / one)),
-        "20 launches took {twenty} s, one {one} s (singles {singles:?})"
-    );
-    assert!(twenty <= wall * 1.01, "device {twenty} s > host {wall} s");
+    // A defect (one launch of the twenty run, or the events time something else) is out of
+    // range every time; a simulated device on a loaded machine is out of range now and then.
+    // So up to three tries, each one launch as the median of 7 beside one batch of 20.
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        let mut singles: Vec<f64> = (0..7).map(|_| prepared.run(1).expect("run")).collect();
+        singles.sort_by(f64::total_cmp);
+        let one = singles[3];
+        let wall = Instant::now();
+        let twenty = prepared.run(20).expect("run");
+        let wall = wall.elapsed().as_secs_f64();
+        assert!(one > 0.0 && twenty.is_finite(), "one {one} s, twenty {twenty} s");
+        assert!(twenty <= wall * 1.01, "device {twenty} s > host {wall} s");
+        tries.push(format!("20 launches {twenty} s, one {one} s (singles {singles:?})"));
+        if (12.0..32.0).contains(&(twenty / one)) {
+            break;
+        }
+        assert!(tries.len() < 3, "out of range in three tries: {tries:#?}");
+    }
     assert!(prepared.verify().unwrap().valid);
 }
 
