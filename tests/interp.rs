@@ -817,7 +817,7 @@ fn run_gemm(
 ) -> Result<Outcome, String> {
     let ld = gemm::gpu_leading_dimension(shape.k);
     let words = |matrix: u64, rows: u64| -> Vec<u64> {
-        (0..rows * ld / 2)
+        (0..gemm::operand_words(p, rows, ld))
             .map(|i| gemm::operand_word(p, shape, matrix, ld, i))
             .collect()
     };

@@ -833,40 +833,48 @@ fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Planted mistakes in the GEMM kernel are caught under the interpreter: B's fragments loaded
-/// with `.trans` (the wrong layout), and the pipeline's `cp.async.wait_group` left out (the
-/// fragments are read before their tile has landed).
+/// Planted mistakes in the GEMM kernels are caught under the interpreter, in the bf16 and the
+/// tf32 expansion: B's fragments loaded with `.trans` (the wrong layout), two A fragment
+/// registers swapped in one mma (a wrong fragment index), and the pipeline's
+/// `cp.async.wait_group` left out (the fragments are read before their tile has landed).
 #[test]
 fn gemm_planted_mistakes_are_caught() {
     use roofprobe::bench::gemm::{self, Shape};
-    let case = gemm::case(gemm::GPU_OURS, Precision::Bf16F32, Shape::new(33, 40, 70));
-    let launch = launch::plan(&case, 1).unwrap();
-    let mut cache = BTreeMap::new();
-    let good = module(launch.entry.module, &mut cache);
-    assert!(gemm_verdict(&case, good).unwrap().valid);
-    let name = &launch.entry.name;
-    let mutants = [
-        (
-            "a wrong .trans",
-            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%fb0",
-            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%fb0",
-        ),
-        (
-            "a missing cp.async.wait_group",
-            "cp.async.wait_group 2;",
-            "",
-        ),
-    ];
-    for (what, from, to) in mutants {
-        let m = mutated(launch.entry.module, name, from, to);
-        match gemm_verdict(&case, &m) {
-            Ok(v) => assert!(!v.valid, "{what} was not caught"),
-            // a read of a tile before it landed is a shared-memory race between the warp whose
-            // copy it was and the reader (the interpreter names it)
-            Err(e) => assert!(
-                e.contains("race") || e.contains("poison"),
-                "{what}: refused for another reason: {e}"
+    for p in [Precision::Bf16F32, Precision::Tf32F32] {
+        let case = gemm::case(gemm::GPU_OURS, p, Shape::new(33, 40, 70));
+        let launch = launch::plan(&case, 1).unwrap();
+        let mut cache = BTreeMap::new();
+        let good = module(launch.entry.module, &mut cache);
+        assert!(gemm_verdict(&case, good).unwrap().valid, "{p}");
+        let name = &launch.entry.name;
+        let mutants = [
+            (
+                "a wrong .trans",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%fb0",
+                "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%fb0",
             ),
+            (
+                "a wrong fragment index",
+                "{%acc0, %acc1, %acc2, %acc3}, {%fa0, %fa1, %fa2, %fa3}",
+                "{%acc0, %acc1, %acc2, %acc3}, {%fa0, %fa2, %fa1, %fa3}",
+            ),
+            (
+                "a missing cp.async.wait_group",
+                "cp.async.wait_group 2;",
+                "",
+            ),
+        ];
+        for (what, from, to) in mutants {
+            let m = mutated(launch.entry.module, name, from, to);
+            match gemm_verdict(&case, &m) {
+                Ok(v) => assert!(!v.valid, "{p}: {what} was not caught"),
+                // a read of a tile before it landed is a shared-memory race between the warp
+                // whose copy it was and the reader (the interpreter names it)
+                Err(e) => assert!(
+                    e.contains("race") || e.contains("poison"),
+                    "{p}: {what}: refused for another reason: {e}"
+                ),
+            }
         }
     }
 }

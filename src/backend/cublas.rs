@@ -159,6 +159,8 @@ pub const R_16F: i32 = 2;
 pub const R_16BF: i32 = 14;
 /// `cublasComputeType_t`: f32 accumulation.
 pub const COMPUTE_32F: i32 = 68;
+/// `cublasComputeType_t`: f32 inputs rounded to tf32 for the tensor cores, f32 accumulation.
+pub const COMPUTE_32F_FAST_TF32: i32 = 77;
 /// `cublasGemmAlgo_t`: let cuBLAS choose (tensor cores included since cuBLAS 11).
 pub const GEMM_DEFAULT: i32 = -1;
 
@@ -333,7 +335,7 @@ impl Cublas {
 
 impl CublasHandle {
     /// `C = A · Bᵀ` for row-major A (m × k, row stride lda), B (n × k, row stride ldb) in
-    /// `input_type` and C (m × n, f32) with f32 accumulation: in cuBLAS's column-major terms
+    /// `input_type` and C (m × n, f32) in `compute_type` (f32 accumulation): in cuBLAS's column-major terms
     /// `Cᵀ (n × m, ldc = n) = op(B) · A` with B transposed (`T`, its column-major view is k × n)
     /// and A as is (`N`, its column-major view is k × m), the "TN" product.
     ///
@@ -347,6 +349,7 @@ impl CublasHandle {
         n: i32,
         k: i32,
         input_type: i32,
+        compute_type: i32,
         a: u64,
         lda: i32,
         b: u64,
@@ -372,7 +375,7 @@ impl CublasHandle {
             c as *mut c_void,
             R_32F,
             n,
-            COMPUTE_32F,
+            compute_type,
             GEMM_DEFAULT,
         );
         if status == 0 {

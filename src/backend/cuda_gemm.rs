@@ -6,7 +6,8 @@
 //!   `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` on the function before its first launch.
 //! - cuBLAS rows ([`prepare_cublas`]) run on exactly the arrays the PTX case of the same shape
 //!   and precision allocates and fills (A and B padded to rows of a multiple of 8 elements, C
-//!   poisoned), through `cublasGemmEx` (bf16 or f16 in, f32 compute and output) on the backend's
+//!   poisoned), through `cublasGemmEx` (bf16 or f16 in with f32 compute; tf32 as f32 in with
+//!   `CUBLAS_COMPUTE_32F_FAST_TF32`; f32 output) on the backend's
 //!   stream, timed by the same events, and checked by the same check. Without cuBLAS
 //!   ([`crate::backend::cublas`]) the row says `skipped: <why>`.
 //!
@@ -56,11 +57,14 @@ pub(super) fn raise_dynamic_shared(
     )
 }
 
-/// cuBLAS's input type for a GEMM precision.
-fn cublas_input_type(precision: Precision) -> Option<i32> {
+/// cuBLAS's input and compute types for a GEMM precision: bf16 or f16 in with f32 compute;
+/// tf32 as f32 in with `CUBLAS_COMPUTE_32F_FAST_TF32` (the inputs rounded to tf32 for the
+/// tensor cores, f32 accumulation), the same work as our tf32 kernel.
+fn cublas_types(precision: Precision) -> Option<(i32, i32)> {
     match precision {
-        Precision::Bf16F32 => Some(cublas::R_16BF),
-        Precision::F16F32 => Some(cublas::R_16F),
+        Precision::Bf16F32 => Some((cublas::R_16BF, cublas::COMPUTE_32F)),
+        Precision::F16F32 => Some((cublas::R_16F, cublas::COMPUTE_32F)),
+        Precision::Tf32F32 => Some((cublas::R_32F, cublas::COMPUTE_32F_FAST_TF32)),
         _ => None,
     }
 }
@@ -71,6 +75,7 @@ struct CublasCase<'b> {
     handle: CublasHandle,
     shape: gemm::Shape,
     input_type: i32,
+    compute_type: i32,
     lda: u64,
     ldb: u64,
     version: &'static str,
@@ -85,7 +90,7 @@ pub(super) fn prepare_cublas<'b>(
         Ok(found) => found,
         Err(why) => return Err(Error::Skipped(why.clone())),
     };
-    let input_type = cublas_input_type(case.precision)
+    let (input_type, compute_type) = cublas_types(case.precision)
         .ok_or_else(|| Error::Usage(format!("no cuBLAS GEMM for {}", case.precision)))?;
     let shape = gemm::shape_of(case).map_err(Error::Usage)?;
     let lda = gemm::gpu_leading_dimension(shape.k);
@@ -111,6 +116,7 @@ pub(super) fn prepare_cublas<'b>(
         handle,
         shape,
         input_type,
+        compute_type,
         lda,
         ldb,
         version: &found.version,
@@ -150,7 +156,18 @@ impl PreparedCase for CublasCase<'_> {
             // m × lda, n × ldb and m × n elements; the handle's stream is the backend's.
             unsafe {
                 self.handle
-                    .gemm_tn(m, n, k, self.input_type, a, lda, b, ldb, c)
+                    .gemm_tn(
+                        m,
+                        n,
+                        k,
+                        self.input_type,
+                        self.compute_type,
+                        a,
+                        lda,
+                        b,
+                        ldb,
+                        c,
+                    )
                     .map_err(|message| Error::Driver {
                         during: during.clone(),
                         message,
@@ -173,8 +190,14 @@ impl PreparedCase for CublasCase<'_> {
 
     fn launch_note(&self) -> String {
         format!(
-            "cublasGemmEx TN, f32 compute, cuBLAS {}, lda = ldb = {}",
-            self.version, self.lda
+            "cublasGemmEx TN, {} compute, cuBLAS {}, lda = ldb = {}",
+            if self.compute_type == cublas::COMPUTE_32F_FAST_TF32 {
+                "f32 (fast tf32)"
+            } else {
+                "f32"
+            },
+            self.version,
+            self.lda
         )
     }
 

@@ -74,9 +74,15 @@ pub fn cache_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<Case> {
 /// an H200 is about 9 ms there; on a small GPU the largest squares are left out.
 pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.5;
 
-/// The GEMM cases of a device: for each PTX GEMM precision (bf16.f32, f16.f32) the square
-/// sweep, and in bf16.f32 the batch sweep, each shape by cuBLAS (the reference, planned
-/// whether or not cuBLAS is there: its row then says `skipped: <why>`) and then by our kernel.
+/// Square sides the tf32 GEMM runs on: the smallest (the simulated driver's row) and the
+/// largest bf16's headline shape; a default run on an H200 must fit in four minutes, so tf32
+/// gets two points, not a sweep.
+pub const GEMM_TF32_SQUARE: [u64; 2] = [256, 8192];
+
+/// The GEMM cases of a device: for bf16.f32 and f16.f32 the square sweep, in bf16.f32 also the
+/// batch sweep, and for tf32.f32 the squares of [`GEMM_TF32_SQUARE`]; each shape by cuBLAS (the
+/// reference, planned whether or not cuBLAS is there: its row then says `skipped: <why>`) and
+/// then by our kernel.
 /// Shapes are capped by `usable_bytes` (the PTX launch's padded A and B, and C), by an explicit
 /// `--size` (no matrix larger), and by [`GEMM_MAX_LAUNCH_SECS`] at the theoretical peak.
 pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
@@ -93,13 +99,20 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
             max_flops: target_flops(info, device.compute_capability, p) / TARGET_LAUNCH_SECS
                 * GEMM_MAX_LAUNCH_SECS,
         };
-        out.extend(gemm::cases(
-            gemm::GPU_OURS,
-            Some(gemm::GPU_REFERENCE),
-            p,
-            &limits,
-            p == Precision::Bf16F32,
-        ));
+        out.extend(
+            gemm::cases(
+                gemm::GPU_OURS,
+                Some(gemm::GPU_REFERENCE),
+                p,
+                &limits,
+                p == Precision::Bf16F32,
+            )
+            .into_iter()
+            .filter(|c| {
+                p != Precision::Tf32F32
+                    || gemm::shape_of(c).is_ok_and(|s| GEMM_TF32_SQUARE.contains(&s.m))
+            }),
+        );
     }
     out
 }
@@ -268,8 +281,8 @@ mod tests {
         assert_eq!(cache_bytes_per_launch(&small), 25_600_000);
     }
 
-    /// An H200 plans every square from 256³ to 16384³ in bf16 and f16, and the whole batch
-    /// sweep in bf16, cuBLAS before ours on each shape.
+    /// An H200 plans every square from 256³ to 16384³ in bf16 and f16, the whole batch sweep
+    /// in bf16, and 256³ and 8192³ in tf32, cuBLAS before ours on each shape.
     #[test]
     fn gemm_cases_cover_the_sweeps_on_a_big_gpu() {
         let h200 = info("NVIDIA H200", 132, Some(1980.0));
@@ -288,6 +301,11 @@ mod tests {
         assert_eq!(count("ptx", Precision::Bf16F32), 7 + 5 * 14);
         assert_eq!(count("cublas", Precision::Bf16F32), 7 + 5 * 14);
         assert_eq!(count("ptx", Precision::F16F32), 7);
+        assert_eq!(count("ptx", Precision::Tf32F32), 2);
+        assert_eq!(count("cublas", Precision::Tf32F32), 2);
+        assert!(cases
+            .iter()
+            .any(|c| c.id() == "gemm/ptx/tf32.f32/8192x8192x8192"));
         assert_eq!(cases[0].id(), "gemm/cublas/bf16.f32/256x256x256");
         assert_eq!(cases[1].id(), "gemm/ptx/bf16.f32/256x256x256");
         // a --size of 32 MiB: no Llama weight in bf16 above it (4096² is 32 MiB)

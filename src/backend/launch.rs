@@ -203,7 +203,7 @@ pub enum Init {
     /// These words (tensor-core fragments).
     Words(Vec<u64>),
     /// A GEMM input (`matrix` 0: A, 1: B) of `shape`, row stride `ld` elements, two 16-bit
-    /// elements per word (`gemm::operand_word`).
+    /// elements or one f32 per word (`gemm::operand_word`).
     GemmOperand {
         precision: Precision,
         shape: gemm::Shape,
@@ -700,8 +700,8 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
             gemm::check_operands(shape, lda, ldb)?;
             let operand = |i: u8, matrix: u64, rows: u64, ld: u64| Buffer {
                 role: Role::Input(i),
-                // two 16-bit elements per word; ld is even
-                words: rows * ld / 2,
+                // two 16-bit elements or one f32 per word; ld is even
+                words: gemm::operand_words(p, rows, ld),
                 word_bytes: 4,
                 init: Init::GemmOperand {
                     precision: p,

@@ -266,28 +266,39 @@ pub fn cases(
 /// The template of the tensor-core GEMM kernels.
 pub const TEMPLATE: &str = crate::kernels::GEMM_TEMPLATE;
 
-/// The precisions of the PTX GEMM kernels: bf16 and f16 inputs, f32 accumulation and output.
-pub const GPU_PRECISIONS: [Precision; 2] = [Precision::Bf16F32, Precision::F16F32];
+/// The precisions of the PTX GEMM kernels, f32 accumulation and output: bf16 and f16 inputs
+/// (`mma.sync.m16n8k16`), and f32 inputs rounded to tf32 (`mma.sync.m16n8k8`).
+pub const GPU_PRECISIONS: [Precision; 3] =
+    [Precision::Bf16F32, Precision::F16F32, Precision::Tf32F32];
 
-/// Block tile of the PTX kernels: 128 × 128 of C per block, K in steps of 32.
+/// Block tile of the PTX kernels: 128 × 128 of C per block, K in steps of
+/// [`GPU_TILE_K_BYTES`] ([`gpu_tile_k`] elements).
 pub const GPU_TILE_M: u64 = 128;
 pub const GPU_TILE_N: u64 = 128;
-pub const GPU_TILE_K: u64 = 32;
+/// Bytes of one row of a K tile: four 16-byte chunks (32 16-bit elements, or 16 f32).
+pub const GPU_TILE_K_BYTES: u64 = 64;
 /// Threads per block (8 warps: 2 along M × 4 along N, each 64 × 32 of C).
 pub const GPU_BLOCK: u32 = 256;
-/// Pipeline stages, each an A and a B tile of 128 × 32 16-bit elements.
+/// Pipeline stages, each an A and a B tile of 128 rows × [`GPU_TILE_K_BYTES`].
 pub const GPU_STAGES: u32 = 4;
 /// Dynamic shared memory per block: 64 KiB, above the 48 KiB default (the launch raises it).
-pub const GPU_SHARED_BYTES: u32 = GPU_STAGES * 2 * (GPU_TILE_M as u32) * (GPU_TILE_K as u32) * 2;
-/// Elements the rows of A and B are padded to (16 bytes of 16-bit elements): the kernel's
-/// `cp.async` copies 16-byte chunks from 16-byte aligned rows.
+pub const GPU_SHARED_BYTES: u32 = GPU_STAGES * 2 * (GPU_TILE_M as u32) * (GPU_TILE_K_BYTES as u32);
+/// Elements the rows of A and B are padded to: the kernels' `cp.async` copies 16-byte chunks
+/// from 16-byte aligned rows (8 elements are 16 bytes of bf16/f16 and 32 of f32; one rule for
+/// every type).
 pub const GPU_ROW_ALIGN: u64 = 8;
 
-/// The type name of a PTX GEMM's inputs: `bf16`, `f16`.
+/// Elements of K in one tile of `precision`'s PTX kernel: 32 (bf16, f16) or 16 (tf32).
+pub fn gpu_tile_k(precision: Precision) -> u64 {
+    GPU_TILE_K_BYTES / input_bytes(precision)
+}
+
+/// The type name of a PTX GEMM's inputs: `bf16`, `f16`, `tf32`.
 fn input_type(precision: Precision) -> &'static str {
     match precision {
         Precision::Bf16F32 => "bf16",
         Precision::F16F32 => "f16",
+        Precision::Tf32F32 => "tf32",
         other => panic!("{other} has no PTX GEMM kernel"),
     }
 }
@@ -297,11 +308,43 @@ pub fn entry_name(precision: Precision) -> String {
     format!("gemm_{}_f32", input_type(precision))
 }
 
-/// The module of `precision`'s GEMM kernel, expanded from [`TEMPLATE`].
+/// The module of `precision`'s GEMM kernel, expanded from [`TEMPLATE`]: the mma shape, the
+/// element size and K tile (the shared-memory layout, 64-byte tile rows, is the same for all),
+/// and for tf32 the rounding of every fragment register (`cvt.rna.tf32.f32`) before the mma.
 pub fn expand(precision: Precision) -> String {
-    TEMPLATE
-        .replace("@IN@", input_type(precision))
-        .replace("@NAME@", input_type(precision))
+    let bytes = input_bytes(precision);
+    let tile_k = gpu_tile_k(precision);
+    let (mma, kstep, cvt) = if precision == Precision::Tf32F32 {
+        let regs = (0..16)
+            .map(|i| format!("%fa{i}"))
+            .chain((0..8).map(|i| format!("%fb{i}")));
+        let cvt: String = regs
+            .map(|r| format!("    cvt.rna.tf32.f32 {r}, {r};\n"))
+            .collect();
+        ("m16n8k8", "k8", cvt)
+    } else {
+        ("m16n8k16", "k16", String::new())
+    };
+    let log2 = |v: u64| v.trailing_zeros().to_string();
+    [
+        ("@CVT@", cvt),
+        ("@MMA@", mma.to_string()),
+        ("@KSTEP@", kstep.to_string()),
+        ("@KMASK@", (tile_k - 1).to_string()),
+        ("@KSHIFT@", log2(tile_k)),
+        ("@KTILE@", tile_k.to_string()),
+        ("@CHUNK@", (16 / bytes).to_string()),
+        ("@CSHIFT@", log2(16 / bytes)),
+        ("@ESHIFT@", log2(bytes)),
+        ("@EBYTES@", bytes.to_string()),
+        ("@ROWS64@", (64 * bytes).to_string()),
+        ("@IN@", input_type(precision).to_string()),
+        ("@NAME@", input_type(precision).to_string()),
+    ]
+    .into_iter()
+    .fold(TEMPLATE.to_string(), |text, (key, value)| {
+        text.replace(key, &value)
+    })
 }
 
 /// The leading dimension (row stride, elements) the PTX kernels get for A and B: K rounded up
@@ -351,17 +394,26 @@ pub fn input_bits16(precision: Precision, v: i64) -> u16 {
     }
 }
 
-/// Word `i` (32 bits, two 16-bit elements, the lower address low) of input `matrix` (0: A,
-/// 1: B) of `shape`, stored row-major with row stride `ld` elements, zero in the padding.
+/// 32-bit words of a PTX GEMM input of `rows` rows of `ld` elements: two 16-bit elements per
+/// word, or one f32 (tf32 inputs are f32 in memory).
+pub fn operand_words(precision: Precision, rows: u64, ld: u64) -> u64 {
+    rows * ld * input_bytes(precision) / 4
+}
+
+/// Word `i` (32 bits: two 16-bit elements, the lower address low, or one f32) of input `matrix`
+/// (0: A, 1: B) of `shape`, stored row-major with row stride `ld` elements, zero in the
+/// padding.
 pub fn operand_word(precision: Precision, shape: Shape, matrix: u64, ld: u64, i: u64) -> u64 {
     let rows = if matrix == 0 { shape.m } else { shape.n };
-    let element = |e: u64| -> u64 {
+    let value = |e: u64| -> Option<i64> {
         let (row, col) = (e / ld, e % ld);
-        if row >= rows || col >= shape.k {
-            return 0;
-        }
-        input_bits16(precision, input(matrix, row * shape.k + col)) as u64
+        (row < rows && col < shape.k).then(|| input(matrix, row * shape.k + col))
     };
+    if precision == Precision::Tf32F32 {
+        // a small integer is exact in f32 and in tf32 (10-bit mantissa)
+        return value(i).map_or(0, |v| (v as f32).to_bits() as u64);
+    }
+    let element = |e: u64| value(e).map_or(0, |v| input_bits16(precision, v) as u64);
     element(2 * i) | element(2 * i + 1) << 16
 }
 
@@ -730,8 +782,41 @@ mod tests {
             "column 7 > K"
         );
         assert!(expand(Precision::F16F32).contains(".visible .entry gemm_f16_f32("));
+        // tf32: one f32 per word, exact; the padding is zero
+        assert_eq!(operand_words(Precision::Tf32F32, 3, 8), 24);
+        assert_eq!(operand_words(Precision::Bf16F32, 3, 8), 12);
+        let w = operand_word(Precision::Tf32F32, s, 1, 8, 9);
+        assert_eq!(f32::from_bits(w as u32) as i64, input(1, 5 + 1));
+        assert_eq!(
+            operand_word(Precision::Tf32F32, s, 1, 8, 13),
+            0,
+            "column 5 = K"
+        );
+        assert_eq!(
+            (
+                gpu_tile_k(Precision::Bf16F32),
+                gpu_tile_k(Precision::Tf32F32)
+            ),
+            (32, 16)
+        );
+        for p in GPU_PRECISIONS {
+            let text = expand(p);
+            let placeholder = text
+                .split('@')
+                .skip(1)
+                .any(|t| t.starts_with(|c: char| c.is_ascii_uppercase()));
+            assert!(!placeholder, "{p}: a placeholder left");
+        }
         let text = expand(Precision::Bf16F32);
-        assert!(!text.contains("@IN@") && !text.contains("@NAME@"));
+        assert!(!text.contains("cvt.rna.tf32.f32 %") && text.contains("m16n8k16.row.col.f32.bf16"));
+        let text = expand(Precision::Tf32F32);
+        assert!(text.contains(".visible .entry gemm_tf32_f32("));
+        assert_eq!(text.matches("cvt.rna.tf32.f32 %").count(), 2 * 24);
+        assert_eq!(
+            text.matches("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+                .count(),
+            32
+        );
     }
 
     #[test]
