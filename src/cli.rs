@@ -209,6 +209,12 @@ pub struct RunArgs {
     /// (at least 2 s). The case's row says so, and the cases left run in a fresh process.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     pub kernel_timeout: f64,
+    /// With `--device all` or `auto`: measure every GPU at once, each in its own process, instead
+    /// of one after another (the default, since GPUs running together share the host's link and
+    /// CPUs). Every row says how many ran at once (`parallel_devices`); the host, under `all`,
+    /// is measured after the GPUs, alone.
+    #[arg(long)]
+    pub parallel: bool,
 }
 
 /// Parses a duration in seconds, `15` or `15s`, `0.5s`; it must be above 0.

@@ -699,6 +699,7 @@ mod tests {
             run_id: "t".into(),
             host: "t".into(),
             device: host.info().clone(),
+            parallel_devices: None,
         };
         (host, identity)
     }
@@ -938,6 +939,7 @@ mod tests {
             run_id: "t".into(),
             host: "t".into(),
             device: backend.info().clone(),
+            parallel_devices: None,
         };
         let cfg = RunConfig {
             warmup_secs: 0.0,
