@@ -3,6 +3,7 @@
 
 pub mod ceilings;
 pub mod compare;
+pub mod fleet;
 pub mod json;
 pub mod svg;
 pub mod table;

@@ -242,7 +242,7 @@ pub fn render(cals: &[Calibration]) -> Result<String> {
 
 /// Escapes text for an SVG text node or attribute; control characters (which XML 1.0 does not
 /// allow at all) are written out as `\u{1b}`.
-fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     crate::text::one_line(s)
         .replace('&', "&amp;")
         .replace('<', "&lt;")
