@@ -559,7 +559,7 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
     );
     let _ = writeln!(
         s,
-        r##"<rect width="100%" height="100%" fill="white"/>
+        r##"<rect width="{STRIP_WIDTH}" height="{height}" fill="white"/>
 <text x="{}" y="28" font-size="18" text-anchor="middle">{} ({}): each run over its peers' median</text>
 <text x="{}" y="50" font-size="13" text-anchor="middle" fill="#555">red, crossed: below {:.2} of the median (flagged); hollow: fewer than {MIN_PEERS} peers, not judged</text>"##,
         STRIP_WIDTH / 2,
@@ -569,23 +569,27 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
         fleet.threshold
     );
     let bottom = TOP + ROW * groups.len() as i32;
-    // axis ticks at every 0.05 of the median
+    // axis ticks, some 10 to 15 of them whatever the range (an outlier can be far off)
     let _ = writeln!(
         s,
         r##"<line x1="{LEFT}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="#333"/>"##,
         STRIP_WIDTH - RIGHT
     );
-    let step = if hi - lo > 1.0 { 0.25 } else { 0.05 };
-    let mut t = (lo / step).ceil() * step;
-    while t <= hi {
+    let step = tick_step(hi - lo);
+    let first = (lo / step).ceil();
+    for t in (0..=16)
+        .map(|k| (first + k as f64) * step)
+        .take_while(|t| *t <= hi)
+    {
+        let label = format!("{t:.3}");
+        let label = label.trim_end_matches('0').trim_end_matches('.');
         let _ = writeln!(
             s,
-            r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle" fill="#555">{t:.2}</text>"##,
+            r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle" fill="#555">{label}</text>"##,
             bottom + 5,
             bottom + 34,
             x = x(t)
         );
-        t += step;
     }
     let _ = writeln!(
         s,
@@ -677,6 +681,17 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
     Some(s)
 }
 
+/// A round step (1, 2, 2.5 or 5 times a power of ten) that cuts `range` into at most 15.
+fn tick_step(range: f64) -> f64 {
+    let raw = (range / 15.0).max(1e-6);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|step| *step >= raw)
+        .unwrap_or(10.0 * magnitude)
+}
+
 /// At most `max` characters, `…` at the cut.
 fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -698,6 +713,16 @@ mod tests {
     use super::*;
     use crate::calibration::FromRecords;
     use crate::roofline::tests::synthetic_run;
+
+    #[test]
+    fn ticks_stay_few_whatever_the_range() {
+        assert!((tick_step(0.9) - 0.1).abs() < 1e-12);
+        assert!((tick_step(0.35) - 0.025).abs() < 1e-12);
+        for range in [0.04, 0.9, 3.0, 1e3, 1e12, 1e300] {
+            let n = range / tick_step(range);
+            assert!((1.0..=15.0).contains(&n), "{range}: {n} ticks");
+        }
+    }
 
     #[test]
     fn median_and_mad() {
