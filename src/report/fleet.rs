@@ -551,11 +551,12 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
     let plot_w = STRIP_WIDTH - LEFT - RIGHT;
     let x = |r: f64| LEFT as f64 + (r - lo) / (hi - lo) * plot_w as f64;
     let height = TOP + ROW * groups.len() as i32 + 60;
-    let esc = crate::report::svg::xml_escape;
+    let esc = crate::report::picture::xml_escape;
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_WIDTH}" height="{height}" viewBox="0 0 {STRIP_WIDTH} {height}" font-family="sans-serif">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_WIDTH}" height="{height}" viewBox="0 0 {STRIP_WIDTH} {height}" font-family="{}">"#,
+        crate::report::picture::FONT
     );
     let _ = writeln!(
         s,
