@@ -52,6 +52,9 @@ pub enum Command {
     Plot(PlotArgs),
     /// Compare runs side by side: ceilings and every case, with measured and spec ratios.
     Compare(CompareArgs),
+    /// Read many runs as a fleet: per device model and driver, each metric's median and MAD,
+    /// and every run below a threshold of its peers flagged (exit code 4).
+    Fleet(FleetArgs),
     /// Regenerate table, roofline SVG and calibration JSON from results CSVs alone.
     Report(ReportArgs),
     /// Print a completion script for a shell: `roofprobe completions bash > roofprobe.bash`.
@@ -138,6 +141,39 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct FleetArgs {
+    /// Results CSVs or calibration JSONs, from any number of machines; the same run given
+    /// twice counts once.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Flag a run below this fraction of its peers' median on any metric (above 0, at most 1).
+    #[arg(long, value_name = "RATIO", default_value = "0.9", value_parser = parse_threshold)]
+    pub threshold: f64,
+    /// Also write the report as tidy CSV (a row per run and metric) to this new file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Also write the report as JSON to this new file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Folder for the strip plots, `fleet-<metric>.svg` (created if missing).
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+    /// Replace the --csv and --json files and the plots where they exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Parses `--threshold`: a fraction above 0, at most 1.
+fn parse_threshold(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a fraction of the peer median above 0 and at most 1 (e.g. 0.9)"
+        )),
+    }
+}
+
+#[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// Results CSVs written by `roofprobe run` (from any machine).
     #[arg(required = true)]
@@ -209,6 +245,12 @@ pub struct RunArgs {
     /// (at least 2 s). The case's row says so, and the cases left run in a fresh process.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     pub kernel_timeout: f64,
+    /// With `--device all` or `auto`: measure every GPU at once, each in its own process, instead
+    /// of one after another (the default, since GPUs running together share the host's link and
+    /// CPUs). Every row says how many ran at once (`parallel_devices`); the host, under `all`,
+    /// is measured after the GPUs, alone.
+    #[arg(long)]
+    pub parallel: bool,
 }
 
 /// Parses a duration in seconds, `15` or `15s`, `0.5s`; it must be above 0.
@@ -302,6 +344,7 @@ pub fn dispatch(cli: Cli) -> crate::Result<i32> {
         Command::Export(args) => crate::commands::export::export(&args),
         Command::Plot(args) => crate::commands::plot::plot(&args),
         Command::Compare(args) => crate::commands::compare::compare(&args),
+        Command::Fleet(args) => crate::commands::fleet::fleet(&args),
         Command::Report(args) => crate::commands::report::report(&args),
         Command::Completions(args) => {
             use clap::CommandFactory;

@@ -46,10 +46,11 @@ pub const SKIPPED: &str = "skipped: ";
 pub const MAX_RATIO: f64 = 1e6;
 
 /// The columns [`SCHEMA`] added to [`SCHEMA_1`]: the device's identity, why sampling stopped,
-/// the load other processes put on the machine, the flags of a suspect figure, and a GEMM's
-/// ratio to its reference implementation. ([`SCHEMA`] also lets `param` hold an `MxNxK` shape,
-/// where [`SCHEMA_1`] held counts only.)
-pub const ADDED_IN_2: [&str; 18] = [
+/// the load other processes put on the machine, the flags of a suspect figure, a GEMM's ratio to
+/// its reference implementation, and whether the device was measured while others were
+/// (`--parallel`). ([`SCHEMA`] also lets `param` hold an `MxNxK` shape, where [`SCHEMA_1`] held
+/// counts only.)
+pub const ADDED_IN_2: [&str; 19] = [
     "vendor",
     "cpu_family",
     "cpu_model",
@@ -68,6 +69,7 @@ pub const ADDED_IN_2: [&str; 18] = [
     "other_cpus_busy",
     "other_gpu_processes",
     "ratio_to_reference",
+    "parallel_devices",
 ];
 
 /// One measurement: a case on a device, its statistics, figures, validity and conditions.
@@ -195,6 +197,11 @@ pub struct Record {
     /// GPU rows: compute and graphics processes on the device other than roofprobe (NVML).
     #[serde(default)]
     pub other_gpu_processes: Option<u32>,
+    /// `run --parallel`: how many GPUs were measured at the same time, this one included (their
+    /// workers started together and shared the host's link and CPUs); empty when the device was
+    /// measured alone, one after another.
+    #[serde(default)]
+    pub parallel_devices: Option<u32>,
     /// Launch geometry or threads, and how the size was chosen.
     pub note: String,
 }
@@ -211,6 +218,8 @@ pub struct RunIdentity {
     pub run_id: String,
     pub host: String,
     pub device: DeviceInfo,
+    /// How many GPUs `run --parallel` measured at once, this one included; `None` when alone.
+    pub parallel_devices: Option<u32>,
 }
 
 /// How a case ended.
@@ -307,6 +316,7 @@ impl Record {
             throttle: text::field(&conditions.throttle),
             other_cpus_busy: reading(conditions.other_cpus_busy, MAX_CPUS),
             other_gpu_processes: conditions.other_gpu_processes,
+            parallel_devices: identity.parallel_devices.filter(|n| *n > 0),
             note: text::field(&note),
         };
         match outcome {
@@ -390,6 +400,7 @@ impl Record {
             other_cpus_busy: None,
             other_gpu_processes: None,
             ratio_to_reference: None,
+            parallel_devices: None,
             ..self.clone()
         }
     }
@@ -488,6 +499,7 @@ fn sample_record() -> Record {
         throttle: String::new(),
         other_cpus_busy: None,
         other_gpu_processes: None,
+        parallel_devices: None,
         note: String::new(),
     }
 }
@@ -804,6 +816,13 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
     }
     if r.memory_bus_bits == Some(0) {
         return Err("`memory_bus_bits` is 0; it must be positive or empty".into());
+    }
+    if r.parallel_devices == Some(0) {
+        return Err(
+            "`parallel_devices` is 0; it counts the GPUs measured at once (at least 1) or is \
+             empty"
+                .into(),
+        );
     }
     derived(
         "intensity",
@@ -1204,6 +1223,7 @@ pub(crate) mod tests {
             run_id: "box-host-20260101T000000Z".into(),
             host: "box".into(),
             device: crate::backend::host::host_info(),
+            parallel_devices: None,
         }
     }
 
@@ -1590,6 +1610,7 @@ pub(crate) mod tests {
         good.other_cpus_busy = Some(1.02);
         good.power_limit_w = Some(700.0);
         good.app_clock_mhz = Some(1980.0);
+        good.parallel_devices = Some(8);
         check_row(&good).unwrap();
         assert_eq!(
             parse_csv(Path::new("r.csv"), &to_csv_bytes(&[good.clone()])).unwrap(),
@@ -1655,6 +1676,18 @@ pub(crate) mod tests {
             (
                 Box::new(|r| r.schema = SCHEMA_1.into()),
                 "a row of roofprobe-csv/1 holds `vendor`, a column roofprobe-csv/2 added",
+            ),
+            (
+                Box::new(|r| r.parallel_devices = Some(0)),
+                "`parallel_devices` is 0",
+            ),
+            (
+                Box::new(|r| {
+                    *r = r.without_added_in_2();
+                    r.schema = SCHEMA_1.into();
+                    r.parallel_devices = Some(2);
+                }),
+                "a row of roofprobe-csv/1 holds `parallel_devices`",
             ),
         ];
         for (mutate, message) in cases {

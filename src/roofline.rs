@@ -492,6 +492,7 @@ pub(crate) mod tests {
             throttle: String::new(),
             other_cpus_busy: None,
             other_gpu_processes: Some(0),
+            parallel_devices: None,
             note: String::new(),
         }
     }

@@ -819,6 +819,7 @@ mod tests {
             run_id: "t".into(),
             host: "t".into(),
             device: host.info().clone(),
+            parallel_devices: None,
         };
         (host, identity)
     }
@@ -1058,6 +1059,7 @@ mod tests {
             run_id: "t".into(),
             host: "t".into(),
             device: backend.info().clone(),
+            parallel_devices: None,
         };
         let cfg = RunConfig {
             warmup_secs: 0.0,

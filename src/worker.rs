@@ -44,6 +44,10 @@ pub struct Job {
     pub skip: BTreeSet<String>,
     /// The most one batch of launches may run before it is presumed runaway.
     pub kernel_timeout_secs: f64,
+    /// With `run --parallel`: how many GPUs are measured at once, this one included (every row
+    /// says so); `None` when it is measured alone.
+    #[serde(default)]
+    pub parallel_devices: Option<u32>,
 }
 
 /// What a worker reports, one JSON line each, in this order: `Info`, `Planned`, then per case
@@ -108,6 +112,7 @@ pub fn serve(job: Job) -> i32 {
         run_id: crate::commands::run::run_id(&job.host, &info, &job.stamp),
         host: job.host.clone(),
         device: info,
+        parallel_devices: job.parallel_devices,
     };
     let outcome = runner::run(
         &mut backend,
@@ -257,6 +262,7 @@ pub fn run(
                     run_id: crate::commands::run::run_id(&job.host, &device, &job.stamp),
                     host: job.host.clone(),
                     device: device.clone(),
+                    parallel_devices: job.parallel_devices,
                 };
                 let why = death(status, lost.as_deref());
                 let record = Record::new(

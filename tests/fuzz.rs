@@ -1,4 +1,4 @@
-//! A mutation fuzzer over every reader: `report`, `export`, `plot` and `compare` (add a new one
+//! A mutation fuzzer over every reader: `report`, `export`, `plot`, `compare` and `fleet` (add a new one
 //! to [`READERS`]), in process through the library and as the real binary.
 //!
 //! Inputs are the real files under `results/` (schema `roofprobe-csv/1`) and the files of a
@@ -95,6 +95,21 @@ const READERS: &[Reader] = &[
                 s(&o.join("c.svg")),
                 "--csv".into(),
                 s(&o.join("c.csv")),
+            ]
+        },
+    },
+    Reader {
+        // given twice, the run counts once: never flagged, so 0 or an error
+        name: "fleet",
+        args: |i, o| {
+            vec![
+                "fleet".into(),
+                s(i),
+                s(i),
+                "--csv".into(),
+                s(&o.join("f.csv")),
+                "-o".into(),
+                s(o),
             ]
         },
     },
@@ -909,7 +924,13 @@ fn compare_csv_oracle(bytes: &[u8]) -> Result<(), String> {
             }
             if matches!(
                 name.as_str(),
-                "measured" | "spec" | "ratio_to_a" | "spec_ratio_to_a"
+                "measured"
+                    | "spec"
+                    | "ratio_to_a"
+                    | "spec_ratio_to_a"
+                    | "value"
+                    | "peer_median"
+                    | "ratio"
             ) && !f.is_empty()
             {
                 let v: f64 = f.parse().map_err(|_| format!("`{name}` = {f:?}"))?;

@@ -5,6 +5,7 @@ mod cli;
 mod cli_roofline;
 mod compute_gpu;
 mod files;
+mod fleet;
 mod fragments;
 mod fuzz;
 mod gpu;

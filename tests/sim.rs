@@ -492,3 +492,98 @@ fn a_runaway_kernel_costs_its_case_and_the_run_goes_on() {
     assert!(rows[1].valid, "{}", rows[1].status);
     assert!(started.elapsed() < Duration::from_secs(60));
 }
+
+/// `run --device all --parallel` on two simulated GPUs: both measured at once, each in its own
+/// workers (a fault on each costs that device's case only, and each goes on in a fresh process),
+/// every GPU row saying two ran together, the host measured after them, alone.
+#[test]
+fn parallel_measures_every_gpu_at_once_and_says_so_on_every_row() {
+    let sim = Sim::new("devices=2,fault=scale_f32");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args(["run", "--quick", "--device", "all", "--parallel"])
+            .args(["--size", "256KiB", "--filter", "stream/copy/f32"])
+            .args(["--filter", "stream/scale/f32", "--filter", "stream/add/f32"])
+            .arg("--out")
+            .arg(dir.path()),
+        Duration::from_secs(180),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    // Both GPUs started before either finished: their runs overlapped.
+    let at = |line: &str| {
+        stderr
+            .find(line)
+            .unwrap_or_else(|| panic!("no `{line}` in:\n{stderr}"))
+    };
+    let started = at("cuda:0: measuring").max(at("cuda:1: measuring"));
+    let finished = at("cuda:0: time:").min(at("cuda:1: time:"));
+    assert!(started < finished, "one GPU after the other:\n{stderr}");
+    let host = at("host CPU, no GPU used");
+    assert!(
+        at("cuda:0: time:") < host && at("cuda:1: time:") < host,
+        "{stderr}"
+    );
+    let mut gpus = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "csv") {
+            continue;
+        }
+        let rows = roofprobe::record::read_csv(&path).unwrap();
+        let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+        assert_eq!(
+            ids,
+            ["stream/copy/f32", "stream/scale/f32", "stream/add/f32"],
+            "{}",
+            path.display()
+        );
+        if rows[0].backend.as_str() == "host" {
+            assert!(rows.iter().all(|r| r.valid && r.parallel_devices.is_none()));
+            continue;
+        }
+        gpus += 1;
+        assert!(
+            rows.iter().all(|r| r.parallel_devices == Some(2)),
+            "{rows:?}"
+        );
+        assert!(rows[0].valid && rows[2].valid, "{}", rows[2].status);
+        assert!(
+            rows[1].status.contains("CUDA_ERROR_ILLEGAL_ADDRESS"),
+            "{}",
+            rows[1].status
+        );
+    }
+    assert_eq!(gpus, 2);
+
+    // Alone (the default), the rows say nothing of the kind; --parallel with one device is a
+    // usage error.
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args(["run", "--quick", "--device", "auto", "--size", "256KiB"])
+            .args(["--filter", "stream/copy/f32", "--out"])
+            .arg(dir.path()),
+        Duration::from_secs(120),
+    );
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "{}",
+        text(&out.stderr)
+    );
+    for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "csv") {
+            let rows = roofprobe::record::read_csv(&entry.path()).unwrap();
+            assert!(rows.iter().all(|r| r.parallel_devices.is_none()));
+        }
+    }
+    let out = run_limited(
+        sim.roofprobe()
+            .args(["run", "--device", "cuda:0", "--parallel", "--out"])
+            .arg(dir.path()),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error: --parallel measures every GPU at once"));
+}

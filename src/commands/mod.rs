@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod devices;
 pub mod export;
+pub mod fleet;
 pub mod plot;
 pub mod report;
 pub mod run;

@@ -22,7 +22,7 @@ use crate::report::{ceilings, table};
 use crate::runner::{self, Event, RunConfig};
 use crate::specs::DeviceAttributes;
 use crate::{Error, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -142,6 +142,9 @@ struct DeviceRun<'a> {
     sink: Option<CsvSink>,
     interactive: bool,
     bar: ProgressBar,
+    /// With `--parallel`: the bars of every device at once, and the device named on each line
+    /// (`cuda:1: …`) so that lines from devices measured together can be told apart.
+    together: Option<(MultiProgress, String)>,
     secs: runner::CaseSecs,
     started: std::time::Instant,
 }
@@ -157,8 +160,30 @@ impl<'a> DeviceRun<'a> {
             sink: None,
             interactive: std::io::stderr().is_terminal(),
             bar: ProgressBar::hidden(),
+            together: None,
             secs: runner::CaseSecs::default(),
             started: std::time::Instant::now(),
+        }
+    }
+
+    /// One of several devices measured at once: its lines name it, its bar joins `bars`.
+    fn together(mut self, bars: &MultiProgress, device: &str) -> Self {
+        self.together = Some((bars.clone(), device.to_string()));
+        self
+    }
+
+    /// A line on stderr, above the progress bars, naming the device when several run at once.
+    fn say(&self, line: &str) {
+        match &self.together {
+            Some((bars, device)) => {
+                let line = format!("{device}: {}", line.trim_start());
+                if self.interactive {
+                    let _ = bars.println(&line);
+                } else {
+                    eprintln!("{line}");
+                }
+            }
+            None => eprintln!("{line}"),
         }
     }
 
@@ -171,28 +196,37 @@ impl<'a> DeviceRun<'a> {
             BackendKind::Cuda => "GPU",
             BackendKind::Host => "host CPU, no GPU used",
         };
-        eprintln!(
+        self.say(&format!(
             "measuring {} ({}, {label}) -> {}",
             info.name,
             info.id,
             path.display()
-        );
+        ));
         if let Some(rates) = crate::duration::Rates::for_gpu(info) {
             let secs = crate::duration::plan_secs(planned, self.cfg, min_sample_secs, &rates);
-            eprintln!(
+            self.say(&format!(
                 "plan: {} cases, about {} by the device's rated speeds",
                 planned.len(),
                 crate::duration::human(secs)
-            );
+            ));
         }
         if self.interactive {
-            self.bar
-                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            match &self.together {
+                Some((bars, _)) => self.bar = bars.add(ProgressBar::hidden()),
+                None => self
+                    .bar
+                    .set_draw_target(indicatif::ProgressDrawTarget::stderr()),
+            }
             self.bar.set_length(planned.len() as u64);
             self.bar.set_style(
                 // indicatif's ETA: the cases left at the mean pace of those done
-                ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed}, ETA {eta} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(&format!(
+                    "{}{{bar:30}} {{pos}}/{{len}} {{elapsed}}, ETA {{eta}} {{msg}}",
+                    self.together
+                        .as_ref()
+                        .map_or_else(String::new, |(_, d)| format!("{d} "))
+                ))
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
         }
         // Created with its first row: a run interrupted before it leaves no empty file.
@@ -222,7 +256,7 @@ impl<'a> DeviceRun<'a> {
                         .map(|g| format!("{g:.2} GB/s"))
                         .or(record.gflops.map(|g| format!("{g:.2} GFLOP/s")))
                         .unwrap_or_else(|| record.status.clone());
-                    eprintln!("  {:<28} {figure}", record.case_id());
+                    self.say(&format!("  {:<28} {figure}", record.case_id()));
                 }
             }
         }
@@ -236,14 +270,14 @@ impl<'a> DeviceRun<'a> {
         }
         let wall = self.started.elapsed().as_secs_f64().max(self.secs.total);
         let outside = wall - self.secs.measuring;
-        eprintln!(
+        self.say(&format!(
             "time: {} in all, {} timing launches, {} outside them ({:.0} %: preparing and \
              checking the arrays, conditions, starting processes)",
             crate::duration::human(wall),
             crate::duration::human(self.secs.measuring),
             crate::duration::human(outside),
             100.0 * outside / wall.max(1e-9)
-        );
+        ));
         Some((self.path?, records))
     }
 }
@@ -274,6 +308,7 @@ fn measure_here(
         run_id: run_id(host, &info, stamp),
         host: host.to_string(),
         device: info.clone(),
+        parallel_devices: None,
     };
     let records = runner::run(
         backend,
@@ -298,12 +333,15 @@ fn measure_here(
 
 /// Measures GPU `ordinal` in worker processes ([`crate::worker`]): a fault or a runaway kernel
 /// costs its case, and the cases left run in a fresh process.
+/// With `together`, it is one of that many GPUs measured at once (`--parallel`): its rows say
+/// so, and its lines and progress bar name it.
 fn measure_in_workers(
     ordinal: usize,
     args: &RunArgs,
     cfg: &RunConfig,
     host: &str,
     stamp: &str,
+    together: Option<(&MultiProgress, u32)>,
 ) -> Result<Option<(DeviceInfo, PathBuf, Vec<Record>)>> {
     let job = crate::worker::Job {
         ordinal,
@@ -312,8 +350,13 @@ fn measure_in_workers(
         stamp: stamp.to_string(),
         skip: Default::default(),
         kernel_timeout_secs: args.kernel_timeout,
+        parallel_devices: together.map(|(_, n)| n),
     };
-    let device_run = std::cell::RefCell::new(DeviceRun::new(cfg, &args.out, host, stamp));
+    let mut device_run = DeviceRun::new(cfg, &args.out, host, stamp);
+    if let Some((bars, _)) = together {
+        device_run = device_run.together(bars, &format!("cuda:{ordinal}"));
+    }
+    let device_run = std::cell::RefCell::new(device_run);
     let device: std::cell::RefCell<Option<DeviceInfo>> = Default::default();
     let outcome = crate::worker::run(
         job,
@@ -325,10 +368,10 @@ fn measure_in_workers(
         &mut |e| {
             if let (Event::Planned { cases }, Some(info)) = (&e, device.borrow().as_ref()) {
                 if cases.is_empty() {
-                    eprintln!(
+                    device_run.borrow().say(&format!(
                         "note: no case of {} ({}) matches the filter",
                         info.name, info.id
-                    );
+                    ));
                 } else {
                     // a GPU's samples last at least 10 ms (CudaBackend::min_sample_secs)
                     device_run.borrow_mut().begin(info, cases, 0.01);
@@ -386,8 +429,84 @@ pub fn run_suffix() -> String {
     format!("{:08x}", random_u64() as u32)
 }
 
+/// One device's outcome: its device, CSV and rows, or `None` when no case matched the filter.
+type Measured = Result<Option<(DeviceInfo, PathBuf, Vec<Record>)>>;
+
+/// Measures `targets` one after another, or with `parallel` every GPU among them at once (each
+/// in its own worker, on a thread of this process that writes its CSV) and then the host, alone.
+/// The outcomes come back in the order of `targets`.
+fn measure_all(
+    targets: &[Target],
+    args: &RunArgs,
+    cfg: &RunConfig,
+    host: &str,
+    stamp: &str,
+    parallel: bool,
+) -> Vec<(Target, Measured)> {
+    let here = |target: Target| -> Measured {
+        match target {
+            Target::Cuda(i) => measure_in_workers(i, args, cfg, host, stamp, None),
+            Target::Host => {
+                let mut backend = HostBackend::new();
+                measure_here(&mut backend, cfg, &args.out, host, stamp)
+            }
+        }
+    };
+    let gpus: Vec<usize> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::Cuda(i) => Some(*i),
+            Target::Host => None,
+        })
+        .collect();
+    if !parallel || gpus.is_empty() {
+        return targets.iter().map(|&t| (t, here(t))).collect();
+    }
+    let count = gpus.len() as u32;
+    eprintln!(
+        "measuring {count} GPU{} at once (--parallel): each in its own process, its rows saying \
+         so",
+        if count == 1 { "" } else { "s" }
+    );
+    let bars = MultiProgress::new();
+    let mut outcomes: Vec<(Target, Measured)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = gpus
+            .iter()
+            .map(|&i| {
+                let bars = &bars;
+                let thread = scope.spawn(move || {
+                    measure_in_workers(i, args, cfg, host, stamp, Some((bars, count)))
+                });
+                (i, thread)
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|(i, thread)| {
+                let outcome = thread.join().unwrap_or_else(|_| {
+                    Err(Error::Internal(format!(
+                        "the thread measuring cuda:{i} panicked"
+                    )))
+                });
+                (Target::Cuda(i), outcome)
+            })
+            .collect()
+    });
+    // the host after the GPUs, alone: its kernels take every core the GPUs' workers use
+    for &t in targets.iter().filter(|t| **t == Target::Host) {
+        outcomes.push((t, here(t)));
+    }
+    outcomes
+}
+
 pub fn run(args: &RunArgs) -> Result<i32> {
     let cfg = config(args)?;
+    if args.parallel && !matches!(args.device.as_str(), "all" | "auto") {
+        return Err(Error::Usage(format!(
+            "--parallel measures every GPU at once; use it with --device all or auto, not `{}`",
+            args.device
+        )));
+    }
     let targets = resolve(&args.device)?;
     output_folder(&args.out)?;
     let host = slug(&hostname());
@@ -400,14 +519,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut suspect = false;
     let mut measured_any = false;
     let mut failures = Vec::new();
-    for target in &targets {
-        let outcome = match *target {
-            Target::Cuda(i) => measure_in_workers(i, args, &cfg, &host, &stamp),
-            Target::Host => {
-                let mut backend = HostBackend::new();
-                measure_here(&mut backend, &cfg, &args.out, &host, &stamp)
-            }
-        };
+    for (target, outcome) in measure_all(&targets, args, &cfg, &host, &stamp, args.parallel) {
         match outcome {
             Ok(None) => {}
             Ok(Some((info, path, records))) => {

@@ -5,6 +5,7 @@
 mod browser;
 pub mod ceilings;
 pub mod compare;
+pub mod fleet;
 pub mod json;
 pub mod labels;
 pub mod names;

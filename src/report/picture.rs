@@ -349,8 +349,8 @@ fn write_item(s: &mut String, item: &Item) {
 
 /// Escapes text for an SVG text node or attribute; control characters (which XML 1.0 does not
 /// allow at all) are written out as `\u{1b}` (already done by [`Item::text`]; this is the last
-/// guard for a text built otherwise).
-fn xml_escape(s: &str) -> String {
+/// guard for a text built otherwise; the fleet's strip plots use it too).
+pub(crate) fn xml_escape(s: &str) -> String {
     crate::text::one_line(s)
         .replace('&', "&amp;")
         .replace('<', "&lt;")

@@ -1,0 +1,49 @@
+//! `roofprobe fleet FILE…`: many runs read as a fleet, the slow ones flagged. The analysis is
+//! [`crate::report::fleet`]'s; reading the inputs [`crate::inputs`]'s (every file checked, as
+//! `compare` reads them); this module prints the table and writes the files.
+
+use crate::cli::{FleetArgs, EXIT_SUSPECT};
+use crate::commands::emit;
+use crate::files::{fresh_path, output_folder, write_new, Overwrite};
+use crate::inputs::load_inputs;
+use crate::report::fleet;
+use crate::Result;
+
+pub fn fleet(args: &FleetArgs) -> Result<i32> {
+    let inputs = load_inputs(&args.files, true)?;
+    let report = fleet::analyse(
+        inputs.into_iter().map(|i| (i.path, i.run)).collect(),
+        args.threshold,
+    );
+    let overwrite = Overwrite::from_force(args.force);
+    emit(&fleet::table(&report))?;
+    // The numbers first: if a plot cannot be written, the CSV and JSON already are.
+    if let Some(path) = &args.csv {
+        write_new(path, &fleet::csv(&report), overwrite)?;
+        emit(&format!("fleet csv: {}\n", path.display()))?;
+    }
+    if let Some(path) = &args.json {
+        write_new(path, fleet::json(&report).as_bytes(), overwrite)?;
+        emit(&format!("fleet json: {}\n", path.display()))?;
+    }
+    if let Some(dir) = &args.out {
+        output_folder(dir)?;
+        for (metric, _) in fleet::metric_names(&report) {
+            let Some(svg) = fleet::strip_svg(&report, &metric) else {
+                continue;
+            };
+            let stem = fleet::strip_stem(&metric);
+            let path = match overwrite {
+                Overwrite::Never => fresh_path(dir, &stem, "svg"),
+                Overwrite::Allowed => dir.join(format!("{stem}.svg")),
+            };
+            write_new(&path, svg.as_bytes(), overwrite)?;
+            emit(&format!("strip plot: {}\n", path.display()))?;
+        }
+    }
+    Ok(if report.flagged().next().is_some() {
+        EXIT_SUSPECT
+    } else {
+        0
+    })
+}
