@@ -46,7 +46,8 @@ pub enum Command {
     /// Show the vendor spec table: every entry, one (`specs "RTX 3090"`), or two side by side
     /// (`specs --compare "RTX 3090" "A100 80GB SXM4"`). Needs no GPU.
     Specs(SpecsArgs),
-    /// Write the calibration JSON of a run's CSV: measured ceilings, ridge points, efficiencies.
+    /// Write the calibration JSON of a run's CSV (measured ceilings, ridge points, efficiencies),
+    /// or another estimator's hardware file from it (`--format aiconfigurator`, …).
     Export(ExportArgs),
     /// Draw the roofline SVG of one run, or several overlaid (results CSVs or calibration JSONs).
     Plot(PlotArgs),
@@ -91,8 +92,17 @@ pub struct SpecsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
-    /// A results CSV written by `roofprobe run`.
+    /// A results CSV written by `roofprobe run` (or, for the other estimators' formats, a
+    /// calibration JSON).
     pub file: PathBuf,
+    /// The file to write: roofprobe's calibration JSON, or another estimator's own hardware
+    /// file (docs/exports.md says where each field comes from).
+    #[arg(long, value_enum, default_value = "roofprobe")]
+    pub format: crate::exports::Format,
+    /// Give a field no run measures (`node.num_gpus_per_node=8`), or override one; repeatable.
+    /// The keys are the format's own (docs/exports.md).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Which run, when the CSV holds several (its `run_id`).
     #[arg(long)]
     pub run: Option<String>,

@@ -1,0 +1,882 @@
+//! A calibration in other estimators' own files: AIConfigurator's system YAML, llm-analysis's
+//! GPU config JSON, Calculon's system JSON and LLM-Viewer's hardware parameters
+//! (`roofprobe export --format FORMAT`).
+//!
+//! Each format is a list of [`Field`]s: the tool's key, the value in the tool's unit, and where
+//! the value came from ([`Source`]): a measured ceiling of the run, the vendor spec sheet where
+//! nothing measured it, the driver's report (the SM version), or the user (`--set KEY=VALUE`,
+//! for what no GPU run can know: the node's topology, a perf-data folder). A field neither
+//! measured nor on the sheet nor given is left out. Units follow each tool's source, cited per
+//! field in docs/exports.md; several tools say GB where they compute GiB.
+//!
+//! This module renders text and lists what was spec-derived; it must not print, read files or
+//! measure anything (the `export` command does the I/O).
+
+use crate::bench::{Family, Precision};
+use crate::calibration::Calibration;
+use crate::specs::{self, GpuSpec};
+use crate::{Error, Result};
+use roofprobe_calibration::{MemoryLevel, SpecBasis};
+use std::fmt::Write as _;
+
+/// The formats `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// roofprobe's own calibration JSON (the default).
+    Roofprobe,
+    /// AIConfigurator's system YAML (`systems/<name>.yaml`).
+    Aiconfigurator,
+    /// llm-analysis's GPU config JSON (`gpu_configs/<name>.json`).
+    LlmAnalysis,
+    /// Calculon's system JSON (`systems/<name>.json`).
+    Calculon,
+    /// LLM-Viewer's hardware parameters (`hardwares/hardware_params.py`).
+    LlmViewer,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Roofprobe => "roofprobe",
+            Format::Aiconfigurator => "aiconfigurator",
+            Format::LlmAnalysis => "llm-analysis",
+            Format::Calculon => "calculon",
+            Format::LlmViewer => "llm-viewer",
+        }
+    }
+}
+
+/// Where a field's value came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// A measured ceiling of the run (its case id), possibly over a spec figure (`over`).
+    Measured(String),
+    /// The spec sheet's column, for the sheet entry named; nothing in the run measured it.
+    Spec { entry: String, column: String },
+    /// The device's own report (driver, compute capability).
+    Device(String),
+    /// Given on the command line (`--set`).
+    Given,
+    /// A fixed choice of the export, not a figure (explained in docs/exports.md).
+    Choice(&'static str),
+}
+
+impl Source {
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Measured(how) => format!("measured: {how}"),
+            Source::Spec { entry, column } => {
+                format!("spec sheet \"{entry}\": {column} (not measured)")
+            }
+            Source::Device(what) => format!("device report: {what}"),
+            Source::Given => "given with --set".to_string(),
+            Source::Choice(why) => format!("export choice: {why}"),
+        }
+    }
+
+    pub fn is_spec(&self) -> bool {
+        matches!(self, Source::Spec { .. })
+    }
+}
+
+/// A value in the tool's unit.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Num(f64),
+    Int(u64),
+    Text(String),
+    /// Calculon's efficiency curve: `[[size, efficiency], …]`, sizes falling to 0.
+    Curve(Vec<(f64, f64)>),
+}
+
+impl Value {
+    fn json(&self) -> String {
+        match self {
+            Value::Num(v) => num(*v),
+            Value::Int(v) => v.to_string(),
+            Value::Text(s) => serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()),
+            Value::Curve(points) => format!(
+                "[{}]",
+                points
+                    .iter()
+                    .map(|(s, e)| format!("[{}, {}]", num(*s), num(*e)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// A float as JSON/YAML/Python read it back exactly (`1e12`, `0.5`, never `NaN`).
+fn num(v: f64) -> String {
+    let s = format!("{v:?}");
+    if s.contains('.') || s.contains('e') || s.contains("inf") || s.contains("NaN") {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+/// One field of an export: the tool's key (dotted for nesting), its value and unit, its source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub key: String,
+    pub value: Value,
+    pub unit: &'static str,
+    pub source: Source,
+}
+
+/// An export: the fields found, the keys the format knows but nothing gave (left out), and the
+/// rendered text.
+#[derive(Debug)]
+pub struct Export {
+    pub format: Format,
+    pub fields: Vec<Field>,
+    pub missing: Vec<&'static str>,
+    pub text: String,
+}
+
+impl Export {
+    /// The fields that come from the spec sheet, for the stderr note.
+    pub fn spec_fields(&self) -> Vec<&Field> {
+        self.fields.iter().filter(|f| f.source.is_spec()).collect()
+    }
+}
+
+/// What an export draws on: the calibration and its spec-sheet entry (if any).
+struct Inputs<'a> {
+    cal: &'a Calibration,
+    sheet: Option<&'a GpuSpec>,
+}
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+impl Inputs<'_> {
+    fn entry(&self) -> String {
+        self.sheet.map(|s| s.device.clone()).unwrap_or_default()
+    }
+
+    fn spec(&self, column: &str) -> Option<(f64, Source)> {
+        let s = self.sheet?;
+        s.figure(column)
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .map(|v| {
+                (
+                    v,
+                    Source::Spec {
+                        entry: s.device.clone(),
+                        column: column.to_string(),
+                    },
+                )
+            })
+    }
+
+    /// The DRAM ceiling in GB/s (10^9 B/s) and its case.
+    fn dram(&self) -> Option<(f64, String)> {
+        self.cal
+            .memory_ceilings
+            .iter()
+            .find(|m| m.level == MemoryLevel::Dram)
+            .and_then(|m| Some((m.gbps?, m.case.clone().unwrap_or_default())))
+            .filter(|(v, _)| v.is_finite() && *v > 0.0)
+    }
+
+    /// A compute ceiling in GFLOP/s and its case.
+    fn compute(&self, family: Family, precision: Precision) -> Option<(f64, String)> {
+        let c = self.cal.compute(family, precision)?;
+        Some((c.gflops?, c.case.clone().unwrap_or_default())).filter(|(v, _)| v.is_finite())
+    }
+
+    /// A rate in FLOP/s: measured (`family`/`precision`) first, else the sheet's column (TFLOP/s).
+    fn flops(&self, family: Family, precision: Precision, column: &str) -> Option<(f64, Source)> {
+        match self.compute(family, precision) {
+            Some((g, case)) => Some((g * 1e9, Source::Measured(case))),
+            None => self.spec(column).map(|(t, s)| (t * 1e12, s)),
+        }
+    }
+
+    /// Memory capacity in bytes: the sheet's `memory_gb`, which vendors state in GiB for these
+    /// parts (an A100 80GB reports 81920 MiB), as AIConfigurator's and llm-analysis's own files
+    /// read it.
+    fn capacity_bytes(&self) -> Option<(f64, Source)> {
+        self.spec("memory_gb").map(|(g, s)| (g * GIB, s))
+    }
+
+    /// NVLink per direction in GB/s: the sheet's figure is both directions together.
+    fn nvlink_per_direction_gbs(&self) -> Option<(f64, Source)> {
+        self.spec("nvlink_gbs").map(|(g, s)| (g / 2.0, s))
+    }
+
+    /// PCIe per direction in GB/s, from the sheet's `(N GB/s)` (both directions together).
+    fn pcie_per_direction_gbs(&self) -> Option<(f64, Source)> {
+        let s = self.sheet?;
+        let open = s.pcie.find('(')?;
+        let inner = &s.pcie[open + 1..];
+        let gbs: f64 = inner.split_whitespace().next()?.parse().ok()?;
+        (gbs > 0.0).then(|| {
+            (
+                gbs / 2.0,
+                Source::Spec {
+                    entry: s.device.clone(),
+                    column: "pcie".into(),
+                },
+            )
+        })
+    }
+
+    /// `90` for compute capability `9.0`, as the driver reported it.
+    fn sm_version(&self) -> Option<(u64, Source)> {
+        let cc = &self.cal.device.compute_capability;
+        let (major, minor) = cc.split_once('.')?;
+        let v = major.parse::<u64>().ok()? * 10 + minor.parse::<u64>().ok()?;
+        Some((v, Source::Device(format!("compute capability {cc}"))))
+    }
+
+    /// The name the tool files the device under: the device's, in the tool's lowercase style.
+    fn name(&self) -> String {
+        let slug = crate::commands::slug(&self.cal.device.name);
+        if slug.is_empty() {
+            "roofprobe-device".into()
+        } else {
+            slug
+        }
+    }
+}
+
+/// The keys `--set` may give, per format (those that no run measures and no sheet holds, and
+/// any other key the format writes, to override it).
+pub fn known_keys(format: Format) -> &'static [&'static str] {
+    match format {
+        Format::Roofprobe => &[],
+        Format::Aiconfigurator => &[
+            "data_dir",
+            "gpu.mem_bw",
+            "gpu.mem_bw_empirical_scaling_factor",
+            "gpu.mem_empirical_constant_latency",
+            "gpu.mem_capacity",
+            "gpu.bfloat16_tc_flops",
+            "gpu.int8_tc_flops",
+            "gpu.fp8_tc_flops",
+            "gpu.power",
+            "gpu.sm_version",
+            "node.num_gpus_per_node",
+            "node.inter_node_bw",
+            "node.intra_node_bw",
+            "node.pcie_bw",
+            "node.p2p_latency",
+        ],
+        Format::LlmAnalysis => &[
+            "name",
+            "mem_per_GPU_in_GB",
+            "hbm_bandwidth_in_GB_per_sec",
+            "intra_node_bandwidth_in_GB_per_sec",
+            "intra_node_min_message_latency",
+            "peak_fp16_TFLOPS",
+            "peak_i8_TFLOPS",
+            "inter_node_bandwidth_in_GB_per_sec",
+        ],
+        Format::Calculon => &[
+            "matrix.float16.tflops",
+            "matrix.bfloat16.tflops",
+            "matrix.float8.tflops",
+            "matrix.float32.tflops",
+            "vector.float32.tflops",
+            "vector.float16.tflops",
+            "mem1.GiB",
+            "mem1.GBps",
+            "processing_mode",
+        ],
+        Format::LlmViewer => &["bandwidth", "FP16", "INT8", "onchip_buffer"],
+    }
+}
+
+/// Keys whose value is text or a whole number rather than a rate.
+fn given_value(key: &str, text: &str) -> std::result::Result<Value, String> {
+    match key {
+        "data_dir" | "name" | "processing_mode" => {
+            if text.is_empty() || text.chars().any(char::is_control) {
+                Err(format!("`{key}` needs a text without control characters"))
+            } else {
+                Ok(Value::Text(text.to_string()))
+            }
+        }
+        "node.num_gpus_per_node" | "gpu.sm_version" | "gpu.mem_capacity" => text
+            .parse::<u64>()
+            .ok()
+            .filter(|v| *v > 0)
+            .map(Value::Int)
+            .ok_or_else(|| format!("`{key}` needs a whole number above 0; got `{text}`")),
+        _ => text
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .map(Value::Num)
+            .ok_or_else(|| format!("`{key}` needs a finite number, 0 or more; got `{text}`")),
+    }
+}
+
+/// Parses `--set KEY=VALUE` against the format's keys; an unknown key or a bad value is one
+/// usage error naming the keys the format knows.
+pub fn parse_sets(format: Format, sets: &[String]) -> Result<Vec<(String, Value)>> {
+    let known = known_keys(format);
+    sets.iter()
+        .map(|s| {
+            let (key, text) = s
+                .split_once('=')
+                .ok_or_else(|| Error::Usage(format!("--set `{s}` is not KEY=VALUE")))?;
+            if !known.contains(&key) {
+                return Err(Error::Usage(if known.is_empty() {
+                    format!(
+                        "--set is for the other formats; --format {} takes none",
+                        format.as_str()
+                    )
+                } else {
+                    format!(
+                        "--set: `{key}` is not a key of --format {}; it knows: {}",
+                        format.as_str(),
+                        known.join(", ")
+                    )
+                }));
+            }
+            let v = given_value(key, text).map_err(|e| Error::Usage(format!("--set: {e}")))?;
+            Ok((key.to_string(), v))
+        })
+        .collect()
+}
+
+/// The sheet entry a calibration was held against, if it names one.
+pub fn sheet_of(cal: &Calibration) -> Result<Option<&'static GpuSpec>> {
+    match &cal.spec {
+        SpecBasis::Sheet { entry, .. } => {
+            let db = specs::database()?;
+            Ok(db.iter().find(|s| &s.device == entry))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Builds the export of `cal` in `format` (not [`Format::Roofprobe`], which is the calibration's
+/// own JSON), with `sets` applied over what was found.
+pub fn build(
+    cal: &Calibration,
+    sheet: Option<&GpuSpec>,
+    format: Format,
+    sets: &[(String, Value)],
+) -> Result<Export> {
+    let inputs = Inputs { cal, sheet };
+    let mut fields = match format {
+        Format::Roofprobe => {
+            return Err(Error::Internal(
+                "the roofprobe format is the calibration's own JSON".into(),
+            ))
+        }
+        Format::Aiconfigurator => aiconfigurator_fields(&inputs),
+        Format::LlmAnalysis => llm_analysis_fields(&inputs),
+        Format::Calculon => calculon_fields(&inputs),
+        Format::LlmViewer => llm_viewer_fields(&inputs),
+    };
+    for (key, value) in sets {
+        let unit = fields.iter().find(|f| &f.key == key).map_or("", |f| f.unit);
+        fields.retain(|f| &f.key != key);
+        fields.push(Field {
+            key: key.clone(),
+            value: value.clone(),
+            unit,
+            source: Source::Given,
+        });
+    }
+    let order = known_keys(format);
+    let rank = |k: &str| {
+        order
+            .iter()
+            .position(|o| *o == k || k.starts_with(&format!("{o}.")))
+            .unwrap_or(order.len())
+    };
+    fields.sort_by_key(|f| rank(&f.key));
+    let missing: Vec<&'static str> = order
+        .iter()
+        .copied()
+        .filter(|k| {
+            !fields
+                .iter()
+                .any(|f| f.key == *k || f.key.starts_with(&format!("{k}.")))
+        })
+        .filter(|k| !optional_in_tool(format, k))
+        .collect();
+    let header = header_lines(cal, &inputs);
+    let text = match format {
+        Format::Aiconfigurator => render_yaml(&header, &fields),
+        Format::LlmAnalysis => render_flat_json(&fields),
+        Format::Calculon => render_calculon(&header, &fields),
+        Format::LlmViewer => render_llm_viewer(&header, &inputs.name(), &fields),
+        Format::Roofprobe => unreachable!("refused above"),
+    };
+    Ok(Export {
+        format,
+        fields,
+        missing,
+        text,
+    })
+}
+
+/// Keys a tool does without (it has a default, or a derived figure): not reported as missing.
+fn optional_in_tool(format: Format, key: &str) -> bool {
+    matches!(
+        (format, key),
+        (Format::Aiconfigurator, "gpu.mem_empirical_constant_latency")
+            | (
+                Format::Aiconfigurator,
+                "gpu.mem_bw_empirical_scaling_factor"
+            )
+            | (Format::LlmAnalysis, "inter_node_bandwidth_in_GB_per_sec")
+            | (Format::LlmAnalysis, "peak_i8_TFLOPS")
+            | (Format::Calculon, "matrix.float8.tflops")
+            | (Format::Calculon, "matrix.float32.tflops")
+            | (Format::Calculon, "vector.float16.tflops")
+    )
+}
+
+fn header_lines(cal: &Calibration, inputs: &Inputs) -> Vec<String> {
+    vec![
+        format!(
+            "written by {} from run {} ({}), {} to {}",
+            if cal.generator.is_empty() {
+                "roofprobe"
+            } else {
+                &cal.generator
+            },
+            cal.run.run_id,
+            cal.title(),
+            cal.run.first_utc,
+            cal.run.last_utc
+        ),
+        match inputs.sheet {
+            Some(_) => format!(
+                "fields marked `spec sheet` come from \"{}\", not from this run",
+                inputs.entry()
+            ),
+            None => "no spec-sheet entry: every figure here was measured or given".to_string(),
+        },
+    ]
+}
+
+fn push(fields: &mut Vec<Field>, key: &str, unit: &'static str, found: Option<(Value, Source)>) {
+    if let Some((value, source)) = found {
+        fields.push(Field {
+            key: key.to_string(),
+            value,
+            unit,
+            source,
+        });
+    }
+}
+
+fn rate(found: Option<(f64, Source)>, scale: f64) -> Option<(Value, Source)> {
+    found.map(|(v, s)| (Value::Num(v * scale), s))
+}
+
+fn aiconfigurator_fields(x: &Inputs) -> Vec<Field> {
+    let mut f = Vec::new();
+    // mem_bw is the tool's rated figure and the scaling factor its observed fraction of it
+    // (AIConfigurator's own files say so): with a sheet entry, the sheet's rate and measured /
+    // rated; without one, the measured rate itself and a factor of 1.
+    let dram = x.dram();
+    let spec_bw = x.spec("mem_bandwidth_gbs");
+    match (&dram, spec_bw) {
+        (Some((gbps, case)), Some((spec, src))) => {
+            f.push(Field {
+                key: "gpu.mem_bw".into(),
+                value: Value::Num(spec * 1e9),
+                unit: "B/s",
+                source: src,
+            });
+            f.push(Field {
+                key: "gpu.mem_bw_empirical_scaling_factor".into(),
+                value: Value::Num(gbps / spec),
+                unit: "fraction",
+                source: Source::Measured(format!("{case} {} GB/s / sheet {spec} GB/s", sig(*gbps))),
+            });
+        }
+        (Some((gbps, case)), None) => {
+            f.push(Field {
+                key: "gpu.mem_bw".into(),
+                value: Value::Num(gbps * 1e9),
+                unit: "B/s",
+                source: Source::Measured(case.clone()),
+            });
+            f.push(Field {
+                key: "gpu.mem_bw_empirical_scaling_factor".into(),
+                value: Value::Num(1.0),
+                unit: "fraction",
+                source: Source::Choice("mem_bw is already the measured rate"),
+            });
+        }
+        (None, spec) => push(&mut f, "gpu.mem_bw", "B/s", rate(spec, 1e9)),
+    }
+    push(
+        &mut f,
+        "gpu.mem_capacity",
+        "bytes",
+        x.capacity_bytes()
+            .map(|(b, s)| (Value::Int(b.round() as u64), s)),
+    );
+    push(
+        &mut f,
+        "gpu.bfloat16_tc_flops",
+        "FLOP/s",
+        rate(
+            x.flops(Family::Tensor, Precision::Bf16F32, "bf16_tensor_tflops"),
+            1.0,
+        ),
+    );
+    push(
+        &mut f,
+        "gpu.int8_tc_flops",
+        "OP/s",
+        rate(
+            x.flops(Family::Tensor, Precision::S8S32, "int8_tensor_tops"),
+            1.0,
+        ),
+    );
+    push(
+        &mut f,
+        "gpu.fp8_tc_flops",
+        "FLOP/s",
+        rate(
+            x.flops(Family::Tensor, Precision::E4m3F32, "fp8_tensor_tflops"),
+            1.0,
+        ),
+    );
+    push(&mut f, "gpu.power", "W", rate(x.spec("tdp_w"), 1.0));
+    push(
+        &mut f,
+        "gpu.sm_version",
+        "",
+        x.sm_version().map(|(v, s)| (Value::Int(v), s)),
+    );
+    push(
+        &mut f,
+        "node.intra_node_bw",
+        "B/s per direction",
+        rate(x.nvlink_per_direction_gbs(), 1e9),
+    );
+    push(
+        &mut f,
+        "node.pcie_bw",
+        "B/s per direction",
+        rate(x.pcie_per_direction_gbs(), 1e9),
+    );
+    f
+}
+
+fn llm_analysis_fields(x: &Inputs) -> Vec<Field> {
+    let mut f = vec![Field {
+        key: "name".into(),
+        value: Value::Text(x.name()),
+        unit: "",
+        source: Source::Device(format!("device name `{}`", x.cal.device.name)),
+    }];
+    // llm-analysis multiplies mem_per_GPU_in_GB by 1024**3: it is GiB.
+    push(
+        &mut f,
+        "mem_per_GPU_in_GB",
+        "GiB",
+        rate(x.capacity_bytes(), 1.0 / GIB),
+    );
+    push(
+        &mut f,
+        "hbm_bandwidth_in_GB_per_sec",
+        "GB/s (10^9 B/s)",
+        x.dram()
+            .map(|(g, case)| (Value::Num(g), Source::Measured(case)))
+            .or_else(|| rate(x.spec("mem_bandwidth_gbs"), 1.0)),
+    );
+    push(
+        &mut f,
+        "intra_node_bandwidth_in_GB_per_sec",
+        "GB/s per direction",
+        rate(x.nvlink_per_direction_gbs(), 1.0),
+    );
+    push(
+        &mut f,
+        "peak_fp16_TFLOPS",
+        "TFLOP/s",
+        rate(
+            x.flops(
+                Family::Tensor,
+                Precision::F16F32,
+                "fp16_tensor_fp32acc_tflops",
+            ),
+            1e-12,
+        ),
+    );
+    push(
+        &mut f,
+        "peak_i8_TFLOPS",
+        "TOP/s",
+        rate(
+            x.flops(Family::Tensor, Precision::S8S32, "int8_tensor_tops"),
+            1e-12,
+        ),
+    );
+    f
+}
+
+/// One efficiency point: Calculon scales its rated figure by the efficiency of the op's size.
+/// roofprobe measures each ceiling at one size, so the curve has one point, from size 0 (which
+/// Calculon's lookup needs) up; a measured figure above the rated one keeps the measured figure
+/// as the rate and efficiency 1 (Calculon refuses efficiencies above 1).
+#[allow(clippy::too_many_arguments)]
+fn calculon_rate(
+    f: &mut Vec<Field>,
+    key: &str,
+    measured: Option<(f64, String)>,
+    rated: Option<(f64, Source)>,
+    scale_to_unit: f64,
+    curve_key: &str,
+    unit: &'static str,
+) {
+    let (rate_value, rate_source, eff, eff_source) = match (measured, rated) {
+        (Some((m, case)), Some((r, src))) if m <= r => (
+            r,
+            src,
+            m / r,
+            Source::Measured(format!("{case}: {} of the rated figure", sig(m / r))),
+        ),
+        (Some((m, case)), _) => (
+            m,
+            Source::Measured(case.clone()),
+            1.0,
+            Source::Choice("the rate is the measured figure"),
+        ),
+        (None, Some((r, src))) => (
+            r,
+            src,
+            1.0,
+            Source::Choice("nothing measured: the rated figure at every size"),
+        ),
+        (None, None) => return,
+    };
+    f.push(Field {
+        key: key.to_string(),
+        value: Value::Num(rate_value * scale_to_unit),
+        unit,
+        source: rate_source,
+    });
+    f.push(Field {
+        key: curve_key.to_string(),
+        value: Value::Curve(vec![(0.0, eff)]),
+        unit: "[[size, efficiency]]",
+        source: eff_source,
+    });
+}
+
+fn calculon_fields(x: &Inputs) -> Vec<Field> {
+    let mut f = Vec::new();
+    let flops = |family, precision| x.compute(family, precision).map(|(g, c)| (g * 1e9, c));
+    let spec_t = |column: &str| x.spec(column).map(|(t, s)| (t * 1e12, s));
+    for (dtype, precision, column) in [
+        ("float16", Precision::F16F32, "fp16_tensor_fp32acc_tflops"),
+        ("bfloat16", Precision::Bf16F32, "bf16_tensor_tflops"),
+        ("float8", Precision::E4m3F32, "fp8_tensor_tflops"),
+        ("float32", Precision::Tf32F32, "tf32_tensor_tflops"),
+    ] {
+        calculon_rate(
+            &mut f,
+            &format!("matrix.{dtype}.tflops"),
+            flops(Family::Tensor, precision),
+            spec_t(column),
+            1e-12,
+            &format!("matrix.{dtype}.gflops_efficiency"),
+            "TFLOP/s",
+        );
+    }
+    for (dtype, precision, column) in [
+        ("float32", Precision::F32, "fp32_tflops"),
+        ("float16", Precision::F16x2, "fp16_nontensor_tflops"),
+    ] {
+        calculon_rate(
+            &mut f,
+            &format!("vector.{dtype}.tflops"),
+            flops(Family::Peak, precision),
+            spec_t(column),
+            1e-12,
+            &format!("vector.{dtype}.gflops_efficiency"),
+            "TFLOP/s",
+        );
+    }
+    // Calculon: `GiB` times 1024**3, `GBps` times 1e9 (calculon/memory.py).
+    push(
+        &mut f,
+        "mem1.GiB",
+        "GiB",
+        rate(x.capacity_bytes(), 1.0 / GIB),
+    );
+    calculon_rate(
+        &mut f,
+        "mem1.GBps",
+        x.dram(),
+        x.spec("mem_bandwidth_gbs"),
+        1.0,
+        "mem1.MB_efficiency",
+        "GB/s",
+    );
+    f.push(Field {
+        key: "processing_mode".into(),
+        value: Value::Text("roofline".into()),
+        unit: "",
+        source: Source::Choice("time = max(compute, memory), the roofline roofprobe measured"),
+    });
+    f
+}
+
+fn llm_viewer_fields(x: &Inputs) -> Vec<Field> {
+    let mut f = Vec::new();
+    push(
+        &mut f,
+        "bandwidth",
+        "B/s",
+        x.dram()
+            .map(|(g, case)| (Value::Num(g * 1e9), Source::Measured(case)))
+            .or_else(|| rate(x.spec("mem_bandwidth_gbs"), 1e9)),
+    );
+    push(
+        &mut f,
+        "FP16",
+        "FLOP/s",
+        rate(
+            x.flops(
+                Family::Tensor,
+                Precision::F16F32,
+                "fp16_tensor_fp32acc_tflops",
+            ),
+            1.0,
+        ),
+    );
+    push(
+        &mut f,
+        "INT8",
+        "OP/s",
+        rate(
+            x.flops(Family::Tensor, Precision::S8S32, "int8_tensor_tops"),
+            1.0,
+        ),
+    );
+    f
+}
+
+/// Four significant figures, for comments.
+fn sig(v: f64) -> String {
+    format!("{v:.4}")
+}
+
+fn comment(field: &Field) -> String {
+    let unit = if field.unit.is_empty() {
+        String::new()
+    } else {
+        format!("{}; ", field.unit)
+    };
+    format!("{unit}{}", field.source.describe())
+}
+
+/// AIConfigurator's YAML: sections `gpu` and `node`, top-level `data_dir`; every field with a
+/// comment saying its unit and source (YAML comments are what that format allows).
+fn render_yaml(header: &[String], fields: &[Field]) -> String {
+    let mut out = String::new();
+    for h in header {
+        let _ = writeln!(out, "# {h}");
+    }
+    let _ = writeln!(
+        out,
+        "# data_dir, node.num_gpus_per_node, node.inter_node_bw and node.p2p_latency describe \
+         the perf data and the node, which no run measures: give them with --set"
+    );
+    let mut section = "";
+    for f in fields {
+        let (sec, key) = f.key.split_once('.').unwrap_or(("", f.key.as_str()));
+        if sec != section {
+            if !sec.is_empty() {
+                let _ = writeln!(out, "{sec}:");
+            }
+            section = sec;
+        }
+        let indent = if sec.is_empty() { "" } else { "  " };
+        let _ = writeln!(out, "{indent}{key}: {} # {}", f.value.json(), comment(f));
+    }
+    out
+}
+
+/// llm-analysis's GPU config: a flat JSON object. The tool builds `GPUConfig(**json)`, which
+/// refuses any key it does not know, so the sources cannot go in the file: `export` says them
+/// on stderr.
+fn render_flat_json(fields: &[Field]) -> String {
+    let body: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            format!(
+                "  {}: {}",
+                Value::Text(f.key.clone()).json(),
+                f.value.json()
+            )
+        })
+        .collect();
+    format!("{{\n{}\n}}\n", body.join(",\n"))
+}
+
+/// Calculon's system JSON (nested), with a `roofprobe_sources` map beside the sections, which
+/// Calculon's `System` does not read.
+fn render_calculon(header: &[String], fields: &[Field]) -> String {
+    let mut root = serde_json::Map::new();
+    let mut sources = serde_json::Map::new();
+    for f in fields {
+        let value: serde_json::Value =
+            serde_json::from_str(&f.value.json()).unwrap_or(serde_json::Value::Null);
+        let parts: Vec<&str> = f.key.split('.').collect();
+        let mut node = &mut root;
+        for p in &parts[..parts.len() - 1] {
+            node = node
+                .entry(p.to_string())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()))
+                .as_object_mut()
+                .expect("sections are objects");
+        }
+        node.insert(parts[parts.len() - 1].to_string(), value);
+        sources.insert(f.key.clone(), comment(f).into());
+    }
+    sources.insert("_about".into(), header.join("; ").into());
+    root.insert(
+        "roofprobe_sources".into(),
+        serde_json::Value::Object(sources),
+    );
+    let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(root))
+        .unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}
+
+/// LLM-Viewer's `hardware_params` dict, as Python source with a comment per field.
+fn render_llm_viewer(header: &[String], name: &str, fields: &[Field]) -> String {
+    let mut out = String::new();
+    for h in header {
+        let _ = writeln!(out, "# {h}");
+    }
+    let _ = writeln!(
+        out,
+        "# merge into LLM-Viewer's hardwares/hardware_params.py (onchip_buffer: register file + \
+         shared memory in bytes, which no run measures: give it with --set)"
+    );
+    let _ = writeln!(out, "hardware_params = {{");
+    let _ = writeln!(out, "    {}: {{", Value::Text(name.to_string()).json());
+    for f in fields {
+        let _ = writeln!(
+            out,
+            "        {}: {},  # {}",
+            Value::Text(f.key.clone()).json(),
+            f.value.json(),
+            comment(f)
+        );
+    }
+    let _ = writeln!(out, "    }},");
+    let _ = writeln!(out, "}}");
+    out
+}
