@@ -880,3 +880,158 @@ fn render_llm_viewer(header: &[String], name: &str, fields: &[Field]) -> String 
     let _ = writeln!(out, "}}");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibration::FromRecords;
+    use crate::roofline::tests::synthetic_run;
+
+    /// The synthetic A100 80GB SXM4 run: DRAM 1500 GB/s and f16.f32 tensor 250 TFLOP/s
+    /// measured; everything else from the sheet (2039 GB/s, 80 GB, BF16 312, INT8 624,
+    /// NVLink 600, PCIe Gen4 x16 (64 GB/s), 400 W).
+    fn a100(format: Format, sets: &[(String, Value)]) -> Export {
+        let cal = Calibration::from_records(&synthetic_run(), None).unwrap();
+        let sheet = sheet_of(&cal).unwrap();
+        assert_eq!(sheet.unwrap().device, "A100 80GB SXM4");
+        build(&cal, sheet, format, sets).unwrap()
+    }
+
+    fn field<'a>(e: &'a Export, key: &str) -> &'a Field {
+        e.fields
+            .iter()
+            .find(|f| f.key == key)
+            .unwrap_or_else(|| panic!("no {key} in {:?}", e.fields))
+    }
+
+    fn close(v: &Value, want: f64) {
+        let got = match v {
+            Value::Num(x) => *x,
+            Value::Int(x) => *x as f64,
+            other => panic!("{other:?} is not a number"),
+        };
+        assert!((got - want).abs() <= want.abs() * 1e-12, "{got} != {want}");
+    }
+
+    #[test]
+    fn llm_analysis_gets_gib_gb_per_s_and_tflops_with_spec_fields_marked() {
+        let e = a100(Format::LlmAnalysis, &[]);
+        // measured
+        close(&field(&e, "hbm_bandwidth_in_GB_per_sec").value, 1500.0);
+        close(&field(&e, "peak_fp16_TFLOPS").value, 250.0);
+        assert!(matches!(
+            field(&e, "peak_fp16_TFLOPS").source,
+            Source::Measured(_)
+        ));
+        // from the sheet, marked: llm-analysis multiplies by 1024**3, so 80 GB is 80 here
+        close(&field(&e, "mem_per_GPU_in_GB").value, 80.0);
+        close(&field(&e, "peak_i8_TFLOPS").value, 624.0);
+        close(
+            &field(&e, "intra_node_bandwidth_in_GB_per_sec").value,
+            300.0,
+        );
+        let spec: Vec<&str> = e.spec_fields().iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(
+            spec,
+            [
+                "mem_per_GPU_in_GB",
+                "intra_node_bandwidth_in_GB_per_sec",
+                "peak_i8_TFLOPS"
+            ]
+        );
+        assert_eq!(e.missing, ["intra_node_min_message_latency"]);
+        let json: serde_json::Value = serde_json::from_str(&e.text).unwrap();
+        assert_eq!(json["hbm_bandwidth_in_GB_per_sec"], 1500.0);
+        assert_eq!(json["name"], "nvidia-a100-sxm4-80gb");
+    }
+
+    #[test]
+    fn aiconfigurator_gets_bytes_per_second_and_the_measured_fraction() {
+        let sets = [("node.num_gpus_per_node".to_string(), Value::Int(8))];
+        let e = a100(Format::Aiconfigurator, &sets);
+        close(&field(&e, "gpu.mem_bw").value, 2039e9);
+        assert!(field(&e, "gpu.mem_bw").source.is_spec());
+        close(
+            &field(&e, "gpu.mem_bw_empirical_scaling_factor").value,
+            1500.0 / 2039.0,
+        );
+        close(&field(&e, "gpu.mem_capacity").value, 80.0 * GIB);
+        close(&field(&e, "gpu.bfloat16_tc_flops").value, 312e12);
+        close(&field(&e, "gpu.sm_version").value, 80.0);
+        close(&field(&e, "node.pcie_bw").value, 32e9);
+        close(&field(&e, "node.intra_node_bw").value, 300e9);
+        assert_eq!(field(&e, "node.num_gpus_per_node").source, Source::Given);
+        // the YAML says each field's source beside it
+        let line = |key: &str| {
+            e.text
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{key}:")))
+                .unwrap_or_else(|| panic!("no {key} in\n{}", e.text))
+                .to_string()
+        };
+        assert!(
+            line("bfloat16_tc_flops").contains("# FLOP/s; spec sheet \"A100 80GB SXM4\""),
+            "{}",
+            e.text
+        );
+        assert!(line("mem_bw_empirical_scaling_factor").contains("measured: stream/"));
+        assert!(line("num_gpus_per_node").ends_with("given with --set"));
+        assert!(e.text.contains("\ngpu:\n") && e.text.contains("\nnode:\n"));
+        // no FP8 on an A100: neither measured nor on the sheet, so left out
+        assert_eq!(
+            e.missing,
+            [
+                "data_dir",
+                "gpu.fp8_tc_flops",
+                "node.inter_node_bw",
+                "node.p2p_latency"
+            ]
+        );
+    }
+
+    #[test]
+    fn calculon_gets_rated_figures_and_measured_efficiencies() {
+        let e = a100(Format::Calculon, &[]);
+        let json: serde_json::Value = serde_json::from_str(&e.text).unwrap();
+        let f16 = &json["matrix"]["float16"];
+        assert_eq!(f16["tflops"], 312.0);
+        let eff = f16["gflops_efficiency"][0][1].as_f64().unwrap();
+        assert!((eff - 250.0 / 312.0).abs() < 1e-12);
+        assert_eq!(json["mem1"]["GBps"], 2039.0);
+        assert_eq!(json["mem1"]["GiB"], 80.0);
+        let eff = json["mem1"]["MB_efficiency"][0][1].as_f64().unwrap();
+        assert!((eff - 1500.0 / 2039.0).abs() < 1e-12);
+        let sources = &json["roofprobe_sources"];
+        assert!(sources["matrix.bfloat16.tflops"]
+            .as_str()
+            .unwrap()
+            .contains("spec sheet"));
+        assert!(sources["mem1.MB_efficiency"]
+            .as_str()
+            .unwrap()
+            .starts_with("[[size, efficiency]]; measured: stream/"));
+    }
+
+    #[test]
+    fn a_measured_figure_above_the_rated_one_is_the_rate_at_efficiency_one() {
+        let mut f = Vec::new();
+        let rated = Some((
+            1000.0,
+            Source::Spec {
+                entry: "X".into(),
+                column: "c".into(),
+            },
+        ));
+        calculon_rate(
+            &mut f,
+            "m",
+            Some((1200.0, "case".into())),
+            rated,
+            1.0,
+            "e",
+            "",
+        );
+        close(&f[0].value, 1200.0);
+        assert_eq!(f[1].value, Value::Curve(vec![(0.0, 1.0)]));
+    }
+}
