@@ -161,9 +161,45 @@ def llm_viewer(base_cal, half_cal):
     ratio_ok("llm-viewer (schema from its source; 1 GB memory op)", *times)
 
 
+def cross_check(cal_path):
+    """`roofprobe estimate` and llm-analysis on the same inputs: Llama-2-7B (its own shipped
+    config, our preset), batch 1, 128 prompt tokens, 8 generated, the host's measured bandwidth
+    and f32 peak as the compute for both. docs/estimate.md explains the gap."""
+    try:
+        from llm_analysis import analysis, config
+    except ImportError as e:
+        return absent("llm-analysis", e)
+    cal = json.load(open(cal_path))
+    f32 = next(c for c in cal["compute_ceilings"]
+               if c["family"] == "peak" and c["precision"] == "f32")["gflops"]
+    d = os.path.join(WORK, "cross-check")
+    os.makedirs(d, exist_ok=True)
+    export("llm-analysis", cal_path, ["mem_per_GPU_in_GB=24", "intra_node_bandwidth_in_GB_per_sec=1",
+                                      "intra_node_min_message_latency=1e-5",
+                                      f"peak_fp16_TFLOPS={f32 / 1e3!r}"],
+           os.path.join("cross-check", "gpu.json"))
+    (gpu,) = config.read_configs(d, type="gpu").values()
+    model = config.get_model_config_by_name("NousResearch_Llama-2-7b-hf")
+    theirs = analysis.LLMAnalysis(model, gpu, flops_efficiency=1.0, hbm_memory_efficiency=1.0) \
+        .inference(batch_size_per_gpu=1, seq_len=128, num_tokens_to_generate=8)
+    p = subprocess.run([ROOFPROBE, "estimate", cal_path, "--memory-gib", "24", "--model",
+                        "llama-2-7b", "--activations", "fp32", "--prompt", "128", "--generate",
+                        "8", "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"estimate exited {p.returncode}: {p.stderr.strip()}")
+    ours = json.loads(p.stdout)["devices"][0]["answer"]
+    for phase, o, t in [("prefill", ours["prefill"]["time_s"], theirs["prefill_latency"]),
+                        ("decode step", ours["decode_step"]["time_s"], theirs["decode_latency"])]:
+        print(f"check-exports: cross-check {phase}: roofprobe estimate {o:.6g} s, llm-analysis "
+              f"{t:.6g} s, ratio {o / t:.3f}")
+        if not 0.9 <= o / t <= 1.1:
+            fail(f"cross-check {phase}: estimate and llm-analysis differ by more than 10 %")
+
+
 os.makedirs(WORK, exist_ok=True)
 half = os.path.join(WORK, "halved-dram.json")
 halved(CALIBRATION, half)
 for check in (llm_analysis, aiconfigurator, calculon, llm_viewer):
     check(CALIBRATION, half)
+cross_check(CALIBRATION)
 print("check-exports: ok")
