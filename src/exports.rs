@@ -151,6 +151,9 @@ struct Inputs<'a> {
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
+/// Said beside a measured figure whose row the run flagged (`flags`): it counts, but rerun.
+pub const SUSPECT: &str = "flagged suspect in the run: rerun before trusting it";
+
 impl Inputs<'_> {
     fn entry(&self) -> String {
         self.sheet.map(|s| s.device.clone()).unwrap_or_default()
@@ -171,20 +174,30 @@ impl Inputs<'_> {
             })
     }
 
+    /// The case that set a ceiling, said to be suspect where the run flagged it.
+    fn case(&self, case: &Option<String>) -> String {
+        let case = case.clone().unwrap_or_default();
+        if self.cal.is_suspect(&case) {
+            format!("{case} ({SUSPECT})")
+        } else {
+            case
+        }
+    }
+
     /// The DRAM ceiling in GB/s (10^9 B/s) and its case.
     fn dram(&self) -> Option<(f64, String)> {
         self.cal
             .memory_ceilings
             .iter()
             .find(|m| m.level == MemoryLevel::Dram)
-            .and_then(|m| Some((m.gbps?, m.case.clone().unwrap_or_default())))
+            .and_then(|m| Some((m.gbps?, self.case(&m.case))))
             .filter(|(v, _)| v.is_finite() && *v > 0.0)
     }
 
     /// A compute ceiling in GFLOP/s and its case.
     fn compute(&self, family: Family, precision: Precision) -> Option<(f64, String)> {
         let c = self.cal.compute(family, precision)?;
-        Some((c.gflops?, c.case.clone().unwrap_or_default())).filter(|(v, _)| v.is_finite())
+        Some((c.gflops?, self.case(&c.case))).filter(|(v, _)| v.is_finite())
     }
 
     /// A rate in FLOP/s: measured (`family`/`precision`) first, else the sheet's column (TFLOP/s).
@@ -1010,6 +1023,20 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("[[size, efficiency]]; measured: stream/"));
+    }
+
+    #[test]
+    fn a_figure_from_a_flagged_row_says_so() {
+        let mut rows = synthetic_run();
+        let cal = Calibration::from_records(&rows, None).unwrap();
+        let case = cal.memory_ceilings[0].case.clone().unwrap();
+        let row = rows.iter_mut().find(|r| r.case_id() == case).unwrap();
+        row.flags = "busy_host(30%)".into();
+        let cal = Calibration::from_records(&rows, None).unwrap();
+        let e = build(&cal, sheet_of(&cal).unwrap(), Format::LlmViewer, &[]).unwrap();
+        let bandwidth = field(&e, "bandwidth").source.describe();
+        assert_eq!(bandwidth, format!("measured: {case} ({SUSPECT})"));
+        assert!(!field(&e, "FP16").source.describe().contains(SUSPECT));
     }
 
     #[test]

@@ -62,6 +62,16 @@ fn memory(args: &EstimateArgs, sheet: Option<&GpuSpec>) -> Option<Sourced> {
     })
 }
 
+/// `measured: CASE`, said to be suspect where the run flagged the row.
+fn measured_source(cal: &Calibration, case: &Option<String>) -> String {
+    let case = case.clone().unwrap_or_default();
+    if cal.is_suspect(&case) {
+        format!("measured: {case} ({})", crate::exports::SUSPECT)
+    } else {
+        format!("measured: {case}")
+    }
+}
+
 /// A device measured: its ceilings, the sheet's figures where it measured nothing.
 fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Machine> {
     let sheet = crate::exports::sheet_of(cal)?;
@@ -72,7 +82,7 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
         .and_then(|m| {
             Some(Sourced {
                 value: m.gbps? * 1e9,
-                source: format!("measured: {}", m.case.clone().unwrap_or_default()),
+                source: measured_source(cal, &m.case),
             })
         })
         .or_else(|| from_sheet(sheet, "mem_bandwidth_gbs", 1e9));
@@ -81,7 +91,7 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
             .and_then(|c| {
                 Some(Sourced {
                     value: c.gflops? * 1e9,
-                    source: format!("measured: {}", c.case.clone().unwrap_or_default()),
+                    source: measured_source(cal, &c.case),
                 })
             })
             .or_else(|| from_sheet(sheet, column, 1e12))

@@ -86,11 +86,11 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             export.missing.join(", ")
         );
     }
-    for c in cal.suspect.iter() {
-        eprintln!(
-            "{}: measured from a suspect figure: {c}",
-            args.format.as_str()
-        );
+    for f in export.fields.iter() {
+        let source = f.source.describe();
+        if source.contains(exports::SUSPECT) {
+            eprintln!("{}: `{}` is {source}", args.format.as_str(), f.key);
+        }
     }
     write(args, export.text.as_bytes(), args.format.as_str())?;
     Ok(0)
