@@ -19,15 +19,19 @@ pub enum Family {
     Intensity,
     /// Cache bandwidth: a read-only sum over a working set that stays in one cache level.
     Cache,
+    /// Matrix products (`C = A·Bᵀ`): square, and the LLM batch sweep; the parameter is the
+    /// shape ([`crate::Shape`]).
+    Gemm,
 }
 
 impl Family {
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
         Family::Intensity,
         Family::Cache,
+        Family::Gemm,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +41,7 @@ impl Family {
             Family::Tensor => "tensor",
             Family::Intensity => "intensity",
             Family::Cache => "cache",
+            Family::Gemm => "gemm",
         }
     }
 }
