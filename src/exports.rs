@@ -16,7 +16,7 @@ use crate::bench::{Family, Precision};
 use crate::calibration::Calibration;
 use crate::specs::{self, GpuSpec};
 use crate::{Error, Result};
-use roofprobe_calibration::{MemoryLevel, SpecBasis};
+use roofprobe_calibration::{GemmEfficiency, MemoryLevel, SpecBasis};
 use std::fmt::Write as _;
 
 /// The formats `export` writes.
@@ -684,15 +684,125 @@ fn calculon_rate(
     });
 }
 
+/// The GEMM efficiency curve of `precision` that reaches the most (of the implementations the
+/// run measured: cuBLAS, PTX, the host's), with at least one point.
+fn best_gemm_curve(cal: &Calibration, precision: Precision) -> Option<&GemmEfficiency> {
+    let top = |g: &GemmEfficiency| g.points.iter().map(|p| p.gflops).fold(0.0, f64::max);
+    cal.gemm_efficiency
+        .iter()
+        .filter(|g| g.precision == precision && !g.points.is_empty())
+        .max_by(|a, b| top(a).total_cmp(&top(b)))
+}
+
+/// Calculon's `gflops_efficiency` from a measured GEMM curve: each measured size (GFLOP of the
+/// product, largest first) at its achieved rate over the written rate, and the smallest size's
+/// efficiency carried down to size 0 (which Calculon's lookup needs; not measured). The rate is
+/// raised to the fastest GEMM where that beat it, since Calculon refuses efficiencies above 1.
+/// Where no rate was written (a host has no tensor figure), the curve's own ceiling is the rate.
+fn gemm_curve(f: &mut Vec<Field>, x: &Inputs, dtype: &str, curve: &GemmEfficiency) {
+    let rate_key = format!("matrix.{dtype}.tflops");
+    let curve_key = format!("matrix.{dtype}.gflops_efficiency");
+    let family = roofprobe_calibration::gemm_ceiling_family(curve.precision);
+    let written = f
+        .iter()
+        .find(|g| g.key == rate_key)
+        .and_then(|g| match g.value {
+            Value::Num(t) => Some((t * 1e3, g.source.clone())),
+            _ => None,
+        });
+    let (mut rate_gflops, mut source) = match written {
+        Some(w) => w,
+        None => match x.compute(family, curve.precision) {
+            Some((g, case)) => (g, Source::Measured(case)),
+            None => match curve.spec_gflops {
+                Some(g) => (
+                    g,
+                    Source::Spec {
+                        entry: x.entry(),
+                        column: curve.ceiling.clone(),
+                    },
+                ),
+                None => return,
+            },
+        },
+    };
+    let fastest = curve
+        .points
+        .iter()
+        .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
+        .expect("a curve with points");
+    if fastest.gflops > rate_gflops {
+        rate_gflops = fastest.gflops;
+        source = Source::Measured(format!(
+            "gemm/{}/{}/{} (the fastest GEMM, above the ceiling)",
+            curve.kernel, curve.precision, fastest.shape
+        ));
+    }
+    let mut points: Vec<(f64, f64)> = Vec::new();
+    for p in curve.points.iter().rev() {
+        if points.last().is_some_and(|(size, _)| *size <= p.gflop) {
+            continue; // Calculon needs sizes strictly falling
+        }
+        points.push((p.gflop, (p.gflops / rate_gflops).min(1.0)));
+    }
+    if let Some(&(size, eff)) = points.last() {
+        if size > 0.0 {
+            points.push((0.0, eff));
+        }
+    }
+    let smallest = &curve.points[0];
+    f.retain(|g| g.key != rate_key && g.key != curve_key);
+    f.push(Field {
+        key: rate_key,
+        value: Value::Num(rate_gflops / 1e3),
+        unit: "TFLOP/s",
+        source,
+    });
+    f.push(Field {
+        key: curve_key,
+        value: Value::Curve(points),
+        unit: "[[GFLOP, efficiency]]",
+        source: Source::Measured(format!(
+            "gemm/{}/{}: {} sizes, {} to {}; below {} its efficiency carried down (not measured)",
+            curve.kernel,
+            curve.precision,
+            curve.points.len(),
+            smallest.shape,
+            curve.points[curve.points.len() - 1].shape,
+            smallest.shape
+        )),
+    });
+}
+
 fn calculon_fields(x: &Inputs) -> Vec<Field> {
     let mut f = Vec::new();
     let flops = |family, precision| x.compute(family, precision).map(|(g, c)| (g * 1e9, c));
     let spec_t = |column: &str| x.spec(column).map(|(t, s)| (t * 1e12, s));
-    for (dtype, precision, column) in [
-        ("float16", Precision::F16F32, "fp16_tensor_fp32acc_tflops"),
-        ("bfloat16", Precision::Bf16F32, "bf16_tensor_tflops"),
-        ("float8", Precision::E4m3F32, "fp8_tensor_tflops"),
-        ("float32", Precision::Tf32F32, "tf32_tensor_tflops"),
+    for (dtype, precision, column, gemm) in [
+        (
+            "float16",
+            Precision::F16F32,
+            "fp16_tensor_fp32acc_tflops",
+            &[Precision::F16F32][..],
+        ),
+        (
+            "bfloat16",
+            Precision::Bf16F32,
+            "bf16_tensor_tflops",
+            &[Precision::Bf16F32][..],
+        ),
+        (
+            "float8",
+            Precision::E4m3F32,
+            "fp8_tensor_tflops",
+            &[Precision::E4m3F32][..],
+        ),
+        (
+            "float32",
+            Precision::Tf32F32,
+            "tf32_tensor_tflops",
+            &[Precision::Tf32F32, Precision::F32][..],
+        ),
     ] {
         calculon_rate(
             &mut f,
@@ -703,6 +813,9 @@ fn calculon_fields(x: &Inputs) -> Vec<Field> {
             &format!("matrix.{dtype}.gflops_efficiency"),
             "TFLOP/s",
         );
+        if let Some(curve) = gemm.iter().find_map(|p| best_gemm_curve(x.cal, *p)) {
+            gemm_curve(&mut f, x, dtype, curve);
+        }
     }
     for (dtype, precision, column) in [
         ("float32", Precision::F32, "fp32_tflops"),
@@ -1037,6 +1150,60 @@ mod tests {
         let bandwidth = field(&e, "bandwidth").source.describe();
         assert_eq!(bandwidth, format!("measured: {case} ({SUSPECT})"));
         assert!(!field(&e, "FP16").source.describe().contains(SUSPECT));
+    }
+
+    #[test]
+    fn calculon_takes_the_measured_gemm_curve() {
+        use crate::bench::gemm::Shape;
+        use crate::roofline::tests::gemm_row;
+        let mut rows = synthetic_run();
+        rows.extend([
+            gemm_row(
+                "ptx",
+                Precision::F16F32,
+                Shape::square(1024),
+                100_000.0,
+                true,
+            ),
+            gemm_row(
+                "ptx",
+                Precision::F16F32,
+                Shape::square(8192),
+                200_000.0,
+                true,
+            ),
+            gemm_row("simd", Precision::F32, Shape::square(4096), 12_000.0, true),
+        ]);
+        let cal = Calibration::from_records(&rows, None).unwrap();
+        let e = build(&cal, sheet_of(&cal).unwrap(), Format::Calculon, &[]).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&e.text).unwrap();
+        let f16 = &json["matrix"]["float16"];
+        // the rate stays the sheet's 312 TFLOP/s; each size at its own GEMM over it, largest
+        // (2·8192³ = 1099.5 GFLOP) first, the smallest (2·1024³) carried down to 0
+        assert_eq!(f16["tflops"], 312.0);
+        let curve: Vec<(f64, f64)> = f16["gflops_efficiency"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
+            .collect();
+        let big = 2.0 * 8192f64.powi(3) / 1e9;
+        let small = 2.0 * 1024f64.powi(3) / 1e9;
+        assert_eq!(curve.len(), 3, "{curve:?}");
+        assert!((curve[0].0 - big).abs() < 1e-9 && (curve[0].1 - 200.0 / 312.0).abs() < 1e-12);
+        assert!((curve[1].0 - small).abs() < 1e-9 && (curve[1].1 - 100.0 / 312.0).abs() < 1e-12);
+        assert_eq!(curve[2], (0.0, curve[1].1));
+        let source = json["roofprobe_sources"]["matrix.float16.gflops_efficiency"]
+            .as_str()
+            .unwrap();
+        assert!(
+            source.contains("measured: gemm/ptx/f16.f32: 2 sizes"),
+            "{source}"
+        );
+        assert!(source.contains("carried down (not measured)"), "{source}");
+        // an A100 has a TF32 figure on its sheet: float32 is the tensor rate, its efficiency
+        // from the f32 GEMM against it
+        assert_eq!(json["matrix"]["float32"]["tflops"], 156.0);
     }
 
     #[test]
