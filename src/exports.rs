@@ -686,7 +686,7 @@ fn calculon_rate(
 
 /// The GEMM efficiency curve of `precision` that reaches the most (of the implementations the
 /// run measured: cuBLAS, PTX, the host's), with at least one point.
-fn best_gemm_curve(cal: &Calibration, precision: Precision) -> Option<&GemmEfficiency> {
+pub fn best_gemm_curve(cal: &Calibration, precision: Precision) -> Option<&GemmEfficiency> {
     let top = |g: &GemmEfficiency| g.points.iter().map(|p| p.gflops).fold(0.0, f64::max);
     cal.gemm_efficiency
         .iter()

@@ -96,12 +96,18 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
             })
             .or_else(|| from_sheet(sheet, column, 1e12))
     });
+    let curve = ceiling_for(dtype)
+        .and_then(|(_, precision, _)| crate::exports::best_gemm_curve(cal, precision));
     Ok(Machine {
         name: cal.title(),
         basis: "calibration (measured ceilings)".into(),
         memory_bytes: memory(args, sheet),
         bandwidth_bps,
         compute_flops,
+        gemm: curve.map_or_else(Vec::new, |c| {
+            c.points.iter().map(|p| (p.gflop, p.gflops)).collect()
+        }),
+        gemm_source: curve.map_or_else(String::new, |c| format!("{} {}", c.kernel, c.precision)),
     })
 }
 
@@ -115,6 +121,8 @@ fn rated(args: &EstimateArgs, name: &str, dtype: Dtype) -> Result<Machine> {
         bandwidth_bps: from_sheet(Some(sheet), "mem_bandwidth_gbs", 1e9),
         compute_flops: ceiling_for(dtype)
             .and_then(|(_, _, column)| from_sheet(Some(sheet), column, 1e12)),
+        gemm: Vec::new(),
+        gemm_source: String::new(),
     })
 }
 
@@ -409,6 +417,13 @@ fn table(r: &Report) -> String {
             "fits",
             i.iter().map(|x| fits(x.memory.fits)).collect(),
         ));
+        rows.push(Row::new(
+            "prefill compute (TFLOP/s)",
+            i.iter()
+                .map(|x| x.prefill_compute_flops.as_ref().map(|s| s.value))
+                .collect(),
+            |v| opt(v, |c| format!("{:.2}", c / 1e12)),
+        ));
         phase_rows(
             &mut rows,
             "prefill",
@@ -574,12 +589,17 @@ fn table(r: &Report) -> String {
                 .map_or_else(|| "none".to_string(), |s| s.source.clone())
         };
         out.push_str(&format!(
-            "{l}: {} — {}; memory: {}; bandwidth: {}; compute: {}\n",
+            "{l}: {} — {}; memory: {}; bandwidth: {}; compute: {}{}\n",
             x.name,
             x.basis,
             src(&x.memory_bytes),
             src(&x.bandwidth_bps),
-            src(&x.compute_flops)
+            src(&x.compute_flops),
+            if x.gemm.is_empty() {
+                String::new()
+            } else {
+                format!("; prefill at the measured GEMM {}", x.gemm_source)
+            }
         ));
     }
     if r.devices.iter().any(|d| match &d.answer {

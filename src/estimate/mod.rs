@@ -169,6 +169,33 @@ pub struct Machine {
     pub bandwidth_bps: Option<Sourced>,
     /// Arithmetic rate for the activations' dtype, in FLOP/s.
     pub compute_flops: Option<Sourced>,
+    /// Measured GEMMs of that dtype: (GFLOP of the product, achieved GFLOP/s), ascending in
+    /// size; empty where the run measured none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gemm: Vec<(f64, f64)>,
+    /// Which GEMM implementation and precision `gemm` is.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub gemm_source: String,
+}
+
+impl Machine {
+    /// The rate a GEMM of `gflop` reaches: the measured GEMM of the largest size not above it
+    /// (the smallest measured, for a smaller one); None where no GEMM was measured.
+    pub fn gemm_rate(&self, gflop: f64) -> Option<Sourced> {
+        let (size, gflops) = self
+            .gemm
+            .iter()
+            .rev()
+            .find(|(size, _)| *size <= gflop)
+            .or_else(|| self.gemm.first())?;
+        Some(Sourced {
+            value: gflops * 1e9,
+            source: format!(
+                "measured GEMM {} at {size:.4} GFLOP (the prefill's FFN product is {gflop:.4})",
+                self.gemm_source
+            ),
+        })
+    }
 }
 
 /// What bounds a phase.
@@ -248,6 +275,8 @@ pub struct Memory {
 pub struct Inference {
     pub memory: Memory,
     pub prefill: Phase,
+    /// The rate prefill's flops run at: the measured GEMM of its size, else the ceiling.
+    pub prefill_compute_flops: Option<Sourced>,
     /// One decode step for the whole batch, at the mean context (prompt + generate / 2).
     pub decode_step: Phase,
     pub decode_tokens_per_s: Option<f64>,
@@ -288,7 +317,18 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
         + 2.0 * model.layers as f64 * b * p * p * model.q_dim()
         + 2.0 * b * (model.vocab * model.hidden) as f64;
     let prefill_bytes = weights + kv_token * b * p;
-    let prefill = phase(prefill_bytes, prefill_flops, m);
+    // At the measured GEMM efficiency of the prefill's shapes where the run measured GEMMs:
+    // the rate of its largest product, the FFN's up projection (B·p × h × f).
+    let ffn_gflop = 2.0 * b * p * model.hidden as f64 * model.ffn as f64 / 1e9;
+    let prefill_compute = m.gemm_rate(ffn_gflop).or_else(|| m.compute_flops.clone());
+    let prefill = phase(
+        prefill_bytes,
+        prefill_flops,
+        &Machine {
+            compute_flops: prefill_compute.clone(),
+            ..m.clone()
+        },
+    );
 
     let context = p + g / 2.0;
     let step_bytes = weights + kv_token * b * context;
@@ -321,6 +361,7 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
             fits,
         },
         prefill,
+        prefill_compute_flops: prefill_compute,
         decode_step,
         decode_tokens_per_s,
         total_s,
@@ -460,7 +501,40 @@ mod tests {
             memory_bytes: s(memory_gib * 1024.0 * 1024.0 * 1024.0),
             bandwidth_bps: s(gbps * 1e9),
             compute_flops: s(tflops * 1e12),
+            gemm: Vec::new(),
+            gemm_source: String::new(),
         }
+    }
+
+    #[test]
+    fn prefill_runs_at_the_measured_gemm_of_its_size() {
+        let model = llama_8b();
+        let w = InferenceShape {
+            batch: 1,
+            prompt: 512,
+            generate: 8,
+        };
+        let mut m = machine(80.0, 1000.0, 300.0);
+        let ceiling = inference(&model, BF16, w, &m);
+        // the FFN product: 2 × 512 × 4096 × 14336 / 1e9 = 60.13 GFLOP; GEMMs measured at
+        // 2.147 GFLOP (100 TFLOP/s) and 1099.5 GFLOP (200 TFLOP/s): the 2.147 one applies
+        m.gemm = vec![(2.147, 100_000.0), (1099.5, 200_000.0)];
+        m.gemm_source = "ptx bf16.f32".into();
+        let gemm = inference(&model, BF16, w, &m);
+        let rate = gemm.prefill_compute_flops.as_ref().unwrap();
+        assert_eq!(rate.value, 100e12);
+        assert!(
+            rate.source.contains("ptx bf16.f32 at 2.1470 GFLOP"),
+            "{}",
+            rate.source
+        );
+        let (with, without) = (
+            gemm.prefill.compute_s.unwrap(),
+            ceiling.prefill.compute_s.unwrap(),
+        );
+        assert!((with / without - 3.0).abs() < 1e-12, "{with} {without}");
+        // decode is unchanged: its products are GEMVs, bound by bandwidth
+        assert_eq!(gemm.decode_step, ceiling.decode_step);
     }
 
     const BF16: Dtypes = Dtypes {
