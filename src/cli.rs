@@ -46,8 +46,12 @@ pub enum Command {
     /// Show the vendor spec table: every entry, one (`specs "RTX 3090"`), or two side by side
     /// (`specs --compare "RTX 3090" "A100 80GB SXM4"`). Needs no GPU.
     Specs(SpecsArgs),
-    /// Write the calibration JSON of a run's CSV: measured ceilings, ridge points, efficiencies.
+    /// Write the calibration JSON of a run's CSV (measured ceilings, ridge points, efficiencies),
+    /// or another estimator's hardware file from it (`--format aiconfigurator`, …).
     Export(ExportArgs),
+    /// Will a transformer fit, and is each phase bound by capacity, bandwidth or compute?
+    /// Inference or training, on measured ceilings (calibrations) or spec entries, side by side.
+    Estimate(EstimateArgs),
     /// Draw the roofline SVG of one run, or several overlaid (results CSVs or calibration JSONs).
     Plot(PlotArgs),
     /// Compare runs side by side: ceilings and every case, with measured and spec ratios.
@@ -94,8 +98,17 @@ pub struct SpecsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
-    /// A results CSV written by `roofprobe run`.
+    /// A results CSV written by `roofprobe run` (or, for the other estimators' formats, a
+    /// calibration JSON).
     pub file: PathBuf,
+    /// The file to write: roofprobe's calibration JSON, or another estimator's own hardware
+    /// file (docs/exports.md says where each field comes from).
+    #[arg(long, value_enum, default_value = "roofprobe")]
+    pub format: crate::exports::Format,
+    /// Give a field no run measures (`node.num_gpus_per_node=8`), or override one; repeatable.
+    /// The keys are the format's own (docs/exports.md).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Which run, when the CSV holds several (its `run_id`).
     #[arg(long)]
     pub run: Option<String>,
@@ -105,6 +118,77 @@ pub struct ExportArgs {
     /// Replace the output file if it exists.
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EstimateArgs {
+    /// Results CSVs or calibration JSONs: each run is a device, measured (side by side, the
+    /// first the base of the ratios).
+    pub files: Vec<PathBuf>,
+    /// A device from the spec sheet alone (`"RTX 4090"`); repeatable, after the files.
+    #[arg(long = "spec", value_name = "NAME")]
+    pub specs: Vec<String>,
+    /// Usable device memory in GiB, for the devices no spec sheet gives a capacity (the host,
+    /// a GPU without an entry).
+    #[arg(long, value_name = "GIB")]
+    pub memory_gib: Option<f64>,
+    /// A built-in model: llama-2-7b, llama-3.1-8b, llama-3.1-70b, mistral-7b-v0.1, qwen2.5-7b.
+    #[arg(long, conflicts_with_all = ["config", "layers"])]
+    pub model: Option<String>,
+    /// A Hugging Face config.json of a dense decoder.
+    #[arg(long, conflicts_with = "layers")]
+    pub config: Option<PathBuf>,
+    /// The shape by hand: layers (with --hidden, --heads, --ffn, --vocab; --kv-heads).
+    #[arg(long, requires_all = ["hidden", "heads", "ffn", "vocab"])]
+    pub layers: Option<u64>,
+    #[arg(long)]
+    pub hidden: Option<u64>,
+    #[arg(long)]
+    pub heads: Option<u64>,
+    /// KV heads (default: as many as heads).
+    #[arg(long)]
+    pub kv_heads: Option<u64>,
+    /// FFN inner size.
+    #[arg(long)]
+    pub ffn: Option<u64>,
+    #[arg(long)]
+    pub vocab: Option<u64>,
+    /// A plain two-matrix FFN instead of a gated (SwiGLU) one.
+    #[arg(long)]
+    pub ungated_ffn: bool,
+    /// Inference or training.
+    #[arg(long, value_enum, default_value = "inference")]
+    pub mode: crate::commands::estimate::Mode,
+    #[arg(long, value_enum, default_value = "bf16")]
+    pub weights: crate::estimate::Dtype,
+    /// The arithmetic's dtype: its ceiling is the one used.
+    #[arg(long, value_enum, default_value = "bf16")]
+    pub activations: crate::estimate::Dtype,
+    #[arg(long, value_enum, default_value = "bf16")]
+    pub kv_cache: crate::estimate::Dtype,
+    /// Sequences at once.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u64,
+    /// Inference: prompt tokens.
+    #[arg(long, default_value_t = 512)]
+    pub prompt: u64,
+    /// Inference: tokens generated.
+    #[arg(long, default_value_t = 128)]
+    pub generate: u64,
+    /// Training: sequence length.
+    #[arg(long, default_value_t = 2048)]
+    pub seq: u64,
+    #[arg(long, value_enum, default_value = "adam")]
+    pub optimizer: crate::estimate::Optimizer,
+    /// Training: everything in fp32 (default: mixed precision, 16-bit with fp32 master weights).
+    #[arg(long)]
+    pub fp32_training: bool,
+    /// Training: full activation checkpointing.
+    #[arg(long)]
+    pub checkpointing: bool,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -342,6 +426,7 @@ pub fn dispatch(cli: Cli) -> crate::Result<i32> {
         Command::Devices(args) => crate::commands::devices::devices(&args),
         Command::Specs(args) => crate::commands::specs::specs(&args),
         Command::Export(args) => crate::commands::export::export(&args),
+        Command::Estimate(args) => crate::commands::estimate::estimate(&args),
         Command::Plot(args) => crate::commands::plot::plot(&args),
         Command::Compare(args) => crate::commands::compare::compare(&args),
         Command::Fleet(args) => crate::commands::fleet::fleet(&args),

@@ -15,6 +15,8 @@ pub mod cli;
 pub mod commands;
 pub mod duration;
 pub mod error;
+pub mod estimate;
+pub mod exports;
 pub mod files;
 pub mod hygiene;
 pub mod inputs;

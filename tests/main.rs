@@ -4,6 +4,8 @@
 mod cli;
 mod cli_roofline;
 mod compute_gpu;
+mod estimate;
+mod exports;
 mod files;
 mod fleet;
 mod fragments;

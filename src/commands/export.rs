@@ -1,51 +1,97 @@
-//! `roofprobe export FILE.csv`: the calibration JSON of a run, to stdout or a new file.
+//! `roofprobe export FILE`: the calibration JSON of a run (from its CSV), or another estimator's
+//! hardware file (`--format`, from a CSV or a calibration JSON), to stdout or a new file.
+//!
+//! The fields and their sources are [`crate::exports`]'; this command reads, chooses the run,
+//! writes whole-or-nothing, and says on stderr which fields came from the spec sheet and which
+//! the tool needs but nothing gave.
 
 use crate::calibration::{Calibration, FromRecords};
 use crate::cli::ExportArgs;
 use crate::commands::emit;
+use crate::exports::{self, Format};
 use crate::files::{write_new, Overwrite};
-use crate::inputs::{read_records, some_of, split_runs};
+use crate::inputs::{load_inputs, read_records, some_of, split_runs};
 use crate::report::json;
 use crate::{Error, Result};
 
-pub fn export(args: &ExportArgs) -> Result<i32> {
-    let records = read_records(&args.file)?;
-    let mut runs = split_runs(records);
-    let ids = |runs: &[Vec<crate::record::Record>]| -> Vec<String> {
-        runs.iter().map(|r| r[0].run_id.clone()).collect()
-    };
-    let rows = match &args.run {
+/// One run out of a list of them: the one `--run` names, or the only one.
+fn choose<T>(args: &ExportArgs, mut runs: Vec<T>, id_of: impl Fn(&T) -> String) -> Result<T> {
+    let ids: Vec<String> = runs.iter().map(&id_of).collect();
+    match &args.run {
         Some(id) => {
-            let i = runs
-                .iter()
-                .position(|r| &r[0].run_id == id)
-                .ok_or_else(|| {
-                    Error::Usage(format!(
-                        "{} has no run `{id}`; it has: {}",
-                        args.file.display(),
-                        some_of(&ids(&runs))
-                    ))
-                })?;
-            runs.swap_remove(i)
+            let i = ids.iter().position(|r| r == id).ok_or_else(|| {
+                Error::Usage(format!(
+                    "{} has no run `{id}`; it has: {}",
+                    args.file.display(),
+                    some_of(&ids)
+                ))
+            })?;
+            Ok(runs.swap_remove(i))
         }
-        None if runs.len() == 1 => runs.swap_remove(0),
-        None => {
-            return Err(Error::Usage(format!(
-                "{} holds {} runs ({}); a calibration describes one: pass --run RUN_ID",
-                args.file.display(),
-                runs.len(),
-                some_of(&ids(&runs))
-            )));
-        }
-    };
-    let calibration = Calibration::from_records(&rows, None)?;
-    let bytes = json::render(&calibration);
+        None if runs.len() == 1 => Ok(runs.swap_remove(0)),
+        None => Err(Error::Usage(format!(
+            "{} holds {} runs ({}); a calibration describes one: pass --run RUN_ID",
+            args.file.display(),
+            runs.len(),
+            some_of(&ids)
+        ))),
+    }
+}
+
+fn write(args: &ExportArgs, bytes: &[u8], what: &str) -> Result<()> {
     match &args.out {
         Some(path) => {
-            write_new(path, &bytes, Overwrite::from_force(args.force))?;
-            eprintln!("calibration: {}", path.display());
+            write_new(path, bytes, Overwrite::from_force(args.force))?;
+            eprintln!("{what}: {}", path.display());
+            Ok(())
         }
-        None => emit(&String::from_utf8_lossy(&bytes))?,
+        None => emit(&String::from_utf8_lossy(bytes)),
     }
+}
+
+pub fn export(args: &ExportArgs) -> Result<i32> {
+    if args.format == Format::Roofprobe {
+        // The calibration JSON is built from the CSV rows only, so `export` on any machine
+        // gives what the run itself wrote.
+        if !args.set.is_empty() {
+            exports::parse_sets(args.format, &args.set)?;
+        }
+        let rows = choose(args, split_runs(read_records(&args.file)?), |r| {
+            r[0].run_id.clone()
+        })?;
+        let calibration = Calibration::from_records(&rows, None)?;
+        write(args, &json::render(&calibration), "calibration")?;
+        return Ok(0);
+    }
+    let sets = exports::parse_sets(args.format, &args.set)?;
+    let inputs = load_inputs(std::slice::from_ref(&args.file), true)?;
+    let input = choose(args, inputs, |i| i.run.calibration.run.run_id.clone())?;
+    let cal = &input.run.calibration;
+    let sheet = exports::sheet_of(cal)?;
+    let export = exports::build(cal, sheet, args.format, &sets)?;
+    // Say it before writing, so a reader of stderr knows what the file holds.
+    for f in export.spec_fields() {
+        eprintln!(
+            "{}: `{}` is the spec sheet's figure, not a measurement ({})",
+            args.format.as_str(),
+            f.key,
+            f.source.describe()
+        );
+    }
+    if !export.missing.is_empty() {
+        eprintln!(
+            "{}: left out (nothing measured them and the sheet has none): {}; give them with \
+             --set KEY=VALUE where the tool needs them",
+            args.format.as_str(),
+            export.missing.join(", ")
+        );
+    }
+    for f in export.fields.iter() {
+        let source = f.source.describe();
+        if source.contains(exports::SUSPECT) {
+            eprintln!("{}: `{}` is {source}", args.format.as_str(), f.key);
+        }
+    }
+    write(args, export.text.as_bytes(), args.format.as_str())?;
     Ok(0)
 }

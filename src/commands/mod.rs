@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod devices;
+pub mod estimate;
 pub mod export;
 pub mod fleet;
 pub mod plot;

@@ -1,0 +1,647 @@
+//! `roofprobe estimate`'s arithmetic: a dense decoder-only transformer's memory, time and bound,
+//! for inference and for training, on a [`Machine`] (ceilings from a calibration or a spec
+//! entry). docs/estimate.md gives every formula with its source.
+//!
+//! Workloads are [`Model`] (by shape, a preset of [`presets`], or a Hugging Face `config.json`)
+//! with [`Dtypes`]; the answers are [`Inference`] and [`Training`], each figure with the bound
+//! that set it. This module computes; it must not print, read files or measure.
+
+pub mod presets;
+
+use serde::Serialize;
+
+/// A number type's size, as the workload stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    Fp32,
+    Bf16,
+    F16,
+    Fp8,
+    Int8,
+    Int4,
+}
+
+impl Dtype {
+    pub fn bytes(self) -> f64 {
+        match self {
+            Dtype::Fp32 => 4.0,
+            Dtype::Bf16 | Dtype::F16 => 2.0,
+            Dtype::Fp8 | Dtype::Int8 => 1.0,
+            Dtype::Int4 => 0.5,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dtype::Fp32 => "fp32",
+            Dtype::Bf16 => "bf16",
+            Dtype::F16 => "f16",
+            Dtype::Fp8 => "fp8",
+            Dtype::Int8 => "int8",
+            Dtype::Int4 => "int4",
+        }
+    }
+}
+
+/// The dtypes of weights, activations (the arithmetic: its ceiling is the one used) and KV cache.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Dtypes {
+    pub weights: Dtype,
+    pub activations: Dtype,
+    pub kv_cache: Dtype,
+}
+
+/// A dense decoder-only transformer (Llama/GPT layout).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Model {
+    pub name: String,
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    /// Per-head size (hidden / heads unless the config says otherwise).
+    pub head_dim: u64,
+    /// FFN inner size.
+    pub ffn: u64,
+    /// Gated FFN (SwiGLU: gate, up and down projections) or not (up and down).
+    pub gated_ffn: bool,
+    pub vocab: u64,
+    /// Output projection shares the embedding's weights.
+    pub tied_embeddings: bool,
+    /// Where the shape comes from (a config file's path, a preset's source).
+    pub source: String,
+}
+
+impl Model {
+    /// Refuses a shape no transformer has, with one line saying which figure and why.
+    pub fn check(&self) -> Result<(), String> {
+        for (name, v) in [
+            ("layers", self.layers),
+            ("hidden size", self.hidden),
+            ("heads", self.heads),
+            ("KV heads", self.kv_heads),
+            ("head size", self.head_dim),
+            ("FFN size", self.ffn),
+            ("vocabulary", self.vocab),
+        ] {
+            if v == 0 {
+                return Err(format!("the model's {name} is 0; it must be at least 1"));
+            }
+            if v > 1 << 24 {
+                return Err(format!(
+                    "the model's {name} is {v}; no transformer is that large"
+                ));
+            }
+        }
+        if !self.heads.is_multiple_of(self.kv_heads) {
+            return Err(format!(
+                "{} heads cannot share {} KV heads evenly: heads must be a multiple of KV heads",
+                self.heads, self.kv_heads
+            ));
+        }
+        Ok(())
+    }
+
+    /// Query (and output-projection) width: heads × head size.
+    pub fn q_dim(&self) -> f64 {
+        (self.heads * self.head_dim) as f64
+    }
+
+    /// K and V width each: KV heads × head size.
+    pub fn kv_dim(&self) -> f64 {
+        (self.kv_heads * self.head_dim) as f64
+    }
+
+    /// Weights of one layer's matrix multiplications: Q, K, V, O and the FFN.
+    pub fn layer_matmul_params(&self) -> f64 {
+        let h = self.hidden as f64;
+        let attention = h * self.q_dim() + 2.0 * h * self.kv_dim() + self.q_dim() * h;
+        let ffn = (if self.gated_ffn { 3.0 } else { 2.0 }) * h * self.ffn as f64;
+        attention + ffn
+    }
+
+    /// Weights every token multiplies by: every layer's matrices and the output projection (the
+    /// embedding is a lookup, not a product).
+    pub fn matmul_params(&self) -> f64 {
+        self.layers as f64 * self.layer_matmul_params() + (self.vocab * self.hidden) as f64
+    }
+
+    /// Every weight stored: layers (with two norms each), embedding, final norm and the output
+    /// projection unless it is tied to the embedding.
+    pub fn params(&self) -> f64 {
+        let h = self.hidden as f64;
+        let embedding = self.vocab as f64 * h;
+        let output = if self.tied_embeddings { 0.0 } else { embedding };
+        self.layers as f64 * (self.layer_matmul_params() + 2.0 * h) + embedding + h + output
+    }
+
+    /// KV cache bytes of one token of one sequence: K and V in every layer.
+    pub fn kv_bytes_per_token(&self, kv: Dtype) -> f64 {
+        2.0 * self.layers as f64 * self.kv_dim() * kv.bytes()
+    }
+
+    /// FLOPs for one new token attending to `context` earlier ones: the matrix products with
+    /// every weight (2 per weight) and the attention's scores and weighted sum (2 × 2 per
+    /// context position and query channel, every layer).
+    pub fn flops_per_token(&self, context: f64) -> f64 {
+        2.0 * self.matmul_params() + 4.0 * self.layers as f64 * context * self.q_dim()
+    }
+}
+
+/// A figure and where it came from (`measured: stream/triad/f64`, `spec sheet "…": …`, `given`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sourced {
+    pub value: f64,
+    pub source: String,
+}
+
+/// What one device offers the estimate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Machine {
+    /// `NVIDIA H200 (cuda:0) on lab, 2026-01-01` or `spec sheet "RTX 4090"`.
+    pub name: String,
+    /// `calibration` (measured ceilings) or `spec sheet` (the vendor's figures only).
+    pub basis: String,
+    /// Usable memory in bytes.
+    pub memory_bytes: Option<Sourced>,
+    /// DRAM bandwidth in bytes/s.
+    pub bandwidth_bps: Option<Sourced>,
+    /// Arithmetic rate for the activations' dtype, in FLOP/s.
+    pub compute_flops: Option<Sourced>,
+    /// Measured GEMMs of that dtype: (GFLOP of the product, achieved GFLOP/s), ascending in
+    /// size; empty where the run measured none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gemm: Vec<(f64, f64)>,
+    /// Which GEMM implementation and precision `gemm` is.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub gemm_source: String,
+}
+
+impl Machine {
+    /// The rate a GEMM of `gflop` reaches: the measured GEMM of the largest size not above it
+    /// (the smallest measured, for a smaller one); None where no GEMM was measured.
+    pub fn gemm_rate(&self, gflop: f64) -> Option<Sourced> {
+        let (size, gflops) = self
+            .gemm
+            .iter()
+            .rev()
+            .find(|(size, _)| *size <= gflop)
+            .or_else(|| self.gemm.first())?;
+        Some(Sourced {
+            value: gflops * 1e9,
+            source: format!(
+                "measured GEMM {} at {size:.4} GFLOP (the prefill's FFN product is {gflop:.4})",
+                self.gemm_source
+            ),
+        })
+    }
+}
+
+/// What bounds a phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// Does not fit in memory.
+    Capacity,
+    /// Bytes over bandwidth take longer than flops over compute.
+    Bandwidth,
+    Compute,
+    /// A ceiling it needs is unknown.
+    Unknown,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Capacity => "capacity",
+            Bound::Bandwidth => "bandwidth",
+            Bound::Compute => "compute",
+            Bound::Unknown => "unknown",
+        }
+    }
+}
+
+/// One phase's time: bytes and flops, their times, the larger one and the bound.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Phase {
+    pub bytes: f64,
+    pub flops: f64,
+    pub memory_s: Option<f64>,
+    pub compute_s: Option<f64>,
+    /// max(memory, compute), where both are known.
+    pub time_s: Option<f64>,
+    pub bound: Bound,
+}
+
+fn phase(bytes: f64, flops: f64, m: &Machine) -> Phase {
+    let memory_s = m.bandwidth_bps.as_ref().map(|b| bytes / b.value);
+    let compute_s = m.compute_flops.as_ref().map(|c| flops / c.value);
+    let (time_s, bound) = match (memory_s, compute_s) {
+        (Some(mem), Some(cmp)) if mem >= cmp => (Some(mem), Bound::Bandwidth),
+        (Some(_), Some(cmp)) => (Some(cmp), Bound::Compute),
+        _ => (None, Bound::Unknown),
+    };
+    Phase {
+        bytes,
+        flops,
+        memory_s,
+        compute_s,
+        time_s,
+        bound,
+    }
+}
+
+/// An inference workload.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct InferenceShape {
+    pub batch: u64,
+    pub prompt: u64,
+    pub generate: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Memory {
+    pub weights_bytes: f64,
+    pub kv_cache_bytes: f64,
+    pub workspace_bytes: f64,
+    pub total_bytes: f64,
+    pub capacity_bytes: Option<f64>,
+    /// None where the capacity is unknown.
+    pub fits: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Inference {
+    pub memory: Memory,
+    pub prefill: Phase,
+    /// The rate prefill's flops run at: the measured GEMM of its size, else the ceiling.
+    pub prefill_compute_flops: Option<Sourced>,
+    /// One decode step for the whole batch, at the mean context (prompt + generate / 2).
+    pub decode_step: Phase,
+    pub decode_tokens_per_s: Option<f64>,
+    /// Prefill plus every decode step.
+    pub total_s: Option<f64>,
+    /// The smallest batch at which a decode step turns compute-bound; None where it never does
+    /// (the KV cache read grows as fast as the arithmetic) or a ceiling is unknown.
+    pub compute_bound_batch: Option<u64>,
+    /// The overall answer: capacity where it does not fit, else decode's bound.
+    pub bound: Bound,
+}
+
+/// Inference memory, prefill, decode and the compute-bound batch (docs/estimate.md, "Inference").
+pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> Inference {
+    let b = w.batch as f64;
+    let p = w.prompt as f64;
+    let g = w.generate as f64;
+    let weights = model.params() * d.weights.bytes();
+    let kv_token = model.kv_bytes_per_token(d.kv_cache);
+    let kv_cache = kv_token * b * (p + g);
+    // The largest live activations of one prefill layer (input, Q/K/V, the FFN's inner
+    // tensors; attention by a fused kernel, so no prompt² score matrix), plus fp32 logits of
+    // the last token of each sequence.
+    let ffn_inner = (if model.gated_ffn { 2.0 } else { 1.0 }) * model.ffn as f64;
+    let workspace = b
+        * p
+        * (2.0 * model.hidden as f64 + model.q_dim() + 2.0 * model.kv_dim() + ffn_inner)
+        * d.activations.bytes()
+        + b * model.vocab as f64 * 4.0;
+    let total = weights + kv_cache + workspace;
+    let capacity = m.memory_bytes.as_ref().map(|c| c.value);
+    let fits = capacity.map(|c| total <= c);
+
+    // Prefill: every prompt token through every weight, causal attention over the prompt
+    // (half of p² pairs), the output projection for the last token only; the weights read once
+    // and the prompt's KV written.
+    let prefill_flops = 2.0 * (model.matmul_params() - (model.vocab * model.hidden) as f64) * b * p
+        + 2.0 * model.layers as f64 * b * p * p * model.q_dim()
+        + 2.0 * b * (model.vocab * model.hidden) as f64;
+    let prefill_bytes = weights + kv_token * b * p;
+    // At the measured GEMM efficiency of the prefill's shapes where the run measured GEMMs:
+    // the rate of its largest product, the FFN's up projection (B·p × h × f).
+    let ffn_gflop = 2.0 * b * p * model.hidden as f64 * model.ffn as f64 / 1e9;
+    let prefill_compute = m.gemm_rate(ffn_gflop).or_else(|| m.compute_flops.clone());
+    let prefill = phase(
+        prefill_bytes,
+        prefill_flops,
+        &Machine {
+            compute_flops: prefill_compute.clone(),
+            ..m.clone()
+        },
+    );
+
+    let context = p + g / 2.0;
+    let step_bytes = weights + kv_token * b * context;
+    let step_flops = b * model.flops_per_token(context);
+    let decode_step = phase(step_bytes, step_flops, m);
+    let decode_tokens_per_s = decode_step.time_s.map(|t| b / t);
+    let total_s = match (prefill.time_s, decode_step.time_s) {
+        (Some(pf), Some(dc)) => Some(pf + g * dc),
+        _ => None,
+    };
+    // B × f / C ≥ (W + B × k) / bw  ⇔  B ≥ (W / bw) / (f / C − k / bw)
+    let compute_bound_batch = match (&m.bandwidth_bps, &m.compute_flops) {
+        (Some(bw), Some(c)) => {
+            let per_seq = model.flops_per_token(context) / c.value - kv_token * context / bw.value;
+            (per_seq > 0.0).then(|| ((weights / bw.value) / per_seq).ceil().max(1.0) as u64)
+        }
+        _ => None,
+    };
+    let bound = match fits {
+        Some(false) => Bound::Capacity,
+        _ => decode_step.bound,
+    };
+    Inference {
+        memory: Memory {
+            weights_bytes: weights,
+            kv_cache_bytes: kv_cache,
+            workspace_bytes: workspace,
+            total_bytes: total,
+            capacity_bytes: capacity,
+            fits,
+        },
+        prefill,
+        prefill_compute_flops: prefill_compute,
+        decode_step,
+        decode_tokens_per_s,
+        total_s,
+        compute_bound_batch,
+        bound,
+    }
+}
+
+/// The optimizer, for its states' bytes per parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Optimizer {
+    /// Adam / AdamW: two fp32 moments.
+    Adam,
+    /// SGD with momentum: one fp32 buffer.
+    Sgd,
+}
+
+/// A training workload.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TrainingShape {
+    pub batch: u64,
+    pub seq: u64,
+    pub optimizer: Optimizer,
+    /// 16-bit weights and gradients with fp32 master weights, else everything fp32.
+    pub mixed_precision: bool,
+    /// Full activation checkpointing (recompute each layer in the backward pass).
+    pub checkpointing: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Training {
+    pub params: f64,
+    /// Weights, gradients, master weights and optimizer states per parameter.
+    pub bytes_per_param: f64,
+    pub states_bytes: f64,
+    pub activations_bytes: f64,
+    pub total_bytes: f64,
+    pub capacity_bytes: Option<f64>,
+    pub fits: Option<bool>,
+    /// The largest batch (at this sequence length) that fits; 0 if not even one.
+    pub max_batch: Option<u64>,
+    /// One step: 6 × params × tokens (8 × with checkpointing) and the states read and written.
+    pub step: Phase,
+    pub tokens_per_s: Option<f64>,
+    pub bound: Bound,
+}
+
+/// Bytes per parameter of weights, gradients, master weights and optimizer states (ZeRO,
+/// Rajbhandari et al. 2020, §3.1: mixed-precision Adam is 2 + 2 + 12 = 16).
+pub fn bytes_per_param(optimizer: Optimizer, mixed: bool) -> f64 {
+    let moments = match optimizer {
+        Optimizer::Adam => 8.0,
+        Optimizer::Sgd => 4.0,
+    };
+    // [weights, gradients, master weights]: 16-bit with an fp32 master copy, or all fp32
+    let copies: [f64; 3] = if mixed {
+        [2.0, 2.0, 4.0]
+    } else {
+        [4.0, 4.0, 0.0]
+    };
+    copies.iter().sum::<f64>() + moments
+}
+
+/// Activation bytes of one sequence (Korthikanti et al. 2022, "Reducing Activation Recomputation
+/// in Large Transformer Models", §4: s·h·(34 + 5·a·s/h) per layer with 16-bit activations, 2·s·h
+/// per layer when each layer is recomputed, plus one layer's full set during its recomputation),
+/// plus the fp32 logits (s·V·4).
+pub fn activation_bytes_per_sequence(model: &Model, seq: u64, checkpointing: bool) -> f64 {
+    let s = seq as f64;
+    let h = model.hidden as f64;
+    let a = model.heads as f64;
+    let layer = s * h * (34.0 + 5.0 * a * s / h);
+    let layers = if checkpointing {
+        model.layers as f64 * 2.0 * s * h + layer
+    } else {
+        model.layers as f64 * layer
+    };
+    layers + s * model.vocab as f64 * 4.0
+}
+
+/// Training memory, the largest batch that fits, and the step time (docs/estimate.md,
+/// "Training").
+pub fn training(model: &Model, w: TrainingShape, m: &Machine) -> Training {
+    let params = model.params();
+    let per_param = bytes_per_param(w.optimizer, w.mixed_precision);
+    let states = params * per_param;
+    let per_seq = activation_bytes_per_sequence(model, w.seq, w.checkpointing);
+    let activations = per_seq * w.batch as f64;
+    let total = states + activations;
+    let capacity = m.memory_bytes.as_ref().map(|c| c.value);
+    let fits = capacity.map(|c| total <= c);
+    let max_batch = capacity.map(|c| ((c - states) / per_seq).floor().max(0.0) as u64);
+    let tokens = (w.batch * w.seq) as f64;
+    let passes = if w.checkpointing { 8.0 } else { 6.0 };
+    let flops = passes * model.matmul_params() * tokens;
+    // each state read and written once by the optimizer step
+    let step = phase(2.0 * states, flops, m);
+    let tokens_per_s = step.time_s.map(|t| tokens / t);
+    let bound = match fits {
+        Some(false) => Bound::Capacity,
+        _ => step.bound,
+    };
+    Training {
+        params,
+        bytes_per_param: per_param,
+        states_bytes: states,
+        activations_bytes: activations,
+        total_bytes: total,
+        capacity_bytes: capacity,
+        fits,
+        max_batch,
+        step,
+        tokens_per_s,
+        bound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn llama_8b() -> Model {
+        presets::find("llama-3.1-8b").unwrap()
+    }
+
+    fn machine(memory_gib: f64, gbps: f64, tflops: f64) -> Machine {
+        let s = |v| {
+            Some(Sourced {
+                value: v,
+                source: "test".into(),
+            })
+        };
+        Machine {
+            name: "test".into(),
+            basis: "test".into(),
+            memory_bytes: s(memory_gib * 1024.0 * 1024.0 * 1024.0),
+            bandwidth_bps: s(gbps * 1e9),
+            compute_flops: s(tflops * 1e12),
+            gemm: Vec::new(),
+            gemm_source: String::new(),
+        }
+    }
+
+    #[test]
+    fn prefill_runs_at_the_measured_gemm_of_its_size() {
+        let model = llama_8b();
+        let w = InferenceShape {
+            batch: 1,
+            prompt: 512,
+            generate: 8,
+        };
+        let mut m = machine(80.0, 1000.0, 300.0);
+        let ceiling = inference(&model, BF16, w, &m);
+        // the FFN product: 2 × 512 × 4096 × 14336 / 1e9 = 60.13 GFLOP; GEMMs measured at
+        // 2.147 GFLOP (100 TFLOP/s) and 1099.5 GFLOP (200 TFLOP/s): the 2.147 one applies
+        m.gemm = vec![(2.147, 100_000.0), (1099.5, 200_000.0)];
+        m.gemm_source = "ptx bf16.f32".into();
+        let gemm = inference(&model, BF16, w, &m);
+        let rate = gemm.prefill_compute_flops.as_ref().unwrap();
+        assert_eq!(rate.value, 100e12);
+        assert!(
+            rate.source.contains("ptx bf16.f32 at 2.1470 GFLOP"),
+            "{}",
+            rate.source
+        );
+        let (with, without) = (
+            gemm.prefill.compute_s.unwrap(),
+            ceiling.prefill.compute_s.unwrap(),
+        );
+        assert!((with / without - 3.0).abs() < 1e-12, "{with} {without}");
+        // decode is unchanged: its products are GEMVs, bound by bandwidth
+        assert_eq!(gemm.decode_step, ceiling.decode_step);
+    }
+
+    const BF16: Dtypes = Dtypes {
+        weights: Dtype::Bf16,
+        activations: Dtype::Bf16,
+        kv_cache: Dtype::Bf16,
+    };
+
+    #[test]
+    fn llama_3_1_8b_has_its_published_parameter_count() {
+        // by hand: per layer Q 4096², K and V 4096×1024 each, O 4096², FFN 3×4096×14336,
+        // norms 2×4096 = 218,112,000; × 32 = 6,979,584,000; embedding and output
+        // 2 × 128256 × 4096 = 1,050,673,152; final norm 4096: 8,030,261,248 ("8B").
+        assert_eq!(llama_8b().params(), 8_030_261_248.0);
+        // KV per token: 2 × 32 layers × 1024 × 2 bytes = 131,072
+        assert_eq!(llama_8b().kv_bytes_per_token(Dtype::Bf16), 131_072.0);
+    }
+
+    #[test]
+    fn decode_at_batch_one_is_weights_and_kv_over_bandwidth() {
+        // 1000 GB/s, 100 TFLOP/s, 80 GiB; prompt 1000, generate 200: mean context 1100.
+        let m = machine(80.0, 1000.0, 100.0);
+        let w = InferenceShape {
+            batch: 1,
+            prompt: 1000,
+            generate: 200,
+        };
+        let r = inference(&llama_8b(), BF16, w, &m);
+        // bytes: 8,030,261,248 × 2 + 131,072 × 1100 = 16,204,701,696 → 16.2047 ms
+        assert_eq!(r.decode_step.bytes, 16_204_701_696.0);
+        let t = r.decode_step.time_s.unwrap();
+        assert!((t - 0.016_204_701_696).abs() < 1e-15, "{t}");
+        assert_eq!(r.decode_step.bound, Bound::Bandwidth);
+        assert_eq!(r.bound, Bound::Bandwidth);
+        assert_eq!(r.memory.fits, Some(true));
+        // flops: 2 × (6,979,321,856 + 525,336,576) + 4 × 32 × 1100 × 4096 = 15,586,033,664
+        assert_eq!(r.decode_step.flops, 15_586_033_664.0);
+        assert!((r.decode_tokens_per_s.unwrap() - 1.0 / t).abs() < 1e-9);
+        // compute-bound from B = (W/bw) / (f/C − k/bw):
+        // W/bw = 16,060,522,496 / 1e12 = 0.016060522496 s;
+        // f/C = 15,586,033,664 / 1e14 = 1.5586033664e-4; k/bw = 144,179,200 / 1e12 = 1.441792e-4;
+        // B = 0.016060522496 / 1.168113664e-5 = 1374.9 → 1375
+        assert_eq!(r.compute_bound_batch, Some(1375));
+    }
+
+    #[test]
+    fn a_70b_model_in_bf16_does_not_fit_in_24_gb() {
+        let m = machine(24.0, 1000.0, 165.0);
+        let w = InferenceShape {
+            batch: 1,
+            prompt: 512,
+            generate: 128,
+        };
+        let model = presets::find("llama-3.1-70b").unwrap();
+        let r = inference(&model, BF16, w, &m);
+        assert_eq!(r.memory.fits, Some(false));
+        assert_eq!(r.bound, Bound::Capacity);
+        assert!(r.memory.weights_bytes > 140e9, "{}", r.memory.weights_bytes);
+    }
+
+    #[test]
+    fn mixed_precision_adam_is_16_bytes_and_checkpointing_costs_a_forward() {
+        assert_eq!(bytes_per_param(Optimizer::Adam, true), 16.0);
+        assert_eq!(bytes_per_param(Optimizer::Sgd, true), 12.0);
+        assert_eq!(bytes_per_param(Optimizer::Adam, false), 16.0);
+        assert_eq!(bytes_per_param(Optimizer::Sgd, false), 12.0);
+        let m = machine(80.0, 2000.0, 300.0);
+        let mut w = TrainingShape {
+            batch: 1,
+            seq: 2048,
+            optimizer: Optimizer::Adam,
+            mixed_precision: true,
+            checkpointing: false,
+        };
+        let model = llama_8b();
+        let plain = training(&model, w, &m);
+        w.checkpointing = true;
+        let ckpt = training(&model, w, &m);
+        assert_eq!(plain.states_bytes, 16.0 * 8_030_261_248.0);
+        // 6 × N × T against 8 × N × T
+        assert_eq!(plain.step.flops, 6.0 * model.matmul_params() * 2048.0);
+        assert_eq!(ckpt.step.flops / plain.step.flops, 8.0 / 6.0);
+        // activations per layer (Korthikanti): s·h·(34 + 5·a·s/h)
+        // = 2048 × 4096 × (34 + 5 × 32 × 2048 / 4096) = 2048 × 4096 × 114 = 956,301,312
+        // × 32 layers + logits 2048 × 128256 × 4 = 30,601,641,984 + 1,050,673,152
+        assert_eq!(plain.activations_bytes, 31_652_315_136.0);
+        // checkpointed: 32 × 2 × 2048 × 4096 + 956,301,312 + 1,050,673,152 = 2,543,845,376
+        assert_eq!(ckpt.activations_bytes, 2_543_845_376.0);
+        // 128.5 GB of states do not fit in 80 GiB: capacity-bound, no batch fits
+        assert_eq!(plain.fits, Some(false));
+        assert_eq!(plain.bound, Bound::Capacity);
+        assert_eq!(plain.max_batch, Some(0));
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_with_the_reason() {
+        let mut m = llama_8b();
+        m.kv_heads = 5;
+        assert_eq!(
+            m.check().unwrap_err(),
+            "32 heads cannot share 5 KV heads evenly: heads must be a multiple of KV heads"
+        );
+        m.kv_heads = 8;
+        m.layers = 0;
+        assert_eq!(
+            m.check().unwrap_err(),
+            "the model's layers is 0; it must be at least 1"
+        );
+    }
+}
