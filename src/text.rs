@@ -53,6 +53,20 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
     printable(text, false)
 }
 
+/// `text` cut to at most `max_chars` characters, the cut marked with `…`: for a picture, where
+/// every label is measured at every spot tried, a name from a file may be any length (a reader
+/// takes a 70 000-character case id) and would never fit anyway. Tables and files keep it whole.
+pub fn clipped(text: &str, max_chars: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max_chars) {
+        None => Cow::Borrowed(text),
+        Some(_) => {
+            let keep = max_chars.saturating_sub(1);
+            let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+            Cow::Owned(format!("{}…", &text[..end]))
+        }
+    }
+}
+
 /// A text field for a CSV that a spreadsheet may open: a field that starts like a formula (`=`,
 /// `+`, `-`, `@`, tab, carriage return) gets a leading `'`, which spreadsheets show as text.
 pub fn spreadsheet_safe(text: &str) -> Cow<'_, str> {
@@ -69,6 +83,14 @@ pub fn field(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn clipped_cuts_long_text_only() {
+        assert_eq!(super::clipped("stream/copy/f32", 15), "stream/copy/f32");
+        assert_eq!(super::clipped("stream/copy/f32", 7), "stream…");
+        assert_eq!(super::clipped("ééééé", 3), "éé…");
+        assert_eq!(super::clipped(&"k".repeat(70_000), 96).chars().count(), 96);
+    }
+
     use super::*;
 
     #[test]

@@ -1268,6 +1268,9 @@ fn every_reader_survives_mutated_inputs() {
     // The library, on a thread a watchdog can give up on: a hang fails the test.
     let (tx, rx) = std::sync::mpsc::channel::<Result<(u64, u64), String>>();
     let lib_corpus = corpus.clone();
+    // The input in hand, so that a hang leaves it on disk to reproduce.
+    let current = std::sync::Arc::new(std::sync::Mutex::new((String::new(), Vec::new())));
+    let in_hand = current.clone();
     std::thread::spawn(move || {
         // Panics are caught and reported, not printed as they happen.
         std::panic::set_hook(Box::new(|_| {}));
@@ -1275,6 +1278,7 @@ fn every_reader_survives_mutated_inputs() {
         let begun = Instant::now();
         while begun.elapsed() < library_share {
             let (ext, bytes) = input(seed, i, &lib_corpus);
+            *in_hand.lock().unwrap_or_else(|e| e.into_inner()) = (ext.clone(), bytes.clone());
             let outcome = catch_unwind(AssertUnwindSafe(|| in_process(&ext, &bytes)));
             let failure = match outcome {
                 Ok(Ok(taken)) => {
@@ -1303,9 +1307,12 @@ fn every_reader_survives_mutated_inputs() {
             Ok(Err(e)) => break Some(format!("library reader: {e}")),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let (ext, bytes) = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let p = save(&ext, &bytes, &format!("hung-{seed}-{library_inputs}"));
                 break Some(format!(
-                    "library reader hung for 60 s on seed {seed}, input {library_inputs}"
-                ))
+                    "library reader hung for 60 s on seed {seed}, input {library_inputs} ({})",
+                    p.display()
+                ));
             }
         }
     };

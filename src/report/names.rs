@@ -44,6 +44,9 @@ pub(crate) struct Figure {
     pub tail: String,
 }
 
+/// The most characters of a figure's stem or tail a picture shows.
+pub(crate) const FIGURE_TEXT_CHARS: usize = 96;
+
 impl Figure {
     pub fn new(
         run: Option<String>,
@@ -54,12 +57,15 @@ impl Figure {
         let (value, unit) = value_and_unit
             .rsplit_once(' ')
             .unwrap_or((value_and_unit, ""));
+        // Names come from files and can be any length: each is measured at every spot tried,
+        // and one beyond the plot's width fits nowhere anyway.
+        let clip = |s: String| crate::text::clipped(&s, FIGURE_TEXT_CHARS).into_owned();
         Figure {
             run,
-            stem: stem.into(),
+            stem: clip(stem.into()),
             value: value.to_string(),
             unit: unit.to_string(),
-            tail: tail.into(),
+            tail: clip(tail.into()),
         }
     }
 }

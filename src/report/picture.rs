@@ -358,10 +358,15 @@ pub(crate) fn xml_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The most characters [`wrap`] lays out (about ten lines of a header).
+const WRAP_CHARS: usize = 1_000;
+
 /// Greedy word wrap to `max_px` at `size_px`, of the text as it will be drawn (control
 /// characters written out).
 pub(crate) fn wrap(text: &str, size_px: f64, max_px: f64) -> Vec<String> {
+    // A header of a few lines at most: text from a file can be any length.
     let text = crate::text::one_line(text);
+    let text = crate::text::clipped(&text, WRAP_CHARS);
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for word in text.split(' ') {

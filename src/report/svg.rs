@@ -1994,6 +1994,28 @@ pub(crate) mod tests {
         assert!(readability_faults(&p).is_empty());
     }
 
+    /// Names from a file can be any length (a reader takes a 70 000-character case id); the
+    /// placement measured every one at every spot it tried and never ended (found by the
+    /// fuzzer). The picture shows them cut, marked with `…`, and stays readable.
+    #[test]
+    fn a_name_of_70000_characters_is_cut_in_the_picture() {
+        let mut c = cal();
+        let long = "k".repeat(70_000);
+        c.memory_ceilings[0].case = Some(long.clone());
+        c.device.name = format!("GPU {long}");
+        let p = picture(&[c.clone(), c]).unwrap();
+        let svg = p.to_svg();
+        let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+        let all: String = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .collect();
+        assert!(all.contains("kkk…"), "no cut name in {all}");
+        assert!(!all.contains(&long[..2_000]), "a name of 2 000 characters or more was drawn");
+        assert!(readability_faults(&p).is_empty());
+    }
+
     #[test]
     fn above_spec_is_said_on_the_plot() {
         let mut rows = synthetic_run();
