@@ -518,6 +518,7 @@ fn small(case: &Case) -> (Case, u32) {
         Family::Intensity => (intensity::case(p, case.param.unwrap(), 1031), 2),
         // 4099 words: whole vectors and a 3-word tail; two passes.
         Family::Cache => (cache::case(&case.kernel, 4 * 4099, 2), 2),
+        Family::Latency => panic!("the CUDA plan has no latency case: {}", case.id()),
     }
 }
 

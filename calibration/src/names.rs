@@ -19,15 +19,18 @@ pub enum Family {
     Intensity,
     /// Cache bandwidth: a read-only sum over a working set that stays in one cache level.
     Cache,
+    /// Load-to-use latency: a dependent pointer chase, one cache line per hop, one thread.
+    Latency,
 }
 
 impl Family {
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
         Family::Intensity,
         Family::Cache,
+        Family::Latency,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +40,7 @@ impl Family {
             Family::Tensor => "tensor",
             Family::Intensity => "intensity",
             Family::Cache => "cache",
+            Family::Latency => "latency",
         }
     }
 }

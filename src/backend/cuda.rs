@@ -1333,7 +1333,7 @@ impl PreparedCase for GpuCase<'_> {
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         let arithmetic = match self.case.family {
-            Family::Stream | Family::Cache => false,
+            Family::Stream | Family::Cache | Family::Latency => false,
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.param.is_some_and(|k| k > 0),
         };

@@ -595,6 +595,8 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                 name: format!("{}_{p}", case.kernel),
             })
         }
+        // The chase is the host's only, for now.
+        Family::Latency => Err(none()),
     }
 }
 
@@ -877,6 +879,8 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 None,
             ))
         }
+        // `entry` refused it above.
+        Family::Latency => Err(format!("the CUDA backend has no kernel for {}", case.id())),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod cuda_plan;
 pub mod host;
 pub mod host_cache;
 pub mod host_compute;
+pub mod host_latency;
 pub mod launch;
 pub mod pool;
 

@@ -12,6 +12,7 @@
 pub mod arith;
 pub mod cache;
 pub mod intensity;
+pub mod latency;
 pub mod peak;
 pub mod stream;
 pub mod tensor;
@@ -54,7 +55,7 @@ pub struct Case {
     pub kernel: String,
     pub precision: Precision,
     /// The family's parameter: operations per element in the intensity sweep, KiB of working set
-    /// in the cache sweep; `None` elsewhere.
+    /// in the cache sweep and the latency chase; `None` elsewhere.
     pub param: Option<u32>,
     /// Problem size in elements (of `precision`) per array.
     pub elements: u64,
