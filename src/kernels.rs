@@ -12,6 +12,8 @@ pub const MMA: &str = include_str!("../kernels/mma.ptx");
 pub const MMA_SM89: &str = include_str!("../kernels/mma_sm89.ptx");
 /// Cache bandwidth kernels (the cache sweep): `l1_i32` (caching loads), `l2_i32` (`.cg`).
 pub const CACHE: &str = include_str!("../kernels/cache.ptx");
+/// Latency kernels (pointer chase, one thread): `ca_i32` (L1 and L2), `cg_i32` (`.cg`, L2).
+pub const LATENCY: &str = include_str!("../kernels/latency.ptx");
 /// The arithmetic-intensity sweep's template, expanded by `bench::intensity::expand`.
 pub const INTENSITY_TEMPLATE: &str = include_str!("../kernels/intensity.ptx.in");
 
@@ -38,6 +40,7 @@ pub fn all() -> Vec<Source> {
         file("mma.ptx", MMA),
         file("mma_sm89.ptx", MMA_SM89),
         file("cache.ptx", CACHE),
+        file("latency.ptx", LATENCY),
     ];
     for p in intensity::PRECISIONS {
         for k in intensity::KS {

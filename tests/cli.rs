@@ -72,7 +72,9 @@ fn host_run_writes_a_valid_csv_and_a_table() {
         (14, 3, 36)
     );
     assert!(count("cache") >= 2, "an L1 and an L2 size at least");
-    assert_eq!(rows.len(), 53 + count("cache"));
+    // the latency chase: 4 KiB to 4 × this machine's LLC, every power of two
+    assert!(count("latency") >= 6, "4 KiB to at least 128 KiB");
+    assert_eq!(rows.len(), 53 + count("cache") + count("latency"));
     for r in &rows {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
         assert_eq!(r.backend.as_str(), "host");

@@ -427,6 +427,7 @@ struct Modules {
     mma: Loaded,
     mma_sm89: Loaded,
     cache: Loaded,
+    latency: Loaded,
 }
 
 /// A module that is loaded, or why not.
@@ -602,6 +603,7 @@ impl CudaBackend {
             mma: Loaded::load(&ctx, ModuleId::Mma, old),
             mma_sm89: Loaded::load(&ctx, ModuleId::MmaSm89, old.or(no_fp8)),
             cache: Loaded::load(&ctx, ModuleId::Cache, old),
+            latency: Loaded::load(&ctx, ModuleId::Latency, old),
         };
         Ok(CudaBackend {
             info,
@@ -633,6 +635,10 @@ impl CudaBackend {
                 status(&self.modules.mma_sm89),
             ),
             ("kernels/cache.ptx".to_string(), status(&self.modules.cache)),
+            (
+                "kernels/latency.ptx".to_string(),
+                status(&self.modules.latency),
+            ),
         ];
         if cuda_plan::runs_compute_kernels(self.compute_capability) {
             let k = *crate::bench::intensity::KS
@@ -681,6 +687,7 @@ impl CudaBackend {
             ModuleId::Mma => self.modules.mma.get(id),
             ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
             ModuleId::Cache => self.modules.cache.get(id),
+            ModuleId::Latency => self.modules.latency.get(id),
             ModuleId::Sweep(..) => {
                 let during = format!("loading kernels/{}", id.file());
                 self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))

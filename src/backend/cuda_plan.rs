@@ -14,7 +14,7 @@
 
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
-use crate::bench::{arith, cache, intensity, peak, stream, tensor, Case, Precision};
+use crate::bench::{arith, cache, intensity, latency, peak, stream, tensor, Case, Precision};
 use crate::specs::theory;
 use crate::Result;
 
@@ -207,7 +207,51 @@ pub fn plan_cases(
         case,
         note: String::new(),
     }));
+    planned.extend(
+        latency_cases(info, device.usable_bytes)
+            .into_iter()
+            .map(|case| PlannedCase {
+                case,
+                note: String::new(),
+            }),
+    );
     Ok(planned)
+}
+
+/// The fewest and the most dependent loads one latency launch takes (see [`latency_hops`]).
+pub const LATENCY_HOPS: std::ops::RangeInclusive<u64> = 4096..=(1 << 17);
+
+/// Loads per latency launch: enough that the first launches of a case (the discarded one, the
+/// one that sizes the samples, the warm-up) touch twice the L2 in fresh lines, so a DRAM ring's
+/// lines that the upload left in L2 are gone before the samples; within [`LATENCY_HOPS`], so a
+/// launch from HBM lasts about a tenth of a second at most.
+pub fn latency_hops(info: &DeviceInfo) -> u64 {
+    (2 * info.llc_bytes / latency::GPU_LINE_BYTES / 6)
+        .clamp(*LATENCY_HOPS.start(), *LATENCY_HOPS.end())
+}
+
+/// The latency chase of a device: `ca` (L1 and L2) and `cg` (L2 only) at working sets of 4 KiB,
+/// 16 KiB, … (every other power of two, to keep the run short) up to the first at least 4 × the
+/// L2, each within `usable_bytes`.
+pub fn latency_cases(info: &DeviceInfo, usable_bytes: u64) -> Vec<Case> {
+    let hops = latency_hops(info);
+    let all = latency::sizes(4 * info.llc_bytes);
+    let last = all.last().copied();
+    let sizes: Vec<u64> = all
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, b)| i % 2 == 0 || Some(b) == last)
+        .map(|(_, b)| b)
+        .filter(|&b| b <= usable_bytes)
+        .collect();
+    latency::GPU_KERNELS
+        .into_iter()
+        .flat_map(|k| {
+            sizes
+                .iter()
+                .map(move |&b| latency::case(k, latency::GPU_LINE_BYTES, b, hops))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -285,6 +329,39 @@ mod tests {
             identity: Default::default(),
             extra: Vec::new(),
         }
+    }
+
+    /// An H200 (60 MiB of L2) chases from 4 KiB to 256 MiB, the first size at least 4 × its L2,
+    /// with both kernels, 131072 hops a launch; a small device takes the fewest hops; a size
+    /// beyond the memory the cases may use is left out.
+    #[test]
+    fn latency_cases_reach_four_times_the_l2() {
+        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
+        h200.llc_bytes = 60 << 20;
+        let cases = latency_cases(&h200, 100 << 30);
+        let kib: Vec<u32> = cases
+            .iter()
+            .filter(|c| c.kernel == "cg")
+            .filter_map(|c| c.param)
+            .collect();
+        assert_eq!(
+            kib,
+            [4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144],
+            "every other power of two, then the first at least 4 × L2"
+        );
+        assert_eq!(cases.len(), 2 * kib.len());
+        assert!(cases
+            .iter()
+            .all(|c| latency::hops(c) == 1 << 17
+                && latency::line_bytes(c) == latency::GPU_LINE_BYTES));
+        let mut small = info("small", 2, Some(100.0));
+        small.llc_bytes = 32 << 10;
+        let few = latency_cases(&small, 1 << 30);
+        assert!(few.iter().all(|c| latency::hops(c) == 4096));
+        assert_eq!(few.last().and_then(|c| c.param), Some(128));
+        assert!(latency_cases(&h200, 100 << 20)
+            .iter()
+            .all(|c| c.working_set_bytes <= 100 << 20));
     }
 
     /// An RTX 3090 has no table rate for its f64 tensor-core MMA: the launch is sized at its

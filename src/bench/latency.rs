@@ -31,6 +31,12 @@ pub const MIN_BYTES: u64 = 4 << 10;
 /// The host's kernel: a chase over 64-byte lines.
 pub const HOST_KERNEL: &str = "chase";
 
+/// A GPU's kernels: `ca` loads through L1 and L2, `cg` through L2 only (`ld.global.cg`).
+pub const GPU_KERNELS: [&str; 2] = ["ca", "cg"];
+
+/// Bytes per line of a GPU's ring: one L1 line (four 32-byte L2 sectors).
+pub const GPU_LINE_BYTES: u64 = 128;
+
 /// The most lines a ring may have: the indices are 32-bit.
 pub const MAX_LINES: u64 = u32::MAX as u64;
 
