@@ -4,12 +4,14 @@
 //! Each iteration batch is timed by the backend's own clock (`iter_custom`: CUDA events on the
 //! GPU, the monotonic clock on the host), so criterion's statistics are over device time, and
 //! throughput is reported in decimal bytes (GB/s) from the same work table as the CSV; the
-//! compute cases (peaks, tensor cores, and the intensity sweep's points with k > 0) report their
-//! operations as elements (1 elem/s = 1 FLOP/s). After a
+//! compute cases (peaks, tensor cores, the intensity sweep's points with k > 0, and every GEMM
+//! shape and implementation, 2·M·N·K each) report their operations as elements (1 elem/s =
+//! 1 FLOP/s). After a
 //! case is benchmarked its output is checked; an invalid kernel aborts the bench rather than
 //! report a number.
 //!
-//! `ROOFPROBE_BENCH_SIZE` (bytes per array, default 64 MiB) sets the arrays' size.
+//! `ROOFPROBE_BENCH_SIZE` (bytes per array, default 64 MiB) sets the arrays' size, and the
+//! largest matrix a GEMM shape may have.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roofprobe::backend::cuda::{device_count, CudaBackend};

@@ -113,6 +113,7 @@ impl FromRecords for Calibration {
             compute_ceilings: fit.compute_ceilings,
             ridge_points: fit.ridge_points,
             points: fit.points,
+            gemm_efficiency: fit.gemm_efficiency,
             excluded: fit.excluded,
             suspect: records
                 .iter()

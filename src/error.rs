@@ -59,6 +59,11 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    /// A case that cannot run here for a reason that is no fault (a reference library that is
+    /// not installed): its row says `skipped: <why>`, and the run's exit code does not count it.
+    #[error("skipped: {0}")]
+    Skipped(String),
+
     /// A kernel or tool failed in a way that is not the user's input (internal invariant).
     #[error("{0}")]
     Internal(String),

@@ -317,7 +317,7 @@ mod tests {
             case: "intensity/fma/f32/4".into(),
             family: Family::Intensity,
             precision: Precision::F32,
-            param: Some(4),
+            param: Some(crate::bench::Param::Count(4)),
             flop_per_byte: 1.0,
             gflops: 139.0,
             bound: crate::roofline::Bound::Memory,

@@ -16,6 +16,8 @@ pub const CACHE: &str = include_str!("../kernels/cache.ptx");
 pub const LATENCY: &str = include_str!("../kernels/latency.ptx");
 /// The arithmetic-intensity sweep's template, expanded by `bench::intensity::expand`.
 pub const INTENSITY_TEMPLATE: &str = include_str!("../kernels/intensity.ptx.in");
+/// The tensor-core GEMM's template, expanded per input type by `bench::gemm::expand`.
+pub const GEMM_TEMPLATE: &str = include_str!("../kernels/gemm.ptx.in");
 
 /// One PTX module as it is handed to the driver.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +44,12 @@ pub fn all() -> Vec<Source> {
         file("cache.ptx", CACHE),
         file("latency.ptx", LATENCY),
     ];
+    for p in crate::bench::gemm::GPU_PRECISIONS {
+        out.push(Source {
+            name: format!("gemm.ptx.in#{p}"),
+            ptx: crate::bench::gemm::expand(p),
+        });
+    }
     for p in intensity::PRECISIONS {
         for k in intensity::KS {
             out.push(Source {
@@ -94,7 +102,7 @@ mod tests {
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
         // the compute files, the cache file, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 5 * 12);
+        assert_eq!(all.len(), 5 + 2 + 5 * 12);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(target(MMA_SM89), Some("sm_89"));
         assert!(all

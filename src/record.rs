@@ -10,13 +10,15 @@
 //! no figures: time, GB/s and GFLOP/s are empty, never a number.
 //!
 //! Reading trusts nothing ([`check_row`]): every figure is checked against what it derives from
-//! (`gbps` = bytes / median time, `gflops` likewise, `cv`, `intensity`), times, clocks and sizes
-//! must be finite and positive, a row is valid exactly when its status is `ok`, no field holds a
-//! control character, and the rows of one run id must come from one device. Files concatenated
-//! with their headers (`cat a.csv b.csv`) read as one.
+//! (`gbps` = bytes / median time, `gflops` likewise, `cv`, `intensity`, a GEMM's work from its
+//! `MxNxK` shape), times, clocks and sizes must be finite and positive, a row is valid exactly
+//! when its status is `ok`, no field holds a control character, the rows of one run id must come
+//! from one device, and a `ratio_to_reference` must be our figure over the reference row's where
+//! that row is in the file ([`check_rows`]). Files concatenated with their headers
+//! (`cat a.csv b.csv`) read as one.
 
 use crate::backend::{BackendKind, Conditions, DeviceInfo, Identity};
-use crate::bench::{Case, Family, Precision, Verdict, Work};
+use crate::bench::{gemm, Case, Family, Param, Precision, Verdict, Work};
 use crate::files::AppendFile;
 use crate::stats::{Stopped, Summary};
 use crate::text;
@@ -35,9 +37,19 @@ pub const SCHEMA: &str = "roofprobe-csv/2";
 /// [`ADDED_IN_2`], which read as empty.
 pub const SCHEMA_1: &str = "roofprobe-csv/1";
 
+/// How a skipped row's status starts: a case not run for a reason that is no fault (a reference
+/// library that is not installed).
+pub const SKIPPED: &str = "skipped: ";
+
+/// No implementation runs a million times faster or slower than another on the same product: a
+/// `ratio_to_reference` beyond this either way is damage.
+pub const MAX_RATIO: f64 = 1e6;
+
 /// The columns [`SCHEMA`] added to [`SCHEMA_1`]: the device's identity, why sampling stopped,
-/// the load other processes put on the machine, and the flags of a suspect figure.
-pub const ADDED_IN_2: [&str; 17] = [
+/// the load other processes put on the machine, the flags of a suspect figure, and a GEMM's
+/// ratio to its reference implementation. ([`SCHEMA`] also lets `param` hold an `MxNxK` shape,
+/// where [`SCHEMA_1`] held counts only.)
+pub const ADDED_IN_2: [&str; 18] = [
     "vendor",
     "cpu_family",
     "cpu_model",
@@ -55,6 +67,7 @@ pub const ADDED_IN_2: [&str; 17] = [
     "flags",
     "other_cpus_busy",
     "other_gpu_processes",
+    "ratio_to_reference",
 ];
 
 /// One measurement: a case on a device, its statistics, figures, validity and conditions.
@@ -115,8 +128,9 @@ pub struct Record {
     pub family: Family,
     pub kernel: String,
     pub precision: Precision,
-    /// The family's parameter (operations per element in the intensity sweep), else empty.
-    pub param: Option<u32>,
+    /// The family's parameter: operations per element in the intensity sweep, KiB of working
+    /// set in the cache sweep, `MxNxK` of a GEMM; else empty.
+    pub param: Option<Param>,
     /// Elements per array.
     pub elements: u64,
     pub working_set_bytes: u64,
@@ -148,10 +162,16 @@ pub struct Record {
     /// clock; `specs::theory`), GFLOP/s; empty where the device's rate is not known, for cases
     /// without arithmetic, and for invalid rows.
     pub theory_gflops: Option<f64>,
+    /// Our implementation's GFLOP/s over the reference implementation's on the same shape and
+    /// precision, measured just before it in the same run (`gemm`: `simd` over `gemm-crate` on
+    /// the host, `ptx` over `cublas` on a GPU); empty where no valid reference ran, and on
+    /// reference rows themselves.
+    #[serde(default)]
+    pub ratio_to_reference: Option<f64>,
     /// flops / bytes; empty when the case moves no bytes.
     pub intensity: Option<f64>,
     pub valid: bool,
-    /// `ok`, `invalid: …` or `error: …`.
+    /// `ok`, `invalid: …`, `error: …` or `skipped: …` (not run, no fault).
     pub status: String,
     /// Why a valid figure is suspect, `;`-separated (`high_cv(12.3%)`, `below_theory(48.0%)`,
     /// `above_roof(139.0%)`, `busy_host(1.02 CPUs)`, `busy_gpu(2 processes)`; see
@@ -204,6 +224,8 @@ pub enum Outcome<'a> {
     },
     /// Could not be prepared, run or checked.
     Failed { error: &'a str },
+    /// Not run, for a reason that is no fault (a reference library that is not installed).
+    Skipped { why: &'a str },
 }
 
 impl Record {
@@ -273,6 +295,7 @@ impl Record {
             gbps: None,
             gflops: None,
             theory_gflops: None,
+            ratio_to_reference: None,
             intensity: case.work.intensity(),
             valid: false,
             status: String::new(),
@@ -315,8 +338,16 @@ impl Record {
             Outcome::Failed { error } => {
                 r.status = text::field(&format!("error: {error}"));
             }
+            Outcome::Skipped { why } => {
+                r.status = text::field(&format!("{SKIPPED}{why}"));
+            }
         }
         r
+    }
+
+    /// Whether the case was skipped (not run, no fault: `skipped: <why>`), not failed.
+    pub fn is_skipped(&self) -> bool {
+        !self.valid && self.status.starts_with(SKIPPED)
     }
 
     /// The device's identity, as the row records it.
@@ -358,6 +389,7 @@ impl Record {
             flags: String::new(),
             other_cpus_busy: None,
             other_gpu_processes: None,
+            ratio_to_reference: None,
             ..self.clone()
         }
     }
@@ -444,6 +476,7 @@ fn sample_record() -> Record {
         gbps: None,
         gflops: None,
         theory_gflops: None,
+        ratio_to_reference: None,
         intensity: None,
         valid: false,
         status: String::new(),
@@ -600,6 +633,9 @@ pub fn check_rows(records: &[Record]) -> std::result::Result<(), String> {
     if let Some((j, i, message)) = mixed_device(records) {
         return Err(format!("row {i}: {message} on row {j}"));
     }
+    if let Some((i, message)) = reference_mismatch(records) {
+        return Err(format!("row {i} ({}): {message}", records[i].case_id()));
+    }
     Ok(())
 }
 
@@ -679,13 +715,23 @@ fn first_added_in_2(r: &Record) -> Option<&'static str> {
 /// too) finite and positive; power and temperature readings and other processes' CPU time
 /// finite and not negative; no rate beyond any device ([`MAX_RATE`]); `stopped_by` one of the
 /// reasons a run writes (on a valid row of [`SCHEMA`], never empty); `flags` as
-/// [`crate::hygiene`] writes them. A [`SCHEMA_1`] row has none of the columns added since.
+/// [`crate::hygiene`] writes them; `param` an `MxNxK` shape exactly on a GEMM row, whose
+/// `flops`, `bytes`, `elements` and `working_set_bytes` are the shape's ([`gemm::case`]);
+/// `ratio_to_reference` finite and positive, and only on a valid row of an implementation that
+/// has a reference ([`gemm::reference_of`]). A [`SCHEMA_1`] row has none of the columns added
+/// since, and no shape. (Whether a ratio agrees with its reference row is [`check_rows`]'s.)
 pub fn check_row(r: &Record) -> std::result::Result<(), String> {
     if r.schema == SCHEMA_1 {
         if let Some(column) = first_added_in_2(r) {
             return Err(format!(
                 "a row of {SCHEMA_1} holds `{column}`, a column {SCHEMA} added; give the row \
                  schema {SCHEMA}"
+            ));
+        }
+        if let Some(Param::Shape(shape)) = r.param {
+            return Err(format!(
+                "a row of {SCHEMA_1} has the shape `{shape}` as `param`; {SCHEMA_1} held counts \
+                 only (shapes came with {SCHEMA})"
             ));
         }
     } else if r.schema != SCHEMA {
@@ -733,13 +779,17 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
             "`valid` is true but `status` is `{s}`: a row is valid exactly when its status is `ok`"
         ))
         }
-        (false, s) if s.starts_with("invalid: ") || s.starts_with("error: ") => {}
+        (false, s)
+            if s.starts_with("invalid: ") || s.starts_with("error: ") || s.starts_with(SKIPPED) => {
+        }
         (false, s) => {
             return Err(format!(
-                "`valid` is false but `status` is `{s}`; expected `invalid: …` or `error: …`"
+                "`valid` is false but `status` is `{s}`; expected `invalid: …`, `error: …` or \
+                 `{SKIPPED}…`"
             ))
         }
     }
+    check_param(r)?;
     for (column, value) in [
         ("units", u64::from(r.units)),
         ("elements", r.elements),
@@ -789,6 +839,7 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
         ("gbps", r.gbps),
         ("gflops", r.gflops),
         ("theory_gflops", r.theory_gflops),
+        ("ratio_to_reference", r.ratio_to_reference),
     ];
     if !r.valid {
         return match figures.iter().find(|(_, v)| v.is_some()) {
@@ -866,7 +917,111 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
     positive("gbps", r.gbps, MAX_RATE)?;
     positive("gflops", r.gflops, MAX_RATE)?;
     positive("theory_gflops", r.theory_gflops, MAX_RATE)?;
+    if let Some(ratio) = r.ratio_to_reference {
+        positive("ratio_to_reference", Some(ratio), MAX_RATIO)?;
+        let reference = (r.family == Family::Gemm)
+            .then(|| gemm::reference_of(&r.kernel))
+            .flatten();
+        if reference.is_none() {
+            return Err(format!(
+                "`ratio_to_reference` is {ratio} on {}, which has no reference implementation \
+                 (only GEMM rows of {} have one)",
+                r.case_id(),
+                [gemm::HOST_OURS, gemm::GPU_OURS].join(" and ")
+            ));
+        }
+        if r.gflops.is_none() {
+            return Err(format!(
+                "`ratio_to_reference` is {ratio} but `gflops` is empty; the ratio is of two \
+                 GFLOP/s figures"
+            ));
+        }
+    }
     Ok(())
+}
+
+/// `param` as the family has it: an `MxNxK` shape exactly on a GEMM row, and then the row's work
+/// and sizes those of the shape (the work table's [`gemm::case`]).
+fn check_param(r: &Record) -> std::result::Result<(), String> {
+    match (r.family, r.param) {
+        (Family::Gemm, Some(Param::Shape(shape))) => {
+            let case = gemm::case(&r.kernel, r.precision, shape);
+            for (column, found, expected) in [
+                ("flops", r.flops, case.work.flops),
+                ("bytes", r.bytes, case.work.bytes()),
+                ("elements", r.elements, case.elements),
+                (
+                    "working_set_bytes",
+                    r.working_set_bytes,
+                    case.working_set_bytes,
+                ),
+            ] {
+                if found != expected {
+                    return Err(format!(
+                        "`{column}` is {found} but a {} GEMM of {shape} has {expected}",
+                        r.precision
+                    ));
+                }
+            }
+            Ok(())
+        }
+        (Family::Gemm, other) => Err(format!(
+            "a GEMM row needs its shape as `param` (MxNxK); it is `{}`",
+            other.map_or_else(String::new, |p| p.to_string())
+        )),
+        (family, Some(Param::Shape(shape))) => Err(format!(
+            "`param` is the shape `{shape}` on a {family} row; only GEMM rows have a shape"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The first GEMM row (by index) whose `ratio_to_reference` disagrees with its reference row in
+/// `records`: the last row before it of the same run, precision and shape whose kernel is its
+/// reference (as the runner finds it). Where such rows are there, the ratio must be present
+/// exactly when one of them is valid, and equal our GFLOP/s over that one's; where none is (a
+/// file cut down by hand), it cannot be checked. `(index, message)`.
+fn reference_mismatch(records: &[Record]) -> Option<(usize, String)> {
+    for (i, r) in records.iter().enumerate() {
+        if r.family != Family::Gemm || !r.valid {
+            continue;
+        }
+        let Some(reference) = gemm::reference_of(&r.kernel) else {
+            continue;
+        };
+        let mut references = records[..i].iter().filter(|x| {
+            x.run_id == r.run_id
+                && x.family == r.family
+                && x.kernel == reference
+                && x.precision == r.precision
+                && x.param == r.param
+        });
+        let Some(first) = references.next() else {
+            continue;
+        };
+        let valid = std::iter::once(first).chain(references).rfind(|x| x.valid);
+        let expected = valid.and_then(|x| Some((x.case_id(), r.gflops? / x.gflops?)));
+        let problem = match (r.ratio_to_reference, expected) {
+            (None, None) => None,
+            (Some(f), Some((_, e))) if agrees(f, e) => None,
+            (Some(f), Some((case, e))) => Some(format!(
+                "`ratio_to_reference` is {f} but `gflops` over that of {case} (the reference \
+                 row before it) is {e}"
+            )),
+            (Some(f), None) => Some(format!(
+                "`ratio_to_reference` is {f} but no {reference} row of this shape before it is \
+                 valid; a ratio needs a valid reference"
+            )),
+            (None, Some((case, e))) => Some(format!(
+                "`ratio_to_reference` is empty but `gflops` over that of {case} (the reference \
+                 row before it) is {e}"
+            )),
+        };
+        if let Some(message) = problem {
+            return Some((i, message));
+        }
+    }
+    None
 }
 
 /// As [`read_csv`], from bytes already read (`path` names them in errors). A UTF-8 byte-order
@@ -1023,6 +1178,16 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
                 "{message} on line {}; a run id names one device's run (give each device's \
                  rows their own run id)",
                 lines[j]
+            ),
+        ));
+    }
+    if let Some((i, message)) = reference_mismatch(&out) {
+        return Err(Error::parse(
+            path,
+            lines[i],
+            format!(
+                "{}: {message}; the file is damaged or hand-edited",
+                out[i].case_id()
             ),
         ));
     }

@@ -19,22 +19,27 @@
 //! - **Ridge point** of a memory ceiling and a compute ceiling: `compute GFLOP/s / memory GB/s`,
 //!   in flop per byte, for the measured pair and for the spec pair.
 //! - **Points**: every valid row with both an arithmetic intensity (flops / bytes) and a GFLOP/s
-//!   figure (the intensity sweep; STREAM kernels that do arithmetic). Its roof at intensity `I`
-//!   is `min(P, I × B)` with `B` the DRAM ceiling and `P` the compute ceiling of the point's own
-//!   precision, measured where there is one, else spec (the point says which). A point left of
-//!   the ridge (`I × B < P`) is memory-bound, else compute-bound; `fraction_of_roof` is
-//!   measured / roof (1 = on the roof).
+//!   figure (the intensity sweep; STREAM kernels that do arithmetic; GEMM rows, whose intensity
+//!   is the product's, A, B and C each moved once). Its roof at intensity `I` is `min(P, I × B)`
+//!   with `B` the DRAM ceiling and `P` the compute ceiling of the point's own precision (the ALU
+//!   peak; for a GEMM in a tensor-core type, that type's tensor peak), measured where there is
+//!   one, else spec (the point says which). A point left of the ridge (`I × B < P`) is
+//!   memory-bound, else compute-bound; `fraction_of_roof` is measured / roof (1 = on the roof).
 //! - **Above the roof**: no point can truly exceed its roof, but two noisy measurements can
 //!   cross. A point is `above_roof` only when `fraction_of_roof > 1 + ROOF_NOISE_SPREADS × s`,
 //!   where `s = √(cv_point² + cv_roof²)` combines the point's own CV with the CV of the row that
 //!   set its roof (0 for a spec roof): within that, the crossing is noise; beyond it, one of the
 //!   two figures is not what the hardware does (the roof was measured in a slower state of the
 //!   machine, or the point was disturbed), and [`crate::hygiene`] flags the point.
+//! - **GEMM efficiency**: per implementation and precision, every valid GEMM row's GFLOP/s over
+//!   the compute ceiling of its precision (measured, and spec where there is one), against the
+//!   product's size in GFLOP ([`GemmEfficiency`]): the curve estimators such as Calculon take as
+//!   `gflops_efficiency`.
 //!
 //! This module is pure: records and a spec function in, a [`Fit`] out. It must not read files,
 //! print, or look specs up itself.
 
-use crate::bench::{cache, Family, Precision};
+use crate::bench::{cache, Family, Param, Precision};
 use crate::record::Record;
 use crate::specs::SpecFigure;
 use serde::{Deserialize, Serialize};
@@ -47,7 +52,8 @@ pub fn is_dram_working_set(r: &Record) -> bool {
 
 // The types a calibration file holds live in the lean calibration crate; this module fits them.
 pub use roofprobe_calibration::{
-    Bound, ComputeCeiling, MemoryCeiling, MemoryLevel, Point, RidgePoint,
+    gemm_ceiling_family, Bound, ComputeCeiling, GemmEfficiency, GemmEfficiencyPoint, MemoryCeiling,
+    MemoryLevel, Point, RidgePoint,
 };
 
 /// Everything fitted from one run.
@@ -57,6 +63,9 @@ pub struct Fit {
     pub compute_ceilings: Vec<ComputeCeiling>,
     pub ridge_points: Vec<RidgePoint>,
     pub points: Vec<Point>,
+    /// Per implementation and precision, GEMM GFLOP/s over the ceiling, by size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gemm_efficiency: Vec<GemmEfficiency>,
     /// Rows that contributed nothing: `case: status`.
     pub excluded: Vec<String>,
 }
@@ -254,7 +263,7 @@ pub fn fit(
         let (Some(flop_per_byte), Some(gflops)) = (usable(r.intensity), usable(r.gflops)) else {
             continue;
         };
-        if !matches!(r.family, Family::Stream | Family::Intensity) {
+        if !matches!(r.family, Family::Stream | Family::Intensity | Family::Gemm) {
             continue;
         }
         // (figure, basis, spread of the figure)
@@ -264,8 +273,13 @@ pub fn fit(
                 .or(m.spec_gbps.map(|v| (v, "spec DRAM", 0.0)))
         });
         // The compute ceiling of the point's own precision: the ALU peak (an intensity sweep
-        // runs FMAs, not tensor instructions).
-        let compute = fit.compute(Family::Peak, r.precision).and_then(|c| {
+        // runs FMAs, not tensor instructions), or a tensor-core GEMM's tensor peak.
+        let ceiling_family = if r.family == Family::Gemm {
+            gemm_ceiling_family(r.precision)
+        } else {
+            Family::Peak
+        };
+        let compute = fit.compute(ceiling_family, r.precision).and_then(|c| {
             c.gflops
                 .map(|v| (v, "measured", spread_of(c.case.as_ref())))
                 .or(c.spec_gflops.map(|v| (v, "spec", 0.0)))
@@ -278,11 +292,16 @@ pub fn fit(
             (None, Some(p)) => (Bound::Compute, Some(p)),
             (None, None) => (Bound::Unknown, None),
         };
+        let peak = if ceiling_family == Family::Tensor {
+            "tensor peak"
+        } else {
+            "peak"
+        };
         let roof_basis = match (memory, compute) {
-            (Some((_, m, _)), Some((_, c, _))) => format!("{m}, {c} {} peak", r.precision),
+            (Some((_, m, _)), Some((_, c, _))) => format!("{m}, {c} {} {peak}", r.precision),
             (Some((_, m, _)), None) => format!("{m} only: no {} compute ceiling", r.precision),
             (None, Some((_, c, _))) => {
-                format!("{c} {} peak only: no DRAM ceiling", r.precision)
+                format!("{c} {} {peak} only: no DRAM ceiling", r.precision)
             }
             (None, None) => "no DRAM or compute ceiling".to_string(),
         };
@@ -303,7 +322,54 @@ pub fn fit(
         });
     }
     fit.points = points;
+    fit.gemm_efficiency = gemm_efficiency(records, &fit);
     fit
+}
+
+/// Per implementation and precision, in order of first appearance, every valid GEMM row's
+/// figure over its precision's compute ceiling, ascending in size.
+fn gemm_efficiency(records: &[Record], fit: &Fit) -> Vec<GemmEfficiency> {
+    let mut out: Vec<GemmEfficiency> = Vec::new();
+    for r in records
+        .iter()
+        .filter(|r| r.valid && r.family == Family::Gemm)
+    {
+        let (Some(gflops), Some(shape)) = (usable(r.gflops), r.param.and_then(Param::shape)) else {
+            continue;
+        };
+        let index = match out
+            .iter()
+            .position(|e| e.kernel == r.kernel && e.precision == r.precision)
+        {
+            Some(i) => i,
+            None => {
+                let ceiling = fit.compute(gemm_ceiling_family(r.precision), r.precision);
+                out.push(GemmEfficiency {
+                    kernel: r.kernel.clone(),
+                    precision: r.precision,
+                    ceiling: GemmEfficiency::ceiling_name(r.precision),
+                    ceiling_gflops: ceiling.and_then(|c| c.gflops),
+                    spec_gflops: ceiling.and_then(|c| c.spec_gflops),
+                    points: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let e = &mut out[index];
+        let (ceiling, spec) = (e.ceiling_gflops, e.spec_gflops);
+        e.points.push(GemmEfficiencyPoint {
+            shape,
+            gflop: shape.flops() as f64 / 1e9,
+            gflops,
+            efficiency: ceiling.map(|c| gflops / c),
+            spec_efficiency: spec.map(|s| gflops / s),
+        });
+    }
+    for e in &mut out {
+        e.points
+            .sort_by(|a, b| a.gflop.total_cmp(&b.gflop).then(a.shape.cmp(&b.shape)));
+    }
+    out
 }
 
 fn split_spec(s: Result<SpecFigure, String>) -> (Option<f64>, String) {
@@ -357,7 +423,7 @@ pub(crate) mod tests {
         family: Family,
         kernel: &str,
         precision: Precision,
-        param: Option<u32>,
+        param: Option<Param>,
         (bytes, flops): (u64, u64),
         secs: f64,
         valid: bool,
@@ -410,6 +476,7 @@ pub(crate) mod tests {
             gbps: (valid && bytes > 0).then(|| bytes as f64 / secs / 1e9),
             gflops: (valid && flops > 0).then(|| flops as f64 / secs / 1e9),
             theory_gflops: None,
+            ratio_to_reference: None,
             intensity: (bytes > 0).then(|| flops as f64 / bytes as f64),
             valid,
             status: if valid {
@@ -506,7 +573,7 @@ pub(crate) mod tests {
                 Family::Intensity,
                 "fma_chain",
                 Precision::F32,
-                Some(k),
+                Some(Param::Count(k)),
                 (bytes, flops),
                 secs,
                 true,
@@ -543,7 +610,7 @@ pub(crate) mod tests {
                 Family::Cache,
                 kernel,
                 Precision::I32,
-                Some(kib),
+                Some(Param::Count(kib)),
                 (bytes, 0),
                 bytes as f64 / (gbps * 1e9),
                 valid,
@@ -637,6 +704,103 @@ pub(crate) mod tests {
         // invalid rows are listed, not fitted
         assert_eq!(fit.excluded.len(), 2, "{:?}", fit.excluded);
         assert!(fit.excluded[0].starts_with("stream/copy/f64: invalid"));
+    }
+
+    /// A GEMM row as a run writes it: the shape's work and sizes ([`gemm::case`]), at `gflops`.
+    pub(crate) fn gemm_row(
+        kernel: &str,
+        p: Precision,
+        shape: crate::bench::gemm::Shape,
+        gflops: f64,
+        valid: bool,
+    ) -> Record {
+        let case = crate::bench::gemm::case(kernel, p, shape);
+        let mut r = row(
+            Family::Gemm,
+            kernel,
+            p,
+            case.param,
+            (case.work.bytes(), case.work.flops),
+            case.work.flops as f64 / (gflops * 1e9),
+            valid,
+        );
+        r.elements = case.elements;
+        r.working_set_bytes = case.working_set_bytes;
+        r
+    }
+
+    /// GEMM rows are points held against the peak of their precision (a tensor type's tensor
+    /// peak), and give an efficiency curve per implementation and precision, ascending in size.
+    #[test]
+    fn gemm_rows_are_points_and_give_an_efficiency_curve() {
+        use crate::bench::gemm::Shape;
+        let mut rows = synthetic_run();
+        rows.extend([
+            // a GEMV at 90 % of the DRAM roof: 1500 GB/s × ~0.5 flop/byte
+            gemm_row(
+                "simd",
+                Precision::F32,
+                Shape::new(1, 4096, 4096),
+                0.9 * 1500.0 * 0.4999,
+                true,
+            ),
+            gemm_row("simd", Precision::F32, Shape::square(4096), 12_000.0, true),
+            gemm_row("simd", Precision::F32, Shape::square(1024), 6_000.0, true),
+            gemm_row("simd", Precision::F32, Shape::square(512), 99_000.0, false),
+            gemm_row(
+                "ptx",
+                Precision::F16F32,
+                Shape::square(8192),
+                200_000.0,
+                true,
+            ),
+        ]);
+        let fit = fit(&rows, &a100_like_spec);
+        let gemv = fit
+            .points
+            .iter()
+            .find(|p| p.case == "gemm/simd/f32/1x4096x4096")
+            .unwrap();
+        assert_eq!(gemv.bound, Bound::Memory);
+        assert!(
+            (gemv.fraction_of_roof.unwrap() - 0.9).abs() < 1e-3,
+            "{gemv:?}"
+        );
+        let big = fit
+            .points
+            .iter()
+            .find(|p| p.case == "gemm/simd/f32/4096x4096x4096")
+            .unwrap();
+        assert_eq!(big.bound, Bound::Compute);
+        assert!(close(big.fraction_of_roof, 0.8));
+        let tensor = fit
+            .points
+            .iter()
+            .find(|p| p.case.starts_with("gemm/ptx"))
+            .unwrap();
+        assert_eq!(
+            tensor.roof_basis,
+            "measured DRAM, measured f16.f32 tensor peak"
+        );
+        assert!(close(tensor.fraction_of_roof, 0.8));
+        // the curve: valid rows only, ascending in size, against measured and spec ceilings
+        let simd = &fit.gemm_efficiency[0];
+        assert_eq!(
+            (simd.kernel.as_str(), simd.precision),
+            ("simd", Precision::F32)
+        );
+        assert_eq!(simd.ceiling, "peak f32");
+        let sizes: Vec<String> = simd.points.iter().map(|p| p.shape.to_string()).collect();
+        assert_eq!(sizes, ["1x4096x4096", "1024x1024x1024", "4096x4096x4096"]);
+        assert!(close(simd.points[2].efficiency, 0.8));
+        assert!(close(simd.points[2].spec_efficiency, 12_000.0 / 19_500.0));
+        assert!(close(
+            Some(simd.points[1].gflop),
+            2.0 * 1024f64.powi(3) / 1e9
+        ));
+        let ptx = &fit.gemm_efficiency[1];
+        assert_eq!(ptx.ceiling, "tensor f16.f32");
+        assert!(close(ptx.points[0].efficiency, 0.8));
     }
 
     #[test]

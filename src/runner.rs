@@ -161,6 +161,30 @@ pub fn check_against_theory(gflops: f64, theory_gflops: f64, clock_mhz: f64) -> 
     }
 }
 
+/// Our implementation's GFLOP/s over its reference's (`bench::gemm::reference_of`) on the same
+/// family, precision and parameter among the rows already measured; `None` where the case has
+/// no reference or no valid reference row has a figure.
+pub fn ratio_to_reference(record: &Record, earlier: &[Record]) -> Option<f64> {
+    if record.family != crate::bench::Family::Gemm {
+        return None;
+    }
+    let reference = crate::bench::gemm::reference_of(&record.kernel)?;
+    let ours = record.gflops?;
+    earlier
+        .iter()
+        .rev()
+        .find(|r| {
+            r.valid
+                && r.family == record.family
+                && r.kernel == reference
+                && r.precision == record.precision
+                && r.param == record.param
+        })
+        .and_then(|r| r.gflops)
+        .filter(|g| g.is_finite() && *g > 0.0)
+        .map(|g| ours / g)
+}
+
 /// The current time as RFC 3339 UTC with second precision.
 pub fn now_utc() -> String {
     jiff::Timestamp::now()
@@ -343,6 +367,14 @@ pub fn run(
                 &conditions,
                 join(launch, note),
             ),
+            Err(crate::Error::Skipped(why)) => Record::new(
+                identity,
+                timestamp,
+                case,
+                Outcome::Skipped { why },
+                &conditions,
+                note.clone(),
+            ),
             Err(e) => Record::new(
                 identity,
                 timestamp,
@@ -357,6 +389,7 @@ pub fn run(
         let mut record = record;
         if record.valid {
             record.theory_gflops = theory_gflops;
+            record.ratio_to_reference = ratio_to_reference(&record, &records);
             let point = roof_point(&records, &record, &attributes);
             record.flags =
                 hygiene::column(&hygiene::judge(&record, point.as_ref(), &cfg.thresholds));
@@ -599,6 +632,93 @@ mod tests {
         )
         .unwrap();
         assert!(r[0].valid);
+    }
+
+    /// Our GEMM row carries its ratio to the reference row of the same shape and precision;
+    /// a reference row, an invalid reference, another shape or precision give none.
+    #[test]
+    fn gemm_rows_carry_their_ratio_to_the_reference() {
+        use crate::bench::{gemm, Precision};
+        let shape = gemm::Shape::square(256);
+        let row = |kernel: &str, p: Precision, s: gemm::Shape, median: f64, valid: bool| {
+            crate::record::tests::measured(&gemm::case(kernel, p, s), median, valid)
+        };
+        let reference = row(gemm::HOST_REFERENCE, Precision::F32, shape, 2e-3, true);
+        let ours = row(gemm::HOST_OURS, Precision::F32, shape, 2.5e-3, true);
+        let r = ratio_to_reference(&ours, std::slice::from_ref(&reference)).unwrap();
+        assert!((r - 0.8).abs() < 1e-12, "{r}");
+        assert_eq!(
+            ratio_to_reference(&reference, std::slice::from_ref(&ours)),
+            None
+        );
+        let invalid = row(gemm::HOST_REFERENCE, Precision::F32, shape, 2e-3, false);
+        assert_eq!(ratio_to_reference(&ours, &[invalid]), None);
+        let other_shape = row(
+            gemm::HOST_REFERENCE,
+            Precision::F32,
+            gemm::Shape::square(512),
+            2e-3,
+            true,
+        );
+        let other_type = row(gemm::HOST_REFERENCE, Precision::F64, shape, 2e-3, true);
+        assert_eq!(ratio_to_reference(&ours, &[other_shape, other_type]), None);
+    }
+
+    /// A backend that skips every case, as the CUDA backend skips cuBLAS rows without cuBLAS.
+    struct SkippingBackend {
+        info: crate::backend::DeviceInfo,
+    }
+
+    impl Backend for SkippingBackend {
+        fn info(&self) -> &crate::backend::DeviceInfo {
+            &self.info
+        }
+        fn cases(&self, _: SizeRequest) -> Result<Vec<PlannedCase>> {
+            Ok(Vec::new())
+        }
+        fn prepare(&mut self, _: &Case) -> Result<Box<dyn PreparedCase + '_>> {
+            Err(crate::Error::Skipped("no cuBLAS found (tried …)".into()))
+        }
+        fn conditions(&self) -> Conditions {
+            Conditions::default()
+        }
+        fn min_sample_secs(&self) -> f64 {
+            1e-3
+        }
+    }
+
+    /// A skipped case keeps its row, says `skipped: <why>`, has no figures and is told apart
+    /// from a failure (the run's exit code does not count it).
+    #[test]
+    fn a_skipped_case_says_why_and_is_not_a_failure() {
+        use crate::bench::{gemm, Precision};
+        let identity = crate::record::tests::identity();
+        let mut backend = SkippingBackend {
+            info: identity.device.clone(),
+        };
+        let case = gemm::case(
+            gemm::GPU_REFERENCE,
+            Precision::Bf16F32,
+            gemm::Shape::square(256),
+        );
+        let planned = [PlannedCase {
+            case,
+            note: String::new(),
+        }];
+        let rows = run(
+            &mut backend,
+            &identity,
+            &RunConfig::quick(),
+            &planned,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(rows[0].status, "skipped: no cuBLAS found (tried …)");
+        assert!(rows[0].is_skipped() && !rows[0].valid && rows[0].gflops.is_none());
+        let mut failed = rows[0].clone();
+        failed.status = "error: out of memory".into();
+        assert!(!failed.is_skipped());
     }
 
     #[test]

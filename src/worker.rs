@@ -218,7 +218,12 @@ pub fn run(
                     }
                     running = Some(id);
                 }
-                Message::Record(r, secs) => {
+                Message::Record(mut r, secs) => {
+                    // The ratio to the reference row from every row written, those of earlier
+                    // workers too (a fresh worker knows only its own).
+                    if r.valid {
+                        r.ratio_to_reference = runner::ratio_to_reference(&r, &records);
+                    }
                     sink(&r)?;
                     on_event(Event::Finished { record: &r, secs });
                     job.skip.insert(r.case_id());

@@ -74,7 +74,21 @@ fn host_run_writes_a_valid_csv_and_a_table() {
     assert!(count("cache") >= 2, "an L1 and an L2 size at least");
     // the latency chase: 4 KiB to 4 × this machine's LLC, every power of two
     assert!(count("latency") >= 6, "4 KiB to at least 128 KiB");
-    assert_eq!(rows.len(), 53 + count("cache") + count("latency"));
+    // GEMM, no matrix above the 1 MiB --size: 256² and 512² in f32, 256² in f64, each by the
+    // reference crate and by our kernel, ours with its ratio to the reference
+    assert_eq!(count("gemm"), 6);
+    for r in rows.iter().filter(|r| r.family.as_str() == "gemm") {
+        assert_eq!(
+            r.ratio_to_reference.is_some(),
+            r.kernel == "simd",
+            "{}",
+            r.case_id()
+        );
+    }
+    assert_eq!(
+        rows.len(),
+        53 + count("cache") + count("gemm") + count("latency")
+    );
     for r in &rows {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
         assert_eq!(r.backend.as_str(), "host");
@@ -319,7 +333,8 @@ fn devices_lists_the_host() {
         .assert()
         .success()
         .stdout(predicate::str::contains("host — "))
-        .stdout(predicate::str::contains("memory"));
+        .stdout(predicate::str::contains("memory"))
+        .stdout(predicate::str::contains("cuBLAS: "));
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let host: Vec<&str> = text
         .lines()
@@ -346,6 +361,19 @@ fn devices_lists_the_host() {
             assert!(labels.contains(&label), "no `{label}` in {text}");
         }
     }
+    // `devices` says which cuBLAS it found, or why none: here, one named that is not a library
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("libcublas.so.13");
+    std::fs::write(&fake, "not a library").unwrap();
+    roofprobe()
+        .arg("devices")
+        .env("ROOFPROBE_CUBLAS", &fake)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "cuBLAS: none: ROOFPROBE_CUBLAS={} does not load as cuBLAS",
+            fake.display()
+        )));
 }
 
 #[test]
@@ -360,6 +388,8 @@ fn devices_json_describes_the_host() {
         .as_str()
         .is_some_and(|s| !s.is_empty()));
     assert!(v["cuda"].is_string() && v["unusable"].is_array());
+    // the GEMM rows' reference line: the cuBLAS found, or why none
+    assert!(v["cublas"].is_string(), "{v}");
 }
 
 /// `completions SHELL` prints a script that knows the commands and their options.

@@ -299,7 +299,7 @@ fn compare_shows_two_runs_with_gaps_and_writes_svg_and_csv() {
     assert!(line("stream/scale/f32 ").contains("not run"), "{out}");
     assert!(line("DRAM ").contains('x'));
     let svg_text = std::fs::read_to_string(&svg).unwrap();
-    assert!(svg_text.contains("Roofline: 2 devices overlaid"));
+    assert!(svg_text.contains("Roofline: 2 runs overlaid"));
     let csv_text = std::fs::read_to_string(&table_csv).unwrap();
     assert!(csv_text.starts_with("section,key,unit,run,run_id,"));
     assert!(csv_text.contains(",not run,"));

@@ -102,7 +102,12 @@ fn one_error_line(out: &Output) -> String {
     let err = text(&out.stderr);
     let lines: Vec<&str> = err
         .lines()
-        .filter(|l| !l.starts_with("note:") && !l.starts_with("measuring ") && !l.starts_with("  "))
+        .filter(|l| {
+            !l.starts_with("note:")
+                && !l.starts_with("measuring ")
+                && !l.starts_with("time: ")
+                && !l.starts_with("  ")
+        })
         .collect();
     assert_eq!(lines.len(), 1, "one error line: {err}");
     assert!(lines[0].starts_with("error: "), "{err}");

@@ -856,17 +856,20 @@ fn svg_oracle(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Every `<number> <unit>` in `text` (GB/s, GFLOP/s, TFLOP/s, GOP/s, TOP/s, FLOP/B) must be a
-/// finite number, not negative.
+/// Every `<number> <unit>` in `text` (GB/s, GFLOP/s, TFLOP/s, GOP/s, TOP/s, FLOP/B, OP/B) must
+/// be a finite number, not negative; so must both ends of a span (`185–187 FLOP/B`, the plot's
+/// ridges of several roofs on one spot).
 fn unit_figures(text: &str) -> Result<(), String> {
     let words: Vec<&str> = text.split_whitespace().collect();
     for w in words.windows(2) {
         let unit = w[1].trim_end_matches([',', ')', ';', '·']);
-        if matches!(
+        if !matches!(
             unit,
-            "GB/s" | "GFLOP/s" | "TFLOP/s" | "GOP/s" | "TOP/s" | "FLOP/B"
+            "GB/s" | "GFLOP/s" | "TFLOP/s" | "GOP/s" | "TOP/s" | "FLOP/B" | "OP/B"
         ) {
-            let n = w[0].trim_start_matches('(');
+            continue;
+        }
+        for n in w[0].trim_start_matches('(').split('–') {
             match n.parse::<f64>() {
                 Ok(v) if v.is_finite() && v >= 0.0 => {}
                 Ok(v) => return Err(format!("`{v} {unit}` in {text:?}")),

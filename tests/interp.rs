@@ -29,7 +29,7 @@
 use std::path::{Path, PathBuf};
 
 use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, Schedule, UniformBranchPolicy};
-use roofprobe::bench::{arith, cache, intensity, latency, peak, tensor, Precision as P};
+use roofprobe::bench::{arith, cache, gemm, intensity, latency, peak, tensor, Precision as P};
 
 /// (element count, grid blocks, threads per block): one element, sizes that are not
 /// multiples of the vector width, of the block, or of the grid, grids smaller than the data
@@ -140,6 +140,8 @@ enum Oracle {
     Cache,
     /// kernels/latency.ptx: `ca_i32`, `cg_i32`.
     Latency,
+    /// The gemm.ptx.in expansions: `gemm_<in>_f32`.
+    Gemm(P),
 }
 
 /// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
@@ -165,6 +167,12 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
         }
         "latency.ptx" => {
             return matches!(entry, "ca_i32" | "cg_i32").then_some(Oracle::Latency);
+        }
+        "gemm.ptx.in" => {
+            return gemm::GPU_PRECISIONS
+                .into_iter()
+                .find(|&p| gemm::entry_name(p) == entry)
+                .map(Oracle::Gemm);
         }
         _ => {}
     }
@@ -290,6 +298,22 @@ fn check_entry(
                              grid={grid} block={block}: {e}"
                         )
                     })?,
+                );
+            }
+        }
+        Oracle::Gemm(p) => {
+            // one element; a tile edge in every dimension; several tiles along M
+            for &(m, n, k) in &[
+                (1u64, 1u64, 1u64),
+                (17, 129, 17),
+                (129, 17, 129),
+                (257, 3, 40),
+            ] {
+                note(
+                    across_schedules(policy, |run| {
+                        run_gemm(module, entry, p, gemm::Shape::new(m, n, k), run)
+                    })
+                    .map_err(|e| format!("{file}: `{entry}` {m}x{n}x{k}: {e}"))?,
                 );
             }
         }
@@ -875,6 +899,67 @@ fn run_latency(
         divergent,
         output: bytes_of(&state),
     })
+}
+
+/// A PTX GEMM on `shape`: A and B rows padded to a multiple of 8 elements, C poisoned, one
+/// block per 128 × 128 tile; C must be, bit for bit, the exact product computed here by a
+/// plain triple loop over the same integers.
+fn run_gemm(
+    module: &Module,
+    entry: &str,
+    p: P,
+    shape: gemm::Shape,
+    run: Run,
+) -> Result<Outcome, String> {
+    let ld = gemm::gpu_leading_dimension(shape.k);
+    let words = |matrix: u64, rows: u64| -> Vec<u64> {
+        (0..rows * ld / 2)
+            .map(|i| gemm::operand_word(p, shape, matrix, ld, i))
+            .collect()
+    };
+    let mut mem = Memory::new();
+    let pa = alloc_words(&mut mem, false, &words(0, shape.m));
+    let pb = alloc_words(&mut mem, false, &words(1, shape.n));
+    let elements = (shape.m * shape.n) as usize;
+    let pc = mem.alloc(elements * 4);
+    let args = vec![
+        Arg::Ptr(pa),
+        Arg::Ptr(pb),
+        Arg::Ptr(pc),
+        Arg::U32(shape.m as u32),
+        Arg::U32(shape.n as u32),
+        Arg::U32(shape.k as u32),
+        Arg::U32(ld as u32),
+        Arg::U32(ld as u32),
+    ];
+    let grid = gemm::gpu_blocks(shape) as u32;
+    let mut config = LaunchConfig::new(
+        (grid, 1, 1),
+        (gemm::GPU_BLOCK, 1, 1),
+        gemm::GPU_SHARED_BYTES,
+    );
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let got = read_words(&mem, pc, false, elements)?;
+    let output = bytes_of(&got);
+    for i in 0..shape.m {
+        for j in 0..shape.n {
+            let want: i64 = (0..shape.k)
+                .map(|k| gemm::a_value(shape, i, k) * gemm::b_value(shape, j, k))
+                .sum();
+            let is = got[(i * shape.n + j) as usize];
+            if is != u64::from((want as f32).to_bits()) {
+                return Err(format!(
+                    "C[{i}][{j}] is {}, should be {want}",
+                    f32::from_bits(is as u32)
+                ));
+            }
+        }
+    }
+    Ok(Outcome::new(stats, output))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -34,7 +34,7 @@ use roofprobe::backend::launch::{
 use roofprobe::backend::pool::allowed_cpus;
 use roofprobe::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
 use roofprobe::bench::stream::StreamKernel;
-use roofprobe::bench::{cache, intensity, latency, peak, tensor, Case, Family, Precision};
+use roofprobe::bench::{cache, gemm, intensity, latency, peak, tensor, Case, Family, Precision};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A device as the driver would describe it: name, compute capability, SMs, max SM clock (MHz),
@@ -258,14 +258,17 @@ fn mismatches(launch: &Launch, module: &Module, ptx: &str) -> Vec<String> {
     out
 }
 
-/// Every case any backend plans, each once by id, with the grid it was planned for (the host's
-/// with an H200's grid, as if the CUDA backend were asked to run them).
+/// Every PTX launch the CUDA backend plans on the modelled devices (cuBLAS rows launch no PTX
+/// of ours), each once by device, id and occupancy, with the grid it was planned for.
 fn every_planned_case() -> Vec<(String, Case, u32)> {
     let mut out: BTreeMap<String, (String, Case, u32)> = BTreeMap::new();
     for d in DEVICES {
         for per_sm in [1, 4, 8] {
             let (cases, grid) = planned(d, per_sm);
             for p in cases {
+                if p.case.kernel == gemm::GPU_REFERENCE {
+                    continue;
+                }
                 assert!(p.note.is_empty(), "{}: {}", d.name, p.note);
                 let key = format!("{} {} {per_sm}", d.name, p.case.id());
                 out.insert(key, (d.name.to_string(), p.case, grid));
@@ -293,13 +296,18 @@ fn every_planned_launch_matches_its_ptx_entry() {
                 .map(|f| format!("{device} {}: {f}", case.id())),
         );
         assert!((1..=MAX_GRID).contains(&launch.grid));
-        // the latency chase is one thread; every other kernel runs blocks of BLOCK
-        let block = if case.family == Family::Latency {
-            1
+        if case.family == Family::Gemm {
+            // one block per tile, 64 KiB of dynamic shared memory (raised before launch)
+            assert_eq!(
+                (launch.block, launch.dynamic_shared_bytes),
+                (gemm::GPU_BLOCK, gemm::GPU_SHARED_BYTES)
+            );
+        } else if case.family == Family::Latency {
+            // the latency chase is one thread
+            assert_eq!((launch.block, launch.dynamic_shared_bytes), (1, 0));
         } else {
-            BLOCK
-        };
-        assert_eq!((launch.block, launch.dynamic_shared_bytes), (block, 0));
+            assert_eq!((launch.block, launch.dynamic_shared_bytes), (BLOCK, 0));
+        }
         // every pointer argument names an array of the launch, and every array is passed
         let passed: BTreeSet<Role> = launch
             .params
@@ -349,10 +357,12 @@ fn host_planned_cases_are_launchable_or_refused_by_name() {
                 assert!(bad.is_empty(), "{}: {}", p.case.id(), bad.join("; "));
             }
             // a host peak case is sized for the host's threads and FMAs per trip; a GPU has no
-            // L3 to sweep, and chases 128-byte lines with its own kernels
+            // L3 to sweep, and chases 128-byte lines with its own kernels; the host's GEMM
+            // implementations (`simd`, `gemm-crate`) are not GPU kernels
             Err(why) => assert!(
-                (p.case.family == Family::Peak
-                    && (why.contains("was planned for") || why.contains("is not a peak case")))
+                (p.case.family == Family::Gemm && why.contains("has no kernel for"))
+                    || (p.case.family == Family::Peak
+                        && (why.contains("was planned for") || why.contains("is not a peak case")))
                     || (p.case.family == Family::Cache
                         && p.case.kernel == "l3"
                         && why.contains("has no kernel for"))
@@ -422,6 +432,9 @@ fn grids_and_loop_counts_fit_and_launches_last_about_the_target() {
             let (cases, grid) = planned(d, per_sm);
             for p in cases {
                 let case = &p.case;
+                if case.kernel == gemm::GPU_REFERENCE {
+                    continue; // cuBLAS: no launch of ours
+                }
                 let launch = launch::plan(case, grid)
                     .unwrap_or_else(|e| panic!("{} {}: {e}", d.name, case.id()));
                 let threads = launch.threads();
@@ -524,7 +537,7 @@ fn small(case: &Case) -> (Case, u32) {
             2,
         ),
         Family::Tensor => (tensor::case(p, BLOCK as u64 / 32, 1), 1),
-        Family::Intensity => (intensity::case(p, case.param.unwrap(), 1031), 2),
+        Family::Intensity => (intensity::case(p, case.count().unwrap(), 1031), 2),
         // 4099 words: whole vectors and a 3-word tail; two passes.
         Family::Cache => (cache::case(&case.kernel, 4 * 4099, 2), 2),
         // 32 lines, 1000 hops: the chase goes round the ring 31 times and stops mid-way.
@@ -532,6 +545,7 @@ fn small(case: &Case) -> (Case, u32) {
             latency::case(&case.kernel, latency::GPU_LINE_BYTES, 4 << 10, 1000),
             1,
         ),
+        Family::Gemm => unreachable!("GEMM launches run at their own edge shapes"),
     }
 }
 
@@ -541,7 +555,8 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
     let mut seen = BTreeSet::new();
     let mut failures = Vec::new();
     for (_, case, _) in every_planned_case() {
-        if !seen.insert(case.id()) {
+        // GEMM kernels run at their edge shapes in gemm_kernels_match_the_exact_product_…
+        if case.family == Family::Gemm || !seen.insert(case.id()) {
             continue;
         }
         let (small_case, grid) = small(&case);
@@ -802,4 +817,91 @@ fn a_chase_that_ends_elsewhere_is_invalid() {
     }
     let v = launch.verify(&[at(30), 30], &record(9));
     assert!(!v.valid && v.detail.contains("hops"), "{}", v.detail);
+}
+
+/// Runs a GEMM case's launch under the interpreter and checks C with the backend's own check.
+fn gemm_verdict(case: &Case, m: &Module) -> Result<roofprobe::bench::Verdict, String> {
+    let launch = launch::plan(case, 1)?;
+    let (out, records) = run(&launch, m)?;
+    assert!(records.is_empty(), "a GEMM launch has no block records");
+    Ok(launch.verify(&out, &records))
+}
+
+/// The PTX GEMM kernels compute the exact product at edge shapes (M, N and K of 1, 17 and 129,
+/// and shapes that are not multiples of the 128 × 128 × 32 tile or of the 16-byte rows),
+/// launched exactly as described: 64 KiB of dynamic shared memory, 256 threads, one block per
+/// tile, A and B padded to rows of a multiple of 8 elements.
+#[test]
+fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
+    use roofprobe::bench::gemm::{self, Shape};
+    let mut cache = BTreeMap::new();
+    let mut shapes = Vec::new();
+    for m in [1, 17, 129] {
+        for n in [1, 17, 129] {
+            for k in [1, 17, 129] {
+                shapes.push(Shape::new(m, n, k));
+            }
+        }
+    }
+    shapes.extend([Shape::new(130, 257, 100), Shape::new(256, 128, 64)]);
+    let mut failures = Vec::new();
+    for p in gemm::GPU_PRECISIONS {
+        for &shape in &shapes {
+            let case = gemm::case(gemm::GPU_OURS, p, shape);
+            let launch = launch::plan(&case, 1).unwrap();
+            assert_eq!(
+                (
+                    launch.block,
+                    launch.dynamic_shared_bytes,
+                    launch.grid as u64
+                ),
+                (256, 64 << 10, gemm::gpu_blocks(shape))
+            );
+            let m = module(launch.entry.module, &mut cache);
+            match gemm_verdict(&case, m) {
+                Ok(v) if v.valid => {}
+                Ok(v) => failures.push(format!("{}: {}", case.id(), v.detail)),
+                Err(e) => failures.push(format!("{}: {e}", case.id())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Planted mistakes in the GEMM kernel are caught under the interpreter: B's fragments loaded
+/// with `.trans` (the wrong layout), and the pipeline's `cp.async.wait_group` left out (the
+/// fragments are read before their tile has landed).
+#[test]
+fn gemm_planted_mistakes_are_caught() {
+    use roofprobe::bench::gemm::{self, Shape};
+    let case = gemm::case(gemm::GPU_OURS, Precision::Bf16F32, Shape::new(33, 40, 70));
+    let launch = launch::plan(&case, 1).unwrap();
+    let mut cache = BTreeMap::new();
+    let good = module(launch.entry.module, &mut cache);
+    assert!(gemm_verdict(&case, good).unwrap().valid);
+    let name = &launch.entry.name;
+    let mutants = [
+        (
+            "a wrong .trans",
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%fb0",
+            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%fb0",
+        ),
+        (
+            "a missing cp.async.wait_group",
+            "cp.async.wait_group 2;",
+            "",
+        ),
+    ];
+    for (what, from, to) in mutants {
+        let m = mutated(launch.entry.module, name, from, to);
+        match gemm_verdict(&case, &m) {
+            Ok(v) => assert!(!v.valid, "{what} was not caught"),
+            // a read of a tile before it landed is a shared-memory race between the warp whose
+            // copy it was and the reader (the interpreter names it)
+            Err(e) => assert!(
+                e.contains("race") || e.contains("poison"),
+                "{what}: refused for another reason: {e}"
+            ),
+        }
+    }
 }

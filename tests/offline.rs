@@ -10,7 +10,10 @@
 //!   measures (FFMA, DFMA, HFMA2, IMAD, HMMA/IMMA/DMMA/QMMA);
 //! - the sweep's expansions keep all k FMAs per word;
 //! - the latency kernels' loop is one dependent load through the level each measures (`ca`:
-//!   `LDG.E`, `cg`: `LDG.E.STRONG.GPU`).
+//!   `LDG.E`, `cg`: `LDG.E.STRONG.GPU`);
+//! - the GEMM kernels' SASS has the tensor-core pipeline they were written for: `HMMA` (32 per
+//!   K tile: 2 steps of 4 × 4), `LDGSTS` (`cp.async`, 128 bits with zero fill) and `LDSM`
+//!   (`ldmatrix`, x4, never `.T`: B is N × K and needs no transpose).
 //!
 //! Each (module, architecture) is assembled once for all these checks, on every core, into the
 //! test target's scratch folder; SASS is disassembled only where a check reads it. The tools
@@ -19,7 +22,7 @@
 
 use crate::tools;
 use roofprobe::bench::stream::StreamKernel;
-use roofprobe::bench::{intensity, peak, tensor, Precision};
+use roofprobe::bench::{gemm, intensity, peak, tensor, Precision};
 use roofprobe::kernels;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -482,6 +485,50 @@ fn sweep_variants_keep_k_fmas_per_word() {
             );
         }
     }
+}
+
+#[test]
+fn gemm_kernels_use_hmma_ldgsts_and_ldsm() {
+    let Some((tools, builds)) = setup("gemm_kernels_use_hmma_ldgsts_and_ldsm", true) else {
+        return;
+    };
+    let mut problems = Vec::new();
+    for p in gemm::GPU_PRECISIONS {
+        let module = format!("gemm.ptx.in#{p}");
+        for arch in ARCHS {
+            let code = sass(&tools, built(builds, &module, arch));
+            let entry = gemm::entry_name(p);
+            let body = code.get(&entry).cloned().unwrap_or_default();
+            let count = |prefix: &str| {
+                body.iter()
+                    .filter(|(_, op, _)| op.starts_with(prefix))
+                    .count()
+            };
+            let (hmma, ldgsts, ldsm) = (count("HMMA"), count("LDGSTS"), count("LDSM"));
+            let wrong_ldsm: Vec<&str> = body
+                .iter()
+                .map(|(_, op, _)| op.as_str())
+                .filter(|op| op.starts_with("LDSM") && *op != "LDSM.16.M88.4")
+                .collect();
+            let wrong_ldgsts: Vec<&str> = body
+                .iter()
+                .map(|(_, op, _)| op.as_str())
+                .filter(|op| op.starts_with("LDGSTS") && !op.contains(".128"))
+                .collect();
+            if hmma < 32
+                || ldgsts < 4
+                || ldsm < 12
+                || !wrong_ldsm.is_empty()
+                || !wrong_ldgsts.is_empty()
+            {
+                problems.push(format!(
+                    "{entry} on {arch}: {hmma} HMMA (want 32), {ldgsts} LDGSTS (want 4 x 128 \
+                     bits), {ldsm} LDSM (want 12 x M88.4); others: {wrong_ldsm:?} {wrong_ldgsts:?}"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]

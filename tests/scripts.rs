@@ -48,6 +48,7 @@ fn the_device_check_fits_its_budget_and_runs_the_cheap_families_first() {
     assert!(at("devices") < at("run-cache-peak-tensor"));
     assert!(at("run-cache-peak-tensor") < at("run-stream"));
     assert!(at("run-stream") < at("run-sweep"));
+    assert!(at("run-sweep") < at("run-gemm"));
 }
 
 /// Without the packed binaries, or with one that lost its run bit, the check stops at once with
@@ -80,4 +81,23 @@ fn the_device_check_fails_fast_without_its_binaries() {
     assert_eq!(not_executable.status.code(), Some(2), "{said}");
     assert!(said.contains("lost its run bit"), "{said}");
     assert_eq!(said.lines().count(), 1, "{said}");
+}
+
+/// Every defect `scripts/plant-defects` plants still finds its text in the driver-side code, so
+/// the script (run by hand: a rebuild per defect) plants what it says; edited the code, it says
+/// which defect to update.
+#[test]
+fn every_planted_defect_still_finds_its_code() {
+    let out = std::process::Command::new("python3")
+        .arg("scripts/plant-defects")
+        .arg("--check")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("python3 runs scripts/plant-defects");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

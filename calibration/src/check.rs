@@ -396,7 +396,112 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
             )));
         }
     }
+    problems.extend(check_gemm_efficiency(cal).into_iter().map(Some));
     problems.into_iter().flatten().next()
+}
+
+/// The `gemm_efficiency` section: one curve per implementation and precision, held against the
+/// ceiling [`crate::gemm_ceiling_family`] names, its ceiling figures those of the calibration's
+/// compute ceiling, every point's `gflop` the shape's 2·M·N·K / 10^9, its `gflops` a rate (and
+/// the figure of the same case in `points` where that is there), its efficiencies gflops over
+/// the ceilings, points ascending in size. Efficiencies are not capped at 1 (the ceilings'
+/// `efficiency` is not either): a library's GEMM may use instructions the ceiling's kernel does
+/// not (wgmma above the `mma.sync` tensor peak), and a figure above is kept, never clipped.
+fn check_gemm_efficiency(cal: &Calibration) -> Vec<Problem> {
+    let mut problems: Vec<Option<Problem>> = Vec::new();
+    for (i, e) in cal.gemm_efficiency.iter().enumerate() {
+        let p = |field: &str| at(&["gemm_efficiency"], Some(i), field);
+        if cal.gemm_efficiency[..i]
+            .iter()
+            .any(|o| (o.kernel.as_str(), o.precision) == (e.kernel.as_str(), e.precision))
+        {
+            problems.push(Some(problem(
+                p("kernel"),
+                format!("a second GEMM curve of {} {}", e.kernel, e.precision),
+            )));
+        }
+        let name = crate::GemmEfficiency::ceiling_name(e.precision);
+        if e.ceiling != name {
+            problems.push(Some(problem(
+                p("ceiling"),
+                format!(
+                    "`{}` is `{}`; a GEMM of {} is held against `{name}`",
+                    display(&p("ceiling")),
+                    e.ceiling,
+                    e.precision
+                ),
+            )));
+        }
+        problems.push(rate(e.ceiling_gflops, p("ceiling_gflops")));
+        problems.push(rate(e.spec_gflops, p("spec_gflops")));
+        let ceiling = cal.compute(crate::gemm_ceiling_family(e.precision), e.precision);
+        problems.push(derived(
+            e.ceiling_gflops,
+            ceiling.and_then(|c| c.gflops),
+            p("ceiling_gflops"),
+            &format!("the {name} compute ceiling's `gflops`"),
+        ));
+        problems.push(derived(
+            e.spec_gflops,
+            ceiling.and_then(|c| c.spec_gflops),
+            p("spec_gflops"),
+            &format!("the {name} compute ceiling's `spec_gflops`"),
+        ));
+        if e.points.is_empty() {
+            problems.push(Some(problem(
+                p("points"),
+                format!("`{}` is empty; a curve has a point", display(&p("points"))),
+            )));
+        }
+        for (j, pt) in e.points.iter().enumerate() {
+            let q = |field: &str| {
+                let mut path = p("points");
+                path.push(Seg::Index(j));
+                path.push(key(field));
+                path
+            };
+            problems.push(rate(Some(pt.gflops), q("gflops")));
+            problems.push(derived(
+                Some(pt.gflop),
+                Some(pt.shape.flops() as f64 / 1e9),
+                q("gflop"),
+                &format!("2·M·N·K / 1e9 of {}", pt.shape),
+            ));
+            problems.push(derived(
+                pt.efficiency,
+                e.ceiling_gflops.map(|c| pt.gflops / c),
+                q("efficiency"),
+                "gflops / ceiling_gflops",
+            ));
+            problems.push(derived(
+                pt.spec_efficiency,
+                e.spec_gflops.map(|c| pt.gflops / c),
+                q("spec_efficiency"),
+                "gflops / spec_gflops",
+            ));
+            if j > 0 && pt.gflop < e.points[j - 1].gflop {
+                problems.push(Some(problem(
+                    q("gflop"),
+                    format!(
+                        "`{}` is {} but the point before is {}; points ascend in size",
+                        display(&q("gflop")),
+                        pt.gflop,
+                        e.points[j - 1].gflop
+                    ),
+                )));
+            }
+            let case = format!("gemm/{}/{}/{}", e.kernel, e.precision, pt.shape);
+            if let Some(point) = cal.points.iter().find(|x| x.case == case) {
+                problems.push(derived(
+                    Some(pt.gflops),
+                    Some(point.gflops),
+                    q("gflops"),
+                    &format!("the `gflops` of point {case}"),
+                ));
+            }
+        }
+    }
+    problems.into_iter().flatten().collect()
 }
 
 /// The 1-based line where the value at `path` starts in `text` (valid JSON), if it is there.

@@ -27,12 +27,17 @@ pub mod check;
 mod error;
 mod identity;
 mod names;
+mod param;
 mod roof;
 
 pub use error::{Error, Result};
 pub use identity::Identity;
 pub use names::{BackendKind, Family, Precision};
-pub use roof::{Bound, ComputeCeiling, MemoryCeiling, MemoryLevel, Point, RidgePoint, SpecBasis};
+pub use param::{Param, Shape};
+pub use roof::{
+    gemm_ceiling_family, Bound, ComputeCeiling, GemmEfficiency, GemmEfficiencyPoint, MemoryCeiling,
+    MemoryLevel, Point, RidgePoint, SpecBasis,
+};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -175,6 +180,11 @@ pub struct Calibration {
     /// Measurements placed on the roofline, each memory- or compute-bound.
     #[serde(default)]
     pub points: Vec<Point>,
+    /// The achieved GEMM efficiency per implementation and precision, as a function of the
+    /// product's size (GFLOP): each valid GEMM row over its precision's compute ceiling. An
+    /// optional section (added within schema 1); absent when the run had no GEMM rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gemm_efficiency: Vec<GemmEfficiency>,
     /// Rows that contributed no number (`case: status`).
     #[serde(default)]
     pub excluded: Vec<String>,
@@ -629,6 +639,135 @@ mod tests {
             let bad = with.replacen(from, to, 1);
             assert!(err(&bad).contains("control character"), "{}", err(&bad));
         }
+    }
+
+    /// The `gemm_efficiency` section: a GEMM point's shape as `MxNxK`, the curve's ceiling the
+    /// file's own compute ceiling, every figure derived as documented; each damage refused with
+    /// its line; a file without the section (every file before it) reads with none.
+    #[test]
+    fn gemm_efficiency_reads_back_and_is_checked() {
+        let with = GOOD
+            .replacen("\"cases\": 3, \"valid_cases\": 3", "\"cases\": 5, \"valid_cases\": 5", 1)
+            .replacen(
+                "\"roof_basis\": \"measured DRAM, measured f32 peak\" }\n  ]",
+                concat!(
+                    "\"roof_basis\": \"measured DRAM, measured f32 peak\" },\n",
+                    "    { \"case\": \"gemm/simd/f32/1024x1024x1024\", \"family\": \"gemm\", ",
+                    "\"precision\": \"f32\", \"param\": \"1024x1024x1024\",\n",
+                    "      \"flop_per_byte\": 170.66666666666666, \"gflops\": 8000.0, ",
+                    "\"bound\": \"compute\", \"roof_gflops\": 16000.0,\n",
+                    "      \"fraction_of_roof\": 0.5, \"roof_basis\": \"measured DRAM, measured f32 peak\" }\n",
+                    "  ],\n",
+                    "  \"gemm_efficiency\": [\n",
+                    "    { \"kernel\": \"simd\", \"precision\": \"f32\", \"ceiling\": \"peak f32\",\n",
+                    "      \"ceiling_gflops\": 16000.0, \"spec_gflops\": 19500.0,\n",
+                    "      \"points\": [\n",
+                    "        { \"shape\": \"1x4096x4096\", \"gflop\": 0.033554432, \"gflops\": 700.0,\n",
+                    "          \"efficiency\": 0.04375, \"spec_efficiency\": 0.035897435897435895 },\n",
+                    "        { \"shape\": \"1024x1024x1024\", \"gflop\": 2.147483648, \"gflops\": 8000.0,\n",
+                    "          \"efficiency\": 0.5, \"spec_efficiency\": 0.41025641025641024 }\n",
+                    "      ] }\n",
+                    "  ]"
+                ),
+                1,
+            );
+        assert_ne!(with, GOOD);
+        let cal = Calibration::from_json("c.json", &with).unwrap_or_else(|e| panic!("{e}"));
+        let curve = &cal.gemm_efficiency[0];
+        assert_eq!(curve.points[1].shape, Shape::square(1024));
+        assert_eq!(cal.points[1].param, Some(Param::Shape(Shape::square(1024))));
+        assert_eq!(cal.points[0].param, Some(Param::Count(4)));
+        assert_eq!(
+            Calibration::from_json("c.json", &cal.to_json()).unwrap(),
+            cal
+        );
+        assert!(Calibration::from_json("c.json", GOOD)
+            .unwrap()
+            .gemm_efficiency
+            .is_empty());
+        for (from, to, what) in [
+            (
+                "\"efficiency\": 0.5,",
+                "\"efficiency\": 0.6,",
+                "gflops / ceiling_gflops",
+            ),
+            (
+                "\"spec_efficiency\": 0.035897435897435895",
+                "\"spec_efficiency\": null",
+                "gflops / spec_gflops",
+            ),
+            (
+                "\"gflop\": 2.147483648",
+                "\"gflop\": 2.0",
+                "2·M·N·K / 1e9 of 1024x1024x1024",
+            ),
+            (
+                "\"ceiling_gflops\": 16000.0",
+                "\"ceiling_gflops\": 17000.0",
+                "compute ceiling",
+            ),
+            (
+                "\"ceiling\": \"peak f32\"",
+                "\"ceiling\": \"tensor f32\"",
+                "held against `peak f32`",
+            ),
+            (
+                "\"gflops\": 700.0",
+                "\"gflops\": -700.0",
+                "not a finite positive",
+            ),
+            (
+                "\"shape\": \"1x4096x4096\"",
+                "\"shape\": \"4096x4096\"",
+                "not a GEMM shape",
+            ),
+            (
+                "\"param\": \"1024x1024x1024\"",
+                "\"param\": \"1024x0x1024\"",
+                "not a GEMM shape",
+            ),
+        ] {
+            let bad = with.replacen(from, to, 1);
+            assert_ne!(bad, with, "{from}");
+            let e = err(&bad);
+            assert!(e.contains(what), "{to}: {e}");
+            assert!(
+                e.starts_with(&format!("c.json:{}: ", line_with(&bad, to))),
+                "{to}: {e}"
+            );
+        }
+        // the curve's figure and the point's are one row's
+        let bad = with.replacen(
+            "\"gflops\": 8000.0, \"bound\": \"compute\", \"roof_gflops\": 16000.0,\n      \"fraction_of_roof\": 0.5,",
+            "\"gflops\": 8100.0, \"bound\": \"compute\", \"roof_gflops\": 16000.0,\n      \"fraction_of_roof\": 0.50625,",
+            1,
+        );
+        assert_ne!(bad, with);
+        assert!(
+            err(&bad).contains("the `gflops` of point gemm/simd/f32/1024x1024x1024"),
+            "{}",
+            err(&bad)
+        );
+        // points ascend in size
+        let first = concat!(
+            "        { \"shape\": \"1x4096x4096\", \"gflop\": 0.033554432, \"gflops\": 700.0,\n",
+            "          \"efficiency\": 0.04375, \"spec_efficiency\": 0.035897435897435895 }"
+        );
+        let second = concat!(
+            "        { \"shape\": \"1024x1024x1024\", \"gflop\": 2.147483648, \"gflops\": 8000.0,\n",
+            "          \"efficiency\": 0.5, \"spec_efficiency\": 0.41025641025641024 }"
+        );
+        let swapped = with.replacen(
+            &format!("{first},\n{second}"),
+            &format!("{second},\n{first}"),
+            1,
+        );
+        assert_ne!(swapped, with);
+        assert!(
+            err(&swapped).contains("points ascend in size"),
+            "{}",
+            err(&swapped)
+        );
     }
 
     #[test]

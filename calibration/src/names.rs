@@ -19,17 +19,21 @@ pub enum Family {
     Intensity,
     /// Cache bandwidth: a read-only sum over a working set that stays in one cache level.
     Cache,
+    /// Matrix products (`C = A·Bᵀ`): square, and the LLM batch sweep; the parameter is the
+    /// shape ([`crate::Shape`]).
+    Gemm,
     /// Load-to-use latency: a dependent pointer chase, one cache line per hop, one thread.
     Latency,
 }
 
 impl Family {
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
         Family::Intensity,
         Family::Cache,
+        Family::Gemm,
         Family::Latency,
     ];
 
@@ -40,6 +44,7 @@ impl Family {
             Family::Tensor => "tensor",
             Family::Intensity => "intensity",
             Family::Cache => "cache",
+            Family::Gemm => "gemm",
             Family::Latency => "latency",
         }
     }

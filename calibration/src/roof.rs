@@ -5,6 +5,7 @@
 //! how a file is checked is [`crate::check`]'s.
 
 use crate::names::{Family, Precision};
+use crate::param::Param;
 use serde::{Deserialize, Serialize};
 
 /// A level of the memory hierarchy that has a bandwidth ceiling.
@@ -108,9 +109,10 @@ pub struct Point {
     pub case: String,
     pub family: Family,
     pub precision: Precision,
-    /// The family's parameter (operations per element in the intensity sweep).
+    /// The family's parameter (operations per element in the intensity sweep, `MxNxK` of a
+    /// GEMM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub param: Option<u32>,
+    pub param: Option<Param>,
     /// flops / bytes.
     pub flop_per_byte: f64,
     pub gflops: f64,
@@ -164,5 +166,58 @@ impl SpecBasis {
             }
             SpecBasis::None { reason } => format!("no spec ({reason})"),
         }
+    }
+}
+
+/// The compute ceiling a GEMM of `precision` is held against: the tensor-core peak of a
+/// tensor-core type (its inputs and accumulator named, `bf16.f32`), else the ALU peak.
+pub fn gemm_ceiling_family(precision: Precision) -> Family {
+    match precision {
+        Precision::F16F16
+        | Precision::F16F32
+        | Precision::Bf16F32
+        | Precision::Tf32F32
+        | Precision::S8S32
+        | Precision::F64F64
+        | Precision::E4m3F32 => Family::Tensor,
+        _ => Family::Peak,
+    }
+}
+
+/// One GEMM measurement against its compute ceiling.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GemmEfficiencyPoint {
+    /// `MxNxK`.
+    pub shape: crate::param::Shape,
+    /// The product's size: 2·M·N·K / 10^9.
+    pub gflop: f64,
+    pub gflops: f64,
+    /// gflops / the measured ceiling; absent where it was not measured. Not capped at 1: a
+    /// library may use instructions the ceiling's kernel does not (wgmma above mma.sync).
+    pub efficiency: Option<f64>,
+    /// gflops / the spec ceiling; absent where the sheet has none.
+    pub spec_efficiency: Option<f64>,
+}
+
+/// The achieved GEMM efficiency of one implementation in one precision, as a function of the
+/// product's size: the curve estimators such as Calculon take as `gflops_efficiency`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GemmEfficiency {
+    /// The implementation (`simd`, `gemm-crate`, `ptx`, `cublas`).
+    pub kernel: String,
+    pub precision: Precision,
+    /// The ceiling it is held against ([`gemm_ceiling_family`]): `peak f32`, `tensor bf16.f32`.
+    pub ceiling: String,
+    /// That ceiling, measured and on the spec sheet (the calibration's compute ceiling).
+    pub ceiling_gflops: Option<f64>,
+    pub spec_gflops: Option<f64>,
+    /// Ascending in size.
+    pub points: Vec<GemmEfficiencyPoint>,
+}
+
+impl GemmEfficiency {
+    /// `peak f32`, `tensor bf16.f32`: how the ceiling of a GEMM of `precision` is named.
+    pub fn ceiling_name(precision: Precision) -> String {
+        format!("{} {precision}", gemm_ceiling_family(precision))
     }
 }

@@ -44,6 +44,11 @@ use std::mem::ManuallyDrop;
 use std::sync::{Arc, Once, OnceLock};
 use std::time::{Duration, Instant};
 
+// gemm (branch gemm): the GEMM rows' driver code (dynamic shared memory, cuBLAS) lives in its
+// own file, as a child of this module.
+#[path = "cuda_gemm.rs"]
+mod gemm_driver;
+
 /// The most one batch of launches may take before its kernel is presumed runaway: the deadline
 /// of a case's first batch, when nothing is known of its launches yet, and the cap on the later
 /// ones ([`batch_deadline`]). No launch of a correct run comes near it (samples last about
@@ -688,7 +693,8 @@ impl CudaBackend {
             ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
             ModuleId::Cache => self.modules.cache.get(id),
             ModuleId::Latency => self.modules.latency.get(id),
-            ModuleId::Sweep(..) => {
+            // gemm (branch gemm): a GEMM expansion is loaded per case too.
+            ModuleId::Sweep(..) | ModuleId::Gemm(..) => {
                 let during = format!("loading kernels/{}", id.file());
                 self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
             }
@@ -993,6 +999,10 @@ impl Backend for CudaBackend {
     }
 
     fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
+        // gemm (branch gemm): a cuBLAS row runs the PTX row's arrays through cuBLAS.
+        if case.family == Family::Gemm && case.kernel == crate::bench::gemm::GPU_REFERENCE {
+            return gemm_driver::prepare_cublas(self, case);
+        }
         Ok(Box::new(GpuCase::new(self, case)?))
     }
 
@@ -1124,6 +1134,8 @@ impl<'b> GpuCase<'b> {
         }
         let grid = backend.one_wave(&func, &entry.name)?;
         let launch = launch::plan(case, grid).map_err(Error::Usage)?;
+        // gemm (branch gemm): more than 48 KiB of dynamic shared memory is raised per function.
+        gemm_driver::raise_dynamic_shared(backend, &func, &launch)?;
         let free = backend.free_bytes()?;
         let needed = launch.device_bytes();
         if needed > free / 100 * 95 {
@@ -1342,7 +1354,9 @@ impl PreparedCase for GpuCase<'_> {
         let arithmetic = match self.case.family {
             Family::Stream | Family::Cache | Family::Latency => false,
             Family::Peak | Family::Tensor => true,
-            Family::Intensity => self.case.param.is_some_and(|k| k > 0),
+            Family::Intensity => self.case.count().is_some_and(|k| k > 0),
+            // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.
+            Family::Gemm => true,
         };
         arithmetic
             .then(|| {

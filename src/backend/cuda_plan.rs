@@ -14,7 +14,7 @@
 
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
-use crate::bench::{arith, cache, intensity, latency, peak, stream, tensor, Case, Precision};
+use crate::bench::{arith, cache, gemm, intensity, latency, peak, stream, tensor, Case, Precision};
 use crate::specs::theory;
 use crate::Result;
 
@@ -68,6 +68,40 @@ pub fn cache_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<Case> {
             cache::level_cases(level, 0, capacity, cache_bytes_per_launch(info))
         })
         .collect()
+}
+
+/// Longest one GEMM launch may last at the device's theoretical tensor peak: 16384³ in bf16 on
+/// an H200 is about 9 ms there; on a small GPU the largest squares are left out.
+pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.5;
+
+/// The GEMM cases of a device: for each PTX GEMM precision (bf16.f32, f16.f32) the square
+/// sweep, and in bf16.f32 the batch sweep, each shape by cuBLAS (the reference, planned
+/// whether or not cuBLAS is there: its row then says `skipped: <why>`) and then by our kernel.
+/// Shapes are capped by `usable_bytes` (the PTX launch's padded A and B, and C), by an explicit
+/// `--size` (no matrix larger), and by [`GEMM_MAX_LAUNCH_SECS`] at the theoretical peak.
+pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
+    let info = device.info;
+    let mut out = Vec::new();
+    for p in gemm::GPU_PRECISIONS {
+        let limits = gemm::Limits {
+            // room for the padding of A's and B's rows (at most 7 elements each)
+            usable_bytes: device.usable_bytes / 10 * 9,
+            max_matrix_bytes: match size {
+                SizeRequest::Auto => None,
+                SizeRequest::BytesPerArray(b) => Some(b),
+            },
+            max_flops: target_flops(info, device.compute_capability, p) / TARGET_LAUNCH_SECS
+                * GEMM_MAX_LAUNCH_SECS,
+        };
+        out.extend(gemm::cases(
+            gemm::GPU_OURS,
+            Some(gemm::GPU_REFERENCE),
+            p,
+            &limits,
+            p == Precision::Bf16F32,
+        ));
+    }
+    out
 }
 
 /// SM clock assumed for sizing where the device reports none.
@@ -208,6 +242,14 @@ pub fn plan_cases(
         note: String::new(),
     }));
     planned.extend(
+        gemm_cases(device, size)
+            .into_iter()
+            .map(|case| PlannedCase {
+                case,
+                note: String::new(),
+            }),
+    );
+    planned.extend(
         latency_cases(info, device.usable_bytes)
             .into_iter()
             .map(|case| PlannedCase {
@@ -268,6 +310,36 @@ mod tests {
         assert!((33.0e9..34.0e9).contains(&(bytes as f64)), "{bytes}");
         let small = info("small", 2, Some(100.0));
         assert_eq!(cache_bytes_per_launch(&small), 25_600_000);
+    }
+
+    /// An H200 plans every square from 256³ to 16384³ in bf16 and f16, and the whole batch
+    /// sweep in bf16, cuBLAS before ours on each shape.
+    #[test]
+    fn gemm_cases_cover_the_sweeps_on_a_big_gpu() {
+        let h200 = info("NVIDIA H200", 132, Some(1980.0));
+        let model = DeviceModel {
+            info: &h200,
+            compute_capability: (9, 0),
+            usable_bytes: 120 << 30,
+        };
+        let cases = gemm_cases(&model, SizeRequest::Auto);
+        let count = |kernel: &str, p: Precision| {
+            cases
+                .iter()
+                .filter(|c| c.kernel == kernel && c.precision == p)
+                .count()
+        };
+        assert_eq!(count("ptx", Precision::Bf16F32), 7 + 5 * 14);
+        assert_eq!(count("cublas", Precision::Bf16F32), 7 + 5 * 14);
+        assert_eq!(count("ptx", Precision::F16F32), 7);
+        assert_eq!(cases[0].id(), "gemm/cublas/bf16.f32/256x256x256");
+        assert_eq!(cases[1].id(), "gemm/ptx/bf16.f32/256x256x256");
+        // a --size of 32 MiB: no Llama weight in bf16 above it (4096² is 32 MiB)
+        let small = gemm_cases(&model, SizeRequest::BytesPerArray(32 << 20));
+        assert!(small.iter().all(|c| {
+            let s = gemm::shape_of(c).unwrap();
+            s.n * s.k * 2 <= 32 << 20 && s.m * s.n * 4 <= 32 << 20
+        }));
     }
 
     #[test]
@@ -342,7 +414,7 @@ mod tests {
         let kib: Vec<u32> = cases
             .iter()
             .filter(|c| c.kernel == "cg")
-            .filter_map(|c| c.param)
+            .filter_map(Case::count)
             .collect();
         assert_eq!(
             kib,
@@ -358,7 +430,7 @@ mod tests {
         small.llc_bytes = 32 << 10;
         let few = latency_cases(&small, 1 << 30);
         assert!(few.iter().all(|c| latency::hops(c) == 4096));
-        assert_eq!(few.last().and_then(|c| c.param), Some(128));
+        assert_eq!(few.last().and_then(Case::count), Some(128));
         assert!(latency_cases(&h200, 100 << 20)
             .iter()
             .all(|c| c.working_set_bytes <= 100 << 20));

@@ -14,6 +14,7 @@ pub mod cpu;
 use self::cpu::{cpuinfo_field, read_text};
 use super::host_cache::{self, CacheCase};
 use super::host_compute::{self, HostCompute};
+use super::host_gemm;
 use super::host_latency::{self, LatencyCase};
 use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::{
@@ -21,7 +22,7 @@ use super::{
     Identity, PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
-use crate::bench::{cache, latency, Case, Family, Precision, Verdict};
+use crate::bench::{cache, gemm, latency, Case, Family, Precision, Verdict};
 use crate::{Error, Result};
 use std::time::Instant;
 
@@ -119,6 +120,14 @@ impl Backend for HostBackend {
                     note: String::new(),
                 }),
         );
+        planned.extend(
+            host_gemm_cases(&self.compute, threads, usable, size)
+                .into_iter()
+                .map(|case| PlannedCase {
+                    case,
+                    note: String::new(),
+                }),
+        );
         planned.extend(host_latency_cases(self.info.llc_bytes, usable));
         Ok(planned)
     }
@@ -134,6 +143,7 @@ impl Backend for HostBackend {
             (Family::Peak | Family::Intensity, _) => {
                 host_compute::prepare(&self.pool, self.compute, case)
             }
+            (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
             (Family::Cache, _) => Ok(Box::new(CacheCase::new(
                 &self.pool,
@@ -158,6 +168,45 @@ impl Backend for HostBackend {
     fn min_sample_secs(&self) -> f64 {
         0.02
     }
+}
+
+/// Longest one host GEMM launch may last at the theoretical peak: the runner times at least
+/// eight launches of a case, so the largest shapes take a few seconds each.
+pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.3;
+
+/// The host's GEMM cases: the square sweep in f32 and f64 and the batch sweep in f32, each
+/// shape by the reference crate then by our kernel. Shapes are capped by `usable_bytes`, by an
+/// explicit `--size` (no matrix larger than it), and by time: at most
+/// [`GEMM_MAX_LAUNCH_SECS`] at the theoretical peak of `threads` cores at the clock measured now
+/// (16 operations per cycle per core where the core's FMA datapath is not known).
+fn host_gemm_cases(
+    compute: &HostCompute,
+    threads: usize,
+    usable_bytes: u64,
+    size: SizeRequest,
+) -> Vec<Case> {
+    let mhz = host_compute::measure_core_mhz().unwrap_or(3000.0);
+    let mut out = Vec::new();
+    for p in host_gemm::PRECISIONS {
+        let peak_gflops = host_compute::theory_gflops(threads, mhz, compute.simd, p, compute.fma)
+            .unwrap_or(16.0 * threads as f64 * mhz / 1e3);
+        let limits = gemm::Limits {
+            usable_bytes,
+            max_matrix_bytes: match size {
+                SizeRequest::Auto => None,
+                SizeRequest::BytesPerArray(b) => Some(b),
+            },
+            max_flops: peak_gflops * 1e9 * GEMM_MAX_LAUNCH_SECS,
+        };
+        out.extend(gemm::cases(
+            gemm::HOST_OURS,
+            Some(gemm::HOST_REFERENCE),
+            p,
+            &limits,
+            p == Precision::F32,
+        ));
+    }
+    out
 }
 
 /// The cache sweep's cases for `threads` workers, each on its own core: per level (L1d, L2, L3),

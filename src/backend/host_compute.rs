@@ -788,7 +788,7 @@ struct SweepCase<'p, T: HostElement> {
 impl<'p, T: HostElement> SweepCase<'p, T> {
     fn new(pool: &'p Pool, compute: HostCompute, case: &Case) -> Result<Self> {
         let k = case
-            .param
+            .count()
             .ok_or_else(|| Error::Usage(format!("{} has no k", case.id())))?;
         let n = usize::try_from(case.elements).map_err(|_| {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))

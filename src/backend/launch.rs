@@ -16,7 +16,7 @@
 
 use crate::bench::stream::{self, StreamKernel};
 use crate::bench::{
-    arith, cache, intensity, latency, peak, tensor, Case, Family, Precision, Verdict, Work,
+    arith, cache, gemm, intensity, latency, peak, tensor, Case, Family, Precision, Verdict, Work,
 };
 use std::borrow::Cow;
 
@@ -57,6 +57,8 @@ pub enum ModuleId {
     Latency,
     /// One expansion of kernels/intensity.ptx.in: (precision, k).
     Sweep(Precision, u32),
+    /// One expansion of kernels/gemm.ptx.in: its input and accumulator types.
+    Gemm(Precision),
 }
 
 impl ModuleId {
@@ -71,6 +73,7 @@ impl ModuleId {
             ModuleId::Cache => "cache.ptx".into(),
             ModuleId::Latency => "latency.ptx".into(),
             ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
+            ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
         }
     }
 
@@ -85,6 +88,7 @@ impl ModuleId {
             ModuleId::Cache => Cow::Borrowed(kernels::CACHE),
             ModuleId::Latency => Cow::Borrowed(kernels::LATENCY),
             ModuleId::Sweep(p, k) => Cow::Owned(intensity::expand(p, k)),
+            ModuleId::Gemm(p) => Cow::Owned(gemm::expand(p)),
         }
     }
 }
@@ -208,6 +212,14 @@ pub enum Init {
     },
     /// These words (tensor-core fragments).
     Words(Vec<u64>),
+    /// A GEMM input (`matrix` 0: A, 1: B) of `shape`, row stride `ld` elements, two 16-bit
+    /// elements per word (`gemm::operand_word`).
+    GemmOperand {
+        precision: Precision,
+        shape: gemm::Shape,
+        matrix: u64,
+        ld: u64,
+    },
     /// A NaN with a recognisable payload in every word, so an element the kernel never wrote
     /// fails the check.
     Poison,
@@ -265,6 +277,12 @@ impl Buffer {
                 }
             }
             Init::Words(w) => w.get(i as usize).copied().unwrap_or(0),
+            Init::GemmOperand {
+                precision,
+                shape,
+                matrix,
+                ld,
+            } => gemm::operand_word(*precision, *shape, *matrix, *ld, i),
             Init::Poison => poison(self.word_bytes),
             Init::Zero => 0,
         }
@@ -301,6 +319,11 @@ pub enum Check {
         lines: u64,
         line_bytes: u64,
         hops: u64,
+    },
+    /// C (f32 words, row-major) is the exact product of the GEMM's inputs (`gemm::check`).
+    Gemm {
+        precision: Precision,
+        shape: gemm::Shape,
     },
 }
 
@@ -561,6 +584,13 @@ impl Launch {
             Check::Sweep { precision, k } => {
                 intensity::check(precision, k, words.len(), |i| words[i])
             }
+            Check::Gemm { precision, shape } => gemm::check(
+                precision,
+                shape,
+                |i, k| gemm::a_value(shape, i, k),
+                |j, k| gemm::b_value(shape, j, k),
+                |i, j| f32::from_bits(words[(i * shape.n + j) as usize] as u32) as f64,
+            ),
             Check::Cache { n, passes } => {
                 let threads = words.len() as u64;
                 cache::check_sums(passes, words, |t| {
@@ -595,6 +625,15 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
     let p = case.precision;
     let none = || format!("the CUDA backend has no kernel for {}", case.id());
     match case.family {
+        Family::Gemm => {
+            if case.kernel != gemm::GPU_OURS || !gemm::GPU_PRECISIONS.contains(&p) {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Gemm(p),
+                name: gemm::entry_name(p),
+            })
+        }
         Family::Stream => {
             let kernel = StreamKernel::from_name(&case.kernel).ok_or_else(none)?;
             if !stream::PRECISIONS.contains(&p) {
@@ -629,7 +668,7 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
         }
         Family::Intensity => {
             let k = case
-                .param
+                .count()
                 .ok_or_else(|| format!("{} has no k", case.id()))?;
             if case.kernel != intensity::KERNEL
                 || !intensity::PRECISIONS.contains(&p)
@@ -679,7 +718,9 @@ pub fn shared_carveout_percent(entry: &Entry) -> Option<i32> {
 ///
 /// `grid` is the grid that fills the device once (every SM at the kernel's occupancy). The
 /// STREAM and sweep kernels stride over any n with it; a peak or tensor case was planned for
-/// exactly that many threads (one wave, no grid stride) and must match it.
+/// exactly that many threads (one wave, no grid stride) and must match it. A GEMM's grid is
+/// its shape's (one block of [`gemm::GPU_BLOCK`] threads per 128 × 128 tile of C), whatever
+/// `grid` says.
 pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
     if grid == 0 || grid > MAX_GRID {
         return Err(format!(
@@ -713,6 +754,63 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
     };
     let param = |name, arg| Param { name, arg };
     match case.family {
+        Family::Gemm => {
+            // One block per 128 × 128 tile of C: the grid is the shape's, not `grid`.
+            let shape = gemm::shape_of(case)?;
+            let (lda, ldb) = (
+                gemm::gpu_leading_dimension(shape.k),
+                gemm::gpu_leading_dimension(shape.k),
+            );
+            gemm::check_operands(shape, lda, ldb)?;
+            let operand = |i: u8, matrix: u64, rows: u64, ld: u64| Buffer {
+                role: Role::Input(i),
+                // two 16-bit elements per word; ld is even
+                words: rows * ld / 2,
+                word_bytes: 4,
+                init: Init::GemmOperand {
+                    precision: p,
+                    shape,
+                    matrix,
+                    ld,
+                },
+            };
+            let buffers = vec![
+                operand(0, 0, shape.m, lda),
+                operand(1, 1, shape.n, ldb),
+                Buffer {
+                    role: Role::Output,
+                    words: shape.m * shape.n,
+                    word_bytes: 4,
+                    init: Init::Poison,
+                },
+            ];
+            let dim = |v: u64| Arg::U32(v as u32); // check_operands: all fit
+            let params = vec![
+                param("a", Arg::Buffer(Role::Input(0))),
+                param("b", Arg::Buffer(Role::Input(1))),
+                param("c", Arg::Buffer(Role::Output)),
+                param("m", dim(shape.m)),
+                param("n", dim(shape.n)),
+                param("k", dim(shape.k)),
+                param("lda", dim(lda)),
+                param("ldb", dim(ldb)),
+            ];
+            Ok(Launch {
+                entry: entry.clone(),
+                grid: gemm::gpu_blocks(shape) as u32,
+                block: gemm::GPU_BLOCK,
+                dynamic_shared_bytes: gemm::GPU_SHARED_BYTES,
+                buffers,
+                params,
+                check: Check::Gemm {
+                    precision: p,
+                    shape,
+                },
+                iterations: None,
+                owed: None,
+                work: case.work,
+            })
+        }
         Family::Stream => {
             let kernel = StreamKernel::from_name(&case.kernel).ok_or("unreachable")?;
             let n = case.elements;
@@ -874,7 +972,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
             Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
         }
         Family::Intensity => {
-            let k = case.param.ok_or("unreachable")?;
+            let k = case.count().ok_or("unreachable")?;
             let n = case.elements;
             let wide = p == Precision::F64;
             let word_bytes = arith::word_bytes(p);

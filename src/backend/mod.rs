@@ -9,11 +9,13 @@
 //! A backend must never print or exit; it returns [`crate::Error`]s whose messages tell the user
 //! what to do.
 
+pub mod cublas;
 pub mod cuda;
 pub mod cuda_plan;
 pub mod host;
 pub mod host_cache;
 pub mod host_compute;
+pub mod host_gemm;
 pub mod host_latency;
 pub mod launch;
 pub mod pool;

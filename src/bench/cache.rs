@@ -51,7 +51,9 @@ pub fn case(level: &str, bytes: u64, passes: u64) -> Case {
         family: Family::Cache,
         kernel: level.to_string(),
         precision: PRECISION,
-        param: Some(u32::try_from(bytes >> 10).unwrap_or(u32::MAX)),
+        param: Some(super::Param::Count(
+            u32::try_from(bytes >> 10).unwrap_or(u32::MAX),
+        )),
         elements: bytes / WORD_BYTES,
         working_set_bytes: bytes,
         work: Work {

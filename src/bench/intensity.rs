@@ -52,7 +52,7 @@ pub fn case(precision: Precision, k: u32, n: u64) -> Case {
         family: Family::Intensity,
         kernel: KERNEL.to_string(),
         precision,
-        param: Some(k),
+        param: Some(super::Param::Count(k)),
         elements: n,
         working_set_bytes: 2 * n * bytes,
         work: Work {

@@ -46,7 +46,9 @@ pub fn case(kernel: &str, line_bytes: u64, bytes: u64, hops: u64) -> Case {
         family: Family::Latency,
         kernel: kernel.to_string(),
         precision: PRECISION,
-        param: Some(u32::try_from(bytes >> 10).unwrap_or(u32::MAX)),
+        param: Some(super::Param::Count(
+            u32::try_from(bytes >> 10).unwrap_or(u32::MAX),
+        )),
         elements: (bytes / line_bytes.max(1)).clamp(1, MAX_LINES),
         working_set_bytes: bytes,
         work: Work {

@@ -11,6 +11,7 @@
 
 pub mod arith;
 pub mod cache;
+pub mod gemm;
 pub mod intensity;
 pub mod latency;
 pub mod peak;
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 // The names a calibration shares with the rows live in the lean calibration crate, so an
 // estimator that loads a calibration builds none of roofprobe.
-pub use roofprobe_calibration::{Family, Precision};
+pub use roofprobe_calibration::{Family, Param, Precision};
 
 /// The analytic work of one launch of a case, counted the STREAM way: every element read or
 /// written by the kernel counts once, with no write-allocate traffic, and arithmetic counts 2 per
@@ -55,8 +56,8 @@ pub struct Case {
     pub kernel: String,
     pub precision: Precision,
     /// The family's parameter: operations per element in the intensity sweep, KiB of working set
-    /// in the cache sweep and the latency chase; `None` elsewhere.
-    pub param: Option<u32>,
+    /// in the cache sweep and the latency chase, the `MxNxK` shape of a GEMM; `None` elsewhere.
+    pub param: Option<Param>,
     /// Problem size in elements (of `precision`) per array.
     pub elements: u64,
     /// Bytes of memory the case's arrays occupy (its working set).
@@ -72,6 +73,11 @@ impl Case {
             Some(p) => format!("{}/{}/{}/{}", self.family, self.kernel, self.precision, p),
             None => format!("{}/{}/{}", self.family, self.kernel, self.precision),
         }
+    }
+
+    /// The count parameter (the sweep's k, the cache sweep's KiB), if the case has one.
+    pub fn count(&self) -> Option<u32> {
+        self.param.and_then(Param::count)
     }
 }
 

@@ -74,6 +74,8 @@ pub struct Listing {
     /// Every usable CUDA device, then the host.
     pub devices: Vec<DeviceInfo>,
     pub unusable: Vec<Unusable>,
+    /// The GEMM rows' reference line on a GPU: the cuBLAS found (version, path), or why none.
+    pub cublas: String,
 }
 
 /// Every CUDA device the driver reports, then the host.
@@ -82,6 +84,7 @@ pub fn listing() -> Listing {
         cuda: String::new(),
         devices: Vec::new(),
         unusable: Vec::new(),
+        cublas: crate::backend::cublas::describe(),
     };
     match device_count() {
         Ok(0) => out.cuda = "the driver reports no device".to_string(),
@@ -128,6 +131,7 @@ pub fn devices(args: &DevicesArgs) -> Result<i32> {
     for u in &listing.unusable {
         emit(&format!("{} — unusable: {}\n\n", u.id, u.error))?;
     }
+    emit(&format!("cuBLAS: {}\n\n", listing.cublas))?;
     for d in listing
         .devices
         .iter()

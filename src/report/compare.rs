@@ -62,9 +62,11 @@ impl Line {
     }
 }
 
+/// The unit of a case's figure: bandwidth for the families that move bytes (STREAM, and the
+/// cache sweep, whose `i32` is its element type, not arithmetic), else operations per second.
 fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
-        Family::Stream => "GB/s",
+        Family::Stream | Family::Cache => "GB/s",
         Family::Latency => "ns/load",
         _ if precision.is_integer() => "GOP/s",
         _ => "GFLOP/s",
@@ -212,7 +214,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
-                    Family::Intensity | Family::Cache | Family::Latency => None,
+                    Family::Intensity | Family::Cache | Family::Gemm | Family::Latency => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",
@@ -564,7 +566,7 @@ mod tests {
                 Family::Latency,
                 "ca",
                 Precision::I32,
-                Some(4),
+                Some(crate::bench::Param::Count(4)),
                 (4000, 0),
                 secs,
                 true,
@@ -680,6 +682,53 @@ mod tests {
             .unwrap();
         assert_eq!(copy_b["ratio_to_a"], 2.0);
         assert_eq!(copy_b["status"], "ok");
+    }
+
+    /// Cache rows are bandwidths: GB/s in the lines, the table and the CSV, like the memory
+    /// ceilings, never GOP/s for their i32 elements; an integer peak stays GOP/s.
+    #[test]
+    fn cache_rows_are_bandwidths() {
+        let mut runs = two_runs();
+        for run in &mut runs {
+            let rows = run.records.as_mut().unwrap();
+            let first = rows[0].clone();
+            for (family, kernel, param, work) in [
+                (
+                    Family::Cache,
+                    "l2",
+                    Some(crate::bench::Param::Count(4096)),
+                    (1u64 << 30, 0),
+                ),
+                (Family::Peak, "fma", None, (0, 1u64 << 40)),
+            ] {
+                let mut r = row(family, kernel, Precision::I32, param, work, 1e-3, true);
+                r.run_id.clone_from(&first.run_id);
+                r.host.clone_from(&first.host);
+                r.timestamp_utc.clone_from(&first.timestamp_utc);
+                r.device_name.clone_from(&first.device_name);
+                r.compute_capability.clone_from(&first.compute_capability);
+                r.isa.clone_from(&first.isa);
+                r.units = first.units;
+                rows.push(r);
+            }
+            run.calibration = Calibration::from_records(rows, None).unwrap();
+        }
+        let lines = lines(&runs);
+        let unit = |key: &str| lines.iter().find(|l| l.key == key).unwrap().unit;
+        assert_eq!(unit("cache/l2/i32/4096"), "GB/s");
+        assert_eq!(unit("L2"), "GB/s");
+        assert_eq!(unit("peak/fma/i32"), "GOP/s");
+        assert_eq!(unit("i32"), "GOP/s");
+        let table = table(&runs);
+        let cache_row = table
+            .lines()
+            .find(|l| l.starts_with("cache/l2/i32/4096"))
+            .unwrap();
+        assert!(cache_row.contains(" GB/s "), "{cache_row}");
+        let csv = String::from_utf8(csv(&runs)).unwrap();
+        assert!(csv.contains("case,cache/l2/i32/4096,GB/s,A,"), "{csv}");
+        assert!(csv.contains("case,cache/l2/i32/4096,GB/s,B,"), "{csv}");
+        assert!(!csv.contains("cache/l2/i32/4096,GOP/s"));
     }
 
     #[test]

@@ -48,6 +48,14 @@ pub fn render(records: &[Record]) -> String {
     let mut out = String::new();
     let mut current_run = None;
     let mut group: Vec<&Record> = Vec::new();
+    // GEMM ids (`gemm/gemm-crate/f32/8192x28672x8192`) are longer than the others; an id from a
+    // damaged file may be any length, and runs past the column rather than widening every row.
+    let width = records
+        .iter()
+        .map(|r| r.case_id().chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(28, 40);
     for r in records {
         if current_run != Some(&r.run_id) {
             out.push_str(&latency_block(&group));
@@ -69,16 +77,23 @@ pub fn render(records: &[Record]) -> String {
             );
             let _ = writeln!(
                 out,
-                "{:<28} {:>11} {:>9} {:>9} {:>7} {:>11} {:>6}  status",
+                "{:<width$} {:>11} {:>9} {:>9} {:>7} {:>11} {:>6}  status",
                 "case", "working set", "GB/s", "GFLOP/s", "%theory", "median", "CV"
             );
         }
         let cv =
             r.cv.map_or_else(|| "-".to_string(), |c| format!("{:.1}%", c * 100.0));
-        // A suspect figure never reads `ok`: its flags stand in the status.
+        // A suspect figure never reads `ok`: its flags stand in the status. Our GEMM's ratio to
+        // the reference measured on the same shape follows either.
+        let ratio = r.ratio_to_reference.map_or_else(String::new, |ratio| {
+            format!(
+                " ({ratio:.2} x {})",
+                crate::bench::gemm::reference_of(&r.kernel).unwrap_or("reference")
+            )
+        });
         let status = match (r.valid, r.flags.is_empty()) {
-            (true, true) => "ok".to_string(),
-            (true, false) => format!("suspect: {}", r.flags.replace(';', ", ")),
+            (true, true) => format!("ok{ratio}"),
+            (true, false) => format!("suspect: {}{ratio}", r.flags.replace(';', ", ")),
             (false, _) => r.status.clone(),
         };
         // GFLOP/s as a share of the theoretical peak at the clock the case ran at.
@@ -88,7 +103,7 @@ pub fn render(records: &[Record]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<28} {:>11} {:>9} {:>9} {:>7} {:>11} {:>6}  {}",
+            "{:<width$} {:>11} {:>9} {:>9} {:>7} {:>11} {:>6}  {}",
             r.case_id(),
             bytes(r.working_set_bytes),
             figure(r.gbps),
@@ -291,9 +306,23 @@ mod tests {
         let case = crate::bench::peak::case(Precision::F32, 100, 1000, 128);
         let mut r = measured(&case, 1e-3, true);
         r.theory_gflops = Some(r.gflops.unwrap() * 2.0);
-        let t = render(&[r]);
+        let t = render(std::slice::from_ref(&r));
         let line = t.lines().find(|l| l.starts_with("peak/fma/f32")).unwrap();
         assert!(line.contains("50.0%"), "{line}");
+        let gemm = crate::bench::gemm::case(
+            "simd",
+            Precision::F32,
+            crate::bench::gemm::Shape::new(8192, 28672, 8192),
+        );
+        let mut g = measured(&gemm, 1.0, true);
+        g.ratio_to_reference = Some(0.934);
+        let t = render(&[g, r.clone()]);
+        let line = t.lines().find(|l| l.starts_with("gemm/simd")).unwrap();
+        assert!(line.ends_with("ok (0.93 x gemm-crate)"), "{line}");
+        // columns stay aligned under the longest id: the working set ends at the same place
+        let peak = t.lines().find(|l| l.starts_with("peak/fma/f32")).unwrap();
+        let end = |l: &str| l.find('B').unwrap();
+        assert_eq!(end(line), end(peak), "{line}\n{peak}");
         let stream = measured(&StreamKernel::Copy.case(Precision::F32, 10), 1e-3, true);
         let t = render(&[stream]);
         assert!(t

@@ -1,0 +1,471 @@
+//! cuBLAS, found and loaded at run time: the GPU GEMM's reference line.
+//!
+//! Why not cudarc's `cublas` feature: cudarc (0.19, `dynamic-loading`) opens the library by
+//! name only, on the default search path (`libcublas.so`, `.so.<the CUDA major it was built
+//! for>`, `.so.12`, `.so.11` … from `cudarc::get_lib_name_candidates`), takes no path, and panics
+//! when none loads. A build for CUDA 12 would not find a driver-13 machine's `libcublas.so.13`,
+//! could not honour `ROOFPROBE_CUBLAS`, and would miss the copy a Python wheel installs. So this
+//! module searches itself and resolves the five entry points roofprobe calls from the file it
+//! found; cudarc still owns the context, the stream and the memory.
+//!
+//! # Search order
+//!
+//! 1. `ROOFPROBE_CUBLAS=PATH`: that file and nothing else (an error names it when it does not
+//!    load);
+//! 2. the loader's default search path (`LD_LIBRARY_PATH`, the ld.so cache): `libcublas.so.13`,
+//!    `libcublas.so.12`, `libcublas.so`;
+//! 3. the same names in `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64` and `/usr/local/cuda/lib64`;
+//! 4. Python environments' `nvidia/cublas/lib` (the `nvidia-cublas-cu12` / `-cu13` wheels): under
+//!    `lib/python3*/site-packages` or `dist-packages` of `$VIRTUAL_ENV`, `$CONDA_PREFIX`,
+//!    `~/.local`, `/usr/local` and `/usr`.
+//!
+//! The first file that loads and has the entry points wins; its cuBLASLt (which cuBLAS needs)
+//! is loaded from the same folder first where one is there. Without any, [`find`] says what it
+//! searched, and the cuBLAS rows of a run say `skipped: <why>`.
+//!
+//! This module must not print. `unsafe` here is limited to loading the library and calling its
+//! documented C entry points with the arguments their documentation gives.
+
+use libloading::Library;
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The environment variable that names the cuBLAS library to use.
+pub const ENV: &str = "ROOFPROBE_CUBLAS";
+
+/// File names tried in each place, newest first.
+pub const NAMES: [&str; 3] = ["libcublas.so.13", "libcublas.so.12", "libcublas.so"];
+
+/// Where to look for cuBLAS, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Candidate {
+    /// A file the user named.
+    Path(PathBuf),
+    /// A name for the loader's default search path.
+    Name(&'static str),
+}
+
+impl Candidate {
+    fn describe(&self) -> String {
+        match self {
+            Candidate::Path(p) => p.display().to_string(),
+            Candidate::Name(n) => format!("{n} (default search path)"),
+        }
+    }
+}
+
+/// What the search reads from the environment: the variables and the home folder.
+#[derive(Clone, Debug, Default)]
+pub struct SearchEnv {
+    pub override_path: Option<PathBuf>,
+    pub cuda_home: Option<PathBuf>,
+    pub cuda_path: Option<PathBuf>,
+    pub virtual_env: Option<PathBuf>,
+    pub conda_prefix: Option<PathBuf>,
+    pub home: Option<PathBuf>,
+}
+
+impl SearchEnv {
+    /// This process's environment.
+    pub fn current() -> SearchEnv {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        SearchEnv {
+            override_path: var(ENV),
+            cuda_home: var("CUDA_HOME"),
+            cuda_path: var("CUDA_PATH"),
+            virtual_env: var("VIRTUAL_ENV"),
+            conda_prefix: var("CONDA_PREFIX"),
+            home: var("HOME"),
+        }
+    }
+}
+
+/// The `lib/python3*/{site,dist}-packages/nvidia/cublas/lib` folders under `prefix` that exist.
+fn python_cublas_dirs(prefix: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(prefix.join("lib")) else {
+        return out;
+    };
+    let mut pythons: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("python3"))
+        })
+        .collect();
+    pythons.sort();
+    for python in pythons.into_iter().rev() {
+        for packages in ["site-packages", "dist-packages"] {
+            let dir = python.join(packages).join("nvidia/cublas/lib");
+            if dir.is_dir() {
+                out.push(dir);
+            }
+        }
+    }
+    out
+}
+
+/// The places to try, in the documented order.
+pub fn candidates(env: &SearchEnv) -> Vec<Candidate> {
+    if let Some(p) = &env.override_path {
+        return vec![Candidate::Path(p.clone())];
+    }
+    let mut out: Vec<Candidate> = NAMES.iter().map(|n| Candidate::Name(n)).collect();
+    let mut dirs: Vec<PathBuf> = [&env.cuda_home, &env.cuda_path]
+        .into_iter()
+        .flatten()
+        .map(|d| d.join("lib64"))
+        .collect();
+    dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
+    let prefixes = [
+        env.virtual_env.clone(),
+        env.conda_prefix.clone(),
+        env.home.as_ref().map(|h| h.join(".local")),
+        Some(PathBuf::from("/usr/local")),
+        Some(PathBuf::from("/usr")),
+    ];
+    for prefix in prefixes.into_iter().flatten() {
+        dirs.extend(python_cublas_dirs(&prefix));
+    }
+    let mut seen = Vec::new();
+    for dir in dirs {
+        if seen.contains(&dir) {
+            continue;
+        }
+        for name in NAMES {
+            out.push(Candidate::Path(dir.join(name)));
+        }
+        seen.push(dir);
+    }
+    out
+}
+
+type RawHandle = *mut c_void;
+type Status = i32;
+
+/// `cublasOperation_t`.
+pub const OP_N: i32 = 0;
+pub const OP_T: i32 = 1;
+/// `cudaDataType_t`.
+pub const R_32F: i32 = 0;
+pub const R_16F: i32 = 2;
+pub const R_16BF: i32 = 14;
+/// `cublasComputeType_t`: f32 accumulation.
+pub const COMPUTE_32F: i32 = 68;
+/// `cublasGemmAlgo_t`: let cuBLAS choose (tensor cores included since cuBLAS 11).
+pub const GEMM_DEFAULT: i32 = -1;
+
+type CreateFn = unsafe extern "C" fn(*mut RawHandle) -> Status;
+type DestroyFn = unsafe extern "C" fn(RawHandle) -> Status;
+type SetStreamFn = unsafe extern "C" fn(RawHandle, *mut c_void) -> Status;
+type GetPropertyFn = unsafe extern "C" fn(i32, *mut i32) -> Status;
+type GemmExFn = unsafe extern "C" fn(
+    RawHandle,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    *const c_void,
+    *const c_void,
+    i32,
+    i32,
+    *const c_void,
+    i32,
+    i32,
+    *const c_void,
+    *mut c_void,
+    i32,
+    i32,
+    i32,
+    i32,
+) -> Status;
+
+/// A loaded cuBLAS and the entry points roofprobe calls.
+pub struct Cublas {
+    /// The file (or name) it was loaded from.
+    pub path: String,
+    /// `major.minor.patch` as `cublasGetProperty` reports it.
+    pub version: String,
+    create: CreateFn,
+    destroy: DestroyFn,
+    set_stream: SetStreamFn,
+    gemm_ex: GemmExFn,
+    // The libraries stay loaded for the process (the function pointers point into them).
+    _lib: Library,
+    _lt: Option<Library>,
+}
+
+impl std::fmt::Debug for Cublas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cuBLAS {} ({})", self.version, self.path)
+    }
+}
+
+/// Loads `candidate` and resolves the entry points, or says why not.
+fn load(candidate: &Candidate) -> Result<Cublas, String> {
+    // cuBLAS needs cuBLASLt; from a folder that is not on the search path, load the one beside
+    // it first so the loader finds it.
+    let lt = match candidate {
+        Candidate::Path(p) => p.parent().and_then(|dir| {
+            let name = p.file_name()?.to_str()?.replace("libcublas", "libcublasLt");
+            // SAFETY: loading NVIDIA's library runs its initialisers, which have no
+            // preconditions.
+            unsafe { Library::new(dir.join(name)) }.ok()
+        }),
+        Candidate::Name(_) => None,
+    };
+    // SAFETY: as above.
+    let lib = match candidate {
+        Candidate::Path(p) => unsafe { Library::new(p) },
+        Candidate::Name(n) => unsafe { Library::new(n) },
+    }
+    .map_err(|e| format!("{}: {e}", candidate.describe()))?;
+    // SAFETY: the symbols are cuBLAS's documented C entry points with these signatures
+    // (cublas_api.h); the pointers stay valid while `lib` is loaded, which `Cublas` keeps.
+    unsafe {
+        let symbol = |name: &str| -> Result<*const (), String> {
+            lib.get::<*const ()>(name.as_bytes())
+                .map(|s| *s)
+                .map_err(|e| format!("{}: no {name}: {e}", candidate.describe()))
+        };
+        let create: CreateFn = std::mem::transmute(symbol("cublasCreate_v2")?);
+        let destroy: DestroyFn = std::mem::transmute(symbol("cublasDestroy_v2")?);
+        let set_stream: SetStreamFn = std::mem::transmute(symbol("cublasSetStream_v2")?);
+        let gemm_ex: GemmExFn = std::mem::transmute(symbol("cublasGemmEx")?);
+        let get_property: GetPropertyFn = std::mem::transmute(symbol("cublasGetProperty")?);
+        let part = |which: i32| {
+            let mut v = 0;
+            (get_property(which, &mut v) == 0).then_some(v)
+        };
+        let version = match (part(0), part(1), part(2)) {
+            (Some(a), Some(b), Some(c)) => format!("{a}.{b}.{c}"),
+            _ => "of unknown version".to_string(),
+        };
+        Ok(Cublas {
+            path: match candidate {
+                Candidate::Path(p) => p.display().to_string(),
+                Candidate::Name(n) => n.to_string(),
+            },
+            version,
+            create,
+            destroy,
+            set_stream,
+            gemm_ex,
+            _lib: lib,
+            _lt: lt,
+        })
+    }
+}
+
+/// Searches `env`'s candidates in order; the first that loads, or what was tried.
+pub fn find_in(env: &SearchEnv) -> Result<Cublas, String> {
+    let tried = candidates(env);
+    let mut errors = Vec::new();
+    for c in &tried {
+        match load(c) {
+            Ok(found) => return Ok(found),
+            Err(e) => errors.push(e),
+        }
+    }
+    Err(match &env.override_path {
+        Some(p) => format!(
+            "{ENV}={} does not load as cuBLAS: {}",
+            p.display(),
+            errors.join("; ")
+        ),
+        None => format!(
+            "no cuBLAS found (tried {} on the default search path, $CUDA_HOME/lib64, \
+             $CUDA_PATH/lib64, /usr/local/cuda/lib64 and Python environments' \
+             nvidia/cublas/lib: {} places); install it or name it with {ENV}=PATH",
+            NAMES.join(", "),
+            tried.len()
+        ),
+    })
+}
+
+/// cuBLAS for this process: searched once, on first use.
+pub fn get() -> &'static Result<Cublas, String> {
+    static FOUND: OnceLock<Result<Cublas, String>> = OnceLock::new();
+    FOUND.get_or_init(|| find_in(&SearchEnv::current()))
+}
+
+/// One line for `devices`: which cuBLAS the GPU GEMM rows would use, or why there is none.
+pub fn describe() -> String {
+    match get() {
+        Ok(c) => format!("cuBLAS {} ({})", c.version, c.path),
+        Err(why) => format!("none: {why}"),
+    }
+}
+
+/// A cuBLAS handle bound to a stream.
+pub struct CublasHandle {
+    lib: &'static Cublas,
+    handle: RawHandle,
+}
+
+impl Cublas {
+    /// A handle whose work goes on `stream` (a `CUstream`).
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the current context, which is bound to this thread.
+    pub unsafe fn handle(&'static self, stream: *mut c_void) -> Result<CublasHandle, String> {
+        let mut handle: RawHandle = std::ptr::null_mut();
+        let status = (self.create)(&mut handle);
+        if status != 0 {
+            return Err(format!("cublasCreate failed with status {status}"));
+        }
+        let h = CublasHandle { lib: self, handle };
+        let status = (self.set_stream)(handle, stream);
+        if status != 0 {
+            return Err(format!("cublasSetStream failed with status {status}"));
+        }
+        Ok(h)
+    }
+}
+
+impl CublasHandle {
+    /// `C = A · Bᵀ` for row-major A (m × k, row stride lda), B (n × k, row stride ldb) in
+    /// `input_type` and C (m × n, f32) with f32 accumulation: in cuBLAS's column-major terms
+    /// `Cᵀ (n × m, ldc = n) = op(B) · A` with B transposed (`T`, its column-major view is k × n)
+    /// and A as is (`N`, its column-major view is k × m), the "TN" product.
+    ///
+    /// # Safety
+    /// The pointers are device addresses of arrays of at least those sizes, on the handle's
+    /// context.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gemm_tn(
+        &self,
+        m: i32,
+        n: i32,
+        k: i32,
+        input_type: i32,
+        a: u64,
+        lda: i32,
+        b: u64,
+        ldb: i32,
+        c: u64,
+    ) -> Result<(), String> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let status = (self.lib.gemm_ex)(
+            self.handle,
+            OP_T,
+            OP_N,
+            n,
+            m,
+            k,
+            (&alpha as *const f32).cast(),
+            b as *const c_void,
+            input_type,
+            ldb,
+            a as *const c_void,
+            input_type,
+            lda,
+            (&beta as *const f32).cast(),
+            c as *mut c_void,
+            R_32F,
+            n,
+            COMPUTE_32F,
+            GEMM_DEFAULT,
+        );
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(format!("cublasGemmEx failed with status {status}"))
+        }
+    }
+}
+
+impl Drop for CublasHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by this library and is destroyed once.
+        unsafe {
+            (self.lib.destroy)(self.handle);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented order: the override alone; else the names on the search path, then
+    /// CUDA_HOME, CUDA_PATH, /usr/local/cuda, then Python environments' wheels.
+    #[test]
+    fn candidates_follow_the_documented_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let wheel = dir
+            .path()
+            .join("venv/lib/python3.11/site-packages/nvidia/cublas/lib");
+        std::fs::create_dir_all(&wheel).unwrap();
+        let env = SearchEnv {
+            cuda_home: Some("/opt/cuda-13".into()),
+            cuda_path: Some("/opt/cuda-12".into()),
+            virtual_env: Some(dir.path().join("venv")),
+            ..SearchEnv::default()
+        };
+        let c = candidates(&env);
+        assert_eq!(c[0], Candidate::Name("libcublas.so.13"));
+        assert_eq!(c[2], Candidate::Name("libcublas.so"));
+        assert_eq!(
+            c[3],
+            Candidate::Path("/opt/cuda-13/lib64/libcublas.so.13".into())
+        );
+        assert_eq!(
+            c[6],
+            Candidate::Path("/opt/cuda-12/lib64/libcublas.so.13".into())
+        );
+        assert_eq!(
+            c[9],
+            Candidate::Path("/usr/local/cuda/lib64/libcublas.so.13".into())
+        );
+        assert_eq!(c[12], Candidate::Path(wheel.join("libcublas.so.13")));
+        let only = SearchEnv {
+            override_path: Some("/x/libcublas.so.13".into()),
+            ..env
+        };
+        assert_eq!(
+            candidates(&only),
+            [Candidate::Path("/x/libcublas.so.13".into())]
+        );
+    }
+
+    /// Without cuBLAS (this machine, CI) the search says what it tried and how to name one; an
+    /// override that is not a library says so, naming it.
+    #[test]
+    fn absent_cublas_is_a_reason_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("libcublas.so.13");
+        std::fs::write(&fake, b"not a library").unwrap();
+        let env = SearchEnv {
+            override_path: Some(fake.clone()),
+            ..SearchEnv::default()
+        };
+        let why = find_in(&env).unwrap_err();
+        assert!(
+            why.starts_with(&format!("{ENV}={} does not load as cuBLAS", fake.display())),
+            "{why}"
+        );
+        if find_in(&SearchEnv::default()).is_ok() {
+            eprintln!("cuBLAS is installed here: the absent path is checked by the override only");
+            return;
+        }
+        let why = find_in(&SearchEnv {
+            home: Some(dir.path().into()),
+            ..SearchEnv::default()
+        })
+        .unwrap_err();
+        assert!(
+            why.starts_with("no cuBLAS found (tried libcublas.so.13"),
+            "{why}"
+        );
+        assert!(why.contains("ROOFPROBE_CUBLAS=PATH"), "{why}");
+    }
+}

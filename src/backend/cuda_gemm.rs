@@ -1,0 +1,184 @@
+//! GEMM on a CUDA device: what the GEMM rows need of the driver beyond [`super::GpuCase`].
+//!
+//! - Our PTX kernels (`kernels/gemm.ptx.in`) run as every other case does, from their launch
+//!   description ([`crate::backend::launch::plan`]); they need 64 KiB of dynamic shared memory,
+//!   above the 48 KiB a function gets by default, so [`raise_dynamic_shared`] sets
+//!   `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` on the function before its first launch.
+//! - cuBLAS rows ([`prepare_cublas`]) run on exactly the arrays the PTX case of the same shape
+//!   and precision allocates and fills (A and B padded to rows of a multiple of 8 elements, C
+//!   poisoned), through `cublasGemmEx` (bf16 or f16 in, f32 compute and output) on the backend's
+//!   stream, timed by the same events, and checked by the same check. Without cuBLAS
+//!   ([`crate::backend::cublas`]) the row says `skipped: <why>`.
+//!
+//! A child module of `cuda.rs` (it uses the backend's context, stream and health directly), kept
+//! in its own file so the GEMM's driver code stays apart from the rest.
+//!
+//! None of this has run on a GPU yet: it is written against cudarc's and cuBLAS's documented
+//! interfaces and checked only by the compiler here.
+
+use super::{CudaBackend, DeviceWords, GpuCase};
+use crate::backend::cublas::{self, CublasHandle};
+use crate::backend::launch::{Launch, Role};
+use crate::backend::PreparedCase;
+use crate::bench::{gemm, Case, Precision, Verdict};
+use crate::{Error, Result};
+use cudarc::driver::sys::CUfunction_attribute;
+use cudarc::driver::{CudaFunction, DevicePtr};
+
+/// Dynamic shared memory a function may use without raising its limit.
+pub const DEFAULT_DYNAMIC_SHARED_BYTES: u32 = 48 << 10;
+
+/// Raises `func`'s dynamic shared memory limit to what `launch` needs, where that is above the
+/// default.
+pub(super) fn raise_dynamic_shared(
+    backend: &CudaBackend,
+    func: &CudaFunction,
+    launch: &Launch,
+) -> Result<()> {
+    let bytes = launch.dynamic_shared_bytes;
+    if bytes <= DEFAULT_DYNAMIC_SHARED_BYTES {
+        return Ok(());
+    }
+    let value = i32::try_from(bytes)
+        .map_err(|_| Error::Internal(format!("{bytes} bytes of shared memory")))?;
+    backend.call(
+        &format!(
+            "allowing {} {bytes} bytes of dynamic shared memory",
+            launch.entry.name
+        ),
+        || {
+            backend.ctx.bind_to_thread()?;
+            func.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+        },
+    )
+}
+
+/// cuBLAS's input type for a GEMM precision.
+fn cublas_input_type(precision: Precision) -> Option<i32> {
+    match precision {
+        Precision::Bf16F32 => Some(cublas::R_16BF),
+        Precision::F16F32 => Some(cublas::R_16F),
+        _ => None,
+    }
+}
+
+/// A cuBLAS row: the arrays (and events) of the PTX case of the same shape, and a handle.
+struct CublasCase<'b> {
+    inner: GpuCase<'b>,
+    handle: CublasHandle,
+    shape: gemm::Shape,
+    input_type: i32,
+    lda: u64,
+    ldb: u64,
+    version: &'static str,
+}
+
+/// Prepares a cuBLAS row, or `Error::Skipped` saying why there is no cuBLAS.
+pub(super) fn prepare_cublas<'b>(
+    backend: &'b CudaBackend,
+    case: &Case,
+) -> Result<Box<dyn PreparedCase + 'b>> {
+    let found = match cublas::get() {
+        Ok(found) => found,
+        Err(why) => return Err(Error::Skipped(why.clone())),
+    };
+    let input_type = cublas_input_type(case.precision)
+        .ok_or_else(|| Error::Usage(format!("no cuBLAS GEMM for {}", case.precision)))?;
+    let shape = gemm::shape_of(case).map_err(Error::Usage)?;
+    let lda = gemm::gpu_leading_dimension(shape.k);
+    let ldb = lda;
+    // The same arrays as our kernel's row: its launch description, allocated and filled.
+    let mut ours = case.clone();
+    ours.kernel = gemm::GPU_OURS.to_string();
+    let inner = GpuCase::new(backend, &ours)?;
+    let stream = backend.stream.cu_stream() as *mut std::ffi::c_void;
+    let handle = backend
+        .call("binding the context for cuBLAS", || {
+            backend.ctx.bind_to_thread()
+        })
+        .and_then(|()| {
+            // SAFETY: the stream is the backend's live stream; its context is bound above.
+            unsafe { found.handle(stream) }.map_err(|message| Error::Driver {
+                during: "creating a cuBLAS handle".into(),
+                message,
+            })
+        })?;
+    Ok(Box::new(CublasCase {
+        inner,
+        handle,
+        shape,
+        input_type,
+        lda,
+        ldb,
+        version: &found.version,
+    }))
+}
+
+impl CublasCase<'_> {
+    /// The device address of the array of `role`.
+    fn address(&self, role: Role) -> Result<u64> {
+        let stream = &*self.inner.backend.stream;
+        match self.inner.array(role)? {
+            DeviceWords::W32(s) => Ok(s.device_ptr(stream).0),
+            DeviceWords::W64(s) => Ok(s.device_ptr(stream).0),
+        }
+    }
+}
+
+impl PreparedCase for CublasCase<'_> {
+    fn run(&mut self, reps: u32) -> Result<f64> {
+        let during = format!("running cublasGemmEx on {}", self.shape);
+        let (a, b, c) = (
+            self.address(Role::Input(0))?,
+            self.address(Role::Input(1))?,
+            self.address(Role::Output)?,
+        );
+        let (m, n, k) = (self.shape.m, self.shape.n, self.shape.k);
+        let int = |v: u64| {
+            i32::try_from(v).map_err(|_| Error::Usage(format!("{v} does not fit cuBLAS's int")))
+        };
+        let (m, n, k, lda, ldb) = (int(m)?, int(n)?, int(k)?, int(self.lda)?, int(self.ldb)?);
+        let backend = self.inner.backend;
+        let (start, end) = &*self.inner.events;
+        let stream = &*backend.stream;
+        backend.call(&during, || start.record(stream))?;
+        for _ in 0..reps {
+            // SAFETY: a, b and c are the device arrays of this case's launch description, of
+            // m × lda, n × ldb and m × n elements; the handle's stream is the backend's.
+            unsafe {
+                self.handle
+                    .gemm_tn(m, n, k, self.input_type, a, lda, b, ldb, c)
+                    .map_err(|message| Error::Driver {
+                        during: during.clone(),
+                        message,
+                    })?;
+            }
+        }
+        backend.call(&during, || end.record(stream))?;
+        // The batch's runaway deadline follows the case, as for every kernel (cuda.rs).
+        let deadline = super::batch_deadline(self.inner.per_launch_secs, reps, backend.deadline);
+        self.inner.wait(end, &during, deadline)?;
+        let ms = backend.call(&during, || start.elapsed_ms(end))?;
+        let secs = ms as f64 / 1e3;
+        self.inner.per_launch_secs = Some(secs / f64::from(reps.max(1)));
+        Ok(secs)
+    }
+
+    fn verify(&mut self) -> Result<Verdict> {
+        self.inner.verify()
+    }
+
+    fn launch_note(&self) -> String {
+        format!(
+            "cublasGemmEx TN, f32 compute, cuBLAS {}, lda = ldb = {}",
+            self.version, self.lda
+        )
+    }
+
+    fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+        self.inner.theory_gflops(clock_mhz)
+    }
+}

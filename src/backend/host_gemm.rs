@@ -1,0 +1,947 @@
+//! The host backend's GEMM cases ([`crate::bench::gemm`]): our own blocked SIMD kernel (`simd`)
+//! beside the `gemm` crate (`gemm-crate`, faer's kernel), the reference line, on the same
+//! matrices, in f32 and f64.
+//!
+//! # Our kernel
+//!
+//! The blocking of BLIS (Van Zee and van de Geijn, "BLIS: A Framework for Rapidly Instantiating
+//! BLAS Functionality", ACM TOMS 2015), for `C = A · Bᵀ` with A (M × K) and B (N × K) row-major:
+//!
+//! ```text
+//! for jc in N by NC:                 B panel, KC × NC, packed once, shared (L3)
+//!   for pc in K by KC:
+//!     pack B[jc.., pc..] into NR-wide slivers, k-major (the workers split the slivers)
+//!     for each (ic in M by MC, range of slivers) of this worker:
+//!       pack A[ic.., pc..] into MR-tall slivers, k-major (this worker's own buffer, L2)
+//!       for each B sliver (L1), for each A sliver:
+//!         micro-kernel: an MR × NR tile of C in registers, KC rank-1 updates
+//! ```
+//!
+//! The micro-kernel broadcasts one element of A and multiplies it into NR / lanes vectors of B
+//! per row, MR × NR / lanes independent accumulators (more than FMA latency × FMA pipes), and
+//! stores (first K block) or adds (later ones) its tile into C; edge tiles go through a local
+//! tile and only their valid part is written. Register blocks per instruction set
+//! ([`Blocking`]): AVX-512F 8 × 32 f32 / 8 × 16 f64, AVX2+FMA 6 × 16 / 6 × 8, NEON 8 × 8 / 8 × 4,
+//! each chosen at run time by [`super::host_compute::Simd::detect`]; a portable scalar kernel
+//! elsewhere.
+//!
+//! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
+//! bound by reading B once, and packing B would add a write and a read of it: there each worker
+//! takes a share of B's rows and computes the dot products of four of A's rows (padded to a
+//! multiple of four) with four of its rows at a time, straight from the matrices, SIMD along K.
+//!
+//! The workers are the backend's pinned pool, one pass of the pool per product, separated into
+//! phases by a spin barrier. Within a phase they claim work from a shared counter (B's rows,
+//! 64 at a time; (A block, slivers) items) rather than each taking a fixed share, so a core that
+//! another process shares does less of it: on this project's shared 2-vCPU machine a fixed
+//! split ran 2048³ at 8 % to 55 % of the reference in some rounds. The reference runs on
+//! rayon's pool with as many threads.
+//!
+//! This module must not print. `unsafe` here is limited to SIMD kernels on the instruction set
+//! that was detected, the reference crate's raw-pointer interface, and raw pointers into
+//! matrices whose parts each worker owns.
+
+use super::host_compute::{self, HostCompute, Simd};
+use super::pool::{chunk, first_touch, Pool, SharedPtr, SpinBarrier};
+use super::PreparedCase;
+use crate::bench::gemm::{self, Shape};
+use crate::bench::{Case, Precision, Verdict};
+use crate::{Error, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// Largest M the dot-product path takes: up to here the product reads B once from DRAM and
+/// A's few rows from cache, where packing B would add a write and a read of all of it.
+pub const SMALL_M: usize = 16;
+/// Rows of B one claim of the dot-product path takes (a multiple of four).
+pub const DOT_ROWS: usize = 64;
+/// Depth of one K block: an NR-wide sliver of B (KC × NR) stays in L1.
+pub const KC: usize = 256;
+/// Rows of one packed A block (MC × KC, in L2), rounded down to a multiple of MR.
+pub const MC: usize = 192;
+/// Columns of one packed B panel (KC × NC, in the shared L3).
+pub const NC: usize = 2048;
+
+/// The precisions of the host GEMM.
+pub const PRECISIONS: [Precision; 2] = [Precision::F32, Precision::F64];
+
+/// Element types of the host GEMM.
+pub trait GemmElement:
+    Copy + Send + Sync + Default + PartialEq + std::ops::Add<Output = Self> + 'static
+{
+    const PRECISION: Precision;
+    fn from_i64(v: i64) -> Self;
+    fn to_f64(self) -> f64;
+    fn nan() -> Self;
+    fn mul_add(self, a: Self, b: Self) -> Self;
+}
+
+impl GemmElement for f32 {
+    const PRECISION: Precision = Precision::F32;
+    fn from_i64(v: i64) -> Self {
+        v as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn nan() -> Self {
+        f32::from_bits(0x7FC0_DEAD)
+    }
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        f32::mul_add(self, a, b)
+    }
+}
+
+impl GemmElement for f64 {
+    const PRECISION: Precision = Precision::F64;
+    fn from_i64(v: i64) -> Self {
+        v as f64
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn nan() -> Self {
+        f64::from_bits(0x7FF8_0000_DEAD_BEEF)
+    }
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        f64::mul_add(self, a, b)
+    }
+}
+
+/// The micro-kernel: `kc` rank-1 updates of an MR × NR tile from packed slivers `a` (kc × MR)
+/// and `b` (kc × NR), stored into (or, with `accumulate`, added to) `c` with row stride `ldc`.
+type Micro<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, bool);
+
+/// The dot-product kernel: `out[i·4 + j] = Σ_k a_i[k] · b_j[k]` for the 4 rows of A at `a`
+/// (stride `lda`) and the 4 rows of B at `b` (stride `ldb`), over `k` elements.
+type Dot<T> = unsafe fn(usize, *const T, usize, *const T, usize, &mut [T; 16]);
+
+/// A register blocking and its kernels.
+#[derive(Clone, Copy)]
+pub struct Blocking<T> {
+    pub mr: usize,
+    pub nr: usize,
+    micro: Micro<T>,
+    dot: Dot<T>,
+    pub name: &'static str,
+}
+
+/// Generates a micro-kernel and a dot-product kernel for one instruction set and element type.
+macro_rules! gemm_kernels {
+    (
+        $micro:ident, $dot:ident, feature $feature:literal, elem $elem:ty, vec $vec:ty,
+        lanes $lanes:expr, mr $mr:expr, nv $nv:expr,
+        zero $zero:expr,
+        splat |$sx:ident| $splat:expr,
+        load |$p:ident| $load:expr,
+        store |$q:ident, $v:ident| $store:expr,
+        fma |$fa:ident, $fb:ident, $fc:ident| $fma:expr,
+        add |$aa:ident, $ab:ident| $add:expr,
+        sum |$hv:ident| $hsum:expr
+    ) => {
+        /// # Safety
+        /// The CPU supports the target feature; `a` holds `kc × MR`, `b` `kc × NR` elements;
+        /// `c` covers an MR × NR tile with row stride `ldc`.
+        #[target_feature(enable = $feature)]
+        pub unsafe fn $micro(
+            kc: usize,
+            a: *const $elem,
+            b: *const $elem,
+            c: *mut $elem,
+            ldc: usize,
+            accumulate: bool,
+        ) {
+            const MR: usize = $mr;
+            const NV: usize = $nv;
+            const NR: usize = NV * $lanes;
+            let mut acc: [[$vec; NV]; MR] = [[$zero; NV]; MR];
+            for k in 0..kc {
+                let mut bv: [$vec; NV] = [$zero; NV];
+                for v in 0..NV {
+                    let $p = b.add(k * NR + v * $lanes);
+                    bv[v] = $load;
+                }
+                for i in 0..MR {
+                    let $sx = *a.add(k * MR + i);
+                    let av: $vec = $splat;
+                    for v in 0..NV {
+                        let ($fa, $fb, $fc) = (av, bv[v], acc[i][v]);
+                        acc[i][v] = $fma;
+                    }
+                }
+            }
+            for i in 0..MR {
+                for v in 0..NV {
+                    let ptr = c.add(i * ldc + v * $lanes);
+                    let mut x = acc[i][v];
+                    if accumulate {
+                        let $p = ptr as *const $elem;
+                        let old: $vec = $load;
+                        let ($aa, $ab) = (x, old);
+                        x = $add;
+                    }
+                    let ($q, $v) = (ptr, x);
+                    $store;
+                }
+            }
+        }
+
+        /// # Safety
+        /// The CPU supports the target feature; the 4 rows at `a` and at `b` hold `k` elements.
+        #[target_feature(enable = $feature)]
+        pub unsafe fn $dot(
+            k: usize,
+            a: *const $elem,
+            lda: usize,
+            b: *const $elem,
+            ldb: usize,
+            out: &mut [$elem; 16],
+        ) {
+            let mut acc: [[$vec; 4]; 4] = [[$zero; 4]; 4];
+            let whole = k / $lanes * $lanes;
+            let mut kk = 0;
+            while kk < whole {
+                let mut bv: [$vec; 4] = [$zero; 4];
+                for j in 0..4 {
+                    let $p = b.add(j * ldb + kk);
+                    bv[j] = $load;
+                }
+                for i in 0..4 {
+                    let $p = a.add(i * lda + kk);
+                    let av: $vec = $load;
+                    for j in 0..4 {
+                        let ($fa, $fb, $fc) = (av, bv[j], acc[i][j]);
+                        acc[i][j] = $fma;
+                    }
+                }
+                kk += $lanes;
+            }
+            for i in 0..4 {
+                for j in 0..4 {
+                    let $hv = acc[i][j];
+                    let mut s: $elem = $hsum;
+                    for t in whole..k {
+                        s = (*a.add(i * lda + t)).mul_add(*b.add(j * ldb + t), s);
+                    }
+                    out[i * 4 + j] = s;
+                }
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    gemm_kernels!(avx512_f32_micro, avx512_f32_dot, feature "avx512f,fma", elem f32,
+        vec __m512, lanes 16, mr 8, nv 2,
+        zero _mm512_setzero_ps(),
+        splat |s| _mm512_set1_ps(s),
+        load |p| _mm512_loadu_ps(p),
+        store |q, v| _mm512_storeu_ps(q, v),
+        fma |a, b, c| _mm512_fmadd_ps(a, b, c),
+        add |a, b| _mm512_add_ps(a, b),
+        sum |v| _mm512_reduce_add_ps(v));
+    gemm_kernels!(avx512_f64_micro, avx512_f64_dot, feature "avx512f,fma", elem f64,
+        vec __m512d, lanes 8, mr 8, nv 2,
+        zero _mm512_setzero_pd(),
+        splat |s| _mm512_set1_pd(s),
+        load |p| _mm512_loadu_pd(p),
+        store |q, v| _mm512_storeu_pd(q, v),
+        fma |a, b, c| _mm512_fmadd_pd(a, b, c),
+        add |a, b| _mm512_add_pd(a, b),
+        sum |v| _mm512_reduce_add_pd(v));
+    gemm_kernels!(avx2_f32_micro, avx2_f32_dot, feature "avx2,fma", elem f32,
+    vec __m256, lanes 8, mr 6, nv 2,
+    zero _mm256_setzero_ps(),
+    splat |s| _mm256_set1_ps(s),
+    load |p| _mm256_loadu_ps(p),
+    store |q, v| _mm256_storeu_ps(q, v),
+    fma |a, b, c| _mm256_fmadd_ps(a, b, c),
+    add |a, b| _mm256_add_ps(a, b),
+    sum |v| {
+        let mut lanes = [0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), v);
+        lanes.iter().sum()
+    });
+    gemm_kernels!(avx2_f64_micro, avx2_f64_dot, feature "avx2,fma", elem f64,
+    vec __m256d, lanes 4, mr 6, nv 2,
+    zero _mm256_setzero_pd(),
+    splat |s| _mm256_set1_pd(s),
+    load |p| _mm256_loadu_pd(p),
+    store |q, v| _mm256_storeu_pd(q, v),
+    fma |a, b, c| _mm256_fmadd_pd(a, b, c),
+    add |a, b| _mm256_add_pd(a, b),
+    sum |v| {
+        let mut lanes = [0f64; 4];
+        _mm256_storeu_pd(lanes.as_mut_ptr(), v);
+        lanes.iter().sum()
+    });
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use std::arch::aarch64::*;
+
+    gemm_kernels!(neon_f32_micro, neon_f32_dot, feature "neon", elem f32,
+        vec float32x4_t, lanes 4, mr 8, nv 2,
+        zero vdupq_n_f32(0.0),
+        splat |s| vdupq_n_f32(s),
+        load |p| vld1q_f32(p),
+        store |q, v| vst1q_f32(q, v),
+        fma |a, b, c| vfmaq_f32(c, a, b),
+        add |a, b| vaddq_f32(a, b),
+        sum |v| vaddvq_f32(v));
+    gemm_kernels!(neon_f64_micro, neon_f64_dot, feature "neon", elem f64,
+        vec float64x2_t, lanes 2, mr 8, nv 2,
+        zero vdupq_n_f64(0.0),
+        splat |s| vdupq_n_f64(s),
+        load |p| vld1q_f64(p),
+        store |q, v| vst1q_f64(q, v),
+        fma |a, b, c| vfmaq_f64(c, a, b),
+        add |a, b| vaddq_f64(a, b),
+        sum |v| vaddvq_f64(v));
+}
+
+/// The portable micro-kernel: a 4 × 4 tile of scalars.
+unsafe fn portable_micro<T: GemmElement>(
+    kc: usize,
+    a: *const T,
+    b: *const T,
+    c: *mut T,
+    ldc: usize,
+    accumulate: bool,
+) {
+    let mut acc = [[T::default(); 4]; 4];
+    for k in 0..kc {
+        for (i, row) in acc.iter_mut().enumerate() {
+            let av = *a.add(k * 4 + i);
+            for (j, x) in row.iter_mut().enumerate() {
+                *x = av.mul_add(*b.add(k * 4 + j), *x);
+            }
+        }
+    }
+    for (i, row) in acc.iter().enumerate() {
+        for (j, &x) in row.iter().enumerate() {
+            let p = c.add(i * ldc + j);
+            *p = if accumulate { *p + x } else { x };
+        }
+    }
+}
+
+/// The portable dot-product kernel.
+unsafe fn portable_dot<T: GemmElement>(
+    k: usize,
+    a: *const T,
+    lda: usize,
+    b: *const T,
+    ldb: usize,
+    out: &mut [T; 16],
+) {
+    for i in 0..4 {
+        for j in 0..4 {
+            let mut s = T::default();
+            for t in 0..k {
+                s = (*a.add(i * lda + t)).mul_add(*b.add(j * ldb + t), s);
+            }
+            out[i * 4 + j] = s;
+        }
+    }
+}
+
+/// The blocking and kernels of `simd` for `T`: the one table of which GEMM kernel runs where.
+pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
+    macro_rules! pick {
+        ($mr:expr, $nr:expr, $micro:path, $dot:path, $name:expr) => {{
+            // SAFETY (of the transmutes): T is exactly the element type of these kernels, as
+            // T::PRECISION says; the function pointer types differ only in that name.
+            Blocking {
+                mr: $mr,
+                nr: $nr,
+                micro: unsafe { std::mem::transmute::<*const (), Micro<T>>($micro as *const ()) },
+                dot: unsafe { std::mem::transmute::<*const (), Dot<T>>($dot as *const ()) },
+                name: $name,
+            }
+        }};
+    }
+    match (simd, T::PRECISION) {
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512, Precision::F32) => pick!(
+            8,
+            32,
+            x86::avx512_f32_micro,
+            x86::avx512_f32_dot,
+            "AVX-512F 8x32"
+        ),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512, Precision::F64) => pick!(
+            8,
+            16,
+            x86::avx512_f64_micro,
+            x86::avx512_f64_dot,
+            "AVX-512F 8x16"
+        ),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx2, Precision::F32) => pick!(
+            6,
+            16,
+            x86::avx2_f32_micro,
+            x86::avx2_f32_dot,
+            "AVX2+FMA 6x16"
+        ),
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx2, Precision::F64) => {
+            pick!(6, 8, x86::avx2_f64_micro, x86::avx2_f64_dot, "AVX2+FMA 6x8")
+        }
+        #[cfg(target_arch = "aarch64")]
+        (Simd::Neon, Precision::F32) => {
+            pick!(8, 8, arm::neon_f32_micro, arm::neon_f32_dot, "NEON 8x8")
+        }
+        #[cfg(target_arch = "aarch64")]
+        (Simd::Neon, Precision::F64) => {
+            pick!(8, 4, arm::neon_f64_micro, arm::neon_f64_dot, "NEON 8x4")
+        }
+        _ => Blocking {
+            mr: 4,
+            nr: 4,
+            micro: portable_micro::<T>,
+            dot: portable_dot::<T>,
+            name: "scalar 4x4",
+        },
+    }
+}
+
+/// Per-worker scratch of our kernel: its packed A block and an edge tile.
+struct Scratch<T> {
+    a: Vec<T>,
+    tile: Vec<T>,
+}
+
+/// Our blocked GEMM on `pool`: `c = a · bᵀ`, with a (m × k), b (n × k), c (m × n) row-major.
+/// `packed_b` holds one packed B panel (KC × NC rounded up to whole slivers); `scratch` one
+/// entry per worker.
+#[allow(clippy::too_many_arguments)]
+fn ours<T: GemmElement>(
+    pool: &Pool,
+    barrier: &SpinBarrier,
+    kernels: Blocking<T>,
+    shape: Shape,
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    packed_b: &mut [T],
+    scratch: &[std::sync::Mutex<Scratch<T>>],
+    reps: u32,
+) -> bool {
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    let threads = pool.threads();
+    let Blocking {
+        mr, nr, micro, dot, ..
+    } = kernels;
+    let (a_ptr, b_ptr) = (
+        SharedPtr(a.as_ptr() as *mut T),
+        SharedPtr(b.as_ptr() as *mut T),
+    );
+    let c_ptr = SharedPtr(c.as_mut_ptr());
+    let pb = SharedPtr(packed_b.as_mut_ptr());
+    let mc = (MC / mr).max(1) * mr;
+    // Work is claimed, not assigned: a worker whose core is shared with another process does
+    // less of it, as in rayon's work stealing. Phase q (one per product on the dot path, one per
+    // (jc, pc) panel on the packed path, counted alike by every worker) claims from
+    // counters[q % 2]; worker 0 clears the other counter during phase q, after every claim of
+    // phase q − 1 (a barrier ended it) and before any of phase q + 1 (a barrier starts it).
+    let counters = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    pool.run(|t| {
+        // Worker t alone locks scratch[t].
+        let mut guard = scratch[t].lock().unwrap_or_else(|e| e.into_inner());
+        let mine = &mut *guard;
+        let mut phase = 0usize;
+        let mut next_phase = || {
+            let q = phase;
+            phase += 1;
+            if t == 0 {
+                counters[(q + 1) % 2].store(0, Ordering::Relaxed);
+            }
+            &counters[q % 2]
+        };
+        for _ in 0..reps {
+            if m <= SMALL_M {
+                // A's rows padded to a multiple of four (the last repeated; those results are
+                // dropped), so the kernel always reads four rows at one stride.
+                let groups = m.div_ceil(4);
+                for ii in 0..4 * groups {
+                    let row = ii.min(m - 1);
+                    // SAFETY: row < m, and a holds m × k elements.
+                    let src = unsafe { std::slice::from_raw_parts(a_ptr.get().add(row * k), k) };
+                    mine.a[ii * k..(ii + 1) * k].copy_from_slice(src);
+                }
+                // Each worker claims B's rows, DOT_ROWS at a time, and takes them four at a
+                // time against every group.
+                let counter = next_phase();
+                let mut out = [T::default(); 16];
+                let mut rows = 0..0;
+                let mut j = 0;
+                loop {
+                    if j >= rows.end {
+                        let start = counter.fetch_add(DOT_ROWS, Ordering::Relaxed);
+                        if start >= n {
+                            break;
+                        }
+                        rows = start..(start + DOT_ROWS).min(n);
+                        j = start;
+                    }
+                    let valid_j = (rows.end - j).min(4);
+                    let b_rows = if valid_j == 4 {
+                        // SAFETY: rows j .. j+4 are inside B.
+                        unsafe { b_ptr.get().add(j * k) as *const T }
+                    } else {
+                        // B's last rows padded the same way, through the worker's tile.
+                        for jj in 0..4 {
+                            let row = j + jj.min(valid_j - 1);
+                            let src =
+                                unsafe { std::slice::from_raw_parts(b_ptr.get().add(row * k), k) };
+                            mine.tile[jj * k..(jj + 1) * k].copy_from_slice(src);
+                        }
+                        mine.tile.as_ptr()
+                    };
+                    for g in 0..groups {
+                        // SAFETY: both operands are four rows of k elements at stride k; the
+                        // elements of C written are rows 4g .. of columns j..j+valid_j, this
+                        // worker's share.
+                        unsafe {
+                            dot(k, mine.a.as_ptr().add(4 * g * k), k, b_rows, k, &mut out);
+                            for ii in 0..4.min(m - 4 * g) {
+                                for jj in 0..valid_j {
+                                    *c_ptr.get().add((4 * g + ii) * n + j + jj) = out[ii * 4 + jj];
+                                }
+                            }
+                        }
+                    }
+                    j += 4;
+                }
+                barrier.wait();
+                continue;
+            }
+            let mut jc = 0;
+            while jc < n {
+                let nc = NC.min(n - jc);
+                let slivers = nc.div_ceil(nr);
+                let mut pc = 0;
+                while pc < k {
+                    let kc = KC.min(k - pc);
+                    let counter = next_phase();
+                    // Pack B[jc.., pc..]: sliver s holds kc rows of nr columns (zero past N).
+                    for s in (t..slivers).step_by(threads) {
+                        // SAFETY: sliver s of the panel belongs to this worker in this phase.
+                        let dst = unsafe {
+                            std::slice::from_raw_parts_mut(pb.get().add(s * kc * nr), kc * nr)
+                        };
+                        for jj in 0..nr {
+                            let col = jc + s * nr + jj;
+                            if col < n {
+                                let src = unsafe {
+                                    std::slice::from_raw_parts(b_ptr.get().add(col * k + pc), kc)
+                                };
+                                for (kk, &v) in src.iter().enumerate() {
+                                    dst[kk * nr + jj] = v;
+                                }
+                            } else {
+                                for kk in 0..kc {
+                                    dst[kk * nr + jj] = T::default();
+                                }
+                            }
+                        }
+                    }
+                    barrier.wait();
+                    // Work items: (A block, range of slivers), contiguous per worker.
+                    let blocks = m.div_ceil(mc);
+                    let parts = (4 * threads).div_ceil(blocks).clamp(1, slivers);
+                    let items = blocks * parts;
+                    let mut packed_block = usize::MAX;
+                    while let Some(item) =
+                        Some(counter.fetch_add(1, Ordering::Relaxed)).filter(|&i| i < items)
+                    {
+                        let (block, part) = (item / parts, item % parts);
+                        let ic = block * mc;
+                        let mcur = mc.min(m - ic);
+                        let a_slivers = mcur.div_ceil(mr);
+                        if packed_block != block {
+                            // Pack A[ic.., pc..]: sliver r holds kc columns of mr rows.
+                            for r in 0..a_slivers {
+                                let dst = &mut mine.a[r * kc * mr..(r + 1) * kc * mr];
+                                for ii in 0..mr {
+                                    let row = ic + r * mr + ii;
+                                    if row < m {
+                                        let src = unsafe {
+                                            std::slice::from_raw_parts(
+                                                a_ptr.get().add(row * k + pc),
+                                                kc,
+                                            )
+                                        };
+                                        for (kk, &v) in src.iter().enumerate() {
+                                            dst[kk * mr + ii] = v;
+                                        }
+                                    } else {
+                                        for kk in 0..kc {
+                                            dst[kk * mr + ii] = T::default();
+                                        }
+                                    }
+                                }
+                            }
+                            packed_block = block;
+                        }
+                        let range = chunk(slivers, parts, part, 1);
+                        for s in range {
+                            let col0 = jc + s * nr;
+                            let ncur = nr.min(n - col0);
+                            let bs = unsafe { pb.get().add(s * kc * nr) as *const T };
+                            for r in 0..a_slivers {
+                                let row0 = ic + r * mr;
+                                let mrows = mr.min(m - row0);
+                                let as_ = mine.a[r * kc * mr..].as_ptr();
+                                // SAFETY: the tile at (row0, col0) is this worker's: its item
+                                // owns these rows of C for these slivers; edge tiles go
+                                // through the local tile.
+                                unsafe {
+                                    if mrows == mr && ncur == nr {
+                                        micro(
+                                            kc,
+                                            as_,
+                                            bs,
+                                            c_ptr.get().add(row0 * n + col0),
+                                            n,
+                                            pc > 0,
+                                        );
+                                    } else {
+                                        micro(kc, as_, bs, mine.tile.as_mut_ptr(), nr, false);
+                                        for ii in 0..mrows {
+                                            for jj in 0..ncur {
+                                                let p =
+                                                    c_ptr.get().add((row0 + ii) * n + col0 + jj);
+                                                let v = mine.tile[ii * nr + jj];
+                                                *p = if pc > 0 { *p + v } else { v };
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    barrier.wait();
+                    pc += kc;
+                }
+                jc += nc;
+            }
+        }
+    })
+}
+
+/// The reference line: the `gemm` crate, on rayon's pool with `threads` threads.
+fn reference<T: GemmElement>(threads: usize, shape: Shape, a: &[T], b: &[T], c: &mut [T]) {
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    // SAFETY: the strides describe a (m × k, row-major), bᵀ (k × n: element (kk, j) is
+    // b[j·k + kk]) and c (m × n, row-major) within their slices; `read_dst` false, so c's
+    // poisoned contents are never read.
+    unsafe {
+        ::gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            k as isize,
+            1,
+            T::default(),
+            T::from_i64(1),
+            false,
+            false,
+            false,
+            ::gemm::Parallelism::Rayon(threads),
+        )
+    }
+}
+
+/// Which implementation a case runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Implementation {
+    Ours,
+    Reference,
+}
+
+/// A host GEMM case: A, B and C first-touched by the pool, and the implementation's state.
+pub struct GemmCase<'p, T: GemmElement> {
+    pool: &'p Pool,
+    compute: HostCompute,
+    implementation: Implementation,
+    shape: Shape,
+    kernels: Blocking<T>,
+    a: Vec<T>,
+    b: Vec<T>,
+    c: Vec<T>,
+    packed_b: Vec<T>,
+    scratch: Vec<std::sync::Mutex<Scratch<T>>>,
+    barrier: SpinBarrier,
+    clock_mhz: Option<f64>,
+}
+
+/// Prepares a host GEMM case of either implementation.
+pub fn prepare<'p>(
+    pool: &'p Pool,
+    compute: HostCompute,
+    case: &Case,
+) -> Result<Box<dyn PreparedCase + 'p>> {
+    match case.precision {
+        Precision::F32 => Ok(Box::new(GemmCase::<f32>::new(pool, compute, case)?)),
+        Precision::F64 => Ok(Box::new(GemmCase::<f64>::new(pool, compute, case)?)),
+        _ => Err(Error::Usage(format!(
+            "the host backend has no GEMM in {}",
+            case.precision
+        ))),
+    }
+}
+
+impl<'p, T: GemmElement> GemmCase<'p, T> {
+    pub fn new(pool: &'p Pool, compute: HostCompute, case: &Case) -> Result<Self> {
+        let implementation = match case.kernel.as_str() {
+            gemm::HOST_OURS => Implementation::Ours,
+            gemm::HOST_REFERENCE => Implementation::Reference,
+            other => {
+                return Err(Error::Usage(format!(
+                    "the host backend has no GEMM implementation `{other}`"
+                )))
+            }
+        };
+        let shape = gemm::shape_of(case).map_err(Error::Usage)?;
+        let fits = |x: u64| {
+            usize::try_from(x)
+                .map_err(|_| Error::Usage(format!("{} does not fit in memory", case.id())))
+        };
+        let (m, n, k) = (fits(shape.m)?, fits(shape.n)?, fits(shape.k)?);
+        let elements = |rows: usize, cols: usize| {
+            rows.checked_mul(cols)
+                .ok_or_else(|| Error::Usage(format!("{} does not fit in memory", case.id())))
+        };
+        let (ak, bk, mn) = (elements(m, k)?, elements(n, k)?, elements(m, n)?);
+        let kernels = blocking::<T>(compute.simd);
+        let a = first_touch(pool, ak, 64, |i| T::from_i64(gemm::input(0, i as u64)));
+        let b = first_touch(pool, bk, 64, |i| T::from_i64(gemm::input(1, i as u64)));
+        let c = first_touch(pool, mn, 64, |_| T::nan());
+        let (packed_b, scratch) = if implementation == Implementation::Ours && m > SMALL_M {
+            let panel = KC * NC.min(n).div_ceil(kernels.nr) * kernels.nr;
+            let mc = (MC / kernels.mr).max(1) * kernels.mr;
+            let scratch = (0..pool.threads())
+                .map(|_| {
+                    std::sync::Mutex::new(Scratch {
+                        a: vec![T::default(); KC * mc],
+                        tile: vec![T::default(); kernels.mr * kernels.nr],
+                    })
+                })
+                .collect();
+            (vec![T::default(); panel], scratch)
+        } else {
+            // The dot-product path pads A's rows, and B's last rows, to a multiple of four.
+            let scratch = (0..pool.threads())
+                .map(|_| {
+                    std::sync::Mutex::new(Scratch {
+                        a: vec![T::default(); 4 * m.div_ceil(4) * k],
+                        tile: vec![T::default(); 4 * k],
+                    })
+                })
+                .collect();
+            (Vec::new(), scratch)
+        };
+        Ok(GemmCase {
+            pool,
+            compute,
+            implementation,
+            shape,
+            kernels,
+            a,
+            b,
+            c,
+            packed_b,
+            scratch,
+            barrier: SpinBarrier::new(pool.threads()),
+            clock_mhz: None,
+        })
+    }
+}
+
+impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
+    fn run(&mut self, reps: u32) -> Result<f64> {
+        let start = Instant::now();
+        let ok = match self.implementation {
+            Implementation::Ours => ours(
+                self.pool,
+                &self.barrier,
+                self.kernels,
+                self.shape,
+                &self.a,
+                &self.b,
+                &mut self.c,
+                &mut self.packed_b,
+                &self.scratch,
+                reps,
+            ),
+            Implementation::Reference => {
+                for _ in 0..reps {
+                    reference(
+                        self.pool.threads(),
+                        self.shape,
+                        &self.a,
+                        &self.b,
+                        &mut self.c,
+                    );
+                }
+                true
+            }
+        };
+        let secs = start.elapsed().as_secs_f64();
+        if !ok {
+            return Err(Error::Internal("a host worker panicked in the GEMM".into()));
+        }
+        Ok(secs)
+    }
+
+    fn verify(&mut self) -> Result<Verdict> {
+        let (k, n) = (self.shape.k, self.shape.n);
+        let (a, b, c) = (&self.a, &self.b, &self.c);
+        let int = |v: T| v.to_f64() as i64;
+        Ok(gemm::check(
+            T::PRECISION,
+            self.shape,
+            |i, kk| int(a[(i * k + kk) as usize]),
+            |j, kk| int(b[(j * k + kk) as usize]),
+            |i, j| c[(i * n + j) as usize].to_f64(),
+        ))
+    }
+
+    fn launch_note(&self) -> String {
+        let threads = self.pool.threads();
+        match self.implementation {
+            Implementation::Ours => format!(
+                "{threads} pinned threads, {}, {}, {}",
+                if self.shape.m as usize <= SMALL_M {
+                    format!("dot products ({} lanes)", self.kernels.name)
+                } else {
+                    format!(
+                        "{} micro-kernel, KC {KC} MC {MC} NC {NC}",
+                        self.kernels.name
+                    )
+                },
+                self.compute.simd.name(),
+                self.compute.theory_note()
+            ),
+            Implementation::Reference => format!(
+                "gemm crate 0.19 on {threads} rayon threads, {}",
+                self.compute.theory_note()
+            ),
+        }
+    }
+
+    fn clock_mhz(&mut self) -> Option<f64> {
+        if self.clock_mhz.is_none() {
+            self.clock_mhz = host_compute::measure_pool_mhz(self.pool);
+        }
+        self.clock_mhz
+    }
+
+    fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+        host_compute::theory_gflops(
+            self.pool.threads(),
+            clock_mhz,
+            self.compute.simd,
+            T::PRECISION,
+            self.compute.fma,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::pool::allowed_cpus;
+
+    /// Every instruction set this CPU has, and the portable kernel, and the reference, compute
+    /// the exact product on edge shapes: M, N and K of 1, 17 and 129, the small-M path and its
+    /// boundary, and shapes that are not multiples of MR, NR, KC, MC or NC.
+    #[test]
+    fn every_kernel_computes_the_exact_product_on_edge_shapes() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let mut sets = vec![Simd::Portable];
+        let detected = Simd::detect();
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            sets.push(Simd::Avx2);
+        }
+        if !sets.contains(&detected) {
+            sets.push(detected);
+        }
+        let mut shapes = Vec::new();
+        for m in [1, 17, 129] {
+            for n in [1, 17, 129] {
+                for k in [1, 17, 129] {
+                    shapes.push(Shape::new(m, n, k));
+                }
+            }
+        }
+        shapes.extend([
+            Shape::new(4, 9, 33),
+            Shape::new(16, 9, 33),
+            Shape::new(13, 7, 5),
+            Shape::new(5, 33, 300),
+            Shape::new(200, 70, 600),
+            Shape::new(9, 2100, 20),
+        ]);
+        for simd in sets {
+            let compute = HostCompute { simd, fma: None };
+            for p in PRECISIONS {
+                for kernel in [gemm::HOST_OURS, gemm::HOST_REFERENCE] {
+                    if kernel == gemm::HOST_REFERENCE && simd != detected {
+                        continue;
+                    }
+                    for &shape in &shapes {
+                        let case = gemm::case(kernel, p, shape);
+                        let mut prepared = prepare(&pool, compute, &case).unwrap();
+                        prepared.run(2).unwrap();
+                        let v = prepared.verify().unwrap();
+                        assert!(v.valid, "{} {}: {}", simd.name(), case.id(), v.detail);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An unrun case is poison, and a planted error in the packed path is caught.
+    #[test]
+    fn an_unrun_or_wrong_product_is_invalid() {
+        let pool = Pool::new(vec![allowed_cpus()[0]]);
+        let compute = HostCompute::detect();
+        let case = gemm::case(gemm::HOST_OURS, Precision::F32, Shape::new(40, 33, 70));
+        let mut prepared = GemmCase::<f32>::new(&pool, compute, &case).unwrap();
+        assert!(!prepared.verify().unwrap().valid);
+        prepared.run(1).unwrap();
+        assert!(prepared.verify().unwrap().valid);
+        prepared.c[33 * 7 + 5] += 1.0;
+        let v = prepared.verify().unwrap();
+        assert!(!v.valid && v.detail.contains("C[7][5]"), "{}", v.detail);
+        let other = gemm::case("blas", Precision::F32, Shape::square(8));
+        assert!(prepare(&pool, compute, &other).is_err());
+    }
+
+    /// NEON is part of every AArch64 target: an aarch64 build runs the NEON GEMM kernels (this
+    /// test runs under qemu in .ci/aarch64).
+    #[test]
+    #[cfg(target_arch = "aarch64")]
+    fn aarch64_gemm_runs_neon() {
+        assert_eq!(blocking::<f32>(Simd::Neon).name, "NEON 8x8");
+        assert_eq!(blocking::<f64>(Simd::Neon).name, "NEON 8x4");
+    }
+}
