@@ -101,9 +101,11 @@ mod tests {
         assert_eq!(target(&all[0].ptx), Some("sm_80"));
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
-        // the compute files, the cache file, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 2 + 5 * 12);
+        // the compute files, the cache file, the latency file, and one sweep module per
+        // (precision, k)
+        assert_eq!(all.len(), 5 + 2 + 1 + 5 * 12);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
+        assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);
         assert_eq!(target(MMA_SM89), Some("sm_89"));
         assert!(all
             .iter()
