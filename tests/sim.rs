@@ -186,7 +186,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         "cache/l2/i32/16",
         "gemm/ptx/bf16.f32/256x256x256",
         "gemm/cublas/bf16.f32/256x256x256",
-        "latency/ca/i32/4",
+        "latency/ca/i32/16",
         "latency/cg/i32/4",
     ];
     let mut cmd = sim.roofprobe();

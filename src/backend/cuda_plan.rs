@@ -272,27 +272,25 @@ pub fn latency_hops(info: &DeviceInfo) -> u64 {
         .clamp(*LATENCY_HOPS.start(), *LATENCY_HOPS.end())
 }
 
-/// The latency chase of a device: `ca` (L1 and L2) and `cg` (L2 only) at working sets of 4 KiB,
-/// 16 KiB, … (every other power of two, to keep the run short) up to the first at least 4 × the
-/// L2, each within `usable_bytes`.
+/// The latency chase of a device, one working set per level: `ca` at 16 KiB (in any L1), `cg`
+/// at the largest of 4 KiB × 4^i within a quarter of the L2 (in L2, past L1), and `cg` at the
+/// first power of two at least 4 × the L2 (DRAM), each within `usable_bytes`. Three points, not
+/// a sweep: every case costs the runner's case budget (about 2 s), and a default run on an H200
+/// must stay within its four-minute estimate.
 pub fn latency_cases(info: &DeviceInfo, usable_bytes: u64) -> Vec<Case> {
     let hops = latency_hops(info);
-    let all = latency::sizes(4 * info.llc_bytes);
-    let last = all.last().copied();
-    let sizes: Vec<u64> = all
+    let mut l2 = latency::MIN_BYTES;
+    while l2 * 4 <= info.llc_bytes / 4 {
+        l2 *= 4;
+    }
+    let dram = latency::sizes(4 * info.llc_bytes)
+        .last()
+        .copied()
+        .unwrap_or(latency::MIN_BYTES);
+    [("ca", 16 << 10), ("cg", l2), ("cg", dram)]
         .into_iter()
-        .enumerate()
-        .filter(|&(i, b)| i % 2 == 0 || Some(b) == last)
-        .map(|(_, b)| b)
-        .filter(|&b| b <= usable_bytes)
-        .collect();
-    latency::GPU_KERNELS
-        .into_iter()
-        .flat_map(|k| {
-            sizes
-                .iter()
-                .map(move |&b| latency::case(k, latency::GPU_LINE_BYTES, b, hops))
-        })
+        .filter(|&(_, b)| b <= usable_bytes)
+        .map(|(k, b)| latency::case(k, latency::GPU_LINE_BYTES, b, hops))
         .collect()
 }
 
@@ -403,26 +401,26 @@ mod tests {
         }
     }
 
-    /// An H200 (60 MiB of L2) chases from 4 KiB to 256 MiB, the first size at least 4 × its L2,
-    /// with both kernels, 131072 hops a launch; a small device takes the fewest hops; a size
-    /// beyond the memory the cases may use is left out.
+    /// An H200 (60 MiB of L2) chases at 16 KiB through L1, at 4 MiB through L2 only, and at
+    /// 256 MiB (the first size at least 4 × its L2), 131072 hops a launch; a small device takes
+    /// the fewest hops; a size beyond the memory the cases may use is left out.
     #[test]
-    fn latency_cases_reach_four_times_the_l2() {
+    fn latency_cases_cover_l1_l2_and_dram() {
         let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
         h200.llc_bytes = 60 << 20;
-        let cases = latency_cases(&h200, 100 << 30);
-        let kib: Vec<u32> = cases
+        let ids: Vec<String> = latency_cases(&h200, 100 << 30)
             .iter()
-            .filter(|c| c.kernel == "cg")
-            .filter_map(Case::count)
+            .map(Case::id)
             .collect();
         assert_eq!(
-            kib,
-            [4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144],
-            "every other power of two, then the first at least 4 × L2"
+            ids,
+            [
+                "latency/ca/i32/16",
+                "latency/cg/i32/4096",
+                "latency/cg/i32/262144"
+            ]
         );
-        assert_eq!(cases.len(), 2 * kib.len());
-        assert!(cases
+        assert!(latency_cases(&h200, 100 << 30)
             .iter()
             .all(|c| latency::hops(c) == 1 << 17
                 && latency::line_bytes(c) == latency::GPU_LINE_BYTES));
@@ -430,10 +428,11 @@ mod tests {
         small.llc_bytes = 32 << 10;
         let few = latency_cases(&small, 1 << 30);
         assert!(few.iter().all(|c| latency::hops(c) == 4096));
-        assert_eq!(few.last().and_then(Case::count), Some(128));
-        assert!(latency_cases(&h200, 100 << 20)
-            .iter()
-            .all(|c| c.working_set_bytes <= 100 << 20));
+        assert_eq!(
+            few.iter().filter_map(Case::count).collect::<Vec<_>>(),
+            [16, 4, 128]
+        );
+        assert_eq!(latency_cases(&h200, 100 << 20).len(), 2, "256 MiB left out");
     }
 
     /// An RTX 3090 has no table rate for its f64 tensor-core MMA: the launch is sized at its
