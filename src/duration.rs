@@ -23,6 +23,11 @@ pub const HOST_PREP_BYTES_PER_SEC: f64 = 2e9;
 /// row written).
 pub const CASE_OVERHEAD_SECS: f64 = 0.05;
 
+/// Seconds one dependent load from a GPU's DRAM takes, at most as far as the estimate goes
+/// (HBM and GDDR load-to-use latencies are 0.4–0.8 µs): a latency launch lasts its hops times
+/// this.
+pub const GPU_LOAD_SECS: f64 = 1e-6;
+
 /// What a device does at most, as far as the estimate knows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rates {
@@ -95,6 +100,10 @@ impl Rates {
 /// Seconds one launch of `case` takes at the rated speeds: its bytes at its memory level's
 /// bandwidth or its operations at its precision's peak, whichever is longer.
 pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
+    if case.family == Family::Latency {
+        // one dependent load after another: its latency, not a bandwidth, sets the time
+        return crate::bench::latency::hops(case) as f64 * GPU_LOAD_SECS;
+    }
     let bandwidth = if case.family == Family::Cache {
         rates.cache_bytes_per_sec
     } else {

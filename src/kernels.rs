@@ -12,6 +12,8 @@ pub const MMA: &str = include_str!("../kernels/mma.ptx");
 pub const MMA_SM89: &str = include_str!("../kernels/mma_sm89.ptx");
 /// Cache bandwidth kernels (the cache sweep): `l1_i32` (caching loads), `l2_i32` (`.cg`).
 pub const CACHE: &str = include_str!("../kernels/cache.ptx");
+/// Latency kernels (pointer chase, one thread): `ca_i32` (L1 and L2), `cg_i32` (`.cg`, L2).
+pub const LATENCY: &str = include_str!("../kernels/latency.ptx");
 /// The arithmetic-intensity sweep's template, expanded by `bench::intensity::expand`.
 pub const INTENSITY_TEMPLATE: &str = include_str!("../kernels/intensity.ptx.in");
 /// The tensor-core GEMM's template, expanded per input type by `bench::gemm::expand`.
@@ -40,6 +42,7 @@ pub fn all() -> Vec<Source> {
         file("mma.ptx", MMA),
         file("mma_sm89.ptx", MMA_SM89),
         file("cache.ptx", CACHE),
+        file("latency.ptx", LATENCY),
     ];
     for p in crate::bench::gemm::GPU_PRECISIONS {
         out.push(Source {
@@ -98,9 +101,11 @@ mod tests {
         assert_eq!(target(&all[0].ptx), Some("sm_80"));
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
-        // the compute files, the cache file, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 3 + 5 * 12);
+        // the compute files, the cache file, the GEMM modules, the latency file, and one sweep
+        // module per (precision, k)
+        assert_eq!(all.len(), 5 + 3 + 1 + 5 * 12);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
+        assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);
         assert_eq!(target(MMA_SM89), Some("sm_89"));
         assert!(all
             .iter()

@@ -72,6 +72,8 @@ fn host_run_writes_a_valid_csv_and_a_table() {
         (14, 3, 36)
     );
     assert!(count("cache") >= 2, "an L1 and an L2 size at least");
+    // the latency chase: 4 KiB to 4 × this machine's LLC, every power of two
+    assert!(count("latency") >= 6, "4 KiB to at least 128 KiB");
     // GEMM, no matrix above the 1 MiB --size: 256² and 512² in f32, 256² in f64, each by the
     // reference crate and by our kernel, ours with its ratio to the reference
     assert_eq!(count("gemm"), 6);
@@ -83,7 +85,10 @@ fn host_run_writes_a_valid_csv_and_a_table() {
             r.case_id()
         );
     }
-    assert_eq!(rows.len(), 53 + count("cache") + count("gemm"));
+    assert_eq!(
+        rows.len(),
+        53 + count("cache") + count("gemm") + count("latency")
+    );
     for r in &rows {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
         assert_eq!(r.backend.as_str(), "host");

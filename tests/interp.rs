@@ -29,7 +29,7 @@
 use std::path::{Path, PathBuf};
 
 use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, Schedule, UniformBranchPolicy};
-use roofprobe::bench::{arith, cache, gemm, intensity, peak, tensor, Precision as P};
+use roofprobe::bench::{arith, cache, gemm, intensity, latency, peak, tensor, Precision as P};
 
 /// (element count, grid blocks, threads per block): one element, sizes that are not
 /// multiples of the vector width, of the block, or of the grid, grids smaller than the data
@@ -138,6 +138,8 @@ enum Oracle {
     Sweep(P, u32),
     /// kernels/cache.ptx: `l1_i32`, `l2_i32`.
     Cache,
+    /// kernels/latency.ptx: `ca_i32`, `cg_i32`.
+    Latency,
     /// The gemm.ptx.in expansions: `gemm_<in>_f32`.
     Gemm(P),
 }
@@ -162,6 +164,9 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
         }
         "cache.ptx" => {
             return matches!(entry, "l1_i32" | "l2_i32").then_some(Oracle::Cache);
+        }
+        "latency.ptx" => {
+            return matches!(entry, "ca_i32" | "cg_i32").then_some(Oracle::Latency);
         }
         "gemm.ptx.in" => {
             return gemm::GPU_PRECISIONS
@@ -270,6 +275,28 @@ fn check_entry(
                     })
                     .map_err(|e| {
                         format!("{file}: `{entry}` n={n} grid={grid} block={block} passes={passes}: {e}")
+                    })?,
+                );
+            }
+        }
+        Oracle::Latency => {
+            // (lines, hops, launches, grid, block): a ring of one line, round a ring many times
+            // over two launches, no hops at all, and a grid of many threads of which one chases
+            for &(lines, hops, launches, grid, block) in &[
+                (1u64, 5u32, 1u32, 1u32, 1u32),
+                (32, 1000, 2, 1, 1),
+                (100, 0, 1, 1, 1),
+                (33, 50, 3, 2, 64),
+            ] {
+                note(
+                    across_schedules(policy, |run| {
+                        run_latency(module, entry, lines, hops, launches, (grid, block), run)
+                    })
+                    .map_err(|e| {
+                        format!(
+                            "{file}: `{entry}` lines={lines} hops={hops} launches={launches} \
+                             grid={grid} block={block}: {e}"
+                        )
                     })?,
                 );
             }
@@ -803,6 +830,75 @@ fn run_cache(
         return Err(verdict.detail);
     }
     Ok(Outcome::new(stats, output))
+}
+
+/// `launches` launches of a chase of `hops` hops each through a ring of `lines` 128-byte lines:
+/// the state must stand where `launches × hops` hops from line 0 end, the ring must be as it
+/// was, and the block record must count the last launch's hops.
+fn run_latency(
+    module: &Module,
+    entry: &str,
+    lines: u64,
+    hops: u32,
+    launches: u32,
+    (grid, block): (u32, u32),
+    run: Run,
+) -> Result<Outcome, String> {
+    let line = latency::GPU_LINE_BYTES;
+    let order = latency::order(lines);
+    let next = latency::successors(&order);
+    let ring: Vec<u32> = (0..lines * line / 4)
+        .map(|i| {
+            if i % (line / 4) == 0 {
+                next[(i / (line / 4)) as usize] * line as u32
+            } else {
+                0
+            }
+        })
+        .collect();
+    let mut mem = Memory::new();
+    let pring = mem.alloc_from(&ring);
+    let pstate = mem.alloc_from(&[0u64, 0u64]);
+    let records = alloc_records(&mut mem, 1);
+    let args = vec![
+        Arg::Ptr(pring),
+        Arg::Ptr(pstate),
+        Arg::Ptr(records),
+        Arg::U32(hops),
+    ];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
+    let mut divergent = Vec::new();
+    for _ in 0..launches {
+        let stats = module
+            .launch_with(entry, &config, &args, &mut mem)
+            .map_err(|e| e.to_string())?;
+        divergent.extend(stats.divergent_uniform_branches);
+    }
+    if mem
+        .read::<u32>(pring, ring.len())
+        .map_err(|e| e.to_string())?
+        != ring
+    {
+        return Err("the ring was modified".into());
+    }
+    let state = mem.read::<u64>(pstate, 2).map_err(|e| e.to_string())?;
+    let total = u64::from(launches) * u64::from(hops);
+    if state[1] != total || state[0] % line != 0 {
+        return Err(format!(
+            "state {state:?}, expected {total} hops at a line's start"
+        ));
+    }
+    let verdict = latency::check_end(&order, total, state[0] / line);
+    if !verdict.valid {
+        return Err(verdict.detail);
+    }
+    check_block_records(&mem, records, 1, |_| u64::from(hops))?;
+    Ok(Outcome {
+        divergent,
+        output: bytes_of(&state),
+    })
 }
 
 /// A PTX GEMM on `shape`: A and B rows padded to a multiple of 8 elements, C poisoned, one

@@ -34,7 +34,7 @@ use roofprobe::backend::launch::{
 use roofprobe::backend::pool::allowed_cpus;
 use roofprobe::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
 use roofprobe::bench::stream::StreamKernel;
-use roofprobe::bench::{cache, gemm, intensity, peak, tensor, Case, Family, Precision};
+use roofprobe::bench::{cache, gemm, intensity, latency, peak, tensor, Case, Family, Precision};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A device as the driver would describe it: name, compute capability, SMs, max SM clock (MHz),
@@ -302,6 +302,9 @@ fn every_planned_launch_matches_its_ptx_entry() {
                 (launch.block, launch.dynamic_shared_bytes),
                 (gemm::GPU_BLOCK, gemm::GPU_SHARED_BYTES)
             );
+        } else if case.family == Family::Latency {
+            // the latency chase is one thread
+            assert_eq!((launch.block, launch.dynamic_shared_bytes), (1, 0));
         } else {
             assert_eq!((launch.block, launch.dynamic_shared_bytes), (BLOCK, 0));
         }
@@ -354,14 +357,17 @@ fn host_planned_cases_are_launchable_or_refused_by_name() {
                 assert!(bad.is_empty(), "{}: {}", p.case.id(), bad.join("; "));
             }
             // a host peak case is sized for the host's threads and FMAs per trip; a GPU has no
-            // L3 to sweep; the host's GEMM implementations (`simd`, `gemm-crate`) are not GPU
-            // kernels
+            // L3 to sweep, and chases 128-byte lines with its own kernels; the host's GEMM
+            // implementations (`simd`, `gemm-crate`) are not GPU kernels
             Err(why) => assert!(
                 (p.case.family == Family::Gemm && why.contains("has no kernel for"))
                     || (p.case.family == Family::Peak
                         && (why.contains("was planned for") || why.contains("is not a peak case")))
                     || (p.case.family == Family::Cache
                         && p.case.kernel == "l3"
+                        && why.contains("has no kernel for"))
+                    || (p.case.family == Family::Latency
+                        && p.case.kernel == latency::HOST_KERNEL
                         && why.contains("has no kernel for")),
                 "{}: {why}",
                 p.case.id()
@@ -534,6 +540,11 @@ fn small(case: &Case) -> (Case, u32) {
         Family::Intensity => (intensity::case(p, case.count().unwrap(), 1031), 2),
         // 4099 words: whole vectors and a 3-word tail; two passes.
         Family::Cache => (cache::case(&case.kernel, 4 * 4099, 2), 2),
+        // 32 lines, 1000 hops: the chase goes round the ring 31 times and stops mid-way.
+        Family::Latency => (
+            latency::case(&case.kernel, latency::GPU_LINE_BYTES, 4 << 10, 1000),
+            1,
+        ),
         Family::Gemm => unreachable!("GEMM launches run at their own edge shapes"),
     }
 }
@@ -558,13 +569,13 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
                 if !verdict.valid {
                     failures.push(format!("{}: {}", case.id(), verdict.detail));
                 }
-                // every compute kernel writes block records, and every block wrote its own,
-                // forwards
+                // every compute kernel (and the latency chase) writes block records, and every
+                // block wrote its own, forwards
                 assert_eq!(
                     launch.owed.is_some(),
                     matches!(
                         case.family,
-                        Family::Peak | Family::Tensor | Family::Intensity
+                        Family::Peak | Family::Tensor | Family::Intensity | Family::Latency
                     ),
                     "{}",
                     case.id()
@@ -585,9 +596,10 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, and 14 cache working sets
-    // over the devices modelled
-    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14, "{seen:?}");
+    // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, 14 cache working sets and
+    // 7 latency ones (`ca` at 16 KiB, `cg` in each model's L2 and DRAM) over the devices
+    // modelled
+    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 7, "{seen:?}");
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
 }
 
@@ -782,6 +794,30 @@ fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
             assert!(secs <= 240.0, "{}: about {}", d.name, human(secs));
         }
     }
+}
+
+/// The latency chase's check: the state must stand where the hops it took end, after whole
+/// launches, at the start of a line; the block record must count the hops the row counts.
+#[test]
+fn a_chase_that_ends_elsewhere_is_invalid() {
+    let case = latency::case("cg", latency::GPU_LINE_BYTES, 4 << 10, 10);
+    let launch = launch::plan(&case, 132).unwrap();
+    assert_eq!((launch.grid, launch.block), (1, 1));
+    let order = latency::order(32);
+    let at = |hops: u64| u64::from(order[(hops % 32) as usize]) * latency::GPU_LINE_BYTES;
+    let record = |hops: u64| vec![1, 2, 3, 4, hops, 0];
+    assert!(launch.verify(&[at(30), 30], &record(10)).valid);
+    for (state, why) in [
+        ([at(31), 30], "one hop further"),
+        ([at(30) + 4, 30], "not a line's start"),
+        ([at(25), 25], "not whole launches"),
+        ([0, 0], "never ran"),
+    ] {
+        let v = launch.verify(&state, &record(10));
+        assert!(!v.valid, "{why}: {state:?}");
+    }
+    let v = launch.verify(&[at(30), 30], &record(9));
+    assert!(!v.valid && v.detail.contains("hops"), "{}", v.detail);
 }
 
 /// Runs a GEMM case's launch under the interpreter and checks C with the backend's own check.

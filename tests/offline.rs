@@ -9,6 +9,8 @@
 //! - the timed loop of every peak and tensor kernel is at least 90 % the instruction it
 //!   measures (FFMA, DFMA, HFMA2, IMAD, HMMA/IMMA/DMMA/QMMA);
 //! - the sweep's expansions keep all k FMAs per word;
+//! - the latency kernels' loop is one dependent load through the level each measures (`ca`:
+//!   `LDG.E`, `cg`: `LDG.E.STRONG.GPU`);
 //! - the GEMM kernels' SASS has the tensor-core pipeline they were written for: `HMMA` (32 per
 //!   K tile: 2 steps of 4 × 4), `LDGSTS` (`cp.async`, 128 bits with zero fill) and `LDSM`
 //!   (`ldmatrix`, x4, never `.T`: B is N × K and needs no transpose).
@@ -300,6 +302,40 @@ fn cache_kernels_load_through_the_level_they_measure() {
             if vectors < 5 || loads.iter().any(|op| op.contains(".128") && *op != wanted) {
                 problems.push(format!(
                     "{entry} on {arch}: loads {loads:?}, want 5 x {wanted}"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The chase's loop is one dependent load and the 64-bit add that makes its address, through
+/// the level each kernel measures: `ca_i32` the plain caching `LDG.E` (L1), `cg_i32`
+/// `LDG.E.STRONG.GPU` (L2 only); never a second load, which would put two latencies in a hop.
+#[test]
+fn latency_kernels_chase_one_load_per_hop_through_their_level() {
+    let Some((tools, builds)) = setup(
+        "latency_kernels_chase_one_load_per_hop_through_their_level",
+        true,
+    ) else {
+        return;
+    };
+    let mut problems = Vec::new();
+    for arch in ARCHS {
+        let code = sass(&tools, built(builds, "latency.ptx", arch));
+        for (entry, wanted) in [("ca_i32", "LDG.E"), ("cg_i32", "LDG.E.STRONG.GPU")] {
+            let body = code.get(entry).cloned().unwrap_or_default();
+            if body.is_empty() {
+                problems.push(format!("{entry} on {arch}: no SASS"));
+                continue;
+            }
+            let loop_ops: Vec<String> =
+                timed_loop(&body).into_iter().map(|(_, op, _)| op).collect();
+            let loads: Vec<&String> = loop_ops.iter().filter(|op| op.starts_with("LD")).collect();
+            if loads.len() != 1 || loads[0] != wanted || loop_ops.len() > 8 {
+                problems.push(format!(
+                    "{entry} on {arch}: loop {loop_ops:?}, want one {wanted} and at most 8 \
+                     instructions"
                 ));
             }
         }

@@ -186,6 +186,8 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         "cache/l2/i32/16",
         "gemm/ptx/bf16.f32/256x256x256",
         "gemm/cublas/bf16.f32/256x256x256",
+        "latency/ca/i32/16",
+        "latency/cg/i32/4",
     ];
     let mut cmd = sim.roofprobe();
     cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
@@ -222,7 +224,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         assert_eq!(r.device_name, "roofprobe simulated GPU");
         use roofprobe::bench::Family;
         let measures_its_clock = match r.family {
-            Family::Peak | Family::Tensor => true,
+            Family::Peak | Family::Tensor | Family::Latency => true,
             Family::Intensity => r.flops > 0,
             _ => false,
         };

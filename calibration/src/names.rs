@@ -22,16 +22,19 @@ pub enum Family {
     /// Matrix products (`C = A·Bᵀ`): square, and the LLM batch sweep; the parameter is the
     /// shape ([`crate::Shape`]).
     Gemm,
+    /// Load-to-use latency: a dependent pointer chase, one cache line per hop, one thread.
+    Latency,
 }
 
 impl Family {
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
         Family::Intensity,
         Family::Cache,
         Family::Gemm,
+        Family::Latency,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -42,6 +45,7 @@ impl Family {
             Family::Intensity => "intensity",
             Family::Cache => "cache",
             Family::Gemm => "gemm",
+            Family::Latency => "latency",
         }
     }
 }

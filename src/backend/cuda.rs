@@ -432,6 +432,7 @@ struct Modules {
     mma: Loaded,
     mma_sm89: Loaded,
     cache: Loaded,
+    latency: Loaded,
 }
 
 /// A module that is loaded, or why not.
@@ -607,6 +608,7 @@ impl CudaBackend {
             mma: Loaded::load(&ctx, ModuleId::Mma, old),
             mma_sm89: Loaded::load(&ctx, ModuleId::MmaSm89, old.or(no_fp8)),
             cache: Loaded::load(&ctx, ModuleId::Cache, old),
+            latency: Loaded::load(&ctx, ModuleId::Latency, old),
         };
         Ok(CudaBackend {
             info,
@@ -638,6 +640,10 @@ impl CudaBackend {
                 status(&self.modules.mma_sm89),
             ),
             ("kernels/cache.ptx".to_string(), status(&self.modules.cache)),
+            (
+                "kernels/latency.ptx".to_string(),
+                status(&self.modules.latency),
+            ),
         ];
         if cuda_plan::runs_compute_kernels(self.compute_capability) {
             let k = *crate::bench::intensity::KS
@@ -686,6 +692,7 @@ impl CudaBackend {
             ModuleId::Mma => self.modules.mma.get(id),
             ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
             ModuleId::Cache => self.modules.cache.get(id),
+            ModuleId::Latency => self.modules.latency.get(id),
             // gemm (branch gemm): a GEMM expansion is loaded per case too.
             ModuleId::Sweep(..) | ModuleId::Gemm(..) => {
                 let during = format!("loading kernels/{}", id.file());
@@ -1345,7 +1352,7 @@ impl PreparedCase for GpuCase<'_> {
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         let arithmetic = match self.case.family {
-            Family::Stream | Family::Cache => false,
+            Family::Stream | Family::Cache | Family::Latency => false,
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.count().is_some_and(|k| k > 0),
             // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.

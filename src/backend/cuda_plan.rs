@@ -14,7 +14,7 @@
 
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
-use crate::bench::{arith, cache, gemm, intensity, peak, stream, tensor, Case, Precision};
+use crate::bench::{arith, cache, gemm, intensity, latency, peak, stream, tensor, Case, Precision};
 use crate::specs::theory;
 use crate::Result;
 
@@ -262,7 +262,49 @@ pub fn plan_cases(
                 note: String::new(),
             }),
     );
+    planned.extend(
+        latency_cases(info, device.usable_bytes)
+            .into_iter()
+            .map(|case| PlannedCase {
+                case,
+                note: String::new(),
+            }),
+    );
     Ok(planned)
+}
+
+/// The fewest and the most dependent loads one latency launch takes (see [`latency_hops`]).
+pub const LATENCY_HOPS: std::ops::RangeInclusive<u64> = 4096..=(1 << 17);
+
+/// Loads per latency launch: enough that the first launches of a case (the discarded one, the
+/// one that sizes the samples, the warm-up) touch twice the L2 in fresh lines, so a DRAM ring's
+/// lines that the upload left in L2 are gone before the samples; within [`LATENCY_HOPS`], so a
+/// launch from HBM lasts about a tenth of a second at most.
+pub fn latency_hops(info: &DeviceInfo) -> u64 {
+    (2 * info.llc_bytes / latency::GPU_LINE_BYTES / 6)
+        .clamp(*LATENCY_HOPS.start(), *LATENCY_HOPS.end())
+}
+
+/// The latency chase of a device, one working set per level: `ca` at 16 KiB (in any L1), `cg`
+/// at the largest of 4 KiB × 4^i within a quarter of the L2 (in L2, past L1), and `cg` at the
+/// first power of two at least 4 × the L2 (DRAM), each within `usable_bytes`. Three points, not
+/// a sweep: every case costs the runner's case budget (about 2 s), and a default run on an H200
+/// must stay within its four-minute estimate.
+pub fn latency_cases(info: &DeviceInfo, usable_bytes: u64) -> Vec<Case> {
+    let hops = latency_hops(info);
+    let mut l2 = latency::MIN_BYTES;
+    while l2 * 4 <= info.llc_bytes / 4 {
+        l2 *= 4;
+    }
+    let dram = latency::sizes(4 * info.llc_bytes)
+        .last()
+        .copied()
+        .unwrap_or(latency::MIN_BYTES);
+    [("ca", 16 << 10), ("cg", l2), ("cg", dram)]
+        .into_iter()
+        .filter(|&(_, b)| b <= usable_bytes)
+        .map(|(k, b)| latency::case(k, latency::GPU_LINE_BYTES, b, hops))
+        .collect()
 }
 
 #[cfg(test)]
@@ -375,6 +417,40 @@ mod tests {
             identity: Default::default(),
             extra: Vec::new(),
         }
+    }
+
+    /// An H200 (60 MiB of L2) chases at 16 KiB through L1, at 4 MiB through L2 only, and at
+    /// 256 MiB (the first size at least 4 × its L2), 131072 hops a launch; a small device takes
+    /// the fewest hops; a size beyond the memory the cases may use is left out.
+    #[test]
+    fn latency_cases_cover_l1_l2_and_dram() {
+        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
+        h200.llc_bytes = 60 << 20;
+        let ids: Vec<String> = latency_cases(&h200, 100 << 30)
+            .iter()
+            .map(Case::id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "latency/ca/i32/16",
+                "latency/cg/i32/4096",
+                "latency/cg/i32/262144"
+            ]
+        );
+        assert!(latency_cases(&h200, 100 << 30)
+            .iter()
+            .all(|c| latency::hops(c) == 1 << 17
+                && latency::line_bytes(c) == latency::GPU_LINE_BYTES));
+        let mut small = info("small", 2, Some(100.0));
+        small.llc_bytes = 32 << 10;
+        let few = latency_cases(&small, 1 << 30);
+        assert!(few.iter().all(|c| latency::hops(c) == 4096));
+        assert_eq!(
+            few.iter().filter_map(Case::count).collect::<Vec<_>>(),
+            [16, 4, 128]
+        );
+        assert_eq!(latency_cases(&h200, 100 << 20).len(), 2, "256 MiB left out");
     }
 
     /// An RTX 3090 has no table rate for its f64 tensor-core MMA: the launch is sized at its

@@ -15,13 +15,14 @@ use self::cpu::{cpuinfo_field, read_text};
 use super::host_cache::{self, CacheCase};
 use super::host_compute::{self, HostCompute};
 use super::host_gemm;
+use super::host_latency::{self, LatencyCase};
 use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::{
     dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
     Identity, PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
-use crate::bench::{cache, gemm, Case, Family, Precision, Verdict};
+use crate::bench::{cache, gemm, latency, Case, Family, Precision, Verdict};
 use crate::{Error, Result};
 use std::time::Instant;
 
@@ -127,6 +128,7 @@ impl Backend for HostBackend {
                     note: String::new(),
                 }),
         );
+        planned.extend(host_latency_cases(self.info.llc_bytes, usable));
         Ok(planned)
     }
 
@@ -142,6 +144,7 @@ impl Backend for HostBackend {
                 host_compute::prepare(&self.pool, self.compute, case)
             }
             (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
+            (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
             (Family::Cache, _) => Ok(Box::new(CacheCase::new(
                 &self.pool,
                 self.compute.simd,
@@ -227,6 +230,36 @@ fn host_cache_cases(caches: &[CacheLevel], threads: usize) -> Vec<Case> {
         below = aggregate;
     }
     out
+}
+
+/// The latency chase's cases: working sets from 4 KiB to 4 × the last-level cache (so the
+/// largest measures DRAM), each within `usable_bytes`; a size that does not fit is left out
+/// and its note says so on the largest that does.
+fn host_latency_cases(llc_bytes: u64, usable_bytes: u64) -> Vec<PlannedCase> {
+    let wanted = latency::sizes(4 * llc_bytes);
+    let fits: Vec<u64> = wanted
+        .iter()
+        .copied()
+        .filter(|&b| b <= usable_bytes)
+        .collect();
+    let left_out = wanted.len() - fits.len();
+    let last = fits.len().saturating_sub(1);
+    fits.into_iter()
+        .enumerate()
+        .map(|(i, bytes)| PlannedCase {
+            case: latency::case(
+                latency::HOST_KERNEL,
+                host_latency::LINE_BYTES,
+                bytes,
+                host_latency::HOPS_PER_LAUNCH,
+            ),
+            note: if i == last && left_out > 0 {
+                format!("{left_out} larger working sets left out to fit free memory")
+            } else {
+                String::new()
+            },
+        })
+        .collect()
 }
 
 /// Arithmetic the host kernels need beyond [`Element`].

@@ -16,7 +16,7 @@
 
 use crate::bench::stream::{self, StreamKernel};
 use crate::bench::{
-    arith, cache, gemm, intensity, peak, tensor, Case, Family, Precision, Verdict, Work,
+    arith, cache, gemm, intensity, latency, peak, tensor, Case, Family, Precision, Verdict, Work,
 };
 use std::borrow::Cow;
 
@@ -53,6 +53,8 @@ pub enum ModuleId {
     MmaSm89,
     /// kernels/cache.ptx
     Cache,
+    /// kernels/latency.ptx
+    Latency,
     /// One expansion of kernels/intensity.ptx.in: (precision, k).
     Sweep(Precision, u32),
     /// One expansion of kernels/gemm.ptx.in: its input and accumulator types.
@@ -69,6 +71,7 @@ impl ModuleId {
             ModuleId::Mma => "mma.ptx".into(),
             ModuleId::MmaSm89 => "mma_sm89.ptx".into(),
             ModuleId::Cache => "cache.ptx".into(),
+            ModuleId::Latency => "latency.ptx".into(),
             ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
             ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
         }
@@ -83,6 +86,7 @@ impl ModuleId {
             ModuleId::Mma => Cow::Borrowed(kernels::MMA),
             ModuleId::MmaSm89 => Cow::Borrowed(kernels::MMA_SM89),
             ModuleId::Cache => Cow::Borrowed(kernels::CACHE),
+            ModuleId::Latency => Cow::Borrowed(kernels::LATENCY),
             ModuleId::Sweep(p, k) => Cow::Owned(intensity::expand(p, k)),
             ModuleId::Gemm(p) => Cow::Owned(gemm::expand(p)),
         }
@@ -200,6 +204,12 @@ pub enum Init {
     Sweep(Precision),
     /// The cache sweep's words (`cache::input`).
     Cache,
+    /// The latency ring: `lines` lines of `line_bytes`, the first word of line l the byte offset
+    /// of `next[l]` ([`latency::successors`]), every other word 0.
+    Chase {
+        next: std::sync::Arc<Vec<u32>>,
+        line_bytes: u64,
+    },
     /// These words (tensor-core fragments).
     Words(Vec<u64>),
     /// A GEMM input (`matrix` 0: A, 1: B) of `shape`, row stride `ld` elements, two 16-bit
@@ -259,6 +269,13 @@ impl Buffer {
             }
             Init::Sweep(p) => intensity::input(*p, i),
             Init::Cache => cache::input(i) as u64,
+            Init::Chase { next, line_bytes } => {
+                let words_per_line = line_bytes / self.word_bytes;
+                match (i % words_per_line, next.get((i / words_per_line) as usize)) {
+                    (0, Some(&n)) => u64::from(n) * line_bytes,
+                    _ => 0,
+                }
+            }
             Init::Words(w) => w.get(i as usize).copied().unwrap_or(0),
             Init::GemmOperand {
                 precision,
@@ -296,6 +313,13 @@ pub enum Check {
     Sweep { precision: Precision, k: u32 },
     /// Every thread's sum is `passes ×` the sum of its grid-stride share of the n words.
     Cache { n: u64, passes: u64 },
+    /// The chase's state (`[byte offset, hops since line 0]`) stands where that many hops from
+    /// line 0 through a ring of `lines` lines of `line_bytes` end, after whole launches of `hops`.
+    Latency {
+        lines: u64,
+        line_bytes: u64,
+        hops: u64,
+    },
     /// C (f32 words, row-major) is the exact product of the GEMM's inputs (`gemm::check`).
     Gemm {
         precision: Precision,
@@ -319,6 +343,9 @@ pub enum Owed {
         k: u32,
         n: u64,
     },
+    /// The one block's thread took `hops` dependent loads, each returning
+    /// [`latency::INDEX_BYTES`].
+    ChaseHops { hops: u64 },
 }
 
 impl Owed {
@@ -326,6 +353,7 @@ impl Owed {
     pub fn per_block(&self, grid: u32, block: u32, index: u64) -> u64 {
         match *self {
             Owed::PeakTrips { trips, .. } | Owed::TensorTrips { trips, .. } => trips,
+            Owed::ChaseHops { hops } => hops,
             Owed::SweepWords { precision, n, .. } => intensity::gpu_block_words(
                 precision,
                 n,
@@ -355,6 +383,10 @@ impl Owed {
                 bytes_written: count * arith::word_bytes(precision),
                 flops: 2 * k as u64 * arith::lanes(precision) * count,
             },
+            Owed::ChaseHops { .. } => Work {
+                bytes_read: count * latency::INDEX_BYTES,
+                ..Work::default()
+            },
         }
     }
 
@@ -363,6 +395,7 @@ impl Owed {
         match self {
             Owed::PeakTrips { .. } | Owed::TensorTrips { .. } => "loop trips",
             Owed::SweepWords { .. } => "words",
+            Owed::ChaseHops { .. } => "hops",
         }
     }
 }
@@ -426,6 +459,9 @@ impl Launch {
                 format!("{grid}, {} chains x {trips} trips", tensor::CHAINS)
             }
             (Check::Cache { .. }, Some(passes)) => format!("{grid}, {passes} passes"),
+            (Check::Latency { line_bytes, .. }, Some(hops)) => {
+                format!("{grid}, one thread, {hops} dependent loads per launch, {line_bytes}-byte lines")
+            }
             _ => grid,
         }
     }
@@ -561,6 +597,25 @@ impl Launch {
                     cache::gpu_thread_sum(n, threads, t as u64)
                 })
             }
+            Check::Latency {
+                lines,
+                line_bytes,
+                hops,
+            } => {
+                let (offset, total) = (words[0], words[1]);
+                if total == 0 || total % hops.max(1) != 0 {
+                    Verdict::invalid(format!(
+                        "the chase took {total} hops in all; it should be a positive multiple \
+                         of {hops} (hops per launch)"
+                    ))
+                } else if offset % line_bytes != 0 || offset / line_bytes >= lines {
+                    Verdict::invalid(format!(
+                        "the chase stands at byte {offset}, not the start of one of {lines} lines"
+                    ))
+                } else {
+                    latency::check_end(&latency::order(lines), total, offset / line_bytes)
+                }
+            }
         }
     }
 }
@@ -633,6 +688,15 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
             }
             Ok(Entry {
                 module: ModuleId::Cache,
+                name: format!("{}_{p}", case.kernel),
+            })
+        }
+        Family::Latency => {
+            if !matches!(case.kernel.as_str(), "ca" | "cg") || p != latency::PRECISION {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Latency,
                 name: format!("{}_{p}", case.kernel),
             })
         }
@@ -976,6 +1040,62 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 Some(trips(passes)?),
                 None,
             ))
+        }
+        Family::Latency => {
+            // One thread of one block chases, whatever grid fills the device.
+            let (lines, line_bytes, hops) = (
+                case.elements,
+                latency::line_bytes(case),
+                latency::hops(case),
+            );
+            if line_bytes != latency::GPU_LINE_BYTES || lines * line_bytes > u64::from(u32::MAX) {
+                return Err(format!(
+                    "{}: the GPU chase needs {}-byte lines and a ring under 4 GiB (32-bit offsets)",
+                    case.id(),
+                    latency::GPU_LINE_BYTES
+                ));
+            }
+            let next = std::sync::Arc::new(latency::successors(&latency::order(lines)));
+            let buffers = vec![
+                Buffer {
+                    role: Role::Input(0),
+                    words: lines * line_bytes / latency::INDEX_BYTES,
+                    word_bytes: latency::INDEX_BYTES,
+                    init: Init::Chase { next, line_bytes },
+                },
+                // [byte offset the chase stands on, hops since line 0]
+                Buffer {
+                    role: Role::Output,
+                    words: 2,
+                    word_bytes: 8,
+                    init: Init::Zero,
+                },
+                Buffer {
+                    words: BLOCK_RECORD_WORDS as u64,
+                    ..clocks
+                },
+            ];
+            let params = vec![
+                param("ring", Arg::Buffer(Role::Input(0))),
+                param("state", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("hops", Arg::U32(trips(hops)?)),
+            ];
+            Ok(Launch {
+                grid: 1,
+                block: 1,
+                ..launch(
+                    buffers,
+                    params,
+                    Check::Latency {
+                        lines,
+                        line_bytes,
+                        hops,
+                    },
+                    Some(trips(hops)?),
+                    Some(Owed::ChaseHops { hops }),
+                )
+            })
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod host;
 pub mod host_cache;
 pub mod host_compute;
 pub mod host_gemm;
+pub mod host_latency;
 pub mod launch;
 pub mod pool;
 

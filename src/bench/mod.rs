@@ -13,6 +13,7 @@ pub mod arith;
 pub mod cache;
 pub mod gemm;
 pub mod intensity;
+pub mod latency;
 pub mod peak;
 pub mod stream;
 pub mod tensor;
@@ -55,7 +56,7 @@ pub struct Case {
     pub kernel: String,
     pub precision: Precision,
     /// The family's parameter: operations per element in the intensity sweep, KiB of working set
-    /// in the cache sweep, the `MxNxK` shape of a GEMM; `None` elsewhere.
+    /// in the cache sweep and the latency chase, the `MxNxK` shape of a GEMM; `None` elsewhere.
     pub param: Option<Param>,
     /// Problem size in elements (of `precision`) per array.
     pub elements: u64,

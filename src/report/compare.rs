@@ -67,6 +67,7 @@ impl Line {
 fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
         Family::Stream | Family::Cache => "GB/s",
+        Family::Latency => "ns/load",
         _ if precision.is_integer() => "GOP/s",
         _ => "GFLOP/s",
     }
@@ -188,13 +189,24 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                 let rows: &[&Record] = by_case.get(&id).map_or(&[], Vec::as_slice);
                 let figure = |r: &Record| match family {
                     Family::Stream | Family::Cache => r.gbps,
+                    Family::Latency => r
+                        .time_min_s
+                        .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
                     _ => r.gflops,
+                };
+                // The best is the fastest: the most per second, the fewest ns per load.
+                let better = |a: f64, b: f64| {
+                    if family == Family::Latency {
+                        a.min(b)
+                    } else {
+                        a.max(b)
+                    }
                 };
                 let best = rows
                     .iter()
                     .filter(|r| r.valid)
                     .filter_map(|r| figure(r).filter(|v| v.is_finite() && *v > 0.0))
-                    .reduce(f64::max);
+                    .reduce(better);
                 let cal = &run.calibration;
                 let spec = match family {
                     Family::Stream => cal.memory_ceilings.first().and_then(|m| m.spec_gbps),
@@ -202,7 +214,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
-                    Family::Intensity | Family::Cache | Family::Gemm => None,
+                    Family::Intensity | Family::Cache | Family::Gemm | Family::Latency => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",
@@ -542,6 +554,46 @@ mod tests {
         // DRAM ceiling of B is its copy (the triad failed), 2 × 1400
         let dram = find("DRAM");
         assert!((dram.cells[1].measured.unwrap() - 2800.0).abs() < 1e-6);
+    }
+
+    /// A latency case compares in ns per load, from its fastest sample, and the best of a
+    /// run's rows is the fewest.
+    #[test]
+    fn latency_compares_in_ns_per_load_and_the_fewest_is_best() {
+        let mut runs = two_runs();
+        let chase = |secs: f64| {
+            row(
+                Family::Latency,
+                "ca",
+                Precision::I32,
+                Some(crate::bench::Param::Count(4)),
+                (4000, 0),
+                secs,
+                true,
+            )
+        };
+        // A: 1000 loads, fastest samples 0.99 µs and 1.98 µs; B: one at 0.495 µs
+        runs[0]
+            .records
+            .as_mut()
+            .unwrap()
+            .extend([chase(2e-6), chase(1e-6)]);
+        let mut b = chase(0.5e-6);
+        let like = &runs[1].records.as_ref().unwrap()[0];
+        (b.run_id, b.device_name, b.host) = (
+            like.run_id.clone(),
+            like.device_name.clone(),
+            like.host.clone(),
+        );
+        runs[1].records.as_mut().unwrap().push(b);
+        let lines = lines(&runs);
+        let l = lines
+            .iter()
+            .find(|l| l.key == "latency/ca/i32/4")
+            .expect("a latency line");
+        assert_eq!(l.unit, "ns/load");
+        assert!((l.cells[0].measured.unwrap() - 0.99).abs() < 1e-9, "{l:?}");
+        assert!((l.cells[1].measured.unwrap() - 0.495).abs() < 1e-9, "{l:?}");
     }
 
     #[test]

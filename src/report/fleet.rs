@@ -463,9 +463,35 @@ struct CsvRow<'a> {
     verdict: String,
 }
 
+/// The columns of `--csv`, in [`CsvRow`]'s order: written first even when no run has a
+/// measured metric, so the file is never empty.
+pub const CSV_HEADER: [&str; 17] = [
+    "device_name",
+    "backend",
+    "driver",
+    "run_id",
+    "host",
+    "device_id",
+    "metric",
+    "unit",
+    "value",
+    "peer_median",
+    "peer_mad",
+    "peers",
+    "ratio",
+    "flagged",
+    "run_flagged",
+    "conditions",
+    "verdict",
+];
+
 /// The report as tidy CSV: a row per run and metric; text fields spreadsheet-safe.
 pub fn csv(fleet: &Fleet) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.write_record(CSV_HEADER)
+        .expect("serialising to memory cannot fail");
     for g in &fleet.groups {
         for r in &g.runs {
             for m in &r.metrics {
@@ -859,6 +885,32 @@ mod tests {
         let metrics: usize = fleet.groups[0].runs.iter().map(|r| r.metrics.len()).sum();
         assert_eq!(rows, metrics);
         assert!(csv.contains("'=cmd"), "spreadsheet-safe: {csv}");
+        // the written header is the one serde would write for the rows
+        let mut serde_header = csv::Writer::from_writer(Vec::new());
+        let r = &fleet.groups[0].runs[0];
+        serde_header
+            .serialize(CsvRow {
+                device_name: String::new(),
+                backend: "",
+                driver: String::new(),
+                run_id: String::new(),
+                host: String::new(),
+                device_id: String::new(),
+                metric: String::new(),
+                unit: "",
+                value: r.metrics[0].value,
+                peer_median: None,
+                peer_mad: None,
+                peers: 0,
+                ratio: None,
+                flagged: false,
+                run_flagged: false,
+                conditions: String::new(),
+                verdict: String::new(),
+            })
+            .unwrap();
+        let serde_header = String::from_utf8(serde_header.into_inner().unwrap()).unwrap();
+        assert_eq!(csv.lines().next(), serde_header.lines().next());
         let back: serde_json::Value = serde_json::from_str(&json(&fleet)).unwrap();
         assert_eq!(back["groups"][0]["runs"][2]["flagged"], true);
         let svg = strip_svg(&fleet, "DRAM").unwrap();
@@ -873,5 +925,13 @@ mod tests {
         assert_eq!(dots, 3);
         assert!(strip_svg(&fleet, "no such metric").is_none());
         assert_eq!(strip_stem("tensor f16.f32"), "fleet-tensor-f16-f32");
+        // no measured metric anywhere: the header alone, never an empty file
+        for g in &mut fleet.groups {
+            for r in &mut g.runs {
+                r.metrics.clear();
+            }
+        }
+        let empty = String::from_utf8(super::csv(&fleet)).unwrap();
+        assert_eq!(empty, format!("{}\n", CSV_HEADER.join(",")));
     }
 }

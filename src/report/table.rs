@@ -1,5 +1,6 @@
 //! The summary table printed after a run (and by `report`): one line per measurement.
 
+use crate::bench::{latency, Family};
 use crate::record::Record;
 use std::fmt::Write;
 
@@ -40,10 +41,13 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
-/// The table of a run's rows. Rows of several devices are grouped under a line per device.
+/// The table of a run's rows. Rows of several devices are grouped under a line per device; a
+/// device's latency rows are listed again after its table, as ns and cycles per load with the
+/// plateaus they form ([`latency_block`]).
 pub fn render(records: &[Record]) -> String {
     let mut out = String::new();
     let mut current_run = None;
+    let mut group: Vec<&Record> = Vec::new();
     // GEMM ids (`gemm/gemm-crate/f32/8192x28672x8192`) are longer than the others; an id from a
     // damaged file may be any length, and runs past the column rather than widening every row.
     let width = records
@@ -54,6 +58,8 @@ pub fn render(records: &[Record]) -> String {
         .clamp(28, 40);
     for r in records {
         if current_run != Some(&r.run_id) {
+            out.push_str(&latency_block(&group));
+            group.clear();
             current_run = Some(&r.run_id);
             let cc = if r.compute_capability.is_empty() {
                 String::new()
@@ -107,6 +113,75 @@ pub fn render(records: &[Record]) -> String {
             cv,
             status
         );
+        group.push(r);
+    }
+    out.push_str(&latency_block(&group));
+    out
+}
+
+/// One device's latency rows (family `latency`), per kernel: each valid row's ns per load and,
+/// where the row records a clock, cycles per load; then the plateaus the curve forms
+/// ([`latency::plateaus`]), each with its working sets and median latency. Empty when there
+/// are none.
+pub fn latency_block(rows: &[&Record]) -> String {
+    let mut out = String::new();
+    let mut kernels: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| r.family == Family::Latency) {
+        if !kernels.contains(&r.kernel.as_str()) {
+            kernels.push(&r.kernel);
+        }
+    }
+    for kernel in kernels {
+        let _ = writeln!(
+            out,
+            "\nlatency/{kernel}: one dependent load per hop, one thread\n{:<28} {:>11} {:>9} {:>9}  status",
+            "case", "working set", "ns/load", "cycles"
+        );
+        let mut points = Vec::new();
+        let mut clocks = Vec::new();
+        for r in rows
+            .iter()
+            .filter(|r| r.family == Family::Latency && r.kernel == kernel)
+        {
+            let ns = r
+                .time_min_s
+                .filter(|_| r.valid)
+                .and_then(|t| latency::ns_per_load(r.bytes, t));
+            let cycles = ns
+                .zip(r.clock_mhz)
+                .map(|(n, mhz)| latency::cycles_per_load(n, mhz));
+            if let Some(n) = ns {
+                points.push((r.working_set_bytes, n));
+                clocks.extend(r.clock_mhz);
+            }
+            let status = if r.valid { "ok" } else { r.status.as_str() };
+            let _ = writeln!(
+                out,
+                "{:<28} {:>11} {:>9} {:>9}  {status}",
+                r.case_id(),
+                bytes(r.working_set_bytes),
+                figure(ns),
+                figure(cycles),
+            );
+        }
+        clocks.sort_by(f64::total_cmp);
+        let clock = clocks.get(clocks.len() / 2).copied();
+        for p in latency::plateaus(&points) {
+            let cycles = clock.map_or_else(String::new, |mhz| {
+                format!(
+                    ", {} cycles",
+                    figure(Some(latency::cycles_per_load(p.ns, mhz)))
+                )
+            });
+            let _ = writeln!(
+                out,
+                "  plateau {} .. {}: {} ns{cycles} ({} points)",
+                bytes(p.from_bytes),
+                bytes(p.to_bytes),
+                figure(Some(p.ns)),
+                p.points
+            );
+        }
     }
     out
 }
@@ -154,6 +229,59 @@ mod tests {
         assert!(lines[3].starts_with("stream/copy/f64"));
         assert!(lines[3].contains("invalid: [3] is 1"));
         assert!(!lines[3].contains("16.8"), "no figure for an invalid row");
+    }
+
+    /// Latency rows are listed again as ns and cycles per load, from the fastest sample, with
+    /// the plateaus they form; an invalid row has no figure.
+    #[test]
+    fn latency_rows_show_ns_cycles_and_plateaus() {
+        let row = |kib: u64, median: f64, valid: bool| {
+            let case = latency::case(latency::HOST_KERNEL, 64, kib << 10, 1000);
+            let mut r = measured(&case, median, valid);
+            r.clock_mhz = Some(4000.0);
+            r
+        };
+        // fastest samples (0.9 × median) of 1000 loads: 1 ns, then 5 ns
+        let m = 1e-6 / 0.9;
+        let rows = [
+            row(4, m, true),
+            row(8, m, true),
+            row(16, 5.0 * m, true),
+            row(32, 5.0 * m, true),
+            row(64, m, false),
+        ];
+        let t = render(&rows);
+        let block: Vec<&str> = t
+            .lines()
+            .skip_while(|l| !l.starts_with("latency/chase:"))
+            .collect();
+        assert!(block.len() > 7, "{t}");
+        assert!(block[2].starts_with("latency/chase/i32/4 "), "{}", block[2]);
+        assert!(
+            block[2].contains(" 1.00 ") && block[2].contains(" 4.00 "),
+            "{}",
+            block[2]
+        );
+        assert!(
+            block[4].contains(" 5.00 ") && block[4].contains(" 20.0 "),
+            "{}",
+            block[4]
+        );
+        assert!(block[6].contains("invalid:") && !block[6].contains("1.00"));
+        assert_eq!(
+            &block[7..],
+            [
+                "  plateau 4.0 KiB .. 8.0 KiB: 1.00 ns, 4.00 cycles (2 points)",
+                "  plateau 16.0 KiB .. 32.0 KiB: 5.00 ns, 20.0 cycles (2 points)",
+            ]
+        );
+        // no latency rows, no block
+        let stream = measured(
+            &StreamKernel::Triad.case(Precision::F32, 1 << 20),
+            1e-3,
+            true,
+        );
+        assert!(!render(&[stream]).contains("ns/load"));
     }
 
     #[test]
