@@ -24,9 +24,19 @@ pub const HOST_PREP_BYTES_PER_SEC: f64 = 2e9;
 pub const CASE_OVERHEAD_SECS: f64 = 0.05;
 
 /// Seconds one dependent load from a GPU's DRAM takes, at most as far as the estimate goes
-/// (HBM and GDDR load-to-use latencies are 0.4–0.8 µs): a latency launch lasts its hops times
-/// this.
+/// (HBM and GDDR load-to-use latencies are 0.4–0.8 µs): a latency launch whose ring is larger
+/// than the L2 lasts its hops times this.
 pub const GPU_LOAD_SECS: f64 = 1e-6;
+
+/// The same for a ring within the L2 (L2 hits take 0.1–0.3 µs on the GPUs roofprobe knows).
+pub const GPU_L2_LOAD_SECS: f64 = 0.5e-6;
+
+/// The same for a ring within one SM's L1 (`ca` loads; L1 hits take 20–40 ns).
+pub const GPU_L1_LOAD_SECS: f64 = 0.1e-6;
+
+/// The largest ring the estimate takes to stay in an SM's L1 (every GPU since Volta has at
+/// least this much L1 per SM).
+pub const GPU_L1_RING_BYTES: u64 = 64 << 10;
 
 /// What a device does at most, as far as the estimate knows.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +47,8 @@ pub struct Rates {
     pub cache_bytes_per_sec: f64,
     /// Operations per second, per precision, where a theoretical peak is known.
     pub ops_per_sec: Vec<(Precision, f64)>,
+    /// The last-level cache's bytes (0 where unknown: every ring then counts as DRAM's).
+    pub llc_bytes: u64,
 }
 
 /// DRAM bandwidth assumed where neither the spec sheet nor the device's attributes give one.
@@ -77,6 +89,7 @@ impl Rates {
                 * 1e6
                 * crate::backend::cuda_plan::CACHE_BYTES_PER_SM_CLOCK,
             ops_per_sec,
+            llc_bytes: info.llc_bytes,
         })
     }
 
@@ -102,7 +115,15 @@ impl Rates {
 pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
     if case.family == Family::Latency {
         // one dependent load after another: its latency, not a bandwidth, sets the time
-        return crate::bench::latency::hops(case) as f64 * GPU_LOAD_SECS;
+        let ring = case.working_set_bytes;
+        let load = if case.kernel == "ca" && ring <= GPU_L1_RING_BYTES {
+            GPU_L1_LOAD_SECS
+        } else if ring <= rates.llc_bytes {
+            GPU_L2_LOAD_SECS
+        } else {
+            GPU_LOAD_SECS
+        };
+        return crate::bench::latency::hops(case) as f64 * load;
     }
     let bandwidth = if case.family == Family::Cache {
         rates.cache_bytes_per_sec
@@ -174,7 +195,32 @@ mod tests {
             dram_bytes_per_sec: 1e12,
             cache_bytes_per_sec: 1e13,
             ops_per_sec: vec![(Precision::F32, 1e13)],
+            llc_bytes: 50 << 20,
         }
+    }
+
+    /// A latency launch lasts its hops at the load time of the level its ring sits in: L1 for
+    /// a small `ca` ring, L2 for one within the L2 (a `cg` ring of any size skips L1), DRAM
+    /// beyond.
+    #[test]
+    fn a_latency_launch_lasts_its_hops_at_its_level() {
+        use crate::bench::latency;
+        let hops = 1 << 17;
+        let at = |kernel: &str, bytes: u64| {
+            let case = latency::case(kernel, latency::GPU_LINE_BYTES, bytes, hops);
+            launch_secs(&case, &rates()) / hops as f64
+        };
+        assert_eq!(at("ca", 16 << 10), GPU_L1_LOAD_SECS);
+        assert_eq!(at("cg", 16 << 10), GPU_L2_LOAD_SECS);
+        assert_eq!(at("ca", 4 << 20), GPU_L2_LOAD_SECS);
+        assert_eq!(at("cg", 256 << 20), GPU_LOAD_SECS);
+        // an unknown L2 (0 bytes) counts every ring beyond L1 as DRAM's
+        let unknown = Rates {
+            llc_bytes: 0,
+            ..rates()
+        };
+        let case = latency::case("cg", latency::GPU_LINE_BYTES, 4 << 20, hops);
+        assert_eq!(launch_secs(&case, &unknown) / hops as f64, GPU_LOAD_SECS);
     }
 
     /// A launch is as long as its bytes at the bandwidth or its operations at the peak; a case

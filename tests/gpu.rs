@@ -150,9 +150,14 @@ fn events_time_every_launch_of_a_batch() {
         let wall = Instant::now();
         let twenty = prepared.run(20).expect("run");
         let wall = wall.elapsed().as_secs_f64();
-        assert!(one > 0.0 && twenty.is_finite(), "one {one} s, twenty {twenty} s");
+        assert!(
+            one > 0.0 && twenty.is_finite(),
+            "one {one} s, twenty {twenty} s"
+        );
         assert!(twenty <= wall * 1.01, "device {twenty} s > host {wall} s");
-        tries.push(format!("20 launches {twenty} s, one {one} s (singles {singles:?})"));
+        tries.push(format!(
+            "20 launches {twenty} s, one {one} s (singles {singles:?})"
+        ));
         if (12.0..32.0).contains(&(twenty / one)) {
             break;
         }

@@ -790,6 +790,24 @@ fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
             rates.dram_bytes_per_sec / 1e9
         );
         assert!(secs > 10.0, "{}: {secs} s is no estimate", d.name);
+        // every case once: a case planned twice costs its time twice and gives two rows of one id
+        let mut ids: Vec<String> = cases.iter().map(|p| p.case.id()).collect();
+        ids.sort();
+        let before = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), before, "{}: a case id planned twice", d.name);
+        // where the time goes, by family, the longest first
+        let mut by_family: BTreeMap<String, (usize, f64)> = BTreeMap::new();
+        for p in &cases {
+            let e = by_family.entry(format!("{:?}", p.case.family)).or_default();
+            e.0 += 1;
+            e.1 += roofprobe::duration::case_secs(&p.case, &cfg, 0.01, &rates);
+        }
+        let mut by_family: Vec<_> = by_family.into_iter().collect();
+        by_family.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1));
+        for (family, (n, s)) in &by_family {
+            eprintln!("  {family}: {n} cases, {s:.1} s");
+        }
         if d.name == "NVIDIA H200" {
             assert!(secs <= 240.0, "{}: about {}", d.name, human(secs));
         }

@@ -2012,7 +2012,10 @@ pub(crate) mod tests {
             .filter_map(|n| n.text())
             .collect();
         assert!(all.contains("kkk…"), "no cut name in {all}");
-        assert!(!all.contains(&long[..2_000]), "a name of 2 000 characters or more was drawn");
+        assert!(
+            !all.contains(&long[..2_000]),
+            "a name of 2 000 characters or more was drawn"
+        );
         assert!(readability_faults(&p).is_empty());
     }
 
