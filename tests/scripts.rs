@@ -45,8 +45,8 @@ fn the_device_check_fits_its_budget_and_runs_the_cheap_families_first() {
     };
     assert!(at("environment") < at("devices"));
     assert!(at("nvidia-smi") < at("devices"));
-    assert!(at("devices") < at("run-cache-peak-tensor"));
-    assert!(at("run-cache-peak-tensor") < at("run-stream"));
+    assert!(at("devices") < at("run-cache-peak-tensor-latency"));
+    assert!(at("run-cache-peak-tensor-latency") < at("run-stream"));
     assert!(at("run-stream") < at("run-sweep"));
     assert!(at("run-sweep") < at("run-gemm"));
 }

@@ -62,6 +62,14 @@ for (const svg of document.querySelectorAll('svg')) {
     return pts.slice(1).map((p, i) => [pts[i], p]);
   });
   const faults = [];
+  // the picture's own box: a text cut off at an edge is unreadable
+  const vb = svg.viewBox.baseVal;
+  const [w, h] = vb && vb.width > 0 ? [vb.width, vb.height]
+    : [parseFloat(svg.getAttribute('width')), parseFloat(svg.getAttribute('height'))];
+  texts.forEach(t => {
+    if (t.box.some(([x, y]) => x < -0.25 || y < -0.25 || x > w + 0.25 || y > h + 0.25))
+      faults.push(`text "${t.text}" leaves the picture (${w}x${h}) at ${JSON.stringify(t.box)}`);
+  });
   texts.forEach((t, i) => {
     texts.slice(i + 1).forEach(u => {
       if (overlap(t.box, u.box)) faults.push(`text "${t.text}" overlaps text "${u.text}"`);
@@ -254,6 +262,103 @@ fn no_text_overlaps_in_a_real_browser() {
     }
 }
 
+/// `roofprobe fleet`'s strip plots in a real browser: over the checked-in results, and over
+/// fleets that crowd them (a slow run; a dead one far off, which squeezes the median and the
+/// threshold together; many flagged runs side by side, with long run ids), no text overlaps
+/// another text or a run's dot, and none leaves the picture.
+#[test]
+fn fleet_strip_plots_read_cleanly_in_a_real_browser() {
+    use super::fleet::{self, tests::run, DEFAULT_THRESHOLD};
+    let Some(chromium) = chromium_or_skip("fleet_strip_plots_read_cleanly_in_a_real_browser")
+    else {
+        return;
+    };
+    let results: Vec<PathBuf> =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("results"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+            .collect();
+    let checked_in: Vec<_> = crate::inputs::load_inputs(&results, true)
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.path, i.run))
+        .collect();
+    let long = |n: u32| format!("gpu-node-{n:03}-cuda-3-nvidia-h200-20261130T101010Z-5f3a9c");
+    let fleets = [
+        ("checked-in", checked_in),
+        (
+            "slow",
+            vec![
+                run("a", 1.0),
+                run("b", 1.02),
+                run("c", 0.99),
+                run("slow", 0.8),
+            ],
+        ),
+        (
+            "dead",
+            vec![
+                run("a", 1.0),
+                run("b", 1.0),
+                run("c", 1.01),
+                run("d", 0.99),
+                run("dead", 0.02),
+            ],
+        ),
+        (
+            "crowded",
+            vec![
+                run("a", 1.0),
+                run("b", 1.0),
+                run("c", 1.0),
+                run("d", 1.01),
+                run("e", 0.99),
+                run("f", 1.0),
+                run("g", 1.02),
+                run(&long(17), 0.5),
+                run(&long(18), 0.505),
+                run(&long(19), 0.51),
+                run(&long(20), 0.52),
+                run(&long(21), 0.53),
+                run(&long(22), 0.55),
+            ],
+        ),
+    ];
+    let mut svgs = Vec::new();
+    for (name, runs) in fleets {
+        let report = fleet::analyse(runs, DEFAULT_THRESHOLD);
+        for (k, (metric, _)) in fleet::metric_names(&report).into_iter().enumerate() {
+            let svg = fleet::strip_svg(&report, &metric).unwrap();
+            let id = format!("fleet-{name}-{k}");
+            keep(&id, &svg);
+            svgs.push((id, svg));
+        }
+    }
+    assert!(svgs.len() > 8, "{} strip plots", svgs.len());
+    let dir = tempfile::tempdir().unwrap();
+    for font in [None, Some("DejaVu Sans"), Some("Liberation Sans")] {
+        let measured = measure(&chromium, dir.path(), &svgs, font);
+        assert_eq!(measured.len(), svgs.len());
+        for m in &measured {
+            let what = format!("{} ({})", m.id, font.unwrap_or("the SVG's fonts"));
+            assert!(m.texts.len() > 8 && m.markers > 0, "{what}: {m:?}");
+            if m.id.starts_with("fleet-crowded") {
+                // every flagged run named beside its dot
+                assert!(
+                    m.texts
+                        .iter()
+                        .filter(|t| t.text.contains("gpu-node-0"))
+                        .count()
+                        >= 6
+                );
+            }
+            assert!(m.faults.is_empty(), "{what}:\n{}", m.faults.join("\n"));
+        }
+    }
+}
+
 /// The browser check can fail: two texts on top of each other, a text on a point and a text on
 /// a roof are each reported.
 #[test]
@@ -268,7 +373,8 @@ fn the_browser_check_sees_overlaps() {
         <text x=\"90\" y=\"84\" font-size=\"12\">on a point</text>\
         <polyline class=\"roof\" points=\"0,190 400,120\"/>\
         <text x=\"200\" y=\"160\" font-size=\"12\" transform=\"rotate(-30 200 160)\">on a roof</text>\
-        <text x=\"300\" y=\"20\" font-size=\"12\">alone</text></svg>";
+        <text x=\"300\" y=\"20\" font-size=\"12\">alone</text>\
+        <text x=\"375\" y=\"60\" font-size=\"12\">cut off</text></svg>";
     let dir = tempfile::tempdir().unwrap();
     let measured = measure(
         &chromium,
@@ -277,8 +383,9 @@ fn the_browser_check_sees_overlaps() {
         None,
     );
     let faults = &measured[0].faults;
-    assert_eq!(faults.len(), 3, "{faults:#?}");
-    assert!(faults[0].contains("\"[A] L3 231 GB/s\" overlaps text \"[B] L1 219 GB/s\""));
-    assert!(faults[1].contains("\"on a point\" overlaps marker"));
-    assert!(faults[2].contains("\"on a roof\" overlaps roof"));
+    assert_eq!(faults.len(), 4, "{faults:#?}");
+    assert!(faults[0].contains("\"cut off\" leaves the picture (400x200)"));
+    assert!(faults[1].contains("\"[A] L3 231 GB/s\" overlaps text \"[B] L1 219 GB/s\""));
+    assert!(faults[2].contains("\"on a point\" overlaps marker"));
+    assert!(faults[3].contains("\"on a roof\" overlaps roof"));
 }

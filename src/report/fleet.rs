@@ -549,11 +549,17 @@ const ROW: i32 = 70;
 const TOP: i32 = 70;
 const OK_COLOR: &str = "#1f77b4";
 const FLAG_COLOR: &str = "#d62728";
+/// Pixels per line of the list of flagged runs under a strip plot.
+const LIST_LINE: i32 = 16;
+/// The most flagged runs a strip plot names; the rest are counted.
+const MAX_LISTED: usize = 20;
 
 /// The strip plot of one metric: a strip per group, each run a dot at its value over its
 /// group's median (so groups of different devices share the axis), the median at 1 and the
-/// threshold dashed; flagged runs red, crossed and named. Runs of a group too small to judge
-/// are drawn hollow. `None` when no group measured the metric.
+/// threshold dashed; flagged runs red and crossed, and named in a list under the axis (beside
+/// their dots, names of runs that lie close together would cover each other and the dots).
+/// Runs of a group too small to judge are drawn hollow. `None` when no group measured the
+/// metric.
 pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
     let groups: Vec<(&Group, &MetricStat)> = fleet
         .groups
@@ -576,7 +582,36 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
     let (lo, hi) = (lo - pad, hi + pad);
     let plot_w = STRIP_WIDTH - LEFT - RIGHT;
     let x = |r: f64| LEFT as f64 + (r - lo) / (hi - lo) * plot_w as f64;
-    let height = TOP + ROW * groups.len() as i32 + 60;
+    // the flagged runs, slowest first, each a line under the axis
+    let mut flagged: Vec<(f64, String)> = Vec::new();
+    for (g, stat) in &groups {
+        let group = if groups.len() > 1 {
+            format!("{}: ", shorten(&g.device_name, 28))
+        } else {
+            String::new()
+        };
+        for r in &g.runs {
+            for m in r.metrics.iter().filter(|m| m.metric == metric && m.flagged) {
+                let ratio = m.value / stat.median;
+                let line = format!(
+                    "{group}{} ({}): {} {unit}, {ratio:.3} of the median",
+                    shorten(&r.run_id, 48),
+                    shorten(&r.host, 20),
+                    num(m.value),
+                );
+                flagged.push((ratio, line));
+            }
+        }
+    }
+    flagged.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let listed = flagged.len().min(MAX_LISTED);
+    // the list's title and lines, and a margin under the last
+    let list_px = if flagged.is_empty() {
+        0
+    } else {
+        LIST_LINE * (2 + listed as i32 + i32::from(flagged.len() > MAX_LISTED))
+    };
+    let height = TOP + ROW * groups.len() as i32 + 60 + list_px;
     let esc = crate::report::picture::xml_escape;
     let mut s = String::new();
     let _ = writeln!(
@@ -666,19 +701,16 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
                 if m.flagged {
                     let _ = writeln!(
                         s,
-                        r#"<g><title>{}</title><circle cx="{cx:.1}" cy="{y}" r="6" fill="{FLAG_COLOR}"/><path d="M{:.1} {} l12 12 m0 -12 l-12 12" stroke="{FLAG_COLOR}" stroke-width="2"/><text x="{:.1}" y="{}" font-size="11" fill="{FLAG_COLOR}">{}</text></g>"#,
+                        r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="6" fill="{FLAG_COLOR}"/><path d="M{:.1} {} l12 12 m0 -12 l-12 12" stroke="{FLAG_COLOR}" stroke-width="2"/></g>"#,
                         esc(&tip),
                         cx - 6.0,
                         y - 6,
-                        cx + 10.0,
-                        y + 4,
-                        esc(&shorten(&r.run_id, 48))
                     );
                 } else {
                     let fill = if m.ratio.is_some() { OK_COLOR } else { "none" };
                     let _ = writeln!(
                         s,
-                        r#"<g><title>{}</title><circle cx="{cx:.1}" cy="{y}" r="5" fill="{fill}" fill-opacity="0.8" stroke="{OK_COLOR}" stroke-width="1.5"/></g>"#,
+                        r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="5" fill="{fill}" fill-opacity="0.8" stroke="{OK_COLOR}" stroke-width="1.5"/></g>"#,
                         esc(&tip)
                     );
                 }
@@ -703,6 +735,32 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
             esc(&label),
             x = x(r)
         );
+    }
+    // the flagged runs by name, under the axis's title
+    let mut y = bottom + 52 + LIST_LINE + 8;
+    if !flagged.is_empty() {
+        let _ = writeln!(
+            s,
+            r#"<text x="{LEFT}" y="{y}" font-size="12" fill="{FLAG_COLOR}">flagged, slowest first:</text>"#
+        );
+        for (_, line) in flagged.iter().take(MAX_LISTED) {
+            y += LIST_LINE;
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{y}" font-size="11" fill="{FLAG_COLOR}">{}</text>"#,
+                LEFT + 12,
+                esc(line)
+            );
+        }
+        if flagged.len() > MAX_LISTED {
+            y += LIST_LINE;
+            let _ = writeln!(
+                s,
+                r##"<text x="{}" y="{y}" font-size="11" fill="#555">… and {} more (see the table or --csv)</text>"##,
+                LEFT + 12,
+                flagged.len() - MAX_LISTED
+            );
+        }
     }
     s.push_str("</svg>\n");
     Some(s)
@@ -736,7 +794,7 @@ pub fn strip_stem(metric: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::calibration::FromRecords;
     use crate::roofline::tests::synthetic_run;
@@ -763,7 +821,7 @@ mod tests {
     }
 
     /// A run of the synthetic device, every figure scaled by `scale`, under its own run id.
-    fn run(id: &str, scale: f64) -> (PathBuf, Run) {
+    pub(crate) fn run(id: &str, scale: f64) -> (PathBuf, Run) {
         let mut rows = synthetic_run();
         for r in &mut rows {
             r.run_id = id.into();
