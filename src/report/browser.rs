@@ -6,7 +6,8 @@
 //! DejaVu Sans and Liberation Sans forced, the widest and the most common sans-serif metrics.
 //!
 //! Where Chromium is absent (looked for as `$ROOFPROBE_CHROMIUM`, then `chromium`,
-//! `chromium-browser`, `google-chrome` on the PATH) the test says it skipped, unless
+//! `chromium-browser`, `google-chrome` on the PATH, then at `/usr/bin/chromium` and the other
+//! places the packages install it) the test says it skipped, unless
 //! `ROOFPROBE_REQUIRE_CHROMIUM=1` (CI), where that is a failure. `ROOFPROBE_KEEP_SVG=DIR` keeps
 //! the SVGs it checked in DIR, to look at.
 //!
@@ -112,16 +113,24 @@ fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("ROOFPROBE_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
-    let path = std::env::var_os("PATH")?;
-    [
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let names = [
         "chromium",
         "chromium-browser",
         "google-chrome",
         "google-chrome-stable",
-    ]
-    .iter()
-    .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-    .find(|p| p.is_file())
+    ];
+    // PATH first; then where Debian's and Google's packages put it, for a PATH that lacks it.
+    let fixed = [
+        "/usr/bin/chromium",
+        "/usr/lib/chromium/chromium",
+        "/usr/bin/google-chrome",
+    ];
+    names
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .chain(fixed.iter().map(PathBuf::from))
+        .find(|p| p.is_file())
 }
 
 /// Chromium, or why the browser checks skip (a failure where `ROOFPROBE_REQUIRE_CHROMIUM=1`).
@@ -131,7 +140,9 @@ fn chromium_or_skip(test: &str) -> Option<PathBuf> {
         let required = std::env::var("ROOFPROBE_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
         assert!(
             !required,
-            "{test}: no Chromium found (set ROOFPROBE_CHROMIUM), and ROOFPROBE_REQUIRE_CHROMIUM=1"
+            "{test}: no Chromium found on PATH ({:?}) or where the packages put it (set \
+             ROOFPROBE_CHROMIUM), and ROOFPROBE_REQUIRE_CHROMIUM=1",
+            std::env::var_os("PATH").unwrap_or_default()
         );
         eprintln!("skipped {test}: no Chromium found (install chromium or set ROOFPROBE_CHROMIUM)");
     }
