@@ -18,6 +18,8 @@ pub const LATENCY: &str = include_str!("../kernels/latency.ptx");
 pub const INTENSITY_TEMPLATE: &str = include_str!("../kernels/intensity.ptx.in");
 /// The tensor-core GEMM's template, expanded per input type by `bench::gemm::expand`.
 pub const GEMM_TEMPLATE: &str = include_str!("../kernels/gemm.ptx.in");
+/// The f32 SIMT GEMM (plain FFMA, no tensor cores): `gemm_f32_f32`.
+pub const GEMM_SIMT: &str = include_str!("../kernels/gemm_simt.ptx");
 
 /// One PTX module as it is handed to the driver.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,8 +45,9 @@ pub fn all() -> Vec<Source> {
         file("mma_sm89.ptx", MMA_SM89),
         file("cache.ptx", CACHE),
         file("latency.ptx", LATENCY),
+        file("gemm_simt.ptx", GEMM_SIMT),
     ];
-    for p in crate::bench::gemm::GPU_PRECISIONS {
+    for p in crate::bench::gemm::TENSOR_PRECISIONS {
         out.push(Source {
             name: format!("gemm.ptx.in#{p}"),
             ptx: crate::bench::gemm::expand(p),
@@ -101,9 +104,10 @@ mod tests {
         assert_eq!(target(&all[0].ptx), Some("sm_80"));
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
-        // the compute files, the cache file, the GEMM modules, the latency file, and one sweep
-        // module per (precision, k)
-        assert_eq!(all.len(), 5 + 3 + 1 + 5 * 12);
+        // the compute files, the cache file, the GEMM modules (three expansions and the SIMT
+        // file), the latency file, and one sweep module per (precision, k)
+        assert_eq!(all.len(), 5 + 4 + 1 + 5 * 12);
+        assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);
         assert_eq!(target(MMA_SM89), Some("sm_89"));

@@ -140,7 +140,7 @@ enum Oracle {
     Cache,
     /// kernels/latency.ptx: `ca_i32`, `cg_i32`.
     Latency,
-    /// The gemm.ptx.in expansions: `gemm_<in>_f32`.
+    /// The gemm.ptx.in expansions: `gemm_<in>_f32`; gemm_simt.ptx: `gemm_f32_f32`.
     Gemm(P),
 }
 
@@ -169,10 +169,14 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
             return matches!(entry, "ca_i32" | "cg_i32").then_some(Oracle::Latency);
         }
         "gemm.ptx.in" => {
-            return gemm::GPU_PRECISIONS
+            return gemm::TENSOR_PRECISIONS
                 .into_iter()
                 .find(|&p| gemm::entry_name(p) == entry)
                 .map(Oracle::Gemm);
+        }
+        "gemm_simt.ptx" => {
+            let p = gemm::SIMT_PRECISION;
+            return (gemm::entry_name(p) == entry).then_some(Oracle::Gemm(p));
         }
         _ => {}
     }
@@ -936,7 +940,7 @@ fn run_gemm(
     let mut config = LaunchConfig::new(
         (grid, 1, 1),
         (gemm::GPU_BLOCK, 1, 1),
-        gemm::GPU_SHARED_BYTES,
+        gemm::gpu_dynamic_shared_bytes(p),
     );
     config.uniform_branches = run.policy;
     config.schedule = run.schedule;

@@ -297,10 +297,16 @@ fn every_planned_launch_matches_its_ptx_entry() {
         );
         assert!((1..=MAX_GRID).contains(&launch.grid));
         if case.family == Family::Gemm {
-            // one block per tile, 64 KiB of dynamic shared memory (raised before launch)
+            // one block per tile; a tensor-core kernel with 64 KiB of dynamic shared memory
+            // (raised before launch), the SIMT kernel with none (its shared memory is static)
+            let dynamic = if case.precision == gemm::SIMT_PRECISION {
+                0
+            } else {
+                gemm::GPU_SHARED_BYTES
+            };
             assert_eq!(
                 (launch.block, launch.dynamic_shared_bytes),
-                (gemm::GPU_BLOCK, gemm::GPU_SHARED_BYTES)
+                (gemm::GPU_BLOCK, dynamic)
             );
         } else if case.family == Family::Latency {
             // the latency chase is one thread
@@ -330,6 +336,7 @@ fn every_planned_launch_matches_its_ptx_entry() {
         ModuleId::Peak,
         ModuleId::Mma,
         ModuleId::MmaSm89,
+        ModuleId::GemmSimt,
     ] {
         for entry in module(id, &mut cache).entries() {
             assert!(
@@ -846,10 +853,12 @@ fn gemm_verdict(case: &Case, m: &Module) -> Result<roofprobe::bench::Verdict, St
     Ok(launch.verify(&out, &records))
 }
 
-/// The PTX GEMM kernels compute the exact product at edge shapes (M, N and K of 1, 17 and 129,
-/// and shapes that are not multiples of the 128 × 128 × 32 tile or of the 16-byte rows),
-/// launched exactly as described: 64 KiB of dynamic shared memory, 256 threads, one block per
-/// tile, A and B padded to rows of a multiple of 8 elements.
+/// The PTX GEMM kernels (the tensor-core expansions and the f32 SIMT kernel) compute the exact
+/// product at edge shapes (M, N and K of 1, 17 and 129, and shapes that are not multiples of
+/// the 128 × 128 × 32 tile, the SIMT kernel's K tile of 8 or the 16-byte rows), launched
+/// exactly as described: 64 KiB of dynamic shared memory (none for the SIMT kernel, whose
+/// shared memory is static), 256 threads, one block per tile, A and B padded to rows of a
+/// multiple of 8 elements.
 #[test]
 fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
     use roofprobe::bench::gemm::{self, Shape};
@@ -874,7 +883,11 @@ fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
                     launch.dynamic_shared_bytes,
                     launch.grid as u64
                 ),
-                (256, 64 << 10, gemm::gpu_blocks(shape))
+                (
+                    256,
+                    gemm::gpu_dynamic_shared_bytes(p),
+                    gemm::gpu_blocks(shape)
+                )
             );
             let m = module(launch.entry.module, &mut cache);
             match gemm_verdict(&case, m) {
@@ -929,6 +942,57 @@ fn gemm_planted_mistakes_are_caught() {
                     "{p}: {what}: refused for another reason: {e}"
                 ),
             }
+        }
+    }
+}
+
+/// Planted mistakes in the f32 SIMT GEMM are caught under the interpreter: a K loop one tile
+/// short (K rounded down to the 8-element tile), a transposing store to shared memory one K
+/// row off, a wrong operand in one FFMA (A's row 1 for row 0), and the barrier after a stage's
+/// stores left out (a thread reads a stage another thread is still writing).
+#[test]
+fn simt_gemm_planted_mistakes_are_caught() {
+    use roofprobe::bench::gemm::{self, Shape};
+    let p = gemm::SIMT_PRECISION;
+    let case = gemm::case(gemm::GPU_OURS, p, Shape::new(33, 40, 70));
+    let launch = launch::plan(&case, 1).unwrap();
+    assert_eq!(launch.entry.module, ModuleId::GemmSimt);
+    let mut cache = BTreeMap::new();
+    let good = module(launch.entry.module, &mut cache);
+    assert!(gemm_verdict(&case, good).unwrap().valid, "{p}");
+    let name = &launch.entry.name;
+    let mutants = [
+        (
+            "a K loop one tile short",
+            "add.u32 %r12, %r3, 7;",
+            "add.u32 %r12, %r3, 0;",
+        ),
+        (
+            "a transposing store one K row off",
+            "st.shared.f32 [%r26+528], %x1;",
+            "st.shared.f32 [%r26+1056], %x1;",
+        ),
+        (
+            "a wrong FFMA operand",
+            "fma.rn.f32 %c1, %a0, %b1, %c1;",
+            "fma.rn.f32 %c1, %a1, %b1, %c1;",
+        ),
+        (
+            "a missing barrier",
+            "bar.sync 0;\n    bra.uni tile_loop;",
+            "bra.uni tile_loop;",
+        ),
+    ];
+    for (what, from, to) in mutants {
+        let m = mutated(launch.entry.module, name, from, to);
+        match gemm_verdict(&case, &m) {
+            Ok(v) => assert!(!v.valid, "{what} was not caught"),
+            // a stage read while another thread writes it is a shared-memory race (the
+            // interpreter names it)
+            Err(e) => assert!(
+                e.contains("race") || e.contains("poison"),
+                "{what}: refused for another reason: {e}"
+            ),
         }
     }
 }

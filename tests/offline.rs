@@ -13,7 +13,10 @@
 //!   `LDG.E`, `cg`: `LDG.E.STRONG.GPU`);
 //! - the GEMM kernels' SASS has the tensor-core pipeline they were written for: `HMMA` (32 per
 //!   K tile: 2 steps of 4 × 4), `LDGSTS` (`cp.async`, 128 bits with zero fill) and `LDSM`
-//!   (`ldmatrix`, x4, never `.T`: B is N × K and needs no transpose).
+//!   (`ldmatrix`, x4, never `.T`: B is N × K and needs no transpose);
+//! - the f32 SIMT GEMM is FFMA and no tensor core: 512 `FFMA` (a K tile: 8 steps of 8 × 8), no
+//!   `HMMA`, its shared-memory reads 128 bits wide (`LDS.128`), and at most 128 registers a
+//!   thread (two 256-thread blocks on an SM).
 //!
 //! Each (module, architecture) is assembled once for all these checks, on every core, into the
 //! test target's scratch folder; SASS is disassembled only where a check reads it. The tools
@@ -493,7 +496,7 @@ fn gemm_kernels_use_hmma_ldgsts_and_ldsm() {
         return;
     };
     let mut problems = Vec::new();
-    for p in gemm::GPU_PRECISIONS {
+    for p in gemm::TENSOR_PRECISIONS {
         let module = format!("gemm.ptx.in#{p}");
         for arch in ARCHS {
             let code = sass(&tools, built(builds, &module, arch));
@@ -526,6 +529,53 @@ fn gemm_kernels_use_hmma_ldgsts_and_ldsm() {
                      bits), {ldsm} LDSM (want 12 x M88.4); others: {wrong_ldsm:?} {wrong_ldgsts:?}"
                 ));
             }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The SIMT GEMM is what it says: FFMA on the ALUs, no tensor-core instruction, 16-byte shared
+/// reads, and registers for two blocks an SM (ptxas's `Used N registers`).
+#[test]
+fn simt_gemm_is_ffma_without_tensor_cores() {
+    let Some((tools, builds)) = setup("simt_gemm_is_ffma_without_tensor_cores", true) else {
+        return;
+    };
+    let entry = gemm::entry_name(gemm::SIMT_PRECISION);
+    let mut problems = Vec::new();
+    for arch in ARCHS {
+        let build = built(builds, "gemm_simt.ptx", arch);
+        let registers = build
+            .log
+            .lines()
+            .find_map(|l| {
+                let rest = l.split("Used ").nth(1)?;
+                rest.split_whitespace().next()?.parse::<u32>().ok()
+            })
+            .unwrap_or(u32::MAX);
+        let code = sass(&tools, build);
+        let body = code.get(&entry).cloned().unwrap_or_default();
+        let count = |prefix: &str| {
+            body.iter()
+                .filter(|(_, op, _)| op.starts_with(prefix))
+                .count()
+        };
+        let (ffma, lds128) = (count("FFMA"), count("LDS.128"));
+        let tensor: Vec<&str> = body
+            .iter()
+            .map(|(_, op, _)| op.as_str())
+            .filter(|op| {
+                ["HMMA", "IMMA", "DMMA", "QMMA", "HGMMA"]
+                    .iter()
+                    .any(|t| op.starts_with(t))
+            })
+            .collect();
+        eprintln!("{entry} on {arch}: {registers} registers, {ffma} FFMA, {lds128} LDS.128");
+        if ffma < 512 || lds128 < 32 || !tensor.is_empty() || registers > 128 {
+            problems.push(format!(
+                "{entry} on {arch}: {ffma} FFMA (want 512), {lds128} LDS.128 (want 32), \
+                 {registers} registers (want at most 128), tensor instructions {tensor:?}"
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -302,6 +302,44 @@ fn a_tf32_gemm_row_is_valid_on_the_simulated_gpu() {
     assert!(ours.gflops.is_some_and(|g| g > 0.0), "{:?}", ours.gflops);
 }
 
+/// The f32 SIMT GEMM (f32 in memory like tf32: 768 KiB at 256³, so the same 2 MiB device) on a
+/// simulated GPU: planned, launched with its static shared memory and no dynamic, its row valid
+/// (the exact product) and held against the f32 FMA peak; its cuBLAS row (`CUBLAS_COMPUTE_32F`)
+/// says it was skipped.
+#[test]
+fn an_f32_simt_gemm_row_is_valid_on_the_simulated_gpu() {
+    let sim = Sim::new("memory=2M");
+    let dir = tempfile::tempdir().unwrap();
+    let filters = ["gemm/ptx/f32/256x256x256", "gemm/cublas/f32/256x256x256"];
+    let mut cmd = sim.roofprobe();
+    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
+        .arg(dir.path());
+    for f in filters {
+        cmd.args(["--filter", f]);
+    }
+    let out = run_limited(&mut cmd, Duration::from_secs(300));
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "{:?}: {}",
+        out.status.code(),
+        text(&out.stderr)
+    );
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(
+        ids,
+        ["gemm/cublas/f32/256x256x256", "gemm/ptx/f32/256x256x256"]
+    );
+    let (reference, ours) = (&rows[0], &rows[1]);
+    assert!(
+        !reference.valid && reference.status.starts_with("skipped: no cuBLAS found"),
+        "{}",
+        reference.status
+    );
+    assert!(ours.valid, "{} ({})", ours.status, ours.note);
+    assert!(ours.gflops.is_some_and(|g| g > 0.0), "{:?}", ours.gflops);
+}
+
 /// `devices` says which libcuda it loaded and whether each kernel module JIT-compiles, with the
 /// JIT log of one that does not; a run then fails only that module's rows, saying why.
 #[test]

@@ -693,8 +693,8 @@ impl CudaBackend {
             ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
             ModuleId::Cache => self.modules.cache.get(id),
             ModuleId::Latency => self.modules.latency.get(id),
-            // gemm (branch gemm): a GEMM expansion is loaded per case too.
-            ModuleId::Sweep(..) | ModuleId::Gemm(..) => {
+            // gemm (branch gemm): a GEMM expansion (and the SIMT GEMM) is loaded per case too.
+            ModuleId::Sweep(..) | ModuleId::Gemm(..) | ModuleId::GemmSimt => {
                 let during = format!("loading kernels/{}", id.file());
                 self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
             }

@@ -7,7 +7,8 @@
 //! - cuBLAS rows ([`prepare_cublas`]) run on exactly the arrays the PTX case of the same shape
 //!   and precision allocates and fills (A and B padded to rows of a multiple of 8 elements, C
 //!   poisoned), through `cublasGemmEx` (bf16 or f16 in with f32 compute; tf32 as f32 in with
-//!   `CUBLAS_COMPUTE_32F_FAST_TF32`; f32 output) on the backend's
+//!   `CUBLAS_COMPUTE_32F_FAST_TF32`; f32 in with plain `CUBLAS_COMPUTE_32F`, no tensor-core
+//!   shortcut, beside our SIMT kernel; f32 output) on the backend's
 //!   stream, timed by the same events, and checked by the same check. Without cuBLAS
 //!   ([`crate::backend::cublas`]) the row says `skipped: <why>`.
 //!
@@ -59,12 +60,15 @@ pub(super) fn raise_dynamic_shared(
 
 /// cuBLAS's input and compute types for a GEMM precision: bf16 or f16 in with f32 compute;
 /// tf32 as f32 in with `CUBLAS_COMPUTE_32F_FAST_TF32` (the inputs rounded to tf32 for the
-/// tensor cores, f32 accumulation), the same work as our tf32 kernel.
+/// tensor cores, f32 accumulation), the same work as our tf32 kernel; f32 in with
+/// `CUBLAS_COMPUTE_32F` (f32 products and sums, which cuBLAS may not round to tf32: the FFMA
+/// work of our SIMT kernel).
 fn cublas_types(precision: Precision) -> Option<(i32, i32)> {
     match precision {
         Precision::Bf16F32 => Some((cublas::R_16BF, cublas::COMPUTE_32F)),
         Precision::F16F32 => Some((cublas::R_16F, cublas::COMPUTE_32F)),
         Precision::Tf32F32 => Some((cublas::R_32F, cublas::COMPUTE_32F_FAST_TF32)),
+        gemm::SIMT_PRECISION => Some((cublas::R_32F, cublas::COMPUTE_32F)),
         _ => None,
     }
 }
@@ -203,5 +207,28 @@ impl PreparedCase for CublasCase<'_> {
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         self.inner.theory_gflops(clock_mhz)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each PTX GEMM's cuBLAS row does the same work: bf16/f16 in with f32 compute, tf32 with the
+    /// fast-tf32 compute type, the SIMT kernel's f32 with plain f32 compute (no tf32 shortcut).
+    #[test]
+    fn cublas_types_match_our_kernels_work() {
+        assert_eq!(
+            cublas_types(gemm::SIMT_PRECISION),
+            Some((cublas::R_32F, cublas::COMPUTE_32F))
+        );
+        assert_eq!(
+            cublas_types(Precision::Tf32F32),
+            Some((cublas::R_32F, cublas::COMPUTE_32F_FAST_TF32))
+        );
+        for p in gemm::GPU_PRECISIONS {
+            assert!(cublas_types(p).is_some(), "{p} has no cuBLAS reference");
+        }
+        assert_eq!(cublas_types(Precision::F64), None);
     }
 }

@@ -79,8 +79,15 @@ pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.5;
 /// gets two points, not a sweep.
 pub const GEMM_TF32_SQUARE: [u64; 2] = [256, 8192];
 
+/// The f32 SIMT GEMM's one square: 4096³ (about 2 ms at an H200's f32 FMA peak), or on a
+/// device too small for it the largest square of the sweep that fits (the simulated driver's
+/// 256³). One point, not tf32's two: by the estimate a default H200 run has room for one more
+/// pair of rows (cuBLAS and ours), not two (`tests/launch.rs`, four minutes).
+pub const GEMM_F32_MAX_SQUARE: u64 = 4096;
+
 /// The GEMM cases of a device: for bf16.f32 and f16.f32 the square sweep, in bf16.f32 also the
-/// batch sweep, and for tf32.f32 the squares of [`GEMM_TF32_SQUARE`]; each shape by cuBLAS (the
+/// batch sweep, for tf32.f32 the squares of [`GEMM_TF32_SQUARE`] and for f32 (the SIMT kernel)
+/// the largest square up to [`GEMM_F32_MAX_SQUARE`]; each shape by cuBLAS (the
 /// reference, planned whether or not cuBLAS is there: its row then says `skipped: <why>`) and
 /// then by our kernel.
 /// Shapes are capped by `usable_bytes` (the PTX launch's padded A and B, and C), by an explicit
@@ -99,6 +106,18 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
             max_flops: target_flops(info, device.compute_capability, p) / TARGET_LAUNCH_SECS
                 * GEMM_MAX_LAUNCH_SECS,
         };
+        // tf32: its listed squares; f32: its one square, the largest that fits up to 4096³
+        let sides: Option<Vec<u64>> = match p {
+            Precision::Tf32F32 => Some(GEMM_TF32_SQUARE.to_vec()),
+            gemm::SIMT_PRECISION => gemm::square_shapes(p, &limits)
+                .into_iter()
+                .map(|s| s.m)
+                .filter(|&m| m <= GEMM_F32_MAX_SQUARE)
+                .max()
+                .map(|m| vec![m])
+                .or(Some(Vec::new())),
+            _ => None,
+        };
         out.extend(
             gemm::cases(
                 gemm::GPU_OURS,
@@ -109,8 +128,10 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
             )
             .into_iter()
             .filter(|c| {
-                p != Precision::Tf32F32
-                    || gemm::shape_of(c).is_ok_and(|s| GEMM_TF32_SQUARE.contains(&s.m))
+                sides.as_ref().is_none_or(|sides| {
+                    gemm::shape_of(c)
+                        .is_ok_and(|s| s.m == s.n && s.n == s.k && sides.contains(&s.m))
+                })
             }),
         );
     }
@@ -324,7 +345,8 @@ mod tests {
     }
 
     /// An H200 plans every square from 256³ to 16384³ in bf16 and f16, the whole batch sweep
-    /// in bf16, and 256³ and 8192³ in tf32, cuBLAS before ours on each shape.
+    /// in bf16, 256³ and 8192³ in tf32, and 4096³ in f32 (the SIMT kernel), cuBLAS before ours
+    /// on each shape.
     #[test]
     fn gemm_cases_cover_the_sweeps_on_a_big_gpu() {
         let h200 = info("NVIDIA H200", 132, Some(1980.0));
@@ -354,6 +376,18 @@ mod tests {
         assert!(cases
             .iter()
             .any(|c| c.id() == "gemm/ptx/tf32.f32/8192x8192x8192"));
+        let f32_ids: Vec<String> = cases
+            .iter()
+            .filter(|c| c.precision == Precision::F32)
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(
+            f32_ids,
+            [
+                "gemm/cublas/f32/4096x4096x4096",
+                "gemm/ptx/f32/4096x4096x4096",
+            ]
+        );
         assert_eq!(cases[0].id(), "gemm/cublas/bf16.f32/256x256x256");
         assert_eq!(cases[1].id(), "gemm/ptx/bf16.f32/256x256x256");
         // a --size of 32 MiB: no Llama weight in bf16 above it (4096² is 32 MiB)
@@ -362,6 +396,67 @@ mod tests {
             let s = gemm::shape_of(c).unwrap();
             s.n * s.k * 2 <= 32 << 20 && s.m * s.n * 4 <= 32 << 20
         }));
+    }
+
+    /// The f32 SIMT GEMM's one square is the largest that fits up to 4096³: a device with 2 MiB
+    /// to spare (the simulated driver's) plans 256³ (768 KiB of f32; 512³ is 3 MiB), a --size of
+    /// 32 MiB 2048³ (16 MiB a matrix; 4096³'s A is 64 MiB), an H200 4096³ and nothing larger.
+    #[test]
+    fn f32_gemm_squares_fit_the_device() {
+        let small = info("simulated", 2, Some(1000.0));
+        let model = DeviceModel {
+            info: &small,
+            compute_capability: (8, 0),
+            usable_bytes: 2 << 20,
+        };
+        let ids: Vec<String> = gemm_cases(&model, SizeRequest::Auto)
+            .iter()
+            .filter(|c| c.precision == gemm::SIMT_PRECISION)
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(
+            ids,
+            ["gemm/cublas/f32/256x256x256", "gemm/ptx/f32/256x256x256"]
+        );
+        let h200 = info("NVIDIA H200", 132, Some(1980.0));
+        let model = DeviceModel {
+            info: &h200,
+            compute_capability: (9, 0),
+            usable_bytes: 120 << 30,
+        };
+        let f32_ids = |size| -> Vec<String> {
+            gemm_cases(&model, size)
+                .iter()
+                .filter(|c| c.precision == gemm::SIMT_PRECISION)
+                .map(|c| c.id())
+                .collect()
+        };
+        assert_eq!(
+            f32_ids(SizeRequest::BytesPerArray(32 << 20)),
+            [
+                "gemm/cublas/f32/2048x2048x2048",
+                "gemm/ptx/f32/2048x2048x2048"
+            ]
+        );
+        assert_eq!(
+            f32_ids(SizeRequest::Auto),
+            [
+                "gemm/cublas/f32/4096x4096x4096",
+                "gemm/ptx/f32/4096x4096x4096"
+            ]
+        );
+        // a device with room for no square plans no f32 GEMM
+        let none = DeviceModel {
+            usable_bytes: 64 << 10,
+            ..model
+        };
+        assert!(
+            f32_ids(SizeRequest::Auto).len() == 2 && {
+                gemm_cases(&none, SizeRequest::Auto)
+                    .iter()
+                    .all(|c| c.precision != gemm::SIMT_PRECISION)
+            }
+        );
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub enum ModuleId {
     Sweep(Precision, u32),
     /// One expansion of kernels/gemm.ptx.in: its input and accumulator types.
     Gemm(Precision),
+    /// kernels/gemm_simt.ptx (the f32 GEMM on the ALUs)
+    GemmSimt,
 }
 
 impl ModuleId {
@@ -74,6 +76,7 @@ impl ModuleId {
             ModuleId::Latency => "latency.ptx".into(),
             ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
             ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
+            ModuleId::GemmSimt => "gemm_simt.ptx".into(),
         }
     }
 
@@ -89,6 +92,7 @@ impl ModuleId {
             ModuleId::Latency => Cow::Borrowed(kernels::LATENCY),
             ModuleId::Sweep(p, k) => Cow::Owned(intensity::expand(p, k)),
             ModuleId::Gemm(p) => Cow::Owned(gemm::expand(p)),
+            ModuleId::GemmSimt => Cow::Borrowed(kernels::GEMM_SIMT),
         }
     }
 }
@@ -630,7 +634,11 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                 return Err(none());
             }
             Ok(Entry {
-                module: ModuleId::Gemm(p),
+                module: if p == gemm::SIMT_PRECISION {
+                    ModuleId::GemmSimt
+                } else {
+                    ModuleId::Gemm(p)
+                },
                 name: gemm::entry_name(p),
             })
         }
@@ -799,7 +807,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 entry: entry.clone(),
                 grid: gemm::gpu_blocks(shape) as u32,
                 block: gemm::GPU_BLOCK,
-                dynamic_shared_bytes: gemm::GPU_SHARED_BYTES,
+                dynamic_shared_bytes: gemm::gpu_dynamic_shared_bytes(p),
                 buffers,
                 params,
                 check: Check::Gemm {

@@ -69,7 +69,7 @@ pub use roofprobe_calibration::Shape;
 pub const HOST_OURS: &str = "simd";
 /// The host's reference line: the `gemm` crate (faer's kernel), a well-kept blocked GEMM.
 pub const HOST_REFERENCE: &str = "gemm-crate";
-/// Our GPU kernels: hand-written PTX (`kernels/gemm*.ptx`).
+/// Our GPU kernels: hand-written PTX (`kernels/gemm.ptx.in`, `kernels/gemm_simt.ptx`).
 pub const GPU_OURS: &str = "ptx";
 /// The GPU's reference line: cuBLAS / cuBLASLt, loaded at run time.
 pub const GPU_REFERENCE: &str = "cublas";
@@ -266,15 +266,37 @@ pub fn cases(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The PTX kernels (kernels/gemm.ptx.in)
+// The PTX kernels (kernels/gemm.ptx.in, kernels/gemm_simt.ptx)
 
 /// The template of the tensor-core GEMM kernels.
 pub const TEMPLATE: &str = crate::kernels::GEMM_TEMPLATE;
 
-/// The precisions of the PTX GEMM kernels, f32 accumulation and output: bf16 and f16 inputs
+/// The precisions of the PTX GEMM kernels, f32 accumulation and output: the tensor-core ones
+/// ([`TENSOR_PRECISIONS`]) and f32 on the ALUs ([`SIMT_PRECISION`]).
+pub const GPU_PRECISIONS: [Precision; 4] = [
+    Precision::Bf16F32,
+    Precision::F16F32,
+    Precision::Tf32F32,
+    SIMT_PRECISION,
+];
+
+/// The tensor-core GEMMs, expansions of [`TEMPLATE`]: bf16 and f16 inputs
 /// (`mma.sync.m16n8k16`), and f32 inputs rounded to tf32 (`mma.sync.m16n8k8`).
-pub const GPU_PRECISIONS: [Precision; 3] =
+pub const TENSOR_PRECISIONS: [Precision; 3] =
     [Precision::Bf16F32, Precision::F16F32, Precision::Tf32F32];
+
+/// The SIMT GEMM's precision (`kernels/gemm_simt.ptx`): f32 inputs, one FFMA per product, f32
+/// accumulation; named `f32` like the host's f32 GEMM and held against the f32 FMA peak, not a
+/// tensor peak (`roofprobe_calibration::gemm_ceiling_family`).
+pub const SIMT_PRECISION: Precision = Precision::F32;
+
+/// The SIMT kernel's block tile: 128 × 128 of C (as the tensor-core kernels' [`GPU_TILE_M`] ×
+/// [`GPU_TILE_N`]), K in steps of 8, 256 threads of 8 × 8 outputs each.
+pub const SIMT_TILE_K: u64 = 8;
+/// The SIMT kernel's static shared memory: two stages of A's and B's tiles, transposed
+/// (k-major), 8 rows of 128 + 4 f32 each (the padding keeps the transposing stores off each
+/// other's banks).
+pub const SIMT_SHARED_BYTES: u32 = 2 * 2 * (SIMT_TILE_K as u32) * (GPU_TILE_M as u32 + 4) * 4;
 
 /// Block tile of the PTX kernels: 128 × 128 of C per block, K in steps of
 /// [`GPU_TILE_K_BYTES`] ([`gpu_tile_k`] elements).
@@ -293,30 +315,50 @@ pub const GPU_SHARED_BYTES: u32 = GPU_STAGES * 2 * (GPU_TILE_M as u32) * (GPU_TI
 /// every type).
 pub const GPU_ROW_ALIGN: u64 = 8;
 
-/// Elements of K in one tile of `precision`'s PTX kernel: 32 (bf16, f16) or 16 (tf32).
+/// Elements of K in one tile of `precision`'s PTX kernel: 32 (bf16, f16), 16 (tf32) or 8 (the
+/// SIMT f32 kernel).
 pub fn gpu_tile_k(precision: Precision) -> u64 {
+    if precision == SIMT_PRECISION {
+        return SIMT_TILE_K;
+    }
     GPU_TILE_K_BYTES / input_bytes(precision)
 }
 
-/// The type name of a PTX GEMM's inputs: `bf16`, `f16`, `tf32`.
+/// Dynamic shared memory a launch of `precision`'s PTX kernel asks for: the tensor-core
+/// kernels' [`GPU_SHARED_BYTES`]; none for the SIMT kernel, whose 16.5 KiB are static.
+pub fn gpu_dynamic_shared_bytes(precision: Precision) -> u32 {
+    if precision == SIMT_PRECISION {
+        0
+    } else {
+        GPU_SHARED_BYTES
+    }
+}
+
+/// The type name of a PTX GEMM's inputs: `bf16`, `f16`, `tf32`, `f32` (SIMT).
 fn input_type(precision: Precision) -> &'static str {
     match precision {
         Precision::Bf16F32 => "bf16",
         Precision::F16F32 => "f16",
         Precision::Tf32F32 => "tf32",
+        SIMT_PRECISION => "f32",
         other => panic!("{other} has no PTX GEMM kernel"),
     }
 }
 
-/// The PTX entry of `precision`'s GEMM: `gemm_bf16_f32`.
+/// The PTX entry of `precision`'s GEMM: `gemm_bf16_f32`, `gemm_f32_f32` (SIMT).
 pub fn entry_name(precision: Precision) -> String {
     format!("gemm_{}_f32", input_type(precision))
 }
 
-/// The module of `precision`'s GEMM kernel, expanded from [`TEMPLATE`]: the mma shape, the
-/// element size and K tile (the shared-memory layout, 64-byte tile rows, is the same for all),
-/// and for tf32 the rounding of every fragment register (`cvt.rna.tf32.f32`) before the mma.
+/// The module of `precision`'s tensor-core GEMM kernel, expanded from [`TEMPLATE`]: the mma
+/// shape, the element size and K tile (the shared-memory layout, 64-byte tile rows, is the same
+/// for all), and for tf32 the rounding of every fragment register (`cvt.rna.tf32.f32`) before
+/// the mma. The SIMT kernel is a file of its own, no expansion.
 pub fn expand(precision: Precision) -> String {
+    assert!(
+        TENSOR_PRECISIONS.contains(&precision),
+        "{precision} is no tensor-core GEMM"
+    );
     let bytes = input_bytes(precision);
     let tile_k = gpu_tile_k(precision);
     let (mma, kstep, cvt) = if precision == Precision::Tf32F32 {
@@ -400,7 +442,7 @@ pub fn input_bits16(precision: Precision, v: i64) -> u16 {
 }
 
 /// 32-bit words of a PTX GEMM input of `rows` rows of `ld` elements: two 16-bit elements per
-/// word, or one f32 (tf32 inputs are f32 in memory).
+/// word, or one f32 (tf32 and SIMT f32 inputs are f32 in memory).
 pub fn operand_words(precision: Precision, rows: u64, ld: u64) -> u64 {
     rows * ld * input_bytes(precision) / 4
 }
@@ -414,7 +456,7 @@ pub fn operand_word(precision: Precision, shape: Shape, matrix: u64, ld: u64, i:
         let (row, col) = (e / ld, e % ld);
         (row < rows && col < shape.k).then(|| input(matrix, row * shape.k + col))
     };
-    if precision == Precision::Tf32F32 {
+    if matches!(precision, Precision::Tf32F32 | SIMT_PRECISION) {
         // a small integer is exact in f32 and in tf32 (10-bit mantissa)
         return value(i).map_or(0, |v| (v as f32).to_bits() as u64);
     }
@@ -804,7 +846,27 @@ mod tests {
             ),
             (32, 16)
         );
-        for p in GPU_PRECISIONS {
+        // the SIMT kernel: f32 in memory like tf32, K tiles of 8, its shared memory static
+        assert_eq!(
+            operand_word(SIMT_PRECISION, s, 1, 8, 9),
+            operand_word(Precision::Tf32F32, s, 1, 8, 9)
+        );
+        assert_eq!(operand_words(SIMT_PRECISION, 3, 8), 24);
+        assert_eq!(gpu_tile_k(SIMT_PRECISION), 8);
+        assert_eq!(entry_name(SIMT_PRECISION), "gemm_f32_f32");
+        assert_eq!(SIMT_SHARED_BYTES, 16896);
+        assert_eq!(
+            (
+                gpu_dynamic_shared_bytes(SIMT_PRECISION),
+                gpu_dynamic_shared_bytes(Precision::Tf32F32)
+            ),
+            (0, 64 << 10)
+        );
+        assert!(crate::kernels::GEMM_SIMT.contains(&format!(
+            ".shared .align 16 .b8 gemm_f32_f32_smem[{SIMT_SHARED_BYTES}]"
+        )));
+        assert!(std::panic::catch_unwind(|| expand(SIMT_PRECISION)).is_err());
+        for p in TENSOR_PRECISIONS {
             let text = expand(p);
             let placeholder = text
                 .split('@')

@@ -1465,7 +1465,7 @@ pub(crate) mod tests {
             max_matrix_bytes: None,
             max_flops: 1e14,
         };
-        for p in gemm::GPU_PRECISIONS {
+        for p in gemm::TENSOR_PRECISIONS {
             let batch = p == Precision::Bf16F32;
             for case in gemm::cases(gemm::GPU_OURS, Some(gemm::GPU_REFERENCE), p, &limits, batch) {
                 let shape = gemm::shape_of(&case).unwrap();
