@@ -199,6 +199,18 @@ pub fn measure(
     min_sample_secs: f64,
     cfg: &RunConfig,
 ) -> Result<(Summary, u32, Stopped)> {
+    if prepared.one_shot() {
+        let samples = cfg.min_samples.max(2);
+        let times = (0..samples)
+            .map(|_| prepared.run(1))
+            .collect::<Result<Vec<f64>>>()?;
+        let summary = Summary::from_secs(&times).map_err(|e| {
+            crate::Error::Internal(format!(
+                "{e}; the clock returned an impossible time, rerun or report a bug"
+            ))
+        })?;
+        return Ok((summary, 1, Stopped::Count));
+    }
     // First launch: module load, JIT, first page faults. Not a sample.
     prepared.run(1)?;
     let single = prepared.run(1)?;
@@ -303,6 +315,7 @@ pub fn run(
         let timestamp = now_utc();
         let mut observed_clock_mhz = None;
         let mut theory_per_mhz = None;
+        let mut measured_bytes = None;
         let mut during = Vec::new();
         let mut result = backend.prepare(case).and_then(|mut prepared| {
             // Conditions while the samples run, where the backend can read them from aside.
@@ -317,6 +330,7 @@ pub fn run(
             // Every theoretical peak is proportional to the clock: take it per MHz now, and
             // scale it by whichever clock is recorded below.
             theory_per_mhz = prepared.theory_gflops(1.0);
+            measured_bytes = prepared.measured_bytes().filter(|b| *b > 0);
             Ok((summary, reps, stopped, verdict, prepared.launch_note()))
         });
         let after = backend.conditions();
@@ -387,6 +401,10 @@ pub fn run(
             ),
         };
         let mut record = record;
+        if let Some(bytes) = measured_bytes {
+            record.working_set_bytes = bytes;
+            record.elements = bytes;
+        }
         if record.valid {
             record.theory_gflops = theory_gflops;
             record.ratio_to_reference = ratio_to_reference(&record, &records);

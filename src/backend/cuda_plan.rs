@@ -14,7 +14,9 @@
 
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
-use crate::bench::{arith, cache, gemm, intensity, latency, peak, stream, tensor, Case, Precision};
+use crate::bench::{
+    arith, cache, capacity, gemm, intensity, latency, peak, stream, tensor, Case, Precision,
+};
 use crate::specs::theory;
 use crate::Result;
 
@@ -195,6 +197,8 @@ pub fn plan_cases(
         "stream cases",
         |bytes| stream::cases(|p| (bytes / stream::element_bytes(p)).max(1)),
     )?;
+    // Capacity first: `largest` searches the memory the run starts with.
+    planned.splice(0..0, capacity_cases(info));
     if !runs_compute_kernels(cc) {
         return Ok(planned);
     }
@@ -271,6 +275,25 @@ pub fn plan_cases(
             }),
     );
     Ok(planned)
+}
+
+/// The capacity figures of a GPU, planned at what the driver reported as the context was
+/// created (the run records what it reads; `largest` is found by a search up to `free`).
+pub fn capacity_cases(info: &DeviceInfo) -> Vec<PlannedCase> {
+    let (total, free) = (info.memory_total_bytes, info.memory_free_bytes);
+    capacity::GPU_FIGURES
+        .map(|figure| PlannedCase {
+            case: capacity::case(
+                figure,
+                match figure {
+                    capacity::Figure::Total => total,
+                    capacity::Figure::Context => total.saturating_sub(free),
+                    _ => free,
+                },
+            ),
+            note: String::new(),
+        })
+        .to_vec()
 }
 
 /// The fewest and the most dependent loads one latency launch takes (see [`latency_hops`]).

@@ -68,6 +68,7 @@ fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
         Family::Stream | Family::Cache => "GB/s",
         Family::Latency => "ns/load",
+        Family::Capacity => "GiB",
         _ if precision.is_integer() => "GOP/s",
         _ => "GFLOP/s",
     }
@@ -192,11 +193,15 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                     Family::Latency => r
                         .time_min_s
                         .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
+                    Family::Capacity => Some(r.working_set_bytes as f64 / (1u64 << 30) as f64),
                     _ => r.gflops,
                 };
-                // The best is the fastest: the most per second, the fewest ns per load.
+                // The best is the fastest: the most per second, the fewest ns per load; the
+                // most memory, the least a context takes.
                 let better = |a: f64, b: f64| {
-                    if family == Family::Latency {
+                    if family == Family::Latency
+                        || (family == Family::Capacity && id.contains("/context/"))
+                    {
                         a.min(b)
                     } else {
                         a.max(b)
@@ -214,7 +219,11 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
-                    Family::Intensity | Family::Cache | Family::Gemm | Family::Latency => None,
+                    Family::Intensity
+                    | Family::Cache
+                    | Family::Gemm
+                    | Family::Latency
+                    | Family::Capacity => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",
