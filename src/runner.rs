@@ -739,6 +739,33 @@ mod tests {
         assert!(!failed.is_skipped());
     }
 
+    /// A one-shot case (a capacity figure: calls, not launches) gets its fewest samples of one
+    /// call each: no discarded launch, no batching, no warm-up.
+    #[test]
+    fn one_shot_cases_take_their_fewest_samples_of_one_call() {
+        struct Calls(Vec<u32>);
+        impl PreparedCase for Calls {
+            fn run(&mut self, reps: u32) -> Result<f64> {
+                self.0.push(reps);
+                Ok(1e-6)
+            }
+            fn verify(&mut self) -> Result<Verdict> {
+                Ok(Verdict::valid())
+            }
+            fn launch_note(&self) -> String {
+                String::new()
+            }
+            fn one_shot(&self) -> bool {
+                true
+            }
+        }
+        let mut calls = Calls(Vec::new());
+        let cfg = RunConfig::full();
+        let (summary, reps, stopped) = measure(&mut calls, 0.01, &cfg).unwrap();
+        assert_eq!((reps, stopped, summary.samples), (1, Stopped::Count, 5));
+        assert_eq!(calls.0, [1; 5]);
+    }
+
     #[test]
     fn short_launches_are_batched_into_long_samples() {
         let mut f = Fixed::new(1e-6, true);

@@ -531,12 +531,16 @@ mod tests {
             (peak.case.elements, peak.note.as_str()),
             (108 * 4 * 256, "")
         );
-        // an older device plans the STREAM cases only
+        // an older device plans the capacity figures (driver calls, no kernel) and the STREAM
+        // cases only
         let old = DeviceModel {
             compute_capability: (7, 5),
             ..device
         };
         let planned = plan_cases(&old, SizeRequest::Auto, &mut |_| unreachable!()).unwrap();
-        assert_eq!(planned.len(), 14);
+        assert_eq!(planned.len(), 4 + 14);
+        assert!(planned[..4]
+            .iter()
+            .all(|p| p.case.family == crate::bench::Family::Capacity));
     }
 }

@@ -605,6 +605,54 @@ mod tests {
         assert!((l.cells[1].measured.unwrap() - 0.495).abs() < 1e-9, "{l:?}");
     }
 
+    /// A capacity case compares its figure in GiB: the most is the best, except for the
+    /// context's cost, where the least is.
+    #[test]
+    fn capacity_compares_in_gib_and_a_context_is_best_smallest() {
+        let mut runs = two_runs();
+        let figure = |kernel: &str, gib: u64, run: usize| {
+            let mut r = row(
+                Family::Capacity,
+                kernel,
+                Precision::U8,
+                None,
+                (8, 0),
+                1e-5,
+                true,
+            );
+            r.working_set_bytes = gib << 30;
+            r.elements = gib << 30;
+            let like = &runs[run].records.as_ref().unwrap()[0];
+            (r.run_id, r.device_name, r.host) = (
+                like.run_id.clone(),
+                like.device_name.clone(),
+                like.host.clone(),
+            );
+            r
+        };
+        let a = [
+            figure("largest", 70, 0),
+            figure("context", 2, 0),
+            figure("context", 1, 0),
+        ];
+        let b = [figure("largest", 20, 1)];
+        runs[0].records.as_mut().unwrap().extend(a);
+        runs[1].records.as_mut().unwrap().extend(b);
+        let lines = lines(&runs);
+        let largest = lines
+            .iter()
+            .find(|l| l.key == "capacity/largest/u8")
+            .expect("a capacity line");
+        assert_eq!(largest.unit, "GiB");
+        assert_eq!(largest.cells[0].measured, Some(70.0));
+        assert_eq!(largest.cells[1].measured, Some(20.0));
+        let context = lines
+            .iter()
+            .find(|l| l.key == "capacity/context/u8")
+            .unwrap();
+        assert_eq!(context.cells[0].measured, Some(1.0));
+    }
+
     #[test]
     fn calibration_only_runs_have_ceilings_but_no_cases() {
         let mut runs = two_runs();
