@@ -114,6 +114,7 @@ impl FromRecords for Calibration {
             ridge_points: fit.ridge_points,
             points: fit.points,
             gemm_efficiency: fit.gemm_efficiency,
+            capacity: capacity_of(records),
             excluded: fit.excluded,
             suspect: records
                 .iter()
@@ -123,6 +124,33 @@ impl FromRecords for Calibration {
             extensions: BTreeMap::new(),
         })
     }
+}
+
+/// The capacity section from a run's valid capacity rows (each figure in `working_set_bytes`);
+/// `None` unless both `total` and `free` are there and the figures are consistent.
+fn capacity_of(records: &[Record]) -> Option<roofprobe_calibration::Capacity> {
+    use crate::bench::capacity::{self, Figure};
+    let figure = |f: Figure| {
+        records
+            .iter()
+            .rev()
+            .find(|r| r.valid && r.family == Family::Capacity && r.kernel == f.as_str())
+            .map(|r| r.working_set_bytes)
+    };
+    let found = capacity::Capacity {
+        total_bytes: figure(Figure::Total)?,
+        free_bytes: figure(Figure::Free)?,
+        context_bytes: figure(Figure::Context),
+        largest_allocation_bytes: figure(Figure::Largest),
+    };
+    capacity::check(&found)
+        .valid
+        .then_some(roofprobe_calibration::Capacity {
+            total_bytes: found.total_bytes,
+            free_bytes: found.free_bytes,
+            context_bytes: found.context_bytes,
+            largest_allocation_bytes: found.largest_allocation_bytes,
+        })
 }
 
 #[cfg(test)]
@@ -151,6 +179,81 @@ mod tests {
             cal.title(),
             "NVIDIA A100-SXM4-80GB (cuda:0) on lab, 2026-01-01"
         );
+    }
+
+    /// The capacity section comes from the valid capacity rows of the run, each figure its
+    /// row's `working_set_bytes`; without `total` and `free`, or with figures that disagree,
+    /// there is none. It survives the JSON round trip.
+    #[test]
+    fn capacity_rows_make_the_capacity_section() {
+        use crate::bench::capacity::{self, Figure};
+        let row = |figure, bytes: u64, valid| {
+            let mut r = crate::record::tests::measured(&capacity::case(figure, bytes), 1e-5, valid);
+            r.run_id = synthetic_run()[0].run_id.clone();
+            r
+        };
+        let mut rows = synthetic_run();
+        rows.extend([
+            row(Figure::Total, 80 << 30, true),
+            row(Figure::Free, 79 << 30, true),
+            row(Figure::Context, 1 << 30, true),
+            row(Figure::Largest, 78 << 30, true),
+        ]);
+        let identity_of = |rows: &mut Vec<Record>| {
+            let first = rows[0].clone();
+            for r in rows.iter_mut() {
+                r.host = first.host.clone();
+                r.backend = first.backend;
+                r.device_id = first.device_id.clone();
+                r.device_name = first.device_name.clone();
+                r.compute_capability = first.compute_capability.clone();
+                r.units = first.units;
+                r.llc_bytes = first.llc_bytes;
+                r.memory_bus_bits = first.memory_bus_bits;
+                r.driver = first.driver.clone();
+                r.vendor = first.vendor.clone();
+                r.cpu_family = first.cpu_family.clone();
+                r.cpu_model = first.cpu_model.clone();
+                r.microarch = first.microarch.clone();
+                r.isa = first.isa.clone();
+                r.uuid = first.uuid.clone();
+                r.pci_bus_id = first.pci_bus_id.clone();
+                r.vbios = first.vbios.clone();
+                r.ecc = first.ecc.clone();
+                r.mig = first.mig.clone();
+                r.power_limit_w = first.power_limit_w;
+                r.app_clock_mhz = first.app_clock_mhz;
+                r.app_memory_clock_mhz = first.app_memory_clock_mhz;
+            }
+        };
+        identity_of(&mut rows);
+        let cal = Calibration::from_records(&rows, None).unwrap();
+        let c = cal.capacity.expect("a capacity section");
+        assert_eq!(
+            (
+                c.total_bytes,
+                c.free_bytes,
+                c.context_bytes,
+                c.largest_allocation_bytes
+            ),
+            (80 << 30, 79 << 30, Some(1 << 30), Some(78 << 30))
+        );
+        assert_eq!(
+            Calibration::from_json("x.json", &cal.to_json()).unwrap(),
+            cal
+        );
+        // largest above free: no section
+        let mut bad = rows.clone();
+        bad.last_mut().unwrap().working_set_bytes = 81 << 30;
+        bad.last_mut().unwrap().elements = 81 << 30;
+        assert_eq!(
+            Calibration::from_records(&bad, None).unwrap().capacity,
+            None
+        );
+        // no capacity rows: none
+        let plain = Calibration::from_records(&synthetic_run(), None).unwrap();
+        assert_eq!(plain.capacity, None);
+        assert!(!plain.to_json().contains("\"capacity\""));
     }
 
     #[test]

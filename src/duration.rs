@@ -38,6 +38,15 @@ pub const GPU_L1_LOAD_SECS: f64 = 0.1e-6;
 /// least this much L1 per SM).
 pub const GPU_L1_RING_BYTES: u64 = 64 << 10;
 
+/// Seconds a driver or OS call that reads memory figures takes (`cuMemGetInfo`, a read of
+/// `/proc/meminfo`: microseconds), at most as far as the estimate goes.
+pub const MEMORY_QUERY_SECS: f64 = 1e-4;
+
+/// Seconds one allocation of up to the whole device and its free take (`cuMemAlloc` and
+/// `cuMemFree`: milliseconds even for tens of GiB, since the driver maps pages it does not
+/// clear), as far as the estimate goes.
+pub const ALLOCATION_SECS: f64 = 0.01;
+
 /// What a device does at most, as far as the estimate knows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rates {
@@ -139,6 +148,9 @@ pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
 /// host's share, a discarded launch and one that sizes the samples, the warm-up (at least one
 /// sample), then the samples.
 pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rates) -> f64 {
+    if case.family == Family::Capacity {
+        return capacity_secs(case, cfg);
+    }
     let launch = launch_secs(case, rates);
     let reps = (min_sample_secs / launch)
         .ceil()
@@ -160,6 +172,25 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
     };
     let host = case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
     CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
+}
+
+/// Seconds a capacity case takes: a handful of calls, not launches. The runner takes its
+/// fewest samples of one call each, with no warm-up ([`crate::backend::PreparedCase::one_shot`]);
+/// `largest` first searches, one allocation per step, and each of its samples allocates.
+pub fn capacity_secs(case: &Case, cfg: &RunConfig) -> f64 {
+    use crate::bench::capacity::{self, Figure};
+    let samples = f64::from(cfg.min_samples.max(2));
+    let calls = match Figure::parse(&case.kernel) {
+        Some(Figure::Largest) => {
+            // the planned figure is the free memory the search starts from
+            let upper = case.working_set_bytes;
+            let intervals = upper / capacity::step_bytes(upper) + 1;
+            let steps = (u64::BITS - intervals.leading_zeros()).min(capacity::MAX_STEPS);
+            (f64::from(steps) + samples) * ALLOCATION_SECS
+        }
+        _ => samples * MEMORY_QUERY_SECS,
+    };
+    CASE_OVERHEAD_SECS + calls
 }
 
 /// Seconds the whole plan takes.
@@ -197,6 +228,27 @@ mod tests {
             ops_per_sec: vec![(Precision::F32, 1e13)],
             llc_bytes: 50 << 20,
         }
+    }
+
+    /// A capacity case is a handful of calls, not sampled launches: it is charged no warm-up
+    /// and no case budget of samples (which would make each cost seconds: 30 samples of a
+    /// 10 ms sample minimum and a 0.2 s warm-up), only its calls, and for `largest` one
+    /// allocation per search step, 64 MiB steps of an H200's 141 GB taking 12.
+    #[test]
+    fn a_capacity_case_costs_its_calls_not_a_case_budget() {
+        use crate::bench::capacity::{self, Figure};
+        let cfg = RunConfig::full();
+        let free = capacity::case(Figure::Free, 140 << 30);
+        let secs = case_secs(&free, &cfg, 0.01, &rates());
+        assert!(secs < CASE_OVERHEAD_SECS + 0.01, "{secs}");
+        let largest = capacity::case(Figure::Largest, 140 << 30);
+        let secs = case_secs(&largest, &cfg, 0.01, &rates());
+        let want = CASE_OVERHEAD_SECS + (12.0 + 5.0) * ALLOCATION_SECS;
+        assert!((secs - want).abs() < 1e-9, "{secs} vs {want}");
+        // a launch-like case of the same work would cost the warm-up and samples
+        let mut as_launches = free.clone();
+        as_launches.family = Family::Stream;
+        assert!(case_secs(&as_launches, &cfg, 0.01, &rates()) > 0.2);
     }
 
     /// A latency launch lasts its hops at the load time of the level its ring sits in: L1 for

@@ -117,7 +117,12 @@ pub fn judge(row: &Record, point: Option<&Point>, t: &Thresholds) -> Vec<Flag> {
     if !row.valid {
         return flags;
     }
-    if let Some(cv) = row.cv.filter(|&cv| cv > t.max_cv) {
+    // A capacity row's figure is a size, not its call's time: that time's spread says
+    // nothing about it.
+    if let Some(cv) = row
+        .cv
+        .filter(|&cv| cv > t.max_cv && row.family != Family::Capacity)
+    {
         flags.push(Flag::HighCv(cv));
     }
     if row.family == Family::Peak {

@@ -199,6 +199,18 @@ pub fn measure(
     min_sample_secs: f64,
     cfg: &RunConfig,
 ) -> Result<(Summary, u32, Stopped)> {
+    if prepared.one_shot() {
+        let samples = cfg.min_samples.max(2);
+        let times = (0..samples)
+            .map(|_| prepared.run(1))
+            .collect::<Result<Vec<f64>>>()?;
+        let summary = Summary::from_secs(&times).map_err(|e| {
+            crate::Error::Internal(format!(
+                "{e}; the clock returned an impossible time, rerun or report a bug"
+            ))
+        })?;
+        return Ok((summary, 1, Stopped::Count));
+    }
     // First launch: module load, JIT, first page faults. Not a sample.
     prepared.run(1)?;
     let single = prepared.run(1)?;
@@ -303,6 +315,7 @@ pub fn run(
         let timestamp = now_utc();
         let mut observed_clock_mhz = None;
         let mut theory_per_mhz = None;
+        let mut measured_bytes = None;
         let mut during = Vec::new();
         let mut result = backend.prepare(case).and_then(|mut prepared| {
             // Conditions while the samples run, where the backend can read them from aside.
@@ -317,6 +330,7 @@ pub fn run(
             // Every theoretical peak is proportional to the clock: take it per MHz now, and
             // scale it by whichever clock is recorded below.
             theory_per_mhz = prepared.theory_gflops(1.0);
+            measured_bytes = prepared.measured_bytes().filter(|b| *b > 0);
             Ok((summary, reps, stopped, verdict, prepared.launch_note()))
         });
         let after = backend.conditions();
@@ -387,6 +401,10 @@ pub fn run(
             ),
         };
         let mut record = record;
+        if let Some(bytes) = measured_bytes {
+            record.working_set_bytes = bytes;
+            record.elements = bytes;
+        }
         if record.valid {
             record.theory_gflops = theory_gflops;
             record.ratio_to_reference = ratio_to_reference(&record, &records);
@@ -719,6 +737,33 @@ mod tests {
         let mut failed = rows[0].clone();
         failed.status = "error: out of memory".into();
         assert!(!failed.is_skipped());
+    }
+
+    /// A one-shot case (a capacity figure: calls, not launches) gets its fewest samples of one
+    /// call each: no discarded launch, no batching, no warm-up.
+    #[test]
+    fn one_shot_cases_take_their_fewest_samples_of_one_call() {
+        struct Calls(Vec<u32>);
+        impl PreparedCase for Calls {
+            fn run(&mut self, reps: u32) -> Result<f64> {
+                self.0.push(reps);
+                Ok(1e-6)
+            }
+            fn verify(&mut self) -> Result<Verdict> {
+                Ok(Verdict::valid())
+            }
+            fn launch_note(&self) -> String {
+                String::new()
+            }
+            fn one_shot(&self) -> bool {
+                true
+            }
+        }
+        let mut calls = Calls(Vec::new());
+        let cfg = RunConfig::full();
+        let (summary, reps, stopped) = measure(&mut calls, 0.01, &cfg).unwrap();
+        assert_eq!((reps, stopped, summary.samples), (1, Stopped::Count, 5));
+        assert_eq!(calls.0, [1; 5]);
     }
 
     #[test]

@@ -85,9 +85,18 @@ fn host_run_writes_a_valid_csv_and_a_table() {
             r.case_id()
         );
     }
+    // capacity: the kernel's MemTotal and MemAvailable, nothing probed
+    assert_eq!(count("capacity"), 2);
+    let capacity = |kernel: &str| {
+        rows.iter()
+            .find(|r| r.family.as_str() == "capacity" && r.kernel == kernel)
+            .map(|r| r.working_set_bytes)
+            .unwrap()
+    };
+    assert!(capacity("free") <= capacity("total") && capacity("free") > 0);
     assert_eq!(
         rows.len(),
-        53 + count("cache") + count("gemm") + count("latency")
+        53 + count("cache") + count("gemm") + count("latency") + count("capacity")
     );
     for r in &rows {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);

@@ -188,6 +188,8 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         "gemm/cublas/bf16.f32/256x256x256",
         "latency/ca/i32/16",
         "latency/cg/i32/4",
+        // all four figures: total, free, context, largest
+        "capacity/",
     ];
     let mut cmd = sim.roofprobe();
     cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
@@ -207,7 +209,31 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     let csv = csv_in(dir.path());
     let rows = roofprobe::record::read_csv(&csv).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(ids.len(), filters.len(), "{ids:?}");
+    assert_eq!(ids.len(), filters.len() + 3, "{ids:?}");
+    // capacity: largest <= free <= total on the simulated device (1 MiB, 128 KiB context),
+    // the figures in `working_set_bytes`, and in the calibration beside the CSV
+    let figure = |kernel: &str| {
+        rows.iter()
+            .find(|r| r.family.as_str() == "capacity" && r.kernel == kernel)
+            .map(|r| r.working_set_bytes)
+            .unwrap_or_else(|| panic!("no capacity/{kernel} row: {ids:?}"))
+    };
+    let (total, free, context, largest) = (
+        figure("total"),
+        figure("free"),
+        figure("context"),
+        figure("largest"),
+    );
+    assert_eq!((total, context), (1 << 20, 128 << 10));
+    assert_eq!(free, total - context);
+    assert!(largest <= free && largest > free / 2, "{largest} of {free}");
+    let json = csv.with_extension("json");
+    let cal = roofprobe::Calibration::load(&json).unwrap();
+    let c = cal.capacity.expect("a capacity section");
+    assert_eq!(
+        (c.total_bytes, c.free_bytes, c.largest_allocation_bytes),
+        (total, free, Some(largest))
+    );
     for r in &rows {
         assert_eq!(r.backend.as_str(), "cuda");
         if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {

@@ -211,6 +211,43 @@ fn at(parts: &[&str], index: Option<usize>, field: &str) -> Vec<Seg> {
 }
 
 /// Every figure of a calibration, checked; the first problem found.
+/// A capacity section's figures must be consistent: each positive, `largest ≤ free ≤ total`,
+/// `context ≤ total`.
+fn check_capacity(c: &crate::Capacity) -> Option<Problem> {
+    let field = |name: &str| at(&["capacity"], None, name);
+    let wrong =
+        |name: &str, why: String| Some(problem(field(name), format!("`capacity.{name}` {why}")));
+    for (name, value) in [
+        ("total_bytes", Some(c.total_bytes)),
+        ("free_bytes", Some(c.free_bytes)),
+        ("context_bytes", c.context_bytes),
+        ("largest_allocation_bytes", c.largest_allocation_bytes),
+    ] {
+        if value == Some(0) {
+            return wrong(name, "is 0; it must be positive".into());
+        }
+    }
+    if c.free_bytes > c.total_bytes {
+        return wrong(
+            "free_bytes",
+            format!("{} is above `total_bytes` {}", c.free_bytes, c.total_bytes),
+        );
+    }
+    if let Some(context) = c.context_bytes.filter(|b| *b > c.total_bytes) {
+        return wrong(
+            "context_bytes",
+            format!("{context} is above `total_bytes` {}", c.total_bytes),
+        );
+    }
+    if let Some(largest) = c.largest_allocation_bytes.filter(|b| *b > c.free_bytes) {
+        return wrong(
+            "largest_allocation_bytes",
+            format!("{largest} is above `free_bytes` {}", c.free_bytes),
+        );
+    }
+    None
+}
+
 pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
     let mut problems: Vec<Option<Problem>> = Vec::new();
     let run = &cal.run;
@@ -397,6 +434,9 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
         }
     }
     problems.extend(check_gemm_efficiency(cal).into_iter().map(Some));
+    if let Some(c) = &cal.capacity {
+        problems.push(check_capacity(c));
+    }
     problems.into_iter().flatten().next()
 }
 

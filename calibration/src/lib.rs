@@ -31,6 +31,7 @@ mod param;
 mod roof;
 
 pub use error::{Error, Result};
+
 pub use identity::Identity;
 pub use names::{BackendKind, Family, Precision};
 pub use param::{Param, Shape};
@@ -185,6 +186,10 @@ pub struct Calibration {
     /// optional section (added within schema 1); absent when the run had no GEMM rows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gemm_efficiency: Vec<GemmEfficiency>,
+    /// The device's usable memory (the `capacity` family). An optional section (added within
+    /// schema 1); absent when the run had no valid capacity rows, and in files written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Capacity>,
     /// Rows that contributed no number (`case: status`).
     #[serde(default)]
     pub excluded: Vec<String>,
@@ -195,6 +200,22 @@ pub struct Calibration {
     /// Sections added by later suites (`latency`, `host_link`, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
+}
+
+/// A device's usable memory, in bytes: what the driver or OS reports as total and free (a GPU's
+/// free right after the run created its context; the host's `MemAvailable`), what was in use
+/// at that moment (a GPU's context cost, at most: the driver's reservation and other
+/// processes' memory count too) and the largest single allocation that succeeded (a GPU's,
+/// by a binary search to 64 MiB). A file is refused unless `largest ≤ free ≤ total` and
+/// `context ≤ total`, each positive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capacity {
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub largest_allocation_bytes: Option<u64>,
 }
 
 /// Whether text looks like a roofprobe results CSV (its header), not a calibration.
@@ -644,6 +665,80 @@ mod tests {
     /// The `gemm_efficiency` section: a GEMM point's shape as `MxNxK`, the curve's ceiling the
     /// file's own compute ceiling, every figure derived as documented; each damage refused with
     /// its line; a file without the section (every file before it) reads with none.
+    /// The capacity section: absent from a file written before it (GOOD has none) and then
+    /// `None`; present, it reads back as written; inconsistent figures are refused with their
+    /// line.
+    #[test]
+    fn capacity_reads_back_and_is_checked() {
+        assert_eq!(
+            Calibration::from_json("c.json", GOOD).unwrap().capacity,
+            None
+        );
+        assert!(!Calibration::from_json("c.json", GOOD)
+            .unwrap()
+            .to_json()
+            .contains("capacity"));
+        let section = concat!(
+            "  \"capacity\": { \"total_bytes\": 85899345920, \"free_bytes\": 85000000000,\n",
+            "    \"context_bytes\": 899345920, \"largest_allocation_bytes\": 84959067136 },\n",
+            "  \"points\": ["
+        );
+        let with = GOOD.replacen("  \"points\": [", section, 1);
+        assert_ne!(with, GOOD);
+        let cal = Calibration::from_json("c.json", &with).unwrap_or_else(|e| panic!("{e}"));
+        let c = cal.capacity.expect("a capacity section");
+        assert_eq!(
+            (
+                c.total_bytes,
+                c.free_bytes,
+                c.context_bytes,
+                c.largest_allocation_bytes
+            ),
+            (85899345920, 85000000000, Some(899345920), Some(84959067136))
+        );
+        assert_eq!(
+            Calibration::from_json("c.json", &cal.to_json()).unwrap(),
+            cal
+        );
+        // the host's: total and free only
+        let host = with.replacen(
+            ",\n    \"context_bytes\": 899345920, \"largest_allocation_bytes\": 84959067136 }",
+            " }",
+            1,
+        );
+        let c = Calibration::from_json("c.json", &host)
+            .unwrap()
+            .capacity
+            .unwrap();
+        assert_eq!((c.context_bytes, c.largest_allocation_bytes), (None, None));
+        for (from, to, why) in [
+            (
+                "84959067136",
+                "85000000001",
+                "`capacity.largest_allocation_bytes` 85000000001 is above `free_bytes`",
+            ),
+            (
+                "\"free_bytes\": 85000000000",
+                "\"free_bytes\": 95000000000",
+                "`capacity.free_bytes` 95000000000 is above `total_bytes`",
+            ),
+            (
+                "\"context_bytes\": 899345920",
+                "\"context_bytes\": 0",
+                "`capacity.context_bytes` is 0",
+            ),
+        ] {
+            let bad = with.replacen(from, to, 1);
+            let e = err(&bad);
+            assert!(e.contains(why), "{e}");
+            assert!(
+                e.starts_with(&format!("c.json:{}:", line_with(&bad, "\"capacity\"")))
+                    || e.starts_with(&format!("c.json:{}:", line_with(&bad, "context_bytes"))),
+                "{e}"
+            );
+        }
+    }
+
     #[test]
     fn gemm_efficiency_reads_back_and_is_checked() {
         let with = GOOD

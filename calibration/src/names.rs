@@ -24,10 +24,13 @@ pub enum Family {
     Gemm,
     /// Load-to-use latency: a dependent pointer chase, one cache line per hop, one thread.
     Latency,
+    /// Usable memory: the total, what is free, what a context costs and the largest single
+    /// allocation that succeeds, in bytes (the row's `working_set_bytes`).
+    Capacity,
 }
 
 impl Family {
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 8] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
@@ -35,6 +38,7 @@ impl Family {
         Family::Cache,
         Family::Gemm,
         Family::Latency,
+        Family::Capacity,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +50,7 @@ impl Family {
             Family::Cache => "cache",
             Family::Gemm => "gemm",
             Family::Latency => "latency",
+            Family::Capacity => "capacity",
         }
     }
 }
@@ -102,10 +107,13 @@ pub enum Precision {
     F64F64,
     #[serde(rename = "e4m3.f32")]
     E4m3F32,
+    /// Bytes, counted as they are: the unit of a capacity row.
+    #[serde(rename = "u8")]
+    U8,
 }
 
 impl Precision {
-    pub const ALL: [Precision; 12] = [
+    pub const ALL: [Precision; 13] = [
         Precision::F64,
         Precision::F32,
         Precision::F16x2,
@@ -118,6 +126,7 @@ impl Precision {
         Precision::S8S32,
         Precision::F64F64,
         Precision::E4m3F32,
+        Precision::U8,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -134,6 +143,7 @@ impl Precision {
             Precision::S8S32 => "s8.s32",
             Precision::F64F64 => "f64.f64",
             Precision::E4m3F32 => "e4m3.f32",
+            Precision::U8 => "u8",
         }
     }
 

@@ -46,6 +46,8 @@ use std::time::{Duration, Instant};
 
 // gemm (branch gemm): the GEMM rows' driver code (dynamic shared memory, cuBLAS) lives in its
 // own file, as a child of this module.
+#[path = "cuda_capacity.rs"]
+mod capacity_driver;
 #[path = "cuda_gemm.rs"]
 mod gemm_driver;
 
@@ -1003,6 +1005,9 @@ impl Backend for CudaBackend {
         if case.family == Family::Gemm && case.kernel == crate::bench::gemm::GPU_REFERENCE {
             return gemm_driver::prepare_cublas(self, case);
         }
+        if case.family == Family::Capacity {
+            return Ok(Box::new(capacity_driver::GpuCapacity::new(self, case)?));
+        }
         Ok(Box::new(GpuCase::new(self, case)?))
     }
 
@@ -1352,7 +1357,7 @@ impl PreparedCase for GpuCase<'_> {
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         let arithmetic = match self.case.family {
-            Family::Stream | Family::Cache | Family::Latency => false,
+            Family::Stream | Family::Cache | Family::Latency | Family::Capacity => false,
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.count().is_some_and(|k| k > 0),
             // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.

@@ -14,7 +14,9 @@
 
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
-use crate::bench::{arith, cache, gemm, intensity, latency, peak, stream, tensor, Case, Precision};
+use crate::bench::{
+    arith, cache, capacity, gemm, intensity, latency, peak, stream, tensor, Case, Precision,
+};
 use crate::specs::theory;
 use crate::Result;
 
@@ -216,6 +218,8 @@ pub fn plan_cases(
         "stream cases",
         |bytes| stream::cases(|p| (bytes / stream::element_bytes(p)).max(1)),
     )?;
+    // Capacity first: `largest` searches the memory the run starts with.
+    planned.splice(0..0, capacity_cases(info));
     if !runs_compute_kernels(cc) {
         return Ok(planned);
     }
@@ -292,6 +296,25 @@ pub fn plan_cases(
             }),
     );
     Ok(planned)
+}
+
+/// The capacity figures of a GPU, planned at what the driver reported as the context was
+/// created (the run records what it reads; `largest` is found by a search up to `free`).
+pub fn capacity_cases(info: &DeviceInfo) -> Vec<PlannedCase> {
+    let (total, free) = (info.memory_total_bytes, info.memory_free_bytes);
+    capacity::GPU_FIGURES
+        .map(|figure| PlannedCase {
+            case: capacity::case(
+                figure,
+                match figure {
+                    capacity::Figure::Total => total,
+                    capacity::Figure::Context => total.saturating_sub(free),
+                    _ => free,
+                },
+            ),
+            note: String::new(),
+        })
+        .to_vec()
 }
 
 /// The fewest and the most dependent loads one latency launch takes (see [`latency_hops`]).
@@ -603,12 +626,16 @@ mod tests {
             (peak.case.elements, peak.note.as_str()),
             (108 * 4 * 256, "")
         );
-        // an older device plans the STREAM cases only
+        // an older device plans the capacity figures (driver calls, no kernel) and the STREAM
+        // cases only
         let old = DeviceModel {
             compute_capability: (7, 5),
             ..device
         };
         let planned = plan_cases(&old, SizeRequest::Auto, &mut |_| unreachable!()).unwrap();
-        assert_eq!(planned.len(), 14);
+        assert_eq!(planned.len(), 4 + 14);
+        assert!(planned[..4]
+            .iter()
+            .all(|p| p.case.family == crate::bench::Family::Capacity));
     }
 }

@@ -13,6 +13,7 @@ pub mod cpu;
 
 use self::cpu::{cpuinfo_field, read_text};
 use super::host_cache::{self, CacheCase};
+use super::host_capacity::{meminfo_bytes, HostCapacity};
 use super::host_compute::{self, HostCompute};
 use super::host_gemm;
 use super::host_latency::{self, LatencyCase};
@@ -22,7 +23,7 @@ use super::{
     Identity, PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
-use crate::bench::{cache, gemm, latency, Case, Family, Precision, Verdict};
+use crate::bench::{cache, capacity, gemm, latency, Case, Family, Precision, Verdict};
 use crate::{Error, Result};
 use std::time::Instant;
 
@@ -89,6 +90,18 @@ impl Backend for HostBackend {
             "stream cases",
             |bytes| stream::cases(|p| (bytes / stream::element_bytes(p)).max(1)),
         )?;
+        // Capacity first, so `free` is what the run started with.
+        let capacity_cases = capacity::HOST_FIGURES.map(|figure| PlannedCase {
+            case: capacity::case(
+                figure,
+                match figure {
+                    capacity::Figure::Total => self.info.memory_total_bytes,
+                    _ => self.info.memory_free_bytes,
+                },
+            ),
+            note: String::new(),
+        });
+        planned.splice(0..0, capacity_cases);
         let threads = self.pool.threads();
         for p in host_compute::PEAK_PRECISIONS {
             planned.push(PlannedCase {
@@ -145,6 +158,7 @@ impl Backend for HostBackend {
             }
             (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
+            (Family::Capacity, _) => Ok(Box::new(HostCapacity::new(case)?)),
             (Family::Cache, _) => Ok(Box::new(CacheCase::new(
                 &self.pool,
                 self.compute.simd,
@@ -489,20 +503,6 @@ fn host_caches(total_cpus: u32) -> Vec<CacheLevel> {
         });
     }
     levels
-}
-
-/// A `/proc/meminfo` field in bytes.
-fn meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
-    meminfo.lines().find_map(|line| {
-        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
-        let kib = rest
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse::<u64>()
-            .ok()?;
-        Some(kib * 1024)
-    })
 }
 
 /// Mean of the current `cpu MHz` of the given CPUs (what the kernel last saw; in a VM it is often

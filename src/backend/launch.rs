@@ -708,6 +708,8 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                 name: format!("{}_{p}", case.kernel),
             })
         }
+        // a capacity case is driver calls, no kernel (`CudaBackend::prepare` runs it)
+        Family::Capacity => Err(none()),
     }
 }
 
@@ -1105,6 +1107,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 )
             })
         }
+        Family::Capacity => Err(format!("{}: a capacity case launches no kernel", case.id())),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod cuda;
 pub mod cuda_plan;
 pub mod host;
 pub mod host_cache;
+pub mod host_capacity;
 pub mod host_compute;
 pub mod host_gemm;
 pub mod host_latency;
@@ -169,6 +170,20 @@ pub trait PreparedCase {
     /// it records.
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         let _ = clock_mhz;
+        None
+    }
+
+    /// Whether a run is a handful of driver or OS calls rather than launches (a capacity
+    /// case): the runner then takes its fewest samples of one call each, with no warm-up and
+    /// no batching, since there is nothing to warm and a call's time is not the figure.
+    fn one_shot(&self) -> bool {
+        false
+    }
+
+    /// The bytes the case found, for a case whose figure is a size (a capacity case): the
+    /// runner records them as the row's `working_set_bytes` and `elements`. Called once,
+    /// after `verify`.
+    fn measured_bytes(&self) -> Option<u64> {
         None
     }
 }

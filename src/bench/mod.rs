@@ -11,6 +11,7 @@
 
 pub mod arith;
 pub mod cache;
+pub mod capacity;
 pub mod gemm;
 pub mod intensity;
 pub mod latency;

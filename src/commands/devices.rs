@@ -41,14 +41,31 @@ pub fn describe(info: &DeviceInfo) -> String {
         };
         field(&c.name, format!("{}{per}", bytes(c.size_bytes)));
     }
-    field(
-        "memory",
-        format!(
-            "{} total, {} free",
-            bytes(info.memory_total_bytes),
-            bytes(info.memory_free_bytes)
+    // The capacity family's first figures (`run` adds a GPU's largest single allocation, which
+    // takes allocating).
+    match info.backend {
+        BackendKind::Cuda => field(
+            "memory",
+            format!(
+                "{} total, {} free after the context was created, {} in use then (the \
+                 context's cost at most)",
+                bytes(info.memory_total_bytes),
+                bytes(info.memory_free_bytes),
+                bytes(
+                    info.memory_total_bytes
+                        .saturating_sub(info.memory_free_bytes)
+                )
+            ),
         ),
-    );
+        BackendKind::Host => field(
+            "memory",
+            format!(
+                "{} total, {} available (MemTotal, MemAvailable)",
+                bytes(info.memory_total_bytes),
+                bytes(info.memory_free_bytes)
+            ),
+        ),
+    }
     if !info.driver.is_empty() {
         let label = match info.backend {
             BackendKind::Host => "OS",

@@ -251,9 +251,11 @@ impl<'a> DeviceRun<'a> {
                 self.secs.total += secs.total;
                 self.bar.inc(1);
                 if !self.interactive {
-                    let figure = record
-                        .gbps
-                        .map(|g| format!("{g:.2} GB/s"))
+                    // a capacity row's figure is its size, not a rate
+                    let size = (record.family == crate::bench::Family::Capacity && record.valid)
+                        .then(|| crate::report::table::bytes(record.working_set_bytes));
+                    let figure = size
+                        .or(record.gbps.map(|g| format!("{g:.2} GB/s")))
                         .or(record.gflops.map(|g| format!("{g:.2} GFLOP/s")))
                         .unwrap_or_else(|| record.status.clone());
                     self.say(&format!("  {:<28} {figure}", record.case_id()));

@@ -68,6 +68,7 @@ fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
         Family::Stream | Family::Cache => "GB/s",
         Family::Latency => "ns/load",
+        Family::Capacity => "GiB",
         _ if precision.is_integer() => "GOP/s",
         _ => "GFLOP/s",
     }
@@ -192,11 +193,15 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                     Family::Latency => r
                         .time_min_s
                         .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
+                    Family::Capacity => Some(r.working_set_bytes as f64 / (1u64 << 30) as f64),
                     _ => r.gflops,
                 };
-                // The best is the fastest: the most per second, the fewest ns per load.
+                // The best is the fastest: the most per second, the fewest ns per load; the
+                // most memory, the least a context takes.
                 let better = |a: f64, b: f64| {
-                    if family == Family::Latency {
+                    if family == Family::Latency
+                        || (family == Family::Capacity && id.contains("/context/"))
+                    {
                         a.min(b)
                     } else {
                         a.max(b)
@@ -214,7 +219,11 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
-                    Family::Intensity | Family::Cache | Family::Gemm | Family::Latency => None,
+                    Family::Intensity
+                    | Family::Cache
+                    | Family::Gemm
+                    | Family::Latency
+                    | Family::Capacity => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",
@@ -594,6 +603,54 @@ mod tests {
         assert_eq!(l.unit, "ns/load");
         assert!((l.cells[0].measured.unwrap() - 0.99).abs() < 1e-9, "{l:?}");
         assert!((l.cells[1].measured.unwrap() - 0.495).abs() < 1e-9, "{l:?}");
+    }
+
+    /// A capacity case compares its figure in GiB: the most is the best, except for the
+    /// context's cost, where the least is.
+    #[test]
+    fn capacity_compares_in_gib_and_a_context_is_best_smallest() {
+        let mut runs = two_runs();
+        let figure = |kernel: &str, gib: u64, run: usize| {
+            let mut r = row(
+                Family::Capacity,
+                kernel,
+                Precision::U8,
+                None,
+                (8, 0),
+                1e-5,
+                true,
+            );
+            r.working_set_bytes = gib << 30;
+            r.elements = gib << 30;
+            let like = &runs[run].records.as_ref().unwrap()[0];
+            (r.run_id, r.device_name, r.host) = (
+                like.run_id.clone(),
+                like.device_name.clone(),
+                like.host.clone(),
+            );
+            r
+        };
+        let a = [
+            figure("largest", 70, 0),
+            figure("context", 2, 0),
+            figure("context", 1, 0),
+        ];
+        let b = [figure("largest", 20, 1)];
+        runs[0].records.as_mut().unwrap().extend(a);
+        runs[1].records.as_mut().unwrap().extend(b);
+        let lines = lines(&runs);
+        let largest = lines
+            .iter()
+            .find(|l| l.key == "capacity/largest/u8")
+            .expect("a capacity line");
+        assert_eq!(largest.unit, "GiB");
+        assert_eq!(largest.cells[0].measured, Some(70.0));
+        assert_eq!(largest.cells[1].measured, Some(20.0));
+        let context = lines
+            .iter()
+            .find(|l| l.key == "capacity/context/u8")
+            .unwrap();
+        assert_eq!(context.cells[0].measured, Some(1.0));
     }
 
     #[test]

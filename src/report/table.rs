@@ -43,7 +43,9 @@ pub fn bytes(b: u64) -> String {
 
 /// The table of a run's rows. Rows of several devices are grouped under a line per device; a
 /// device's latency rows are listed again after its table, as ns and cycles per load with the
-/// plateaus they form ([`latency_block`]).
+/// plateaus they form ([`latency_block`]), and its capacity rows as one line of figures
+/// ([`capacity_block`]). A capacity row's figure is its working set; its GB/s (the 8 bytes
+/// of the figure over the call's time) is not shown.
 pub fn render(records: &[Record]) -> String {
     let mut out = String::new();
     let mut current_run = None;
@@ -59,6 +61,7 @@ pub fn render(records: &[Record]) -> String {
     for r in records {
         if current_run != Some(&r.run_id) {
             out.push_str(&latency_block(&group));
+            out.push_str(&capacity_block(&group));
             group.clear();
             current_run = Some(&r.run_id);
             let cc = if r.compute_capability.is_empty() {
@@ -106,7 +109,7 @@ pub fn render(records: &[Record]) -> String {
             "{:<width$} {:>11} {:>9} {:>9} {:>7} {:>11} {:>6}  {}",
             r.case_id(),
             bytes(r.working_set_bytes),
-            figure(r.gbps),
+            figure(r.gbps.filter(|_| r.family != Family::Capacity)),
             figure(r.gflops),
             of_theory,
             duration(r.time_median_s),
@@ -116,7 +119,22 @@ pub fn render(records: &[Record]) -> String {
         group.push(r);
     }
     out.push_str(&latency_block(&group));
+    out.push_str(&capacity_block(&group));
     out
+}
+
+/// One device's capacity rows (family `capacity`) on one line: each valid figure in binary units, in
+/// run order (`total`, `free`, `context`, `largest`). Empty when there are none.
+pub fn capacity_block(rows: &[&Record]) -> String {
+    let figures: Vec<String> = rows
+        .iter()
+        .filter(|r| r.family == Family::Capacity && r.valid)
+        .map(|r| format!("{} {}", r.kernel, bytes(r.working_set_bytes)))
+        .collect();
+    if figures.is_empty() {
+        return String::new();
+    }
+    format!("\ncapacity: {}\n", figures.join(", "))
 }
 
 /// One device's latency rows (family `latency`), per kernel: each valid row's ns per load and,
@@ -229,6 +247,33 @@ mod tests {
         assert!(lines[3].starts_with("stream/copy/f64"));
         assert!(lines[3].contains("invalid: [3] is 1"));
         assert!(!lines[3].contains("16.8"), "no figure for an invalid row");
+    }
+
+    /// Capacity rows show their figure as the working set, no GB/s, and again on one line
+    /// in binary units after the table; an invalid row has no figure there.
+    #[test]
+    fn capacity_rows_show_their_figures_in_gib() {
+        use crate::bench::capacity::{self, Figure};
+        let row = |figure, bytes, valid| measured(&capacity::case(figure, bytes), 1e-5, valid);
+        let rows = [
+            row(Figure::Total, 24 << 30, true),
+            row(Figure::Free, 3 << 29, true),
+            row(Figure::Largest, 1 << 30, false),
+        ];
+        let t = render(&rows);
+        let total = t
+            .lines()
+            .find(|l| l.starts_with("capacity/total/u8"))
+            .unwrap();
+        assert!(
+            total.contains("24.0 GiB") && !total.contains("0.80"),
+            "{total}"
+        );
+        assert!(
+            t.contains("\ncapacity: total 24.0 GiB, free 1.5 GiB\n"),
+            "{t}"
+        );
+        assert_eq!(capacity_block(&[]), "");
     }
 
     /// Latency rows are listed again as ns and cycles per load, from the fastest sample, with
