@@ -129,6 +129,32 @@ fn text(bytes: &[u8]) -> String {
 /// Every GPU test of this binary (tests/gpu.rs, tests/compute_gpu.rs), run in a child against
 /// the simulated driver with a missing device made a failure: none may skip, the fault and
 /// runaway tests included.
+/// A quick `run` on cuda:0 of `sim` with `filters`: it must end 0, or 4 where figures are
+/// flagged suspect (an interpreter is far below any theory and noisy; a flag is not an invalid
+/// row). The CSV it wrote (in `dir`) and its rows.
+fn run_filtered(
+    sim: &Sim,
+    dir: &Path,
+    filters: &[&str],
+) -> (PathBuf, Vec<roofprobe::record::Record>) {
+    let mut cmd = sim.roofprobe();
+    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
+        .arg(dir);
+    for f in filters {
+        cmd.args(["--filter", f]);
+    }
+    let out = run_limited(&mut cmd, Duration::from_secs(300));
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "{:?}: {}",
+        out.status.code(),
+        text(&out.stderr)
+    );
+    let csv = csv_in(dir);
+    let rows = roofprobe::record::read_csv(&csv).unwrap();
+    (csv, rows)
+}
+
 #[test]
 fn the_gpu_tests_run_on_the_simulated_driver() {
     let sim = Sim::new("memory=16M");
@@ -191,23 +217,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         // all four figures: total, free, context, largest
         "capacity/",
     ];
-    let mut cmd = sim.roofprobe();
-    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
-        .arg(dir.path());
-    for f in filters {
-        cmd.args(["--filter", f]);
-    }
-    let out = run_limited(&mut cmd, Duration::from_secs(300));
-    // 0, or 4 where figures are flagged suspect: an interpreter is far below any theory and
-    // noisy, and a flag is not an invalid row
-    assert!(
-        matches!(out.status.code(), Some(0 | 4)),
-        "{:?}: {}",
-        out.status.code(),
-        text(&out.stderr)
-    );
-    let csv = csv_in(dir.path());
-    let rows = roofprobe::record::read_csv(&csv).unwrap();
+    let (csv, rows) = run_filtered(&sim, dir.path(), &filters);
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     assert_eq!(ids.len(), filters.len() + 3, "{ids:?}");
     // capacity: largest <= free <= total on the simulated device (1 MiB, 128 KiB context),
@@ -285,85 +295,40 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     );
 }
 
-/// The tf32 GEMM (f32 in memory, A, B and C 768 KiB at 256³, more than the default simulated
-/// 1 MiB leaves) on a simulated GPU with 2 MiB: planned, launched with its 64 KiB of dynamic
-/// shared memory, and its row valid (the exact product); its cuBLAS row says it was skipped.
+/// The tf32 GEMM and the f32 SIMT GEMM (both f32 in memory: A, B and C 768 KiB at 256³, more
+/// than the default simulated 1 MiB leaves) on a simulated GPU with 2 MiB: planned, launched
+/// (tf32 with its 64 KiB of dynamic shared memory, f32 with static shared memory only), each
+/// row valid (the exact product) with a figure; each cuBLAS row (tf32 `FAST_TF32`, f32
+/// `CUBLAS_COMPUTE_32F`) says it was skipped.
 #[test]
-fn a_tf32_gemm_row_is_valid_on_the_simulated_gpu() {
+fn tf32_and_f32_gemm_rows_are_valid_on_the_simulated_gpu() {
     let sim = Sim::new("memory=2M");
     let dir = tempfile::tempdir().unwrap();
     let filters = [
         "gemm/ptx/tf32.f32/256x256x256",
         "gemm/cublas/tf32.f32/256x256x256",
+        "gemm/ptx/f32/256x256x256",
+        "gemm/cublas/f32/256x256x256",
     ];
-    let mut cmd = sim.roofprobe();
-    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
-        .arg(dir.path());
-    for f in filters {
-        cmd.args(["--filter", f]);
+    let (_, rows) = run_filtered(&sim, dir.path(), &filters);
+    let mut ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    ids.sort();
+    let mut wanted = filters.map(String::from).to_vec();
+    wanted.sort();
+    assert_eq!(ids, wanted);
+    for r in &rows {
+        if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
+            assert!(
+                !r.valid && r.status.starts_with("skipped: no cuBLAS found"),
+                "{}: {}",
+                r.case_id(),
+                r.status
+            );
+        } else {
+            assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
+            assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
+        }
     }
-    let out = run_limited(&mut cmd, Duration::from_secs(300));
-    assert!(
-        matches!(out.status.code(), Some(0 | 4)),
-        "{:?}: {}",
-        out.status.code(),
-        text(&out.stderr)
-    );
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
-    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(
-        ids,
-        [
-            "gemm/cublas/tf32.f32/256x256x256",
-            "gemm/ptx/tf32.f32/256x256x256"
-        ]
-    );
-    let (reference, ours) = (&rows[0], &rows[1]);
-    assert!(
-        !reference.valid && reference.status.starts_with("skipped: no cuBLAS found"),
-        "{}",
-        reference.status
-    );
-    assert!(ours.valid, "{} ({})", ours.status, ours.note);
-    assert!(ours.gflops.is_some_and(|g| g > 0.0), "{:?}", ours.gflops);
-}
-
-/// The f32 SIMT GEMM (f32 in memory like tf32: 768 KiB at 256³, so the same 2 MiB device) on a
-/// simulated GPU: planned, launched with its static shared memory and no dynamic, its row valid
-/// (the exact product) and held against the f32 FMA peak; its cuBLAS row (`CUBLAS_COMPUTE_32F`)
-/// says it was skipped.
-#[test]
-fn an_f32_simt_gemm_row_is_valid_on_the_simulated_gpu() {
-    let sim = Sim::new("memory=2M");
-    let dir = tempfile::tempdir().unwrap();
-    let filters = ["gemm/ptx/f32/256x256x256", "gemm/cublas/f32/256x256x256"];
-    let mut cmd = sim.roofprobe();
-    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
-        .arg(dir.path());
-    for f in filters {
-        cmd.args(["--filter", f]);
-    }
-    let out = run_limited(&mut cmd, Duration::from_secs(300));
-    assert!(
-        matches!(out.status.code(), Some(0 | 4)),
-        "{:?}: {}",
-        out.status.code(),
-        text(&out.stderr)
-    );
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
-    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(
-        ids,
-        ["gemm/cublas/f32/256x256x256", "gemm/ptx/f32/256x256x256"]
-    );
-    let (reference, ours) = (&rows[0], &rows[1]);
-    assert!(
-        !reference.valid && reference.status.starts_with("skipped: no cuBLAS found"),
-        "{}",
-        reference.status
-    );
-    assert!(ours.valid, "{} ({})", ours.status, ours.note);
-    assert!(ours.gflops.is_some_and(|g| g > 0.0), "{:?}", ours.gflops);
 }
 
 /// `devices` says which libcuda it loaded and whether each kernel module JIT-compiles, with the
