@@ -155,6 +155,16 @@ fn run_filtered(
     (csv, rows)
 }
 
+/// No cuBLAS beside a simulated driver: a reference row says so, and is not valid.
+fn assert_reference_skipped(r: &roofprobe::record::Record) {
+    assert!(
+        !r.valid && r.status.starts_with("skipped: no cuBLAS found"),
+        "{}: {}",
+        r.case_id(),
+        r.status
+    );
+}
+
 #[test]
 fn the_gpu_tests_run_on_the_simulated_driver() {
     let sim = Sim::new("memory=16M");
@@ -247,13 +257,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     for r in &rows {
         assert_eq!(r.backend.as_str(), "cuda");
         if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
-            // no cuBLAS beside a simulated driver: the reference row says so, and ours still runs
-            assert!(
-                !r.valid && r.status.starts_with("skipped: no cuBLAS found"),
-                "{}: {}",
-                r.case_id(),
-                r.status
-            );
+            assert_reference_skipped(r);
             continue;
         }
         assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
@@ -318,12 +322,7 @@ fn tf32_and_f32_gemm_rows_are_valid_on_the_simulated_gpu() {
     assert_eq!(ids, wanted);
     for r in &rows {
         if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
-            assert!(
-                !r.valid && r.status.starts_with("skipped: no cuBLAS found"),
-                "{}: {}",
-                r.case_id(),
-                r.status
-            );
+            assert_reference_skipped(r);
         } else {
             assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
             assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
