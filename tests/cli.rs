@@ -13,14 +13,7 @@ fn roofprobe() -> Command {
 
 /// The CSV files in `dir`.
 fn csvs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    v.sort();
-    v
+    crate::common::files_with_ext(dir, "csv")
 }
 
 /// The exit codes of a run that finished with every case valid: 0, or 4 when some figures are

@@ -4,19 +4,11 @@
 //! measured ceilings), and bad workloads getting one line.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn estimate(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_roofprobe"))
-        .arg("estimate")
-        .args(args)
-        .output()
-        .expect("roofprobe runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["estimate"];
+    all.extend_from_slice(args);
+    crate::common::roofprobe_output(&all)
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
@@ -29,15 +21,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 
 /// The checked-in host runs' calibrations, oldest first.
 fn host_runs() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> =
-        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("results"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect();
-    files.sort();
-    files
+    crate::common::checked_in("json")
 }
 
 fn dram_gbps(path: &Path) -> f64 {

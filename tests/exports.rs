@@ -12,27 +12,15 @@ fn repo() -> &'static Path {
 
 /// The checked-in host run's files (CSV, calibration JSON): the latest one.
 fn host_run(ext: &str) -> PathBuf {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("results"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
-    files.sort();
-    files.pop().expect("results/ holds a run")
+    crate::common::checked_in(ext)
+        .pop()
+        .expect("results/ holds a run")
 }
 
 fn export(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_roofprobe"))
-        .arg("export")
-        .args(args)
-        .output()
-        .expect("roofprobe runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["export"];
+    all.extend_from_slice(args);
+    crate::common::roofprobe_output(&all)
 }
 
 #[test]

@@ -14,14 +14,7 @@ fn roofprobe() -> Command {
 
 /// The checked-in results CSVs.
 fn results() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    v.sort();
+    let v = crate::common::checked_in("csv");
     assert!(v.len() >= 3, "results/ holds {} CSVs", v.len());
     v
 }

@@ -3,6 +3,7 @@
 
 mod cli;
 mod cli_roofline;
+mod common;
 mod compute_gpu;
 mod estimate;
 mod exports;

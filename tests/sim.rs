@@ -431,12 +431,7 @@ fn a_driver_that_never_initialises_is_given_up_on() {
 
 /// The one CSV a run wrote into `dir`.
 pub fn csv_in(dir: &Path) -> PathBuf {
-    let csvs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
+    let csvs = crate::common::files_with_ext(dir, "csv");
     assert_eq!(csvs.len(), 1, "{csvs:?}");
     csvs[0].clone()
 }

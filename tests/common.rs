@@ -1,0 +1,35 @@
+//! What several test modules share: the files of one kind in a folder, the checked-in results,
+//! and the binary run with its exit code and output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The files in `dir` whose extension is `ext`, sorted (run files sort oldest first).
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The checked-in runs' files of one kind (`csv`, `json`), oldest first.
+pub fn checked_in(ext: &str) -> Vec<PathBuf> {
+    files_with_ext(&Path::new(env!("CARGO_MANIFEST_DIR")).join("results"), ext)
+}
+
+/// `roofprobe ARGS…`: its exit code (-1 for a signal), stdout and stderr.
+pub fn roofprobe_output(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_roofprobe"))
+        .args(args)
+        .output()
+        .expect("roofprobe runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
