@@ -405,6 +405,23 @@ impl Record {
         }
     }
 
+    /// The same work done `factor` times as fast: every time divided by it, the figures derived
+    /// from them (GB/s, GFLOP/s) multiplied, so a reader's checks still hold. For planting a
+    /// slow or fast run in tests of the readers and the fleet.
+    pub fn scale_speed(&mut self, factor: f64) {
+        for t in [
+            &mut self.time_min_s,
+            &mut self.time_median_s,
+            &mut self.time_mean_s,
+            &mut self.time_max_s,
+            &mut self.time_stddev_s,
+        ] {
+            *t = t.map(|t| t / factor);
+        }
+        self.gbps = self.gbps.map(|g| g * factor);
+        self.gflops = self.gflops.map(|g| g * factor);
+    }
+
     /// `family/kernel/precision[/param]`, as [`Case::id`].
     pub fn case_id(&self) -> String {
         match self.param {
@@ -1410,6 +1427,22 @@ pub(crate) mod tests {
 
     /// What fuzzing found `export` accepting (`gbps = 1e30`, `invalid:` rows counted as valid, a
     /// clock of -4000 MHz) and `report` printing (NaN, inf, negative GB/s on `ok` rows): each is
+    /// A row made twice as fast still reads (its figures follow its times), with twice the
+    /// bandwidth and half the median time.
+    #[test]
+    fn a_speed_scaled_row_stays_consistent() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1000);
+        let good = measured(&case, 1e-3, true);
+        let mut fast = good.clone();
+        fast.scale_speed(2.0);
+        check_row(&fast).unwrap();
+        assert_eq!(fast.gbps.unwrap(), good.gbps.unwrap() * 2.0);
+        assert_eq!(
+            fast.time_median_s.unwrap(),
+            good.time_median_s.unwrap() / 2.0
+        );
+    }
+
     /// refused, with its line and what it should have been.
     #[test]
     fn figures_that_cannot_be_are_refused() {

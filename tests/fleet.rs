@@ -33,17 +33,7 @@ fn planted(from: &Path, run_id: &str, scale: f64, to: &Path) {
             r.stopped_by = "count".into();
         }
         if r.family == Family::Stream && r.valid {
-            for t in [
-                &mut r.time_min_s,
-                &mut r.time_median_s,
-                &mut r.time_mean_s,
-                &mut r.time_max_s,
-                &mut r.time_stddev_s,
-            ] {
-                *t = t.map(|t| t / scale);
-            }
-            r.gbps = r.gbps.map(|g| g * scale);
-            r.gflops = r.gflops.map(|g| g * scale);
+            r.scale_speed(scale);
         }
     }
     std::fs::write(to, to_csv_bytes(&rows)).unwrap();

@@ -825,18 +825,7 @@ pub(crate) mod tests {
         let mut rows = synthetic_run();
         for r in &mut rows {
             r.run_id = id.into();
-            // slower launches: the figures the reader derives from them follow
-            for t in [
-                &mut r.time_min_s,
-                &mut r.time_median_s,
-                &mut r.time_mean_s,
-                &mut r.time_max_s,
-                &mut r.time_stddev_s,
-            ] {
-                *t = t.map(|t| t / scale);
-            }
-            r.gbps = r.gbps.map(|g| g * scale);
-            r.gflops = r.gflops.map(|g| g * scale);
+            r.scale_speed(scale);
         }
         let calibration = Calibration::from_records(&rows, None).unwrap();
         (
