@@ -261,8 +261,7 @@ pub fn fit(
             .iter()
             .filter(|r| r.valid)
             .filter(|r| {
-                r.working_set_bytes >= plateau.from_bytes
-                    && r.working_set_bytes <= plateau.to_bytes
+                r.working_set_bytes >= plateau.from_bytes && r.working_set_bytes <= plateau.to_bytes
             })
             .filter_map(|r| usable(r.gbps).map(|g| (g, r.case_id())))
             .collect();

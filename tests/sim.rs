@@ -231,7 +231,10 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     let step = rows.iter().find(|r| r.kernel == "sweep").unwrap();
     assert_eq!(
         roofprobe::bench::cache::reported_levels(&step.note),
-        [("L1".to_string(), 2 * (128 << 10)), ("L2".to_string(), 32 << 10)]
+        [
+            ("L1".to_string(), 2 * (128 << 10)),
+            ("L2".to_string(), 32 << 10)
+        ]
     );
     // capacity: largest <= free <= total on the simulated device (1 MiB, 128 KiB context),
     // the figures in `working_set_bytes`, and in the calibration beside the CSV
