@@ -134,7 +134,11 @@ pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
         };
         return crate::bench::latency::hops(case) as f64 * load;
     }
-    let bandwidth = if case.family == Family::Cache {
+    // A sweep step larger than the last-level cache reads DRAM.
+    let from_dram = crate::bench::cache::is_sweep_step(case)
+        && rates.llc_bytes > 0
+        && case.working_set_bytes > rates.llc_bytes;
+    let bandwidth = if case.family == Family::Cache && !from_dram {
         rates.cache_bytes_per_sec
     } else {
         rates.dram_bytes_per_sec
@@ -151,6 +155,7 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
     if case.family == Family::Capacity {
         return capacity_secs(case, cfg);
     }
+    let cfg = &cfg.for_case(case);
     let launch = launch_secs(case, rates);
     let reps = (min_sample_secs / launch)
         .ceil()

@@ -11,6 +11,7 @@
 pub mod backend;
 pub mod bench;
 pub mod calibration;
+pub mod changepoint;
 pub mod cli;
 pub mod commands;
 pub mod duration;

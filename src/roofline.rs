@@ -6,8 +6,14 @@
 //! - **Memory ceiling** (DRAM): the highest GB/s of any valid `stream` row whose working set is
 //!   at least 4× the last-level cache (smaller ones are cache figures, listed as excluded),
 //!   whichever kernel and precision set it; the ceiling names that case.
-//! - **Cache ceilings** (L1, L2, and the host's L3): the highest GB/s of any valid `cache` row of
-//!   that level (`cache/l2/i32/<KiB>`: a working set sized to stay in it, see
+//! - **Cache ceilings** (L1, L2, and the host's L3): where the bandwidth sweep ran
+//!   (`cache/sweep/i32/<KiB>`), the plateaus its curve forms ([`sweep_plateaus`],
+//!   [`crate::changepoint`]): a plateau matched to a reported cache level sets that level's
+//!   ceiling: the median valid step within it (the upper one of an even count; a plateau's
+//!   first steps can still carry the ramp from the level above, so not its best), and the
+//!   ceiling names that step and the plateau.
+//!   A level no plateau was matched to falls back to the highest GB/s of any valid `cache` row
+//!   of that level (`cache/l2/i32/<KiB>`: a working set sized to stay in it, see
 //!   [`crate::bench::cache`]). No spec sheet gives cache bandwidth, so they have no efficiency.
 //! - **Compute ceilings**: per family and precision (`peak` f64, f32, f16x2, …; `tensor` f16.f32,
 //!   s8.s32, …), the highest GFLOP/s (GOP/s for integers) of any valid row.
@@ -53,7 +59,7 @@ pub fn is_dram_working_set(r: &Record) -> bool {
 // The types a calibration file holds live in the lean calibration crate; this module fits them.
 pub use roofprobe_calibration::{
     gemm_ceiling_family, Bound, ComputeCeiling, GemmEfficiency, GemmEfficiencyPoint, MemoryCeiling,
-    MemoryLevel, Point, RidgePoint,
+    MemoryLevel, Point, RidgePoint, SweepPlateau,
 };
 
 /// Everything fitted from one run.
@@ -111,6 +117,61 @@ fn efficiency(measured: Option<f64>, spec: Option<f64>) -> (Option<f64>, bool) {
         (Some(m), Some(s)) if s > 0.0 => (Some(m / s), m > s),
         _ => (None, false),
     }
+}
+
+/// The memory level a reported cache's name (`L1d`, `L2`, `L3`) is.
+fn memory_level(name: &str) -> Option<MemoryLevel> {
+    match name.trim_end_matches(['d', 'D']) {
+        "L1" => Some(MemoryLevel::L1),
+        "L2" => Some(MemoryLevel::L2),
+        "L3" => Some(MemoryLevel::L3),
+        _ => None,
+    }
+}
+
+/// The plateaus of one run's bandwidth sweep (its valid `cache/sweep` rows, GB/s against
+/// working set), each with the reported level it was matched to ([`crate::changepoint`]); the
+/// reported levels are those the rows' notes carry ([`cache::reported_levels`]). Empty where
+/// the sweep did not run or found no plateau.
+pub fn sweep_plateaus(records: &[Record]) -> Vec<SweepPlateau> {
+    use crate::changepoint::{detect, match_levels, Level};
+    let steps: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.family == Family::Cache && r.kernel == cache::SWEEP)
+        .collect();
+    let points: Vec<(u64, f64)> = steps
+        .iter()
+        .filter(|r| r.valid)
+        .filter_map(|r| usable(r.gbps).map(|g| (r.working_set_bytes, g)))
+        .collect();
+    let reported = steps
+        .iter()
+        .map(|r| cache::reported_levels(&r.note))
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    let detected = detect(&points);
+    let levels = match_levels(&detected.plateaus, &reported);
+    detected
+        .plateaus
+        .iter()
+        .zip(levels)
+        .map(|(p, level)| {
+            let (matched, reported_bytes) = match level {
+                Level::Cache { name, bytes } => (name, Some(bytes)),
+                Level::Dram => ("DRAM".to_string(), None),
+                Level::Unmatched => (String::new(), None),
+            };
+            SweepPlateau {
+                matched,
+                reported_bytes,
+                from_bytes: p.from_bytes,
+                to_bytes: p.to_bytes,
+                edge_bytes: p.edge_bytes,
+                median_gbps: p.gbps,
+                steps: (p.last + 1 - p.first) as u32,
+            }
+        })
+        .collect()
 }
 
 /// The best valid figure among `rows`, with its case id. Ties keep the first row.
@@ -177,11 +238,50 @@ pub fn fit(
             spec_basis,
             efficiency,
             above_spec,
+            plateau: None,
         });
     }
 
-    // Caches: per level, the best cache-sweep row of that level.
+    // Caches: the sweep's plateaus where they were matched to a level, then per level left,
+    // the best fixed-size row of that level.
+    let steps: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.family == Family::Cache && r.kernel == cache::SWEEP)
+        .collect();
+    for plateau in sweep_plateaus(records) {
+        let Some(level) = memory_level(&plateau.matched) else {
+            continue;
+        };
+        if fit.memory(level).is_some() {
+            continue;
+        }
+        // The median step, not the best: a plateau's first steps can still carry the ramp
+        // from the level above.
+        let mut within: Vec<(f64, String)> = steps
+            .iter()
+            .filter(|r| r.valid)
+            .filter(|r| {
+                r.working_set_bytes >= plateau.from_bytes && r.working_set_bytes <= plateau.to_bytes
+            })
+            .filter_map(|r| usable(r.gbps).map(|g| (g, r.case_id())))
+            .collect();
+        within.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let measured = within.get(within.len() / 2).cloned();
+        fit.memory_ceilings.push(MemoryCeiling {
+            level,
+            gbps: measured.as_ref().map(|m| m.0),
+            case: measured.map(|m| m.1),
+            spec_gbps: None,
+            spec_basis: "no spec sheet gives cache bandwidth".to_string(),
+            efficiency: None,
+            above_spec: false,
+            plateau: Some(plateau),
+        });
+    }
     for (kernel, level) in cache::LEVELS {
+        if fit.memory(level).is_some() {
+            continue;
+        }
         let mut rows = records
             .iter()
             .filter(|r| r.family == Family::Cache && r.kernel == kernel)
@@ -198,6 +298,7 @@ pub fn fit(
             spec_basis: "no spec sheet gives cache bandwidth".to_string(),
             efficiency: None,
             above_spec: false,
+            plateau: None,
         });
     }
 
@@ -646,6 +747,85 @@ pub(crate) mod tests {
         assert!(close(ridge.flop_per_byte, 15_000.0 / 19_500.0));
         // cache rows are not roofline points (they do no arithmetic)
         assert!(fit.points.iter().all(|p| p.family != Family::Cache));
+    }
+
+    /// A sweep whose curve has three caches sets the L1, L2 and L3 ceilings from its
+    /// plateaus, names the plateau each came from, and wins over a fixed-size row; an invalid
+    /// step contributes nothing.
+    #[test]
+    fn sweep_plateaus_set_the_cache_ceilings() {
+        let caps = [(64u64 << 10, 150.0f64), (2 << 20, 60.0), (32 << 20, 20.0)];
+        let note = cache::sweep_note(&[
+            ("L1d".to_string(), 64 << 10),
+            ("L2".to_string(), 2 << 20),
+            ("L3".to_string(), 32 << 20),
+        ]);
+        let mut records = synthetic_run();
+        for bytes in cache::sweep_sizes(cache::MIN_BYTES, 128 << 20, 8) {
+            let x = (bytes as f64).log2();
+            let (mut log_g, mut prev) = (400f64.ln(), 400f64);
+            for (cap, next) in caps {
+                let t = 1.0 / (1.0 + (-(x - (cap as f64).log2()) / 0.25).exp());
+                log_g += t * (next.ln() - prev.ln());
+                prev = next;
+            }
+            let read = 64 * bytes;
+            let mut r = row(
+                Family::Cache,
+                cache::SWEEP,
+                Precision::I32,
+                Some(Param::Count((bytes >> 10) as u32)),
+                (read, 0),
+                read as f64 / (log_g.exp() * 1e9),
+                true,
+            );
+            r.working_set_bytes = bytes;
+            r.note = format!("2 pinned threads; {note}");
+            records.push(r);
+        }
+        // a disturbed step that failed its check: its figure counts nowhere
+        let bad = records.len() - 60;
+        records[bad].valid = false;
+        records[bad].gbps = Some(1e6);
+        records.push(row(
+            Family::Cache,
+            "l1",
+            Precision::I32,
+            Some(Param::Count(32)),
+            (1 << 30, 0),
+            (1u64 << 30) as f64 / 500e9,
+            true,
+        ));
+        let plateaus = sweep_plateaus(&records);
+        let matched: Vec<&str> = plateaus.iter().map(|p| p.matched.as_str()).collect();
+        assert_eq!(matched, ["L1d", "L2", "L3", "DRAM"], "{plateaus:?}");
+        let fit = fit(&records, &a100_like_spec);
+        for (level, gbps) in [
+            (MemoryLevel::L1, 400.0),
+            (MemoryLevel::L2, 150.0),
+            (MemoryLevel::L3, 60.0),
+        ] {
+            let m = fit.memory(level).unwrap();
+            let g = m.gbps.unwrap();
+            assert!(g >= gbps * 0.97 && g < gbps * 1.03, "{m:?}");
+            assert!(m.case.as_deref().unwrap().starts_with("cache/sweep/i32/"));
+            let p = m.plateau.as_ref().unwrap();
+            let edge = p.edge_bytes.unwrap() as f64 / p.reported_bytes.unwrap() as f64;
+            assert!(edge > 0.8 && edge < 1.25, "{p:?}");
+        }
+        // DRAM is still STREAM's
+        assert!(close(fit.memory(MemoryLevel::Dram).unwrap().gbps, 1500.0));
+        // without the notes nothing is matched, and the fixed-size row sets L1 again
+        for r in records.iter_mut() {
+            r.note.clear();
+        }
+        assert!(sweep_plateaus(&records)
+            .iter()
+            .all(|p| p.matched.is_empty()));
+        let fit = super::fit(&records, &a100_like_spec);
+        let l1 = fit.memory(MemoryLevel::L1).unwrap();
+        assert_eq!(l1.case.as_deref(), Some("cache/l1/i32/32"));
+        assert!(l1.plateau.is_none());
     }
 
     #[test]

@@ -100,6 +100,23 @@ impl RunConfig {
         }
     }
 
+    /// The schedule `case` runs under: this one, except for a step of the cache sweep
+    /// ([`crate::bench::cache::is_sweep_step`]), which takes the fewest samples (a count, even
+    /// under `--until-stable`) after one warm-up sample: the sweep has a hundred steps whose
+    /// curve, not any one step, is the figure, and the steps before it have warmed the device.
+    pub fn for_case(&self, case: &Case) -> RunConfig {
+        if crate::bench::cache::is_sweep_step(case) {
+            RunConfig {
+                warmup_secs: 0.0,
+                case_budget_secs: 0.0,
+                stop: Stop::Count,
+                ..self.clone()
+            }
+        } else {
+            self.clone()
+        }
+    }
+
     fn keeps(&self, case: &Case) -> bool {
         let id = case.id();
         self.filter.is_empty() || self.filter.iter().any(|f| id.contains(f.as_str()))
@@ -321,7 +338,7 @@ pub fn run(
             // Conditions while the samples run, where the backend can read them from aside.
             let sampler = probe.clone().map(|p| Sampler::start(p, sampler::PERIOD));
             let timing = Instant::now();
-            let measured = measure(prepared.as_mut(), min_sample_secs, cfg);
+            let measured = measure(prepared.as_mut(), min_sample_secs, &cfg.for_case(case));
             measuring = timing.elapsed().as_secs_f64();
             during = sampler.map(Sampler::finish).unwrap_or_default();
             let (summary, reps, stopped) = measured?;

@@ -270,7 +270,13 @@ fn every_planned_case() -> Vec<(String, Case, u32)> {
                 if p.case.kernel == gemm::GPU_REFERENCE || p.case.family == Family::Capacity {
                     continue;
                 }
-                assert!(p.note.is_empty(), "{}: {}", d.name, p.note);
+                // only the sweep's steps carry a note: the caches the device reports
+                assert!(
+                    p.note.is_empty() || cache::is_sweep_step(&p.case),
+                    "{}: {}",
+                    d.name,
+                    p.note
+                );
                 let key = format!("{} {} {per_sm}", d.name, p.case.id());
                 out.insert(key, (d.name.to_string(), p.case, grid));
             }
@@ -568,7 +574,13 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
     let mut failures = Vec::new();
     for (_, case, _) in every_planned_case() {
         // GEMM kernels run at their edge shapes in gemm_kernels_match_the_exact_product_…
-        if case.family == Family::Gemm || !seen.insert(case.id()) {
+        // The sweep's steps are one launch at the interpreter's size: run it once.
+        let key = if cache::is_sweep_step(&case) {
+            "cache/sweep".to_string()
+        } else {
+            case.id()
+        };
+        if case.family == Family::Gemm || !seen.insert(key) {
             continue;
         }
         let (small_case, grid) = small(&case);
@@ -608,11 +620,12 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, 14 cache working sets and
-    // 7 latency ones (`ca` at 16 KiB, `cg` in each model's L2 and DRAM) over the devices
-    // modelled
-    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 7, "{seen:?}");
+    // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, 14 cache working sets,
+    // the bandwidth sweep's step (one launch shape for all its steps) and 7 latency ones (`ca`
+    // at 16 KiB, `cg` in each model's L2 and DRAM) over the devices modelled
+    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 1 + 7, "{seen:?}");
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
+    assert!(seen.contains("cache/sweep"));
 }
 
 /// The interpreter run catches a wrong value where the layout is right: the peak map's `a`

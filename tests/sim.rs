@@ -220,6 +220,9 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         "intensity/fma/f32/16",
         "cache/l1/i32/16",
         "cache/l2/i32/16",
+        // the whole sweep, short here: 2 SMs × 2,048 threads × 16 bytes = 64 KiB up to 4 × the
+        // 32 KiB L2, at 3 steps per octave
+        "cache/sweep/",
         "gemm/ptx/bf16.f32/256x256x256",
         "gemm/cublas/bf16.f32/256x256x256",
         "latency/ca/i32/16",
@@ -229,7 +232,30 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     ];
     let (csv, rows) = run_filtered(&sim, dir.path(), &filters);
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(ids.len(), filters.len() + 3, "{ids:?}");
+    // capacity's 4 figures and the sweep's 4 steps under one filter each
+    assert_eq!(ids.len(), filters.len() + 3 + 3, "{ids:?}");
+    let steps: Vec<&str> = ids
+        .iter()
+        .filter(|id| id.starts_with("cache/sweep/"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "cache/sweep/i32/64",
+            "cache/sweep/i32/81",
+            "cache/sweep/i32/102",
+            "cache/sweep/i32/128"
+        ]
+    );
+    let step = rows.iter().find(|r| r.kernel == "sweep").unwrap();
+    assert_eq!(
+        roofprobe::bench::cache::reported_levels(&step.note),
+        [
+            ("L1".to_string(), 2 * (128 << 10)),
+            ("L2".to_string(), 32 << 10)
+        ]
+    );
     // capacity: largest <= free <= total on the simulated device (1 MiB, 128 KiB context),
     // the figures in `working_set_bytes`, and in the calibration beside the CSV
     let figure = |kernel: &str| {

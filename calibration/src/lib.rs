@@ -37,7 +37,7 @@ pub use names::{BackendKind, Family, Precision};
 pub use param::{Param, Shape};
 pub use roof::{
     gemm_ceiling_family, Bound, ComputeCeiling, GemmEfficiency, GemmEfficiencyPoint, MemoryCeiling,
-    MemoryLevel, Point, RidgePoint, SpecBasis,
+    MemoryLevel, Point, RidgePoint, SpecBasis, SweepPlateau,
 };
 
 use serde::{Deserialize, Serialize};

@@ -45,6 +45,33 @@ pub struct MemoryCeiling {
     pub efficiency: Option<f64>,
     /// The measurement exceeds the spec figure.
     pub above_spec: bool,
+    /// Where a cache ceiling came from the bandwidth sweep: the plateau it is the best row of.
+    /// Absent for other ceilings, and in files written before the sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plateau: Option<SweepPlateau>,
+}
+
+/// A plateau of the bandwidth-against-working-set sweep (`cache/sweep/…`), found by change
+/// points, and the reported level it was matched to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepPlateau {
+    /// The level it was matched to as the device or OS names it (`L1d`, `L2`), `DRAM` beyond
+    /// the largest reported cache, or empty where nothing reported lies within 2x of its edge.
+    pub matched: String,
+    /// The reported size of that level, bytes (summed over the cores or SMs the sweep used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_bytes: Option<u64>,
+    /// Its first and last working sets.
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    /// Where it ends: the working set where the curve crosses halfway (in log) to the next
+    /// plateau; absent for the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge_bytes: Option<u64>,
+    /// The median GB/s of its steps.
+    pub median_gbps: f64,
+    /// How many steps it spans.
+    pub steps: u32,
 }
 
 /// An arithmetic ceiling, GFLOP/s (GOP/s for integer precisions).

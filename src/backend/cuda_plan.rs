@@ -72,6 +72,42 @@ pub fn cache_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<Case> {
         .collect()
 }
 
+/// Threads an SM runs at most (2,048 on every GPU since Volta but Turing's 1,024 and the 12.x
+/// parts' 1,536): with a 16-byte vector each, the smallest working set of a GPU's sweep (below
+/// it threads idle and the launch, not the cache, sets the time).
+pub const SWEEP_MAX_THREADS_PER_SM: u64 = 2048;
+
+/// The cache levels a GPU reports, as the sweep's plateaus are matched to them: `L1` (each SM's
+/// unified L1 from [`l1_bytes_per_sm`], times the SMs; left out where the table has no figure)
+/// and `L2` (the driver's).
+pub fn gpu_cache_levels(info: &DeviceInfo, cc: (u32, u32)) -> Vec<(String, u64)> {
+    let l1 = l1_bytes_per_sm(cc).map(|b| ("L1".to_string(), b * u64::from(info.units)));
+    l1.into_iter()
+        .chain((info.llc_bytes > 0).then(|| ("L2".to_string(), info.llc_bytes)))
+        .collect()
+}
+
+/// The bandwidth sweep of a device: [`cache::GPU_STEPS_PER_OCTAVE`] steps per octave with the
+/// caching (`l1`) loads, from one vector per thread of a full device
+/// ([`SWEEP_MAX_THREADS_PER_SM`]) to 4 × the L2, each noting the levels the plateaus are
+/// matched to ([`gpu_cache_levels`]).
+pub fn sweep_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<PlannedCase> {
+    let from = u64::from(info.units) * SWEEP_MAX_THREADS_PER_SM * 16;
+    let note = cache::sweep_note(&gpu_cache_levels(info, cc));
+    cache::sweep_cases(
+        from,
+        4 * info.llc_bytes,
+        cache::GPU_STEPS_PER_OCTAVE,
+        cache_bytes_per_launch(info),
+    )
+    .into_iter()
+    .map(|case| PlannedCase {
+        case,
+        note: note.clone(),
+    })
+    .collect()
+}
+
 /// Longest one GEMM launch may last at the device's theoretical tensor peak: 16384³ in bf16 on
 /// an H200 is about 9 ms there; on a small GPU the largest squares are left out.
 pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.5;
@@ -279,6 +315,7 @@ pub fn plan_cases(
         case,
         note: String::new(),
     }));
+    planned.extend(sweep_cases(info, cc));
     planned.extend(
         gemm_cases(device, size)
             .into_iter()
@@ -521,6 +558,29 @@ mod tests {
         assert!(cache_cases(&h200, (7, 5)).iter().all(|c| c.kernel == "l2"));
         assert_eq!(l1_bytes_per_sm((8, 6)), Some(128 << 10));
         assert_eq!(l1_bytes_per_sm((7, 0)), None);
+    }
+
+    /// An H200's sweep: 3 steps per octave from 4 MiB (132 SMs × 2,048 threads × 16 bytes) to
+    /// 4 × its L2, with the caching loads, noting its L1s and L2.
+    #[test]
+    fn the_sweep_spans_l1_to_beyond_the_l2() {
+        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
+        h200.llc_bytes = 60 << 20;
+        let planned = sweep_cases(&h200, (9, 0));
+        let sizes: Vec<u64> = planned.iter().map(|p| p.case.working_set_bytes).collect();
+        assert_eq!(sizes[0], 132 * 2048 * 16);
+        assert_eq!(*sizes.last().unwrap(), 240 << 20);
+        assert_eq!(sizes.len(), 19);
+        assert!(planned.iter().all(|p| cache::is_sweep_step(&p.case)));
+        assert_eq!(
+            cache::reported_levels(&planned[0].note),
+            [
+                ("L1".to_string(), 132 * (256 << 10)),
+                ("L2".to_string(), 60 << 20)
+            ]
+        );
+        let passes = cache::passes(&planned[0].case);
+        assert!(passes > 1 && passes <= u64::from(u32::MAX));
     }
 
     fn info(name: &str, sms: u32, mhz: Option<f64>) -> DeviceInfo {

@@ -133,6 +133,12 @@ impl Backend for HostBackend {
                     note: String::new(),
                 }),
         );
+        planned.extend(host_sweep_cases(
+            &self.info.caches,
+            threads,
+            self.info.llc_bytes,
+            usable,
+        ));
         planned.extend(
             host_gemm_cases(&self.compute, threads, usable, size)
                 .into_iter()
@@ -244,6 +250,42 @@ fn host_cache_cases(caches: &[CacheLevel], threads: usize) -> Vec<Case> {
         below = aggregate;
     }
     out
+}
+
+/// The cache levels as the sweep's workers see them: each data or unified level's size times
+/// the instances the `threads` workers (one per core) use, named as the OS names it (`L1d`).
+pub fn shared_cache_levels(caches: &[CacheLevel], threads: usize) -> Vec<(String, u64)> {
+    caches
+        .iter()
+        .map(|level| {
+            let instances = u64::from(level.instances.min(threads as u32).max(1));
+            (level.name.clone(), level.size_bytes * instances)
+        })
+        .collect()
+}
+
+/// The bandwidth sweep's steps: [`cache::HOST_STEPS_PER_OCTAVE`] per octave from 16 KiB to
+/// 4 × the last-level cache (as far as `usable_bytes` allows), each noting the cache levels
+/// the OS reports, which the plateaus are matched to.
+fn host_sweep_cases(
+    caches: &[CacheLevel],
+    threads: usize,
+    llc_bytes: u64,
+    usable_bytes: u64,
+) -> Vec<PlannedCase> {
+    let note = cache::sweep_note(&shared_cache_levels(caches, threads));
+    cache::sweep_cases(
+        cache::MIN_BYTES,
+        (4 * llc_bytes).min(usable_bytes),
+        cache::HOST_STEPS_PER_OCTAVE,
+        host_cache::BYTES_PER_LAUNCH,
+    )
+    .into_iter()
+    .map(|case| PlannedCase {
+        case,
+        note: note.clone(),
+    })
+    .collect()
 }
 
 /// The latency chase's cases: working sets from 4 KiB to 4 × the last-level cache (so the

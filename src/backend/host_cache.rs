@@ -41,7 +41,7 @@ pub struct CacheCase<'p> {
 
 impl<'p> CacheCase<'p> {
     pub fn new(pool: &'p Pool, simd: Simd, case: &Case) -> Result<Self> {
-        if cache::level(&case.kernel).is_none() || case.precision != cache::PRECISION {
+        if !cache::is_kernel(&case.kernel) || case.precision != cache::PRECISION {
             return Err(Error::Usage(format!(
                 "the host backend has no kernel for {}",
                 case.id()
@@ -287,6 +287,10 @@ mod tests {
             let v = prepared.verify().unwrap();
             assert!(v.valid, "{}: {}", case.id(), v.detail);
         }
+        let step = cache::case(cache::SWEEP, 24 << 10, 2);
+        let mut prepared = CacheCase::new(&pool, Simd::detect(), &step).unwrap();
+        prepared.run(1).unwrap();
+        assert!(prepared.verify().unwrap().valid, "a sweep step validates");
         let stream_like = cache::case("dram", 16 << 10, 1);
         assert!(CacheCase::new(&pool, Simd::detect(), &stream_like).is_err());
     }

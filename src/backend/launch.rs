@@ -691,12 +691,18 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
         }
         Family::Cache => {
             // The GPU has an L1 and an L2 kernel; an `l3` case is the host's.
-            if !matches!(case.kernel.as_str(), "l1" | "l2") || p != cache::PRECISION {
+            // The sweep reads with the caching loads, so its curve shows L1 as well as L2.
+            let kernel = match case.kernel.as_str() {
+                cache::SWEEP => "l1",
+                k @ ("l1" | "l2") => k,
+                _ => return Err(none()),
+            };
+            if p != cache::PRECISION {
                 return Err(none());
             }
             Ok(Entry {
                 module: ModuleId::Cache,
-                name: format!("{}_{p}", case.kernel),
+                name: format!("{kernel}_{p}"),
             })
         }
         Family::Latency => {

@@ -7,6 +7,12 @@
 //! its own share with wrapping 32-bit adds and stores its sum, which must equal `passes ×` the sum
 //! of its share exactly, so a skipped, repeated or misplaced word fails the check.
 //!
+//! The sweep (`cache/sweep/i32/<KiB>`): the same read-only sum over working sets in fine steps
+//! ([`sweep_sizes`]: [`HOST_STEPS_PER_OCTAVE`] per octave on the host, from [`MIN_BYTES`] to 4×
+//! the last-level cache), read with the caching loads, so its curve shows every level and where
+//! it ends ([`crate::changepoint`] finds them). Its steps take few samples each
+//! ([`crate::runner::RunConfig::for_case`]): the curve, not one step, is the figure.
+//!
 //! Sizes: a level's working sets lie above twice the aggregate capacity of the level before it
 //! (so the data no longer fits there) and at most half its own aggregate capacity (so it stays
 //! in). A GPU reads its L2 cases with `ld.global.cg`, which bypasses L1, so its L2 sizes start
@@ -34,6 +40,91 @@ pub const LEVELS: [(&str, MemoryLevel); 3] = [
     ("l2", MemoryLevel::L2),
     ("l3", MemoryLevel::L3),
 ];
+
+/// The sweep's kernel name.
+pub const SWEEP: &str = "sweep";
+
+/// Steps per octave of working set in the host's sweep.
+pub const HOST_STEPS_PER_OCTAVE: u32 = 8;
+
+/// Whether `kernel` is a cache kernel (a level's, or the sweep).
+pub fn is_kernel(kernel: &str) -> bool {
+    kernel == SWEEP || level(kernel).is_some()
+}
+
+/// Whether `case` is a step of the sweep.
+pub fn is_sweep_step(case: &Case) -> bool {
+    case.family == Family::Cache && case.kernel == SWEEP
+}
+
+/// Steps per octave of working set in a GPU's sweep: coarser than the host's, so a default
+/// run on an H200 stays within its four minutes (19 steps there, see `crate::duration`).
+pub const GPU_STEPS_PER_OCTAVE: u32 = 3;
+
+/// The sweep's working sets: `from_bytes × 2^(i / steps_per_octave)` rounded to whole KiB (so
+/// each names its case), from `from_bytes` (at least [`MIN_BYTES`]) up to `to_bytes`, and
+/// `to_bytes` itself (in whole KiB) where the steps stop short of it; each once.
+pub fn sweep_sizes(from_bytes: u64, to_bytes: u64, steps_per_octave: u32) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::new();
+    for i in 0.. {
+        let exact = from_bytes.max(MIN_BYTES) as f64
+            * (f64::from(i) / f64::from(steps_per_octave.max(1))).exp2();
+        let bytes = ((exact / 1024.0).round() as u64) << 10;
+        if bytes > to_bytes {
+            break;
+        }
+        if out.last() != Some(&bytes) {
+            out.push(bytes);
+        }
+    }
+    // The top of the range itself, where the steps stop short of it.
+    let top = to_bytes >> 10 << 10;
+    if out.last().is_some_and(|&b| b < top) {
+        out.push(top);
+    }
+    out
+}
+
+/// The sweep's cases from `from_bytes` up to `to_bytes`, each read enough times per launch to read about
+/// `bytes_per_launch` in all.
+pub fn sweep_cases(
+    from_bytes: u64,
+    to_bytes: u64,
+    steps_per_octave: u32,
+    bytes_per_launch: u64,
+) -> Vec<Case> {
+    sweep_sizes(from_bytes, to_bytes, steps_per_octave)
+        .into_iter()
+        .map(|bytes| case(SWEEP, bytes, passes_for(bytes, bytes_per_launch)))
+        .collect()
+}
+
+/// The note a sweep step carries: the cache levels the device or OS reports, as `(name, bytes
+/// the sweep's workers share)`, in a form [`reported_levels`] reads back from the row. The CSV
+/// has no column for them; the note is where a row says how its size was chosen.
+pub fn sweep_note(levels: &[(String, u64)]) -> String {
+    let listed: Vec<String> = levels.iter().map(|(n, b)| format!("{n}={b}")).collect();
+    format!("{REPORTED_PREFIX} {}", listed.join(" "))
+}
+
+const REPORTED_PREFIX: &str = "caches reported (bytes the workers share):";
+
+/// The cache levels a sweep row's note reports ([`sweep_note`]); empty where it has none.
+pub fn reported_levels(note: &str) -> Vec<(String, u64)> {
+    let Some((_, rest)) = note.split_once(REPORTED_PREFIX) else {
+        return Vec::new();
+    };
+    rest.split([' ', ';'])
+        .map_while(|t| {
+            if t.is_empty() {
+                return Some(None);
+            }
+            let (name, bytes) = t.split_once('=')?;
+            Some(Some((name.to_string(), bytes.parse().ok()?)))
+        })
+        .flatten()
+        .collect()
+}
 
 /// The memory level a cache case's kernel name measures.
 pub fn level(kernel: &str) -> Option<MemoryLevel> {
@@ -171,6 +262,40 @@ mod tests {
                 .all(|&b| b > 2 * below && b <= cap / 2 && b >= MIN_BYTES));
             assert!(s.windows(2).all(|w| w[1] == 2 * w[0]));
         }
+    }
+
+    #[test]
+    fn sweep_steps_are_fine_and_distinct() {
+        let s = sweep_sizes(MIN_BYTES, 128 << 20, HOST_STEPS_PER_OCTAVE);
+        assert_eq!(s[0], MIN_BYTES);
+        assert_eq!(*s.last().unwrap(), 128 << 20);
+        // 13 octaves at 8 each, and the first point
+        assert_eq!(s.len(), 13 * 8 + 1);
+        assert!(s.windows(2).all(|w| w[1] > w[0] && w[1] % 1024 == 0));
+        assert!(s
+            .windows(2)
+            .all(|w| (w[1] as f64 / w[0] as f64) < 1.12 && (w[1] as f64 / w[0] as f64) > 1.05));
+        let coarse = sweep_sizes(0, 60 << 20, 2);
+        assert_eq!(coarse[..3], [16 << 10, 23 << 10, 32 << 10]);
+        assert_eq!(
+            sweep_sizes(4 << 20, 240 << 20, 3)[..2],
+            [4 << 20, 5161 << 10]
+        );
+        assert!(sweep_sizes(MIN_BYTES, 8 << 10, 8).is_empty());
+        let c = &sweep_cases(MIN_BYTES, 1 << 20, 8, 64 << 20)[8];
+        assert_eq!(c.id(), "cache/sweep/i32/32");
+        assert!(is_sweep_step(c) && is_kernel("sweep") && is_kernel("l3") && !is_kernel("dram"));
+        assert_eq!(passes(c), 2048);
+    }
+
+    #[test]
+    fn the_reported_levels_come_back_from_the_note() {
+        let levels = vec![("L1d".to_string(), 65536), ("L2".to_string(), 2 << 20)];
+        let note = format!("2 pinned threads; {}", sweep_note(&levels));
+        assert_eq!(reported_levels(&note), levels);
+        assert!(reported_levels("2 pinned threads").is_empty());
+        let damaged = note.replace("65536", "lots");
+        assert!(reported_levels(&damaged).is_empty());
     }
 
     #[test]

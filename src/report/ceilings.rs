@@ -4,7 +4,7 @@
 
 use crate::calibration::Calibration;
 use crate::report::svg::{arithmetic, bandwidth};
-use crate::report::table::figure;
+use crate::report::table::{bytes, figure};
 use crate::roofline::{Bound, MemoryLevel};
 use std::fmt::Write;
 
@@ -51,6 +51,23 @@ pub fn render(cal: &Calibration) -> String {
             percent(m.efficiency),
         );
         let _ = writeln!(out, "{}", line.trim_end());
+        // A cache ceiling the sweep set says which plateau, and what it was matched to.
+        if let Some(p) = &m.plateau {
+            let reported = p
+                .reported_bytes
+                .map_or_else(String::new, |b| format!(" (reported {})", bytes(b)));
+            let edge = p
+                .edge_bytes
+                .map_or_else(String::new, |e| format!(", edge at {}", bytes(e)));
+            let _ = writeln!(
+                out,
+                "  {} from the sweep's plateau {} .. {}{edge}, matched to {}{reported}",
+                m.level.as_str(),
+                bytes(p.from_bytes),
+                bytes(p.to_bytes),
+                p.matched
+            );
+        }
     }
     for c in &cal.compute_ceilings {
         let flag = if c.above_spec { "  ABOVE SPEC" } else { "" };

@@ -1,7 +1,8 @@
 //! The summary table printed after a run (and by `report`): one line per measurement.
 
-use crate::bench::{latency, Family};
+use crate::bench::{cache, latency, Family};
 use crate::record::Record;
+use crate::roofline;
 use std::fmt::Write;
 
 /// Formats a figure with three significant digits or so, `-` when absent.
@@ -61,6 +62,7 @@ pub fn render(records: &[Record]) -> String {
     for r in records {
         if current_run != Some(&r.run_id) {
             out.push_str(&latency_block(&group));
+            out.push_str(&sweep_block(&group));
             out.push_str(&capacity_block(&group));
             group.clear();
             current_run = Some(&r.run_id);
@@ -83,6 +85,12 @@ pub fn render(records: &[Record]) -> String {
                 "{:<width$} {:>11} {:>9} {:>9} {:>7} {:>11} {:>6}  status",
                 "case", "working set", "GB/s", "GFLOP/s", "%theory", "median", "CV"
             );
+        }
+        // The sweep's steps are a curve, summarised by its plateaus after the table
+        // ([`sweep_block`]); a step that failed is listed here with why.
+        if r.family == Family::Cache && r.kernel == cache::SWEEP && r.valid {
+            group.push(r);
+            continue;
         }
         let cv =
             r.cv.map_or_else(|| "-".to_string(), |c| format!("{:.1}%", c * 100.0));
@@ -119,7 +127,58 @@ pub fn render(records: &[Record]) -> String {
         group.push(r);
     }
     out.push_str(&latency_block(&group));
+    out.push_str(&sweep_block(&group));
     out.push_str(&capacity_block(&group));
+    out
+}
+
+/// One device's bandwidth sweep (`cache/sweep` rows) in a few lines: how many steps were valid
+/// over which working sets, then each plateau the curve forms ([`roofline::sweep_plateaus`])
+/// with its median GB/s, where it ends, and the reported cache level it was matched to. Empty
+/// when there are none.
+pub fn sweep_block(rows: &[&Record]) -> String {
+    let steps: Vec<Record> = rows
+        .iter()
+        .filter(|r| r.family == Family::Cache && r.kernel == cache::SWEEP)
+        .map(|r| (*r).clone())
+        .collect();
+    let (Some(first), Some(last)) = (
+        steps.iter().map(|r| r.working_set_bytes).min(),
+        steps.iter().map(|r| r.working_set_bytes).max(),
+    ) else {
+        return String::new();
+    };
+    let valid = steps.iter().filter(|r| r.valid).count();
+    let mut out = format!(
+        "
+cache/sweep: read-only sum, {valid} of {} steps valid, {} .. {}; plateaus by change \
+         points, matched to the caches reported (summed over the cores or SMs used)\n",
+        steps.len(),
+        bytes(first),
+        bytes(last)
+    );
+    let plateaus = roofline::sweep_plateaus(&steps);
+    if plateaus.is_empty() {
+        out.push_str("  no plateau found\n");
+    }
+    for p in plateaus {
+        let edge = p
+            .edge_bytes
+            .map_or_else(String::new, |e| format!(", edge at {}", bytes(e)));
+        let matched = match (p.matched.as_str(), p.reported_bytes) {
+            ("", _) => "unmatched: no reported cache within 2x of its edge".to_string(),
+            (name, Some(b)) => format!("{name} (reported {})", bytes(b)),
+            (name, None) => name.to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  plateau {} .. {}: {} GB/s median of {} steps{edge}  -> {matched}",
+            bytes(p.from_bytes),
+            bytes(p.to_bytes),
+            figure(Some(p.median_gbps)),
+            p.steps
+        );
+    }
     out
 }
 
