@@ -115,6 +115,7 @@ impl FromRecords for Calibration {
             points: fit.points,
             gemm_efficiency: fit.gemm_efficiency,
             capacity: capacity_of(records),
+            size_efficiency: size_efficiency_of(records),
             excluded: fit.excluded,
             suspect: records
                 .iter()
@@ -124,6 +125,70 @@ impl FromRecords for Calibration {
             extensions: BTreeMap::new(),
         })
     }
+}
+
+/// The size-efficiency section from a run's valid `efficiency` rows: per kernel (in the
+/// sweep's order), the fit of its sizes ([`crate::bench::efficiency::fit`]) and each size's
+/// bandwidth over the fit's asymptote. A kernel with fewer than two valid sizes, or whose
+/// times do not rise with size, has no curve.
+pub fn size_efficiency_of(records: &[Record]) -> Vec<roofprobe_calibration::SizeEfficiency> {
+    use crate::bench::efficiency;
+    use roofprobe_calibration::{SizeEfficiency, SizeEfficiencyPoint};
+    let mut out = Vec::new();
+    for kernel in efficiency::KERNELS {
+        for precision in [efficiency::PRECISION] {
+            let mut rows: Vec<(u64, f64, String)> = records
+                .iter()
+                .filter(|r| {
+                    r.valid
+                        && r.family == Family::Efficiency
+                        && r.kernel == kernel.name()
+                        && r.precision == precision
+                        && r.bytes > 0
+                })
+                .filter_map(|r| {
+                    let t = r.time_median_s.filter(|t| t.is_finite() && *t > 0.0)?;
+                    Some((r.bytes, t, r.case_id()))
+                })
+                .collect();
+            rows.sort_by_key(|r| r.0);
+            // one row per size: a rerun of a case keeps the last
+            rows.dedup_by(|later, earlier| {
+                let same = later.0 == earlier.0;
+                if same {
+                    std::mem::swap(later, earlier);
+                }
+                same
+            });
+            let points: Vec<(f64, f64)> = rows.iter().map(|r| (r.0 as f64, r.1)).collect();
+            let Some(fit) = efficiency::fit(&points) else {
+                continue;
+            };
+            let asymptotic_gbps = fit.asymptotic_bytes_per_sec / 1e9;
+            out.push(SizeEfficiency {
+                kernel: kernel.name().to_string(),
+                precision,
+                constant_secs: fit.constant_secs,
+                asymptotic_gbps,
+                rms_relative_residual: fit.rms_relative_residual,
+                constant_clamped: fit.constant_clamped,
+                points: rows
+                    .into_iter()
+                    .map(|(bytes, secs, case)| {
+                        let gbps = bytes as f64 / secs / 1e9;
+                        SizeEfficiencyPoint {
+                            case,
+                            bytes,
+                            secs,
+                            gbps,
+                            efficiency: gbps / asymptotic_gbps,
+                        }
+                    })
+                    .collect(),
+            });
+        }
+    }
+    out
 }
 
 /// The capacity section from a run's valid capacity rows (each figure in `working_set_bytes`);

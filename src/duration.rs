@@ -148,6 +148,8 @@ pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
 /// host's share, a discarded launch and one that sizes the samples, the warm-up (at least one
 /// sample), then the samples.
 pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rates) -> f64 {
+    // the runner's schedule for this case (the size sweep takes fewer samples)
+    let cfg = &cfg.for_case(case);
     if case.family == Family::Capacity {
         return capacity_secs(case, cfg);
     }

@@ -100,6 +100,26 @@ impl RunConfig {
         }
     }
 
+    /// The schedule `case` runs under: the run's, except that a case of the size sweep
+    /// (`efficiency`) takes [`crate::bench::efficiency::SAMPLES`] samples after a warm-up of
+    /// one, whatever the budget or `--until-stable` say: it has many sizes, and the fit over
+    /// them, not one size's spread, carries its figures. The estimate
+    /// ([`crate::duration::case_secs`]) follows the same schedule.
+    pub fn for_case(&self, case: &Case) -> RunConfig {
+        if case.family != crate::bench::Family::Efficiency {
+            return self.clone();
+        }
+        let samples = crate::bench::efficiency::SAMPLES;
+        RunConfig {
+            samples,
+            min_samples: samples,
+            warmup_secs: 0.0,
+            case_budget_secs: 0.0,
+            stop: Stop::Count,
+            ..self.clone()
+        }
+    }
+
     fn keeps(&self, case: &Case) -> bool {
         let id = case.id();
         self.filter.is_empty() || self.filter.iter().any(|f| id.contains(f.as_str()))
@@ -321,7 +341,7 @@ pub fn run(
             // Conditions while the samples run, where the backend can read them from aside.
             let sampler = probe.clone().map(|p| Sampler::start(p, sampler::PERIOD));
             let timing = Instant::now();
-            let measured = measure(prepared.as_mut(), min_sample_secs, cfg);
+            let measured = measure(prepared.as_mut(), min_sample_secs, &cfg.for_case(case));
             measuring = timing.elapsed().as_secs_f64();
             during = sampler.map(Sampler::finish).unwrap_or_default();
             let (summary, reps, stopped) = measured?;

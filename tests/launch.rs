@@ -543,6 +543,14 @@ fn small(case: &Case) -> (Case, u32) {
             let k = StreamKernel::from_name(&case.kernel).unwrap();
             (k.case(p, 4099), 2)
         }
+        // the size sweep launches the STREAM kernels, described the same way
+        Family::Efficiency => {
+            let k = StreamKernel::from_name(&case.kernel).unwrap();
+            let mut small = k.case(p, 4099);
+            small.family = Family::Efficiency;
+            small.param = case.param;
+            (small, 2)
+        }
         Family::Peak => (
             peak::case(p, 2 * BLOCK as u64, 2, peak::GPU_FMAS_PER_ITERATION),
             2,

@@ -13,7 +13,7 @@
 //! hands the answers in.
 
 use super::launch::{self, Entry, BLOCK};
-use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
+use super::{dram_rule_bytes, efficiency_cases, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
 use crate::bench::{
     arith, cache, capacity, gemm, intensity, latency, peak, stream, tensor, Case, Precision,
 };
@@ -220,6 +220,12 @@ pub fn plan_cases(
     )?;
     // Capacity first: `largest` searches the memory the run starts with.
     planned.splice(0..0, capacity_cases(info));
+    // The size sweep runs the STREAM kernels, so wherever they run.
+    planned.extend(efficiency_cases(
+        size,
+        device.usable_bytes,
+        efficiency_max_array_bytes(info),
+    ));
     if !runs_compute_kernels(cc) {
         return Ok(planned);
     }
@@ -296,6 +302,15 @@ pub fn plan_cases(
             }),
     );
     Ok(planned)
+}
+
+/// The largest array a GPU's size sweep uses: the STREAM cases' own (the DRAM rule: 4 × the
+/// L2 and at least 256 MiB), not the whole memory. A time cap: the host generates every
+/// array's inputs and checks every output (the plan's estimate charges that at
+/// [`crate::duration::HOST_PREP_BYTES_PER_SEC`]), so arrays of tens of GiB would cost minutes;
+/// filling and checking them on the device is not built yet.
+pub fn efficiency_max_array_bytes(info: &DeviceInfo) -> u64 {
+    dram_rule_bytes(info.llc_bytes)
 }
 
 /// The capacity figures of a GPU, planned at what the driver reported as the context was
