@@ -212,7 +212,8 @@ impl Inputs<'_> {
             fit.points.last().map_or(0, |p| p.bytes),
         );
         Source::Measured(format!(
-            "{what}: efficiency/{}/{} fit t = a + bytes/BW over {} sizes ({} to {} bytes per              launch), a = {:e} s{}, BW = {} GB/s, rms relative residual {}",
+            "{what}: efficiency/{}/{} fit t = a + bytes/BW over {} sizes ({} to {} bytes per \
+             launch), a = {:e} s{}, BW = {} GB/s, rms relative residual {}",
             fit.kernel,
             fit.precision,
             fit.points.len(),
