@@ -246,6 +246,73 @@ mod tests {
         );
     }
 
+    /// The size sweep's valid rows make the `size_efficiency` section: per kernel the fit of
+    /// its sizes and each size's bandwidth over the asymptote; an invalid row, another family's
+    /// or a kernel with one size does not count; the section reads back and is checked.
+    #[test]
+    fn efficiency_rows_make_the_size_efficiency_section() {
+        use crate::bench::efficiency;
+        use crate::bench::stream::StreamKernel;
+        let (a, bw) = (4e-6, 2e10);
+        let mut records: Vec<Record> = efficiency::array_sizes(64 << 20)
+            .into_iter()
+            .map(|bytes| {
+                let case = efficiency::case(StreamKernel::Triad, bytes);
+                let t = a + case.work.bytes() as f64 / bw;
+                crate::record::tests::measured(&case, t, true)
+            })
+            .collect();
+        // an invalid size, a copy with one size and a STREAM row: none of them count
+        let bad = efficiency::case(StreamKernel::Triad, 128 << 20);
+        records.push(crate::record::tests::measured(&bad, 1.0, false));
+        let one = efficiency::case(StreamKernel::Copy, 1 << 20);
+        records.push(crate::record::tests::measured(&one, 1e-4, true));
+        records.push(crate::record::tests::measured(
+            &StreamKernel::Triad.case(Precision::F32, 1 << 20),
+            1e-6,
+            true,
+        ));
+        let section = size_efficiency_of(&records);
+        assert_eq!(section.len(), 1, "{section:?}");
+        let fit = &section[0];
+        assert_eq!(
+            (fit.kernel.as_str(), fit.precision),
+            ("triad", Precision::F32)
+        );
+        assert!((fit.constant_secs - a).abs() < 1e-10, "{fit:?}");
+        assert!((fit.asymptotic_gbps - bw / 1e9).abs() < 1e-6, "{fit:?}");
+        assert!(fit.rms_relative_residual < 1e-9 && !fit.constant_clamped);
+        assert_eq!(fit.points.len(), 7);
+        assert_eq!(fit.points[0].case, "efficiency/triad/f32/1024");
+        assert_eq!(fit.points[0].bytes, 3 << 20);
+        // a small size pays the constant: below the asymptote
+        assert!(fit.points[0].efficiency < fit.points[6].efficiency);
+        assert!(fit.points[6].efficiency < 1.0);
+        let cal = Calibration::from_records(&records, None).unwrap();
+        let same =
+            |a: &[roofprobe_calibration::SizeEfficiency]| {
+                a.len() == 1
+                    && (a[0].asymptotic_gbps / fit.asymptotic_gbps - 1.0).abs() < 1e-12
+                    && a[0].points.len() == fit.points.len()
+                    && a[0].points.iter().zip(&fit.points).all(|(p, q)| {
+                        p.case == q.case && (p.efficiency - q.efficiency).abs() < 1e-12
+                    })
+            };
+        assert!(same(&cal.size_efficiency), "{:?}", cal.size_efficiency);
+        let back = Calibration::from_json("c.json", &cal.to_json()).unwrap();
+        // (the writer rounds the last bits of a figure)
+        assert!(same(&back.size_efficiency), "{:?}", back.size_efficiency);
+        // a point whose efficiency does not follow from its figures is refused
+        let mut damaged = cal.clone();
+        damaged.size_efficiency[0].points[2].efficiency *= 1.5;
+        let e = Calibration::from_json("c.json", &damaged.to_json()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("size_efficiency[0].points[2].efficiency"),
+            "{e}"
+        );
+    }
+
     /// The capacity section comes from the valid capacity rows of the run, each figure its
     /// row's `working_set_bytes`; without `total` and `free`, or with figures that disagree,
     /// there is none. It survives the JSON round trip.

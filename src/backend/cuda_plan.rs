@@ -641,14 +641,53 @@ mod tests {
             (peak.case.elements, peak.note.as_str()),
             (108 * 4 * 256, "")
         );
-        // an older device plans the capacity figures (driver calls, no kernel) and the STREAM
-        // cases only
+        // an older device plans the capacity figures (driver calls, no kernel), the STREAM
+        // cases and the size sweep (STREAM kernels: copy and triad, 1 MiB to 256 MiB per
+        // array, the DRAM rule's 4 × 40 MiB L2 being below 256 MiB) only
         let old = DeviceModel {
             compute_capability: (7, 5),
             ..device
         };
         let planned = plan_cases(&old, SizeRequest::Auto, &mut |_| unreachable!()).unwrap();
-        assert_eq!(planned.len(), 4 + 14);
+        assert_eq!(planned.len(), 4 + 14 + 2 * 9);
+        let sweep: Vec<String> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::bench::Family::Efficiency)
+            .map(|p| p.case.id())
+            .collect();
+        assert_eq!(sweep.first().unwrap(), "efficiency/copy/f32/1024");
+        assert_eq!(sweep.last().unwrap(), "efficiency/triad/f32/262144");
+        // a device with less free memory: three arrays must fit, and the largest size says so
+        let small = DeviceModel {
+            usable_bytes: 100 << 20,
+            ..old
+        };
+        let planned = plan_cases(
+            &small,
+            SizeRequest::BytesPerArray(16 << 20),
+            &mut |_| unreachable!(),
+        )
+        .unwrap();
+        let sweep: Vec<&PlannedCase> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::bench::Family::Efficiency)
+            .collect();
+        assert_eq!(sweep.len(), 2 * 5, "1 to 16 MiB");
+        assert!(sweep.iter().all(|p| p.note.is_empty()));
+        let planned = plan_cases(&small, SizeRequest::Auto, &mut |_| unreachable!());
+        // the STREAM cases are reduced to fit; the sweep stops at 32 MiB (3 × 32 MiB ≤ 100 MiB)
+        let planned = planned.unwrap();
+        let sweep: Vec<&PlannedCase> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::bench::Family::Efficiency)
+            .collect();
+        assert_eq!(sweep.len(), 2 * 6, "1 to 32 MiB");
+        assert!(
+            sweep[5].note.contains("larger sizes left out"),
+            "{}",
+            sweep[5].note
+        );
+        assert!(sweep[4].note.is_empty());
         assert!(planned[..4]
             .iter()
             .all(|p| p.case.family == crate::bench::Family::Capacity));
