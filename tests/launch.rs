@@ -616,10 +616,10 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, 14 cache working sets and
-    // 7 latency ones (`ca` at 16 KiB, `cg` in each model's L2 and DRAM) over the devices
-    // modelled
-    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 7, "{seen:?}");
+    // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, 14 cache working sets,
+    // 7 latency ones (`ca` at 16 KiB, `cg` in each model's L2 and DRAM) and 18 of the size
+    // sweep (copy and triad, 1 MiB to 256 MiB per array) over the devices modelled
+    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 7 + 18, "{seen:?}");
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
 }
 
