@@ -748,7 +748,7 @@ fn calculon_rate(
 /// and scales `GBps` by it), capped at 1 (Calculon refuses more; a size a cache served ran
 /// above the DRAM rate), and the smallest size's efficiency carried down to size 0 (Calculon's
 /// lookup needs it; below 1 MiB arrays nothing was measured).
-fn size_curve(f: &mut Vec<Field>, fit: &SizeEfficiency) {
+fn size_curve(f: &mut [Field], fit: &SizeEfficiency) {
     let Some(rate_gbps) = f
         .iter()
         .find(|g| g.key == "mem1.GBps")

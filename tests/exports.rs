@@ -110,7 +110,7 @@ fn with_size_fit(dir: &Path) -> (PathBuf, f64, f64, Vec<(u64, f64)>) {
         "asymptotic_gbps": gbps,
         "rms_relative_residual": 0.0,
         "points": points.iter().map(|&(bytes, g)| serde_json::json!({
-            "case": format!("efficiency/triad/f32/{}", bytes / 3 >> 10),
+            "case": format!("efficiency/triad/f32/{}", (bytes / 3) >> 10),
             "bytes": bytes,
             "secs": bytes as f64 / g / 1e9,
             "gbps": g,
