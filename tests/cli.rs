@@ -96,8 +96,14 @@ fn host_run_writes_a_valid_csv_and_a_table() {
     assert!(capacity("free") <= capacity("total") && capacity("free") > 0);
     assert_eq!(
         rows.len(),
-        53 + count("cache") + count("gemm") + count("latency") + count("capacity")
+        53 + count("cache")
+            + count("gemm")
+            + count("latency")
+            + count("capacity")
+            + count("efficiency")
     );
+    // the size sweep at `--size 1MiB`: copy and triad at 1 MiB per array
+    assert_eq!(count("efficiency"), 2);
     for r in &rows {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
         assert_eq!(r.backend.as_str(), "host");
@@ -220,9 +226,18 @@ fn the_size_sweep_checks_every_size_and_fits_a_line() {
         );
         assert_eq!(r.working_set_bytes, r.bytes, "{}", r.case_id());
     }
-    // copy has two valid sizes, so a fit; triad one, so none
-    assert!(
+    // copy has two valid sizes, so a fit where its time rises with size (on a loaded machine
+    // the two small sizes may not); triad one valid size, so none
+    let median = |id: &str| {
+        rows.iter()
+            .find(|r| r.case_id() == id)
+            .and_then(|r| r.time_median_s)
+            .unwrap()
+    };
+    let rises = median("efficiency/copy/f32/2048") > median("efficiency/copy/f32/1024");
+    assert_eq!(
         stdout.contains("size efficiency/copy/f32: t = a + bytes/BW"),
+        rises,
         "{stdout}"
     );
     assert!(!stdout.contains("size efficiency/triad/f32"), "{stdout}");
