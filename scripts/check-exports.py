@@ -7,7 +7,8 @@ For each format: export the calibration, load the file with the tool's own loade
 and AIConfigurator, where installed) or against the schema its source defines (Calculon,
 LLM-Viewer: not on PyPI), run one memory-bound estimate; then halve the measured DRAM bandwidth
 in the calibration (its derived figures kept consistent, as roofprobe's reader checks), export
-again, and require the estimate to take 1.8-2.2 times as long. Prints one line per tool; exits
+again, and require the estimate to take 1.8-2.2 times as long. Where the calibration has a size
+fit (`size_efficiency`), AIConfigurator's empirical memory op must also be the fit's line. Prints one line per tool; exits
 1 on the first failure. A tool that is not installed is reported `absent` (exit 0) unless
 ROOFPROBE_REQUIRE_TOOLS=1, where it fails.
 
@@ -45,6 +46,13 @@ def halved(path, out):
             c = next(c for c in cal["compute_ceilings"]
                      if c["family"] == r["family"] and c["precision"] == r["precision"])
             r["flop_per_byte"] = c["gflops"] / dram
+    # a size fit halves too: its bandwidths halve and its times (the constant too) double
+    for fit in cal.get("size_efficiency", []):
+        fit["asymptotic_gbps"] /= 2
+        fit["constant_secs"] *= 2
+        for p in fit["points"]:
+            p["secs"] *= 2
+            p["gbps"] /= 2
     cal["points"] = []
     json.dump(cal, open(out, "w"), indent=2)
 
@@ -113,6 +121,43 @@ def aiconfigurator(base_cal, half_cal):
         r = engine._evaluate_single_op(db, op, is_context=True, batch_size=1, s=1, x=4096)
         latencies.append(float(r) / 1e3)  # ms
     ratio_ok("aiconfigurator-core (element-wise op, 4096 x 8192, SOL)", *latencies)
+
+
+def aiconfigurator_fit(cal_path):
+    """Where the calibration has a size fit (`size_efficiency`): AIConfigurator's empirical
+    memory op must be the fit's line, bytes / (mem_bw x factor) + constant = bytes / BW + a.
+    The op's bytes are read back from its speed-of-light time (bytes / mem_bw)."""
+    cal = json.load(open(cal_path))
+    fits = {f["kernel"]: f for f in cal.get("size_efficiency", [])}
+    fit = fits.get("triad") or fits.get("copy")
+    if fit is None:
+        return
+    try:
+        from aiconfigurator_core.sdk import common, engine, operations, perf_database
+    except ImportError as e:
+        return absent("aiconfigurator-core", e)
+    sets = ["data_dir=data/roofprobe", "node.num_gpus_per_node=1", "node.inter_node_bw=1e9",
+            "node.intra_node_bw=1e9"]
+    root = os.path.join(WORK, "aic-fit")
+    os.makedirs(os.path.join(root, "data", "roofprobe", "trtllm", "1.0.0"), exist_ok=True)
+    path = export("aiconfigurator", cal_path, sets, os.path.join("aic-fit", "roofprobe.yaml"))
+    mem_bw = next(float(line.split(":")[1].split("#")[0]) for line in open(path)
+                  if line.strip().startswith("mem_bw:"))
+    db = perf_database.PerfDatabase("roofprobe", "trtllm", "1.0.0", systems_root=root)
+    for n in (64, 8192):
+        ms = {}
+        for mode in (common.DatabaseMode.SOL, common.DatabaseMode.EMPIRICAL):
+            db.set_default_database_mode(mode)
+            op = operations.ElementWise("roofprobe_check", 1, n, n, 0.8)
+            ms[mode] = float(engine._evaluate_single_op(db, op, is_context=True, batch_size=1,
+                                                        s=1, x=4096))
+        op_bytes = ms[common.DatabaseMode.SOL] / 1e3 * mem_bw
+        want = op_bytes / (fit["asymptotic_gbps"] * 1e9) + fit["constant_secs"]
+        got = ms[common.DatabaseMode.EMPIRICAL] / 1e3
+        print(f"check-exports: aiconfigurator-core (empirical memory op, {op_bytes:.6g} bytes): "
+              f"{got:.6g} s, the fit's line {want:.6g} s")
+        if abs(got / want - 1) > 1e-6:
+            fail("aiconfigurator-core: its empirical memory op is not the size fit's line")
 
 
 def calculon(base_cal, half_cal):
@@ -201,5 +246,6 @@ half = os.path.join(WORK, "halved-dram.json")
 halved(CALIBRATION, half)
 for check in (llm_analysis, aiconfigurator, calculon, llm_viewer):
     check(CALIBRATION, half)
+aiconfigurator_fit(CALIBRATION)
 cross_check(CALIBRATION)
 print("check-exports: ok")

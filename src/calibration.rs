@@ -115,6 +115,7 @@ impl FromRecords for Calibration {
             points: fit.points,
             gemm_efficiency: fit.gemm_efficiency,
             capacity: capacity_of(records),
+            size_efficiency: size_efficiency_of(records),
             excluded: fit.excluded,
             suspect: records
                 .iter()
@@ -124,6 +125,70 @@ impl FromRecords for Calibration {
             extensions: BTreeMap::new(),
         })
     }
+}
+
+/// The size-efficiency section from a run's valid `efficiency` rows: per kernel (in the
+/// sweep's order), the fit of its sizes ([`crate::bench::efficiency::fit`]) and each size's
+/// bandwidth over the fit's asymptote. A kernel with fewer than two valid sizes, or whose
+/// times do not rise with size, has no curve.
+pub fn size_efficiency_of(records: &[Record]) -> Vec<roofprobe_calibration::SizeEfficiency> {
+    use crate::bench::efficiency;
+    use roofprobe_calibration::{SizeEfficiency, SizeEfficiencyPoint};
+    let mut out = Vec::new();
+    for kernel in efficiency::KERNELS {
+        for precision in [efficiency::PRECISION] {
+            let mut rows: Vec<(u64, f64, String)> = records
+                .iter()
+                .filter(|r| {
+                    r.valid
+                        && r.family == Family::Efficiency
+                        && r.kernel == kernel.name()
+                        && r.precision == precision
+                        && r.bytes > 0
+                })
+                .filter_map(|r| {
+                    let t = r.time_median_s.filter(|t| t.is_finite() && *t > 0.0)?;
+                    Some((r.bytes, t, r.case_id()))
+                })
+                .collect();
+            rows.sort_by_key(|r| r.0);
+            // one row per size: a rerun of a case keeps the last
+            rows.dedup_by(|later, earlier| {
+                let same = later.0 == earlier.0;
+                if same {
+                    std::mem::swap(later, earlier);
+                }
+                same
+            });
+            let points: Vec<(f64, f64)> = rows.iter().map(|r| (r.0 as f64, r.1)).collect();
+            let Some(fit) = efficiency::fit(&points) else {
+                continue;
+            };
+            let asymptotic_gbps = fit.asymptotic_bytes_per_sec / 1e9;
+            out.push(SizeEfficiency {
+                kernel: kernel.name().to_string(),
+                precision,
+                constant_secs: fit.constant_secs,
+                asymptotic_gbps,
+                rms_relative_residual: fit.rms_relative_residual,
+                constant_clamped: fit.constant_clamped,
+                points: rows
+                    .into_iter()
+                    .map(|(bytes, secs, case)| {
+                        let gbps = bytes as f64 / secs / 1e9;
+                        SizeEfficiencyPoint {
+                            case,
+                            bytes,
+                            secs,
+                            gbps,
+                            efficiency: gbps / asymptotic_gbps,
+                        }
+                    })
+                    .collect(),
+            });
+        }
+    }
+    out
 }
 
 /// The capacity section from a run's valid capacity rows (each figure in `working_set_bytes`);
@@ -178,6 +243,73 @@ mod tests {
         assert_eq!(
             cal.title(),
             "NVIDIA A100-SXM4-80GB (cuda:0) on lab, 2026-01-01"
+        );
+    }
+
+    /// The size sweep's valid rows make the `size_efficiency` section: per kernel the fit of
+    /// its sizes and each size's bandwidth over the asymptote; an invalid row, another family's
+    /// or a kernel with one size does not count; the section reads back and is checked.
+    #[test]
+    fn efficiency_rows_make_the_size_efficiency_section() {
+        use crate::bench::efficiency;
+        use crate::bench::stream::StreamKernel;
+        let (a, bw) = (4e-6, 2e10);
+        let mut records: Vec<Record> = efficiency::array_sizes(64 << 20)
+            .into_iter()
+            .map(|bytes| {
+                let case = efficiency::case(StreamKernel::Triad, bytes);
+                let t = a + case.work.bytes() as f64 / bw;
+                crate::record::tests::measured(&case, t, true)
+            })
+            .collect();
+        // an invalid size, a copy with one size and a STREAM row: none of them count
+        let bad = efficiency::case(StreamKernel::Triad, 128 << 20);
+        records.push(crate::record::tests::measured(&bad, 1.0, false));
+        let one = efficiency::case(StreamKernel::Copy, 1 << 20);
+        records.push(crate::record::tests::measured(&one, 1e-4, true));
+        records.push(crate::record::tests::measured(
+            &StreamKernel::Triad.case(Precision::F32, 1 << 20),
+            1e-6,
+            true,
+        ));
+        let section = size_efficiency_of(&records);
+        assert_eq!(section.len(), 1, "{section:?}");
+        let fit = &section[0];
+        assert_eq!(
+            (fit.kernel.as_str(), fit.precision),
+            ("triad", Precision::F32)
+        );
+        assert!((fit.constant_secs - a).abs() < 1e-10, "{fit:?}");
+        assert!((fit.asymptotic_gbps - bw / 1e9).abs() < 1e-6, "{fit:?}");
+        assert!(fit.rms_relative_residual < 1e-9 && !fit.constant_clamped);
+        assert_eq!(fit.points.len(), 7);
+        assert_eq!(fit.points[0].case, "efficiency/triad/f32/1024");
+        assert_eq!(fit.points[0].bytes, 3 << 20);
+        // a small size pays the constant: below the asymptote
+        assert!(fit.points[0].efficiency < fit.points[6].efficiency);
+        assert!(fit.points[6].efficiency < 1.0);
+        let cal = Calibration::from_records(&records, None).unwrap();
+        let same =
+            |a: &[roofprobe_calibration::SizeEfficiency]| {
+                a.len() == 1
+                    && (a[0].asymptotic_gbps / fit.asymptotic_gbps - 1.0).abs() < 1e-12
+                    && a[0].points.len() == fit.points.len()
+                    && a[0].points.iter().zip(&fit.points).all(|(p, q)| {
+                        p.case == q.case && (p.efficiency - q.efficiency).abs() < 1e-12
+                    })
+            };
+        assert!(same(&cal.size_efficiency), "{:?}", cal.size_efficiency);
+        let back = Calibration::from_json("c.json", &cal.to_json()).unwrap();
+        // (the writer rounds the last bits of a figure)
+        assert!(same(&back.size_efficiency), "{:?}", back.size_efficiency);
+        // a point whose efficiency does not follow from its figures is refused
+        let mut damaged = cal.clone();
+        damaged.size_efficiency[0].points[2].efficiency *= 1.5;
+        let e = Calibration::from_json("c.json", &damaged.to_json()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("size_efficiency[0].points[2].efficiency"),
+            "{e}"
         );
     }
 

@@ -152,10 +152,11 @@ pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
 /// host's share, a discarded launch and one that sizes the samples, the warm-up (at least one
 /// sample), then the samples.
 pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rates) -> f64 {
+    // the runner's schedule for this case (the cache and size sweeps take fewer samples)
+    let cfg = &cfg.for_case(case);
     if case.family == Family::Capacity {
         return capacity_secs(case, cfg);
     }
-    let cfg = &cfg.for_case(case);
     let launch = launch_secs(case, rates);
     let reps = (min_sample_secs / launch)
         .ceil()
@@ -254,6 +255,26 @@ mod tests {
         let mut as_launches = free.clone();
         as_launches.family = Family::Stream;
         assert!(case_secs(&as_launches, &cfg, 0.01, &rates()) > 0.2);
+    }
+
+    /// A case of the size sweep is charged the runner's schedule for it
+    /// ([`RunConfig::for_case`]): 3 samples after a warm-up of one sample, not the 2 s case
+    /// budget and 0.2 s warm-up of a STREAM case, plus its arrays' preparation.
+    #[test]
+    fn a_size_sweep_case_costs_three_samples_and_its_arrays() {
+        let cfg = RunConfig::full();
+        for array_bytes in [1u64 << 20, 256 << 20] {
+            let case = crate::bench::efficiency::case(StreamKernel::Triad, array_bytes);
+            let launch = launch_secs(&case, &rates());
+            let sample = (0.01 / launch).ceil() * launch;
+            let host = case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+            let want = CASE_OVERHEAD_SECS + host + 2.0 * launch + sample + 3.0 * sample;
+            let secs = case_secs(&case, &cfg, 0.01, &rates());
+            assert!((secs - want).abs() < 1e-9, "{secs} vs {want}");
+            let mut as_stream = case.clone();
+            as_stream.family = Family::Stream;
+            assert!(case_secs(&as_stream, &cfg, 0.01, &rates()) > secs + 0.4);
+        }
     }
 
     /// A latency launch lasts its hops at the load time of the level its ring sits in: L1 for

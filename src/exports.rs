@@ -16,7 +16,7 @@ use crate::bench::{Family, Precision};
 use crate::calibration::Calibration;
 use crate::specs::{self, GpuSpec};
 use crate::{Error, Result};
-use roofprobe_calibration::{GemmEfficiency, MemoryLevel, SpecBasis};
+use roofprobe_calibration::{GemmEfficiency, MemoryLevel, SizeEfficiency, SpecBasis};
 use std::fmt::Write as _;
 
 /// The formats `export` writes.
@@ -192,6 +192,42 @@ impl Inputs<'_> {
             .find(|m| m.level == MemoryLevel::Dram)
             .and_then(|m| Some((m.gbps?, self.case(&m.case))))
             .filter(|(v, _)| v.is_finite() && *v > 0.0)
+    }
+
+    /// The size sweep's fit the exports take (`size_efficiency`): triad's (read 2 : write 1,
+    /// the mix of most memory-bound operators), else copy's; `None` without one.
+    fn size_fit(&self) -> Option<&SizeEfficiency> {
+        ["triad", "copy"].into_iter().find_map(|k| {
+            self.cal
+                .size_efficiency
+                .iter()
+                .find(|s| s.kernel == k && !s.points.is_empty())
+        })
+    }
+
+    /// Where a figure from the fit came from, for the file: the kernel, the sizes, the fit.
+    fn size_fit_source(fit: &SizeEfficiency, what: &str) -> Source {
+        let (first, last) = (
+            fit.points.first().map_or(0, |p| p.bytes),
+            fit.points.last().map_or(0, |p| p.bytes),
+        );
+        Source::Measured(format!(
+            "{what}: efficiency/{}/{} fit t = a + bytes/BW over {} sizes ({} to {} bytes per \
+             launch), a = {:e} s{}, BW = {} GB/s, rms relative residual {}",
+            fit.kernel,
+            fit.precision,
+            fit.points.len(),
+            first,
+            last,
+            fit.constant_secs,
+            if fit.constant_clamped {
+                " (clamped to 0)"
+            } else {
+                ""
+            },
+            sig(fit.asymptotic_gbps),
+            sig(fit.rms_relative_residual)
+        ))
     }
 
     /// A compute ceiling in GFLOP/s and its case.
@@ -495,14 +531,42 @@ fn aiconfigurator_fields(x: &Inputs) -> Vec<Field> {
     // rated; without one, the measured rate itself and a factor of 1.
     let dram = x.dram();
     let spec_bw = x.spec("mem_bandwidth_gbs");
-    match (&dram, spec_bw) {
-        (Some((gbps, case)), Some((spec, src))) => {
+    // mem_bw is the rated figure: the sheet's, else the measured DRAM ceiling
+    let rated: Option<(f64, Source)> = match (&dram, spec_bw) {
+        (_, Some((spec, src))) => Some((spec, src)),
+        (Some((gbps, case)), None) => Some((*gbps, Source::Measured(case.clone()))),
+        (None, None) => None,
+    };
+    if let Some((rated_gbps, src)) = &rated {
+        f.push(Field {
+            key: "gpu.mem_bw".into(),
+            value: Value::Num(rated_gbps * 1e9),
+            unit: "B/s",
+            source: src.clone(),
+        });
+    }
+    // AIConfigurator's memory op: bytes / (mem_bw · scaling_factor) + constant_latency
+    // (aiconfigurator-core `mem_op_latency_ms`): the size sweep's fit is exactly that line, so
+    // mem_bw · factor is its asymptotic bandwidth and the constant its `a`.
+    match (x.size_fit(), &rated, &dram) {
+        (Some(fit), Some((rated_gbps, _)), _) => {
             f.push(Field {
-                key: "gpu.mem_bw".into(),
-                value: Value::Num(spec * 1e9),
-                unit: "B/s",
-                source: src,
+                key: "gpu.mem_bw_empirical_scaling_factor".into(),
+                value: Value::Num(fit.asymptotic_gbps / rated_gbps),
+                unit: "fraction",
+                source: Inputs::size_fit_source(
+                    fit,
+                    &format!("BW / mem_bw {} GB/s", sig(*rated_gbps)),
+                ),
             });
+            f.push(Field {
+                key: "gpu.mem_empirical_constant_latency".into(),
+                value: Value::Num(fit.constant_secs),
+                unit: "s",
+                source: Inputs::size_fit_source(fit, "a"),
+            });
+        }
+        (None, Some((spec, _)), Some((gbps, case))) if x.sheet.is_some() => {
             f.push(Field {
                 key: "gpu.mem_bw_empirical_scaling_factor".into(),
                 value: Value::Num(gbps / spec),
@@ -510,13 +574,7 @@ fn aiconfigurator_fields(x: &Inputs) -> Vec<Field> {
                 source: Source::Measured(format!("{case} {} GB/s / sheet {spec} GB/s", sig(*gbps))),
             });
         }
-        (Some((gbps, case)), None) => {
-            f.push(Field {
-                key: "gpu.mem_bw".into(),
-                value: Value::Num(gbps * 1e9),
-                unit: "B/s",
-                source: Source::Measured(case.clone()),
-            });
+        (None, Some(_), Some(_)) => {
             f.push(Field {
                 key: "gpu.mem_bw_empirical_scaling_factor".into(),
                 value: Value::Num(1.0),
@@ -524,7 +582,7 @@ fn aiconfigurator_fields(x: &Inputs) -> Vec<Field> {
                 source: Source::Choice("mem_bw is already the measured rate"),
             });
         }
-        (None, spec) => push(&mut f, "gpu.mem_bw", "B/s", rate(spec, 1e9)),
+        _ => {}
     }
     push(
         &mut f,
@@ -682,6 +740,47 @@ fn calculon_rate(
         unit: "[[size, efficiency]]",
         source: eff_source,
     });
+}
+
+/// Calculon's `MB_efficiency` from the size sweep (`size_efficiency`): each measured size, in MB
+/// (10^6 bytes) moved per launch, largest first, at its bandwidth over the written `mem1.GBps`
+/// (Calculon's `Memory.efficiency(op_bytes)` takes the first entry whose size the op reaches
+/// and scales `GBps` by it), capped at 1 (Calculon refuses more; a size a cache served ran
+/// above the DRAM rate), and the smallest size's efficiency carried down to size 0 (Calculon's
+/// lookup needs it; below 1 MiB arrays nothing was measured).
+fn size_curve(f: &mut [Field], fit: &SizeEfficiency) {
+    let Some(rate_gbps) = f
+        .iter()
+        .find(|g| g.key == "mem1.GBps")
+        .and_then(|g| match g.value {
+            Value::Num(v) if v > 0.0 => Some(v),
+            _ => None,
+        })
+    else {
+        return;
+    };
+    let mut points: Vec<(f64, f64)> = fit
+        .points
+        .iter()
+        .rev()
+        .map(|p| (p.bytes as f64 / 1e6, (p.gbps / rate_gbps).min(1.0)))
+        .filter(|(_, e)| e.is_finite() && *e > 0.0)
+        .collect();
+    let Some(&(_, smallest)) = points.last() else {
+        return;
+    };
+    points.push((0.0, smallest));
+    let source = Inputs::size_fit_source(
+        fit,
+        &format!(
+            "each size's GB/s / mem1.GBps {} (capped at 1), the smallest carried to 0",
+            sig(rate_gbps)
+        ),
+    );
+    if let Some(curve) = f.iter_mut().find(|g| g.key == "mem1.MB_efficiency") {
+        curve.value = Value::Curve(points);
+        curve.source = source;
+    }
 }
 
 /// The GEMM efficiency curve of `precision` that reaches the most (of the implementations the
@@ -847,6 +946,9 @@ fn calculon_fields(x: &Inputs) -> Vec<Field> {
         "mem1.MB_efficiency",
         "GB/s",
     );
+    if let Some(fit) = x.size_fit() {
+        size_curve(&mut f, fit);
+    }
     f.push(Field {
         key: "processing_mode".into(),
         value: Value::Text("roofline".into()),

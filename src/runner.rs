@@ -100,17 +100,28 @@ impl RunConfig {
         }
     }
 
-    /// The schedule `case` runs under: this one, except for a step of the cache sweep
-    /// ([`crate::bench::cache::is_sweep_step`]), which takes the fewest samples (a count, even
-    /// under `--until-stable`) after one warm-up sample: the sweep has a hundred steps whose
-    /// curve, not any one step, is the figure, and the steps before it have warmed the device.
+    /// The schedule `case` runs under: the run's, except for two families of many small
+    /// cases whose curve, not any one case's spread, is the figure, and which the cases before
+    /// them have warmed: a step of the cache sweep ([`crate::bench::cache::is_sweep_step`])
+    /// takes the fewest samples, and a case of the size sweep (`efficiency`)
+    /// [`crate::bench::efficiency::SAMPLES`], each after a warm-up of one sample, as a count
+    /// whatever the budget or `--until-stable` say. The estimate
+    /// ([`crate::duration::case_secs`]) follows the same schedule.
     pub fn for_case(&self, case: &Case) -> RunConfig {
+        let few = RunConfig {
+            warmup_secs: 0.0,
+            case_budget_secs: 0.0,
+            stop: Stop::Count,
+            ..self.clone()
+        };
         if crate::bench::cache::is_sweep_step(case) {
+            few
+        } else if case.family == crate::bench::Family::Efficiency {
+            let samples = crate::bench::efficiency::SAMPLES;
             RunConfig {
-                warmup_secs: 0.0,
-                case_budget_secs: 0.0,
-                stop: Stop::Count,
-                ..self.clone()
+                samples,
+                min_samples: samples,
+                ..few
             }
         } else {
             self.clone()
@@ -891,7 +902,8 @@ mod tests {
         let (mut host, identity) = host_on(allowed_cpus().into_iter().take(2).collect());
         let cfg = RunConfig {
             size: SizeRequest::BytesPerArray(1 << 20),
-            filter: vec!["triad".into(), "dot/f64".into()],
+            // `stream/triad`: a bare `triad` would take the size sweep's too
+            filter: vec!["stream/triad".into(), "dot/f64".into()],
             warmup_secs: 0.0,
             case_budget_secs: 0.05,
             ..RunConfig::quick()

@@ -89,8 +89,14 @@ fn host_run_writes_a_valid_csv_and_a_table() {
     assert!(capacity("free") <= capacity("total") && capacity("free") > 0);
     assert_eq!(
         rows.len(),
-        53 + count("cache") + count("gemm") + count("latency") + count("capacity")
+        53 + count("cache")
+            + count("gemm")
+            + count("latency")
+            + count("capacity")
+            + count("efficiency")
     );
+    // the size sweep at `--size 1MiB`: copy and triad at 1 MiB per array
+    assert_eq!(count("efficiency"), 2);
     for r in &rows {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
         assert_eq!(r.backend.as_str(), "host");
@@ -155,6 +161,79 @@ fn an_invalid_case_is_reported_without_numbers_and_exits_3() {
         .find(|r| r.case_id() == "stream/triad/f32")
         .unwrap();
     assert!(good.valid && good.gbps.is_some());
+}
+
+/// The size sweep on the host: `--size 2MiB` gives copy and triad at 1 and 2 MiB per array, each
+/// row checked element by element like a STREAM row (a corrupted element, planted with the
+/// testing hook, makes its row invalid and the run exit 3), and the table fits each kernel's
+/// line over its sizes.
+#[test]
+fn the_size_sweep_checks_every_size_and_fits_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = roofprobe()
+        .env(
+            roofprobe::backend::host::FAULT_ENV,
+            "efficiency/triad/f32/2048",
+        )
+        .args([
+            "run",
+            "--device",
+            "host",
+            "--quick",
+            "--size",
+            "2MiB",
+            "--filter",
+            "efficiency/",
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains(
+            "invalid: 1 of 524288 elements wrong: [0] is",
+        ))
+        .get_output()
+        .stdout
+        .clone();
+    let stdout = String::from_utf8_lossy(&out);
+    let rows = read_csv(&csvs(dir.path())[0]).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(
+        ids,
+        [
+            "efficiency/copy/f32/1024",
+            "efficiency/copy/f32/2048",
+            "efficiency/triad/f32/1024",
+            "efficiency/triad/f32/2048",
+        ]
+    );
+    for r in &rows {
+        let planted = r.case_id() == "efficiency/triad/f32/2048";
+        assert_eq!(r.valid, !planted, "{}: {}", r.case_id(), r.status);
+        // the size sweep's schedule: 3 samples
+        assert!(
+            planted || r.samples == 3,
+            "{}: {} samples",
+            r.case_id(),
+            r.samples
+        );
+        assert_eq!(r.working_set_bytes, r.bytes, "{}", r.case_id());
+    }
+    // copy has two valid sizes, so a fit where its time rises with size (on a loaded machine
+    // the two small sizes may not); triad one valid size, so none
+    let median = |id: &str| {
+        rows.iter()
+            .find(|r| r.case_id() == id)
+            .and_then(|r| r.time_median_s)
+            .unwrap()
+    };
+    let rises = median("efficiency/copy/f32/2048") > median("efficiency/copy/f32/1024");
+    assert_eq!(
+        stdout.contains("size efficiency/copy/f32: t = a + bytes/BW"),
+        rises,
+        "{stdout}"
+    );
+    assert!(!stdout.contains("size efficiency/triad/f32"), "{stdout}");
 }
 
 /// Spins one thread per CPU in this process until the guard is dropped: the load of other

@@ -72,6 +72,119 @@ fn every_format_exports_the_checked_in_host_run() {
     );
 }
 
+/// The checked-in host run's calibration with a `size_efficiency` section added, written into
+/// `dir`: a test input (the fit's figures are chosen, consistent with each other as the reader
+/// requires, never a measurement). Returns the file, the constant (s), the asymptotic GB/s
+/// and the points' (bytes, GB/s).
+fn with_size_fit(dir: &Path) -> (PathBuf, f64, f64, Vec<(u64, f64)>) {
+    let mut cal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(host_run("json")).unwrap()).unwrap();
+    assert!(
+        cal.get("size_efficiency").is_none(),
+        "the checked-in run already has a size fit: this test's input would not be its own"
+    );
+    let (constant, gbps) = (3.5e-6, 11.25);
+    let points: Vec<(u64, f64)> = (0..8u32)
+        .map(|i| {
+            let bytes = 3u64 << (20 + i);
+            let secs = constant + bytes as f64 / (gbps * 1e9);
+            (bytes, bytes as f64 / secs / 1e9)
+        })
+        .collect();
+    cal["size_efficiency"] = serde_json::json!([{
+        "kernel": "triad",
+        "precision": "f32",
+        "constant_secs": constant,
+        "asymptotic_gbps": gbps,
+        "rms_relative_residual": 0.0,
+        "points": points.iter().map(|&(bytes, g)| serde_json::json!({
+            "case": format!("efficiency/triad/f32/{}", (bytes / 3) >> 10),
+            "bytes": bytes,
+            "secs": bytes as f64 / g / 1e9,
+            "gbps": g,
+            "efficiency": g / gbps,
+        })).collect::<Vec<_>>(),
+    }]);
+    let path = dir.join("with-size-fit.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&cal).unwrap()).unwrap();
+    (path, constant, gbps, points)
+}
+
+/// The size sweep's fit feeds AIConfigurator's constant latency and bandwidth factor and
+/// Calculon's `MB_efficiency`: with the section, each file carries the fit's figures, marked
+/// measured from the fit's rows; without it (the checked-in run), none of them.
+#[test]
+fn the_size_fit_feeds_the_constant_the_factor_and_the_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, constant, gbps, points) = with_size_fit(dir.path());
+    let cal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let dram = cal["memory_ceilings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["level"] == "dram")
+        .unwrap()["gbps"]
+        .as_f64()
+        .unwrap();
+    let path = path.to_str().unwrap();
+    let (code, out, err) = export(&[path, "--format", "aiconfigurator"]);
+    assert_eq!(code, 0, "{err}");
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{key}:")))
+            .unwrap_or_else(|| panic!("no {key} in\n{out}"))
+            .to_string()
+    };
+    let latency = line("mem_empirical_constant_latency");
+    assert!(
+        latency.contains(&format!(": {constant:?}"))
+            && latency.contains("measured: a: efficiency/triad/f32 fit"),
+        "{latency}"
+    );
+    // mem_bw stays the DRAM ceiling; mem_bw × factor is the fit's asymptote
+    assert!(line("mem_bw").contains(&format!(": {:?}", dram * 1e9)));
+    let factor = line("mem_bw_empirical_scaling_factor");
+    assert!(
+        factor.contains(&format!(": {:?}", gbps / dram))
+            && factor.contains("efficiency/triad/f32 fit"),
+        "{factor}"
+    );
+    let (code, out, err) = export(&[path, "--format", "calculon"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let curve: Vec<(f64, f64)> = json["mem1"]["MB_efficiency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
+        .collect();
+    let mut want: Vec<(f64, f64)> = points
+        .iter()
+        .rev()
+        .map(|&(bytes, g)| (bytes as f64 / 1e6, (g / dram).min(1.0)))
+        .collect();
+    want.push((0.0, want.last().unwrap().1));
+    assert_eq!(curve.len(), want.len());
+    for (got, want) in curve.iter().zip(&want) {
+        assert!(
+            (got.0 - want.0).abs() < 1e-9 && (got.1 - want.1).abs() < 1e-12,
+            "{got:?} vs {want:?}"
+        );
+    }
+    assert!(json["roofprobe_sources"]["mem1.MB_efficiency"]
+        .as_str()
+        .unwrap()
+        .contains("efficiency/triad/f32 fit"));
+    // the checked-in run has no size fit: no constant, and a one-point curve
+    let (_, out, _) = export(&[
+        host_run("json").to_str().unwrap(),
+        "--format",
+        "aiconfigurator",
+    ]);
+    assert!(!out.contains("mem_empirical_constant_latency:"), "{out}");
+}
+
 #[test]
 fn bad_export_requests_get_one_clear_line() {
     let csv = host_run("csv");
@@ -120,27 +233,33 @@ fn estimators_load_the_exports_and_follow_the_bandwidth() {
     } else {
         PathBuf::from("python3")
     };
-    let work = tempfile::tempdir().unwrap();
-    let out = match Command::new(&python)
-        .arg(repo().join("scripts/check-exports.py"))
-        .arg(env!("CARGO_BIN_EXE_roofprobe"))
-        .arg(host_run("json"))
-        .arg(work.path())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) if !require => {
-            eprintln!("skipped: no Python to run scripts/check-exports.py ({e})");
-            return;
-        }
-        Err(e) => panic!("{}: {e}", python.display()),
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{text}");
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(text.contains("check-exports: ok"), "{text}");
+    let inputs = tempfile::tempdir().unwrap();
+    // the checked-in run, and the same with a size fit (whose constant and curve the script
+    // requires the tools to use)
+    let (with_fit, ..) = with_size_fit(inputs.path());
+    for calibration in [host_run("json"), with_fit] {
+        let work = tempfile::tempdir().unwrap();
+        let out = match Command::new(&python)
+            .arg(repo().join("scripts/check-exports.py"))
+            .arg(env!("CARGO_BIN_EXE_roofprobe"))
+            .arg(&calibration)
+            .arg(work.path())
+            .output()
+        {
+            Ok(out) => out,
+            Err(e) if !require => {
+                eprintln!("skipped: no Python to run scripts/check-exports.py ({e})");
+                return;
+            }
+            Err(e) => panic!("{}: {e}", python.display()),
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{}:\n{text}", calibration.display());
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("check-exports: ok"), "{text}");
+    }
 }

@@ -549,6 +549,14 @@ fn small(case: &Case) -> (Case, u32) {
             let k = StreamKernel::from_name(&case.kernel).unwrap();
             (k.case(p, 4099), 2)
         }
+        // the size sweep launches the STREAM kernels, described the same way
+        Family::Efficiency => {
+            let k = StreamKernel::from_name(&case.kernel).unwrap();
+            let mut small = k.case(p, 4099);
+            small.family = Family::Efficiency;
+            small.param = case.param;
+            (small, 2)
+        }
         Family::Peak => (
             peak::case(p, 2 * BLOCK as u64, 2, peak::GPU_FMAS_PER_ITERATION),
             2,
@@ -621,9 +629,10 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, 14 cache working sets,
-    // the bandwidth sweep's step (one launch shape for all its steps) and 7 latency ones (`ca`
-    // at 16 KiB, `cg` in each model's L2 and DRAM) over the devices modelled
-    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 1 + 7, "{seen:?}");
+    // the bandwidth sweep's step (one launch shape for all its steps), 7 latency ones (`ca` at
+    // 16 KiB, `cg` in each model's L2 and DRAM) and 18 of the size sweep (copy and triad, 1 MiB
+    // to 256 MiB per array) over the devices modelled
+    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 1 + 7 + 18, "{seen:?}");
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
     assert!(seen.contains("cache/sweep"));
 }

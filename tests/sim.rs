@@ -197,6 +197,48 @@ fn the_gpu_tests_run_on_the_simulated_driver() {
     assert!(!stderr.contains("SKIPPED"), "{stderr}");
 }
 
+/// The size sweep on the simulated GPU (16 MiB of memory, so 1 MiB arrays fit): the STREAM
+/// kernels at each size through the CUDA backend, each row checked element by element; copy's
+/// two sizes give the table's fit line and the calibration's `size_efficiency` section.
+#[test]
+fn the_size_sweep_runs_on_the_simulated_gpu() {
+    let sim = Sim::new("memory=16M");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sim.roofprobe();
+    cmd.args(["run", "--quick", "--device", "cuda:0", "--size", "2MiB"])
+        .args(["--filter", "efficiency/copy/", "--out"])
+        .arg(dir.path());
+    let out = run_limited(&mut cmd, Duration::from_secs(300));
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "{:?}: {}",
+        out.status.code(),
+        text(&out.stderr)
+    );
+    let csv = csv_in(dir.path());
+    let rows = roofprobe::record::read_csv(&csv).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(
+        ids,
+        ["efficiency/copy/f32/1024", "efficiency/copy/f32/2048"],
+        "{}",
+        text(&out.stdout)
+    );
+    for r in &rows {
+        assert!(r.valid && r.gbps.is_some(), "{}: {}", r.case_id(), r.status);
+        assert_eq!(r.backend.as_str(), "cuda");
+        assert_eq!(r.samples, 3, "{}", r.case_id());
+    }
+    assert!(
+        text(&out.stdout).contains("size efficiency/copy/f32: t = a + bytes/BW"),
+        "{}",
+        text(&out.stdout)
+    );
+    let cal = roofprobe::Calibration::load(csv.with_extension("json")).unwrap();
+    assert_eq!(cal.size_efficiency.len(), 1);
+    assert_eq!(cal.size_efficiency[0].points.len(), 2);
+}
+
 /// `devices` and a quick filtered `run` on cuda:0 through the binary: one case of every family,
 /// each a valid `cuda` row of the simulated device; the compute rows carry the clock their
 /// kernel measured.

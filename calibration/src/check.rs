@@ -248,6 +248,61 @@ fn check_capacity(c: &crate::Capacity) -> Option<Problem> {
     None
 }
 
+/// The `size_efficiency` section: the fit's figures finite (a constant of 0 or more, a positive
+/// bandwidth), every point's figures positive, its `gbps` its bytes over its seconds and its
+/// efficiency that over the asymptote, points ascending in size.
+fn check_size_efficiency(cal: &Calibration) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for (i, curve) in cal.size_efficiency.iter().enumerate() {
+        let f = |name: &str| at(&["size_efficiency"], Some(i), name);
+        out.extend(non_negative(
+            Some(curve.constant_secs),
+            MAX_RATE,
+            f("constant_secs"),
+        ));
+        out.extend(rate(Some(curve.asymptotic_gbps), f("asymptotic_gbps")));
+        out.extend(non_negative(
+            Some(curve.rms_relative_residual),
+            MAX_RATE,
+            f("rms_relative_residual"),
+        ));
+        let mut last = 0;
+        for (j, pt) in curve.points.iter().enumerate() {
+            let p = |name: &str| {
+                let mut path = f("points");
+                path.push(Seg::Index(j));
+                path.push(key(name));
+                path
+            };
+            if pt.bytes <= last {
+                out.push(problem(
+                    p("bytes"),
+                    format!(
+                        "`{}` is {}, not above the size before it ({last}): points ascend",
+                        display(&p("bytes")),
+                        pt.bytes
+                    ),
+                ));
+            }
+            last = pt.bytes;
+            out.extend(rate(Some(pt.secs), p("secs")));
+            out.extend(derived(
+                Some(pt.gbps),
+                (pt.secs > 0.0).then(|| pt.bytes as f64 / pt.secs / 1e9),
+                p("gbps"),
+                "bytes / secs / 1e9",
+            ));
+            out.extend(derived(
+                Some(pt.efficiency),
+                (curve.asymptotic_gbps > 0.0).then(|| pt.gbps / curve.asymptotic_gbps),
+                p("efficiency"),
+                "gbps / asymptotic_gbps",
+            ));
+        }
+    }
+    out
+}
+
 pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
     let mut problems: Vec<Option<Problem>> = Vec::new();
     let run = &cal.run;
@@ -437,6 +492,7 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
     if let Some(c) = &cal.capacity {
         problems.push(check_capacity(c));
     }
+    problems.extend(check_size_efficiency(cal).into_iter().map(Some));
     problems.into_iter().flatten().next()
 }
 

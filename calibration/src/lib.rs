@@ -190,6 +190,12 @@ pub struct Calibration {
     /// schema 1); absent when the run had no valid capacity rows, and in files written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Capacity>,
+    /// Bandwidth against size (the `efficiency` family): per STREAM kernel, the fit
+    /// `time = constant + bytes / bandwidth` and the efficiency curve. An optional section
+    /// (added within schema 1); absent when the run had no such rows, and in files written
+    /// before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub size_efficiency: Vec<SizeEfficiency>,
     /// Rows that contributed no number (`case: status`).
     #[serde(default)]
     pub excluded: Vec<String>,
@@ -200,6 +206,44 @@ pub struct Calibration {
     /// Sections added by later suites (`latency`, `host_link`, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
+}
+
+/// One STREAM kernel's bandwidth against size: the fit `time = constant_secs + bytes /
+/// (asymptotic_gbps · 10^9)` over its sizes (the bandwidth from ordinary least squares, the
+/// constant then from least squares on the relative residuals, at least 0: roofprobe's
+/// `bench::efficiency`), the fit's root-mean-square relative
+/// residual, and each size's bandwidth over the asymptotic one (not over the spec sheet).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SizeEfficiency {
+    /// `copy`, `triad`.
+    pub kernel: String,
+    pub precision: Precision,
+    /// `a`: seconds a launch costs whatever its size.
+    pub constant_secs: f64,
+    /// `BW`: GB/s (10^9 bytes/s, STREAM counting) a launch approaches as it grows.
+    pub asymptotic_gbps: f64,
+    /// Root-mean-square of `(t − fitted) / t` over the sizes.
+    pub rms_relative_residual: f64,
+    /// True where the fitted constant was negative and is reported as 0.
+    #[serde(default)]
+    pub constant_clamped: bool,
+    /// The sizes, ascending.
+    pub points: Vec<SizeEfficiencyPoint>,
+}
+
+/// One size of a [`SizeEfficiency`] curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SizeEfficiencyPoint {
+    /// The row's case id (`efficiency/triad/f32/1024`).
+    pub case: String,
+    /// Bytes one launch moves (STREAM counting: read + written).
+    pub bytes: u64,
+    /// The median seconds per launch.
+    pub secs: f64,
+    /// `bytes / secs / 10^9`.
+    pub gbps: f64,
+    /// `gbps / asymptotic_gbps`.
+    pub efficiency: f64,
 }
 
 /// A device's usable memory, in bytes: what the driver or OS reports as total and free (a GPU's

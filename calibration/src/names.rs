@@ -27,10 +27,13 @@ pub enum Family {
     /// Usable memory: the total, what is free, what a context costs and the largest single
     /// allocation that succeeds, in bytes (the row's `working_set_bytes`).
     Capacity,
+    /// STREAM copy and triad against size: arrays from 1 MiB up, fitted as
+    /// time = constant + bytes / bandwidth; the parameter is KiB per array.
+    Efficiency,
 }
 
 impl Family {
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 9] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
@@ -39,6 +42,7 @@ impl Family {
         Family::Gemm,
         Family::Latency,
         Family::Capacity,
+        Family::Efficiency,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Family {
             Family::Gemm => "gemm",
             Family::Latency => "latency",
             Family::Capacity => "capacity",
+            Family::Efficiency => "efficiency",
         }
     }
 }

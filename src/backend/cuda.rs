@@ -1357,7 +1357,11 @@ impl PreparedCase for GpuCase<'_> {
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         let arithmetic = match self.case.family {
-            Family::Stream | Family::Cache | Family::Latency | Family::Capacity => false,
+            Family::Stream
+            | Family::Efficiency
+            | Family::Cache
+            | Family::Latency
+            | Family::Capacity => false,
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.count().is_some_and(|k| k > 0),
             // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.

@@ -13,7 +13,7 @@
 //! hands the answers in.
 
 use super::launch::{self, Entry, BLOCK};
-use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
+use super::{dram_rule_bytes, efficiency_cases, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
 use crate::bench::{
     arith, cache, capacity, gemm, intensity, latency, peak, stream, tensor, Case, Precision,
 };
@@ -256,6 +256,12 @@ pub fn plan_cases(
     )?;
     // Capacity first: `largest` searches the memory the run starts with.
     planned.splice(0..0, capacity_cases(info));
+    // The size sweep runs the STREAM kernels, so wherever they run.
+    planned.extend(efficiency_cases(
+        size,
+        device.usable_bytes,
+        efficiency_max_array_bytes(info),
+    ));
     if !runs_compute_kernels(cc) {
         return Ok(planned);
     }
@@ -333,6 +339,15 @@ pub fn plan_cases(
             }),
     );
     Ok(planned)
+}
+
+/// The largest array a GPU's size sweep uses: the STREAM cases' own (the DRAM rule: 4 × the
+/// L2 and at least 256 MiB), not the whole memory. A time cap: the host generates every
+/// array's inputs and checks every output (the plan's estimate charges that at
+/// [`crate::duration::HOST_PREP_BYTES_PER_SEC`]), so arrays of tens of GiB would cost minutes;
+/// filling and checking them on the device is not built yet.
+pub fn efficiency_max_array_bytes(info: &DeviceInfo) -> u64 {
+    dram_rule_bytes(info.llc_bytes)
 }
 
 /// The capacity figures of a GPU, planned at what the driver reported as the context was
@@ -686,14 +701,53 @@ mod tests {
             (peak.case.elements, peak.note.as_str()),
             (108 * 4 * 256, "")
         );
-        // an older device plans the capacity figures (driver calls, no kernel) and the STREAM
-        // cases only
+        // an older device plans the capacity figures (driver calls, no kernel), the STREAM
+        // cases and the size sweep (STREAM kernels: copy and triad, 1 MiB to 256 MiB per
+        // array, the DRAM rule's 4 × 40 MiB L2 being below 256 MiB) only
         let old = DeviceModel {
             compute_capability: (7, 5),
             ..device
         };
         let planned = plan_cases(&old, SizeRequest::Auto, &mut |_| unreachable!()).unwrap();
-        assert_eq!(planned.len(), 4 + 14);
+        assert_eq!(planned.len(), 4 + 14 + 2 * 9);
+        let sweep: Vec<String> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::bench::Family::Efficiency)
+            .map(|p| p.case.id())
+            .collect();
+        assert_eq!(sweep.first().unwrap(), "efficiency/copy/f32/1024");
+        assert_eq!(sweep.last().unwrap(), "efficiency/triad/f32/262144");
+        // a device with less free memory: three arrays must fit, and the largest size says so
+        let small = DeviceModel {
+            usable_bytes: 100 << 20,
+            ..old
+        };
+        let planned = plan_cases(
+            &small,
+            SizeRequest::BytesPerArray(16 << 20),
+            &mut |_| unreachable!(),
+        )
+        .unwrap();
+        let sweep: Vec<&PlannedCase> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::bench::Family::Efficiency)
+            .collect();
+        assert_eq!(sweep.len(), 2 * 5, "1 to 16 MiB");
+        assert!(sweep.iter().all(|p| p.note.is_empty()));
+        let planned = plan_cases(&small, SizeRequest::Auto, &mut |_| unreachable!());
+        // the STREAM cases are reduced to fit; the sweep stops at 32 MiB (3 × 32 MiB ≤ 100 MiB)
+        let planned = planned.unwrap();
+        let sweep: Vec<&PlannedCase> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::bench::Family::Efficiency)
+            .collect();
+        assert_eq!(sweep.len(), 2 * 6, "1 to 32 MiB");
+        assert!(
+            sweep[5].note.contains("larger sizes left out"),
+            "{}",
+            sweep[5].note
+        );
+        assert!(sweep[4].note.is_empty());
         assert!(planned[..4]
             .iter()
             .all(|p| p.case.family == crate::bench::Family::Capacity));

@@ -19,8 +19,8 @@ use super::host_gemm;
 use super::host_latency::{self, LatencyCase};
 use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::{
-    dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
-    Identity, PlannedCase, PreparedCase, SizeRequest,
+    dram_rule_bytes, efficiency_cases, plan_arrays, Backend, BackendKind, CacheLevel, Conditions,
+    DeviceInfo, Identity, PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
 use crate::bench::{cache, capacity, gemm, latency, Case, Family, Precision, Verdict};
@@ -148,15 +148,21 @@ impl Backend for HostBackend {
                 }),
         );
         planned.extend(host_latency_cases(self.info.llc_bytes, usable));
+        planned.extend(efficiency_cases(
+            size,
+            usable,
+            HOST_EFFICIENCY_MAX_ARRAY_BYTES,
+        ));
         Ok(planned)
     }
 
     fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
         match (case.family, case.precision) {
-            (Family::Stream, Precision::F32) => {
+            // the size sweep is the STREAM kernels at other sizes
+            (Family::Stream | Family::Efficiency, Precision::F32) => {
                 Ok(Box::new(StreamCase::<f32>::new(&self.pool, case)?))
             }
-            (Family::Stream, Precision::F64) => {
+            (Family::Stream | Family::Efficiency, Precision::F64) => {
                 Ok(Box::new(StreamCase::<f64>::new(&self.pool, case)?))
             }
             (Family::Peak | Family::Intensity, _) => {
@@ -317,6 +323,12 @@ fn host_latency_cases(llc_bytes: u64, usable_bytes: u64) -> Vec<PlannedCase> {
         })
         .collect()
 }
+
+/// The largest array the host's size sweep uses: 512 MiB (a triad's working set of 1.5 GiB,
+/// far beyond any host's last-level cache). A time cap: every size's arrays are first-touched and
+/// checked, about twice the largest's bytes per kernel in all, which keeps the sweep to some
+/// seconds on a small machine; the fit needs the asymptote, not the whole of DRAM.
+pub const HOST_EFFICIENCY_MAX_ARRAY_BYTES: u64 = 512 << 20;
 
 /// Arithmetic the host kernels need beyond [`Element`].
 pub trait HostFloat:

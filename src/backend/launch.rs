@@ -642,9 +642,12 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                 name: gemm::entry_name(p),
             })
         }
-        Family::Stream => {
+        // the size sweep runs the STREAM kernels themselves (copy and triad)
+        Family::Stream | Family::Efficiency => {
             let kernel = StreamKernel::from_name(&case.kernel).ok_or_else(none)?;
-            if !stream::PRECISIONS.contains(&p) {
+            let swept = case.family == Family::Stream
+                || crate::bench::efficiency::kernel_of(&case.kernel).is_some();
+            if !stream::PRECISIONS.contains(&p) || !swept {
                 return Err(none());
             }
             Ok(Entry {
@@ -827,7 +830,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 work: case.work,
             })
         }
-        Family::Stream => {
+        Family::Stream | Family::Efficiency => {
             let kernel = StreamKernel::from_name(&case.kernel).ok_or("unreachable")?;
             let n = case.elements;
             let word_bytes = stream::element_bytes(p);

@@ -287,6 +287,43 @@ pub fn plan_arrays(
         .collect())
 }
 
+/// The size sweep's cases ([`crate::bench::efficiency`]): arrays from 1 MiB doubling up to
+/// `max_array_bytes`, to the three arrays of a triad within `usable_bytes`, and to `--size`
+/// where one was given (none below 1 MiB). Where memory, not the cap, stopped it, the largest
+/// case's note says so.
+pub fn efficiency_cases(
+    size: SizeRequest,
+    usable_bytes: u64,
+    max_array_bytes: u64,
+) -> Vec<PlannedCase> {
+    use crate::bench::efficiency;
+    let fits = usable_bytes / 3;
+    let asked = match size {
+        SizeRequest::Auto => max_array_bytes,
+        SizeRequest::BytesPerArray(b) => b.min(max_array_bytes),
+    };
+    let largest = asked.min(fits);
+    let cases = efficiency::cases(largest);
+    let capped_by_memory = fits < asked
+        && efficiency::array_sizes(asked).len() > efficiency::array_sizes(largest).len();
+    let per_kernel = efficiency::array_sizes(largest).len();
+    cases
+        .into_iter()
+        .enumerate()
+        .map(|(i, case)| PlannedCase {
+            note: if capped_by_memory && per_kernel > 0 && i % per_kernel == per_kernel - 1 {
+                format!(
+                    "larger sizes left out: three arrays must fit {} MiB of free memory",
+                    usable_bytes >> 20
+                )
+            } else {
+                String::new()
+            },
+            case,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

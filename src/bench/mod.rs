@@ -12,6 +12,7 @@
 pub mod arith;
 pub mod cache;
 pub mod capacity;
+pub mod efficiency;
 pub mod gemm;
 pub mod intensity;
 pub mod latency;

@@ -66,7 +66,7 @@ impl Line {
 /// cache sweep, whose `i32` is its element type, not arithmetic), else operations per second.
 fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
-        Family::Stream | Family::Cache => "GB/s",
+        Family::Stream | Family::Efficiency | Family::Cache => "GB/s",
         Family::Latency => "ns/load",
         Family::Capacity => "GiB",
         _ if precision.is_integer() => "GOP/s",
@@ -189,7 +189,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                 };
                 let rows: &[&Record] = by_case.get(&id).map_or(&[], Vec::as_slice);
                 let figure = |r: &Record| match family {
-                    Family::Stream | Family::Cache => r.gbps,
+                    Family::Stream | Family::Efficiency | Family::Cache => r.gbps,
                     Family::Latency => r
                         .time_min_s
                         .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
@@ -214,7 +214,10 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                     .reduce(better);
                 let cal = &run.calibration;
                 let spec = match family {
-                    Family::Stream => cal.memory_ceilings.first().and_then(|m| m.spec_gbps),
+                    // a size of the sweep is held against the DRAM's rated bandwidth too
+                    Family::Stream | Family::Efficiency => {
+                        cal.memory_ceilings.first().and_then(|m| m.spec_gbps)
+                    }
                     Family::Peak | Family::Tensor => rows
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))

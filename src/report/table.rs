@@ -129,6 +129,47 @@ pub fn render(records: &[Record]) -> String {
     out.push_str(&latency_block(&group));
     out.push_str(&sweep_block(&group));
     out.push_str(&capacity_block(&group));
+    out.push_str(&efficiency_block(&group));
+    out
+}
+
+/// One device's size sweep (family `efficiency`), one line per kernel: the fit
+/// `t = a + bytes / BW` over its valid sizes ([`crate::calibration::size_efficiency_of`]), its
+/// residual, and the smallest and largest size's efficiency (bandwidth over the asymptotic).
+/// Empty when there is no fit.
+pub fn efficiency_block(rows: &[&Record]) -> String {
+    let owned: Vec<Record> = rows
+        .iter()
+        .filter(|r| r.family == Family::Efficiency)
+        .map(|r| (*r).clone())
+        .collect();
+    let mut out = String::new();
+    for fit in crate::calibration::size_efficiency_of(&owned) {
+        let (Some(first), Some(last)) = (fit.points.first(), fit.points.last()) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "{}size efficiency/{}/{}: t = a + bytes/BW, a = {} us{}, BW = {} GB/s, rms residual \
+             {:.1}% over {} sizes; efficiency {:.2} at {} to {:.2} at {} moved",
+            if out.is_empty() { "\n" } else { "" },
+            fit.kernel,
+            fit.precision,
+            figure(Some(fit.constant_secs * 1e6)),
+            if fit.constant_clamped {
+                " (clamped)"
+            } else {
+                ""
+            },
+            figure(Some(fit.asymptotic_gbps)),
+            100.0 * fit.rms_relative_residual,
+            fit.points.len(),
+            first.efficiency,
+            bytes(first.bytes),
+            last.efficiency,
+            bytes(last.bytes),
+        );
+    }
     out
 }
 
