@@ -412,6 +412,19 @@ impl Record {
             None => format!("{}/{}/{}", self.family, self.kernel, self.precision),
         }
     }
+
+    /// A launch row's figure, in seconds (`bench::launch`): the timer's least sample (its
+    /// resolution), else the median time per launch or round; `None` for another family's row.
+    pub fn launch_secs(&self) -> Option<f64> {
+        use crate::bench::launch::What;
+        if self.family != Family::Launch {
+            return None;
+        }
+        match What::parse(&self.kernel) {
+            Some(What::Timer) => self.time_min_s,
+            _ => self.time_median_s,
+        }
+    }
 }
 
 /// The CSV header, derived from [`Record`]'s fields.

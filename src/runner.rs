@@ -201,15 +201,16 @@ pub fn measure(
 ) -> Result<(Summary, u32, Stopped)> {
     if prepared.one_shot() {
         let samples = cfg.min_samples.max(2);
+        let reps = prepared.one_shot_reps().max(1);
         let times = (0..samples)
-            .map(|_| prepared.run(1))
+            .map(|_| prepared.run(reps).map(|secs| secs / f64::from(reps)))
             .collect::<Result<Vec<f64>>>()?;
         let summary = Summary::from_secs(&times).map_err(|e| {
             crate::Error::Internal(format!(
                 "{e}; the clock returned an impossible time, rerun or report a bug"
             ))
         })?;
-        return Ok((summary, 1, Stopped::Count));
+        return Ok((summary, reps, Stopped::Count));
     }
     // First launch: module load, JIT, first page faults. Not a sample.
     prepared.run(1)?;

@@ -27,10 +27,14 @@ pub enum Family {
     /// Usable memory: the total, what is free, what a context costs and the largest single
     /// allocation that succeeds, in bytes (the row's `working_set_bytes`).
     Capacity,
+    /// Launch overhead: an empty kernel's launch time back to back on one stream and the event
+    /// timer's resolution on a GPU, waking the worker threads and one barrier on the host; the
+    /// time columns carry the per-launch time.
+    Launch,
 }
 
 impl Family {
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 9] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
@@ -39,6 +43,7 @@ impl Family {
         Family::Gemm,
         Family::Latency,
         Family::Capacity,
+        Family::Launch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +56,7 @@ impl Family {
             Family::Gemm => "gemm",
             Family::Latency => "latency",
             Family::Capacity => "capacity",
+            Family::Launch => "launch",
         }
     }
 }

@@ -17,13 +17,14 @@ use super::host_capacity::{meminfo_bytes, HostCapacity};
 use super::host_compute::{self, HostCompute};
 use super::host_gemm;
 use super::host_latency::{self, LatencyCase};
+use super::host_launch::WakeBarrier;
 use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::{
     dram_rule_bytes, plan_arrays, Backend, BackendKind, CacheLevel, Conditions, DeviceInfo,
     Identity, PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
-use crate::bench::{cache, capacity, gemm, latency, Case, Family, Precision, Verdict};
+use crate::bench::{cache, capacity, gemm, latency, launch, Case, Family, Precision, Verdict};
 use crate::{Error, Result};
 use std::time::Instant;
 
@@ -142,6 +143,10 @@ impl Backend for HostBackend {
                 }),
         );
         planned.extend(host_latency_cases(self.info.llc_bytes, usable));
+        planned.extend(launch::HOST_ROWS.map(|what| PlannedCase {
+            case: launch::case(what),
+            note: String::new(),
+        }));
         Ok(planned)
     }
 
@@ -159,6 +164,7 @@ impl Backend for HostBackend {
             (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
             (Family::Capacity, _) => Ok(Box::new(HostCapacity::new(case)?)),
+            (Family::Launch, _) => Ok(Box::new(WakeBarrier::new(&self.pool, case)?)),
             (Family::Cache, _) => Ok(Box::new(CacheCase::new(
                 &self.pool,
                 self.compute.simd,

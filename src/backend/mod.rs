@@ -18,6 +18,7 @@ pub mod host_capacity;
 pub mod host_compute;
 pub mod host_gemm;
 pub mod host_latency;
+pub mod host_launch;
 pub mod launch;
 pub mod pool;
 
@@ -178,6 +179,13 @@ pub trait PreparedCase {
     /// no batching, since there is nothing to warm and a call's time is not the figure.
     fn one_shot(&self) -> bool {
         false
+    }
+
+    /// How many launches one one-shot sample runs back to back (a launch case: `run(reps)`
+    /// times that many between two events); the runner divides the sample by them and records
+    /// them as the row's `reps`. 1 for a case whose sample is one call.
+    fn one_shot_reps(&self) -> u32 {
+        1
     }
 
     /// The bytes the case found, for a case whose figure is a size (a capacity case): the

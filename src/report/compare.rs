@@ -69,6 +69,7 @@ fn unit_of(family: Family, precision: Precision) -> &'static str {
         Family::Stream | Family::Cache => "GB/s",
         Family::Latency => "ns/load",
         Family::Capacity => "GiB",
+        Family::Launch => "µs",
         _ if precision.is_integer() => "GOP/s",
         _ => "GFLOP/s",
     }
@@ -194,12 +195,14 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .time_min_s
                         .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
                     Family::Capacity => Some(r.working_set_bytes as f64 / (1u64 << 30) as f64),
+                    Family::Launch => r.launch_secs().map(|s| s * 1e6),
                     _ => r.gflops,
                 };
                 // The best is the fastest: the most per second, the fewest ns per load; the
-                // most memory, the least a context takes.
+                // most memory, the least a context takes; the fewest µs per launch.
                 let better = |a: f64, b: f64| {
                     if family == Family::Latency
+                        || family == Family::Launch
                         || (family == Family::Capacity && id.contains("/context/"))
                     {
                         a.min(b)
@@ -223,7 +226,8 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                     | Family::Cache
                     | Family::Gemm
                     | Family::Latency
-                    | Family::Capacity => None,
+                    | Family::Capacity
+                    | Family::Launch => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",
