@@ -190,6 +190,8 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         "latency/cg/i32/4",
         // all four figures: total, free, context, largest
         "capacity/",
+        // the empty kernel and the event timer
+        "launch/",
     ];
     let mut cmd = sim.roofprobe();
     cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
@@ -209,7 +211,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     let csv = csv_in(dir.path());
     let rows = roofprobe::record::read_csv(&csv).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(ids.len(), filters.len() + 3, "{ids:?}");
+    assert_eq!(ids.len(), filters.len() + 3 + 1, "{ids:?}");
     // capacity: largest <= free <= total on the simulated device (1 MiB, 128 KiB context),
     // the figures in `working_set_bytes`, and in the calibration beside the CSV
     let figure = |kernel: &str| {
@@ -233,6 +235,28 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     assert_eq!(
         (c.total_bytes, c.free_bytes, c.largest_allocation_bytes),
         (total, free, Some(largest))
+    );
+    // launch: the empty kernel's time per launch (its count checked against every launch the
+    // backend issued) and the timer's resolution, both in the calibration's launch section
+    let launch = |kernel: &str| {
+        rows.iter()
+            .find(|r| r.family.as_str() == "launch" && r.kernel == kernel)
+            .unwrap_or_else(|| panic!("no launch/{kernel} row: {ids:?}"))
+    };
+    let (empty, timer) = (launch("empty"), launch("timer"));
+    assert_eq!(
+        (empty.reps, timer.reps),
+        (roofprobe::bench::launch::LAUNCHES_PER_SAMPLE, 1)
+    );
+    assert_eq!((empty.gbps, empty.gflops), (None, None));
+    let l = cal.launch.expect("a launch section");
+    assert_eq!(
+        (
+            l.empty_kernel_secs,
+            l.timer_resolution_secs,
+            l.wake_barrier_secs
+        ),
+        (empty.time_median_s, timer.time_min_s, None)
     );
     for r in &rows {
         assert_eq!(r.backend.as_str(), "cuda");

@@ -609,6 +609,47 @@ mod tests {
         assert!((l.cells[1].measured.unwrap() - 0.495).abs() < 1e-9, "{l:?}");
     }
 
+    /// A launch case compares in µs, from the median per launch (the timer from its least
+    /// sample), and the best of a run's rows is the fewest.
+    #[test]
+    fn launch_compares_in_microseconds_and_the_fewest_is_best() {
+        use crate::bench::launch::{self, What};
+        let mut runs = two_runs();
+        let mut in_run = |what: What, median: f64, run: usize| {
+            let mut r = crate::record::tests::measured(&launch::case(what), median, true);
+            let like = &runs[run].records.as_ref().unwrap()[0];
+            (r.run_id, r.device_name, r.host) = (
+                like.run_id.clone(),
+                like.device_name.clone(),
+                like.host.clone(),
+            );
+            runs[run].records.as_mut().unwrap().push(r);
+        };
+        in_run(What::Empty, 4e-6, 0);
+        in_run(What::Empty, 3e-6, 0);
+        in_run(What::Empty, 6e-6, 1);
+        in_run(What::Timer, 1e-6, 1);
+        let lines = lines(&runs);
+        let find = |key: &str| lines.iter().find(|l| l.key == key).expect(key);
+        let empty = find("launch/empty/i32");
+        assert_eq!(empty.unit, "µs");
+        assert!(
+            (empty.cells[0].measured.unwrap() - 3.0).abs() < 1e-9,
+            "{empty:?}"
+        );
+        assert!(
+            (empty.cells[1].measured.unwrap() - 6.0).abs() < 1e-9,
+            "{empty:?}"
+        );
+        // the timer's figure is its least sample: 0.9 of the median
+        let timer = find("launch/timer/i32");
+        assert!(
+            (timer.cells[1].measured.unwrap() - 0.9).abs() < 1e-9,
+            "{timer:?}"
+        );
+        assert_eq!(timer.cells[0].status, "not run");
+    }
+
     /// A capacity case compares its figure in GiB: the most is the best, except for the
     /// context's cost, where the least is.
     #[test]

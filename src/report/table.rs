@@ -305,6 +305,40 @@ mod tests {
         assert_eq!(capacity_block(&[]), "");
     }
 
+    /// Launch rows show their time in the median column and again on one line, said as what
+    /// each is; an invalid one has no figure there; no launch rows, no line.
+    #[test]
+    fn launch_rows_show_their_time_per_launch_on_one_line() {
+        use crate::bench::launch::{self, What};
+        let rows = [
+            measured(&launch::case(What::Empty), 4e-6, true),
+            measured(&launch::case(What::Timer), 1e-6, true),
+            measured(&launch::case(What::WakeBarrier), 2e-5, false),
+        ];
+        let t = render(&rows);
+        let empty = t
+            .lines()
+            .find(|l| l.starts_with("launch/empty/i32"))
+            .unwrap();
+        assert!(
+            empty.contains("4.00 µs") && empty.ends_with(" ok"),
+            "{empty}"
+        );
+        assert!(
+            t.contains(
+                "\nlaunch: empty kernel 4.00 µs per launch, event timer resolution 900.0 ns\n"
+            ),
+            "{t}"
+        );
+        assert_eq!(launch_block(&[]), "");
+        let stream = measured(
+            &StreamKernel::Triad.case(Precision::F32, 1 << 20),
+            1e-3,
+            true,
+        );
+        assert!(!render(&[stream]).contains("\nlaunch:"));
+    }
+
     /// Latency rows are listed again as ns and cycles per load, from the fastest sample, with
     /// the plateaus they form; an invalid row has no figure.
     #[test]
