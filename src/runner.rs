@@ -767,6 +767,41 @@ mod tests {
         assert_eq!(calls.0, [1; 5]);
     }
 
+    /// A one-shot case of a fixed batch (a launch case) runs its batch per sample, and the
+    /// runner divides each sample by it and records it as `reps`: the time columns are per
+    /// launch.
+    #[test]
+    fn one_shot_batches_are_divided_into_per_launch_times() {
+        struct Batch(Vec<u32>);
+        impl PreparedCase for Batch {
+            fn run(&mut self, reps: u32) -> Result<f64> {
+                self.0.push(reps);
+                Ok(f64::from(reps) * 2e-6)
+            }
+            fn verify(&mut self) -> Result<Verdict> {
+                Ok(Verdict::valid())
+            }
+            fn launch_note(&self) -> String {
+                String::new()
+            }
+            fn one_shot(&self) -> bool {
+                true
+            }
+            fn one_shot_reps(&self) -> u32 {
+                1000
+            }
+        }
+        let mut batch = Batch(Vec::new());
+        let (summary, reps, _) = measure(&mut batch, 0.01, &RunConfig::full()).unwrap();
+        assert_eq!((reps, summary.samples), (1000, 5));
+        assert_eq!(batch.0, [1000; 5]);
+        assert!(
+            (summary.median_secs - 2e-6).abs() < 1e-15,
+            "{}",
+            summary.median_secs
+        );
+    }
+
     #[test]
     fn short_launches_are_batched_into_long_samples() {
         let mut f = Fixed::new(1e-6, true);

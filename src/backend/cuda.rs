@@ -1351,8 +1351,8 @@ impl PreparedCase for GpuCase<'_> {
         })?;
         let deadline = batch_deadline(self.per_launch_secs, reps, self.backend.deadline);
         self.wait(end, &during, deadline)?;
-        let host_secs = host_start.elapsed().as_secs_f64();
         let ms = self.backend.call(&during, || start.elapsed_ms(end))?;
+        let host_secs = host_start.elapsed().as_secs_f64();
         let secs = ms as f64 / 1e3;
         self.per_launch_secs = Some(secs / f64::from(reps.max(1)));
         self.launches += u64::from(reps);

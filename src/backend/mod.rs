@@ -174,9 +174,11 @@ pub trait PreparedCase {
         None
     }
 
-    /// Whether a run is a handful of driver or OS calls rather than launches (a capacity
-    /// case): the runner then takes its fewest samples of one call each, with no warm-up and
-    /// no batching, since there is nothing to warm and a call's time is not the figure.
+    /// Whether a sample is a fixed piece of work rather than launches batched to last the
+    /// sample time: a handful of driver or OS calls (a capacity case, whose call's time is not
+    /// the figure) or a fixed batch of launches (a launch case, [`Self::one_shot_reps`]). The
+    /// runner then takes its fewest samples, with no warm-up (a launch case warms itself when
+    /// it is prepared) and no batching of its own.
     fn one_shot(&self) -> bool {
         false
     }
