@@ -116,6 +116,7 @@ impl FromRecords for Calibration {
             gemm_efficiency: fit.gemm_efficiency,
             capacity: capacity_of(records),
             size_efficiency: size_efficiency_of(records),
+            launch: launch_of(records),
             excluded: fit.excluded,
             suspect: records
                 .iter()
@@ -216,6 +217,27 @@ fn capacity_of(records: &[Record]) -> Option<roofprobe_calibration::Capacity> {
             context_bytes: found.context_bytes,
             largest_allocation_bytes: found.largest_allocation_bytes,
         })
+}
+
+/// The launch section from a run's valid launch rows: the empty kernel's and the host round's
+/// median time per launch, the timer's least sample (each the smallest non-zero time of its
+/// tries); `None` when the run has none of them.
+fn launch_of(records: &[Record]) -> Option<roofprobe_calibration::LaunchOverhead> {
+    use crate::bench::launch::What;
+    let figure = |what: What| {
+        records
+            .iter()
+            .rev()
+            .find(|r| r.valid && r.family == Family::Launch && r.kernel == what.as_str())?
+            .launch_secs()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s < 1.0)
+    };
+    let found = roofprobe_calibration::LaunchOverhead {
+        empty_kernel_secs: figure(What::Empty),
+        timer_resolution_secs: figure(What::Timer),
+        wake_barrier_secs: figure(What::WakeBarrier),
+    };
+    (found != roofprobe_calibration::LaunchOverhead::default()).then_some(found)
 }
 
 #[cfg(test)]

@@ -47,6 +47,20 @@ pub const MEMORY_QUERY_SECS: f64 = 1e-4;
 /// clear), as far as the estimate goes.
 pub const ALLOCATION_SECS: f64 = 0.01;
 
+/// Seconds one empty kernel launch takes back to back on one stream, at most as far as the
+/// estimate goes: a generous bound on what a launch costs the host and the device, not a
+/// measurement.
+pub const EMPTY_LAUNCH_SECS: f64 = 1e-5;
+
+/// Seconds one try of the event timer takes (two event records, a wait for the second, its
+/// elapsed time read: a round trip between the host and the device), at most as far as the
+/// estimate goes.
+pub const EVENT_PAIR_SECS: f64 = 5e-5;
+
+/// Seconds one host round (wake every worker, one barrier) takes, at most as far as the
+/// estimate goes on a loaded machine.
+pub const WAKE_ROUND_SECS: f64 = 1e-4;
+
 /// What a device does at most, as far as the estimate knows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rates {
@@ -157,6 +171,9 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
     if case.family == Family::Capacity {
         return capacity_secs(case, cfg);
     }
+    if case.family == Family::Launch {
+        return launch_rows_secs(case, cfg);
+    }
     let launch = launch_secs(case, rates);
     let reps = (min_sample_secs / launch)
         .ceil()
@@ -195,6 +212,20 @@ pub fn capacity_secs(case: &Case, cfg: &RunConfig) -> f64 {
             (f64::from(steps) + samples) * ALLOCATION_SECS
         }
         _ => samples * MEMORY_QUERY_SECS,
+    };
+    CASE_OVERHEAD_SECS + calls
+}
+
+/// Seconds a launch case takes: like a capacity case its fewest samples, no warm-up
+/// ([`crate::backend::PreparedCase::one_shot`]), each sample a fixed batch (`empty`: its
+/// launches, after one warm launch; `timer`: its tries; `wake_barrier`: its rounds).
+pub fn launch_rows_secs(case: &Case, cfg: &RunConfig) -> f64 {
+    use crate::bench::launch::What;
+    let samples = f64::from(cfg.min_samples.max(2));
+    let calls = match What::parse(&case.kernel) {
+        Some(What::Empty) => (1.0 + samples * case.elements as f64) * EMPTY_LAUNCH_SECS,
+        Some(What::Timer) => samples * case.elements as f64 * EVENT_PAIR_SECS,
+        Some(What::WakeBarrier) | None => samples * case.elements as f64 * WAKE_ROUND_SECS,
     };
     CASE_OVERHEAD_SECS + calls
 }
@@ -275,6 +306,23 @@ mod tests {
             as_stream.family = Family::Stream;
             assert!(case_secs(&as_stream, &cfg, 0.01, &rates()) > secs + 0.4);
         }
+    }
+
+    /// A launch case is charged its fixed batches, not a case budget: the empty kernel's
+    /// samples of 1000 launches plus one, the timer's samples of 200 tries, well under a second
+    /// for both on a GPU.
+    #[test]
+    fn a_launch_case_costs_its_batches_not_a_case_budget() {
+        use crate::bench::launch::{self, What};
+        let cfg = RunConfig::full();
+        let samples = f64::from(cfg.min_samples);
+        let empty = case_secs(&launch::case(What::Empty), &cfg, 0.01, &rates());
+        let want = CASE_OVERHEAD_SECS + (1.0 + samples * 1000.0) * EMPTY_LAUNCH_SECS;
+        assert!((empty - want).abs() < 1e-9, "{empty} vs {want}");
+        let timer = case_secs(&launch::case(What::Timer), &cfg, 0.01, &rates());
+        let want = CASE_OVERHEAD_SECS + samples * 200.0 * EVENT_PAIR_SECS;
+        assert!((timer - want).abs() < 1e-9, "{timer} vs {want}");
+        assert!(empty + timer < 1.0, "{empty} + {timer}");
     }
 
     /// A latency launch lasts its hops at the load time of the level its ring sits in: L1 for

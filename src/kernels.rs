@@ -14,6 +14,8 @@ pub const MMA_SM89: &str = include_str!("../kernels/mma_sm89.ptx");
 pub const CACHE: &str = include_str!("../kernels/cache.ptx");
 /// Latency kernels (pointer chase, one thread): `ca_i32` (L1 and L2), `cg_i32` (`.cg`, L2).
 pub const LATENCY: &str = include_str!("../kernels/latency.ptx");
+/// The launch-overhead kernel: `empty_i32` (one counting add by one thread, nothing else).
+pub const LAUNCH: &str = include_str!("../kernels/launch.ptx");
 /// The arithmetic-intensity sweep's template, expanded by `bench::intensity::expand`.
 pub const INTENSITY_TEMPLATE: &str = include_str!("../kernels/intensity.ptx.in");
 /// The tensor-core GEMM's template, expanded per input type by `bench::gemm::expand`.
@@ -45,6 +47,7 @@ pub fn all() -> Vec<Source> {
         file("mma_sm89.ptx", MMA_SM89),
         file("cache.ptx", CACHE),
         file("latency.ptx", LATENCY),
+        file("launch.ptx", LAUNCH),
         file("gemm_simt.ptx", GEMM_SIMT),
     ];
     for p in crate::bench::gemm::TENSOR_PRECISIONS {
@@ -105,11 +108,12 @@ mod tests {
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
         // the compute files, the cache file, the GEMM modules (three expansions and the SIMT
-        // file), the latency file, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 4 + 1 + 5 * 12);
+        // file), the latency file, the launch file, and one sweep module per (precision, k)
+        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 5 * 12);
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);
+        assert_eq!(entries(LAUNCH), ["empty_i32"]);
         assert_eq!(target(MMA_SM89), Some("sm_89"));
         assert!(all
             .iter()

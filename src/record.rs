@@ -429,6 +429,19 @@ impl Record {
             None => format!("{}/{}/{}", self.family, self.kernel, self.precision),
         }
     }
+
+    /// A launch row's figure, in seconds (`bench::launch`): the timer's least sample (its
+    /// resolution), else the median time per launch or round; `None` for another family's row.
+    pub fn launch_secs(&self) -> Option<f64> {
+        use crate::bench::launch::What;
+        if self.family != Family::Launch {
+            return None;
+        }
+        match What::parse(&self.kernel) {
+            Some(What::Timer) => self.time_min_s,
+            _ => self.time_median_s,
+        }
+    }
 }
 
 /// The CSV header, derived from [`Record`]'s fields.
@@ -819,17 +832,28 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
         }
     }
     check_param(r)?;
+    // A launch row's figure is its time: it does no work, and the timer's holds no memory.
+    let launch = r.family == Family::Launch;
     for (column, value) in [
         ("units", u64::from(r.units)),
         ("elements", r.elements),
-        ("working_set_bytes", r.working_set_bytes),
+        (
+            "working_set_bytes",
+            r.working_set_bytes.max(u64::from(launch)),
+        ),
     ] {
         if value == 0 {
             return Err(format!("`{column}` is 0; it must be positive"));
         }
     }
-    if r.bytes == 0 && r.flops == 0 {
+    if r.bytes == 0 && r.flops == 0 && !launch {
         return Err("`bytes` and `flops` are both 0: the case did no work".into());
+    }
+    if launch && (r.bytes > 0 || r.flops > 0) {
+        return Err(format!(
+            "a launch row does no work, but `bytes` is {} and `flops` {}",
+            r.bytes, r.flops
+        ));
     }
     if r.memory_bus_bits == Some(0) {
         return Err("`memory_bus_bits` is 0; it must be positive or empty".into());
@@ -1276,6 +1300,31 @@ pub(crate) mod tests {
         assert!((r.gflops.unwrap() - 2.0).abs() < 1e-9);
         assert_eq!(r.status, "ok");
         assert_eq!(r.case_id(), case.id());
+    }
+
+    /// A launch row does no work and its figure is its time: it reads back with no bytes or
+    /// flops (and the timer's with no working set), but one that claims work is refused, and
+    /// another family's row without work still is.
+    #[test]
+    fn a_launch_row_has_no_work_and_no_other_row_may() {
+        use crate::bench::launch::{self, What};
+        let timer = measured(&launch::case(What::Timer), 1e-6, true);
+        assert_eq!(
+            (timer.bytes, timer.flops, timer.gbps, timer.gflops),
+            (0, 0, None, None)
+        );
+        check_row(&timer).unwrap();
+        check_row(&measured(&launch::case(What::Empty), 4e-6, true)).unwrap();
+        let mut worked = timer.clone();
+        worked.bytes = 8;
+        assert!(check_row(&worked)
+            .unwrap_err()
+            .contains("a launch row does no work"));
+        let mut stream = measured(&StreamKernel::Copy.case(Precision::F32, 1000), 1e-3, true);
+        (stream.bytes, stream.flops, stream.gbps, stream.intensity) = (0, 0, None, None);
+        assert!(check_row(&stream)
+            .unwrap_err()
+            .contains("the case did no work"));
     }
 
     #[test]

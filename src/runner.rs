@@ -229,15 +229,16 @@ pub fn measure(
 ) -> Result<(Summary, u32, Stopped)> {
     if prepared.one_shot() {
         let samples = cfg.min_samples.max(2);
+        let reps = prepared.one_shot_reps().max(1);
         let times = (0..samples)
-            .map(|_| prepared.run(1))
+            .map(|_| prepared.run(reps).map(|secs| secs / f64::from(reps)))
             .collect::<Result<Vec<f64>>>()?;
         let summary = Summary::from_secs(&times).map_err(|e| {
             crate::Error::Internal(format!(
                 "{e}; the clock returned an impossible time, rerun or report a bug"
             ))
         })?;
-        return Ok((summary, 1, Stopped::Count));
+        return Ok((summary, reps, Stopped::Count));
     }
     // First launch: module load, JIT, first page faults. Not a sample.
     prepared.run(1)?;
@@ -792,6 +793,41 @@ mod tests {
         let (summary, reps, stopped) = measure(&mut calls, 0.01, &cfg).unwrap();
         assert_eq!((reps, stopped, summary.samples), (1, Stopped::Count, 5));
         assert_eq!(calls.0, [1; 5]);
+    }
+
+    /// A one-shot case of a fixed batch (a launch case) runs its batch per sample, and the
+    /// runner divides each sample by it and records it as `reps`: the time columns are per
+    /// launch.
+    #[test]
+    fn one_shot_batches_are_divided_into_per_launch_times() {
+        struct Batch(Vec<u32>);
+        impl PreparedCase for Batch {
+            fn run(&mut self, reps: u32) -> Result<f64> {
+                self.0.push(reps);
+                Ok(f64::from(reps) * 2e-6)
+            }
+            fn verify(&mut self) -> Result<Verdict> {
+                Ok(Verdict::valid())
+            }
+            fn launch_note(&self) -> String {
+                String::new()
+            }
+            fn one_shot(&self) -> bool {
+                true
+            }
+            fn one_shot_reps(&self) -> u32 {
+                1000
+            }
+        }
+        let mut batch = Batch(Vec::new());
+        let (summary, reps, _) = measure(&mut batch, 0.01, &RunConfig::full()).unwrap();
+        assert_eq!((reps, summary.samples), (1000, 5));
+        assert_eq!(batch.0, [1000; 5]);
+        assert!(
+            (summary.median_secs - 2e-6).abs() < 1e-15,
+            "{}",
+            summary.median_secs
+        );
     }
 
     #[test]

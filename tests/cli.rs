@@ -87,6 +87,19 @@ fn host_run_writes_a_valid_csv_and_a_table() {
             .unwrap()
     };
     assert!(capacity("free") <= capacity("total") && capacity("free") > 0);
+    // launch: waking the workers and one barrier, per round of a fixed batch
+    assert_eq!(count("launch"), 1);
+    let wake = rows
+        .iter()
+        .find(|r| r.case_id() == "launch/wake_barrier/i32")
+        .unwrap();
+    assert_eq!(
+        wake.reps,
+        roofprobe::bench::launch::WAKE_ROUNDS_PER_SAMPLE,
+        "{}",
+        wake.note
+    );
+    assert!(wake.time_median_s.is_some_and(|t| t > 0.0 && t < 1.0));
     assert_eq!(
         rows.len(),
         53 + count("cache")
@@ -94,6 +107,7 @@ fn host_run_writes_a_valid_csv_and_a_table() {
             + count("latency")
             + count("capacity")
             + count("efficiency")
+            + 1
     );
     // the size sweep at `--size 1MiB`: copy and triad at 1 MiB per array
     assert_eq!(count("efficiency"), 2);
@@ -112,9 +126,43 @@ fn host_run_writes_a_valid_csv_and_a_table() {
     // compute rows carry the clock the host measured
     let peak = rows.iter().find(|r| r.case_id() == "peak/fma/f32").unwrap();
     assert!(peak.clock_mhz.is_some_and(|mhz| mhz > 100.0));
+    // the calibration beside the CSV carries the host's launch figure
+    let json = files[0].with_extension("json");
+    let cal = roofprobe::Calibration::load(&json).unwrap();
+    assert_eq!(
+        cal.launch.and_then(|l| l.wake_barrier_secs),
+        wake.time_median_s
+    );
     // a second run writes a second file, never over the first
     quick_host_run(dir.path()).code(finished());
     assert_eq!(csvs(dir.path()).len(), 2);
+}
+
+/// The host's launch row is invalid, without a figure, when a worker misses a round (the
+/// fault hook's planted defect: worker 0 skips its count once).
+#[test]
+fn a_worker_that_misses_a_round_makes_the_launch_row_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    roofprobe()
+        .env(
+            roofprobe::backend::host::FAULT_ENV,
+            "launch/wake_barrier/i32",
+        )
+        .args([
+            "run", "--device", "host", "--quick", "--filter", "launch/", "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .code(3);
+    let rows = read_csv(&csvs(dir.path())[0]).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(
+        !rows[0].valid
+            && rows[0].status.contains("worker 0 ran")
+            && rows[0].time_median_s.is_none(),
+        "{}",
+        rows[0].status
+    );
 }
 
 #[test]

@@ -140,6 +140,8 @@ enum Oracle {
     Cache,
     /// kernels/latency.ptx: `ca_i32`, `cg_i32`.
     Latency,
+    /// kernels/launch.ptx: `empty_i32`.
+    Launch,
     /// The gemm.ptx.in expansions: `gemm_<in>_f32`; gemm_simt.ptx: `gemm_f32_f32`.
     Gemm(P),
 }
@@ -167,6 +169,9 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
         }
         "latency.ptx" => {
             return matches!(entry, "ca_i32" | "cg_i32").then_some(Oracle::Latency);
+        }
+        "launch.ptx" => {
+            return (entry == "empty_i32").then_some(Oracle::Launch);
         }
         "gemm.ptx.in" => {
             return gemm::TENSOR_PRECISIONS
@@ -300,6 +305,22 @@ fn check_entry(
                         format!(
                             "{file}: `{entry}` lines={lines} hops={hops} launches={launches} \
                              grid={grid} block={block}: {e}"
+                        )
+                    })?,
+                );
+            }
+        }
+        Oracle::Launch => {
+            // (launches, grid, block): one launch; many on one count; a grid of many threads
+            // of which one counts
+            for &(launches, grid, block) in &[(1u32, 1u32, 1u32), (7, 1, 1), (3, 2, 64)] {
+                note(
+                    across_schedules(policy, |run| {
+                        run_empty(module, entry, launches, (grid, block), run)
+                    })
+                    .map_err(|e| {
+                        format!(
+                            "{file}: `{entry}` launches={launches} grid={grid} block={block}: {e}"
                         )
                     })?,
                 );
@@ -905,6 +926,39 @@ fn run_latency(
     })
 }
 
+/// The empty kernel launched `launches` times on one count from 0: the count must be the
+/// launches (`bench::launch::check_count`), whatever the grid.
+fn run_empty(
+    module: &Module,
+    entry: &str,
+    launches: u32,
+    (grid, block): (u32, u32),
+    run: Run,
+) -> Result<Outcome, String> {
+    let mut mem = Memory::new();
+    let pcount = mem.alloc_from(&[0u32]);
+    let args = vec![Arg::Ptr(pcount)];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
+    let mut divergent = Vec::new();
+    for _ in 0..launches {
+        let stats = module
+            .launch_with(entry, &config, &args, &mut mem)
+            .map_err(|e| e.to_string())?;
+        divergent.extend(stats.divergent_uniform_branches);
+    }
+    let count = mem.read::<u32>(pcount, 1).map_err(|e| e.to_string())?[0];
+    let verdict = roofprobe::bench::launch::check_count(u64::from(count), u64::from(launches));
+    if !verdict.valid {
+        return Err(verdict.detail);
+    }
+    Ok(Outcome {
+        divergent,
+        output: bytes_of(&[u64::from(count)]),
+    })
+}
+
 /// A PTX GEMM on `shape`: A and B rows padded to a multiple of 8 elements, C poisoned, one
 /// block per 128 × 128 tile; C must be, bit for bit, the exact product computed here by a
 /// plain triple loop over the same integers.
@@ -1439,4 +1493,27 @@ fn blocks_storing_their_partials_to_one_slot_race() {
             "`{entry}`: {err}"
         );
     }
+}
+
+/// The empty kernel's count is what its row is checked by: a kernel that drops its add, adds
+/// twice, or lets every thread add (the guard's test inverted) must fail its oracle.
+#[test]
+fn the_empty_kernels_count_mutants_are_caught() {
+    let targets = entries_containing("red.global.add.u32 [%rd2], 1;");
+    assert_eq!(targets.len(), 1, "the empty kernel has one counting add");
+    assert_mutants_caught("count dropped", &targets, |body| {
+        body.replace("red.global.add.u32 [%rd2], 1;", "")
+    });
+    assert_mutants_caught("count doubled", &targets, |body| {
+        body.replace(
+            "red.global.add.u32 [%rd2], 1;",
+            "red.global.add.u32 [%rd2], 2;",
+        )
+    });
+    assert_mutants_caught("every thread counts", &targets, |body| {
+        body.replace(
+            "setp.ne.u32 %p1, %r3, 0;",
+            "setp.eq.u32 %p1, %r3, 0xFFFFFFFF;",
+        )
+    });
 }

@@ -33,6 +33,7 @@ use roofprobe::backend::launch::{
 };
 use roofprobe::backend::pool::allowed_cpus;
 use roofprobe::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
+use roofprobe::bench::launch as launch_rows;
 use roofprobe::bench::stream::StreamKernel;
 use roofprobe::bench::{cache, gemm, intensity, latency, peak, tensor, Case, Family, Precision};
 use std::collections::{BTreeMap, BTreeSet};
@@ -258,6 +259,12 @@ fn mismatches(launch: &Launch, module: &Module, ptx: &str) -> Vec<String> {
     out
 }
 
+/// The launch family's timer row: it records events and launches nothing.
+fn is_timer(case: &Case) -> bool {
+    case.family == Family::Launch
+        && launch_rows::What::parse(&case.kernel) == Some(launch_rows::What::Timer)
+}
+
 /// Every PTX launch the CUDA backend plans on the modelled devices (cuBLAS rows launch no PTX
 /// of ours), each once by device, id and occupancy, with the grid it was planned for.
 fn every_planned_case() -> Vec<(String, Case, u32)> {
@@ -266,8 +273,12 @@ fn every_planned_case() -> Vec<(String, Case, u32)> {
         for per_sm in [1, 4, 8] {
             let (cases, grid) = planned(d, per_sm);
             for p in cases {
-                // cuBLAS, and the capacity figures (driver calls): no launch of ours
-                if p.case.kernel == gemm::GPU_REFERENCE || p.case.family == Family::Capacity {
+                // cuBLAS, the capacity figures (driver calls), the event timer (events, no
+                // kernel): no launch of ours
+                if p.case.kernel == gemm::GPU_REFERENCE
+                    || p.case.family == Family::Capacity
+                    || is_timer(&p.case)
+                {
                     continue;
                 }
                 // only the sweep's steps carry a note: the caches the device reports
@@ -315,8 +326,8 @@ fn every_planned_launch_matches_its_ptx_entry() {
                 (launch.block, launch.dynamic_shared_bytes),
                 (gemm::GPU_BLOCK, dynamic)
             );
-        } else if case.family == Family::Latency {
-            // the latency chase is one thread
+        } else if matches!(case.family, Family::Latency | Family::Launch) {
+            // the latency chase is one thread, and so is the empty kernel
             assert_eq!((launch.block, launch.dynamic_shared_bytes), (1, 0));
         } else {
             assert_eq!((launch.block, launch.dynamic_shared_bytes), (BLOCK, 0));
@@ -385,6 +396,10 @@ fn host_planned_cases_are_launchable_or_refused_by_name() {
                         && why.contains("has no kernel for"))
                     // capacity figures are driver or OS calls
                     || (p.case.family == Family::Capacity
+                        && why.contains("has no kernel for"))
+                    // waking the host's workers is the host's
+                    || (p.case.family == Family::Launch
+                        && p.case.kernel == launch_rows::What::WakeBarrier.as_str()
                         && why.contains("has no kernel for")),
                 "{}: {why}",
                 p.case.id()
@@ -449,8 +464,11 @@ fn grids_and_loop_counts_fit_and_launches_last_about_the_target() {
             let (cases, grid) = planned(d, per_sm);
             for p in cases {
                 let case = &p.case;
-                if case.kernel == gemm::GPU_REFERENCE || case.family == Family::Capacity {
-                    continue; // cuBLAS, driver calls: no launch of ours
+                if case.kernel == gemm::GPU_REFERENCE
+                    || case.family == Family::Capacity
+                    || is_timer(case)
+                {
+                    continue; // cuBLAS, driver calls, events: no launch of ours
                 }
                 let launch = launch::plan(case, grid)
                     .unwrap_or_else(|e| panic!("{} {}: {e}", d.name, case.id()));
@@ -572,6 +590,8 @@ fn small(case: &Case) -> (Case, u32) {
         ),
         Family::Gemm => unreachable!("GEMM launches run at their own edge shapes"),
         Family::Capacity => unreachable!("a capacity case launches nothing"),
+        // one launch, one block of one thread, whatever grid: it is sized by nothing
+        Family::Launch => (case.clone(), 1),
     }
 }
 
@@ -630,9 +650,9 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, 14 cache working sets,
     // the bandwidth sweep's step (one launch shape for all its steps), 7 latency ones (`ca` at
-    // 16 KiB, `cg` in each model's L2 and DRAM) and 18 of the size sweep (copy and triad, 1 MiB
-    // to 256 MiB per array) over the devices modelled
-    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 1 + 7 + 18, "{seen:?}");
+    // 16 KiB, `cg` in each model's L2 and DRAM), 18 of the size sweep (copy and triad, 1 MiB
+    // to 256 MiB per array) and the empty kernel over the devices modelled
+    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 1 + 7 + 18 + 1, "{seen:?}");
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
     assert!(seen.contains("cache/sweep"));
 }
@@ -1022,4 +1042,50 @@ fn simt_gemm_planted_mistakes_are_caught() {
             ),
         }
     }
+}
+
+/// The empty kernel under the interpreter, launched as the backend launches it, several times
+/// on one count: the count is the launches (`launch::check_count` agrees), a grid of many
+/// threads still adds one per launch, and a kernel without its add (a planted mutation) leaves
+/// a count the check refuses.
+#[test]
+fn the_empty_kernel_counts_every_launch_under_the_interpreter() {
+    let case = launch_rows::case(launch_rows::What::Empty);
+    let described = launch::plan(&case, 132).unwrap();
+    assert_eq!((described.grid, described.block), (1, 1));
+    let launches = |ptx: &str, grid: u32, block: u32, n: u32| -> u64 {
+        let m = Module::parse(ptx).unwrap();
+        let mut mem = Memory::new();
+        let count = mem.alloc(4);
+        mem.write(count, &[0u32]).unwrap();
+        for _ in 0..n {
+            m.launch(
+                &described.entry.name,
+                (grid, 1, 1),
+                (block, 1, 1),
+                0,
+                &[SimArg::Ptr(count)],
+                &mut mem,
+            )
+            .unwrap();
+        }
+        u64::from(mem.read::<u32>(count, 1).unwrap()[0])
+    };
+    let ptx = described.entry.module.ptx();
+    let counted = launches(&ptx, 1, 1, 5);
+    assert!(launch_rows::check_count(counted, 5).valid, "{counted}");
+    assert!(!launch_rows::check_count(counted, 6).valid);
+    let out = [counted];
+    assert!(described.verify(&out, &[]).valid);
+    assert!(
+        !described.verify(&[0], &[]).valid,
+        "a count of 0 ran nothing"
+    );
+    // any other thread returns: a grid of 2 x 64 threads still adds one per launch
+    assert_eq!(launches(&ptx, 2, 64, 3), 3);
+    // the add removed: nothing is counted, and the row would be invalid
+    let mutated = ptx.replace("red.global.add.u32 [%rd2], 1;", "");
+    assert_ne!(mutated, ptx);
+    let counted = launches(&mutated, 1, 1, 5);
+    assert!(!launch_rows::check_count(counted, 5).valid, "{counted}");
 }

@@ -11,6 +11,8 @@
 //! - the sweep's expansions keep all k FMAs per word;
 //! - the latency kernels' loop is one dependent load through the level each measures (`ca`:
 //!   `LDG.E`, `cg`: `LDG.E.STRONG.GPU`);
+//! - the empty kernel (launch overhead) is one counting `RED.ADD`, no other memory access, no
+//!   loop;
 //! - the GEMM kernels' SASS has the tensor-core pipeline they were written for: `HMMA` (32 per
 //!   K tile: 2 steps of 4 × 4), `LDGSTS` (`cp.async`, 128 bits with zero fill) and `LDSM`
 //!   (`ldmatrix`, x4, never `.T`: B is N × K and needs no transpose);
@@ -341,6 +343,44 @@ fn latency_kernels_chase_one_load_per_hop_through_their_level() {
                      instructions"
                 ));
             }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The empty kernel is empty but for its count: one global reduction (`RED.E.ADD` or, on
+/// sm_90, `REDG.E.ADD`), no other memory access, no loop, a handful of instructions before its
+/// `EXIT`; so its launch time is a launch's.
+#[test]
+fn the_empty_kernel_is_one_counting_add() {
+    let Some((tools, builds)) = setup("the_empty_kernel_is_one_counting_add", true) else {
+        return;
+    };
+    let mut problems = Vec::new();
+    for arch in ARCHS {
+        let code = sass(&tools, built(builds, "launch.ptx", arch));
+        let body = code.get("empty_i32").cloned().unwrap_or_default();
+        // up to the last EXIT: after it, ptxas's BRA to itself and padding
+        let last_exit = body.iter().rposition(|(_, op, _)| op == "EXIT");
+        let ops: Vec<&str> = body[..last_exit.map_or(0, |i| i + 1)]
+            .iter()
+            .map(|(_, op, _)| op.as_str())
+            .collect();
+        let reds = ops
+            .iter()
+            .filter(|op| op.starts_with("RED") && op.contains(".ADD"))
+            .count();
+        let other_memory = ops.iter().any(|op| {
+            ["LDG", "STG", "ATOM", "LD.", "ST."]
+                .iter()
+                .any(|m| op.starts_with(m))
+        });
+        let backward = ops.iter().any(|op| op.starts_with("BRA"));
+        if reds != 1 || other_memory || backward || ops.len() > 20 {
+            problems.push(format!(
+                "empty_i32 on {arch}: {ops:?}, want one RED.ADD, no other memory access, no \
+                 branch back, at most 20 instructions"
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -271,11 +271,13 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         "latency/cg/i32/4",
         // all four figures: total, free, context, largest
         "capacity/",
+        // the empty kernel and the event timer
+        "launch/",
     ];
     let (csv, rows) = run_filtered(&sim, dir.path(), &filters);
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    // capacity's 4 figures and the sweep's 4 steps under one filter each
-    assert_eq!(ids.len(), filters.len() + 3 + 3, "{ids:?}");
+    // capacity's 4 figures, the sweep's 4 steps and launch's 2 under one filter each
+    assert_eq!(ids.len(), filters.len() + 3 + 3 + 1, "{ids:?}");
     let steps: Vec<&str> = ids
         .iter()
         .filter(|id| id.starts_with("cache/sweep/"))
@@ -321,6 +323,28 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     assert_eq!(
         (c.total_bytes, c.free_bytes, c.largest_allocation_bytes),
         (total, free, Some(largest))
+    );
+    // launch: the empty kernel's time per launch (its count checked against every launch the
+    // backend issued) and the timer's resolution, both in the calibration's launch section
+    let launch = |kernel: &str| {
+        rows.iter()
+            .find(|r| r.family.as_str() == "launch" && r.kernel == kernel)
+            .unwrap_or_else(|| panic!("no launch/{kernel} row: {ids:?}"))
+    };
+    let (empty, timer) = (launch("empty"), launch("timer"));
+    assert_eq!(
+        (empty.reps, timer.reps),
+        (roofprobe::bench::launch::LAUNCHES_PER_SAMPLE, 1)
+    );
+    assert_eq!((empty.gbps, empty.gflops), (None, None));
+    let l = cal.launch.expect("a launch section");
+    assert_eq!(
+        (
+            l.empty_kernel_secs,
+            l.timer_resolution_secs,
+            l.wake_barrier_secs
+        ),
+        (empty.time_median_s, timer.time_min_s, None)
     );
     for r in &rows {
         assert_eq!(r.backend.as_str(), "cuda");

@@ -303,6 +303,26 @@ fn check_size_efficiency(cal: &Calibration) -> Vec<Problem> {
     out
 }
 
+/// A launch section's figures: each present one a positive, finite time below a second (an
+/// empty launch, a timer tick or a wake-up that takes longer measured something else).
+fn check_launch(l: &crate::LaunchOverhead) -> Option<Problem> {
+    [
+        ("empty_kernel_secs", l.empty_kernel_secs),
+        ("timer_resolution_secs", l.timer_resolution_secs),
+        ("wake_barrier_secs", l.wake_barrier_secs),
+    ]
+    .into_iter()
+    .find_map(|(name, secs)| {
+        let secs = secs?;
+        (!(secs.is_finite() && secs > 0.0 && secs < 1.0)).then(|| {
+            problem(
+                at(&["launch"], None, name),
+                format!("`launch.{name}` is {secs}; it must be a time above 0 and below 1 s"),
+            )
+        })
+    })
+}
+
 pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
     let mut problems: Vec<Option<Problem>> = Vec::new();
     let run = &cal.run;
@@ -493,6 +513,9 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
         problems.push(check_capacity(c));
     }
     problems.extend(check_size_efficiency(cal).into_iter().map(Some));
+    if let Some(l) = &cal.launch {
+        problems.push(check_launch(l));
+    }
     problems.into_iter().flatten().next()
 }
 

@@ -196,6 +196,10 @@ pub struct Calibration {
     /// before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub size_efficiency: Vec<SizeEfficiency>,
+    /// What launching costs (the `launch` family). An optional section (added within schema 1);
+    /// absent when the run had no valid launch rows, and in files written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<LaunchOverhead>,
     /// Rows that contributed no number (`case: status`).
     #[serde(default)]
     pub excluded: Vec<String>,
@@ -260,6 +264,22 @@ pub struct Capacity {
     pub context_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub largest_allocation_bytes: Option<u64>,
+}
+
+/// What launching work costs a device, in seconds, each from the valid `launch` rows of a run:
+/// a GPU's empty kernel launched back to back on one stream (per launch, the median sample of
+/// many launches between two events) and its event timer's resolution (the smallest non-zero
+/// time between two events recorded back to back, the least over every try); the host's cost
+/// of waking its worker threads and one barrier among them (per round, the median sample). A
+/// file is refused unless each figure present is positive, finite and below a second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LaunchOverhead {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_kernel_secs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_resolution_secs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_barrier_secs: Option<f64>,
 }
 
 /// Whether text looks like a roofprobe results CSV (its header), not a calibration.
@@ -712,6 +732,59 @@ mod tests {
     /// The capacity section: absent from a file written before it (GOOD has none) and then
     /// `None`; present, it reads back as written; inconsistent figures are refused with their
     /// line.
+    /// The launch section: absent from a file written before it (GOOD has none) and then
+    /// `None`; present, it reads back as written, a host's figure alone too; a figure that is
+    /// not a time between 0 and 1 s is refused with its line.
+    #[test]
+    fn launch_reads_back_and_is_checked() {
+        assert_eq!(Calibration::from_json("c.json", GOOD).unwrap().launch, None);
+        let section = concat!(
+            "  \"launch\": { \"empty_kernel_secs\": 2.5e-6,\n",
+            "    \"timer_resolution_secs\": 5.12e-7 },\n",
+            "  \"points\": ["
+        );
+        let with = GOOD.replacen("  \"points\": [", section, 1);
+        assert_ne!(with, GOOD);
+        let cal = Calibration::from_json("c.json", &with).unwrap_or_else(|e| panic!("{e}"));
+        let l = cal.launch.expect("a launch section");
+        assert_eq!(
+            (
+                l.empty_kernel_secs,
+                l.timer_resolution_secs,
+                l.wake_barrier_secs
+            ),
+            (Some(2.5e-6), Some(5.12e-7), None)
+        );
+        assert_eq!(
+            Calibration::from_json("c.json", &cal.to_json()).unwrap(),
+            cal
+        );
+        let host = with.replacen(
+            "\"empty_kernel_secs\": 2.5e-6,\n    \"timer_resolution_secs\": 5.12e-7",
+            "\"wake_barrier_secs\": 1.5e-5",
+            1,
+        );
+        let l = Calibration::from_json("c.json", &host)
+            .unwrap()
+            .launch
+            .unwrap();
+        assert_eq!(l.wake_barrier_secs, Some(1.5e-5));
+        for (from, to, why) in [
+            ("2.5e-6", "0.0", "`launch.empty_kernel_secs` is 0"),
+            (
+                "5.12e-7",
+                "-5.12e-7",
+                "`launch.timer_resolution_secs` is -0.000000512",
+            ),
+            ("2.5e-6", "2.5", "`launch.empty_kernel_secs` is 2.5"),
+        ] {
+            let bad = with.replacen(from, to, 1);
+            let e = err(&bad);
+            assert!(e.contains(why), "{e}");
+            assert!(e.starts_with("c.json:"), "{e}");
+        }
+    }
+
     #[test]
     fn capacity_reads_back_and_is_checked() {
         assert_eq!(

@@ -30,10 +30,14 @@ pub enum Family {
     /// STREAM copy and triad against size: arrays from 1 MiB up, fitted as
     /// time = constant + bytes / bandwidth; the parameter is KiB per array.
     Efficiency,
+    /// Launch overhead: an empty kernel's launch time back to back on one stream and the event
+    /// timer's resolution on a GPU, waking the worker threads and one barrier on the host; the
+    /// time columns carry the per-launch time.
+    Launch,
 }
 
 impl Family {
-    pub const ALL: [Family; 9] = [
+    pub const ALL: [Family; 10] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
@@ -43,6 +47,7 @@ impl Family {
         Family::Latency,
         Family::Capacity,
         Family::Efficiency,
+        Family::Launch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +61,7 @@ impl Family {
             Family::Latency => "latency",
             Family::Capacity => "capacity",
             Family::Efficiency => "efficiency",
+            Family::Launch => "launch",
         }
     }
 }

@@ -50,6 +50,9 @@ use std::time::{Duration, Instant};
 mod capacity_driver;
 #[path = "cuda_gemm.rs"]
 mod gemm_driver;
+#[path = "cuda_launch.rs"]
+mod launch_driver;
+use crate::bench::launch as launch_rows;
 
 /// The most one batch of launches may take before its kernel is presumed runaway: the deadline
 /// of a case's first batch, when nothing is known of its launches yet, and the cap on the later
@@ -696,7 +699,8 @@ impl CudaBackend {
             ModuleId::Cache => self.modules.cache.get(id),
             ModuleId::Latency => self.modules.latency.get(id),
             // gemm (branch gemm): a GEMM expansion (and the SIMT GEMM) is loaded per case too.
-            ModuleId::Sweep(..) | ModuleId::Gemm(..) | ModuleId::GemmSimt => {
+            // launch (branch launchoh): the launch module is loaded per case too.
+            ModuleId::Sweep(..) | ModuleId::Gemm(..) | ModuleId::GemmSimt | ModuleId::Launch => {
                 let during = format!("loading kernels/{}", id.file());
                 self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
             }
@@ -1008,7 +1012,16 @@ impl Backend for CudaBackend {
         if case.family == Family::Capacity {
             return Ok(Box::new(capacity_driver::GpuCapacity::new(self, case)?));
         }
-        Ok(Box::new(GpuCase::new(self, case)?))
+        if case.family == Family::Launch && case.kernel == launch_rows::What::Timer.as_str() {
+            return Ok(Box::new(launch_driver::GpuTimer::new(self, case)?));
+        }
+        let mut prepared = GpuCase::new(self, case)?;
+        if case.family == Family::Launch {
+            // One launch before the samples: a lazily loaded function is loaded at its first
+            // launch, which is not a launch's cost. It counts among the launches checked.
+            prepared.run(1)?;
+        }
+        Ok(Box::new(prepared))
     }
 
     fn conditions(&self) -> Conditions {
@@ -1088,6 +1101,10 @@ struct GpuCase<'b> {
     module: ManuallyDrop<Arc<CudaModule>>,
     /// Seconds one launch took in the last batch: what the next batch's deadline follows.
     per_launch_secs: Option<f64>,
+    /// Launches issued so far (a launch row's count must equal them).
+    launches: u64,
+    /// A launch row's first batch whose clocks disagree ([`launch_rows::check_batch`]).
+    clock_fault: Option<Verdict>,
 }
 
 impl Drop for GpuCase<'_> {
@@ -1218,6 +1235,8 @@ impl<'b> GpuCase<'b> {
             events: ManuallyDrop::new(events),
             module: ManuallyDrop::new(module),
             per_launch_secs: None,
+            launches: 0,
+            clock_fault: None,
         })
     }
 
@@ -1316,6 +1335,8 @@ impl PreparedCase for GpuCase<'_> {
         let (start, end) = &*self.events;
         let stream = &*self.backend.stream;
         let cfg = self.cfg;
+        // The host's clock around the batch: both events lie inside it.
+        let host_start = Instant::now();
         self.backend.call(&during, || {
             start.record(stream)?;
             for _ in 0..reps {
@@ -1331,13 +1352,33 @@ impl PreparedCase for GpuCase<'_> {
         let deadline = batch_deadline(self.per_launch_secs, reps, self.backend.deadline);
         self.wait(end, &during, deadline)?;
         let ms = self.backend.call(&during, || start.elapsed_ms(end))?;
+        let host_secs = host_start.elapsed().as_secs_f64();
         let secs = ms as f64 / 1e3;
         self.per_launch_secs = Some(secs / f64::from(reps.max(1)));
+        self.launches += u64::from(reps);
+        if self.case.family == Family::Launch && self.clock_fault.is_none() {
+            let v = launch_rows::check_batch(secs, host_secs, reps);
+            if !v.valid {
+                self.clock_fault = Some(v);
+                // no figure: a zero is not a time the runner can summarise
+                return Ok(secs.max(f64::MIN_POSITIVE));
+            }
+        }
         Ok(secs)
     }
 
     fn verify(&mut self) -> Result<Verdict> {
         let words = self.read(Role::Output)?;
+        if self.case.family == Family::Launch {
+            if let Some(fault) = self.clock_fault.clone() {
+                return Ok(fault);
+            }
+            let counted = words.first().copied().unwrap_or(0);
+            let count = launch_rows::check_count(counted, self.launches);
+            if !count.valid {
+                return Ok(count);
+            }
+        }
         // The block records: the work every block counted (launch::Launch::verify_records).
         let records = match self.launch.buffer(Role::Clocks) {
             Some(_) => self.read(Role::Clocks)?,
@@ -1348,6 +1389,17 @@ impl PreparedCase for GpuCase<'_> {
 
     fn launch_note(&self) -> String {
         self.launch.note()
+    }
+
+    fn one_shot(&self) -> bool {
+        self.case.family == Family::Launch
+    }
+
+    fn one_shot_reps(&self) -> u32 {
+        match self.case.family {
+            Family::Launch => launch_rows::LAUNCHES_PER_SAMPLE,
+            _ => 1,
+        }
     }
 
     fn clock_mhz(&mut self) -> Option<f64> {
@@ -1361,7 +1413,8 @@ impl PreparedCase for GpuCase<'_> {
             | Family::Efficiency
             | Family::Cache
             | Family::Latency
-            | Family::Capacity => false,
+            | Family::Capacity
+            | Family::Launch => false,
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.count().is_some_and(|k| k > 0),
             // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.

@@ -15,7 +15,8 @@
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, efficiency_cases, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
 use crate::bench::{
-    arith, cache, capacity, gemm, intensity, latency, peak, stream, tensor, Case, Precision,
+    arith, cache, capacity, gemm, intensity, latency, launch as launch_rows, peak, stream, tensor,
+    Case, Precision,
 };
 use crate::specs::theory;
 use crate::Result;
@@ -338,6 +339,12 @@ pub fn plan_cases(
                 note: String::new(),
             }),
     );
+    // The launch overhead: the empty kernel (kernels/launch.ptx, sm_80 like the rest) and the
+    // event timer, sized by nothing.
+    planned.extend(launch_rows::GPU_ROWS.map(|what| PlannedCase {
+        case: launch_rows::case(what),
+        note: String::new(),
+    }));
     Ok(planned)
 }
 

@@ -17,13 +17,14 @@ use super::host_capacity::{meminfo_bytes, HostCapacity};
 use super::host_compute::{self, HostCompute};
 use super::host_gemm;
 use super::host_latency::{self, LatencyCase};
+use super::host_launch::WakeBarrier;
 use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::{
     dram_rule_bytes, efficiency_cases, plan_arrays, Backend, BackendKind, CacheLevel, Conditions,
     DeviceInfo, Identity, PlannedCase, PreparedCase, SizeRequest,
 };
 use crate::bench::stream::{self, Element, StreamKernel};
-use crate::bench::{cache, capacity, gemm, latency, Case, Family, Precision, Verdict};
+use crate::bench::{cache, capacity, gemm, latency, launch, Case, Family, Precision, Verdict};
 use crate::{Error, Result};
 use std::time::Instant;
 
@@ -153,6 +154,10 @@ impl Backend for HostBackend {
             usable,
             HOST_EFFICIENCY_MAX_ARRAY_BYTES,
         ));
+        planned.extend(launch::HOST_ROWS.map(|what| PlannedCase {
+            case: launch::case(what),
+            note: String::new(),
+        }));
         Ok(planned)
     }
 
@@ -171,6 +176,7 @@ impl Backend for HostBackend {
             (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
             (Family::Capacity, _) => Ok(Box::new(HostCapacity::new(case)?)),
+            (Family::Launch, _) => Ok(Box::new(WakeBarrier::new(&self.pool, case)?)),
             (Family::Cache, _) => Ok(Box::new(CacheCase::new(
                 &self.pool,
                 self.compute.simd,

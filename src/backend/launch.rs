@@ -55,6 +55,8 @@ pub enum ModuleId {
     Cache,
     /// kernels/latency.ptx
     Latency,
+    /// kernels/launch.ptx
+    Launch,
     /// One expansion of kernels/intensity.ptx.in: (precision, k).
     Sweep(Precision, u32),
     /// One expansion of kernels/gemm.ptx.in: its input and accumulator types.
@@ -74,6 +76,7 @@ impl ModuleId {
             ModuleId::MmaSm89 => "mma_sm89.ptx".into(),
             ModuleId::Cache => "cache.ptx".into(),
             ModuleId::Latency => "latency.ptx".into(),
+            ModuleId::Launch => "launch.ptx".into(),
             ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
             ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
             ModuleId::GemmSimt => "gemm_simt.ptx".into(),
@@ -90,6 +93,7 @@ impl ModuleId {
             ModuleId::MmaSm89 => Cow::Borrowed(kernels::MMA_SM89),
             ModuleId::Cache => Cow::Borrowed(kernels::CACHE),
             ModuleId::Latency => Cow::Borrowed(kernels::LATENCY),
+            ModuleId::Launch => Cow::Borrowed(kernels::LAUNCH),
             ModuleId::Sweep(p, k) => Cow::Owned(intensity::expand(p, k)),
             ModuleId::Gemm(p) => Cow::Owned(gemm::expand(p)),
             ModuleId::GemmSimt => Cow::Borrowed(kernels::GEMM_SIMT),
@@ -329,6 +333,10 @@ pub enum Check {
         precision: Precision,
         shape: gemm::Shape,
     },
+    /// The empty kernel's count (one u32 word): one add per launch, so after n launches from 0
+    /// it is n (`launch::check_count`, which the backend calls with the launches it issued,
+    /// and `launch::check_batch` on the clocks of each batch; [`Launch::verify_output`] checks the word's presence).
+    Launches,
 }
 
 /// What every block's record must show it did, and how a block's count turns into work.
@@ -463,6 +471,10 @@ impl Launch {
                 format!("{grid}, {} chains x {trips} trips", tensor::CHAINS)
             }
             (Check::Cache { .. }, Some(passes)) => format!("{grid}, {passes} passes"),
+            (Check::Launches, _) => format!(
+                "{grid}, empty but one counting add, {} launches between two events",
+                crate::bench::launch::LAUNCHES_PER_SAMPLE
+            ),
             (Check::Latency { line_bytes, .. }, Some(hops)) => {
                 format!("{grid}, one thread, {hops} dependent loads per launch, {line_bytes}-byte lines")
             }
@@ -588,6 +600,12 @@ impl Launch {
             Check::Sweep { precision, k } => {
                 intensity::check(precision, k, words.len(), |i| words[i])
             }
+            // The count against the launches issued is the backend's check (it alone knows
+            // them); here, that some launch ran at all.
+            Check::Launches => match words[0] {
+                0 => Verdict::invalid("the count is 0: no launch ran"),
+                _ => Verdict::valid(),
+            },
             Check::Gemm { precision, shape } => gemm::check(
                 precision,
                 shape,
@@ -719,6 +737,18 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
         }
         // a capacity case is driver calls, no kernel (`CudaBackend::prepare` runs it)
         Family::Capacity => Err(none()),
+        // the timer's row records events and launches nothing; the host's row is the host's
+        Family::Launch => {
+            if case.kernel != crate::bench::launch::What::Empty.as_str()
+                || p != crate::bench::launch::PRECISION
+            {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Launch,
+                name: format!("{}_{p}", case.kernel),
+            })
+        }
     }
 }
 
@@ -1117,6 +1147,21 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
             })
         }
         Family::Capacity => Err(format!("{}: a capacity case launches no kernel", case.id())),
+        Family::Launch => {
+            // One block of one thread, whatever grid fills the device: the launch is the figure.
+            let buffers = vec![Buffer {
+                role: Role::Output,
+                words: 1,
+                word_bytes: 4,
+                init: Init::Zero,
+            }];
+            let params = vec![param("count", Arg::Buffer(Role::Output))];
+            Ok(Launch {
+                grid: 1,
+                block: 1,
+                ..launch(buffers, params, Check::Launches, None, None)
+            })
+        }
     }
 }
 

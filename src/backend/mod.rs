@@ -18,6 +18,7 @@ pub mod host_capacity;
 pub mod host_compute;
 pub mod host_gemm;
 pub mod host_latency;
+pub mod host_launch;
 pub mod launch;
 pub mod pool;
 
@@ -173,11 +174,20 @@ pub trait PreparedCase {
         None
     }
 
-    /// Whether a run is a handful of driver or OS calls rather than launches (a capacity
-    /// case): the runner then takes its fewest samples of one call each, with no warm-up and
-    /// no batching, since there is nothing to warm and a call's time is not the figure.
+    /// Whether a sample is a fixed piece of work rather than launches batched to last the
+    /// sample time: a handful of driver or OS calls (a capacity case, whose call's time is not
+    /// the figure) or a fixed batch of launches (a launch case, [`Self::one_shot_reps`]). The
+    /// runner then takes its fewest samples, with no warm-up (a launch case warms itself when
+    /// it is prepared) and no batching of its own.
     fn one_shot(&self) -> bool {
         false
+    }
+
+    /// How many launches one one-shot sample runs back to back (a launch case: `run(reps)`
+    /// times that many between two events); the runner divides the sample by them and records
+    /// them as the row's `reps`. 1 for a case whose sample is one call.
+    fn one_shot_reps(&self) -> u32 {
+        1
     }
 
     /// The bytes the case found, for a case whose figure is a size (a capacity case): the

@@ -16,6 +16,7 @@ pub mod efficiency;
 pub mod gemm;
 pub mod intensity;
 pub mod latency;
+pub mod launch;
 pub mod peak;
 pub mod stream;
 pub mod tensor;

@@ -254,7 +254,12 @@ impl<'a> DeviceRun<'a> {
                     // a capacity row's figure is its size, not a rate
                     let size = (record.family == crate::bench::Family::Capacity && record.valid)
                         .then(|| crate::report::table::bytes(record.working_set_bytes));
+                    let launch = record
+                        .valid
+                        .then(|| crate::report::table::launch_figure(record))
+                        .flatten();
                     let figure = size
+                        .or(launch)
                         .or(record.gbps.map(|g| format!("{g:.2} GB/s")))
                         .or(record.gflops.map(|g| format!("{g:.2} GFLOP/s")))
                         .unwrap_or_else(|| record.status.clone());

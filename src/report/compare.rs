@@ -69,6 +69,7 @@ fn unit_of(family: Family, precision: Precision) -> &'static str {
         Family::Stream | Family::Efficiency | Family::Cache => "GB/s",
         Family::Latency => "ns/load",
         Family::Capacity => "GiB",
+        Family::Launch => "µs",
         _ if precision.is_integer() => "GOP/s",
         _ => "GFLOP/s",
     }
@@ -194,12 +195,14 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .time_min_s
                         .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
                     Family::Capacity => Some(r.working_set_bytes as f64 / (1u64 << 30) as f64),
+                    Family::Launch => r.launch_secs().map(|s| s * 1e6),
                     _ => r.gflops,
                 };
                 // The best is the fastest: the most per second, the fewest ns per load; the
-                // most memory, the least a context takes.
+                // most memory, the least a context takes; the fewest µs per launch.
                 let better = |a: f64, b: f64| {
                     if family == Family::Latency
+                        || family == Family::Launch
                         || (family == Family::Capacity && id.contains("/context/"))
                     {
                         a.min(b)
@@ -226,7 +229,8 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                     | Family::Cache
                     | Family::Gemm
                     | Family::Latency
-                    | Family::Capacity => None,
+                    | Family::Capacity
+                    | Family::Launch => None,
                 };
                 let why_not = match rows.first() {
                     None => "not run",
@@ -606,6 +610,47 @@ mod tests {
         assert_eq!(l.unit, "ns/load");
         assert!((l.cells[0].measured.unwrap() - 0.99).abs() < 1e-9, "{l:?}");
         assert!((l.cells[1].measured.unwrap() - 0.495).abs() < 1e-9, "{l:?}");
+    }
+
+    /// A launch case compares in µs, from the median per launch (the timer from its least
+    /// sample), and the best of a run's rows is the fewest.
+    #[test]
+    fn launch_compares_in_microseconds_and_the_fewest_is_best() {
+        use crate::bench::launch::{self, What};
+        let mut runs = two_runs();
+        let mut in_run = |what: What, median: f64, run: usize| {
+            let mut r = crate::record::tests::measured(&launch::case(what), median, true);
+            let like = &runs[run].records.as_ref().unwrap()[0];
+            (r.run_id, r.device_name, r.host) = (
+                like.run_id.clone(),
+                like.device_name.clone(),
+                like.host.clone(),
+            );
+            runs[run].records.as_mut().unwrap().push(r);
+        };
+        in_run(What::Empty, 4e-6, 0);
+        in_run(What::Empty, 3e-6, 0);
+        in_run(What::Empty, 6e-6, 1);
+        in_run(What::Timer, 1e-6, 1);
+        let lines = lines(&runs);
+        let find = |key: &str| lines.iter().find(|l| l.key == key).expect(key);
+        let empty = find("launch/empty/i32");
+        assert_eq!(empty.unit, "µs");
+        assert!(
+            (empty.cells[0].measured.unwrap() - 3.0).abs() < 1e-9,
+            "{empty:?}"
+        );
+        assert!(
+            (empty.cells[1].measured.unwrap() - 6.0).abs() < 1e-9,
+            "{empty:?}"
+        );
+        // the timer's figure is its least sample: 0.9 of the median
+        let timer = find("launch/timer/i32");
+        assert!(
+            (timer.cells[1].measured.unwrap() - 0.9).abs() < 1e-9,
+            "{timer:?}"
+        );
+        assert_eq!(timer.cells[0].status, "not run");
     }
 
     /// A capacity case compares its figure in GiB: the most is the best, except for the

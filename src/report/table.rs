@@ -45,7 +45,7 @@ pub fn bytes(b: u64) -> String {
 /// The table of a run's rows. Rows of several devices are grouped under a line per device; a
 /// device's latency rows are listed again after its table, as ns and cycles per load with the
 /// plateaus they form ([`latency_block`]), and its capacity rows as one line of figures
-/// ([`capacity_block`]). A capacity row's figure is its working set; its GB/s (the 8 bytes
+/// ([`capacity_block`]), its launch rows likewise ([`launch_block`]). A capacity row's figure is its working set; its GB/s (the 8 bytes
 /// of the figure over the call's time) is not shown.
 pub fn render(records: &[Record]) -> String {
     let mut out = String::new();
@@ -64,6 +64,7 @@ pub fn render(records: &[Record]) -> String {
             out.push_str(&latency_block(&group));
             out.push_str(&sweep_block(&group));
             out.push_str(&capacity_block(&group));
+            out.push_str(&launch_block(&group));
             group.clear();
             current_run = Some(&r.run_id);
             let cc = if r.compute_capability.is_empty() {
@@ -130,6 +131,7 @@ pub fn render(records: &[Record]) -> String {
     out.push_str(&sweep_block(&group));
     out.push_str(&capacity_block(&group));
     out.push_str(&efficiency_block(&group));
+    out.push_str(&launch_block(&group));
     out
 }
 
@@ -221,6 +223,33 @@ cache/sweep: read-only sum, {valid} of {} steps valid, {} .. {}; plateaus by cha
         );
     }
     out
+}
+
+/// One device's launch rows (family `launch`) on one line: each valid row's figure
+/// ([`Record::launch_secs`]) in run order, said as what it is. Empty when there are none.
+pub fn launch_block(rows: &[&Record]) -> String {
+    let figures: Vec<String> = rows
+        .iter()
+        .filter(|r| r.family == Family::Launch && r.valid)
+        .filter_map(|r| launch_figure(r))
+        .collect();
+    if figures.is_empty() {
+        return String::new();
+    }
+    format!("\nlaunch: {}\n", figures.join(", "))
+}
+
+/// A valid launch row's figure in words (`empty kernel 2.50 µs per launch`); `None` for
+/// another row.
+pub fn launch_figure(r: &Record) -> Option<String> {
+    use crate::bench::launch::What;
+    let secs = duration(Some(r.launch_secs()?));
+    Some(match What::parse(&r.kernel) {
+        Some(What::Empty) => format!("empty kernel {secs} per launch"),
+        Some(What::Timer) => format!("event timer resolution {secs}"),
+        Some(What::WakeBarrier) => format!("waking the workers and one barrier {secs}"),
+        None => format!("{} {secs}", r.kernel),
+    })
 }
 
 /// One device's capacity rows (family `capacity`) on one line: each valid figure in binary units, in
@@ -374,6 +403,40 @@ mod tests {
             "{t}"
         );
         assert_eq!(capacity_block(&[]), "");
+    }
+
+    /// Launch rows show their time in the median column and again on one line, said as what
+    /// each is; an invalid one has no figure there; no launch rows, no line.
+    #[test]
+    fn launch_rows_show_their_time_per_launch_on_one_line() {
+        use crate::bench::launch::{self, What};
+        let rows = [
+            measured(&launch::case(What::Empty), 4e-6, true),
+            measured(&launch::case(What::Timer), 1e-6, true),
+            measured(&launch::case(What::WakeBarrier), 2e-5, false),
+        ];
+        let t = render(&rows);
+        let empty = t
+            .lines()
+            .find(|l| l.starts_with("launch/empty/i32"))
+            .unwrap();
+        assert!(
+            empty.contains("4.00 µs") && empty.ends_with(" ok"),
+            "{empty}"
+        );
+        assert!(
+            t.contains(
+                "\nlaunch: empty kernel 4.00 µs per launch, event timer resolution 900.0 ns\n"
+            ),
+            "{t}"
+        );
+        assert_eq!(launch_block(&[]), "");
+        let stream = measured(
+            &StreamKernel::Triad.case(Precision::F32, 1 << 20),
+            1e-3,
+            true,
+        );
+        assert!(!render(&[stream]).contains("\nlaunch:"));
     }
 
     /// Latency rows are listed again as ns and cycles per load, from the fastest sample, with
