@@ -267,7 +267,9 @@ fn every_planned_case() -> Vec<(String, Case, u32)> {
             let (cases, grid) = planned(d, per_sm);
             for p in cases {
                 // cuBLAS, and the capacity figures (driver calls): no launch of ours
-                if p.case.kernel == gemm::GPU_REFERENCE || p.case.family == Family::Capacity {
+                if p.case.kernel == gemm::GPU_REFERENCE
+                    || matches!(p.case.family, Family::Capacity | Family::Link)
+                {
                     continue;
                 }
                 assert!(p.note.is_empty(), "{}: {}", d.name, p.note);
@@ -443,8 +445,10 @@ fn grids_and_loop_counts_fit_and_launches_last_about_the_target() {
             let (cases, grid) = planned(d, per_sm);
             for p in cases {
                 let case = &p.case;
-                if case.kernel == gemm::GPU_REFERENCE || case.family == Family::Capacity {
-                    continue; // cuBLAS, driver calls: no launch of ours
+                if case.kernel == gemm::GPU_REFERENCE
+                    || matches!(case.family, Family::Capacity | Family::Link)
+                {
+                    continue; // cuBLAS, driver calls, copies: no launch of ours
                 }
                 let launch = launch::plan(case, grid)
                     .unwrap_or_else(|e| panic!("{} {}: {e}", d.name, case.id()));
@@ -558,6 +562,7 @@ fn small(case: &Case) -> (Case, u32) {
         ),
         Family::Gemm => unreachable!("GEMM launches run at their own edge shapes"),
         Family::Capacity => unreachable!("a capacity case launches nothing"),
+        Family::Link => unreachable!("a link case copies, it launches nothing"),
     }
 }
 

@@ -27,10 +27,13 @@ pub enum Family {
     /// Usable memory: the total, what is free, what a context costs and the largest single
     /// allocation that succeeds, in bytes (the row's `working_set_bytes`).
     Capacity,
+    /// Copies over the host link and within a device (`cuMemcpy*Async`), at sizes from 4 KiB
+    /// to 1 GiB; the parameter is the copy's KiB, the figure its bytes (once) over its time.
+    Link,
 }
 
 impl Family {
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 9] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
@@ -39,6 +42,7 @@ impl Family {
         Family::Gemm,
         Family::Latency,
         Family::Capacity,
+        Family::Link,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Family {
             Family::Gemm => "gemm",
             Family::Latency => "latency",
             Family::Capacity => "capacity",
+            Family::Link => "link",
         }
     }
 }

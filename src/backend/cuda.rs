@@ -50,6 +50,8 @@ use std::time::{Duration, Instant};
 mod capacity_driver;
 #[path = "cuda_gemm.rs"]
 mod gemm_driver;
+#[path = "cuda_link.rs"]
+mod link_driver;
 
 /// The most one batch of launches may take before its kernel is presumed runaway: the deadline
 /// of a case's first batch, when nothing is known of its launches yet, and the cap on the later
@@ -1008,6 +1010,9 @@ impl Backend for CudaBackend {
         if case.family == Family::Capacity {
             return Ok(Box::new(capacity_driver::GpuCapacity::new(self, case)?));
         }
+        if case.family == Family::Link {
+            return Ok(Box::new(link_driver::GpuLink::new(self, case)?));
+        }
         Ok(Box::new(GpuCase::new(self, case)?))
     }
 
@@ -1357,7 +1362,9 @@ impl PreparedCase for GpuCase<'_> {
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         let arithmetic = match self.case.family {
-            Family::Stream | Family::Cache | Family::Latency | Family::Capacity => false,
+            Family::Stream | Family::Cache | Family::Latency | Family::Capacity | Family::Link => {
+                false
+            }
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.count().is_some_and(|k| k > 0),
             // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.

@@ -15,7 +15,7 @@
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
 use crate::bench::{
-    arith, cache, capacity, gemm, intensity, latency, peak, stream, tensor, Case, Precision,
+    arith, cache, capacity, gemm, intensity, latency, link, peak, stream, tensor, Case, Precision,
 };
 use crate::specs::theory;
 use crate::Result;
@@ -220,6 +220,7 @@ pub fn plan_cases(
     )?;
     // Capacity first: `largest` searches the memory the run starts with.
     planned.splice(0..0, capacity_cases(info));
+    planned.extend(link_cases(info.memory_free_bytes));
     if !runs_compute_kernels(cc) {
         return Ok(planned);
     }
@@ -315,6 +316,23 @@ pub fn capacity_cases(info: &DeviceInfo) -> Vec<PlannedCase> {
             note: String::new(),
         })
         .to_vec()
+}
+
+/// The link family's copies ([`link::sizes`]), each capped so its device buffers take at most
+/// half of `free_bytes`, the device's free memory.
+pub fn link_cases(free_bytes: u64) -> Vec<PlannedCase> {
+    link::Transfer::ALL
+        .into_iter()
+        .flat_map(|t| {
+            let cap = free_bytes / 2 / t.device_buffers();
+            link::sizes(t, cap)
+                .into_iter()
+                .map(move |bytes| PlannedCase {
+                    case: link::case(t, bytes),
+                    note: String::new(),
+                })
+        })
+        .collect()
 }
 
 /// The fewest and the most dependent loads one latency launch takes (see [`latency_hops`]).

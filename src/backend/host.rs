@@ -159,6 +159,12 @@ impl Backend for HostBackend {
             (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
             (Family::Capacity, _) => Ok(Box::new(HostCapacity::new(case)?)),
+            // no host-device link to copy over: the host plans no link case
+            (Family::Link, _) => Err(Error::Usage(format!(
+                "the host backend has no kernel for {}: a link case copies between the host and \
+                 a GPU, and the host backend has no GPU; run it with --device cuda:N",
+                case.id()
+            ))),
             (Family::Cache, _) => Ok(Box::new(CacheCase::new(
                 &self.pool,
                 self.compute.simd,

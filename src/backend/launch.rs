@@ -708,8 +708,9 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                 name: format!("{}_{p}", case.kernel),
             })
         }
-        // a capacity case is driver calls, no kernel (`CudaBackend::prepare` runs it)
-        Family::Capacity => Err(none()),
+        // a capacity case is driver calls, no kernel (`CudaBackend::prepare` runs it); so is a
+        // link case (copies)
+        Family::Capacity | Family::Link => Err(none()),
     }
 }
 
@@ -1108,6 +1109,10 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
             })
         }
         Family::Capacity => Err(format!("{}: a capacity case launches no kernel", case.id())),
+        Family::Link => Err(format!(
+            "{}: a link case copies, it launches no kernel",
+            case.id()
+        )),
     }
 }
 

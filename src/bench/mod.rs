@@ -15,6 +15,7 @@ pub mod capacity;
 pub mod gemm;
 pub mod intensity;
 pub mod latency;
+pub mod link;
 pub mod peak;
 pub mod stream;
 pub mod tensor;

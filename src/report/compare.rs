@@ -66,7 +66,7 @@ impl Line {
 /// cache sweep, whose `i32` is its element type, not arithmetic), else operations per second.
 fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
-        Family::Stream | Family::Cache => "GB/s",
+        Family::Stream | Family::Cache | Family::Link => "GB/s",
         Family::Latency => "ns/load",
         Family::Capacity => "GiB",
         _ if precision.is_integer() => "GOP/s",
@@ -219,6 +219,15 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
+                    // a host-link copy against the nominal rate of the link its row saw
+                    Family::Link => rows
+                        .first()
+                        .filter(|r| {
+                            crate::bench::link::Transfer::parse(&r.kernel)
+                                .is_some_and(|t| t.over_link())
+                        })
+                        .and_then(|r| crate::bench::link::link_in_note(&r.note))
+                        .and_then(crate::bench::link::pcie_nominal_gbps),
                     Family::Intensity
                     | Family::Cache
                     | Family::Gemm
