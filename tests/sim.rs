@@ -226,10 +226,33 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         "latency/cg/i32/4",
         // all four figures: total, free, context, largest
         "capacity/",
+        // every copy at every size that fits the simulated device
+        "link/",
     ];
     let (csv, rows) = run_filtered(&sim, dir.path(), &filters);
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(ids.len(), filters.len() + 3, "{ids:?}");
+    // link: planned at the device's free memory as the context was created (896 KiB)
+    let link_cases = roofprobe::backend::cuda_plan::link_cases(896 << 10).len();
+    assert!(link_cases >= 10, "{link_cases}");
+    assert_eq!(ids.len(), filters.len() + 3 + link_cases - 1, "{ids:?}");
+    // every copy ran and its destination checked (the loop below: valid); no NVML beside the
+    // simulated driver, so each host-link row says its link is not known
+    let link_rows: Vec<_> = rows
+        .iter()
+        .filter(|r| r.family.as_str() == "link")
+        .collect();
+    assert_eq!(link_rows.len(), link_cases);
+    for r in &link_rows {
+        if r.kernel != "device_local_copy" {
+            assert!(
+                r.note.contains("held against nothing"),
+                "{}: {}",
+                r.case_id(),
+                r.note
+            );
+        }
+        assert!(r.gbps.is_some_and(|g| g > 0.0), "{}", r.case_id());
+    }
     // capacity: largest <= free <= total on the simulated device (1 MiB, 128 KiB context),
     // the figures in `working_set_bytes`, and in the calibration beside the CSV
     let figure = |kernel: &str| {

@@ -189,7 +189,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                 };
                 let rows: &[&Record] = by_case.get(&id).map_or(&[], Vec::as_slice);
                 let figure = |r: &Record| match family {
-                    Family::Stream | Family::Cache => r.gbps,
+                    Family::Stream | Family::Cache | Family::Link => r.gbps,
                     Family::Latency => r
                         .time_min_s
                         .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
