@@ -662,6 +662,57 @@ mod tests {
         assert_eq!(context.cells[0].measured, Some(1.0));
     }
 
+    /// A link case compares in GB/s, the copy's bytes over its time, each run's figure held
+    /// against the nominal rate of the PCIe link its row's note recorded (none where the note
+    /// says the link was not known).
+    #[test]
+    fn link_compares_in_gb_per_s_against_the_link_each_row_saw() {
+        use crate::bench::link::{self, PcieLink, Transfer};
+        let mut runs = two_runs();
+        let copy = |secs: f64, generation: Option<u32>, run: usize| {
+            let mut r = crate::record::tests::measured(
+                &link::case(Transfer::HostToDevice, 1 << 30),
+                secs,
+                true,
+            );
+            r.note = link::link_note(
+                generation
+                    .map(|g| {
+                        (
+                            PcieLink {
+                                generation: g,
+                                width: 16,
+                            },
+                            None,
+                        )
+                    })
+                    .ok_or_else(|| "NVML absent".to_string()),
+            );
+            let like = &runs[run].records.as_ref().unwrap()[0];
+            (r.run_id, r.device_name, r.host) = (
+                like.run_id.clone(),
+                like.device_name.clone(),
+                like.host.clone(),
+            );
+            r
+        };
+        let a = copy(0.02, Some(5), 0);
+        let b = copy(0.04, None, 1);
+        runs[0].records.as_mut().unwrap().push(a);
+        runs[1].records.as_mut().unwrap().push(b);
+        let lines = lines(&runs);
+        let line = lines
+            .iter()
+            .find(|l| l.key == "link/host_to_device_memcpy_ce/u8/1048576")
+            .expect("a link line");
+        assert_eq!(line.unit, "GB/s");
+        let gb = (1u64 << 30) as f64 / 1e9;
+        assert!((line.cells[0].measured.unwrap() - gb / 0.02).abs() < 1e-9);
+        assert!((line.ratio(1).unwrap() - 0.5).abs() < 1e-9);
+        assert!((line.cells[0].spec.unwrap() - 63.015).abs() < 0.01);
+        assert_eq!(line.cells[1].spec, None);
+    }
+
     #[test]
     fn calibration_only_runs_have_ceilings_but_no_cases() {
         let mut runs = two_runs();
