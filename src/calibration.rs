@@ -117,6 +117,7 @@ impl FromRecords for Calibration {
             capacity: capacity_of(records),
             size_efficiency: size_efficiency_of(records),
             launch: launch_of(records),
+            link: link_of(records),
             excluded: fit.excluded,
             suspect: records
                 .iter()
@@ -190,6 +191,47 @@ pub fn size_efficiency_of(records: &[Record]) -> Vec<roofprobe_calibration::Size
         }
     }
     out
+}
+
+/// The link section from a run's valid link rows: per host-link copy with valid rows at two or
+/// more sizes, `time = latency + bytes / bandwidth` fitted ([`crate::fit`]) over each row's
+/// bytes and median time (a copy whose times fit no such line is left out); the PCIe link the
+/// rows' notes recorded. `None` when no copy was fitted.
+fn link_of(records: &[Record]) -> Option<roofprobe_calibration::Link> {
+    use crate::bench::link::{self, Transfer};
+    let rows: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.valid && r.family == Family::Link)
+        .collect();
+    let transfers: Vec<roofprobe_calibration::LinkTransfer> = Transfer::ALL
+        .into_iter()
+        .filter(|t| t.over_link())
+        .filter_map(|t| {
+            let points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.kernel == t.as_str())
+                .filter_map(|r| Some((r.bytes as f64, r.time_median_s?)))
+                .collect();
+            let fit = crate::fit::latency_bandwidth(&points).ok()?;
+            Some(roofprobe_calibration::LinkTransfer {
+                kernel: t.as_str().to_string(),
+                latency_s: fit.latency_secs,
+                bandwidth_gbps: fit.bytes_per_sec / 1e9,
+                sizes: u32::try_from(fit.points).unwrap_or(u32::MAX),
+            })
+        })
+        .collect();
+    if transfers.is_empty() {
+        return None;
+    }
+    let pcie = rows.iter().find_map(|r| link::link_in_note(&r.note));
+    Some(roofprobe_calibration::Link {
+        pcie: pcie
+            .map(|p| format!("PCIe Gen{} x{}", p.generation, p.width))
+            .unwrap_or_default(),
+        nominal_gbps: pcie.and_then(link::pcie_nominal_gbps),
+        transfers,
+    })
 }
 
 /// The capacity section from a run's valid capacity rows (each figure in `working_set_bytes`);
@@ -408,6 +450,100 @@ mod tests {
         let plain = Calibration::from_records(&synthetic_run(), None).unwrap();
         assert_eq!(plain.capacity, None);
         assert!(!plain.to_json().contains("\"capacity\""));
+    }
+
+    /// The link section fits each host-link copy's valid rows (time = latency + bytes /
+    /// bandwidth), takes the PCIe link from their notes, leaves out an invalid row and a copy
+    /// with one size, and survives the JSON round trip; without link rows there is none.
+    #[test]
+    fn link_rows_make_the_link_section() {
+        use crate::bench::link::{self, Transfer};
+        let base = synthetic_run();
+        let row = |t: Transfer, bytes: u64, secs: f64, valid: bool| {
+            let mut r = crate::record::tests::measured(&link::case(t, bytes), secs, valid);
+            r.run_id = base[0].run_id.clone();
+            r.note = format!(
+                "pinned; {}",
+                link::link_note(Ok((
+                    link::PcieLink {
+                        generation: 5,
+                        width: 16
+                    },
+                    None
+                )))
+            );
+            r
+        };
+        let mut rows = base.clone();
+        for bytes in [4u64 << 10, 1 << 20, 256 << 20] {
+            rows.push(row(
+                Transfer::HostToDevice,
+                bytes,
+                10e-6 + bytes as f64 / 50e9,
+                true,
+            ));
+            rows.push(row(
+                Transfer::DeviceToHost,
+                bytes,
+                12e-6 + bytes as f64 / 40e9,
+                true,
+            ));
+        }
+        // an invalid row of a wild time does not count; one size alone makes no fit
+        rows.push(row(Transfer::HostToDevice, 64 << 20, 1.0, false));
+        rows.push(row(Transfer::HostToDevicePageable, 4 << 10, 1e-4, true));
+        for r in rows.iter_mut() {
+            let first = base[0].clone();
+            r.host = first.host;
+            r.device_id = first.device_id;
+            r.device_name = first.device_name;
+            r.compute_capability = first.compute_capability;
+            r.backend = first.backend;
+            r.units = first.units;
+            r.llc_bytes = first.llc_bytes;
+            r.memory_bus_bits = first.memory_bus_bits;
+            r.driver = first.driver;
+            r.uuid = first.uuid;
+            r.vendor = first.vendor;
+            r.cpu_family = first.cpu_family;
+            r.cpu_model = first.cpu_model;
+            r.microarch = first.microarch;
+            r.isa = first.isa;
+            r.pci_bus_id = first.pci_bus_id;
+            r.vbios = first.vbios;
+            r.ecc = first.ecc;
+            r.mig = first.mig;
+            r.power_limit_w = first.power_limit_w;
+            r.app_clock_mhz = first.app_clock_mhz;
+            r.app_memory_clock_mhz = first.app_memory_clock_mhz;
+        }
+        let cal = Calibration::from_records(&rows, None).unwrap();
+        let l = cal.link.clone().expect("a link section");
+        assert_eq!(l.pcie, "PCIe Gen5 x16");
+        assert!((l.nominal_gbps.unwrap() - 63.015).abs() < 0.01);
+        assert_eq!(l.transfers.len(), 2, "{l:?}");
+        let h2d = l.transfer("host_to_device_memcpy_ce").unwrap();
+        assert!((h2d.latency_s - 10e-6).abs() < 1e-9 && (h2d.bandwidth_gbps - 50.0).abs() < 1e-6);
+        assert_eq!(h2d.sizes, 3);
+        let d2h = l.transfer("device_to_host_memcpy_ce").unwrap();
+        assert!((d2h.bandwidth_gbps - 40.0).abs() < 1e-6);
+        // through the JSON: the same fits, to the last digits the text keeps
+        let back = Calibration::from_json("x.json", &cal.to_json())
+            .unwrap()
+            .link
+            .unwrap();
+        assert_eq!(
+            (back.pcie.as_str(), back.transfers.len()),
+            ("PCIe Gen5 x16", 2)
+        );
+        for (a, b) in back.transfers.iter().zip(&l.transfers) {
+            assert_eq!((&a.kernel, a.sizes), (&b.kernel, b.sizes));
+            assert!((a.latency_s / b.latency_s - 1.0).abs() < 1e-12);
+            assert!((a.bandwidth_gbps / b.bandwidth_gbps - 1.0).abs() < 1e-12);
+        }
+        let plain = Calibration::from_records(&synthetic_run(), None).unwrap();
+        assert_eq!(plain.link, None);
+        assert!(!plain.to_json().contains("\"link\""));
     }
 
     #[test]

@@ -61,6 +61,19 @@ pub const EVENT_PAIR_SECS: f64 = 5e-5;
 /// estimate goes on a loaded machine.
 pub const WAKE_ROUND_SECS: f64 = 1e-4;
 
+/// Bytes per second a pinned copy moves over the host link, per direction, as far as the
+/// estimate goes: what PCIe Gen5 x16 (63 GB/s nominal) delivers at best. The estimate does not
+/// know the link (NVML is read as the cases run), so an older link's copies take longer than it
+/// says; the copies are a small part of a link case's time (its buffers are the most).
+pub const LINK_PINNED_BYTES_PER_SEC: f64 = 50e9;
+
+/// The same for pageable host memory, which the driver stages through pinned buffers of its
+/// own: a fraction of the pinned rate.
+pub const LINK_PAGEABLE_BYTES_PER_SEC: f64 = 10e9;
+
+/// Seconds a copy takes besides its bytes (the copy engine's start, the events): microseconds.
+pub const LINK_COPY_SECS: f64 = 20e-6;
+
 /// What a device does at most, as far as the estimate knows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rates {
@@ -174,6 +187,9 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
     if case.family == Family::Launch {
         return launch_rows_secs(case, cfg);
     }
+    if case.family == Family::Link {
+        return link_secs(case, cfg, rates);
+    }
     let launch = launch_secs(case, rates);
     let reps = (min_sample_secs / launch)
         .ceil()
@@ -228,6 +244,47 @@ pub fn launch_rows_secs(case: &Case, cfg: &RunConfig) -> f64 {
         Some(What::WakeBarrier) | None => samples * case.elements as f64 * WAKE_ROUND_SECS,
     };
     CASE_OVERHEAD_SECS + calls
+}
+
+/// Seconds a link case takes ([`crate::bench::link`]): its host buffers allocated (pinned
+/// memory is pinned page by page) and filled or cleared, two passes over each at
+/// [`HOST_PREP_BYTES_PER_SEC`], a device-to-host case's source filled through its host buffer
+/// (one copy more); then one untimed copy and the runner's fewest samples of one copy each
+/// ([`crate::backend::PreparedCase::one_shot`]), each at its rate (a bidirectional case's
+/// opposite copy runs at the same time, on the other direction of the link); the check's
+/// windows are kilobytes.
+pub fn link_secs(case: &Case, cfg: &RunConfig, rates: &Rates) -> f64 {
+    use crate::bench::link::{self, Transfer};
+    let Some(t) = Transfer::parse(&case.kernel) else {
+        return CASE_OVERHEAD_SECS;
+    };
+    let bytes = link::copy_bytes(case) as f64;
+    let host_buffers = match t {
+        Transfer::DeviceLocal => 1.0, // the staging buffer of the source's pattern
+        _ if t.bidirectional() => 2.0,
+        _ => 1.0,
+    };
+    let host = host_buffers * bytes * 2.0 / HOST_PREP_BYTES_PER_SEC;
+    let rate = match t {
+        // read and written by the copy engines
+        Transfer::DeviceLocal => rates.dram_bytes_per_sec / 2.0,
+        _ if t.pageable() => LINK_PAGEABLE_BYTES_PER_SEC,
+        _ => LINK_PINNED_BYTES_PER_SEC,
+    };
+    let fills = if t.to_device() { 0.0 } else { 1.0 };
+    let fill_rate = if t == Transfer::DeviceLocal {
+        LINK_PAGEABLE_BYTES_PER_SEC
+    } else {
+        rate
+    };
+    let copy = LINK_COPY_SECS + bytes / rate;
+    let copies = (1.0 + f64::from(cfg.min_samples.max(2))) * copy;
+    let staging = if t == Transfer::DeviceLocal || fills > 0.0 {
+        bytes / fill_rate
+    } else {
+        0.0
+    };
+    CASE_OVERHEAD_SECS + host + staging + copies
 }
 
 /// Seconds the whole plan takes.
@@ -323,6 +380,32 @@ mod tests {
         let want = CASE_OVERHEAD_SECS + samples * 200.0 * EVENT_PAIR_SECS;
         assert!((timer - want).abs() < 1e-9, "{timer} vs {want}");
         assert!(empty + timer < 1.0, "{empty} + {timer}");
+    }
+
+    /// A link case costs its buffers and its few copies, not a case budget of samples: a
+    /// 1 GiB pinned copy's buffer (two passes at the host's rate) and its six copies at the
+    /// pinned rate; a pageable copy runs at the pageable rate; the bidirectional case has two
+    /// host buffers; and the family's sum on an H200-sized device stays within 6 s.
+    #[test]
+    fn a_link_case_costs_its_buffers_and_copies() {
+        use crate::bench::link::{self, Transfer};
+        let cfg = RunConfig::full();
+        let gib = link::case(Transfer::HostToDevice, 1 << 30);
+        let b = (1u64 << 30) as f64;
+        let want = CASE_OVERHEAD_SECS
+            + b * 2.0 / HOST_PREP_BYTES_PER_SEC
+            + 6.0 * (LINK_COPY_SECS + b / LINK_PINNED_BYTES_PER_SEC);
+        let secs = case_secs(&gib, &cfg, 0.01, &rates());
+        assert!((secs - want).abs() < 1e-9, "{secs} vs {want}");
+        let small = |t| case_secs(&link::case(t, 16 << 20), &cfg, 0.01, &rates());
+        assert!(small(Transfer::HostToDevicePageable) > small(Transfer::HostToDevice));
+        assert!(small(Transfer::HostToDeviceBidirectional) > small(Transfer::HostToDevice));
+        // the whole family on a device with 140 GiB free
+        let family: f64 = crate::backend::cuda_plan::link_cases(140 << 30)
+            .iter()
+            .map(|p| case_secs(&p.case, &cfg, 0.01, &rates()))
+            .sum();
+        assert!(family < 6.0, "{family}");
     }
 
     /// A latency launch lasts its hops at the load time of the level its ring sits in: L1 for

@@ -256,8 +256,29 @@ impl Inputs<'_> {
         self.spec("nvlink_gbs").map(|(g, s)| (g / 2.0, s))
     }
 
-    /// PCIe per direction in GB/s, from the sheet's `(N GB/s)` (both directions together).
+    /// PCIe per direction in GB/s: measured where the run fitted its pinned copies (the lower of
+    /// the host-to-device and device-to-host asymptotes: a transfer's rate is its slower
+    /// direction's in a round trip, and an estimator given one figure should not be promised
+    /// the faster), else the sheet's `(N GB/s)` (both directions together) halved.
     fn pcie_per_direction_gbs(&self) -> Option<(f64, Source)> {
+        let measured = self.cal.link.as_ref().and_then(|l| {
+            crate::bench::link::Transfer::FITTED
+                .into_iter()
+                .filter_map(|t| {
+                    let fit = l.transfer(t.as_str())?;
+                    Some((fit.bandwidth_gbps, t.as_str()))
+                })
+                .filter(|(g, _)| g.is_finite() && *g > 0.0)
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+        });
+        if let Some((gbps, kernel)) = measured {
+            return Some((
+                gbps,
+                Source::Measured(format!(
+                    "link/{kernel}: the asymptote of its fit over sizes (the slower pinned direction)"
+                )),
+            ));
+        }
         let s = self.sheet?;
         let open = s.pcie.find('(')?;
         let inner = &s.pcie[open + 1..];
@@ -1139,6 +1160,37 @@ mod tests {
             other => panic!("{other:?} is not a number"),
         };
         assert!((got - want).abs() <= want.abs() * 1e-12, "{got} != {want}");
+    }
+
+    /// A run that fitted its pinned copies gives `node.pcie_bw` from the slower direction's
+    /// asymptote, said to be measured; without the section it stays the sheet's.
+    #[test]
+    fn pcie_bw_is_the_measured_pinned_link_where_the_run_has_one() {
+        let mut cal = Calibration::from_records(&synthetic_run(), None).unwrap();
+        let sheet = sheet_of(&cal).unwrap();
+        let t = |kernel: &str, gbps: f64| roofprobe_calibration::LinkTransfer {
+            kernel: kernel.into(),
+            latency_s: 1e-5,
+            bandwidth_gbps: gbps,
+            sizes: 10,
+        };
+        cal.link = Some(roofprobe_calibration::Link {
+            pcie: "PCIe Gen4 x16".into(),
+            nominal_gbps: Some(31.5),
+            transfers: vec![
+                t("host_to_device_memcpy_ce", 24.5),
+                t("device_to_host_memcpy_ce", 26.0),
+                t("host_to_device_pageable_memcpy_ce", 9.0),
+            ],
+        });
+        let e = build(&cal, sheet, Format::Aiconfigurator, &[]).unwrap();
+        let f = field(&e, "node.pcie_bw");
+        close(&f.value, 24.5e9);
+        assert!(
+            matches!(&f.source, Source::Measured(c) if c.contains("host_to_device_memcpy_ce")),
+            "{:?}",
+            f.source
+        );
     }
 
     #[test]

@@ -148,7 +148,9 @@ mod tests {
         assert_eq!(runs[0].len(), 11);
     }
 
-    /// 50 000 run ids split in linear time (the old search over the groups took minutes).
+    /// 50 000 run ids split in linear time (the old search over the groups took minutes). The
+    /// bound catches that quadratic search, not a slow machine: it holds under emulation
+    /// (qemu-user, where this takes seconds) on a loaded machine.
     #[test]
     fn many_runs_split_fast() {
         let base = synthetic_run().remove(0);
@@ -161,7 +163,7 @@ mod tests {
             .collect();
         let t = std::time::Instant::now();
         assert_eq!(split_runs(rows).len(), 50_000);
-        assert!(t.elapsed().as_secs_f64() < 2.0, "{:?}", t.elapsed());
+        assert!(t.elapsed().as_secs_f64() < 30.0, "{:?}", t.elapsed());
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod error;
 pub mod estimate;
 pub mod exports;
 pub mod files;
+pub mod fit;
 pub mod hygiene;
 pub mod inputs;
 pub mod kernels;

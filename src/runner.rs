@@ -103,7 +103,9 @@ impl RunConfig {
     /// The schedule `case` runs under: the run's, except for two families of many small
     /// cases whose curve, not any one case's spread, is the figure, and which the cases before
     /// them have warmed: a step of the cache sweep ([`crate::bench::cache::is_sweep_step`])
-    /// takes the fewest samples, and a case of the size sweep (`efficiency`)
+    /// and a latency chase (one thread's dependent loads: a per-level plateau, not one
+    /// working set's spread, is its figure, and its long launches vary little) take the fewest
+    /// samples, and a case of the size sweep (`efficiency`)
     /// [`crate::bench::efficiency::SAMPLES`], each after a warm-up of one sample, as a count
     /// whatever the budget or `--until-stable` say. The estimate
     /// ([`crate::duration::case_secs`]) follows the same schedule.
@@ -114,7 +116,8 @@ impl RunConfig {
             stop: Stop::Count,
             ..self.clone()
         };
-        if crate::bench::cache::is_sweep_step(case) {
+        if crate::bench::cache::is_sweep_step(case) || case.family == crate::bench::Family::Latency
+        {
             few
         } else if case.family == crate::bench::Family::Efficiency {
             let samples = crate::bench::efficiency::SAMPLES;

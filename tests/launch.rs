@@ -273,10 +273,10 @@ fn every_planned_case() -> Vec<(String, Case, u32)> {
         for per_sm in [1, 4, 8] {
             let (cases, grid) = planned(d, per_sm);
             for p in cases {
-                // cuBLAS, the capacity figures (driver calls), the event timer (events, no
-                // kernel): no launch of ours
+                // cuBLAS, the capacity figures (driver calls), the link's copies, the event
+                // timer (events, no kernel): no launch of ours
                 if p.case.kernel == gemm::GPU_REFERENCE
-                    || p.case.family == Family::Capacity
+                    || matches!(p.case.family, Family::Capacity | Family::Link)
                     || is_timer(&p.case)
                 {
                     continue;
@@ -465,10 +465,10 @@ fn grids_and_loop_counts_fit_and_launches_last_about_the_target() {
             for p in cases {
                 let case = &p.case;
                 if case.kernel == gemm::GPU_REFERENCE
-                    || case.family == Family::Capacity
+                    || matches!(case.family, Family::Capacity | Family::Link)
                     || is_timer(case)
                 {
-                    continue; // cuBLAS, driver calls, events: no launch of ours
+                    continue; // cuBLAS, driver calls, copies, events: no launch of ours
                 }
                 let launch = launch::plan(case, grid)
                     .unwrap_or_else(|e| panic!("{} {}: {e}", d.name, case.id()));
@@ -592,6 +592,7 @@ fn small(case: &Case) -> (Case, u32) {
         Family::Capacity => unreachable!("a capacity case launches nothing"),
         // one launch, one block of one thread, whatever grid: it is sized by nothing
         Family::Launch => (case.clone(), 1),
+        Family::Link => unreachable!("a link case copies, it launches nothing"),
     }
 }
 
@@ -652,7 +653,11 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
     // the bandwidth sweep's step (one launch shape for all its steps), 7 latency ones (`ca` at
     // 16 KiB, `cg` in each model's L2 and DRAM), 18 of the size sweep (copy and triad, 1 MiB
     // to 256 MiB per array) and the empty kernel over the devices modelled
-    assert_eq!(seen.len(), 14 + 5 + 7 + 60 + 14 + 1 + 7 + 18 + 1, "{seen:?}");
+    assert_eq!(
+        seen.len(),
+        14 + 5 + 7 + 60 + 14 + 1 + 7 + 18 + 1,
+        "{seen:?}"
+    );
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
     assert!(seen.contains("cache/sweep"));
 }

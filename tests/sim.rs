@@ -273,11 +273,21 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         "capacity/",
         // the empty kernel and the event timer
         "launch/",
+        // every copy at every size that fits the simulated device
+        "link/",
     ];
     let (csv, rows) = run_filtered(&sim, dir.path(), &filters);
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    // capacity's 4 figures, the sweep's 4 steps and launch's 2 under one filter each
-    assert_eq!(ids.len(), filters.len() + 3 + 3 + 1, "{ids:?}");
+    // link: planned at the device's free memory as the context was created (896 KiB)
+    let link_cases = roofprobe::backend::cuda_plan::link_cases(896 << 10).len();
+    assert!(link_cases >= 10, "{link_cases}");
+    // capacity's 4 figures, the sweep's 4 steps, launch's 2 and the link's copies under one
+    // filter each
+    assert_eq!(
+        ids.len(),
+        filters.len() + 3 + 3 + 1 + link_cases - 1,
+        "{ids:?}"
+    );
     let steps: Vec<&str> = ids
         .iter()
         .filter(|id| id.starts_with("cache/sweep/"))
@@ -300,6 +310,24 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
             ("L2".to_string(), 32 << 10)
         ]
     );
+    // every copy ran and its destination checked (the loop below: valid); no NVML beside the
+    // simulated driver, so each host-link row says its link is not known
+    let link_rows: Vec<_> = rows
+        .iter()
+        .filter(|r| r.family.as_str() == "link")
+        .collect();
+    assert_eq!(link_rows.len(), link_cases);
+    for r in &link_rows {
+        if r.kernel != "device_local_copy" {
+            assert!(
+                r.note.contains("held against nothing"),
+                "{}: {}",
+                r.case_id(),
+                r.note
+            );
+        }
+        assert!(r.gbps.is_some_and(|g| g > 0.0), "{}", r.case_id());
+    }
     // capacity: largest <= free <= total on the simulated device (1 MiB, 128 KiB context),
     // the figures in `working_set_bytes`, and in the calibration beside the CSV
     let figure = |kernel: &str| {

@@ -211,6 +211,45 @@ fn at(parts: &[&str], index: Option<usize>, field: &str) -> Vec<Seg> {
 }
 
 /// Every figure of a calibration, checked; the first problem found.
+/// A link section's figures must be a fit: every latency finite and at least 0, every bandwidth
+/// and the nominal rate finite and positive, at least two sizes per fit, a kernel named.
+fn check_link(l: &crate::Link) -> Option<Problem> {
+    if let Some(n) = l.nominal_gbps.filter(|n| !(n.is_finite() && *n > 0.0)) {
+        return Some(problem(
+            at(&["link"], None, "nominal_gbps"),
+            format!("`link.nominal_gbps` is {n}; it must be positive"),
+        ));
+    }
+    for (i, t) in l.transfers.iter().enumerate() {
+        let field = |name: &str| at(&["link", "transfers"], Some(i), name);
+        let wrong = |name: &str, why: String| {
+            Some(problem(
+                field(name),
+                format!("`link.transfers[{i}].{name}` {why}"),
+            ))
+        };
+        if t.kernel.is_empty() {
+            return wrong("kernel", "is empty; it names the copy".into());
+        }
+        if !(t.latency_s.is_finite() && t.latency_s >= 0.0) {
+            return wrong(
+                "latency_s",
+                format!("is {}; it must be at least 0", t.latency_s),
+            );
+        }
+        if !(t.bandwidth_gbps.is_finite() && t.bandwidth_gbps > 0.0) {
+            return wrong(
+                "bandwidth_gbps",
+                format!("is {}; it must be positive", t.bandwidth_gbps),
+            );
+        }
+        if t.sizes < 2 {
+            return wrong("sizes", format!("is {}; a fit takes at least 2", t.sizes));
+        }
+    }
+    None
+}
+
 /// A capacity section's figures must be consistent: each positive, `largest ≤ free ≤ total`,
 /// `context ≤ total`.
 fn check_capacity(c: &crate::Capacity) -> Option<Problem> {
@@ -515,6 +554,9 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
     problems.extend(check_size_efficiency(cal).into_iter().map(Some));
     if let Some(l) = &cal.launch {
         problems.push(check_launch(l));
+    }
+    if let Some(l) = &cal.link {
+        problems.push(check_link(l));
     }
     problems.into_iter().flatten().next()
 }

@@ -200,6 +200,11 @@ pub struct Calibration {
     /// absent when the run had no valid launch rows, and in files written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<LaunchOverhead>,
+    /// The host link's copies (the `link` family), each direction fitted as
+    /// `time = latency + bytes / bandwidth`. An optional section (added within schema 1);
+    /// absent when the run had no fit, and in files written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<Link>,
     /// Rows that contributed no number (`case: status`).
     #[serde(default)]
     pub excluded: Vec<String>,
@@ -280,6 +285,38 @@ pub struct LaunchOverhead {
     pub timer_resolution_secs: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_barrier_secs: Option<f64>,
+}
+
+/// The host link as a run measured it: the PCIe link NVML reported beside the copies, and one fit
+/// per kind of copy (`host_to_device_memcpy_ce`, …: nvbandwidth's test names) over the sizes
+/// the run copied.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    /// `PCIe Gen5 x16`, as NVML reported it while the copies ran; empty where it could not.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pcie: String,
+    /// That link's nominal rate per direction, GB/s (10^9 B/s); absent where it is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominal_gbps: Option<f64>,
+    pub transfers: Vec<LinkTransfer>,
+}
+
+/// One kind of copy, fitted over its sizes: `time = latency_s + bytes / (bandwidth_gbps·10^9)`,
+/// counting each copy's bytes once.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkTransfer {
+    pub kernel: String,
+    pub latency_s: f64,
+    pub bandwidth_gbps: f64,
+    /// Sizes the fit took (at least 2).
+    pub sizes: u32,
+}
+
+impl Link {
+    /// The fit of `kernel`, if the run made one.
+    pub fn transfer(&self, kernel: &str) -> Option<&LinkTransfer> {
+        self.transfers.iter().find(|t| t.kernel == kernel)
+    }
 }
 
 /// Whether text looks like a roofprobe results CSV (its header), not a calibration.
@@ -853,6 +890,56 @@ mod tests {
                     || e.starts_with(&format!("c.json:{}:", line_with(&bad, "context_bytes"))),
                 "{e}"
             );
+        }
+    }
+
+    /// The link section: absent from a file written before it (GOOD has none); present, it
+    /// reads back as written; a fit that is not one is refused with its line.
+    #[test]
+    fn link_reads_back_and_is_checked() {
+        assert_eq!(Calibration::from_json("c.json", GOOD).unwrap().link, None);
+        let section = concat!(
+            "  \"link\": { \"pcie\": \"PCIe Gen5 x16\", \"nominal_gbps\": 63.015,\n",
+            "    \"transfers\": [ { \"kernel\": \"host_to_device_memcpy_ce\",\n",
+            "      \"latency_s\": 0.00001, \"bandwidth_gbps\": 52.5, \"sizes\": 10 } ] },\n",
+            "  \"points\": ["
+        );
+        let with = GOOD.replacen("  \"points\": [", section, 1);
+        assert_ne!(with, GOOD);
+        let cal = Calibration::from_json("c.json", &with).unwrap_or_else(|e| panic!("{e}"));
+        let l = cal.link.clone().expect("a link section");
+        assert_eq!(l.pcie, "PCIe Gen5 x16");
+        let t = l.transfer("host_to_device_memcpy_ce").unwrap();
+        assert_eq!((t.latency_s, t.bandwidth_gbps, t.sizes), (1e-5, 52.5, 10));
+        assert_eq!(
+            Calibration::from_json("c.json", &cal.to_json()).unwrap(),
+            cal
+        );
+        for (from, to, why) in [
+            (
+                "\"bandwidth_gbps\": 52.5",
+                "\"bandwidth_gbps\": 0",
+                "`link.transfers[0].bandwidth_gbps` is 0",
+            ),
+            (
+                "\"latency_s\": 0.00001",
+                "\"latency_s\": -1",
+                "`link.transfers[0].latency_s` is -1",
+            ),
+            (
+                "\"sizes\": 10",
+                "\"sizes\": 1",
+                "`link.transfers[0].sizes` is 1",
+            ),
+            (
+                "\"nominal_gbps\": 63.015",
+                "\"nominal_gbps\": -3",
+                "`link.nominal_gbps` is -3",
+            ),
+        ] {
+            let bad = with.replacen(from, to, 1);
+            let e = err(&bad);
+            assert!(e.contains(why), "{e}");
         }
     }
 

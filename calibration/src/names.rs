@@ -34,10 +34,13 @@ pub enum Family {
     /// timer's resolution on a GPU, waking the worker threads and one barrier on the host; the
     /// time columns carry the per-launch time.
     Launch,
+    /// Copies over the host link and within a device (`cuMemcpy*Async`), at sizes from 4 KiB
+    /// to 1 GiB; the parameter is the copy's KiB, the figure its bytes (once) over its time.
+    Link,
 }
 
 impl Family {
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::Stream,
         Family::Peak,
         Family::Tensor,
@@ -48,6 +51,7 @@ impl Family {
         Family::Capacity,
         Family::Efficiency,
         Family::Launch,
+        Family::Link,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -62,6 +66,7 @@ impl Family {
             Family::Capacity => "capacity",
             Family::Efficiency => "efficiency",
             Family::Launch => "launch",
+            Family::Link => "link",
         }
     }
 }

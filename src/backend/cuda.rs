@@ -53,6 +53,8 @@ mod gemm_driver;
 #[path = "cuda_launch.rs"]
 mod launch_driver;
 use crate::bench::launch as launch_rows;
+#[path = "cuda_link.rs"]
+mod link_driver;
 
 /// The most one batch of launches may take before its kernel is presumed runaway: the deadline
 /// of a case's first batch, when nothing is known of its launches yet, and the cap on the later
@@ -1012,6 +1014,9 @@ impl Backend for CudaBackend {
         if case.family == Family::Capacity {
             return Ok(Box::new(capacity_driver::GpuCapacity::new(self, case)?));
         }
+        if case.family == Family::Link {
+            return Ok(Box::new(link_driver::GpuLink::new(self, case)?));
+        }
         if case.family == Family::Launch && case.kernel == launch_rows::What::Timer.as_str() {
             return Ok(Box::new(launch_driver::GpuTimer::new(self, case)?));
         }
@@ -1414,7 +1419,8 @@ impl PreparedCase for GpuCase<'_> {
             | Family::Cache
             | Family::Latency
             | Family::Capacity
-            | Family::Launch => false,
+            | Family::Launch
+            | Family::Link => false,
             Family::Peak | Family::Tensor => true,
             Family::Intensity => self.case.count().is_some_and(|k| k > 0),
             // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.

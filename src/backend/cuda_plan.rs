@@ -15,8 +15,8 @@
 use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, efficiency_cases, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
 use crate::bench::{
-    arith, cache, capacity, gemm, intensity, latency, launch as launch_rows, peak, stream, tensor,
-    Case, Precision,
+    arith, cache, capacity, gemm, intensity, latency, launch as launch_rows, link, peak, stream,
+    tensor, Case, Precision,
 };
 use crate::specs::theory;
 use crate::Result;
@@ -118,14 +118,20 @@ pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.5;
 /// gets two points, not a sweep.
 pub const GEMM_TF32_SQUARE: [u64; 2] = [256, 8192];
 
+/// Square sides the f16 GEMM runs on: f16 and bf16 inputs run at one tensor rate on every GPU
+/// roofprobe knows, so bf16 carries the sweep and f16 two points beside it (the simulated
+/// driver's row, and a large square), which a default H200 run's four minutes have room for
+/// beside the memory families.
+pub const GEMM_F16_SQUARE: [u64; 2] = [256, 4096];
+
 /// The f32 SIMT GEMM's one square: 4096³ (about 2 ms at an H200's f32 FMA peak), or on a
 /// device too small for it the largest square of the sweep that fits (the simulated driver's
 /// 256³). One point, not tf32's two: by the estimate a default H200 run has room for one more
 /// pair of rows (cuBLAS and ours), not two (`tests/launch.rs`, four minutes).
 pub const GEMM_F32_MAX_SQUARE: u64 = 4096;
 
-/// The GEMM cases of a device: for bf16.f32 and f16.f32 the square sweep, in bf16.f32 also the
-/// batch sweep, for tf32.f32 the squares of [`GEMM_TF32_SQUARE`] and for f32 (the SIMT kernel)
+/// The GEMM cases of a device: for bf16.f32 the square sweep and the batch sweep, for f16.f32
+/// the squares of [`GEMM_F16_SQUARE`], for tf32.f32 those of [`GEMM_TF32_SQUARE`] and for f32 (the SIMT kernel)
 /// the largest square up to [`GEMM_F32_MAX_SQUARE`]; each shape by cuBLAS (the
 /// reference, planned whether or not cuBLAS is there: its row then says `skipped: <why>`) and
 /// then by our kernel.
@@ -145,8 +151,10 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
             max_flops: target_flops(info, device.compute_capability, p) / TARGET_LAUNCH_SECS
                 * GEMM_MAX_LAUNCH_SECS,
         };
-        // tf32: its listed squares; f32: its one square, the largest that fits up to 4096³
+        // f16 and tf32: their listed squares; f32: its one square, the largest that fits up
+        // to 4096³
         let sides: Option<Vec<u64>> = match p {
+            Precision::F16F32 => Some(GEMM_F16_SQUARE.to_vec()),
             Precision::Tf32F32 => Some(GEMM_TF32_SQUARE.to_vec()),
             gemm::SIMT_PRECISION => gemm::square_shapes(p, &limits)
                 .into_iter()
@@ -263,6 +271,7 @@ pub fn plan_cases(
         device.usable_bytes,
         efficiency_max_array_bytes(info),
     ));
+    planned.extend(link_cases(info.memory_free_bytes));
     if !runs_compute_kernels(cc) {
         return Ok(planned);
     }
@@ -376,6 +385,23 @@ pub fn capacity_cases(info: &DeviceInfo) -> Vec<PlannedCase> {
         .to_vec()
 }
 
+/// The link family's copies ([`link::sizes`]), each capped so its device buffers take at most
+/// half of `free_bytes`, the device's free memory.
+pub fn link_cases(free_bytes: u64) -> Vec<PlannedCase> {
+    link::Transfer::ALL
+        .into_iter()
+        .flat_map(|t| {
+            let cap = free_bytes / 2 / t.device_buffers();
+            link::sizes(t, cap)
+                .into_iter()
+                .map(move |bytes| PlannedCase {
+                    case: link::case(t, bytes),
+                    note: String::new(),
+                })
+        })
+        .collect()
+}
+
 /// The fewest and the most dependent loads one latency launch takes (see [`latency_hops`]).
 pub const LATENCY_HOPS: std::ops::RangeInclusive<u64> = 4096..=(1 << 17);
 
@@ -452,7 +478,10 @@ mod tests {
         let all = ids.len();
         ids.dedup();
         assert_eq!(ids.len(), all, "a GEMM case planned twice");
-        assert_eq!(count("ptx", Precision::F16F32), 7);
+        assert_eq!(count("ptx", Precision::F16F32), 2);
+        assert!(cases
+            .iter()
+            .any(|c| c.id() == "gemm/ptx/f16.f32/4096x4096x4096"));
         assert_eq!(count("ptx", Precision::Tf32F32), 2);
         assert_eq!(count("cublas", Precision::Tf32F32), 2);
         assert!(cases

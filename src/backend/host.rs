@@ -177,6 +177,12 @@ impl Backend for HostBackend {
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
             (Family::Capacity, _) => Ok(Box::new(HostCapacity::new(case)?)),
             (Family::Launch, _) => Ok(Box::new(WakeBarrier::new(&self.pool, case)?)),
+            // no host-device link to copy over: the host plans no link case
+            (Family::Link, _) => Err(Error::Usage(format!(
+                "the host backend has no kernel for {}: a link case copies between the host and \
+                 a GPU, and the host backend has no GPU; run it with --device cuda:N",
+                case.id()
+            ))),
             (Family::Cache, _) => Ok(Box::new(CacheCase::new(
                 &self.pool,
                 self.compute.simd,

@@ -735,8 +735,9 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                 name: format!("{}_{p}", case.kernel),
             })
         }
-        // a capacity case is driver calls, no kernel (`CudaBackend::prepare` runs it)
-        Family::Capacity => Err(none()),
+        // a capacity case is driver calls, no kernel (`CudaBackend::prepare` runs it); so is a
+        // link case (copies)
+        Family::Capacity | Family::Link => Err(none()),
         // the timer's row records events and launches nothing; the host's row is the host's
         Family::Launch => {
             if case.kernel != crate::bench::launch::What::Empty.as_str()
@@ -1162,6 +1163,10 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 ..launch(buffers, params, Check::Launches, None, None)
             })
         }
+        Family::Link => Err(format!(
+            "{}: a link case copies, it launches no kernel",
+            case.id()
+        )),
     }
 }
 

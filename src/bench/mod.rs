@@ -17,6 +17,7 @@ pub mod gemm;
 pub mod intensity;
 pub mod latency;
 pub mod launch;
+pub mod link;
 pub mod peak;
 pub mod stream;
 pub mod tensor;

@@ -66,7 +66,7 @@ impl Line {
 /// cache sweep, whose `i32` is its element type, not arithmetic), else operations per second.
 fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
-        Family::Stream | Family::Efficiency | Family::Cache => "GB/s",
+        Family::Stream | Family::Efficiency | Family::Cache | Family::Link => "GB/s",
         Family::Latency => "ns/load",
         Family::Capacity => "GiB",
         Family::Launch => "µs",
@@ -190,7 +190,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                 };
                 let rows: &[&Record] = by_case.get(&id).map_or(&[], Vec::as_slice);
                 let figure = |r: &Record| match family {
-                    Family::Stream | Family::Efficiency | Family::Cache => r.gbps,
+                    Family::Stream | Family::Efficiency | Family::Cache | Family::Link => r.gbps,
                     Family::Latency => r
                         .time_min_s
                         .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
@@ -225,6 +225,15 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                         .first()
                         .and_then(|r| cal.compute(family, r.precision))
                         .and_then(|c| c.spec_gflops),
+                    // a host-link copy against the nominal rate of the link its row saw
+                    Family::Link => rows
+                        .first()
+                        .filter(|r| {
+                            crate::bench::link::Transfer::parse(&r.kernel)
+                                .is_some_and(|t| t.over_link())
+                        })
+                        .and_then(|r| crate::bench::link::link_in_note(&r.note))
+                        .and_then(crate::bench::link::pcie_nominal_gbps),
                     Family::Intensity
                     | Family::Cache
                     | Family::Gemm
@@ -699,6 +708,57 @@ mod tests {
             .find(|l| l.key == "capacity/context/u8")
             .unwrap();
         assert_eq!(context.cells[0].measured, Some(1.0));
+    }
+
+    /// A link case compares in GB/s, the copy's bytes over its time, each run's figure held
+    /// against the nominal rate of the PCIe link its row's note recorded (none where the note
+    /// says the link was not known).
+    #[test]
+    fn link_compares_in_gb_per_s_against_the_link_each_row_saw() {
+        use crate::bench::link::{self, PcieLink, Transfer};
+        let mut runs = two_runs();
+        let copy = |secs: f64, generation: Option<u32>, run: usize| {
+            let mut r = crate::record::tests::measured(
+                &link::case(Transfer::HostToDevice, 1 << 30),
+                secs,
+                true,
+            );
+            r.note = link::link_note(
+                generation
+                    .map(|g| {
+                        (
+                            PcieLink {
+                                generation: g,
+                                width: 16,
+                            },
+                            None,
+                        )
+                    })
+                    .ok_or_else(|| "NVML absent".to_string()),
+            );
+            let like = &runs[run].records.as_ref().unwrap()[0];
+            (r.run_id, r.device_name, r.host) = (
+                like.run_id.clone(),
+                like.device_name.clone(),
+                like.host.clone(),
+            );
+            r
+        };
+        let a = copy(0.02, Some(5), 0);
+        let b = copy(0.04, None, 1);
+        runs[0].records.as_mut().unwrap().push(a);
+        runs[1].records.as_mut().unwrap().push(b);
+        let lines = lines(&runs);
+        let line = lines
+            .iter()
+            .find(|l| l.key == "link/host_to_device_memcpy_ce/u8/1048576")
+            .expect("a link line");
+        assert_eq!(line.unit, "GB/s");
+        let gb = (1u64 << 30) as f64 / 1e9;
+        assert!((line.cells[0].measured.unwrap() - gb / 0.02).abs() < 1e-9);
+        assert!((line.ratio(1).unwrap() - 0.5).abs() < 1e-9);
+        assert!((line.cells[0].spec.unwrap() - 63.015).abs() < 0.01);
+        assert_eq!(line.cells[1].spec, None);
     }
 
     #[test]

@@ -132,7 +132,8 @@ pub fn mad(values: &[f64]) -> Option<f64> {
     median(&values.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
 }
 
-/// The metrics a calibration measured: memory levels' bandwidth, then compute ceilings.
+/// The metrics a calibration measured: memory levels' bandwidth, then compute ceilings, then
+/// the host link's pinned host-to-device and device-to-host bandwidths (their fits' asymptotes).
 fn metrics_of(cal: &Calibration) -> Vec<(String, &'static str, f64)> {
     let memory = cal
         .memory_ceilings
@@ -146,7 +147,16 @@ fn metrics_of(cal: &Calibration) -> Vec<(String, &'static str, f64)> {
         };
         Some((c.label(), unit, c.gflops?))
     });
-    memory.chain(compute).collect()
+    // the host link's pinned asymptotes, one metric per direction
+    let link = cal.link.iter().flat_map(|l| {
+        crate::bench::link::Transfer::FITTED
+            .into_iter()
+            .filter_map(|t| {
+                let fit = l.transfer(t.as_str())?;
+                Some((format!("link {}", t.as_str()), "GB/s", fit.bandwidth_gbps))
+            })
+    });
+    memory.chain(compute).chain(link).collect()
 }
 
 /// What a run's rows (or, for a calibration JSON, its clocks) say of the conditions it ran in.
@@ -867,6 +877,68 @@ pub(crate) mod tests {
         // a looser threshold flags nothing
         let fleet = analyse(vec![run("a", 1.0), run("b", 1.0), run("s", 0.8)], 0.75);
         assert_eq!(fleet.flagged().count(), 0);
+    }
+
+    /// The host link's pinned asymptotes are fleet metrics, one per direction, judged like the
+    /// others: a run whose host-to-device bandwidth trails its peers' is flagged for it.
+    #[test]
+    fn link_bandwidths_are_metrics_and_a_slow_link_is_flagged() {
+        let with_link = |id: &str, h2d: f64| {
+            let (path, mut r) = run(id, 1.0);
+            r.calibration.link = Some(roofprobe_calibration::Link {
+                pcie: "PCIe Gen5 x16".into(),
+                nominal_gbps: Some(63.0),
+                transfers: [
+                    "host_to_device_memcpy_ce",
+                    "device_to_host_memcpy_ce",
+                    "host_to_device_pageable_memcpy_ce",
+                ]
+                .iter()
+                .map(|k| roofprobe_calibration::LinkTransfer {
+                    kernel: k.to_string(),
+                    latency_s: 1e-5,
+                    bandwidth_gbps: if k.starts_with("host_to_device_memcpy") {
+                        h2d
+                    } else {
+                        50.0
+                    },
+                    sizes: 10,
+                })
+                .collect(),
+            });
+            (path, r)
+        };
+        let fleet = analyse(
+            vec![
+                with_link("a", 52.0),
+                with_link("b", 53.0),
+                with_link("c", 51.0),
+                with_link("x16-at-x4", 13.0),
+            ],
+            DEFAULT_THRESHOLD,
+        );
+        let names: Vec<String> = metric_names(&fleet).into_iter().map(|(m, _)| m).collect();
+        assert!(
+            names.contains(&"link host_to_device_memcpy_ce".to_string()),
+            "{names:?}"
+        );
+        assert!(
+            names.contains(&"link device_to_host_memcpy_ce".to_string()),
+            "{names:?}"
+        );
+        assert!(!names.iter().any(|n| n.contains("pageable")), "{names:?}");
+        let flagged: Vec<&str> = fleet.flagged().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(flagged, ["x16-at-x4"]);
+        let slow = fleet.groups[0]
+            .runs
+            .iter()
+            .find(|r| r.run_id == "x16-at-x4")
+            .unwrap();
+        assert!(
+            slow.verdict.contains("link host_to_device_memcpy_ce"),
+            "{}",
+            slow.verdict
+        );
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub fn render(records: &[Record]) -> String {
             out.push_str(&sweep_block(&group));
             out.push_str(&capacity_block(&group));
             out.push_str(&launch_block(&group));
+            out.push_str(&link_block(&group));
             group.clear();
             current_run = Some(&r.run_id);
             let cc = if r.compute_capability.is_empty() {
@@ -132,6 +133,7 @@ pub fn render(records: &[Record]) -> String {
     out.push_str(&capacity_block(&group));
     out.push_str(&efficiency_block(&group));
     out.push_str(&launch_block(&group));
+    out.push_str(&link_block(&group));
     out
 }
 
@@ -250,6 +252,61 @@ pub fn launch_figure(r: &Record) -> Option<String> {
         Some(What::WakeBarrier) => format!("waking the workers and one barrier {secs}"),
         None => format!("{} {secs}", r.kernel),
     })
+}
+
+/// One device's host-link copies (family `link`), one line per copy with valid rows at two or
+/// more sizes: the fit `time = latency + bytes / bandwidth` ([`crate::fit`]) over their median
+/// times, and the asymptote against the nominal rate of the PCIe link the rows' notes recorded
+/// (or that none was known). A copy whose times fit no such line says why. Empty when there are
+/// no link rows.
+pub fn link_block(rows: &[&Record]) -> String {
+    use crate::bench::link::{self, Transfer};
+    let mut lines = Vec::new();
+    for t in Transfer::ALL.into_iter().filter(|t| t.over_link()) {
+        let mine: Vec<&&Record> = rows
+            .iter()
+            .filter(|r| r.family == Family::Link && r.valid && r.kernel == t.as_str())
+            .collect();
+        if mine.len() < 2 {
+            continue;
+        }
+        let points: Vec<(f64, f64)> = mine
+            .iter()
+            .filter_map(|r| Some((r.bytes as f64, r.time_median_s?)))
+            .collect();
+        let nominal = mine
+            .iter()
+            .find_map(|r| link::link_in_note(&r.note))
+            .and_then(|l| Some((l, link::pcie_nominal_gbps(l)?)));
+        let figure = match crate::fit::latency_bandwidth(&points) {
+            Ok(fit) => {
+                let gbps = fit.bytes_per_sec / 1e9;
+                let against = match nominal {
+                    Some((l, n)) => format!(
+                        "{:.0}% of PCIe Gen{} x{} nominal {n:.1} GB/s",
+                        gbps / n * 100.0,
+                        l.generation,
+                        l.width
+                    ),
+                    None => "link not known".to_string(),
+                };
+                format!(
+                    "{} + bytes / {gbps:.2} GB/s ({} sizes; {against})",
+                    duration(Some(fit.latency_secs)).trim(),
+                    fit.points
+                )
+            }
+            Err(why) => format!("no fit: {why}"),
+        };
+        lines.push(format!("  {:<40} {figure}", t.as_str()));
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nlink (time = latency + bytes / bandwidth):\n{}\n",
+        lines.join("\n")
+    )
 }
 
 /// One device's capacity rows (family `capacity`) on one line: each valid figure in binary units, in
@@ -437,6 +494,43 @@ mod tests {
             true,
         );
         assert!(!render(&[stream]).contains("\nlaunch:"));
+    }
+
+    /// Link rows of a copy at several sizes are fitted on one line, latency and asymptote,
+    /// against the nominal rate of the link their notes recorded; an invalid row is left out;
+    /// a copy at one size has no line.
+    #[test]
+    fn link_rows_show_their_fit_against_the_link() {
+        use crate::bench::link::{self, PcieLink, Transfer};
+        let note = link::link_note(Ok((
+            PcieLink {
+                generation: 4,
+                width: 16,
+            },
+            None,
+        )));
+        let row = |t, bytes: u64, secs: f64, valid| {
+            let mut r = measured(&link::case(t, bytes), secs, valid);
+            r.note = note.clone();
+            r
+        };
+        let mut rows: Vec<Record> = [4u64 << 10, 1 << 20, 64 << 20]
+            .iter()
+            .map(|&b| row(Transfer::HostToDevice, b, 8e-6 + b as f64 / 25e9, true))
+            .collect();
+        rows.push(row(Transfer::HostToDevice, 16 << 20, 1.0, false));
+        rows.push(row(Transfer::DeviceToHost, 4 << 10, 1e-5, true));
+        let t = render(&rows);
+        let line = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("host_to_device_memcpy_ce "))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            line.contains("+ bytes / 25.00 GB/s (3 sizes; 79% of PCIe Gen4 x16 nominal 31.5 GB/s)"),
+            "{line}"
+        );
+        assert!(!t.contains("  device_to_host_memcpy_ce "), "{t}");
+        assert_eq!(link_block(&[]), "");
     }
 
     /// Latency rows are listed again as ns and cycles per load, from the fastest sample, with
