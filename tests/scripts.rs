@@ -83,6 +83,58 @@ fn the_device_check_fails_fast_without_its_binaries() {
     assert_eq!(said.lines().count(), 1, "{said}");
 }
 
+/// Every step runs what it names, its shell functions included (`timeout` alone runs only
+/// programs: a step naming a function once failed with 127 before it started): with stand-ins
+/// for the packed binaries that record their arguments, each run step reaches the binary with
+/// its filters and exits 0, and at most 6 files come back.
+#[test]
+fn every_device_check_step_reaches_what_it_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let packed = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let calls = packed.path().join("calls");
+    for (dir, name) in [("release", "roofprobe"), ("debug/deps", "suite")] {
+        std::fs::create_dir_all(packed.path().join(dir)).unwrap();
+        let stub = packed.path().join(dir).join(name);
+        let body = format!("#!/bin/sh\necho \"{name} $*\" >> '{}'\n", calls.display());
+        std::fs::write(&stub, body).unwrap();
+        std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let done = Command::new(script("device-check"))
+        .env("ROOFPROBE_DEVICE_DIR", packed.path())
+        .env("OUT", out.path())
+        .output()
+        .unwrap();
+    let steps = std::fs::read_to_string(out.path().join("steps.txt")).unwrap();
+    let calls = std::fs::read_to_string(&calls).unwrap_or_default();
+    for (name, _) in device_check_steps() {
+        let line = steps
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no line for step {name}: {steps}"));
+        // nvidia-smi is the machine's own, absent here; every other step is ours
+        if name != "nvidia-smi" {
+            assert!(line.contains(": exit 0 "), "{line}\n{steps}");
+        }
+    }
+    assert!(calls.contains("roofprobe devices"), "{calls}");
+    assert!(calls.contains("suite --test-threads=1 gpu::"), "{calls}");
+    for filter in [
+        "--filter latency/",
+        "--filter link/host_to_device_memcpy_ce/",
+        "--filter efficiency/",
+        "--filter intensity/",
+        "--filter gemm/ptx/bf16.f32/8192x8192x8192",
+    ] {
+        let ran = calls
+            .lines()
+            .any(|l| l.starts_with("roofprobe run --device cuda:0 --quick") && l.contains(filter));
+        assert!(ran, "{filter}: {calls}");
+    }
+    let returned = std::fs::read_dir(out.path()).unwrap().count();
+    assert!(returned <= 6, "{returned} files: {done:?}");
+}
+
 /// Every defect `scripts/plant-defects` plants still finds its text in the driver-side code, so
 /// the script (run by hand: a rebuild per defect) plants what it says; edited the code, it says
 /// which defect to update.
