@@ -174,6 +174,25 @@ pub fn sweep_plateaus(records: &[Record]) -> Vec<SweepPlateau> {
         .collect()
 }
 
+/// A cache level's ceiling: its measured GB/s and the case that set it (from the sweep's
+/// `plateau` where one matched the level), held against no spec sheet (none gives one).
+fn cache_ceiling(
+    level: MemoryLevel,
+    measured: Option<(f64, String)>,
+    plateau: Option<SweepPlateau>,
+) -> MemoryCeiling {
+    MemoryCeiling {
+        level,
+        gbps: measured.as_ref().map(|m| m.0),
+        case: measured.map(|m| m.1),
+        spec_gbps: None,
+        spec_basis: "no spec sheet gives cache bandwidth".to_string(),
+        efficiency: None,
+        above_spec: false,
+        plateau,
+    }
+}
+
 /// The best valid figure among `rows`, with its case id. Ties keep the first row.
 fn best<'a>(
     rows: impl Iterator<Item = &'a Record>,
@@ -267,16 +286,8 @@ pub fn fit(
             .collect();
         within.sort_by(|a, b| a.0.total_cmp(&b.0));
         let measured = within.get(within.len() / 2).cloned();
-        fit.memory_ceilings.push(MemoryCeiling {
-            level,
-            gbps: measured.as_ref().map(|m| m.0),
-            case: measured.map(|m| m.1),
-            spec_gbps: None,
-            spec_basis: "no spec sheet gives cache bandwidth".to_string(),
-            efficiency: None,
-            above_spec: false,
-            plateau: Some(plateau),
-        });
+        fit.memory_ceilings
+            .push(cache_ceiling(level, measured, Some(plateau)));
     }
     for (kernel, level) in cache::LEVELS {
         if fit.memory(level).is_some() {
@@ -290,16 +301,8 @@ pub fn fit(
             continue;
         }
         let measured = best(rows, |r| r.gbps);
-        fit.memory_ceilings.push(MemoryCeiling {
-            level,
-            gbps: measured.as_ref().map(|m| m.0),
-            case: measured.map(|m| m.1),
-            spec_gbps: None,
-            spec_basis: "no spec sheet gives cache bandwidth".to_string(),
-            efficiency: None,
-            above_spec: false,
-            plateau: None,
-        });
+        fit.memory_ceilings
+            .push(cache_ceiling(level, measured, None));
     }
 
     // Compute: per family and precision, measured or on the sheet.

@@ -33,3 +33,17 @@ pub fn roofprobe_output(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The DRAM ceiling (GB/s) of the calibration JSON at `path`.
+pub fn dram_gbps(path: &Path) -> f64 {
+    let cal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    cal["memory_ceilings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["level"] == "dram")
+        .unwrap()["gbps"]
+        .as_f64()
+        .unwrap()
+}

@@ -3,7 +3,7 @@
 //! weights-and-KV bytes over the measured bandwidth; two calibrations side by side follow their
 //! measured ceilings), and bad workloads getting one line.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn estimate(args: &[&str]) -> (i32, String, String) {
     let mut all = vec!["estimate"];
@@ -24,18 +24,7 @@ fn host_runs() -> Vec<PathBuf> {
     crate::common::checked_in("json")
 }
 
-fn dram_gbps(path: &Path) -> f64 {
-    let cal: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    cal["memory_ceilings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["level"] == "dram")
-        .unwrap()["gbps"]
-        .as_f64()
-        .unwrap()
-}
+use crate::common::dram_gbps;
 
 #[test]
 fn a_70b_model_in_bf16_does_not_fit_a_24_gb_card() {

@@ -27,16 +27,7 @@ fn export(args: &[&str]) -> (i32, String, String) {
 fn every_format_exports_the_checked_in_host_run() {
     let csv = host_run("csv");
     let json = host_run("json");
-    let cal: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let dram = cal["memory_ceilings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["level"] == "dram")
-        .unwrap()["gbps"]
-        .as_f64()
-        .unwrap();
+    let dram = crate::common::dram_gbps(&json);
     for input in [&csv, &json] {
         let input = input.to_str().unwrap();
         for (format, expect) in [
@@ -117,16 +108,7 @@ fn with_size_fit(dir: &Path) -> (PathBuf, f64, f64, Vec<(u64, f64)>) {
 fn the_size_fit_feeds_the_constant_the_factor_and_the_curve() {
     let dir = tempfile::tempdir().unwrap();
     let (path, constant, gbps, points) = with_size_fit(dir.path());
-    let cal: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let dram = cal["memory_ceilings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["level"] == "dram")
-        .unwrap()["gbps"]
-        .as_f64()
-        .unwrap();
+    let dram = crate::common::dram_gbps(&path);
     let path = path.to_str().unwrap();
     let (code, out, err) = export(&[path, "--format", "aiconfigurator"]);
     assert_eq!(code, 0, "{err}");

@@ -137,8 +137,21 @@ fn run_filtered(
     dir: &Path,
     filters: &[&str],
 ) -> (PathBuf, Vec<roofprobe::record::Record>) {
+    let (csv, rows, _) = run_quick(sim, dir, &[], filters);
+    (csv, rows)
+}
+
+/// [`run_filtered`] with `extra` arguments to `run`, and what it printed on stdout too.
+fn run_quick(
+    sim: &Sim,
+    dir: &Path,
+    extra: &[&str],
+    filters: &[&str],
+) -> (PathBuf, Vec<roofprobe::record::Record>, String) {
     let mut cmd = sim.roofprobe();
-    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
+    cmd.args(["run", "--quick", "--device", "cuda:0"])
+        .args(extra)
+        .arg("--out")
         .arg(dir);
     for f in filters {
         cmd.args(["--filter", f]);
@@ -152,7 +165,7 @@ fn run_filtered(
     );
     let csv = csv_in(dir);
     let rows = roofprobe::record::read_csv(&csv).unwrap();
-    (csv, rows)
+    (csv, rows, text(&out.stdout))
 }
 
 /// No cuBLAS beside a simulated driver: a reference row says so, and is not valid.
@@ -204,25 +217,13 @@ fn the_gpu_tests_run_on_the_simulated_driver() {
 fn the_size_sweep_runs_on_the_simulated_gpu() {
     let sim = Sim::new("memory=16M");
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = sim.roofprobe();
-    cmd.args(["run", "--quick", "--device", "cuda:0", "--size", "2MiB"])
-        .args(["--filter", "efficiency/copy/", "--out"])
-        .arg(dir.path());
-    let out = run_limited(&mut cmd, Duration::from_secs(300));
-    assert!(
-        matches!(out.status.code(), Some(0 | 4)),
-        "{:?}: {}",
-        out.status.code(),
-        text(&out.stderr)
-    );
-    let csv = csv_in(dir.path());
-    let rows = roofprobe::record::read_csv(&csv).unwrap();
+    let (csv, rows, stdout) =
+        run_quick(&sim, dir.path(), &["--size", "2MiB"], &["efficiency/copy/"]);
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     assert_eq!(
         ids,
         ["efficiency/copy/f32/1024", "efficiency/copy/f32/2048"],
-        "{}",
-        text(&out.stdout)
+        "{stdout}"
     );
     for r in &rows {
         assert!(r.valid && r.gbps.is_some(), "{}: {}", r.case_id(), r.status);
@@ -230,9 +231,8 @@ fn the_size_sweep_runs_on_the_simulated_gpu() {
         assert_eq!(r.samples, 3, "{}", r.case_id());
     }
     assert!(
-        text(&out.stdout).contains("size efficiency/copy/f32: t = a + bytes/BW"),
-        "{}",
-        text(&out.stdout)
+        stdout.contains("size efficiency/copy/f32: t = a + bytes/BW"),
+        "{stdout}"
     );
     let cal = roofprobe::Calibration::load(csv.with_extension("json")).unwrap();
     assert_eq!(cal.size_efficiency.len(), 1);
