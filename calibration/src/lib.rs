@@ -571,6 +571,24 @@ mod tests {
         assert_eq!(deps, ["serde", "serde_json"]);
     }
 
+    /// A figure written is the figure read, to the last bit. serde_json's default float parser
+    /// may land one unit in the last place off (`4.0151689999999996e-5` read back as
+    /// `4.015169e-5`), so a calibration no longer equalled the CSV row it came from.
+    #[test]
+    fn every_figure_reads_back_bit_for_bit() {
+        let mut cal = Calibration::from_json("c.json", GOOD).unwrap();
+        let awkward: [f64; 4] = [4.0151689999999996e-5, 0.1 + 0.2, 1.0 / 3.0, 2.2250738585072014e-308];
+        for t in awkward {
+            cal.launch = Some(LaunchOverhead {
+                wake_barrier_secs: Some(t),
+                ..LaunchOverhead::default()
+            });
+            let back = Calibration::from_json("c.json", &cal.to_json()).unwrap();
+            let read = back.launch.and_then(|l| l.wake_barrier_secs).unwrap();
+            assert_eq!(read.to_bits(), t.to_bits(), "{t:e}");
+        }
+    }
+
     #[test]
     fn a_consistent_file_loads() {
         let cal = Calibration::from_json("c.json", GOOD).unwrap();
@@ -763,12 +781,6 @@ mod tests {
         }
     }
 
-    /// The `gemm_efficiency` section: a GEMM point's shape as `MxNxK`, the curve's ceiling the
-    /// file's own compute ceiling, every figure derived as documented; each damage refused with
-    /// its line; a file without the section (every file before it) reads with none.
-    /// The capacity section: absent from a file written before it (GOOD has none) and then
-    /// `None`; present, it reads back as written; inconsistent figures are refused with their
-    /// line.
     /// The launch section: absent from a file written before it (GOOD has none) and then
     /// `None`; present, it reads back as written, a host's figure alone too; a figure that is
     /// not a time between 0 and 1 s is refused with its line.
@@ -822,6 +834,9 @@ mod tests {
         }
     }
 
+    /// The capacity section: absent from a file written before it (GOOD has none) and then
+    /// `None`; present, it reads back as written; inconsistent figures are refused with their
+    /// line.
     #[test]
     fn capacity_reads_back_and_is_checked() {
         assert_eq!(
@@ -943,6 +958,9 @@ mod tests {
         }
     }
 
+    /// The `gemm_efficiency` section: a GEMM point's shape as `MxNxK`, the curve's ceiling the
+    /// file's own compute ceiling, every figure derived as documented; each damage refused with
+    /// its line; a file without the section (every file before it) reads with none.
     #[test]
     fn gemm_efficiency_reads_back_and_is_checked() {
         let with = GOOD
