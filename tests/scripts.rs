@@ -153,3 +153,89 @@ fn every_planted_defect_still_finds_its_code() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `scripts/stream-peers` end to end with stand-in peers (what CI can build without fetching
+/// McCalpin's STREAM or BabelStream): two small C and C++ programs that print in the peers'
+/// formats at a rate the test chooses. The script builds them as it builds the real ones, runs
+/// roofprobe's host STREAM cases for real between them in interleaved rounds, reads all three,
+/// and its verdict follows the figures: peers at 1 MB/s leave roofprobe ahead (exit 0, "met"),
+/// peers at 10^12 MB/s leave it behind (exit 1, "NOT met"). It also refuses a work folder inside
+/// the repository.
+#[test]
+fn the_stream_peers_script_reads_both_peers_and_judges_by_their_figures() {
+    for tool in ["gcc", "g++", "python3"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            println!("SKIPPED: no {tool} on this machine; scripts/stream-peers needs it");
+            return;
+        }
+    }
+    let root = tempfile::tempdir().unwrap();
+    let run = |rate_mb: &str| {
+        let st = root.path().join(format!("st-{rate_mb}"));
+        let bs = root.path().join(format!("bs-{rate_mb}"));
+        std::fs::create_dir_all(&st).unwrap();
+        std::fs::create_dir_all(bs.join("src/omp")).unwrap();
+        std::fs::write(
+            st.join("stream.c"),
+            format!(
+                "#include <stdio.h>\nint main(void) {{\n\
+                 const char *k[] = {{\"Copy:\", \"Scale:\", \"Add:\", \"Triad:\"}};\n\
+                 for (int i = 0; i < 4; i++)\n\
+                 printf(\"%s %s 0.5 0.4 0.6\\n\", k[i], \"{rate_mb}\");\n\
+                 printf(\"Solution Validates: avg error less than 1e-13\\n\");\n\
+                 return 0;\n}}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            bs.join("src/main.cpp"),
+            format!(
+                "#include <cstdio>\nint main() {{\n\
+                 std::printf(\"function,num_times,n_elements,sizeof,max_MB_per_sec,min_runtime,max_runtime,avg_runtime\\n\");\n\
+                 const char *k[] = {{\"Copy\", \"Mul\", \"Add\", \"Triad\", \"Dot\"}};\n\
+                 for (int i = 0; i < 5; i++)\n\
+                 std::printf(\"%s,3,131072,8,%s,0.5,0.6,0.55\\n\", k[i], \"{rate_mb}\");\n\
+                 return 0;\n}}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(bs.join("src/omp/OMPStream.cpp"), "").unwrap();
+        let out = Command::new(script("stream-peers"))
+            .args(["--rounds", "2", "--mib", "1", "--reps", "3", "--work"])
+            .arg(root.path().join(format!("work-{rate_mb}")))
+            .arg("--stream-src")
+            .arg(&st)
+            .arg("--babelstream-src")
+            .arg(&bs)
+            .arg("--roofprobe")
+            .arg(env!("CARGO_BIN_EXE_roofprobe"))
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let (code, text) = run("1.0");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("2 interleaved rounds"), "{text}");
+    assert!(text.contains("(best): met"), "{text}");
+    for k in ["copy", "scale", "add", "triad", "dot"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(k)),
+            "no {k} line:\n{text}"
+        );
+    }
+    let (code, text) = run("1000000000000.0");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("(best): NOT met"), "{text}");
+    // the peers' code stays out of the repository
+    let inside = Command::new(script("stream-peers"))
+        .args(["--work", env!("CARGO_MANIFEST_DIR")])
+        .output()
+        .unwrap();
+    assert_eq!(inside.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&inside.stderr).contains("inside the repository"));
+}

@@ -577,7 +577,12 @@ mod tests {
     #[test]
     fn every_figure_reads_back_bit_for_bit() {
         let mut cal = Calibration::from_json("c.json", GOOD).unwrap();
-        let awkward: [f64; 4] = [4.0151689999999996e-5, 0.1 + 0.2, 1.0 / 3.0, 2.2250738585072014e-308];
+        let awkward: [f64; 4] = [
+            4.0151689999999996e-5,
+            0.1 + 0.2,
+            1.0 / 3.0,
+            2.2250738585072014e-308,
+        ];
         for t in awkward {
             cal.launch = Some(LaunchOverhead {
                 wake_barrier_secs: Some(t),

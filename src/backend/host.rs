@@ -14,11 +14,14 @@ pub mod cpu;
 use self::cpu::{cpuinfo_field, read_text};
 use super::host_cache::{self, CacheCase};
 use super::host_capacity::{meminfo_bytes, HostCapacity};
-use super::host_compute::{self, HostCompute};
+use super::host_compute::{self, HostCompute, Simd};
 use super::host_gemm;
 use super::host_latency::{self, LatencyCase};
 use super::host_launch::WakeBarrier;
-use super::pool::{allowed_cpus, chunk, first_touch, Pool, SharedPtr, SpinBarrier};
+use super::host_stream::{stream_simd, StreamSimd};
+use super::pool::{
+    allowed_cpus, chunk, first_touch_aligned, AlignedArray, Pool, SharedPtr, SpinBarrier,
+};
 use super::{
     dram_rule_bytes, efficiency_cases, plan_arrays, Backend, BackendKind, CacheLevel, Conditions,
     DeviceInfo, Identity, PlannedCase, PreparedCase, SizeRequest,
@@ -31,8 +34,6 @@ use std::time::Instant;
 /// Elements a worker sums in its own precision before it adds the block to an f64 total.
 /// Keeps reductions exact on the checker's integer inputs (see `bench::stream`).
 const SUM_BLOCK: usize = 4096;
-/// Independent accumulators per worker in the reductions (one per SIMD lane, and then some).
-const SUM_LANES: usize = 16;
 
 /// The host CPU as a device.
 pub struct HostBackend {
@@ -164,12 +165,12 @@ impl Backend for HostBackend {
     fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
         match (case.family, case.precision) {
             // the size sweep is the STREAM kernels at other sizes
-            (Family::Stream | Family::Efficiency, Precision::F32) => {
-                Ok(Box::new(StreamCase::<f32>::new(&self.pool, case)?))
-            }
-            (Family::Stream | Family::Efficiency, Precision::F64) => {
-                Ok(Box::new(StreamCase::<f64>::new(&self.pool, case)?))
-            }
+            (Family::Stream | Family::Efficiency, Precision::F32) => Ok(Box::new(
+                StreamCase::<f32>::new(&self.pool, self.compute.simd, self.info.llc_bytes, case)?,
+            )),
+            (Family::Stream | Family::Efficiency, Precision::F64) => Ok(Box::new(
+                StreamCase::<f64>::new(&self.pool, self.compute.simd, self.info.llc_bytes, case)?,
+            )),
             (Family::Peak | Family::Intensity, _) => {
                 host_compute::prepare(&self.pool, self.compute, case)
             }
@@ -353,8 +354,13 @@ impl HostFloat for f64 {}
 struct StreamCase<'p, T: HostFloat> {
     pool: &'p Pool,
     kernel: StreamKernel,
+    /// The loop of the detected instruction set.
+    simd: StreamSimd<T>,
+    /// Streaming stores: the working set is larger than the last-level cache and the set has
+    /// them.
+    streaming: bool,
     /// Inputs first, then the output (as in the PTX parameter order).
-    arrays: Vec<Vec<T>>,
+    arrays: Vec<AlignedArray<T>>,
     /// One f64 total per worker, for the reductions.
     partials: Vec<f64>,
     barrier: SpinBarrier,
@@ -366,56 +372,53 @@ struct StreamCase<'p, T: HostFloat> {
 pub use self::cpu::FAULT_ENV;
 
 impl<'p, T: HostFloat> StreamCase<'p, T> {
-    fn new(pool: &'p Pool, case: &Case) -> Result<Self> {
+    /// `llc_bytes`: the last-level cache; arrays larger together store streaming where the set
+    /// can (see `host_stream`).
+    fn new(pool: &'p Pool, simd: Simd, llc_bytes: u64, case: &Case) -> Result<Self> {
         let kernel = StreamKernel::from_name(&case.kernel)
             .ok_or_else(|| Error::Usage(format!("unknown STREAM kernel {}", case.kernel)))?;
         let n = usize::try_from(case.elements).map_err(|_| {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))
         })?;
+        // BabelStream's alignment (2 MiB) for arrays of at least that, a cache line below
+        let byte_align = if n * std::mem::size_of::<T>() >= 2 << 20 {
+            2 << 20
+        } else {
+            64
+        };
+        let no_room = || {
+            Error::Usage(format!(
+                "{} arrays of {n} {} elements could not be allocated; pass a smaller --size",
+                kernel.inputs() + kernel.outputs(),
+                T::PRECISION.as_str()
+            ))
+        };
         let mut arrays = Vec::new();
         for array in 0..kernel.inputs() {
-            arrays.push(first_touch(pool, n, 16, |i| {
-                T::from_f64(stream::input(kernel, array, i as u64))
-            }));
+            arrays.push(
+                first_touch_aligned(pool, n, 16, byte_align, |i| {
+                    T::from_f64(stream::input(kernel, array, i as u64))
+                })
+                .ok_or_else(no_room)?,
+            );
         }
         for _ in 0..kernel.outputs() {
-            arrays.push(first_touch(pool, n, 16, |_| T::poison()));
+            arrays.push(
+                first_touch_aligned(pool, n, 16, byte_align, |_| T::poison())
+                    .ok_or_else(no_room)?,
+            );
         }
         Ok(StreamCase {
             pool,
             kernel,
+            simd: stream_simd(simd),
+            streaming: case.working_set_bytes > llc_bytes && stream_simd::<T>(simd).streams,
             arrays,
             partials: vec![f64::NAN; pool.threads()],
             barrier: SpinBarrier::new(pool.threads()),
             inject_fault: cpu::fault_injected(case),
         })
     }
-}
-
-/// Sums a slice in blocks of [`SUM_BLOCK`] elements across [`SUM_LANES`] accumulators of `T`,
-/// adding each block's total to an f64; `term(i)` is the i-th term (a[i] or a[i]·b[i]).
-#[inline(always)]
-fn blocked_sum<T: HostFloat>(len: usize, term: impl Fn(usize) -> T) -> f64 {
-    let mut total = 0.0f64;
-    let mut start = 0;
-    while start < len {
-        let end = (start + SUM_BLOCK).min(len);
-        let mut acc = [T::default(); SUM_LANES];
-        let whole = start + (end - start) / SUM_LANES * SUM_LANES;
-        let mut i = start;
-        while i < whole {
-            for (l, a) in acc.iter_mut().enumerate() {
-                *a = *a + term(i + l);
-            }
-            i += SUM_LANES;
-        }
-        for i in whole..end {
-            acc[0] = acc[0] + term(i);
-        }
-        total += acc.iter().map(|a| a.to_f64()).sum::<f64>();
-        start = end;
-    }
-    total
 }
 
 impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
@@ -432,50 +435,28 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
             .collect();
         let partials = SharedPtr(self.partials.as_mut_ptr());
         let barrier = &self.barrier;
+        let (simd, streaming) = (self.simd, self.streaming);
         let start = Instant::now();
         let ok = self.pool.run(|t| {
             let r = chunk(n, threads, t, 16);
             let len = r.len();
-            // SAFETY: every worker builds slices over its own chunk only; inputs are only read;
-            // the output chunk is written by this worker alone.
-            let slice =
-                |k: usize| unsafe { std::slice::from_raw_parts(ptrs[k].get().add(r.start), len) };
-            let slice_mut = |k: usize| unsafe {
-                std::slice::from_raw_parts_mut(ptrs[k].get().add(r.start), len)
+            // This worker's chunk of each array, inputs first and the output last (write has
+            // only an output). SAFETY: r lies inside every array.
+            let at = |k: usize| unsafe { ptrs[k.min(ptrs.len() - 1)].get().add(r.start) };
+            let (a, b, c) = (at(0) as *const T, at(1) as *const T, at(ptrs.len() - 1));
+            let s = if kernel == StreamKernel::Write {
+                fill
+            } else {
+                scalar
             };
             for _ in 0..reps {
-                match kernel {
-                    StreamKernel::Copy => slice_mut(1).copy_from_slice(slice(0)),
-                    StreamKernel::Scale => {
-                        for (b, &a) in slice_mut(1).iter_mut().zip(slice(0)) {
-                            *b = scalar * a;
-                        }
-                    }
-                    StreamKernel::Add => {
-                        let (a, b) = (slice(0), slice(1));
-                        for (i, c) in slice_mut(2).iter_mut().enumerate() {
-                            *c = a[i] + b[i];
-                        }
-                    }
-                    StreamKernel::Triad => {
-                        let (a, b) = (slice(0), slice(1));
-                        for (i, c) in slice_mut(2).iter_mut().enumerate() {
-                            *c = a[i] + scalar * b[i];
-                        }
-                    }
-                    StreamKernel::Dot => {
-                        let (a, b) = (slice(0), slice(1));
-                        let sum = blocked_sum(len, |i| a[i] * b[i]);
-                        // SAFETY: slot t belongs to worker t.
-                        unsafe { partials.get().add(t).write(std::hint::black_box(sum)) };
-                    }
-                    StreamKernel::Read => {
-                        let a = slice(0);
-                        let sum = blocked_sum(len, |i| a[i]);
-                        // SAFETY: slot t belongs to worker t.
-                        unsafe { partials.get().add(t).write(std::hint::black_box(sum)) };
-                    }
-                    StreamKernel::Write => slice_mut(0).fill(fill),
+                // SAFETY: a, b and c are this worker's chunk (len elements) of distinct arrays,
+                // written by this worker alone (a kernel of one array reads or writes only
+                // that one); `simd` is the set this CPU was found to run.
+                let sum = unsafe { simd.run(kernel, len, s, a, b, c, SUM_BLOCK, streaming) };
+                if kernel.is_reduction() {
+                    // SAFETY: slot t belongs to worker t.
+                    unsafe { partials.get().add(t).write(std::hint::black_box(sum)) };
                 }
                 barrier.wait();
             }
@@ -507,7 +488,16 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
     }
 
     fn launch_note(&self) -> String {
-        format!("{} pinned threads", self.pool.threads())
+        let stores = match (self.kernel.is_reduction(), self.streaming) {
+            (true, _) => "",
+            (false, true) => " and streaming stores",
+            (false, false) => " and plain stores",
+        };
+        format!(
+            "{} pinned threads, {} loads{stores}",
+            self.pool.threads(),
+            self.simd.name
+        )
     }
 }
 
@@ -750,14 +740,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn blocked_sum_is_exact_on_small_integers() {
-        let v: Vec<f32> = (0..100_003).map(|i| (1 + i % 4) as f32).collect();
-        let want: f64 = v.iter().map(|&x| x as f64).sum();
-        assert_eq!(blocked_sum(v.len(), |i| v[i]), want);
-        assert_eq!(blocked_sum::<f32>(0, |_| 1.0), 0.0);
-    }
-
     /// Every STREAM kernel on odd sizes, through the real pool, validates.
     #[test]
     fn stream_kernels_validate_on_odd_sizes() {
@@ -769,6 +751,36 @@ mod tests {
                 assert!(secs > 0.0);
                 let verdict = prepared.verify().unwrap();
                 assert!(verdict.valid, "{} n={n}: {}", case.id(), verdict.detail);
+            }
+        }
+    }
+
+    /// Arrays larger than the last-level cache store streaming where the set has streaming
+    /// stores (x86), still validate, and the note says which stores ran; smaller ones store
+    /// plainly.
+    #[test]
+    fn dram_cases_store_streaming_and_say_so() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let simd = Simd::detect();
+        for (n, llc) in [(3usize << 20, 1u64 << 20), (1000, 1 << 30)] {
+            for case in stream::cases(|_| n as u64) {
+                let mut prepared: Box<dyn PreparedCase> = match case.precision {
+                    Precision::F32 => {
+                        Box::new(StreamCase::<f32>::new(&pool, simd, llc, &case).unwrap())
+                    }
+                    _ => Box::new(StreamCase::<f64>::new(&pool, simd, llc, &case).unwrap()),
+                };
+                prepared.run(2).unwrap();
+                let verdict = prepared.verify().unwrap();
+                assert!(verdict.valid, "{} n={n}: {}", case.id(), verdict.detail);
+                let streams = case.working_set_bytes > llc && stream_simd::<f32>(simd).streams;
+                let note = prepared.launch_note();
+                let want = match (case.kernel.as_str(), streams) {
+                    ("dot" | "read", _) => "loads",
+                    (_, true) => "loads and streaming stores",
+                    (_, false) => "loads and plain stores",
+                };
+                assert!(note.ends_with(want), "{}: {note}", case.id());
             }
         }
     }

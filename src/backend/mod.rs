@@ -19,6 +19,7 @@ pub mod host_compute;
 pub mod host_gemm;
 pub mod host_latency;
 pub mod host_launch;
+pub mod host_stream;
 pub mod launch;
 pub mod pool;
 

@@ -268,23 +268,114 @@ pub fn first_touch<T: Copy>(
     init: impl Fn(usize) -> T + Sync,
 ) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
-    let ptr = SharedPtr(v.as_mut_ptr());
+    touch(pool, SharedPtr(v.as_mut_ptr()), n, align, init);
+    // SAFETY: the chunks cover 0..n, so every element was written by `touch`.
+    unsafe { v.set_len(n) };
+    v
+}
+
+/// Writes elements `0..n` at `ptr` (room for `n`), each worker its own chunk.
+fn touch<T: Copy>(
+    pool: &Pool,
+    ptr: SharedPtr<T>,
+    n: usize,
+    align: usize,
+    init: impl Fn(usize) -> T + Sync,
+) {
     let threads = pool.threads();
     let ok = pool.run(|t| {
         for i in chunk(n, threads, t, align) {
-            // SAFETY: i < n <= capacity, and chunks are disjoint.
+            // SAFETY: i < n, within the room the caller gives, and chunks are disjoint.
             unsafe { ptr.get().add(i).write(init(i)) };
         }
     });
     assert!(ok, "initialising an array cannot panic");
-    // SAFETY: the chunks cover 0..n, so every element was written above.
-    unsafe { v.set_len(n) };
-    v
+}
+
+/// An array at a chosen byte alignment: what the STREAM arrays are, as BabelStream allocates
+/// its own (2 MiB aligned), so a vector never straddles two cache lines and every worker's
+/// chunk starts on a line of its own. Derefs to a slice.
+pub struct AlignedArray<T> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: it owns its elements as a `Vec` does.
+unsafe impl<T: Send> Send for AlignedArray<T> {}
+unsafe impl<T: Sync> Sync for AlignedArray<T> {}
+
+impl<T> std::ops::Deref for AlignedArray<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: ptr holds len initialised elements (dangling and 0 for an empty array).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> std::ops::DerefMut for AlignedArray<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `deref`, and `&mut self` is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> Drop for AlignedArray<T> {
+    fn drop(&mut self) {
+        if self.layout.size() > 0 {
+            // SAFETY: allocated with this layout in `first_touch_aligned`; the elements are
+            // plain numbers (`Copy`), with nothing to drop.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), self.layout) };
+        }
+    }
+}
+
+/// [`first_touch`] into an [`AlignedArray`] whose first element sits at a multiple of
+/// `byte_align` (a power of two). Returns `None` when the memory cannot be had.
+pub fn first_touch_aligned<T: Copy>(
+    pool: &Pool,
+    n: usize,
+    align: usize,
+    byte_align: usize,
+    init: impl Fn(usize) -> T + Sync,
+) -> Option<AlignedArray<T>> {
+    let size = n.checked_mul(std::mem::size_of::<T>())?;
+    let layout =
+        std::alloc::Layout::from_size_align(size, byte_align.max(std::mem::align_of::<T>()))
+            .ok()?;
+    let ptr = if size == 0 {
+        // dangling, at the alignment asked for
+        std::ptr::NonNull::new(std::ptr::without_provenance_mut(layout.align()))?
+    } else {
+        // SAFETY: the layout's size is not zero.
+        std::ptr::NonNull::new(unsafe { std::alloc::alloc(layout) }.cast::<T>())?
+    };
+    let mut array = AlignedArray {
+        ptr,
+        len: 0,
+        layout,
+    };
+    touch(pool, SharedPtr(array.ptr.as_ptr()), n, align, init);
+    array.len = n;
+    Some(array)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An aligned array starts where asked, holds what `init` wrote, and an empty one is empty.
+    #[test]
+    fn aligned_arrays_start_at_their_alignment() {
+        let pool = Pool::new(vec![allowed_cpus()[0]]);
+        for (n, byte_align) in [(0usize, 64usize), (1, 64), (1000, 4096), (1 << 19, 2 << 20)] {
+            let a = first_touch_aligned(&pool, n, 16, byte_align, |i| i as u64 * 3).unwrap();
+            assert_eq!(a.len(), n);
+            assert_eq!(a.as_ptr() as usize % byte_align, 0, "n={n}");
+            assert!(a.iter().enumerate().all(|(i, &x)| x == i as u64 * 3));
+        }
+        assert!(first_touch_aligned(&pool, usize::MAX, 16, 64, |_| 0u64).is_none());
+    }
 
     #[test]
     fn chunks_partition_the_range() {
