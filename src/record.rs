@@ -1649,13 +1649,15 @@ pub(crate) mod tests {
         let case = StreamKernel::Copy.case(Precision::F32, 10);
         let a = measured(&case, 1e-3, true);
         for (column, change) in [
+            // other than whatever this machine is (a fixed "AVX2+FMA" was no change on a Zen 3)
             (
                 "isa",
-                Box::new(|r: &mut Record| r.isa = "AVX2+FMA".into()) as Box<dyn Fn(&mut Record)>,
+                Box::new(|r: &mut Record| r.isa = format!("{}, other", r.isa))
+                    as Box<dyn Fn(&mut Record)>,
             ),
             (
                 "microarch",
-                Box::new(|r: &mut Record| r.microarch = "Zen 3".into()),
+                Box::new(|r: &mut Record| r.microarch = format!("{}, other", r.microarch)),
             ),
             (
                 "uuid",

@@ -33,7 +33,7 @@
 //! row instead, one vector accumulator per row, and no work is spent on padding rows: eight
 //! sequential streams of B in flight per core. On this project's 2-vCPU VM (AVX2, f32, the five
 //! M = 1 shapes, 4 interleaved rounds each, 2026-12-01) one row at a time was no faster than
-//! the four-row dot-product path (0.93–1.0× by shape), eight rows 1.10–1.35× faster than it
+//! the four-row dot-product path (0.91–1.0× by shape), eight rows 1.10–1.35× faster than it
 //! (rounds 0.83–1.80) and 1.08–1.36× faster than sixteen.
 //!
 //! The workers are the backend's pinned pool, one pass of the pool per product, separated into
