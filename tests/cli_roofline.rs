@@ -335,7 +335,13 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
     let empty = write("empty.csv", "");
     let foreign = write("foreign.csv", "name,score\nada,3\n");
     let malformed = write("malformed.csv", &text.replacen(",triad,", ",triad,\"", 1));
-    let truncated = write("truncated.csv", &text[..text.len() - 40]);
+    // the last row cut after its tenth field (cutting a fixed count of bytes left a whole row
+    // once the last row's note grew longer than the cut)
+    let truncated = {
+        let (head, last) = text.trim_end().rsplit_once('\n').unwrap();
+        let cut: Vec<&str> = last.split(',').take(10).collect();
+        write("truncated.csv", &format!("{head}\n{}\n", cut.join(",")))
+    };
     let header_only = write("header.csv", &format!("{}\n", text.lines().next().unwrap()));
     let other_schema = write(
         "other.csv",
