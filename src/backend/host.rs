@@ -408,11 +408,12 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
                     .ok_or_else(no_room)?,
             );
         }
+        let simd = stream_simd::<T>(simd);
         Ok(StreamCase {
             pool,
             kernel,
-            simd: stream_simd(simd),
-            streaming: case.working_set_bytes > llc_bytes && stream_simd::<T>(simd).streams,
+            simd,
+            streaming: case.working_set_bytes > llc_bytes && simd.streams,
             arrays,
             partials: vec![f64::NAN; pool.threads()],
             barrier: SpinBarrier::new(pool.threads()),

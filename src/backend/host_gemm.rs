@@ -218,7 +218,7 @@ macro_rules! gemv_kernel {
 /// Generates a micro-kernel and a dot-product kernel for one instruction set and element type.
 macro_rules! gemm_kernels {
     (
-        $micro:ident, $dot:ident, feature $feature:literal, elem $elem:ty, vec $vec:ty,
+        $micro:ident, $dot:ident, $gemv:ident, feature $feature:literal, elem $elem:ty, vec $vec:ty,
         lanes $lanes:expr, mr $mr:expr, nv $nv:expr,
         zero $zero:expr,
         splat |$sx:ident| $splat:expr,
@@ -316,6 +316,12 @@ macro_rules! gemm_kernels {
                 }
             }
         }
+
+        gemv_kernel!($gemv, feature $feature, elem $elem, vec $vec, lanes $lanes,
+            zero $zero,
+            load |$p| $load,
+            fma |$fa, $fb, $fc| $fma,
+            sum |$hv| $hsum);
     };
 }
 
@@ -323,7 +329,7 @@ macro_rules! gemm_kernels {
 mod x86 {
     use std::arch::x86_64::*;
 
-    gemm_kernels!(avx512_f32_micro, avx512_f32_dot, feature "avx512f,fma", elem f32,
+    gemm_kernels!(avx512_f32_micro, avx512_f32_dot, avx512_f32_gemv, feature "avx512f,fma", elem f32,
         vec __m512, lanes 16, mr 8, nv 2,
         zero _mm512_setzero_ps(),
         splat |s| _mm512_set1_ps(s),
@@ -332,7 +338,7 @@ mod x86 {
         fma |a, b, c| _mm512_fmadd_ps(a, b, c),
         add |a, b| _mm512_add_ps(a, b),
         sum |v| _mm512_reduce_add_ps(v));
-    gemm_kernels!(avx512_f64_micro, avx512_f64_dot, feature "avx512f,fma", elem f64,
+    gemm_kernels!(avx512_f64_micro, avx512_f64_dot, avx512_f64_gemv, feature "avx512f,fma", elem f64,
         vec __m512d, lanes 8, mr 8, nv 2,
         zero _mm512_setzero_pd(),
         splat |s| _mm512_set1_pd(s),
@@ -341,7 +347,7 @@ mod x86 {
         fma |a, b, c| _mm512_fmadd_pd(a, b, c),
         add |a, b| _mm512_add_pd(a, b),
         sum |v| _mm512_reduce_add_pd(v));
-    gemm_kernels!(avx2_f32_micro, avx2_f32_dot, feature "avx2,fma", elem f32,
+    gemm_kernels!(avx2_f32_micro, avx2_f32_dot, avx2_f32_gemv, feature "avx2,fma", elem f32,
     vec __m256, lanes 8, mr 6, nv 2,
     zero _mm256_setzero_ps(),
     splat |s| _mm256_set1_ps(s),
@@ -354,7 +360,7 @@ mod x86 {
         _mm256_storeu_ps(lanes.as_mut_ptr(), v);
         lanes.iter().sum()
     });
-    gemm_kernels!(avx2_f64_micro, avx2_f64_dot, feature "avx2,fma", elem f64,
+    gemm_kernels!(avx2_f64_micro, avx2_f64_dot, avx2_f64_gemv, feature "avx2,fma", elem f64,
     vec __m256d, lanes 4, mr 6, nv 2,
     zero _mm256_setzero_pd(),
     splat |s| _mm256_set1_pd(s),
@@ -367,42 +373,13 @@ mod x86 {
         _mm256_storeu_pd(lanes.as_mut_ptr(), v);
         lanes.iter().sum()
     });
-
-    gemv_kernel!(avx512_f32_gemv, feature "avx512f,fma", elem f32, vec __m512, lanes 16,
-        zero _mm512_setzero_ps(),
-        load |p| _mm512_loadu_ps(p),
-        fma |a, b, c| _mm512_fmadd_ps(a, b, c),
-        sum |v| _mm512_reduce_add_ps(v));
-    gemv_kernel!(avx512_f64_gemv, feature "avx512f,fma", elem f64, vec __m512d, lanes 8,
-        zero _mm512_setzero_pd(),
-        load |p| _mm512_loadu_pd(p),
-        fma |a, b, c| _mm512_fmadd_pd(a, b, c),
-        sum |v| _mm512_reduce_add_pd(v));
-    gemv_kernel!(avx2_f32_gemv, feature "avx2,fma", elem f32, vec __m256, lanes 8,
-    zero _mm256_setzero_ps(),
-    load |p| _mm256_loadu_ps(p),
-    fma |a, b, c| _mm256_fmadd_ps(a, b, c),
-    sum |v| {
-        let mut lanes = [0f32; 8];
-        _mm256_storeu_ps(lanes.as_mut_ptr(), v);
-        lanes.iter().sum()
-    });
-    gemv_kernel!(avx2_f64_gemv, feature "avx2,fma", elem f64, vec __m256d, lanes 4,
-    zero _mm256_setzero_pd(),
-    load |p| _mm256_loadu_pd(p),
-    fma |a, b, c| _mm256_fmadd_pd(a, b, c),
-    sum |v| {
-        let mut lanes = [0f64; 4];
-        _mm256_storeu_pd(lanes.as_mut_ptr(), v);
-        lanes.iter().sum()
-    });
 }
 
 #[cfg(target_arch = "aarch64")]
 mod arm {
     use std::arch::aarch64::*;
 
-    gemm_kernels!(neon_f32_micro, neon_f32_dot, feature "neon", elem f32,
+    gemm_kernels!(neon_f32_micro, neon_f32_dot, neon_f32_gemv, feature "neon", elem f32,
         vec float32x4_t, lanes 4, mr 8, nv 2,
         zero vdupq_n_f32(0.0),
         splat |s| vdupq_n_f32(s),
@@ -411,7 +388,7 @@ mod arm {
         fma |a, b, c| vfmaq_f32(c, a, b),
         add |a, b| vaddq_f32(a, b),
         sum |v| vaddvq_f32(v));
-    gemm_kernels!(neon_f64_micro, neon_f64_dot, feature "neon", elem f64,
+    gemm_kernels!(neon_f64_micro, neon_f64_dot, neon_f64_gemv, feature "neon", elem f64,
         vec float64x2_t, lanes 2, mr 8, nv 2,
         zero vdupq_n_f64(0.0),
         splat |s| vdupq_n_f64(s),
@@ -419,17 +396,6 @@ mod arm {
         store |q, v| vst1q_f64(q, v),
         fma |a, b, c| vfmaq_f64(c, a, b),
         add |a, b| vaddq_f64(a, b),
-        sum |v| vaddvq_f64(v));
-
-    gemv_kernel!(neon_f32_gemv, feature "neon", elem f32, vec float32x4_t, lanes 4,
-        zero vdupq_n_f32(0.0),
-        load |p| vld1q_f32(p),
-        fma |a, b, c| vfmaq_f32(c, a, b),
-        sum |v| vaddvq_f32(v));
-    gemv_kernel!(neon_f64_gemv, feature "neon", elem f64, vec float64x2_t, lanes 2,
-        zero vdupq_n_f64(0.0),
-        load |p| vld1q_f64(p),
-        fma |a, b, c| vfmaq_f64(c, a, b),
         sum |v| vaddvq_f64(v));
 }
 
@@ -646,8 +612,8 @@ fn ours<T: GemmElement>(
         for _ in 0..reps {
             if m == 1 {
                 // A decode step: each worker claims B's rows, DOT_ROWS at a time, and takes
-                // their dot products with A's one row (in L1 or L2) one row at a time, so B
-                // streams from DRAM once, sequentially.
+                // their dot products with A's one row (in L1 or L2) GEMV_ROWS rows at a time,
+                // so B streams from DRAM once, in as many sequential streams per core.
                 let counter = next_phase();
                 loop {
                     let start = counter.fetch_add(DOT_ROWS, Ordering::Relaxed);
@@ -951,12 +917,14 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
                 .collect();
             (vec![T::default(); panel], scratch)
         } else {
-            // The dot-product path pads A's rows, and B's last rows, to a multiple of four.
+            // The dot-product path pads A's rows, and B's last rows, to a multiple of four; the
+            // matrix-vector path (M = 1) and the reference need nothing.
+            let dot = implementation == Implementation::Ours && m > 1;
             let scratch = (0..pool.threads())
                 .map(|_| {
                     std::sync::Mutex::new(Scratch {
-                        a: vec![T::default(); 4 * m.div_ceil(4) * k],
-                        tile: vec![T::default(); 4 * k],
+                        a: vec![T::default(); if dot { 4 * m.div_ceil(4) * k } else { 0 }],
+                        tile: vec![T::default(); if dot { 4 * k } else { 0 }],
                     })
                 })
                 .collect();
@@ -1033,7 +1001,12 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
         match self.implementation {
             Implementation::Ours => format!(
                 "{threads} pinned threads, {}, {}, {}",
-                if self.shape.m as usize <= SMALL_M {
+                if self.shape.m == 1 {
+                    format!(
+                        "matrix-vector products, {GEMV_ROWS} rows of B at a time ({} lanes)",
+                        self.kernels.name
+                    )
+                } else if self.shape.m as usize <= SMALL_M {
                     format!("dot products ({} lanes)", self.kernels.name)
                 } else {
                     format!(
