@@ -91,6 +91,9 @@ fn planned_cases_fit_and_validate_at_a_small_size() {
     let _gpu = gpu_lock();
     for ordinal in 0..n {
         let mut gpu = CudaBackend::open(ordinal).expect("opening the device");
+        // Not a runaway test: under the simulated driver's interpreter one launch of an mma
+        // kernel took over the default 10 s on a loaded 2-core machine.
+        gpu.set_kernel_deadline(Duration::from_secs(120));
         let bytes = small_array_bytes(&gpu);
         for planned in gpu.cases(SizeRequest::BytesPerArray(bytes)).unwrap() {
             // a note on a case here is a module that did not load: say which, and why (a sweep
