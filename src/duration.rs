@@ -259,27 +259,29 @@ pub fn link_secs(case: &Case, cfg: &RunConfig, rates: &Rates) -> f64 {
         return CASE_OVERHEAD_SECS;
     };
     let bytes = link::copy_bytes(case) as f64;
+    let local = t == Transfer::DeviceLocal || t.peer();
     let host_buffers = match t {
-        Transfer::DeviceLocal => 1.0, // the staging buffer of the source's pattern
+        // the staging buffers of the sources' patterns
+        _ if local => t.device_buffers() as f64,
         _ if t.bidirectional() => 2.0,
         _ => 1.0,
     };
     let host = host_buffers * bytes * 2.0 / HOST_PREP_BYTES_PER_SEC;
     let rate = match t {
-        // read and written by the copy engines
-        Transfer::DeviceLocal => rates.dram_bytes_per_sec / 2.0,
+        // read and written by the copy engines (a peer link is no faster than that)
+        _ if local => rates.dram_bytes_per_sec / 2.0,
         _ if t.pageable() => LINK_PAGEABLE_BYTES_PER_SEC,
         _ => LINK_PINNED_BYTES_PER_SEC,
     };
     let fills = if t.to_device() { 0.0 } else { 1.0 };
-    let fill_rate = if t == Transfer::DeviceLocal {
+    let fill_rate = if local {
         LINK_PAGEABLE_BYTES_PER_SEC
     } else {
         rate
     };
     let copy = LINK_COPY_SECS + bytes / rate;
     let copies = (1.0 + f64::from(cfg.min_samples.max(2))) * copy;
-    let staging = if t == Transfer::DeviceLocal || fills > 0.0 {
+    let staging = if local || fills > 0.0 {
         bytes / fill_rate
     } else {
         0.0
@@ -400,12 +402,16 @@ mod tests {
         let small = |t| case_secs(&link::case(t, 16 << 20), &cfg, 0.01, &rates());
         assert!(small(Transfer::HostToDevicePageable) > small(Transfer::HostToDevice));
         assert!(small(Transfer::HostToDeviceBidirectional) > small(Transfer::HostToDevice));
-        // the whole family on a device with 140 GiB free
-        let family: f64 = crate::backend::cuda_plan::link_cases(140 << 30)
-            .iter()
-            .map(|p| case_secs(&p.case, &cfg, 0.01, &rates()))
-            .sum();
-        assert!(family < 6.0, "{family}");
+        // the whole family on a device with 140 GiB free, alone and with a peer
+        let family = |peers: &[u32]| -> f64 {
+            crate::backend::cuda_plan::link_cases(140 << 30, peers)
+                .iter()
+                .map(|p| case_secs(&p.case, &cfg, 0.01, &rates()))
+                .sum()
+        };
+        assert!(family(&[]) < 7.0, "{}", family(&[]));
+        let per_peer = family(&[1]) - family(&[]);
+        assert!((0.5..3.0).contains(&per_peer), "{per_peer}");
     }
 
     /// A latency launch lasts its hops at the load time of the level its ring sits in: L1 for

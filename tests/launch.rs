@@ -146,6 +146,7 @@ fn planned(d: &Device, per_sm: u32) -> (Vec<PlannedCase>, u32) {
         info: &info,
         compute_capability: d.cc,
         usable_bytes: d.free / 100 * 90,
+        peers: &[],
     };
     let cases = cuda_plan::plan_cases(&model, SizeRequest::Auto, &mut |_| Ok(grid))
         .unwrap_or_else(|e| panic!("{}: {e}", d.name));

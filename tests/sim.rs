@@ -279,7 +279,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     let (csv, rows) = run_filtered(&sim, dir.path(), &filters);
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     // link: planned at the device's free memory as the context was created (896 KiB)
-    let link_cases = roofprobe::backend::cuda_plan::link_cases(896 << 10).len();
+    let link_cases = roofprobe::backend::cuda_plan::link_cases(896 << 10, &[]).len();
     assert!(link_cases >= 10, "{link_cases}");
     // capacity's 4 figures, the sweep's 4 steps, launch's 2 and the link's copies under one
     // filter each
@@ -327,6 +327,20 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
             );
         }
         assert!(r.gbps.is_some_and(|g| g > 0.0), "{}", r.case_id());
+    }
+    // the SM copies ran as kernels through mapped host memory, at two sizes each (what a fit
+    // needs), and their destinations held the pattern (valid, above)
+    for kernel in ["host_to_device_memcpy_sm", "device_to_host_memcpy_sm"] {
+        let sm: Vec<_> = link_rows.iter().filter(|r| r.kernel == kernel).collect();
+        assert!(sm.len() >= 2, "{kernel}: {} rows", sm.len());
+        for r in sm {
+            assert!(
+                r.note.contains("mapped into the device") && r.note.contains("copy_f32, grid"),
+                "{}: {}",
+                r.case_id(),
+                r.note
+            );
+        }
     }
     // capacity: largest <= free <= total on the simulated device (1 MiB, 128 KiB context),
     // the figures in `working_set_bytes`, and in the calibration beside the CSV
@@ -636,6 +650,49 @@ fn a_runaway_kernel_costs_its_case_and_the_run_goes_on() {
     );
     assert!(rows[1].valid, "{}", rows[1].status);
     assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+/// Two simulated GPUs: cuda:0 reads from and writes to cuda:1's memory, one direction and both,
+/// each copy checked at its destination (on either device), each row naming its peer; a single
+/// GPU plans none of them (the full run above).
+#[test]
+fn the_peer_matrix_runs_between_two_simulated_gpus() {
+    let sim = Sim::new("devices=2");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, rows) = run_filtered(&sim, dir.path(), &["device_to_device_"]);
+    let kernels: Vec<&str> = rows.iter().map(|r| r.kernel.as_str()).collect();
+    assert_eq!(
+        kernels,
+        [
+            "device_to_device_memcpy_read_ce",
+            "device_to_device_memcpy_write_ce",
+            "device_to_device_bidirectional_memcpy_read_ce",
+            "device_to_device_bidirectional_memcpy_write_ce",
+        ]
+    );
+    for r in &rows {
+        assert!(r.valid, "{}: {}", r.case_id(), r.status);
+        assert_eq!(
+            r.param,
+            Some(roofprobe::bench::Param::Count(1)),
+            "{}",
+            r.case_id()
+        );
+        assert!(
+            r.note.contains("peer cuda:1")
+                && r.note
+                    .ends_with("path not known: NVML absent, or it does not know these devices"),
+            "{}: {}",
+            r.case_id(),
+            r.note
+        );
+    }
+    let devices = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
+    let listing = text(&devices.stdout);
+    assert!(
+        listing.contains("peer to peer") && listing.contains("cuda:1"),
+        "{listing}"
+    );
 }
 
 /// `run --device all --parallel` on two simulated GPUs: both measured at once, each in its own

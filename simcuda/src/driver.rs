@@ -10,7 +10,12 @@
 //! - a destroyed event is gone for the host at once (its elapsed time can no longer be read);
 //! - copies between a device and pinned host memory run when the stream reaches them; copies
 //!   with pageable host memory behave as the driver documents (host-to-device staged at the
-//!   call, device-to-host returned only once the copy is done).
+//!   call, device-to-host returned only once the copy is done);
+//! - pinned memory is mapped into the device's address space only when it was allocated with
+//!   `CU_MEMHOSTALLOC_DEVICEMAP` (`cuMemHostGetDevicePointer` refuses any other). A kernel sees
+//!   it through a mirror in the interpreter's memory: every mapped allocation of the device is
+//!   copied in when a kernel starts, and the bytes the kernel changed are written back to the
+//!   host when it ends (so a host write elsewhere in the buffer meanwhile is not undone).
 //!
 //! A kernel fault (out-of-bounds or misaligned access, trap, anything the interpreter refuses
 //! while running) sets the device's sticky error: every later call on that context returns it.
@@ -42,6 +47,7 @@ pub mod code {
     pub const NOT_FOUND: u32 = 500;
     pub const NOT_READY: u32 = 600;
     pub const ILLEGAL_ADDRESS: u32 = 700;
+    pub const PEER_ACCESS_ALREADY_ENABLED: u32 = 704;
     pub const MISALIGNED_ADDRESS: u32 = 716;
     pub const LAUNCH_FAILED: u32 = 719;
     pub const NOT_SUPPORTED: u32 = 801;
@@ -80,6 +86,10 @@ pub mod code {
                 b"an illegal memory access was encountered\0",
             ),
             MISALIGNED_ADDRESS => (b"CUDA_ERROR_MISALIGNED_ADDRESS\0", b"misaligned address\0"),
+            PEER_ACCESS_ALREADY_ENABLED => (
+                b"CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED\0",
+                b"peer access is already enabled\0",
+            ),
             LAUNCH_FAILED => (
                 b"CUDA_ERROR_LAUNCH_FAILED\0",
                 b"unspecified launch failure\0",
@@ -113,6 +123,10 @@ pub struct Device {
     allocs: Mutex<BTreeMap<u64, u64>>,
     /// Bytes the device holds (an asynchronous free gives its bytes back when it runs).
     used: AtomicU64,
+    /// Pinned host memory mapped into this device, by host address (not counted in `used`).
+    mapped: Mutex<BTreeMap<usize, Mapped>>,
+    /// The devices whose memory this context has peer access to (`cuCtxEnablePeerAccess`).
+    peers: Mutex<std::collections::BTreeSet<u32>>,
     legacy: OnceLock<Arc<Stream>>,
 }
 
@@ -153,6 +167,20 @@ pub struct Function {
 /// the stream reaches them.
 struct Pinned {
     layout: std::alloc::Layout,
+    /// Mapped (`CU_MEMHOSTALLOC_DEVICEMAP`): the device it was mapped into and its mirror there.
+    mapped: Option<(Arc<Device>, u64)>,
+}
+
+/// `CU_MEMHOSTALLOC_DEVICEMAP` (cuda.h).
+pub const MEMHOSTALLOC_DEVICEMAP: u32 = 0x02;
+
+/// Pinned host memory mapped into a device: `bytes` at host address `host`, mirrored at the
+/// interpreter address `mirror`.
+#[derive(Clone, Copy)]
+struct Mapped {
+    host: usize,
+    bytes: usize,
+    mirror: u64,
 }
 
 #[derive(Default)]
@@ -258,6 +286,8 @@ impl Driver {
                     mem: Mutex::new(Memory::new()),
                     allocs: Mutex::new(BTreeMap::new()),
                     used: AtomicU64::new(0),
+                    mapped: Mutex::new(BTreeMap::new()),
+                    peers: Mutex::new(std::collections::BTreeSet::new()),
                     legacy: OnceLock::new(),
                 })
             })
@@ -484,6 +514,61 @@ impl Driver {
         Ok(())
     }
 
+    /// `cuDeviceCanAccessPeer`: every simulated device reaches every other.
+    pub fn can_access_peer(&self, dev: i32, peer: i32) -> Res<i32> {
+        self.device(dev)?;
+        self.device(peer)?;
+        Ok(i32::from(dev != peer))
+    }
+
+    /// `cuCtxEnablePeerAccess` from the current context to `peer_ctx`'s memory.
+    pub fn enable_peer_access(&self, peer_ctx: u64, flags: u32) -> Res {
+        let d = self.working()?;
+        let peer = self.device_of_ctx(peer_ctx)?;
+        if flags != 0 {
+            return Err(code::INVALID_VALUE);
+        }
+        if Arc::ptr_eq(d, peer) {
+            return Err(code::INVALID_DEVICE);
+        }
+        if !lock(&d.peers).insert(peer.ordinal) {
+            return Err(code::PEER_ACCESS_ALREADY_ENABLED);
+        }
+        Ok(())
+    }
+
+    /// `cuMemcpyPeer(Async)`: `bytes` from `src` in `src_ctx`'s memory to `dst` in `dst_ctx`'s,
+    /// on a stream of the current context (`None`: synchronous). The driver stages the copy
+    /// when peer access is off, so it is not required.
+    pub fn copy_peer(
+        &self,
+        dst: u64,
+        dst_ctx: u64,
+        src: u64,
+        src_ctx: u64,
+        bytes: usize,
+        stream: Option<u64>,
+    ) -> Res {
+        let d = self.working()?;
+        let (to, from) = (self.device_of_ctx(dst_ctx)?, self.device_of_ctx(src_ctx)?);
+        to.sticky()?;
+        from.sticky()?;
+        self.check_range(to, dst, bytes)?;
+        self.check_range(from, src, bytes)?;
+        let s = self.stream(stream.unwrap_or(0), d)?;
+        let ticket = s.push(Op::Peer {
+            dst,
+            to: to.clone(),
+            src,
+            from: from.clone(),
+            bytes,
+        });
+        if stream.is_none() {
+            s.wait_for(ticket)?;
+        }
+        Ok(())
+    }
+
     pub fn memset(
         &self,
         dst: u64,
@@ -507,19 +592,51 @@ impl Driver {
         Ok(())
     }
 
-    pub fn host_alloc(&self, bytes: usize) -> Res<*mut u8> {
-        self.working()?;
+    /// `cuMemHostAlloc` with `flags`: mapped into the current device when they hold
+    /// [`MEMHOSTALLOC_DEVICEMAP`].
+    pub fn host_alloc(&self, bytes: usize, flags: u32) -> Res<*mut u8> {
+        let d = self.working()?;
         let layout = std::alloc::Layout::from_size_align(bytes.max(1), 4096)
             .map_err(|_| code::INVALID_VALUE)?;
         // SAFETY: a non-zero size.
-        let p = unsafe { std::alloc::alloc(layout) };
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
         if p.is_null() {
             return Err(code::OUT_OF_MEMORY);
         }
+        let mapped = (flags & MEMHOSTALLOC_DEVICEMAP != 0).then(|| {
+            let mirror = lock(&d.mem).alloc(layout.size()).addr();
+            let m = Mapped {
+                host: p as usize,
+                bytes: layout.size(),
+                mirror,
+            };
+            lock(&d.mapped).insert(p as usize, m);
+            (d.clone(), mirror)
+        });
         lock(&self.objects)
             .pinned
-            .insert(p as usize, Pinned { layout });
+            .insert(p as usize, Pinned { layout, mapped });
         Ok(p)
+    }
+
+    /// `cuMemHostGetDevicePointer`: the device address of `p`, which must lie in pinned
+    /// memory mapped into the current device.
+    pub fn host_device_pointer(&self, p: usize, flags: u32) -> Res<u64> {
+        let d = self.working()?;
+        if flags != 0 {
+            return Err(code::INVALID_VALUE);
+        }
+        let objects = lock(&self.objects);
+        let (&base, pinned) = objects
+            .pinned
+            .range(..=p)
+            .next_back()
+            .filter(|(&base, pinned)| p < base + pinned.layout.size())
+            .ok_or(code::INVALID_VALUE)?;
+        match &pinned.mapped {
+            Some((device, mirror)) if Arc::ptr_eq(device, d) => Ok(mirror + (p - base) as u64),
+            _ => Err(code::INVALID_VALUE),
+        }
     }
 
     /// # Safety
@@ -529,6 +646,10 @@ impl Driver {
             .pinned
             .remove(&(p as usize))
             .ok_or(code::INVALID_VALUE)?;
+        if let Some((d, mirror)) = &pinned.mapped {
+            lock(&d.mapped).remove(&(p as usize));
+            let _ = lock(&d.mem).free(DevicePtr(*mirror));
+        }
         // SAFETY: allocated by `host_alloc` with this layout, removed from the table once.
         unsafe { std::alloc::dealloc(p, pinned.layout) };
         Ok(())
@@ -1030,6 +1151,14 @@ enum Op {
         src: u64,
         bytes: usize,
     },
+    /// From one device's memory to another's.
+    Peer {
+        dst: u64,
+        to: Arc<Device>,
+        src: u64,
+        from: Arc<Device>,
+        bytes: usize,
+    },
     Memset {
         dst: u64,
         value: u32,
@@ -1222,11 +1351,37 @@ impl Stream {
                 // memory would only slow every launch down.
                 config.check_global_races = false;
                 let mut mem = lock(&d.mem);
+                // Mapped host memory as the kernel starts: copied into its mirrors.
+                let mapped: Vec<(Mapped, Vec<u8>)> = lock(&d.mapped)
+                    .values()
+                    .map(|m| {
+                        // SAFETY: mapped pinned memory stays allocated until `cuMemFreeHost`,
+                        // which the caller must not call while a kernel may use it.
+                        let now =
+                            unsafe { std::slice::from_raw_parts(m.host as *const u8, m.bytes) };
+                        (*m, now.to_vec())
+                    })
+                    .collect();
+                for (m, bytes) in &mapped {
+                    let _ = mem.write(DevicePtr(m.mirror), bytes);
+                }
                 let outcome =
                     function
                         .module
                         .module
                         .launch_with(&function.name, &config, &args, &mut mem);
+                // ... and the bytes the kernel changed, back to the host.
+                for (m, before) in &mapped {
+                    let Ok(after) = mem.read::<u8>(DevicePtr(m.mirror), m.bytes) else {
+                        continue;
+                    };
+                    for (i, (a, b)) in after.iter().zip(before).enumerate() {
+                        if a != b {
+                            // SAFETY: as above; `i` < the allocation's bytes.
+                            unsafe { *(m.host as *mut u8).add(i) = *a };
+                        }
+                    }
+                }
                 drop(mem);
                 if let Err(e) = outcome {
                     d.fault(classify(&e), &format!("{}: {e}", function.name));
@@ -1260,6 +1415,20 @@ impl Stream {
                 drop(mem);
                 if ok.is_err() {
                     d.fault(code::ILLEGAL_ADDRESS, "a device copy touching freed memory");
+                }
+            }
+            Op::Peer {
+                dst,
+                to,
+                src,
+                from,
+                bytes,
+            } => {
+                // one device's memory locked at a time
+                let data = lock(&from.mem).read::<u8>(DevicePtr(src), bytes);
+                let ok = data.and_then(|v| lock(&to.mem).write(DevicePtr(dst), &v));
+                if ok.is_err() {
+                    d.fault(code::ILLEGAL_ADDRESS, "a peer copy touching freed memory");
                 }
             }
             Op::Memset {

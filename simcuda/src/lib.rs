@@ -1,6 +1,7 @@
 //! simcuda: a simulated CUDA driver. It exports the driver-API entry points roofprobe reaches
-//! through cudarc (device queries, the primary context, memory, copies, streams, modules,
-//! launches, events, error strings) and runs every kernel with `ptxsim`, so that `cargo test`
+//! through cudarc (device queries, the primary context, memory, mapped pinned memory, copies
+//! within a device and between devices, peer access, streams, modules, launches, events, error
+//! strings) and runs every kernel with `ptxsim`, so that `cargo test`
 //! drives roofprobe's CUDA backend end to end on a machine without a GPU.
 //!
 //! It is a test double, never a measurement: its "device" is an interpreter, its times are the
@@ -225,6 +226,21 @@ pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut *mut c_void) -> c_uint {
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuDeviceCanAccessPeer(can: *mut c_int, dev: c_int, peer: c_int) -> c_uint {
+    api("cuDeviceCanAccessPeer", || {
+        let v = try_driver()?.can_access_peer(dev, peer)?;
+        unsafe { put(can, v) }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxEnablePeerAccess(peer: *mut c_void, flags: c_uint) -> c_uint {
+    api("cuCtxEnablePeerAccess", || {
+        try_driver()?.enable_peer_access(handle(peer), flags)
+    })
+}
+
+#[no_mangle]
 pub extern "C" fn cuCtxSynchronize() -> c_uint {
     api("cuCtxSynchronize", || try_driver()?.synchronize_context())
 }
@@ -334,6 +350,34 @@ pub extern "C" fn cuMemcpyDtoDAsync_v2(
 }
 
 #[no_mangle]
+pub extern "C" fn cuMemcpyPeer(
+    dst: u64,
+    dst_ctx: *mut c_void,
+    src: u64,
+    src_ctx: *mut c_void,
+    bytes: usize,
+) -> c_uint {
+    api("cuMemcpyPeer", || {
+        try_driver()?.copy_peer(dst, handle(dst_ctx), src, handle(src_ctx), bytes, None)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeerAsync(
+    dst: u64,
+    dst_ctx: *mut c_void,
+    src: u64,
+    src_ctx: *mut c_void,
+    bytes: usize,
+    stream: *mut c_void,
+) -> c_uint {
+    api("cuMemcpyPeerAsync", || {
+        let s = Some(handle(stream));
+        try_driver()?.copy_peer(dst, handle(dst_ctx), src, handle(src_ctx), bytes, s)
+    })
+}
+
+#[no_mangle]
 pub extern "C" fn cuMemsetD8_v2(dst: u64, value: u8, count: usize) -> c_uint {
     api("cuMemsetD8_v2", || {
         try_driver()?.memset(dst, u32::from(value), 1, count, None)
@@ -375,11 +419,23 @@ pub extern "C" fn cuMemsetD32Async(
 pub unsafe extern "C" fn cuMemHostAlloc(
     pp: *mut *mut c_void,
     bytes: usize,
-    _flags: c_uint,
+    flags: c_uint,
 ) -> c_uint {
     api("cuMemHostAlloc", || {
-        let p = try_driver()?.host_alloc(bytes)?;
+        let p = try_driver()?.host_alloc(bytes, flags)?;
         unsafe { put(pp, p as *mut c_void) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
+    dptr: *mut u64,
+    p: *mut c_void,
+    flags: c_uint,
+) -> c_uint {
+    api("cuMemHostGetDevicePointer", || {
+        let d = try_driver()?.host_device_pointer(p as usize, flags)?;
+        unsafe { put(dptr, d) }
     })
 }
 

@@ -488,6 +488,29 @@ pub struct CudaBackend {
     health: Arc<Health>,
     deadline: Duration,
     nvml_device: Option<Arc<nvml_wrapper::Device<'static>>>,
+    /// The other GPUs this one can reach peer to peer (ordinals).
+    peers: Vec<u32>,
+}
+
+/// The ordinals of the other `count` devices that device `ctx` can reach peer to peer
+/// (`cuDeviceCanAccessPeer`); a query that fails counts as no.
+fn peers_of(ctx: &CudaContext, ordinal: usize, count: usize) -> Vec<u32> {
+    use cudarc::driver::sys;
+    let reachable = |j: usize| {
+        let (mut device, mut can) = (0, 0);
+        // SAFETY: plain queries into locals.
+        let asked = unsafe {
+            sys::cuDeviceGet(&mut device, j as i32).result().is_ok()
+                && sys::cuDeviceCanAccessPeer(&mut can, ctx.cu_device(), device)
+                    .result()
+                    .is_ok()
+        };
+        asked && can == 1
+    };
+    (0..count)
+        .filter(|&j| j != ordinal && reachable(j))
+        .map(|j| j as u32)
+        .collect()
 }
 
 impl Drop for CudaBackend {
@@ -595,6 +618,12 @@ impl CudaBackend {
         if let Some(d) = &nvml_device {
             nvml_identity(d, &mut info.identity);
         }
+        let peers = peers_of(&ctx, ordinal, count);
+        if !peers.is_empty() {
+            let names: Vec<String> = peers.iter().map(|p| format!("cuda:{p}")).collect();
+            info.extra
+                .push(("peer to peer".to_string(), names.join(", ")));
+        }
         if info.clock_mhz.is_none() {
             // The driver attribute is deprecated in recent CUDA; NVML still reports the
             // maximum SM clock, which sizes the compute launches.
@@ -626,6 +655,7 @@ impl CudaBackend {
             health: Arc::default(),
             deadline: KERNEL_DEADLINE,
             nvml_device,
+            peers,
         })
     }
 
@@ -753,6 +783,7 @@ impl CudaBackend {
             info: &self.info,
             compute_capability: self.compute_capability,
             usable_bytes,
+            peers: &self.peers,
         }
     }
 

@@ -196,6 +196,9 @@ pub struct DeviceModel<'a> {
     pub compute_capability: (u32, u32),
     /// Bytes of device memory the cases may use.
     pub usable_bytes: u64,
+    /// The ordinals of the other GPUs this one can reach peer to peer (`cuDeviceCanAccessPeer`):
+    /// the peer copies' partners.
+    pub peers: &'a [u32],
 }
 
 /// Whether `mma.sync` with e4m3 inputs runs on the tensor cores: sm_89 (QMMA) and the
@@ -271,7 +274,7 @@ pub fn plan_cases(
         device.usable_bytes,
         efficiency_max_array_bytes(info),
     ));
-    planned.extend(link_cases(info.memory_free_bytes));
+    planned.extend(link_cases(info.memory_free_bytes, device.peers));
     if !runs_compute_kernels(cc) {
         return Ok(planned);
     }
@@ -386,18 +389,27 @@ pub fn capacity_cases(info: &DeviceInfo) -> Vec<PlannedCase> {
 }
 
 /// The link family's copies ([`link::sizes`]), each capped so its device buffers take at most
-/// half of `free_bytes`, the device's free memory.
-pub fn link_cases(free_bytes: u64) -> Vec<PlannedCase> {
+/// half of `free_bytes`, the device's free memory; the peer copies once per peer in `peers`
+/// (a peer holds as many buffers as this device, and is assumed to have as much free memory).
+pub fn link_cases(free_bytes: u64, peers: &[u32]) -> Vec<PlannedCase> {
     link::Transfer::ALL
         .into_iter()
         .flat_map(|t| {
             let cap = free_bytes / 2 / t.device_buffers();
-            link::sizes(t, cap)
-                .into_iter()
-                .map(move |bytes| PlannedCase {
-                    case: link::case(t, bytes),
+            let partners: Vec<Option<u32>> = if t.peer() {
+                peers.iter().copied().map(Some).collect()
+            } else {
+                vec![None]
+            };
+            link::sizes(t, cap).into_iter().flat_map(move |bytes| {
+                partners.clone().into_iter().map(move |peer| PlannedCase {
+                    case: match peer {
+                        Some(p) => link::peer_case(t, bytes, p),
+                        None => link::case(t, bytes),
+                    },
                     note: String::new(),
                 })
+            })
         })
         .collect()
 }
@@ -462,6 +474,7 @@ mod tests {
             info: &h200,
             compute_capability: (9, 0),
             usable_bytes: 120 << 30,
+            peers: &[],
         };
         let cases = gemm_cases(&model, SizeRequest::Auto);
         let count = |kernel: &str, p: Precision| {
@@ -519,6 +532,7 @@ mod tests {
             info: &small,
             compute_capability: (8, 0),
             usable_bytes: 2 << 20,
+            peers: &[],
         };
         let ids: Vec<String> = gemm_cases(&model, SizeRequest::Auto)
             .iter()
@@ -534,6 +548,7 @@ mod tests {
             info: &h200,
             compute_capability: (9, 0),
             usable_bytes: 120 << 30,
+            peers: &[],
         };
         let f32_ids = |size| -> Vec<String> {
             gemm_cases(&model, size)
@@ -559,6 +574,7 @@ mod tests {
         // a device with room for no square plans no f32 GEMM
         let none = DeviceModel {
             usable_bytes: 64 << 10,
+            peers: &[],
             ..model
         };
         assert!(
@@ -714,6 +730,7 @@ mod tests {
             info: &a100,
             compute_capability: (8, 0),
             usable_bytes: 8 << 30,
+            peers: &[],
         };
         let planned = plan_cases(&device, SizeRequest::Auto, &mut |entry| {
             if entry.module == launch::ModuleId::Mma {
@@ -756,6 +773,7 @@ mod tests {
         // a device with less free memory: three arrays must fit, and the largest size says so
         let small = DeviceModel {
             usable_bytes: 100 << 20,
+            peers: &[],
             ..old
         };
         let planned = plan_cases(

@@ -1,12 +1,22 @@
 //! The link family: copies between the host and a GPU over its link (PCIe here), and within the
-//! GPU, with the copy engines (`cuMemcpy*Async`), at sizes from 4 KiB to 1 GiB.
+//! GPU, with the copy engines (`cuMemcpy*Async`) or with the SMs (a copy kernel), at sizes from
+//! 4 KiB to 1 GiB.
 //!
 //! A case is `link/<kernel>/u8/<KiB>`. The kernels are named as nvbandwidth names its tests,
 //! so figures compare ([`Transfer`]): `host_to_device_memcpy_ce` and
 //! `device_to_host_memcpy_ce` (pinned host memory, `cuMemHostAlloc`), their `_bidirectional_`
-//! forms (the same copy while the opposite direction runs on a second stream), and
-//! `device_local_copy` (`cuMemcpyDtoDAsync` within the device). nvbandwidth measures pinned
-//! memory only; the pageable copies (`malloc`ed host memory, which the driver stages through
+//! forms (the same copy while the opposite direction runs on a second stream),
+//! `host_to_device_memcpy_sm` and `device_to_host_memcpy_sm` (the SM copies: pinned host memory
+//! mapped into the device, `CU_MEMHOSTALLOC_DEVICEMAP`, copied by the STREAM copy kernel over
+//! one wave of blocks, 16-byte loads and stores, so the copy engines take no part), and
+//! `device_local_copy` (`cuMemcpyDtoDAsync` within the device), and with two GPUs or more the
+//! peer-to-peer matrix ([`Transfer::peer`]): `device_to_device_memcpy_read_ce` (the device's
+//! copy engines copy from a peer's memory into its own, `cuMemcpyPeerAsync` on its stream),
+//! `device_to_device_memcpy_write_ce` (from its own memory into the peer's), and their
+//! `_bidirectional_` forms (the opposite copy at once on a second stream). A peer case's
+//! parameter is the peer's ordinal, not KiB: `link/device_to_device_memcpy_read_ce/u8/1` on
+//! `cuda:0` reads from `cuda:1`, at one size ([`PEER_BYTES`]), as nvbandwidth's matrices are.
+//! nvbandwidth measures pinned memory only; the pageable copies (`malloc`ed host memory, which the driver stages through
 //! its own pinned buffers) are ours, named after them: `host_to_device_pageable_memcpy_ce`,
 //! `device_to_host_pageable_memcpy_ce`.
 //!
@@ -19,7 +29,7 @@
 //!
 //! Sizes ([`sizes`]): the pinned one-direction copies at every 4× from 4 KiB to 1 GiB (ten
 //! sizes: what the fit `time = latency + bytes / bandwidth` ([`crate::fit`]) takes its latency
-//! and asymptote from); the pageable and bidirectional copies at every 16× from 4 KiB to
+//! and asymptote from); the pageable, bidirectional and SM copies at every 16× from 4 KiB to
 //! 16 MiB (four sizes; 16 MiB at 50 GB/s is 0.3 ms against a latency of microseconds, and
 //! larger host buffers cost seconds to allocate, pin and fill, which a default run's four
 //! minutes do not have); `device_local_copy` at one size, 256 MiB. Each capped so the case's
@@ -53,6 +63,9 @@ pub const SECONDARY_MAX_BYTES: u64 = 16 << 20;
 /// The size of the device-local copy.
 pub const DEVICE_LOCAL_BYTES: u64 = 256 << 20;
 
+/// The size of a peer-to-peer copy.
+pub const PEER_BYTES: u64 = 256 << 20;
+
 /// Windows a sampled check compares, besides the last one.
 pub const CHECK_WINDOWS: u64 = 64;
 
@@ -68,18 +81,30 @@ pub enum Transfer {
     DeviceToHostBidirectional,
     HostToDevicePageable,
     DeviceToHostPageable,
+    HostToDeviceSm,
+    DeviceToHostSm,
     DeviceLocal,
+    PeerRead,
+    PeerWrite,
+    PeerReadBidirectional,
+    PeerWriteBidirectional,
 }
 
 impl Transfer {
-    pub const ALL: [Transfer; 7] = [
+    pub const ALL: [Transfer; 13] = [
         Transfer::HostToDevice,
         Transfer::DeviceToHost,
         Transfer::HostToDeviceBidirectional,
         Transfer::DeviceToHostBidirectional,
         Transfer::HostToDevicePageable,
         Transfer::DeviceToHostPageable,
+        Transfer::HostToDeviceSm,
+        Transfer::DeviceToHostSm,
         Transfer::DeviceLocal,
+        Transfer::PeerRead,
+        Transfer::PeerWrite,
+        Transfer::PeerReadBidirectional,
+        Transfer::PeerWriteBidirectional,
     ];
 
     /// The kernel name: nvbandwidth's test name where it has one.
@@ -91,7 +116,13 @@ impl Transfer {
             Transfer::DeviceToHostBidirectional => "device_to_host_bidirectional_memcpy_ce",
             Transfer::HostToDevicePageable => "host_to_device_pageable_memcpy_ce",
             Transfer::DeviceToHostPageable => "device_to_host_pageable_memcpy_ce",
+            Transfer::HostToDeviceSm => "host_to_device_memcpy_sm",
+            Transfer::DeviceToHostSm => "device_to_host_memcpy_sm",
             Transfer::DeviceLocal => "device_local_copy",
+            Transfer::PeerRead => "device_to_device_memcpy_read_ce",
+            Transfer::PeerWrite => "device_to_device_memcpy_write_ce",
+            Transfer::PeerReadBidirectional => "device_to_device_bidirectional_memcpy_read_ce",
+            Transfer::PeerWriteBidirectional => "device_to_device_bidirectional_memcpy_write_ce",
         }
     }
 
@@ -106,12 +137,36 @@ impl Transfer {
             Transfer::HostToDevice
                 | Transfer::HostToDeviceBidirectional
                 | Transfer::HostToDevicePageable
+                | Transfer::HostToDeviceSm
         )
     }
 
-    /// Whether the copy crosses the host link (all but `device_local_copy`).
+    /// Whether a kernel on the SMs copies (through host memory mapped into the device), not a
+    /// copy engine.
+    pub fn sm(self) -> bool {
+        matches!(self, Transfer::HostToDeviceSm | Transfer::DeviceToHostSm)
+    }
+
+    /// Whether the copy crosses the host link (all but `device_local_copy` and the peer
+    /// copies).
     pub fn over_link(self) -> bool {
-        self != Transfer::DeviceLocal
+        self != Transfer::DeviceLocal && !self.peer()
+    }
+
+    /// Whether the copy is between this device and a peer GPU (the case's parameter names it).
+    pub fn peer(self) -> bool {
+        matches!(
+            self,
+            Transfer::PeerRead
+                | Transfer::PeerWrite
+                | Transfer::PeerReadBidirectional
+                | Transfer::PeerWriteBidirectional
+        )
+    }
+
+    /// Whether a peer copy reads from the peer into this device (else it writes to the peer).
+    pub fn peer_reads(self) -> bool {
+        matches!(self, Transfer::PeerRead | Transfer::PeerReadBidirectional)
     }
 
     /// Whether the host side is pageable memory.
@@ -126,12 +181,16 @@ impl Transfer {
     pub fn bidirectional(self) -> bool {
         matches!(
             self,
-            Transfer::HostToDeviceBidirectional | Transfer::DeviceToHostBidirectional
+            Transfer::HostToDeviceBidirectional
+                | Transfer::DeviceToHostBidirectional
+                | Transfer::PeerReadBidirectional
+                | Transfer::PeerWriteBidirectional
         )
     }
 
-    /// Device buffers of the copy's size the case allocates (the bidirectional copies and the
-    /// device-local copy two, the others one).
+    /// Device buffers of the copy's size the case allocates on its own device (the
+    /// bidirectional copies and the device-local copy two, the others one; a peer copy
+    /// allocates as many on the peer).
     pub fn device_buffers(self) -> u64 {
         if self.bidirectional() || self == Transfer::DeviceLocal {
             2
@@ -151,6 +210,12 @@ pub fn sizes(t: Transfer, cap_bytes: u64) -> Vec<u64> {
         Transfer::HostToDevice | Transfer::DeviceToHost => (4, MAX_BYTES),
         Transfer::DeviceLocal => {
             return vec![DEVICE_LOCAL_BYTES.min(prev_pow2(cap_bytes))]
+                .into_iter()
+                .filter(|&b| b >= MIN_BYTES)
+                .collect()
+        }
+        _ if t.peer() => {
+            return vec![PEER_BYTES.min(prev_pow2(cap_bytes))]
                 .into_iter()
                 .filter(|&b| b >= MIN_BYTES)
                 .collect()
@@ -187,6 +252,22 @@ pub fn case(t: Transfer, bytes: u64) -> Case {
             flops: 0,
         },
     }
+}
+
+/// The peer copy `t` at `bytes` between this device and device `peer` (its ordinal is the
+/// case's parameter).
+pub fn peer_case(t: Transfer, bytes: u64, peer: u32) -> Case {
+    Case {
+        param: Some(Param::Count(peer)),
+        ..case(t, bytes)
+    }
+}
+
+/// The peer of a peer copy's case: the ordinal its parameter holds.
+pub fn peer_of(case: &Case) -> Option<u32> {
+    Transfer::parse(&case.kernel)
+        .filter(|t| t.peer())
+        .and(case.count())
 }
 
 /// The bytes one copy of a case moves.
@@ -350,10 +431,13 @@ mod tests {
         assert!(all.windows(2).all(|w| w[1] == 4 * w[0]));
         let secondary = sizes(Transfer::HostToDevicePageable, u64::MAX);
         assert_eq!(secondary, [4 << 10, 64 << 10, 1 << 20, 16 << 20]);
-        assert_eq!(
-            sizes(Transfer::DeviceToHostBidirectional, u64::MAX),
-            secondary
-        );
+        for t in [
+            Transfer::DeviceToHostBidirectional,
+            Transfer::HostToDeviceSm,
+            Transfer::DeviceToHostSm,
+        ] {
+            assert_eq!(sizes(t, u64::MAX), secondary, "{t:?}");
+        }
         assert_eq!(sizes(Transfer::DeviceLocal, u64::MAX), [256 << 20]);
         // a small device: capped
         assert_eq!(
@@ -377,8 +461,43 @@ mod tests {
         assert_eq!(copy_bytes(&c), 1 << 20);
         for t in Transfer::ALL {
             assert_eq!(Transfer::parse(t.as_str()), Some(t));
+            // nvbandwidth's names, with our pageable copies named after them
+            let engine = if t.sm() { "_memcpy_sm" } else { "_ce" };
+            assert!(
+                t.as_str().ends_with(engine) || t == Transfer::DeviceLocal,
+                "{t:?}"
+            );
+            assert_eq!(
+                t.peer(),
+                t.as_str().starts_with("device_to_device_"),
+                "{t:?}"
+            );
         }
+        let sm = case(Transfer::DeviceToHostSm, 64 << 10);
+        assert_eq!(sm.id(), "link/device_to_host_memcpy_sm/u8/64");
+        assert_eq!(
+            (sm.working_set_bytes, copy_bytes(&sm)),
+            (64 << 10, 64 << 10)
+        );
+        assert!(Transfer::HostToDeviceSm.to_device() && !Transfer::DeviceToHostSm.to_device());
+        assert!(Transfer::HostToDeviceSm.over_link() && !Transfer::HostToDeviceSm.pageable());
         assert_eq!(Transfer::parse("triad"), None);
+        // a peer copy names its peer, not its KiB
+        let p = peer_case(Transfer::PeerWriteBidirectional, 256 << 20, 3);
+        assert_eq!(
+            p.id(),
+            "link/device_to_device_bidirectional_memcpy_write_ce/u8/3"
+        );
+        assert_eq!(
+            (copy_bytes(&p), p.working_set_bytes),
+            (256 << 20, 512 << 20)
+        );
+        assert_eq!(peer_of(&p), Some(3));
+        assert_eq!(peer_of(&case(Transfer::HostToDevice, 4 << 10)), None);
+        assert!(!Transfer::PeerRead.over_link() && Transfer::PeerRead.peer_reads());
+        assert!(!Transfer::PeerWrite.peer_reads() && !Transfer::PeerWrite.to_device());
+        assert_eq!(sizes(Transfer::PeerRead, u64::MAX), [256 << 20]);
+        assert_eq!(sizes(Transfer::PeerRead, 200 << 10), [128 << 10]);
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub fn render(records: &[Record]) -> String {
             out.push_str(&capacity_block(&group));
             out.push_str(&launch_block(&group));
             out.push_str(&link_block(&group));
+            out.push_str(&peer_block(&group));
             group.clear();
             current_run = Some(&r.run_id);
             let cc = if r.compute_capability.is_empty() {
@@ -134,7 +135,44 @@ pub fn render(records: &[Record]) -> String {
     out.push_str(&efficiency_block(&group));
     out.push_str(&launch_block(&group));
     out.push_str(&link_block(&group));
+    out.push_str(&peer_block(&group));
     out
+}
+
+/// One device's peer-to-peer copies (the link family's `device_to_device_*` rows): its row of
+/// nvbandwidth's matrices, a line per valid row, the copy, this device and the peer (an arrow
+/// from the source to the destination), the figure, and the path the row's note recorded.
+/// Empty when there are none.
+pub fn peer_block(rows: &[&Record]) -> String {
+    use crate::bench::link::Transfer;
+    let lines: Vec<String> = rows
+        .iter()
+        .filter(|r| r.family == Family::Link && r.valid)
+        .filter_map(|r| {
+            let t = Transfer::parse(&r.kernel).filter(|t| t.peer())?;
+            let peer = r.param.and_then(|p| p.count())?;
+            let (from, to) = if t.peer_reads() {
+                (format!("cuda:{peer}"), r.device_id.clone())
+            } else {
+                (r.device_id.clone(), format!("cuda:{peer}"))
+            };
+            let path = r.note.rsplit("; ").next().unwrap_or_default();
+            Some(format!(
+                "  {:<48} {from} -> {to}  {:>9.2} GB/s  {}",
+                t.as_str(),
+                r.gbps?,
+                path
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "
+peer to peer (one copy's bytes over its time):\n{}\n",
+        lines.join("\n")
+    )
 }
 
 /// One device's size sweep (family `efficiency`), one line per kernel: the fit
@@ -531,6 +569,42 @@ mod tests {
         );
         assert!(!t.contains("  device_to_host_memcpy_ce "), "{t}");
         assert_eq!(link_block(&[]), "");
+    }
+
+    /// Peer rows are listed with their direction, figure and path; an invalid one is left out.
+    #[test]
+    fn peer_rows_show_direction_figure_and_path() {
+        use crate::bench::link::{self, Transfer};
+        let row = |t, peer, valid| {
+            let mut r = measured(&link::peer_case(t, 1 << 20, peer), 1e-4, valid);
+            r.device_id = "cuda:0".to_string();
+            r.note = "cuMemcpyPeerAsync …; counts the copy's bytes once; NVLink, 18 active \
+                      links to it (NVML)"
+                .to_string();
+            r
+        };
+        let rows = [
+            row(Transfer::PeerRead, 1, true),
+            row(Transfer::PeerWrite, 1, true),
+            row(Transfer::PeerWriteBidirectional, 2, false),
+        ];
+        let t = render(&rows);
+        let lines: Vec<&str> = t
+            .lines()
+            .skip_while(|l| !l.starts_with("peer to peer"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), 2, "{t}");
+        assert!(lines[0].contains("device_to_device_memcpy_read_ce"), "{t}");
+        assert!(lines[0].contains("cuda:1 -> cuda:0"), "{t}");
+        assert!(lines[1].contains("cuda:0 -> cuda:1"), "{t}");
+        // 1 MiB in 0.1 ms
+        assert!(
+            lines[1].contains("10.49 GB/s  NVLink, 18 active links"),
+            "{t}"
+        );
+        assert_eq!(peer_block(&[]), "");
     }
 
     /// Latency rows are listed again as ns and cycles per load, from the fastest sample, with
