@@ -167,8 +167,9 @@ pub struct Function {
 /// the stream reaches them.
 struct Pinned {
     layout: std::alloc::Layout,
-    /// Mapped (`CU_MEMHOSTALLOC_DEVICEMAP`): the device it was mapped into and its mirror there.
-    mapped: Option<(Arc<Device>, u64)>,
+    /// Mapped (`CU_MEMHOSTALLOC_DEVICEMAP`): the device it was mapped into (whose `mapped`
+    /// holds its mirror).
+    mapped: Option<Arc<Device>>,
 }
 
 /// `CU_MEMHOSTALLOC_DEVICEMAP` (cuda.h).
@@ -611,7 +612,7 @@ impl Driver {
                 mirror,
             };
             lock(&d.mapped).insert(p as usize, m);
-            (d.clone(), mirror)
+            d.clone()
         });
         lock(&self.objects)
             .pinned
@@ -626,17 +627,13 @@ impl Driver {
         if flags != 0 {
             return Err(code::INVALID_VALUE);
         }
-        let objects = lock(&self.objects);
-        let (&base, pinned) = objects
-            .pinned
+        lock(&d.mapped)
             .range(..=p)
             .next_back()
-            .filter(|(&base, pinned)| p < base + pinned.layout.size())
-            .ok_or(code::INVALID_VALUE)?;
-        match &pinned.mapped {
-            Some((device, mirror)) if Arc::ptr_eq(device, d) => Ok(mirror + (p - base) as u64),
-            _ => Err(code::INVALID_VALUE),
-        }
+            .map(|(_, m)| *m)
+            .filter(|m| p < m.host + m.bytes)
+            .map(|m| m.mirror + (p - m.host) as u64)
+            .ok_or(code::INVALID_VALUE)
     }
 
     /// # Safety
@@ -646,9 +643,10 @@ impl Driver {
             .pinned
             .remove(&(p as usize))
             .ok_or(code::INVALID_VALUE)?;
-        if let Some((d, mirror)) = &pinned.mapped {
-            lock(&d.mapped).remove(&(p as usize));
-            let _ = lock(&d.mem).free(DevicePtr(*mirror));
+        if let Some(d) = &pinned.mapped {
+            if let Some(m) = lock(&d.mapped).remove(&(p as usize)) {
+                let _ = lock(&d.mem).free(DevicePtr(m.mirror));
+            }
         }
         // SAFETY: allocated by `host_alloc` with this layout, removed from the table once.
         unsafe { std::alloc::dealloc(p, pinned.layout) };

@@ -86,6 +86,23 @@ struct PeerSide {
     path: String,
 }
 
+impl PeerSide {
+    /// Whether pair `i`'s copy goes from the peer into this device: the measured copy (pair 0)
+    /// when the case reads, the opposite one (pair 1) when it writes.
+    fn into_local(reads: bool, i: usize) -> bool {
+        reads == (i == 0)
+    }
+
+    /// The pattern seed of pair `i`'s source.
+    fn seed(i: usize) -> u64 {
+        if i == 0 {
+            SEED_TO_DEVICE
+        } else {
+            SEED_TO_HOST
+        }
+    }
+}
+
 /// The path from this device to GPU `ordinal`: NVLink (with its active links to that GPU) or
 /// PCIe (with the two GPUs' closest common ancestor), as NVML tells it; or why it cannot.
 fn peer_path(backend: &CudaBackend, ordinal: u32) -> String {
@@ -456,21 +473,20 @@ impl<'b> GpuLink<'b> {
         } else {
             None
         };
-        let (measured, other) = match within.as_ref() {
-            _ if peer.is_some() => {
-                let side = peer.as_ref().expect("checked");
+        let (measured, other) = match (peer.as_ref(), within.as_ref()) {
+            (Some(side), _) => {
                 let mut copies = side.copies();
                 (Some(copies.remove(0)), copies.pop())
             }
-            Some((dst, src)) => (
+            (None, Some((dst, src))) => (
                 Some(Copy::Within {
                     dst: dst.ptr,
                     src: src.ptr,
                 }),
                 None,
             ),
-            None if transfer.to_device() => (copy_to_device, copy_to_host),
-            None => (copy_to_host, copy_to_device),
+            (None, None) if transfer.to_device() => (copy_to_device, copy_to_host),
+            (None, None) => (copy_to_host, copy_to_device),
         };
         let measured =
             measured.ok_or_else(|| Error::Internal(format!("{}: no copy to time", case.id())))?;
@@ -606,10 +622,8 @@ impl PreparedCase for GpuLink<'_> {
         }
         if let Some(side) = &self.peer {
             for (i, (local, remote)) in side.pairs.iter().enumerate() {
-                let seed = if i == 0 { SEED_TO_DEVICE } else { SEED_TO_HOST };
-                // pair 0 is the measured copy's, pair 1 the opposite one's
-                let into_local = side.reads == (i == 0);
-                verdicts.push(if into_local {
+                let seed = PeerSide::seed(i);
+                verdicts.push(if PeerSide::into_local(side.reads, i) {
                     link::check_sampled(len, seed, "this device's destination", |r| {
                         self.read_device(local, r)
                     })?
@@ -758,10 +772,9 @@ impl PeerSide {
         let mut pairs = Vec::new();
         let directions = if transfer.bidirectional() { 2 } else { 1 };
         for i in 0..directions {
-            let seed = if i == 0 { SEED_TO_DEVICE } else { SEED_TO_HOST };
+            let seed = PeerSide::seed(i);
             let (local, far) = (device()?, remote()?);
-            // the measured copy reads from the peer when `reads`, the opposite one the other way
-            if reads == (i == 0) {
+            if PeerSide::into_local(reads, i) {
                 set_remote(&far, Some(seed))?;
                 clear(&local)?;
             } else {
@@ -787,7 +800,7 @@ impl PeerSide {
             .map(|(i, (local, far))| {
                 let (here, there) = (local.ptr, far.ptr);
                 let (home, peer) = (far.home.cu_ctx(), far.ctx.cu_ctx());
-                if self.reads == (i == 0) {
+                if PeerSide::into_local(self.reads, i) {
                     Copy::Peer {
                         dst: here,
                         dst_ctx: home,

@@ -169,8 +169,7 @@ pub fn peer_block(rows: &[&Record]) -> String {
         return String::new();
     }
     format!(
-        "
-peer to peer (one copy's bytes over its time):\n{}\n",
+        "\npeer to peer (one copy's bytes over its time):\n{}\n",
         lines.join("\n")
     )
 }
