@@ -8,7 +8,7 @@
 //! | flag | when | why that bound |
 //! | --- | --- | --- |
 //! | `high_cv(x%)` | the CV of the per-launch times is above `max_cv` (5 %) | a figure that moves by more than a few percent from sample to sample is the machine's noise as much as the kernel's rate |
-//! | `below_theory(x%)` | a `peak` row is below `min_of_theory` (80 %) of its theoretical peak at the clock it ran at | register-resident FMA chains reach 95 % or more of units × lanes × 2 × clock where nothing disturbs them; far below it, something took the cores |
+//! | `below_theory(x%)` | a `peak` row, or a Hopper `wgmma` tensor row, is below `min_of_theory` (80 %) of its theoretical peak at the clock it ran at | register-resident FMA chains reach 95 % or more of units × lanes × 2 × clock where nothing disturbs them, and `wgmma` is the instruction the dense tensor rate is quoted for; far below it, something took the cores (`mma.sync` rows are not held to it: on Hopper it issues at a lower rate no source states) |
 //! | `above_roof(x%)` | a roofline point is above its roof by more than its noise ([`crate::roofline`]) | no kernel beats its roof: one of the two figures is not what the hardware does |
 //! | `busy_host(n CPUs)` | on the host, other processes (and a hypervisor's steal) used more than `max_other_load` (10 %) of the CPU time of the CPUs the case ran on | the workers share their cores and the memory with them, and a barrier waits for the slowest |
 //! | `busy_gpu(n processes)` | on a GPU, NVML lists another compute or graphics process | it shares the SMs, the memory and the power budget |
@@ -125,7 +125,9 @@ pub fn judge(row: &Record, point: Option<&Point>, t: &Thresholds) -> Vec<Flag> {
     {
         flags.push(Flag::HighCv(cv));
     }
-    if row.family == Family::Peak {
+    if row.family == Family::Peak
+        || (row.family == Family::Tensor && crate::roofline::is_wgmma(&row.kernel))
+    {
         let of_theory = row
             .gflops
             .zip(row.theory_gflops.filter(|&t| t > 0.0))
@@ -313,6 +315,13 @@ mod tests {
         assert!(
             matches!(judge(&slow, None, &t)[..], [Flag::BelowTheory(x)] if (x - 0.48).abs() < 1e-12)
         );
+        // a wgmma row is held to its theory, a mma.sync row is not
+        let mut wgmma = slow.clone();
+        wgmma.family = Family::Tensor;
+        wgmma.kernel = "wgmma_m64n256k16".into();
+        assert_eq!(judge(&wgmma, None, &t).len(), 1);
+        wgmma.kernel = "mma_m16n8k16".into();
+        assert!(judge(&wgmma, None, &t).is_empty());
         // an intensity row is not a peak: not held to its theory
         let mut sweep = slow.clone();
         sweep.family = Family::Intensity;

@@ -20,6 +20,9 @@ pub const LAUNCH: &str = include_str!("../kernels/launch.ptx");
 pub const INTENSITY_TEMPLATE: &str = include_str!("../kernels/intensity.ptx.in");
 /// The tensor-core GEMM's template, expanded per input type by `bench::gemm::expand`.
 pub const GEMM_TEMPLATE: &str = include_str!("../kernels/gemm.ptx.in");
+/// Hopper's `wgmma` tensor-core peaks' template (`.target sm_90a`), expanded by
+/// `bench::wgmma::expand` into one module.
+pub const WGMMA_TEMPLATE: &str = include_str!("../kernels/wgmma.ptx.in");
 /// The f32 SIMT GEMM (plain FFMA, no tensor cores): `gemm_f32_f32`.
 pub const GEMM_SIMT: &str = include_str!("../kernels/gemm_simt.ptx");
 
@@ -49,6 +52,10 @@ pub fn all() -> Vec<Source> {
         file("latency.ptx", LATENCY),
         file("launch.ptx", LAUNCH),
         file("gemm_simt.ptx", GEMM_SIMT),
+        Source {
+            name: "wgmma.ptx.in#sm_90a".to_string(),
+            ptx: crate::bench::wgmma::expand(),
+        },
     ];
     for p in crate::bench::gemm::TENSOR_PRECISIONS {
         out.push(Source {
@@ -108,8 +115,9 @@ mod tests {
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
         // the compute files, the cache file, the GEMM modules (three expansions and the SIMT
-        // file), the latency file, the launch file, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 5 * 12);
+        // file), the latency file, the launch file, the wgmma module, and one sweep module per
+        // (precision, k)
+        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 1 + 5 * 12);
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);

@@ -194,6 +194,11 @@ fn cache_ceiling(
 }
 
 /// The best valid figure among `rows`, with its case id. Ties keep the first row.
+/// Whether a tensor row's kernel is a `wgmma` one (Hopper's dense path).
+pub fn is_wgmma(kernel: &str) -> bool {
+    kernel.starts_with("wgmma_")
+}
+
 fn best<'a>(
     rows: impl Iterator<Item = &'a Record>,
     figure: impl Fn(&Record) -> Option<f64>,
@@ -319,10 +324,16 @@ pub fn fit(
     keys.sort_by_key(|(f, p)| (*f, Precision::ALL.iter().position(|q| q == p)));
     keys.dedup();
     for (family, precision) in keys {
-        let rows = records
-            .iter()
-            .filter(|r| r.family == family && r.precision == precision);
-        let measured = best(rows, |r| r.gflops);
+        let rows = || {
+            records
+                .iter()
+                .filter(move |r| r.family == family && r.precision == precision)
+        };
+        // Hopper: the tensor ceiling is the `wgmma` rows' (the dense path); `mma.sync` rows stay
+        // points on the plot, the legacy path, and set the ceiling only where no wgmma row has a
+        // figure (another device, or every wgmma row invalid).
+        let measured = best(rows().filter(|r| is_wgmma(&r.kernel)), |r| r.gflops)
+            .or_else(|| best(rows(), |r| r.gflops));
         let (spec_gflops, spec_basis) = split_spec(spec(family, precision));
         let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gflops);
         fit.compute_ceilings.push(ComputeCeiling {
@@ -829,6 +840,43 @@ pub(crate) mod tests {
         let l1 = fit.memory(MemoryLevel::L1).unwrap();
         assert_eq!(l1.case.as_deref(), Some("cache/l1/i32/32"));
         assert!(l1.plateau.is_none());
+    }
+
+    /// On Hopper the tensor ceiling is the `wgmma` rows', even where a `mma.sync` row of the
+    /// type measured more; where no wgmma row has a figure, the mma.sync row sets it.
+    #[test]
+    fn the_tensor_ceiling_comes_from_the_wgmma_rows() {
+        let flops = 1u64 << 40;
+        let tensor = |kernel: &str, secs: f64, valid: bool| {
+            row(
+                Family::Tensor,
+                kernel,
+                Precision::Bf16F32,
+                None,
+                (0, flops),
+                secs,
+                valid,
+            )
+        };
+        let mut records = synthetic_run();
+        records.retain(|r| r.family != Family::Tensor);
+        records.push(tensor("mma_m16n8k16", 1.0, true));
+        records.push(tensor("wgmma_m64n256k16", 2.0, true));
+        records.push(tensor("wgmma_m64n256k16_rs", 4.0, true));
+        let ceiling = |records: &[Record]| {
+            let fit = fit(records, &a100_like_spec);
+            let c = fit.compute(Family::Tensor, Precision::Bf16F32).unwrap();
+            (c.gflops, c.case.clone().unwrap())
+        };
+        let (gflops, case) = ceiling(&records);
+        assert!(close(gflops, flops as f64 / 2.0 / 1e9), "{gflops:?}");
+        assert_eq!(case, "tensor/wgmma_m64n256k16/bf16.f32");
+        for r in records.iter_mut().filter(|r| is_wgmma(&r.kernel)) {
+            r.valid = false;
+        }
+        let (gflops, case) = ceiling(&records);
+        assert!(close(gflops, flops as f64 / 1e9), "{gflops:?}");
+        assert_eq!(case, "tensor/mma_m16n8k16/bf16.f32");
     }
 
     #[test]

@@ -74,6 +74,11 @@ pub enum Stop {
 /// Fewest samples whose CV `--until-stable` trusts (nvbench's default minimum too).
 pub const STABLE_MIN_SAMPLES: usize = 10;
 
+/// Most samples a compute-peak case takes (see [`RunConfig::for_case`]).
+pub const COMPUTE_SAMPLES: u32 = 10;
+/// Most seconds of warm-up before a compute-peak case's samples.
+pub const COMPUTE_WARMUP_SECS: f64 = 0.1;
+
 impl RunConfig {
     /// The default run.
     pub fn full() -> Self {
@@ -107,7 +112,11 @@ impl RunConfig {
     /// working set's spread, is its figure, and its long launches vary little) take the fewest
     /// samples, and a case of the size sweep (`efficiency`)
     /// [`crate::bench::efficiency::SAMPLES`], each after a warm-up of one sample, as a count
-    /// whatever the budget or `--until-stable` say. The estimate
+    /// whatever the budget or `--until-stable` say. The compute peaks (`peak`, `tensor`: one
+    /// wave of fixed work whose block records carry the SM clock it ran at, the clock their
+    /// %theory uses) take at most [`COMPUTE_SAMPLES`] samples after at most
+    /// [`COMPUTE_WARMUP_SECS`] of warm-up: their spread is the clock's, which the records show,
+    /// and Hopper's 14 `wgmma` rows then fit the four-minute default run. The estimate
     /// ([`crate::duration::case_secs`]) follows the same schedule.
     pub fn for_case(&self, case: &Case) -> RunConfig {
         let few = RunConfig {
@@ -125,6 +134,16 @@ impl RunConfig {
                 samples,
                 min_samples: samples,
                 ..few
+            }
+        } else if matches!(
+            case.family,
+            crate::bench::Family::Peak | crate::bench::Family::Tensor
+        ) {
+            RunConfig {
+                samples: self.samples.min(COMPUTE_SAMPLES),
+                min_samples: self.min_samples.min(COMPUTE_SAMPLES),
+                warmup_secs: self.warmup_secs.min(COMPUTE_WARMUP_SECS),
+                ..self.clone()
             }
         } else {
             self.clone()

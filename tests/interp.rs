@@ -29,7 +29,9 @@
 use std::path::{Path, PathBuf};
 
 use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, Schedule, UniformBranchPolicy};
-use roofprobe::bench::{arith, cache, gemm, intensity, latency, peak, tensor, Precision as P};
+use roofprobe::bench::{
+    arith, cache, gemm, intensity, latency, peak, tensor, wgmma, Precision as P,
+};
 
 /// (element count, grid blocks, threads per block): one element, sizes that are not
 /// multiples of the vector width, of the block, or of the grid, grids smaller than the data
@@ -144,6 +146,8 @@ enum Oracle {
     Launch,
     /// The gemm.ptx.in expansions: `gemm_<in>_f32`; gemm_simt.ptx: `gemm_f32_f32`.
     Gemm(P),
+    /// The wgmma.ptx.in module (sm_90a): `wgmma_m64n256k<K>[_rs]_<in>_<acc>`.
+    Wgmma(P, wgmma::ASource),
 }
 
 /// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
@@ -178,6 +182,14 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
                 .into_iter()
                 .find(|&p| gemm::entry_name(p) == entry)
                 .map(Oracle::Gemm);
+        }
+        "wgmma.ptx.in" => {
+            return wgmma::PRECISIONS.into_iter().find_map(|p| {
+                wgmma::SOURCES
+                    .into_iter()
+                    .find(|&a| wgmma::entry_name(p, a) == entry)
+                    .map(|a| Oracle::Wgmma(p, a))
+            });
         }
         "gemm_simt.ptx" => {
             let p = gemm::SIMT_PRECISION;
@@ -248,6 +260,24 @@ fn check_entry(
                 note(
                     across_schedules(policy, |run| {
                         run_mma(module, entry, p, grid, block, n, trips, run)
+                    })
+                    .map_err(|e| {
+                        format!(
+                            "{file}: `{entry}` grid={grid} block={block} n={n} trips={trips}: {e}"
+                        )
+                    })?,
+                );
+            }
+        }
+        Oracle::Wgmma(p, a) => {
+            // (grid, block, warpgroups that store, loop trips): one warpgroup; two blocks of
+            // two warpgroups sharing their block's shared memory, one idle storer; no trips
+            for &(grid, block, n, trips) in
+                &[(1u32, 128u32, 1u64, 1u32), (2, 256, 3, 2), (1, 128, 1, 0)]
+            {
+                note(
+                    across_schedules(policy, |run| {
+                        run_wgmma(module, entry, (p, a), (grid, block), n, trips, run)
                     })
                     .map_err(|e| {
                         format!(
@@ -811,6 +841,60 @@ fn run_mma(
     let poison = if wide { u64::MAX } else { u32::MAX as u64 };
     if got[n as usize * per_warp..].iter().any(|&w| w != poison) {
         return Err(format!("a warp at or past n = {n} stored its D"));
+    }
+    check_block_records(&mem, clocks, grid, |_| u64::from(trips))?;
+    Ok(Outcome::new(stats, output))
+}
+
+/// A `wgmma` peak kernel: every storing warpgroup's D is C + A·B (`wgmma::check`), the others
+/// store nothing, and every block recorded its trips.
+fn run_wgmma(
+    module: &Module,
+    entry: &str,
+    (p, a): (P, wgmma::ASource),
+    (grid, block): (u32, u32),
+    n: u64,
+    trips: u32,
+    run: Run,
+) -> Result<Outcome, String> {
+    let groups = (grid * block) as usize / wgmma::WARPGROUP;
+    let mut mem = Memory::new();
+    let a_words = match a {
+        wgmma::ASource::Shared => wgmma::a_image(p),
+        wgmma::ASource::Registers => wgmma::a_registers(p),
+    };
+    let a_ptr = alloc_words(&mut mem, false, &a_words);
+    let b = alloc_words(&mut mem, false, &wgmma::b_image(p));
+    let c = alloc_words(&mut mem, false, &wgmma::c_registers(p));
+    let per_group = wgmma::d_registers(p).len();
+    let d = mem.alloc(groups * per_group * 4);
+    let clocks = alloc_records(&mut mem, grid);
+    let args = vec![
+        Arg::Ptr(a_ptr),
+        Arg::Ptr(b),
+        Arg::Ptr(c),
+        Arg::Ptr(d),
+        Arg::Ptr(clocks),
+        Arg::U64(n),
+        Arg::U32(trips),
+    ];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let got = read_words(&mem, d, false, groups * per_group)?;
+    let output = bytes_of(&got);
+    let verdict = wgmma::check(p, n as usize, |i| got[i]);
+    if !verdict.valid {
+        return Err(verdict.detail);
+    }
+    if got[n as usize * per_group..]
+        .iter()
+        .any(|&w| w != u32::MAX as u64)
+    {
+        return Err(format!("a warpgroup at or past n = {n} stored its D"));
     }
     check_block_records(&mem, clocks, grid, |_| u64::from(trips))?;
     Ok(Outcome::new(stats, output))

@@ -35,7 +35,9 @@ use roofprobe::backend::pool::allowed_cpus;
 use roofprobe::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
 use roofprobe::bench::launch as launch_rows;
 use roofprobe::bench::stream::StreamKernel;
-use roofprobe::bench::{cache, gemm, intensity, latency, peak, tensor, Case, Family, Precision};
+use roofprobe::bench::{
+    cache, gemm, intensity, latency, peak, tensor, wgmma, Case, Family, Precision,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A device as the driver would describe it: name, compute capability, SMs, max SM clock (MHz),
@@ -282,9 +284,14 @@ fn every_planned_case() -> Vec<(String, Case, u32)> {
                 {
                     continue;
                 }
-                // only the sweep's steps carry a note: the caches the device reports
+                // only the sweep's steps carry a note (the caches the device reports), and on
+                // Hopper the legacy mma.sync rows (their theory is the wgmma rate)
                 assert!(
-                    p.note.is_empty() || cache::is_sweep_step(&p.case),
+                    p.note.is_empty()
+                        || cache::is_sweep_step(&p.case)
+                        || (p.note == roofprobe::backend::cuda_plan::LEGACY_MMA_NOTE
+                            && p.case.family == Family::Tensor
+                            && d.cc == (9, 0)),
                     "{}: {}",
                     d.name,
                     p.note
@@ -580,7 +587,13 @@ fn small(case: &Case) -> (Case, u32) {
             peak::case(p, 2 * BLOCK as u64, 2, peak::GPU_FMAS_PER_ITERATION),
             2,
         ),
-        Family::Tensor => (tensor::case(p, BLOCK as u64 / 32, 1), 1),
+        Family::Tensor => match wgmma::source_of(p, &case.kernel) {
+            Some(a) => (
+                wgmma::case(p, a, BLOCK as u64 / wgmma::WARPGROUP as u64, 1),
+                1,
+            ),
+            None => (tensor::case(p, BLOCK as u64 / 32, 1), 1),
+        },
         Family::Intensity => (intensity::case(p, case.count().unwrap(), 1031), 2),
         // 4099 words: whole vectors and a 3-word tail; two passes.
         Family::Cache => (cache::case(&case.kernel, 4 * 4099, 2), 2),
@@ -650,13 +663,14 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // every family ran: 14 STREAM, 5 peak, 7 tensor, 60 sweep cases, 14 cache working sets,
-    // the bandwidth sweep's step (one launch shape for all its steps), 7 latency ones (`ca` at
-    // 16 KiB, `cg` in each model's L2 and DRAM), 18 of the size sweep (copy and triad, 1 MiB
-    // to 256 MiB per array) and the empty kernel over the devices modelled
+    // every family ran: 14 STREAM, 5 peak, 7 tensor (mma.sync), 14 wgmma (the H200's: 7
+    // precisions, A from shared memory and from registers), 60 sweep cases, 14 cache working
+    // sets, the bandwidth sweep's step (one launch shape for all its steps), 7 latency ones
+    // (`ca` at 16 KiB, `cg` in each model's L2 and DRAM), 18 of the size sweep (copy and triad,
+    // 1 MiB to 256 MiB per array) and the empty kernel over the devices modelled
     assert_eq!(
         seen.len(),
-        14 + 5 + 7 + 60 + 14 + 1 + 7 + 18 + 1,
+        14 + 5 + 7 + 14 + 60 + 14 + 1 + 7 + 18 + 1,
         "{seen:?}"
     );
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
@@ -734,6 +748,20 @@ fn a_trip_count_other_than_the_rows_is_invalid() {
             .iter()
             .map(|&p| tensor::case(p, 2 * BLOCK as u64 / 32, 3)),
     );
+    // two wgmma kernels (A from shared memory, A from registers): the interpreter runs a whole
+    // warpgroup's 64 x 256 product per instruction
+    cases.push(wgmma::case(
+        Precision::E5m2F32,
+        wgmma::ASource::Shared,
+        2 * BLOCK as u64 / 128,
+        3,
+    ));
+    cases.push(wgmma::case(
+        Precision::F16F16,
+        wgmma::ASource::Registers,
+        2 * BLOCK as u64 / 128,
+        3,
+    ));
     for case in cases {
         let good = launch::plan(&case, 2).unwrap();
         let m = module(good.entry.module, &mut cache);
@@ -826,6 +854,77 @@ fn kernels_doing_other_work_than_the_row_are_invalid() {
             "{p}: {}",
             verdict.detail
         );
+    }
+}
+
+/// Planted mistakes in the `wgmma` kernels are caught under the interpreter: B's descriptor in
+/// the 64-byte swizzle mode instead of 128, A's leading- and stride-byte offsets swapped, −B's
+/// start address not moved (every pair then adds 2·A·B), a loop that exits one trip early, and a
+/// final `wgmma.wait_group` left out (the accumulator stored while the MMA writing it is
+/// pending).
+#[test]
+fn wgmma_planted_mistakes_are_caught() {
+    let shared = wgmma::case(Precision::Bf16F32, wgmma::ASource::Shared, 4, 3);
+    let registers = wgmma::case(Precision::S8S32, wgmma::ASource::Registers, 4, 3);
+    let b_desc = (1u64 << 62) | (64u64 << 32) | (1 << 16);
+    let b_desc_64 = (2u64 << 62) | (64u64 << 32) | (1 << 16);
+    let a_desc = (8u64 << 16) | (16u64 << 32);
+    // LBO and SBO swapped: 256 and 128 (every read still inside A's 2 KiB)
+    let a_desc_swapped = (16u64 << 16) | (8u64 << 32);
+    let mistakes: [(&Case, &str, String, String); 5] = [
+        (
+            &shared,
+            "the 64-byte swizzle for B",
+            format!("or.b64 %rd17, %rd17, {b_desc};"),
+            format!("or.b64 %rd17, %rd17, {b_desc_64};"),
+        ),
+        (
+            &shared,
+            "A's LBO and SBO swapped",
+            format!("or.b64 %rd16, %rd16, {a_desc};"),
+            format!("or.b64 %rd16, %rd16, {a_desc_swapped};"),
+        ),
+        (
+            &registers,
+            "-B at B's address",
+            "add.u64 %rd18, %rd17, 2;".into(),
+            "add.u64 %rd18, %rd17, 0;".into(),
+        ),
+        (
+            &registers,
+            "one trip short",
+            "setp.lt.u32 %p1, %r7, %r1;".into(),
+            "add.u32 %r13, %r7, 1;\n    setp.lt.u32 %p1, %r13, %r1;".into(),
+        ),
+        (
+            &shared,
+            "no final wait_group",
+            "wgmma.wait_group.sync.aligned 0;".into(),
+            "".into(),
+        ),
+    ];
+    let mut cache = BTreeMap::new();
+    for case in [&shared, &registers] {
+        let good = launch::plan(case, 2).unwrap();
+        let (out, records) = run(&good, module(good.entry.module, &mut cache)).unwrap();
+        let verdict = good.verify(&out, &records);
+        assert!(verdict.valid, "{}: {}", case.id(), verdict.detail);
+    }
+    for (case, what, from, to) in mistakes {
+        let launch = launch::plan(case, 2).unwrap();
+        let m = mutated(launch.entry.module, &launch.entry.name, &from, &to);
+        match run(&launch, &m) {
+            // the interpreter refused to go on: the missing wait
+            Err(e) => assert!(
+                what == "no final wait_group" && e.contains("wait_group"),
+                "{what}: {e}"
+            ),
+            Ok((out, records)) => {
+                let verdict = launch.verify(&out, &records);
+                assert!(!verdict.valid, "{what}: the planted mistake passed");
+                eprintln!("{what}: {}", verdict.detail);
+            }
+        }
     }
 }
 

@@ -27,7 +27,7 @@
 
 use crate::tools;
 use roofprobe::bench::stream::StreamKernel;
-use roofprobe::bench::{gemm, intensity, peak, tensor, Precision};
+use roofprobe::bench::{gemm, intensity, peak, tensor, wgmma, Precision};
 use roofprobe::kernels;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -407,6 +407,31 @@ fn timed_loop(body: &[Instruction]) -> Vec<Instruction> {
         .collect()
 }
 
+/// The instructions of the loop (target of a backward branch to the branch) that holds the
+/// warpgroup MMAs, without `NOP`s.
+fn mma_loop(body: &[Instruction]) -> Vec<Instruction> {
+    let loops: Vec<(u64, u64)> = body
+        .iter()
+        .filter(|(_, op, _)| op.starts_with("BRA"))
+        .filter_map(|(addr, _, text)| {
+            let target = text
+                .split_whitespace()
+                .last()
+                .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())?;
+            (target < *addr).then_some((target, *addr))
+        })
+        .collect();
+    let inside = |(start, end): (u64, u64)| {
+        body.iter()
+            .filter(move |(a, op, _)| (start..=end).contains(a) && op != "NOP")
+    };
+    let (start, end) = loops
+        .into_iter()
+        .find(|&l| inside(l).any(|(_, op, _)| op.contains("GMMA")))
+        .expect("a loop of warpgroup MMAs");
+    inside((start, end)).cloned().collect()
+}
+
 /// The SASS opcode family a kernel's loop must be made of.
 fn expected_family(precision: Precision) -> &'static [&'static str] {
     match precision {
@@ -498,6 +523,88 @@ fn compute_loops_are_the_instruction_measured() {
     eprintln!("{}", report.join("\n"));
     // every kernel was seen on every architecture it targets (fp8: sm_89 only, see above)
     assert_eq!(report.len(), 4 * 5 + 4 * 6 + 1);
+}
+
+/// Hopper's `wgmma` peaks (sm_90a): each timed loop is one `WARPGROUP.ARRIVE`, the 8
+/// warpgroup MMAs of the type and shape measured (HGMMA for f16/bf16/tf32, QGMMA for fp8, IGMMA
+/// for s8; A from a descriptor or from registers as the kernel says), one
+/// `WARPGROUP.DEPBAR.LE gsb0, 0x1` (`wait_group 1`: the next group queued behind the running
+/// one) and the loop's own counting; no memory access; and ptxas did not serialize the MMAs.
+#[test]
+fn wgmma_loops_are_the_warpgroup_mma() {
+    let Some((tools, builds)) = setup("wgmma_loops_are_the_warpgroup_mma", true) else {
+        return;
+    };
+    let build = built(builds, "wgmma.ptx.in#sm_90a", "sm_90a");
+    assert!(
+        !build.log.contains("serialized") && !build.log.contains("arning"),
+        "ptxas warns about the wgmma module:\n{}",
+        build.log
+    );
+    let functions = sass(&tools, build);
+    let mut seen = 0;
+    for p in wgmma::PRECISIONS {
+        for a in wgmma::SOURCES {
+            let name = wgmma::entry_name(p, a);
+            let body = functions
+                .get(&name)
+                .unwrap_or_else(|| panic!("{name} is not in the SASS"));
+            // the loop with the MMAs (the copy into shared memory before it is a loop too)
+            let lp = mma_loop(body);
+            let text = lp
+                .iter()
+                .map(|(_, _, t)| t.as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let family = match p {
+                Precision::E4m3F32 | Precision::E5m2F32 => "QGMMA",
+                Precision::S8S32 => "IGMMA",
+                _ => "HGMMA",
+            };
+            let shape = format!("{family}.64x256x{}", wgmma::k(p));
+            let mmas: Vec<&str> = lp
+                .iter()
+                .filter(|(_, op, _)| op.contains("GMMA"))
+                .map(|(_, _, t)| t.as_str())
+                .collect();
+            assert_eq!(
+                mmas.len() as u64,
+                2 * wgmma::UNROLL,
+                "{name}: the loop has {} warpgroup MMAs:\n{text}",
+                mmas.len()
+            );
+            for m in &mmas {
+                assert!(m.starts_with(&shape), "{name}: {m} is not {shape}");
+                // A from a descriptor: `R24, gdesc[UR4], R24`; from registers: `R24, R152, gdesc[…]`
+                let a_in_registers = m
+                    .split(',')
+                    .nth(1)
+                    .is_some_and(|o| o.trim().starts_with('R'));
+                assert_eq!(
+                    a_in_registers,
+                    a == wgmma::ASource::Registers,
+                    "{name}: {m} takes A from the wrong place"
+                );
+            }
+            let count = |needle: &str| lp.iter().filter(|(_, _, t)| t.contains(needle)).count();
+            assert_eq!(count("WARPGROUP.ARRIVE"), 1, "{name}:\n{text}");
+            assert_eq!(count("WARPGROUP.DEPBAR.LE gsb0, 0x1"), 1, "{name}:\n{text}");
+            let memory = lp
+                .iter()
+                .filter(|(_, op, _)| {
+                    ["LDG", "STG", "LDS", "STS", "LDSM", "LD.", "ST."]
+                        .iter()
+                        .any(|m| op.starts_with(m))
+                })
+                .count();
+            assert_eq!(
+                memory, 0,
+                "{name}: memory access in the timed loop:\n{text}"
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 2 * wgmma::PRECISIONS.len());
 }
 
 /// The sweep's expansions keep all k FMAs per word in their SASS (none folded away: the

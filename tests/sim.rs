@@ -278,6 +278,12 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     ];
     let (csv, rows) = run_filtered(&sim, dir.path(), &filters);
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    // not Hopper: mma.sync is the tensor path here, no legacy mark
+    let mma = rows
+        .iter()
+        .find(|r| r.case_id() == "tensor/mma_m16n8k16/bf16.f32")
+        .expect("the mma.sync row");
+    assert!(!mma.note.contains("legacy"), "{}", mma.note);
     // link: planned at the device's free memory as the context was created (896 KiB)
     let link_cases = roofprobe::backend::cuda_plan::link_cases(896 << 10, &[]).len();
     assert!(link_cases >= 10, "{link_cases}");
@@ -515,6 +521,63 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
         fp8.status
     );
     assert!(by_id("tensor/mma_m16n8k32/s8.s32").valid);
+}
+
+/// Hopper's `wgmma` peaks through the simulated driver: on a 9.0 device `devices` says the sm_90a
+/// module JIT-compiles, the wgmma rows (A from shared memory and from registers) are valid and
+/// say what they ran, and the `mma.sync` row of a type wgmma also runs is marked as the legacy
+/// path; on the default 8.9 device the module is not loaded, saying why.
+#[test]
+fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
+    // a 1 MHz clock: one loop trip a launch, so the interpreter has little to do
+    let sim = Sim::new("cc=9.0,clock_mhz=1");
+    let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
+    let listing = text(&listed.stdout);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let line = listing
+        .lines()
+        .find(|l| l.trim_start().starts_with("kernels/wgmma.ptx.in"))
+        .unwrap_or_else(|| panic!("no wgmma line:\n{listing}"));
+    assert!(line.ends_with("JIT ok"), "{line}");
+    let dir = tempfile::tempdir().unwrap();
+    let filters = [
+        "tensor/wgmma_m64n256k16/bf16.f32",
+        "tensor/wgmma_m64n256k32_rs/e5m2.f32",
+        "tensor/mma_m16n8k16/bf16.f32",
+    ];
+    let (_, rows) = run_filtered(&sim, dir.path(), &filters);
+    let mut ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    ids.sort();
+    let mut wanted = filters.map(String::from).to_vec();
+    wanted.sort();
+    assert_eq!(ids, wanted);
+    for r in &rows {
+        assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
+        assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
+        if r.kernel.starts_with("wgmma_") {
+            assert!(r.note.contains("wgmma"), "{}: {}", r.case_id(), r.note);
+        } else {
+            assert!(
+                r.note.contains("legacy mma.sync"),
+                "{}: {}",
+                r.case_id(),
+                r.note
+            );
+        }
+    }
+
+    let sim = Sim::new("");
+    let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
+    let listing = text(&listed.stdout);
+    let line = listing
+        .lines()
+        .find(|l| l.trim_start().starts_with("kernels/wgmma.ptx.in"))
+        .unwrap_or_else(|| panic!("no wgmma line:\n{listing}"));
+    // (a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family: no wgmma row there)
+    assert!(
+        line.contains("not loaded") && line.contains("9.0 only"),
+        "{line}"
+    );
 }
 
 /// A driver whose `cuInit` never returns is given up on after the time limit: `devices` says so

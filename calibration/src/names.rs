@@ -123,13 +123,16 @@ pub enum Precision {
     F64F64,
     #[serde(rename = "e4m3.f32")]
     E4m3F32,
+    /// fp8 e5m2 inputs, f32 accumulation (Hopper's `wgmma`).
+    #[serde(rename = "e5m2.f32")]
+    E5m2F32,
     /// Bytes, counted as they are: the unit of a capacity row.
     #[serde(rename = "u8")]
     U8,
 }
 
 impl Precision {
-    pub const ALL: [Precision; 13] = [
+    pub const ALL: [Precision; 14] = [
         Precision::F64,
         Precision::F32,
         Precision::F16x2,
@@ -142,6 +145,7 @@ impl Precision {
         Precision::S8S32,
         Precision::F64F64,
         Precision::E4m3F32,
+        Precision::E5m2F32,
         Precision::U8,
     ];
 
@@ -159,6 +163,7 @@ impl Precision {
             Precision::S8S32 => "s8.s32",
             Precision::F64F64 => "f64.f64",
             Precision::E4m3F32 => "e4m3.f32",
+            Precision::E5m2F32 => "e5m2.f32",
             Precision::U8 => "u8",
         }
     }

@@ -206,7 +206,8 @@ pub fn gemm_ceiling_family(precision: Precision) -> Family {
         | Precision::Tf32F32
         | Precision::S8S32
         | Precision::F64F64
-        | Precision::E4m3F32 => Family::Tensor,
+        | Precision::E4m3F32
+        | Precision::E5m2F32 => Family::Tensor,
         _ => Family::Peak,
     }
 }

@@ -969,6 +969,16 @@ impl Builder<'_> {
                     .ok_or_else(|| self.err_parse("membar needs .cta, .gl or .sys"))?;
                 Op::Nop
             }
+            "fence" if mods.present("proxy") => {
+                mods.has("proxy");
+                if !mods.has("async") {
+                    return Err(self.unsupported("fence.proxy other than fence.proxy.async"));
+                }
+                self.need(Feature::FenceProxyAsync)?;
+                mods.one_of(&["shared::cta", "global", "shared::cluster"]);
+                self.expect_operands(ops, 0..=0)?;
+                Op::FenceProxyAsync
+            }
             "fence" => {
                 self.need(Feature::MemoryOrder)?;
                 mods.one_of(&["sc", "acq_rel"]);
@@ -1038,6 +1048,7 @@ impl Builder<'_> {
             "cp" => self.decode_cp(&mut mods, ops)?,
             "ldmatrix" => self.decode_ldmatrix(&mut mods, ops)?,
             "mma" => self.decode_mma(&mut mods, ops)?,
+            "wgmma" => self.decode_wgmma(&mut mods, ops)?,
             other => return Err(self.unsupported(format!("instruction `{other}`"))),
         };
         self.finish(&mods)?;
@@ -2345,6 +2356,227 @@ impl Builder<'_> {
             b,
             c,
         })))
+    }
+}
+
+impl Builder<'_> {
+    /// `wgmma.fence`, `wgmma.commit_group`, `wgmma.wait_group N`, `wgmma.mma_async` (PTX ISA,
+    /// "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"), in the forms
+    /// of the ISA's syntax: every operand the form lists is required.
+    fn decode_wgmma(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
+        if !mods.has("sync") || !mods.has("aligned") {
+            return Err(self.err_parse("wgmma needs .sync.aligned"));
+        }
+        if mods.has("fence") {
+            self.need(Feature::WgmmaSync)?;
+            self.expect_operands(ops, 0..=0)?;
+            return Ok(Op::WgmmaFence);
+        }
+        if mods.has("commit_group") {
+            self.need(Feature::WgmmaSync)?;
+            self.expect_operands(ops, 0..=0)?;
+            return Ok(Op::WgmmaCommit);
+        }
+        if mods.has("wait_group") {
+            self.need(Feature::WgmmaSync)?;
+            self.expect_operands(ops, 1..=1)?;
+            let Operand::Imm(Lit::Int(n)) = ops[0] else {
+                return Err(self.err_parse("wgmma.wait_group needs an immediate integer"));
+            };
+            let groups = u32::try_from(n)
+                .map_err(|_| self.err_parse(format!("wgmma.wait_group {n}: out of range")))?;
+            return Ok(Op::WgmmaWait { groups });
+        }
+        if !mods.has("mma_async") {
+            return Err(self.unsupported("this wgmma instruction"));
+        }
+        if mods.has("sp") {
+            return Err(self.unsupported("sparse wgmma (.sp)"));
+        }
+        self.need(Feature::WgmmaMmaAsync)?;
+        let shape_mod = mods
+            .list
+            .iter()
+            .zip(&mods.used)
+            .find(|(m, u)| !**u && m.starts_with('m') && m.contains('n') && m.contains('k'))
+            .map(|(m, _)| m.clone())
+            .ok_or_else(|| self.err_parse("wgmma.mma_async needs a shape .m64nNkK"))?;
+        mods.has(&shape_mod);
+        let parsed = shape_mod.strip_prefix("m64n").and_then(|rest| {
+            let (n, k) = rest.split_once('k')?;
+            Some((n.parse::<u32>().ok()?, k.parse::<u32>().ok()?))
+        });
+        let Some((n, k)) = parsed else {
+            return Err(self.err_parse(format!("`.{shape_mod}`: wgmma shapes are .m64nNkK")));
+        };
+        let satfinite = mods.has("satfinite");
+        let tys = mods.types();
+        let [dtype, atype, btype] = tys[..] else {
+            return Err(self.err_parse("wgmma.mma_async needs three types: .dtype.atype.btype"));
+        };
+        let is_fp8 = |t: Ty| matches!(t, Ty::E4m3 | Ty::E5m2);
+        let is_int = |t: Ty| matches!(t, Ty::S8 | Ty::U8);
+        // (K of the type, whether this type combination exists, N allowed)
+        let (want_k, types_ok, family) = if atype == Ty::F16 && btype == Ty::F16 {
+            (16, matches!(dtype, Ty::F16 | Ty::F32), "f16")
+        } else if atype == Ty::Bf16 && btype == Ty::Bf16 {
+            (16, dtype == Ty::F32, "bf16")
+        } else if atype == Ty::Tf32 && btype == Ty::Tf32 {
+            (8, dtype == Ty::F32, "tf32")
+        } else if is_fp8(atype) && is_fp8(btype) {
+            (32, matches!(dtype, Ty::F16 | Ty::F32), "fp8")
+        } else if is_int(atype) && is_int(btype) {
+            (32, dtype == Ty::S32, "int")
+        } else {
+            (0, false, "")
+        };
+        if !types_ok {
+            return Err(self.err_parse(format!(
+                "wgmma.mma_async has no form .{}.{}.{} (PTX ISA: .f16 -> .f16/.f32, .bf16/.tf32 -> .f32, .e4m3/.e5m2 -> .f16/.f32, .s8/.u8 -> .s32)",
+                dtype.name(),
+                atype.name(),
+                btype.name()
+            )));
+        }
+        let n_ok = if family == "int" {
+            matches!(n, 8 | 16 | 24) || (n % 16 == 0 && (32..=256).contains(&n))
+        } else {
+            n % 8 == 0 && (8..=256).contains(&n)
+        };
+        if k != want_k || !n_ok {
+            return Err(self.err_parse(format!(
+                "`.{shape_mod}` is not a wgmma shape for .{}: K must be {want_k} and N {}",
+                atype.name(),
+                if family == "int" {
+                    "8, 16, 24 or a multiple of 16 from 32 to 256"
+                } else {
+                    "a multiple of 8 from 8 to 256"
+                }
+            )));
+        }
+        if family == "int" && atype != btype {
+            self.need(Feature::WgmmaMixedInt)?;
+        }
+        if satfinite && family != "int" {
+            return Err(self.err_parse(".satfinite is for the integer wgmma.mma_async only"));
+        }
+        let a_regs_form = matches!(ops.get(1), Some(Operand::Vector(_)));
+        // d, a, b-desc, scale-d, then imm-scale-a, imm-scale-b (floating types), then
+        // imm-trans-a (descriptor A only) and imm-trans-b (.f16/.bf16 only).
+        let want_ops = match family {
+            "int" => 4,
+            "tf32" | "fp8" => 6,
+            _ if a_regs_form => 7,
+            _ => 8,
+        };
+        if ops.len() != want_ops {
+            return Err(self.err_parse(format!(
+                "wgmma.mma_async .{}.{}.{} with A from {} takes {want_ops} operands (d, a, b-desc, scale-d{}), not {}",
+                dtype.name(),
+                atype.name(),
+                btype.name(),
+                if a_regs_form { "registers" } else { "a descriptor" },
+                match want_ops {
+                    4 => "",
+                    6 => ", imm-scale-a, imm-scale-b",
+                    7 => ", imm-scale-a, imm-scale-b, imm-trans-b",
+                    _ => ", imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b",
+                },
+                ops.len()
+            )));
+        }
+        let imm = |b: &Self, op: &Operand, what: &str, allowed: &[i128]| -> Result<i128, Error> {
+            match op {
+                Operand::Imm(Lit::Int(v)) if allowed.contains(v) => Ok(*v),
+                other => Err(b.err_parse(format!(
+                    "{what} must be an immediate {}, found {other:?}",
+                    allowed
+                        .iter()
+                        .map(|v| v.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ))),
+            }
+        };
+        let (mut neg_a, mut neg_b) = (false, false);
+        if want_ops >= 6 {
+            neg_a = imm(self, &ops[4], "imm-scale-a", &[1, -1])? == -1;
+            neg_b = imm(self, &ops[5], "imm-scale-b", &[1, -1])? == -1;
+        }
+        for (i, op) in ops.iter().enumerate().skip(6) {
+            let what = if want_ops == 8 && i == 6 {
+                "imm-trans-a"
+            } else {
+                "imm-trans-b"
+            };
+            if imm(self, op, what, &[0, 1])? == 1 {
+                return Err(self.unsupported(format!(
+                    "{what} = 1 (an MN-major, transposed, operand in shared memory): ptxsim implements K-major wgmma operands only"
+                )));
+            }
+        }
+        let d = self.vec_dsts(&ops[0])?;
+        let want_d = if dtype == Ty::F16 { n / 4 } else { n / 2 } as usize;
+        if d.len() != want_d {
+            return Err(self.err_parse(format!(
+                "wgmma.mma_async .m64n{n}k{k}.{}: d has {} registers, the shape needs {want_d} per thread",
+                dtype.name(),
+                d.len()
+            )));
+        }
+        for &r in &d {
+            if self.reg_bits_of(r) != 32 {
+                return Err(self.err_parse("wgmma.mma_async accumulators are 32-bit registers"));
+            }
+        }
+        let a = if a_regs_form {
+            let v = self.vec_srcs(&ops[1], Ty::B32)?;
+            if v.len() != 4 {
+                return Err(self.err_parse(format!(
+                    "wgmma.mma_async with A from registers takes 4 registers of A, not {}",
+                    v.len()
+                )));
+            }
+            for s in &v {
+                match s {
+                    Src::Reg(r) if self.reg_bits_of(*r) == 32 => {}
+                    _ => return Err(self.err_parse("the A fragment is four 32-bit registers")),
+                }
+            }
+            WgmmaA::Regs(v)
+        } else {
+            WgmmaA::Desc(self.desc_src(&ops[1], "a-desc")?)
+        };
+        let b_desc = self.desc_src(&ops[2], "b-desc")?;
+        let scale_d = match &ops[3] {
+            Operand::Imm(Lit::Int(v)) if matches!(v, 0 | 1) => ScaleD::Imm(*v == 1),
+            other => ScaleD::Pred(self.pred_src(other)?),
+        };
+        Ok(Op::Wgmma(Box::new(WgmmaInst {
+            n,
+            k,
+            dtype,
+            atype,
+            btype,
+            satfinite,
+            d,
+            a,
+            b_desc,
+            scale_d,
+            neg_a,
+            neg_b,
+        })))
+    }
+
+    /// A 64-bit matrix descriptor operand: a 64-bit register or an immediate.
+    fn desc_src(&mut self, op: &Operand, what: &str) -> Result<Src, Error> {
+        let s = self.src(op, Ty::B64)?;
+        if let Src::Reg(r) = s {
+            if self.reg_bits_of(r) != 64 {
+                return Err(self.err_parse(format!("{what} is a 64-bit register")));
+            }
+        }
+        Ok(s)
     }
 }
 

@@ -40,6 +40,9 @@ use crate::numeric::{self, Rounding};
 use crate::race::{self, Access, Conflict, Context, SharedShadow, Strength};
 use crate::types::{Space, Ty};
 
+mod wgmma;
+use wgmma::{BlockWgmma, WarpWgmma};
+
 /// A kernel argument, checked against the declared parameter type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arg {
@@ -159,6 +162,8 @@ const FULL: u32 = u32::MAX;
 enum LaneState {
     Running,
     Barrier,
+    /// Waiting at a `wgmma.mma_async` for the other warps of its warpgroup.
+    Wgmma,
     Exited,
 }
 
@@ -193,6 +198,9 @@ struct Warp {
     running: u32,
     pending: Vec<PendingCopy>,
     committed: [u32; 32],
+    /// Per lane, how many `fence.proxy.async` it executed.
+    proxy_fences: [u32; 32],
+    wg: WarpWgmma,
 }
 
 /// The region of [`LaneAccesses`] and `check_region` that is the block's shared memory (any
@@ -312,6 +320,8 @@ struct Block<'k, 'm> {
     clock: u64,
     /// Only for [`Schedule::Shuffled`].
     rng: Option<Rng>,
+    /// Warpgroup-MMA state, for kernels that use `wgmma.mma_async`.
+    wg: Option<BlockWgmma>,
 }
 
 fn lanes(mask: u32) -> impl Iterator<Item = usize> {
@@ -507,6 +517,7 @@ fn run_blocks(
             stats: &mut *stats,
             clock: 0,
             rng: block_rng,
+            wg: None,
         };
         let result = block.run();
         *epoch = block.epoch;
@@ -638,10 +649,24 @@ impl Block<'_, '_> {
             running: exists,
             pending: Vec::new(),
             committed: [0; 32],
+            proxy_fences: [0; 32],
+            wg: WarpWgmma::new(if self.wg.is_some() {
+                k.n_regs as usize
+            } else {
+                0
+            }),
         }
     }
 
     fn run(&mut self) -> Result<(), Error> {
+        if self
+            .kernel
+            .code
+            .iter()
+            .any(|i| matches!(i.op, Op::Wgmma(_)))
+        {
+            self.wg = Some(BlockWgmma::new(self.shared.len()));
+        }
         let nwarps = self.threads().div_ceil(32);
         let mut warps: Vec<Warp> = (0..nwarps).map(|w| self.make_warp(w)).collect();
         loop {
@@ -659,7 +684,10 @@ impl Block<'_, '_> {
                     result?;
                 }
             }
-            // No lane can run: each has exited or waits at a barrier.
+            // No lane can run: each has exited or waits at a barrier or a wgmma.mma_async.
+            if self.wg.is_some() && self.wgmma_rendezvous(&mut warps)? {
+                continue;
+            }
             for w in &warps {
                 let at_aligned: Vec<usize> = lanes(w.exists)
                     .filter(|&l| {
@@ -709,12 +737,15 @@ impl Block<'_, '_> {
                                 }),
                             }
                         }
-                        LaneState::Running => live += 1,
+                        LaneState::Running | LaneState::Wgmma => live += 1,
                         LaneState::Exited => {}
                     }
                 }
             }
             if waiting.is_empty() {
+                if let Some(e) = self.wgmma_stuck(&warps, None) {
+                    return Err(e);
+                }
                 return Ok(());
             }
             // Open every barrier whose expected arrivals are all there. Without a count, all
@@ -736,6 +767,9 @@ impl Block<'_, '_> {
                 }
             }
             if opened.is_empty() {
+                if let Some(e) = self.wgmma_stuck(&warps, Some(&waiting)) {
+                    return Err(e);
+                }
                 return Err(self.barrier_error(
                     &warps,
                     "deadlock: threads wait at barriers that can never open".to_string(),
@@ -887,6 +921,9 @@ impl Block<'_, '_> {
             let uses = &kernel.uses[pc as usize];
             for &r in &uses.reads {
                 self.check_written(w, pc, exec, Some(r), None)?;
+            }
+            if self.wg.is_some() && exec != 0 && !matches!(inst.op, Op::Wgmma(_)) {
+                self.wgmma_register_checks(w, pc, uses)?;
             }
             for &p in &uses.pred_reads {
                 self.check_written(w, pc, exec, None, Some(p))?;
@@ -1656,6 +1693,9 @@ impl Block<'_, '_> {
                         copy_bytes(&mut buf[i * elem..(i + 1) * elem], &v.to_le_bytes()[..elem]);
                     }
                     self.copy_in(&loc, &buf[..total]);
+                    if let (Some(_), Loc::Shared(o)) = (&self.wg, &loc) {
+                        self.wgmma_generic_write(w, pc, l, *o, total)?;
+                    }
                     accesses.push(&loc, total);
                 }
                 let at = (*space, *addr);
@@ -1687,6 +1727,9 @@ impl Block<'_, '_> {
                     let cv = c.map(|c| Self::get(w, c, l) & width_mask(ty.bits()));
                     let new = atomic_result(*op, *ty, old, bv, cv);
                     self.copy_in(&loc, &new.to_le_bytes()[..n]);
+                    if let (Some(_), Loc::Shared(o)) = (&self.wg, &loc) {
+                        self.wgmma_generic_write(w, pc, l, *o, n)?;
+                    }
                     if let Some(d) = d {
                         Self::set(w, *d, l, old);
                     }
@@ -1714,6 +1757,9 @@ impl Block<'_, '_> {
                 return Ok(Flow::Done);
             }
             Op::Exit => {
+                if exec != 0 && self.wg.is_some() {
+                    self.wgmma_check_exit(w, pc)?;
+                }
                 for l in lanes(mask & !exec) {
                     w.pc[l] = pc + 1;
                 }
@@ -1986,6 +2032,14 @@ impl Block<'_, '_> {
                     }
                 }
             }
+            Op::FenceProxyAsync => {
+                for l in lanes(exec) {
+                    w.proxy_fences[l] = w.proxy_fences[l].wrapping_add(1);
+                }
+            }
+            Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::Wgmma(_) => {
+                return self.wgmma_step(w, pc, exec);
+            }
             Op::Mma(m) => {
                 self.require_full_warp(w, pc, exec, "mma.sync")?;
                 let layout = mma::Layout::new(m.shape, m.atype, m.btype, m.ctype, m.dtype)
@@ -2160,6 +2214,9 @@ impl Block<'_, '_> {
         }
         self.check_race(w, pc, lane, loc, data.len(), true, strength)?;
         self.copy_in(loc, data);
+        if let (Some(_), Loc::Shared(o)) = (&self.wg, loc) {
+            self.wgmma_generic_write(w, pc, lane, *o, data.len())?;
+        }
         Ok(())
     }
 

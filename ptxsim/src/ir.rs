@@ -252,6 +252,57 @@ pub struct MmaInst {
     pub c: Vec<Src>,
 }
 
+/// Where `wgmma.mma_async` takes A from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WgmmaA {
+    /// A 64-bit matrix descriptor (A in shared memory).
+    Desc(Src),
+    /// Four 32-bit registers per thread (the `mma.m16n8kK` A fragment of each warp's rows).
+    Regs(Vec<Src>),
+}
+
+/// `scale-d`: a predicate (D = A*B + D when true, D = A*B when false) or an immediate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScaleD {
+    Pred(PredSrc),
+    Imm(bool),
+}
+
+/// `wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WgmmaInst {
+    pub n: u32,
+    pub k: u32,
+    pub dtype: Ty,
+    pub atype: Ty,
+    pub btype: Ty,
+    pub satfinite: bool,
+    /// The accumulator registers (N/2 of them for 32-bit D, N/4 for f16 D).
+    pub d: Vec<Reg>,
+    pub a: WgmmaA,
+    pub b_desc: Src,
+    pub scale_d: ScaleD,
+    /// `imm-scale-a` / `imm-scale-b` = -1.
+    pub neg_a: bool,
+    pub neg_b: bool,
+}
+
+impl WgmmaInst {
+    /// The registers of A when A comes from registers.
+    pub fn a_regs(&self) -> Vec<Reg> {
+        match &self.a {
+            WgmmaA::Regs(v) => v
+                .iter()
+                .filter_map(|s| match s {
+                    Src::Reg(r) => Some(*r),
+                    Src::Imm(_) => None,
+                })
+                .collect(),
+            WgmmaA::Desc(_) => Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     /// `mov` of `bits` bits.
@@ -528,6 +579,15 @@ pub enum Op {
         addr: Addr,
     },
     Mma(Box<MmaInst>),
+    /// `fence.proxy.async`: orders this thread's earlier generic-proxy shared-memory writes
+    /// before later async-proxy (wgmma) reads.
+    FenceProxyAsync,
+    WgmmaFence,
+    WgmmaCommit,
+    WgmmaWait {
+        groups: u32,
+    },
+    Wgmma(Box<WgmmaInst>),
 }
 
 /// One decoded instruction.
@@ -718,6 +778,19 @@ impl Op {
             Op::Ldmatrix { ds, addr, .. } => {
                 u.addr(*addr);
                 u.writes.extend(ds);
+            }
+            Op::FenceProxyAsync | Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } => {}
+            // The accumulators are read (when scale-d is true) and written by the executor
+            // itself, when the warpgroup's operation runs and when its group completes.
+            Op::Wgmma(m) => {
+                match &m.a {
+                    WgmmaA::Desc(s) => u.read(*s),
+                    WgmmaA::Regs(v) => u.read_all(v),
+                }
+                u.read(m.b_desc);
+                if let ScaleD::Pred(p) = m.scale_d {
+                    u.pred(p);
+                }
             }
             Op::Mma(m) => {
                 u.read_all(&m.a);

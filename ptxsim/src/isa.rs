@@ -109,6 +109,8 @@ pub struct Header {
     pub version: (u32, u32),
     /// The `NN` of `.target sm_NN` (suffix aside).
     pub sm: u32,
+    /// The target has the `a` suffix (`sm_90a`): architecture-specific features.
+    pub arch: bool,
 }
 
 /// What one instruction form needs: it is allowed when the module's `.version` and `.target`
@@ -121,10 +123,15 @@ pub struct Requirement {
     pub needs: &'static [((u32, u32), u32)],
     /// The PTX ISA section whose "PTX ISA Notes" / "Target ISA Notes" give the numbers.
     pub section: &'static str,
+    /// An architecture-specific feature ("Target ISA Notes: requires sm_90a"): only the
+    /// listed sm with the `a` suffix allows it, not a later target, not the plain one.
+    pub arch_specific: bool,
 }
 
 macro_rules! features {
-    ($($(#[$doc:meta])* $name:ident => ($form:expr, [$(($maj:expr, $min:expr, $sm:expr)),+], $section:expr),)*) => {
+    (@arch) => { false };
+    (@arch $a:ident) => { true };
+    ($($(#[$doc:meta])* $name:ident => ($form:expr, [$(($maj:expr, $min:expr, $sm:expr)),+], $section:expr $(, $arch:ident)?),)*) => {
         /// An instruction form that needs more than PTX ISA 4.0 and sm_50 (see the module docs).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Feature {
@@ -142,6 +149,7 @@ macro_rules! features {
                         form: $form,
                         needs: &[$((($maj, $min), $sm)),+],
                         section: $section,
+                        arch_specific: features!(@arch $($arch)?),
                     },)*
                 }
             }
@@ -246,20 +254,43 @@ features! {
         "Data Movement and Conversion Instructions: cvt"),
     CvtFp8 => ("cvt with .e4m3x2 / .e5m2x2", [(7, 8, 90), (8, 1, 89)],
         "Data Movement and Conversion Instructions: cvt"),
+    FenceProxyAsync => ("fence.proxy.async", [(8, 0, 90)],
+        "Parallel Synchronization and Communication Instructions: membar / fence"),
+    WgmmaSync => ("wgmma.fence / wgmma.commit_group / wgmma.wait_group", [(8, 0, 90)],
+        "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions: wgmma.fence, wgmma.commit_group, wgmma.wait_group",
+        arch),
+    WgmmaMmaAsync => ("wgmma.mma_async", [(8, 0, 90)],
+        "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions: wgmma.mma_async",
+        arch),
+    // ptxas: "Feature 'WGMMA with mixed integer types' requires PTX ISA .version 8.4 or later".
+    WgmmaMixedInt => ("wgmma.mma_async with mixed .s8/.u8 types (.u8.s8, .s8.u8)", [(8, 4, 90)],
+        "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions: wgmma.mma_async",
+        arch),
 }
 
 impl Requirement {
     pub fn allows(&self, h: Header) -> bool {
-        self.needs
-            .iter()
-            .any(|&(v, sm)| h.version >= v && h.sm >= sm)
+        self.needs.iter().any(|&(v, sm)| {
+            h.version >= v
+                && if self.arch_specific {
+                    h.sm == sm && h.arch
+                } else {
+                    h.sm >= sm
+                }
+        })
     }
 
     /// "PTX ISA 8.4 (.version 8.4) and .target sm_89 or later", alternatives joined by "or".
     pub fn describe_needs(&self) -> String {
         self.needs
             .iter()
-            .map(|&((maj, min), sm)| format!(".version {maj}.{min} and .target sm_{sm} or later"))
+            .map(|&((maj, min), sm)| {
+                if self.arch_specific {
+                    format!(".version {maj}.{min} or later and exactly .target sm_{sm}a (an architecture-specific feature: neither sm_{sm} nor a later target has it)")
+                } else {
+                    format!(".version {maj}.{min} and .target sm_{sm} or later")
+                }
+            })
             .collect::<Vec<_>>()
             .join(", or ")
     }
@@ -275,13 +306,14 @@ impl Feature {
         Err(Error::parse(
             line,
             format!(
-                "`{opcode}`: {} needs {} (PTX ISA, {}); this module declares .version {}.{} and .target sm_{}",
+                "`{opcode}`: {} needs {} (PTX ISA, {}); this module declares .version {}.{} and .target sm_{}{}",
                 r.form,
                 r.describe_needs(),
                 r.section,
                 h.version.0,
                 h.version.1,
-                h.sm
+                h.sm,
+                if h.arch { "a" } else { "" }
             ),
         ))
     }
@@ -379,6 +411,7 @@ pub(crate) fn header(
     Ok(Header {
         version,
         sm: row.sm,
+        arch: suffix == "a",
     })
 }
 
@@ -396,7 +429,8 @@ mod tests {
             h((7, 0), "sm_80").unwrap(),
             Header {
                 version: (7, 0),
-                sm: 80
+                sm: 80,
+                arch: false
             }
         );
         assert!(h((7, 0), "sm_86")
@@ -434,7 +468,11 @@ mod tests {
     #[test]
     fn a_requirement_is_met_by_any_alternative() {
         let fp8 = Feature::CvtFp8.requirement();
-        let at = |v, sm| Header { version: v, sm };
+        let at = |v, sm| Header {
+            version: v,
+            sm,
+            arch: false,
+        };
         assert!(fp8.allows(at((8, 1), 89)));
         assert!(fp8.allows(at((7, 8), 90)));
         assert!(!fp8.allows(at((7, 8), 89)));

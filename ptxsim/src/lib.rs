@@ -84,6 +84,21 @@
 //!   `.row.col`: m8n8k4 f64; m16n8k4 tf32/f64; m16n8k8 f16 (→f16/f32), bf16, tf32; m16n8k16
 //!   f16 (→f16/f32), bf16, s8/u8 (→s32), e4m3/e5m2; m16n8k32 s8/u8 (→s32, `.satfinite`),
 //!   e4m3/e5m2 (→f32/f16). Layouts as in the PTX ISA (see [`mma`] for numerics).
+//! - **Warpgroup MMA** (Hopper, `.version 8.0` and exactly `.target sm_90a`): `wgmma.fence`,
+//!   `wgmma.commit_group`, `wgmma.wait_group N` (`.sync.aligned`), and
+//!   `wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype d, a, b-desc, scale-d, ...` with
+//!   every operand of the ISA's syntax: `.f16` (→f16/f32, k16), `.bf16` (→f32, k16), `.tf32`
+//!   (→f32, k8), `.e4m3`/`.e5m2` in any mix (→f16/f32, k32), N a multiple of 8 up to 256;
+//!   `.s8`/`.u8` (→s32, k32, `.satfinite`; mixed signedness from PTX 8.4), N 8, 16, 24 or a
+//!   multiple of 16 up to 256. A from a descriptor or from four registers (the `mma.m16n8kK` A
+//!   fragment, warp w holding rows 16w..16w+15); B from a descriptor; scale-d a predicate (or
+//!   `!p`, or an immediate 0/1); imm-scale-a/b ±1; imm-trans-a/b 0 only (K-major; MN-major is
+//!   refused as not implemented). Descriptors: start, LBO, SBO, base offset 0 (others refused
+//!   at run time), swizzle none (8x16-byte core matrices, LBO along K, SBO along M/N) and
+//!   32B/64B/128B (rows of W bytes, 8-row groups SBO apart, the 16-byte chunk index XORed with
+//!   address bits 7.., on the absolute shared address, as CUTLASS's Swizzle<1|2|3,4,3>; a start
+//!   address +32/+64/+96 bytes into a swizzled row selects the next K block). Results become
+//!   visible at `wgmma.wait_group`. `fence.proxy.async{.shared::cta,.shared::cluster,.global}`.
 //!
 //! # What is checked at parse time
 //!
@@ -103,6 +118,20 @@
 //! not executed by all 32 lanes; `.aligned` barriers (`bar.sync`) reached at different
 //! instructions, under a divergent guard, or skipped by a warp while others wait; barrier
 //! deadlocks; integer division by zero; runaway loops ([`LaunchConfig::max_warp_instructions`]).
+//! For `wgmma` (each an error naming the instruction and its line): a warpgroup (4 consecutive
+//! warps) not complete in the block; a wgmma instruction not executed by all 32 lanes of a warp;
+//! warps of a warpgroup at different `wgmma.mma_async` instructions, or one exiting (or stuck at
+//! a barrier) while the others wait at one; no `wgmma.fence` before a warp's first
+//! `mma_async`; an accumulator or A register accessed by another instruction after the last
+//! `wgmma.fence` and then used by `mma_async`; any access to the accumulators or A registers of
+//! a pending `mma_async` before a `wgmma.wait_group` completes its group (a later `mma_async` of
+//! the same shape may chain the accumulators); descriptors or scale-d that differ between the
+//! threads of the warpgroup; descriptor reads outside the block's shared memory; shared bytes
+//! read through a descriptor whose last write was a generic-proxy write (st, atom, cp.async)
+//! not followed by a `fence.proxy.async` of its writing thread; such reads racing other warps'
+//! writes (the race detector, as reads by all four warps); a generic write to shared bytes a
+//! pending `mma_async` reads; scale-d true with never-written accumulators; a thread exiting
+//! with `mma_async` operations pending (committed or not).
 //! Fresh global allocations and shared memory start poisoned, never zero. Kernels can be run
 //! under shuffled block and warp orders ([`Schedule`]) to show their results do not depend on
 //! the order.

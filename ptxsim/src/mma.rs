@@ -314,6 +314,97 @@ pub fn execute(
     out
 }
 
+/// `wgmma.mma_async .m64nNkK`, 32-bit accumulator numbering (PTX ISA, "Register Fragments"
+/// of wgmma, matrix D): element `i` of lane `lane` of warp `warp` (0..4 within the warpgroup)
+/// is at (row, col) of the 64 x N matrix D. An f16 accumulator packs elements 2j (low half)
+/// and 2j + 1 (high half) into register j.
+pub fn wgmma_d_coord(warp: usize, lane: usize, i: usize) -> (usize, usize) {
+    (
+        16 * warp + lane / 4 + 8 * ((i / 2) % 2),
+        8 * (i / 4) + 2 * (lane % 4) + (i % 2),
+    )
+}
+
+/// The A fragment of a register-A `wgmma.mma_async`: each warp holds its 16 rows in the
+/// layout of `mma.m16n8kK` with the same A type (K = 16 for f16/bf16, 8 for tf32, 32 for
+/// 8-bit types); this is that layout.
+pub fn wgmma_a_layout(atype: Ty) -> Layout {
+    let (shape, c) = match atype {
+        Ty::F16 | Ty::Bf16 => (MmaShape::M16n8k16, Ty::F32),
+        Ty::Tf32 => (MmaShape::M16n8k8, Ty::F32),
+        Ty::S8 | Ty::U8 => (MmaShape::M16n8k32, Ty::S32),
+        _ => (MmaShape::M16n8k32, Ty::F32),
+    };
+    Layout::new(shape, atype, atype, c, c).expect("an mma layout for every wgmma A type")
+}
+
+/// The matrices of one `wgmma.mma_async`, as raw element bits: A is 64 x K (row-major), B is
+/// N x K (each of B's N columns with its K elements, as K-major shared memory holds them),
+/// C (`None` when scale-d is false) is 64 x N.
+pub struct WgmmaOperands<'a> {
+    pub n: usize,
+    pub k: usize,
+    pub atype: Ty,
+    pub btype: Ty,
+    pub dtype: Ty,
+    pub satfinite: bool,
+    pub neg_a: bool,
+    pub neg_b: bool,
+    pub a: &'a [u64],
+    pub b: &'a [u64],
+    pub c: Option<&'a [u64]>,
+}
+
+/// D = A * B (+ C), 64 x N element bits, with the numerics of [`execute`]: products exact,
+/// accumulated in f64 and rounded once to D's type (integers exact, wrapping or with
+/// `.satfinite` clamping to 32 bits).
+pub fn wgmma_execute(o: &WgmmaOperands) -> Vec<u64> {
+    let (m, n, k) = (64, o.n, o.k);
+    let mut out = vec![0u64; m * n];
+    if o.dtype == Ty::S32 {
+        let a: Vec<i64> = o.a.iter().map(|&x| decode_int(o.atype, x)).collect();
+        let b: Vec<i64> = o.b.iter().map(|&x| decode_int(o.btype, x)).collect();
+        for r in 0..m {
+            for c in 0..n {
+                let mut acc = o.c.map_or(0, |cm| decode_int(Ty::S32, cm[r * n + c]));
+                for kk in 0..k {
+                    acc += a[r * k + kk] * b[c * k + kk];
+                }
+                let v = if o.satfinite {
+                    acc.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+                } else {
+                    acc as i32
+                };
+                out[r * n + c] = v as u32 as u64;
+            }
+        }
+        return out;
+    }
+    let sa = if o.neg_a { -1.0 } else { 1.0 };
+    let sb = if o.neg_b { -1.0 } else { 1.0 };
+    let a: Vec<f64> = o.a.iter().map(|&x| sa * decode_float(o.atype, x)).collect();
+    let b: Vec<f64> = o.b.iter().map(|&x| sb * decode_float(o.btype, x)).collect();
+    for r in 0..m {
+        for c in 0..n {
+            let mut acc = o.c.map_or(0.0, |cm| decode_float(o.dtype, cm[r * n + c]));
+            for kk in 0..k {
+                acc += a[r * k + kk] * b[c * k + kk];
+            }
+            out[r * n + c] = match o.dtype {
+                Ty::F32 => {
+                    if acc.is_nan() {
+                        0x7fff_ffff
+                    } else {
+                        (acc as f32).to_bits() as u64
+                    }
+                }
+                _ => numeric::round_f64(acc, numeric::F16, numeric::Rounding::NearestEven, false),
+            };
+        }
+    }
+    out
+}
+
 /// `ldmatrix .m8n8 .b16`: the 16-bit element of the stored 8x8 matrix that `lane` receives
 /// in half `h` (0 = low, 1 = high) of its register: (row, col) in the stored matrix, whose
 /// row `r` starts at the address given by thread `8 * matrix + r`.
@@ -405,6 +496,25 @@ mod tests {
         assert_eq!(f64l.c_coord(5, 1), (1, 3));
         assert_eq!(ldmatrix_source(5, 1, false), (1, 3));
         assert_eq!(ldmatrix_source(5, 1, true), (3, 1));
+    }
+
+    /// The wgmma D numbering covers the 64 x N tile once, whatever N.
+    #[test]
+    fn wgmma_d_layout_is_a_bijection() {
+        for n in [8usize, 24, 256] {
+            let mut seen = vec![0; 64 * n];
+            for w in 0..4 {
+                for l in 0..32 {
+                    for i in 0..n / 2 {
+                        let (r, c) = wgmma_d_coord(w, l, i);
+                        seen[r * n + c] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&x| x == 1), "n{n}");
+        }
+        // Hand-checked: warp 1, lane 5 (groupID 1, threadID_in_group 1), element 6.
+        assert_eq!(wgmma_d_coord(1, 5, 6), (16 + 1 + 8, 8 + 2));
     }
 
     #[test]

@@ -133,13 +133,28 @@ fn example(f: Feature) -> &'static str {
         Feature::CvtRelu => "cvt.rn.relu.f16.f32 %h1, %f1;",
         Feature::CvtSatfinite => "cvt.rn.satfinite.f16.f32 %h1, %f1;",
         Feature::CvtFp8 => "cvt.rn.satfinite.e4m3x2.f32 %h1, %f1, %f2;",
+        Feature::FenceProxyAsync => "fence.proxy.async.shared::cta;",
+        Feature::WgmmaSync => {
+            "wgmma.fence.sync.aligned;\n    wgmma.commit_group.sync.aligned;\n    wgmma.wait_group.sync.aligned 0;"
+        }
+        Feature::WgmmaMmaAsync => {
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f1, %f2, %f3, %f4}, %rd1, %rd2, %p1, 1, 1, 0, 0;"
+        }
+        Feature::WgmmaMixedInt => {
+            "wgmma.mma_async.sync.aligned.m64n8k32.s32.u8.s8 {%r3, %r4, %r5, %r6}, %rd1, %rd2, %p1;"
+        }
     }
 }
 
 /// A module around `body` under `.version v` and `.target sm_<sm>`.
 fn snippet(v: (u32, u32), sm: u32, body: &str) -> String {
+    snippet_for(v, &format!("sm_{sm}"), body)
+}
+
+/// A module around `body` under `.version v` and `.target <target>`.
+fn snippet_for(v: (u32, u32), target: &str, body: &str) -> String {
     format!(
-        ".version {}.{}\n.target sm_{sm}\n.address_size 64\n.visible .entry k(.param .u64 out)\n{{\n    .reg .pred %p<4>;\n    .reg .b16 %h<8>;\n    .reg .b32 %r<32>;\n    .reg .b64 %rd<16>;\n    .reg .f32 %f<16>;\n    .reg .f64 %fd<16>;\n    .shared .align 16 .b8 buf[256];\n    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, buf;\n    {body}\n    ret;\n}}\n",
+        ".version {}.{}\n.target {target}\n.address_size 64\n.visible .entry k(.param .u64 out)\n{{\n    .reg .pred %p<4>;\n    .reg .b16 %h<8>;\n    .reg .b32 %r<32>;\n    .reg .b64 %rd<16>;\n    .reg .f32 %f<16>;\n    .reg .f64 %fd<16>;\n    .shared .align 16 .b8 buf[256];\n    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, buf;\n    {body}\n    ret;\n}}\n",
         v.0, v.1
     )
 }
@@ -173,22 +188,46 @@ fn version_for(sm: u32) -> (u32, u32) {
         .1
 }
 
+/// The architecture-specific (`a`) targets and the version each needs.
+const ARCH_TARGETS: &[(u32, (u32, u32))] = &[(90, (8, 0)), (100, (8, 6))];
+
 /// The headers that pin one requirement: each alternative at its minimum, one version below it
-/// (where the target still allows that version), and one target below it.
-fn probes(r: &Requirement) -> Vec<((u32, u32), u32)> {
+/// (where the target still allows that version), and one target below it; for an
+/// architecture-specific row, its `a` target at its minimum and one version below, the plain
+/// target, and the next `a` target.
+fn probes(r: &Requirement) -> Vec<((u32, u32), u32, bool)> {
     let mut out = Vec::new();
+    if r.arch_specific {
+        for &(v, sm) in r.needs {
+            let i = ARCH_TARGETS
+                .iter()
+                .position(|t| t.0 == sm)
+                .unwrap_or_else(|| panic!("sm_{sm}a is not in this test's target list"));
+            let needs = ARCH_TARGETS[i].1;
+            assert!(v >= needs, "{}: sm_{sm}a needs more than {v:?}", r.form);
+            out.push((v, sm, true));
+            if let Some(pv) = version_before(v).filter(|&pv| pv >= needs) {
+                out.push((pv, sm, true));
+            }
+            out.push((v, sm, false));
+            if let Some(&(next, nv)) = ARCH_TARGETS.get(i + 1) {
+                out.push((v.max(nv), next, true));
+            }
+        }
+        return out;
+    }
     for &(v, sm) in r.needs {
         assert!(
             v >= version_for(sm),
             "{}: sm_{sm} itself needs more than {v:?}",
             r.form
         );
-        out.push((v, sm));
+        out.push((v, sm, false));
         if let Some(pv) = version_before(v).filter(|&pv| pv >= version_for(sm)) {
-            out.push((pv, sm));
+            out.push((pv, sm, false));
         }
         if let Some((psm, pneeds)) = target_before(sm) {
-            out.push((v.max(pneeds), psm));
+            out.push((v.max(pneeds), psm, false));
         }
     }
     out
@@ -200,10 +239,16 @@ fn every_feature_parses_exactly_where_its_row_allows_and_ptxas_agrees() {
     let mut checked = 0;
     for &f in Feature::ALL {
         let r = f.requirement();
-        for (v, sm) in probes(&r) {
-            let ptx = snippet(v, sm, example(f));
-            let allowed = r.allows(ptxsim::isa::Header { version: v, sm });
-            let at = format!("{f:?} at .version {}.{} .target sm_{sm}", v.0, v.1);
+        for (v, sm, arch) in probes(&r) {
+            let a = if arch { "a" } else { "" };
+            let ptx = snippet_for(v, &format!("sm_{sm}{a}"), example(f));
+            let header = ptxsim::isa::Header {
+                version: v,
+                sm,
+                arch,
+            };
+            let allowed = r.allows(header);
+            let at = format!("{f:?} at .version {}.{} .target sm_{sm}{a}", v.0, v.1);
             checked += 1;
             match (Module::parse(&ptx), allowed) {
                 (Ok(_), true) => {}
@@ -211,10 +256,10 @@ fn every_feature_parses_exactly_where_its_row_allows_and_ptxas_agrees() {
                     // The error names this row's form, or another form of the example that
                     // this header does not allow either (cp.async before its ignore-src).
                     let msg = e.to_string();
-                    let named = Feature::ALL.iter().map(|g| g.requirement()).any(|g| {
-                        msg.contains(&format!(": {} needs", g.form))
-                            && !g.allows(ptxsim::isa::Header { version: v, sm })
-                    });
+                    let named = Feature::ALL
+                        .iter()
+                        .map(|g| g.requirement())
+                        .any(|g| msg.contains(&format!(": {} needs", g.form)) && !g.allows(header));
                     if e.line() != Some(BODY_LINE) || !named {
                         failures.push(format!(
                             "{at}: the error should name line {BODY_LINE} and a form this header lacks: {msg}"
@@ -226,7 +271,7 @@ fn every_feature_parses_exactly_where_its_row_allows_and_ptxas_agrees() {
                     failures.push(format!("{at}: refused, but the row allows it: {e}"))
                 }
             }
-            let name = format!("isa_{f:?}_{}{}_sm{sm}", v.0, v.1);
+            let name = format!("isa_{f:?}_{}{}_sm{sm}{a}", v.0, v.1);
             match common::ptxas_verdict(&name, &ptx) {
                 Some(Ok(())) if !allowed => {
                     failures.push(format!("{at}: ptxas accepts what the row forbids"))

@@ -438,6 +438,8 @@ struct Modules {
     peak: Loaded,
     mma: Loaded,
     mma_sm89: Loaded,
+    /// kernels/wgmma.ptx.in (sm_90a: compute capability 9.0 only)
+    wgmma: Loaded,
     cache: Loaded,
     latency: Loaded,
 }
@@ -638,11 +640,14 @@ impl CudaBackend {
             .then_some("the compute kernels need compute capability 8.0 or later");
         let no_fp8 = (!cuda_plan::native_fp8_mma(cc))
             .then_some("fp8 mma.sync is native only on compute capability 8.9 and 12.x");
+        let not_hopper = (!cuda_plan::runs_wgmma(cc))
+            .then_some("wgmma is sm_90a code, which runs on compute capability 9.0 only");
         let modules = Modules {
             stream: load_module(&ctx, ModuleId::Stream)?,
             peak: Loaded::load(&ctx, ModuleId::Peak, old),
             mma: Loaded::load(&ctx, ModuleId::Mma, old),
             mma_sm89: Loaded::load(&ctx, ModuleId::MmaSm89, old.or(no_fp8)),
+            wgmma: Loaded::load(&ctx, ModuleId::Wgmma, not_hopper),
             cache: Loaded::load(&ctx, ModuleId::Cache, old),
             latency: Loaded::load(&ctx, ModuleId::Latency, old),
         };
@@ -675,6 +680,10 @@ impl CudaBackend {
             (
                 "kernels/mma_sm89.ptx".to_string(),
                 status(&self.modules.mma_sm89),
+            ),
+            (
+                "kernels/wgmma.ptx.in".to_string(),
+                status(&self.modules.wgmma),
             ),
             ("kernels/cache.ptx".to_string(), status(&self.modules.cache)),
             (
@@ -728,6 +737,7 @@ impl CudaBackend {
             ModuleId::Peak => self.modules.peak.get(id),
             ModuleId::Mma => self.modules.mma.get(id),
             ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
+            ModuleId::Wgmma => self.modules.wgmma.get(id),
             ModuleId::Cache => self.modules.cache.get(id),
             ModuleId::Latency => self.modules.latency.get(id),
             // gemm (branch gemm): a GEMM expansion (and the SIMT GEMM) is loaded per case too.

@@ -16,7 +16,7 @@ use super::launch::{self, Entry, BLOCK};
 use super::{dram_rule_bytes, efficiency_cases, plan_arrays, DeviceInfo, PlannedCase, SizeRequest};
 use crate::bench::{
     arith, cache, capacity, gemm, intensity, latency, launch as launch_rows, link, peak, stream,
-    tensor, Case, Precision,
+    tensor, wgmma, Case, Precision,
 };
 use crate::specs::theory;
 use crate::Result;
@@ -210,6 +210,16 @@ pub fn native_fp8_mma(compute_capability: (u32, u32)) -> bool {
     compute_capability == (8, 9) || compute_capability.0 >= 12
 }
 
+/// Whether the `wgmma` peaks (kernels/wgmma.ptx.in, `.target sm_90a`) run: compute capability
+/// 9.0 only (arch-specific sm_90a code runs on no other device, later ones included).
+pub fn runs_wgmma(compute_capability: (u32, u32)) -> bool {
+    compute_capability == (9, 0)
+}
+
+/// The note of a `mma.sync` tensor row on a device where `wgmma` is the dense tensor path
+/// (Hopper): its theory is the `wgmma` rate, since no source gives `mma.sync`'s.
+pub const LEGACY_MMA_NOTE: &str = "legacy mma.sync path: %theory is against the wgmma dense rate (no source states mma.sync's rate on sm_90; the tensor ceiling comes from the wgmma rows)";
+
 /// Whether the compute kernels (peak, tensor, sweep: `.target sm_80`) can run at all.
 pub fn runs_compute_kernels(compute_capability: (u32, u32)) -> bool {
     compute_capability >= (8, 0)
@@ -311,11 +321,28 @@ pub fn plan_cases(
             continue; // no native fp8 mma.sync on this device
         }
         let placeholder = tensor::case(p, BLOCK as u64 / tensor::WARP as u64, 1);
-        planned.push(planned_or_why(placeholder, &mut |threads| {
+        let mut planned_case = planned_or_why(placeholder, &mut |threads| {
             let warps = threads / tensor::WARP as u64;
             let iterations = tensor::iterations_for(p, warps, target_flops(info, cc, p));
             tensor::case(p, warps, iterations)
-        }));
+        });
+        if runs_wgmma(cc) && planned_case.note.is_empty() {
+            planned_case.note = LEGACY_MMA_NOTE.to_string();
+        }
+        planned.push(planned_case);
+    }
+    if runs_wgmma(cc) {
+        for p in wgmma::PRECISIONS {
+            for a in wgmma::SOURCES {
+                let groups = BLOCK as u64 / wgmma::WARPGROUP as u64;
+                let placeholder = wgmma::case(p, a, groups, 1);
+                planned.push(planned_or_why(placeholder, &mut |threads| {
+                    let groups = threads / wgmma::WARPGROUP as u64;
+                    let iterations = wgmma::iterations_for(p, groups, target_flops(info, cc, p));
+                    wgmma::case(p, a, groups, iterations)
+                }));
+            }
+        }
     }
     planned.extend(plan_arrays(
         size,

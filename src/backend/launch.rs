@@ -16,7 +16,8 @@
 
 use crate::bench::stream::{self, StreamKernel};
 use crate::bench::{
-    arith, cache, gemm, intensity, latency, peak, tensor, Case, Family, Precision, Verdict, Work,
+    arith, cache, gemm, intensity, latency, peak, tensor, wgmma, Case, Family, Precision, Verdict,
+    Work,
 };
 use std::borrow::Cow;
 
@@ -51,6 +52,8 @@ pub enum ModuleId {
     Mma,
     /// kernels/mma_sm89.ptx (fp8; loaded only where fp8 `mma.sync` is native)
     MmaSm89,
+    /// kernels/wgmma.ptx.in, expanded (sm_90a; loaded only on compute capability 9.0)
+    Wgmma,
     /// kernels/cache.ptx
     Cache,
     /// kernels/latency.ptx
@@ -74,6 +77,7 @@ impl ModuleId {
             ModuleId::Peak => "peak.ptx".into(),
             ModuleId::Mma => "mma.ptx".into(),
             ModuleId::MmaSm89 => "mma_sm89.ptx".into(),
+            ModuleId::Wgmma => "wgmma.ptx.in#sm_90a".into(),
             ModuleId::Cache => "cache.ptx".into(),
             ModuleId::Latency => "latency.ptx".into(),
             ModuleId::Launch => "launch.ptx".into(),
@@ -91,6 +95,7 @@ impl ModuleId {
             ModuleId::Peak => Cow::Borrowed(kernels::PEAK),
             ModuleId::Mma => Cow::Borrowed(kernels::MMA),
             ModuleId::MmaSm89 => Cow::Borrowed(kernels::MMA_SM89),
+            ModuleId::Wgmma => Cow::Owned(wgmma::expand()),
             ModuleId::Cache => Cow::Borrowed(kernels::CACHE),
             ModuleId::Latency => Cow::Borrowed(kernels::LATENCY),
             ModuleId::Launch => Cow::Borrowed(kernels::LAUNCH),
@@ -317,6 +322,11 @@ pub enum Check {
     Peak { precision: Precision, steps: u64 },
     /// Every warp's D fragments equal C + A·B.
     Tensor { precision: Precision, warps: u64 },
+    /// Every warpgroup's `wgmma` accumulator equals C + A·B.
+    Wgmma {
+        precision: Precision,
+        warpgroups: u64,
+    },
     /// Every output word is its input after k FMAs.
     Sweep { precision: Precision, k: u32 },
     /// Every thread's sum is `passes ×` the sum of its grid-stride share of the n words.
@@ -348,6 +358,9 @@ pub enum Owed {
     /// Every block ran `trips` trips of the tensor loop, each of its warps
     /// [`tensor::mmas_per_warp`]`(trips)` MMAs.
     TensorTrips { precision: Precision, trips: u64 },
+    /// Every block ran `trips` trips of the `wgmma` loop, each of its warpgroups
+    /// [`wgmma::wgmmas_per_warpgroup`]`(trips)` instructions.
+    WgmmaTrips { precision: Precision, trips: u64 },
     /// Block b moved its threads' grid-stride shares of the `n` words
     /// ([`intensity::gpu_block_words`]): each read once, k FMAs on it, written once.
     SweepWords {
@@ -364,7 +377,9 @@ impl Owed {
     /// What block `index` of a grid of `grid` blocks of `block` threads must record.
     pub fn per_block(&self, grid: u32, block: u32, index: u64) -> u64 {
         match *self {
-            Owed::PeakTrips { trips, .. } | Owed::TensorTrips { trips, .. } => trips,
+            Owed::PeakTrips { trips, .. }
+            | Owed::TensorTrips { trips, .. }
+            | Owed::WgmmaTrips { trips, .. } => trips,
             Owed::ChaseHops { hops } => hops,
             Owed::SweepWords { precision, n, .. } => intensity::gpu_block_words(
                 precision,
@@ -390,6 +405,12 @@ impl Owed {
                     * tensor::flops_per_mma(precision),
                 ..Work::default()
             },
+            Owed::WgmmaTrips { precision, .. } => Work {
+                flops: block / wgmma::WARPGROUP as u64
+                    * wgmma::wgmmas_per_warpgroup(count)
+                    * wgmma::flops_per_wgmma(precision),
+                ..Work::default()
+            },
             Owed::SweepWords { precision, k, .. } => Work {
                 bytes_read: count * arith::word_bytes(precision),
                 bytes_written: count * arith::word_bytes(precision),
@@ -405,7 +426,9 @@ impl Owed {
     /// What the count is, in words: `loop trips`, `words`.
     fn unit(&self) -> &'static str {
         match self {
-            Owed::PeakTrips { .. } | Owed::TensorTrips { .. } => "loop trips",
+            Owed::PeakTrips { .. } | Owed::TensorTrips { .. } | Owed::WgmmaTrips { .. } => {
+                "loop trips"
+            }
             Owed::SweepWords { .. } => "words",
             Owed::ChaseHops { .. } => "hops",
         }
@@ -470,6 +493,10 @@ impl Launch {
             (Check::Tensor { .. }, Some(trips)) => {
                 format!("{grid}, {} chains x {trips} trips", tensor::CHAINS)
             }
+            (Check::Wgmma { .. }, Some(trips)) => format!(
+                "{grid}, one accumulator a warpgroup x {trips} trips of {} wgmma",
+                2 * wgmma::UNROLL
+            ),
             (Check::Cache { .. }, Some(passes)) => format!("{grid}, {passes} passes"),
             (Check::Launches, _) => format!(
                 "{grid}, empty but one counting add, {} launches between two events",
@@ -597,6 +624,10 @@ impl Launch {
             Check::Tensor { precision, warps } => {
                 tensor::check(precision, warps as usize, |i| words[i])
             }
+            Check::Wgmma {
+                precision,
+                warpgroups,
+            } => wgmma::check(precision, warpgroups as usize, |i| words[i]),
             Check::Sweep { precision, k } => {
                 intensity::check(precision, k, words.len(), |i| words[i])
             }
@@ -683,6 +714,12 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
             })
         }
         Family::Tensor => {
+            if wgmma::source_of(p, &case.kernel).is_some() {
+                return Ok(Entry {
+                    module: ModuleId::Wgmma,
+                    name: wgmma::entry_name(p, wgmma::source_of(p, &case.kernel).expect("above")),
+                });
+            }
             if !tensor::PRECISIONS.contains(&p) || case.kernel != tensor::kernel_name(p) {
                 return Err(none());
             }
@@ -966,6 +1003,58 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 steps: iterations as u64 * peak::GPU_UNROLL,
             };
             let owed = Owed::PeakTrips {
+                precision: p,
+                trips: iterations as u64,
+            };
+            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
+        }
+        Family::Tensor if wgmma::source_of(p, &case.kernel).is_some() => {
+            let a = wgmma::source_of(p, &case.kernel).ok_or("unreachable")?;
+            let warpgroups = threads / wgmma::WARPGROUP as u64;
+            if warpgroups != case.elements || !BLOCK.is_multiple_of(wgmma::WARPGROUP as u32) {
+                return Err(format!(
+                    "{} was planned for {} warpgroups, this device runs {threads} threads in blocks of {BLOCK}",
+                    case.id(),
+                    case.elements
+                ));
+            }
+            let iterations = trips(wgmma::iterations_of(case)?)?;
+            let input = |i: u8, words: Vec<u64>| Buffer {
+                role: Role::Input(i),
+                words: words.len() as u64,
+                word_bytes: 4,
+                init: Init::Words(words),
+            };
+            let a_words = match a {
+                wgmma::ASource::Shared => wgmma::a_image(p),
+                wgmma::ASource::Registers => wgmma::a_registers(p),
+            };
+            let buffers = vec![
+                input(0, a_words),
+                input(1, wgmma::b_image(p)),
+                input(2, wgmma::c_registers(p)),
+                Buffer {
+                    role: Role::Output,
+                    words: warpgroups * wgmma::d_registers(p).len() as u64,
+                    word_bytes: 4,
+                    init: Init::Poison,
+                },
+                clocks,
+            ];
+            let params = vec![
+                param("a", Arg::Buffer(Role::Input(0))),
+                param("b", Arg::Buffer(Role::Input(1))),
+                param("c", Arg::Buffer(Role::Input(2))),
+                param("d", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("n", Arg::U64(warpgroups)),
+                param("iterations", Arg::U32(iterations)),
+            ];
+            let check = Check::Wgmma {
+                precision: p,
+                warpgroups,
+            };
+            let owed = Owed::WgmmaTrips {
                 precision: p,
                 trips: iterations as u64,
             };

@@ -144,7 +144,7 @@ pub fn input_bytes(precision: Precision) -> u64 {
         Precision::F64 | Precision::F64F64 => 8,
         Precision::F32 | Precision::Tf32F32 | Precision::I32 => 4,
         Precision::F16F16 | Precision::F16F32 | Precision::Bf16F32 => 2,
-        Precision::S8S32 | Precision::E4m3F32 | Precision::U8 => 1,
+        Precision::S8S32 | Precision::E4m3F32 | Precision::E5m2F32 | Precision::U8 => 1,
         Precision::F16x2 | Precision::Bf16x2 => 4,
     }
 }

@@ -21,6 +21,7 @@ pub mod link;
 pub mod peak;
 pub mod stream;
 pub mod tensor;
+pub mod wgmma;
 
 use serde::{Deserialize, Serialize};
 

@@ -193,7 +193,7 @@ pub fn c_coord(precision: Precision, lane: usize, i: usize) -> (usize, usize) {
 }
 
 /// Small integers −3…3 from the input hash (a third of them zero-free ±1…3 mixes).
-fn small(array: u64, index: u64) -> i64 {
+pub(crate) fn small(array: u64, index: u64) -> i64 {
     (input_bits(array, index) % 7) as i64 - 3
 }
 
@@ -232,21 +232,34 @@ fn e4m3_bits(v: i64) -> u64 {
     magnitude | if v < 0 { 0x80 } else { 0 }
 }
 
+/// e5m2 bits of a small integer (|v| ≤ 3; all exact).
+fn e5m2_bits(v: i64) -> u64 {
+    let magnitude = match v.abs() {
+        0 => 0x00,
+        1 => 0x3C, // 2^0
+        2 => 0x40, // 2^1
+        3 => 0x42, // 2^1 × 1.5
+        _ => panic!("{v} is not a small integer"),
+    };
+    magnitude | if v < 0 { 0x80 } else { 0 }
+}
+
 /// Bits of a small integer as one input element of `precision`.
-fn input_element(precision: Precision, v: i64) -> u64 {
+pub(crate) fn input_element(precision: Precision, v: i64) -> u64 {
     match precision {
         Precision::F16F16 | Precision::F16F32 => arith::f16_bits(v as f64) as u64,
         Precision::Bf16F32 => arith::bf16_bits(v as f64) as u64,
         Precision::Tf32F32 => (v as f32).to_bits() as u64,
         Precision::S8S32 => v as i8 as u8 as u64,
         Precision::E4m3F32 => e4m3_bits(v),
+        Precision::E5m2F32 => e5m2_bits(v),
         Precision::F64F64 => (v as f64).to_bits(),
         other => panic!("{other} is not a tensor-core precision"),
     }
 }
 
 /// Bits of an integer as one accumulator element.
-fn accumulator_element(precision: Precision, v: i64) -> u64 {
+pub(crate) fn accumulator_element(precision: Precision, v: i64) -> u64 {
     match precision {
         Precision::F16F16 => arith::f16_bits(v as f64) as u64,
         Precision::S8S32 => v as i32 as u32 as u64,
@@ -507,6 +520,8 @@ mod tests {
             assert_ne!(b, nb);
         }
         assert_eq!(e4m3_bits(-3), 0xC4);
+        assert_eq!(e5m2_bits(-3), 0xC2);
+        assert_eq!(e5m2_bits(2), 0x40);
         // the fragments of D differ from those of C: the product is not zero
         assert_ne!(
             c_fragments(Precision::F16F32),

@@ -488,7 +488,7 @@ pub fn column_for(
         (Family::Tensor, P::Tf32F32) => "tf32_tensor_tflops",
         (Family::Tensor, P::S8S32) => "int8_tensor_tops",
         (Family::Tensor, P::F64F64) => "fp64_tensor_tflops",
-        (Family::Tensor, P::E4m3F32) => "fp8_tensor_tflops",
+        (Family::Tensor, P::E4m3F32 | P::E5m2F32) => "fp8_tensor_tflops",
         (Family::Peak, P::Bf16x2) => {
             return Err("the spec table has no non-tensor bf16 column".into())
         }

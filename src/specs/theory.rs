@@ -12,6 +12,12 @@
 //! SM count and the clock they observed, and get GFLOP/s back (or `None` where no source gives
 //! the rate, which is better than a guess).
 //!
+//! Instruction paths: on Hopper (9.0) the whitepaper's dense tensor rates are those of `wgmma`
+//! (the warpgroup MMA, sm_90a). No NVIDIA source states the rate of the older `mma.sync` there,
+//! so the table has one rate per (capability, precision), the `wgmma` one, and a `mma.sync` row
+//! on 9.0 is measured against it and says so in its note (`cuda_plan::LEGACY_MMA_NOTE`); the
+//! roofline's tensor ceilings on Hopper come from the `wgmma` rows (`roofline::is_wgmma`).
+//!
 //! Conventions: a rate is dense FMA per clock per SM, counted per lane (an `fma.rn.f16x2` is two
 //! lanes; an `mma.sync` m16n8k16 is 16·8·16 FMAs), and a FMA is 2 operations, as in every vendor
 //! sheet. Sparsity is never counted.
@@ -170,6 +176,7 @@ const TABLE: &[Entry] = &[
     e((9, 0), Tf32F32, 1024, HOPPER_WP),
     e((9, 0), S8S32, 4096, HOPPER_WP),
     e((9, 0), E4m3F32, 4096, HOPPER_WP),
+    e((9, 0), E5m2F32, 4096, HOPPER_WP),
     e((9, 0), F64F64, 128, HOPPER_WP),
     // Blackwell data centre, 10.0 (B200): CUDA cores only; no sheet gives its clock.
     e((10, 0), F64, 64, CUDA_GUIDE),
