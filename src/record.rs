@@ -987,7 +987,7 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
                 "`ratio_to_reference` is {ratio} on {}, which has no reference implementation \
                  (only GEMM rows of {} have one)",
                 r.case_id(),
-                [gemm::HOST_OURS, gemm::GPU_OURS].join(" and ")
+                [gemm::HOST_OURS, gemm::GPU_OURS, gemm::GPU_WGMMA].join(", ")
             ));
         }
         if r.gflops.is_none() {

@@ -77,7 +77,7 @@ pub const STABLE_MIN_SAMPLES: usize = 10;
 /// Most samples a compute-peak case takes (see [`RunConfig::for_case`]).
 pub const COMPUTE_SAMPLES: u32 = 10;
 /// Most seconds of warm-up before a compute-peak case's samples.
-pub const COMPUTE_WARMUP_SECS: f64 = 0.1;
+pub const COMPUTE_WARMUP_SECS: f64 = 0.05;
 
 impl RunConfig {
     /// The default run.

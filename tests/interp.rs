@@ -148,6 +148,8 @@ enum Oracle {
     Gemm(P),
     /// The wgmma.ptx.in module (sm_90a): `wgmma_m64n256k<K>[_rs]_<in>_<acc>`.
     Wgmma(P, wgmma::ASource),
+    /// The gemm_wgmma.ptx.in expansions (Hopper's GEMM): `gemm_wgmma_<in>_f32`.
+    GemmWgmma(P),
 }
 
 /// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
@@ -190,6 +192,12 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
                     .find(|&a| wgmma::entry_name(p, a) == entry)
                     .map(|a| Oracle::Wgmma(p, a))
             });
+        }
+        "gemm_wgmma.ptx.in" => {
+            return gemm::WGMMA_PRECISIONS
+                .into_iter()
+                .find(|&p| gemm::wgmma_entry_name(p) == entry)
+                .map(Oracle::GemmWgmma);
         }
         "gemm_simt.ptx" => {
             let p = gemm::SIMT_PRECISION;
@@ -363,6 +371,23 @@ fn check_entry(
                 (17, 129, 17),
                 (129, 17, 129),
                 (257, 3, 40),
+            ] {
+                note(
+                    across_schedules(policy, |run| {
+                        run_gemm(module, entry, p, gemm::Shape::new(m, n, k), run)
+                    })
+                    .map_err(|e| format!("{file}: `{entry}` {m}x{n}x{k}: {e}"))?,
+                );
+            }
+        }
+        Oracle::GemmWgmma(p) => {
+            // one element; edges of the 128 x 256 x 64 tile in every dimension; two tiles along
+            // N and M, and K tiles past the pipeline's depth (5 tiles of 64)
+            for &(m, n, k) in &[
+                (1u64, 1u64, 1u64),
+                (17, 129, 17),
+                (129, 257, 65),
+                (130, 3, 300),
             ] {
                 note(
                     across_schedules(policy, |run| {
@@ -1074,12 +1099,20 @@ fn run_gemm(
         Arg::U32(ld as u32),
         Arg::U32(ld as u32),
     ];
-    let grid = gemm::gpu_blocks(shape) as u32;
-    let mut config = LaunchConfig::new(
-        (grid, 1, 1),
-        (gemm::GPU_BLOCK, 1, 1),
-        gemm::gpu_dynamic_shared_bytes(p),
-    );
+    // the Hopper GEMM (gemm_wgmma_*) has its own tile, block and shared memory
+    let mut config = if entry.starts_with("gemm_wgmma_") {
+        LaunchConfig::new(
+            (gemm::wgmma_blocks(shape) as u32, 1, 1),
+            (gemm::WGMMA_BLOCK, 1, 1),
+            gemm::WGMMA_SHARED_BYTES,
+        )
+    } else {
+        LaunchConfig::new(
+            (gemm::gpu_blocks(shape) as u32, 1, 1),
+            (gemm::GPU_BLOCK, 1, 1),
+            gemm::gpu_dynamic_shared_bytes(p),
+        )
+    };
     config.uniform_branches = run.policy;
     config.schedule = run.schedule;
     let stats = module

@@ -324,8 +324,11 @@ fn every_planned_launch_matches_its_ptx_entry() {
         assert!((1..=MAX_GRID).contains(&launch.grid));
         if case.family == Family::Gemm {
             // one block per tile; a tensor-core kernel with 64 KiB of dynamic shared memory
-            // (raised before launch), the SIMT kernel with none (its shared memory is static)
-            let dynamic = if case.precision == gemm::SIMT_PRECISION {
+            // (raised before launch), the SIMT kernel with none (its shared memory is static),
+            // Hopper's wgmma kernel 192 KiB
+            let dynamic = if case.kernel == gemm::GPU_WGMMA {
+                gemm::WGMMA_SHARED_BYTES
+            } else if case.precision == gemm::SIMT_PRECISION {
                 0
             } else {
                 gemm::GPU_SHARED_BYTES
@@ -1050,6 +1053,81 @@ fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Hopper's GEMM (`gemm_wgmma_*`) as the backend launches it (128 × 256 tiles, 256 threads,
+/// 192 KiB of dynamic shared memory) computes the exact product at edge shapes, and planted
+/// mistakes are caught: A's descriptor in the 64-byte swizzle, the wgmma.wait_group that frees
+/// a stage left out (the next copies write a stage a pending wgmma reads), the
+/// `fence.proxy.async` left out (the tensor cores read the copies without it), and the copies
+/// waited for one tile short (`cp.async.wait_group 2`: a tile read before it landed).
+#[test]
+fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
+    use roofprobe::bench::gemm::{self, Shape};
+    let mut cache = BTreeMap::new();
+    let mut failures = Vec::new();
+    for p in gemm::WGMMA_PRECISIONS {
+        for shape in [
+            Shape::new(1, 1, 1),
+            Shape::new(129, 17, 129),
+            Shape::new(17, 257, 64),
+            Shape::new(200, 300, 257),
+        ] {
+            let case = gemm::case(gemm::GPU_WGMMA, p, shape);
+            let launch = launch::plan(&case, 1).unwrap();
+            assert_eq!(
+                (
+                    launch.block,
+                    launch.dynamic_shared_bytes,
+                    launch.grid as u64
+                ),
+                (256, 196608, gemm::wgmma_blocks(shape))
+            );
+            let m = module(launch.entry.module, &mut cache);
+            match gemm_verdict(&case, m) {
+                Ok(v) if v.valid => {}
+                Ok(v) => failures.push(format!("{}: {}", case.id(), v.detail)),
+                Err(e) => failures.push(format!("{}: {e}", case.id())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let case = gemm::case(
+        gemm::GPU_WGMMA,
+        Precision::Bf16F32,
+        Shape::new(129, 257, 320),
+    );
+    let launch = launch::plan(&case, 1).unwrap();
+    let desc = (1u64 << 62) | (64u64 << 32) | (1 << 16);
+    let desc_64 = (2u64 << 62) | (64u64 << 32) | (1 << 16);
+    for (what, from, to) in [
+        (
+            "A in the 64-byte swizzle",
+            format!("or.b64 %rd16, %rd16, {desc};"),
+            format!("or.b64 %rd16, %rd16, {desc_64};"),
+        ),
+        (
+            "no wgmma.wait_group in the loop",
+            "wgmma.wait_group.sync.aligned 1;".to_string(),
+            String::new(),
+        ),
+        (
+            "no fence.proxy.async",
+            "fence.proxy.async.shared::cta;".to_string(),
+            String::new(),
+        ),
+        (
+            "copies waited for one tile short",
+            "cp.async.wait_group 1;".to_string(),
+            "cp.async.wait_group 2;".to_string(),
+        ),
+    ] {
+        let m = mutated(launch.entry.module, &launch.entry.name, &from, &to);
+        match gemm_verdict(&case, &m) {
+            Ok(v) => assert!(!v.valid, "{what}: the planted mistake passed"),
+            Err(e) => eprintln!("{what}: {e}"),
+        }
+    }
 }
 
 /// Planted mistakes in the GEMM kernels are caught under the interpreter, in the bf16 and the

@@ -607,6 +607,63 @@ fn wgmma_loops_are_the_warpgroup_mma() {
     assert_eq!(seen, 2 * wgmma::PRECISIONS.len());
 }
 
+/// Hopper's GEMM (`gemm_wgmma_*`, sm_90a): the K-tile loop is 4 `HGMMA.64x256x16.F32` of its
+/// type with A and B from descriptors, one `WARPGROUP.ARRIVE` and one `DEPBAR` of the wgmma
+/// groups (`wait_group 1`), 12 128-bit zero-filling `LDGSTS` (`cp.async.cg`: 4 rows of A's tile
+/// and 8 of B's a thread) and the fence that hands them to the async proxy; ptxas warns of no
+/// serialized wgmma.
+#[test]
+fn wgmma_gemm_is_hgmma_fed_by_ldgsts() {
+    let Some((tools, builds)) = setup("wgmma_gemm_is_hgmma_fed_by_ldgsts", true) else {
+        return;
+    };
+    for p in gemm::WGMMA_PRECISIONS {
+        let build = built(builds, &format!("gemm_wgmma.ptx.in#{p}"), "sm_90a");
+        assert!(
+            !build.log.contains("serialized") && !build.log.contains("arning"),
+            "ptxas warns about the wgmma GEMM:\n{}",
+            build.log
+        );
+        let name = gemm::wgmma_entry_name(p);
+        let functions = sass(&tools, build);
+        let lp = mma_loop(&functions[&name]);
+        let text = lp
+            .iter()
+            .map(|(_, _, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let ty = if p == Precision::Bf16F32 { ".BF16" } else { "" };
+        let shape = format!("HGMMA.64x256x16.F32{ty} ");
+        let count = |f: &dyn Fn(&str) -> bool| lp.iter().filter(|(_, _, t)| f(t)).count();
+        assert_eq!(
+            count(&|t| t.starts_with(&shape) && t.matches("gdesc").count() == 1),
+            4,
+            "{name}:\n{text}"
+        );
+        assert_eq!(count(&|t| t.contains("GMMA")), 4, "{name}:\n{text}");
+        assert_eq!(
+            count(&|t| t.starts_with("LDGSTS.E.BYPASS.128.ZFILL")),
+            12,
+            "{name}:\n{text}"
+        );
+        assert_eq!(
+            count(&|t| t.contains("WARPGROUP.ARRIVE")),
+            1,
+            "{name}:\n{text}"
+        );
+        assert_eq!(
+            count(&|t| t.contains("WARPGROUP.DEPBAR.LE gsb0, 0x1")),
+            1,
+            "{name}:\n{text}"
+        );
+        assert_eq!(
+            count(&|t| t.starts_with("FENCE.VIEW.ASYNC.S")),
+            1,
+            "{name}:\n{text}"
+        );
+    }
+}
+
 /// The sweep's expansions keep all k FMAs per word in their SASS (none folded away: the
 /// results are stored).
 #[test]

@@ -802,6 +802,9 @@ impl Builder<'_> {
                 let space = self
                     .space(&mut mods)?
                     .ok_or_else(|| self.err_parse("cvta needs a state space"))?;
+                if space == Space::Param {
+                    self.need(Feature::CvtaParam)?;
+                }
                 let ty = self.one_type(&mut mods)?;
                 self.expect_operands(ops, 2..=2)?;
                 Op::Cvta {
@@ -969,6 +972,16 @@ impl Builder<'_> {
                     .ok_or_else(|| self.err_parse("membar needs .cta, .gl or .sys"))?;
                 Op::Nop
             }
+            "fence" if mods.present("mbarrier_init") => {
+                mods.has("mbarrier_init");
+                self.need(Feature::FenceMbarrierInit)?;
+                if !mods.has("release") || !mods.has("cluster") {
+                    return Err(self.err_parse("fence.mbarrier_init takes .release.cluster"));
+                }
+                self.expect_operands(ops, 0..=0)?;
+                Op::Nop
+            }
+            "mbarrier" => self.decode_mbarrier(&mut mods, ops)?,
             "fence" if mods.present("proxy") => {
                 mods.has("proxy");
                 if !mods.has("async") {
@@ -1182,10 +1195,15 @@ impl Builder<'_> {
                     timer: n.starts_with("%globaltimer"),
                 });
             }
-            if self.params.iter().any(|p| &p.name == n) {
-                return Err(
-                    self.unsupported(format!("taking the address of kernel parameter `{n}`"))
-                );
+            // The address of a kernel parameter: its offset in the .param space (`cvta.param`
+            // turns it into a generic address, as for a `__grid_constant__` tensor map).
+            if let Some(p) = self.params.iter().find(|p| &p.name == n) {
+                let offset = p.offset as u64;
+                return Ok(Op::Mov {
+                    d: self.dst(&ops[0])?,
+                    a: Src::Imm(offset),
+                    bits: ty.bits(),
+                });
             }
         }
         Ok(Op::Mov {
@@ -2174,8 +2192,11 @@ impl Builder<'_> {
                 commit_first: false,
             });
         }
-        if mods.one_of(&["bulk", "mbarrier"]).is_some() {
-            return Err(self.unsupported("cp.async.bulk / mbarrier"));
+        if mods.has("bulk") {
+            return self.decode_bulk(mods, ops);
+        }
+        if mods.has("mbarrier") {
+            return Err(self.unsupported("cp.async.mbarrier.arrive"));
         }
         let level = mods
             .one_of(&["ca", "cg"])
@@ -2227,6 +2248,188 @@ impl Builder<'_> {
             cp_bytes,
             src_bytes,
             ignore_src,
+        })
+    }
+
+    /// `mbarrier.{init,arrive,expect_tx,test_wait,try_wait,inval}`.
+    fn decode_mbarrier(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
+        self.need(Feature::Mbarrier)?;
+        let sem = mods.one_of(&["acquire", "release", "relaxed"]);
+        let scope = mods.one_of(&["cta", "cluster"]);
+        if sem.is_some() || scope.is_some() {
+            self.need(Feature::MbarrierSemScope)?;
+        }
+        if mods.present("shared::cta") {
+            self.need(Feature::SharedCta)?;
+        }
+        let generic = mods.one_of(&["shared::cta", "shared"]).is_none();
+        if mods.present("shared::cluster") {
+            return Err(self.unsupported("mbarrier on .shared::cluster (another CTA's barrier)"));
+        }
+        if !mods.has("b64") {
+            return Err(self.err_parse("mbarrier needs .b64"));
+        }
+        let space = if generic {
+            Space::Generic
+        } else {
+            Space::Shared
+        };
+        let op = mods
+            .one_of(&[
+                "init",
+                "arrive",
+                "expect_tx",
+                "test_wait",
+                "try_wait",
+                "inval",
+            ])
+            .ok_or_else(|| self.unsupported("this mbarrier operation"))?;
+        Ok(match op {
+            "init" => {
+                self.expect_operands(ops, 2..=2)?;
+                Op::MbarInit {
+                    addr: self.addr(&ops[0], space)?,
+                    generic,
+                    count: self.src(&ops[1], Ty::U32)?,
+                }
+            }
+            "arrive" => {
+                let expect = mods.has("expect_tx");
+                if expect {
+                    self.need(Feature::MbarrierExpectTx)?;
+                    self.expect_operands(ops, 3..=3)?;
+                } else {
+                    self.expect_operands(ops, 2..=3)?;
+                    if ops.len() == 3 {
+                        self.need(Feature::MbarrierArriveCount)?;
+                    }
+                }
+                let d = if ops[0] == Operand::Sink {
+                    self.need(Feature::MbarrierArriveSink)?;
+                    None
+                } else {
+                    Some(self.dst(&ops[0])?)
+                };
+                let third = ops.get(2).map(|o| self.src(o, Ty::U32)).transpose()?;
+                Op::MbarArrive {
+                    d,
+                    addr: self.addr(&ops[1], space)?,
+                    generic,
+                    count: if expect { None } else { third },
+                    expect_tx: if expect { third } else { None },
+                }
+            }
+            "expect_tx" => {
+                self.need(Feature::MbarrierExpectTx)?;
+                self.expect_operands(ops, 2..=2)?;
+                Op::MbarExpectTx {
+                    addr: self.addr(&ops[0], space)?,
+                    generic,
+                    tx: self.src(&ops[1], Ty::U32)?,
+                }
+            }
+            "test_wait" | "try_wait" => {
+                let parity = mods.has("parity");
+                if op == "try_wait" {
+                    self.need(Feature::MbarrierTryWait)?;
+                    self.expect_operands(ops, 3..=4)?;
+                } else {
+                    if parity {
+                        self.need(Feature::MbarrierTestWaitParity)?;
+                    }
+                    self.expect_operands(ops, 3..=3)?;
+                }
+                Op::MbarWait {
+                    p: self.dst_pred(&ops[0])?,
+                    addr: self.addr(&ops[1], space)?,
+                    generic,
+                    parity,
+                    operand: self.src(&ops[2], if parity { Ty::U32 } else { Ty::B64 })?,
+                    hint: ops.get(3).map(|o| self.src(o, Ty::U32)).transpose()?,
+                }
+            }
+            _ => {
+                self.expect_operands(ops, 1..=1)?;
+                Op::MbarInval {
+                    addr: self.addr(&ops[0], space)?,
+                    generic,
+                }
+            }
+        })
+    }
+
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` and its `.tensor.2d`
+    /// form (global to shared, completing on an mbarrier of this CTA).
+    fn decode_bulk(&mut self, mods: &mut Mods, ops: &[Operand]) -> Result<Op, Error> {
+        let tensor = mods.has("tensor");
+        self.need(if tensor {
+            Feature::CpAsyncBulkTensor
+        } else {
+            Feature::CpAsyncBulk
+        })?;
+        if !mods.has("shared::cluster") || !mods.has("global") {
+            return Err(self.unsupported(
+                "cp.async.bulk other than .shared::cluster.global (global to this CTA's shared memory)",
+            ));
+        }
+        if !mods.has("mbarrier::complete_tx::bytes") {
+            return Err(self.unsupported("cp.async.bulk without .mbarrier::complete_tx::bytes"));
+        }
+        let policy = mods.has("L2::cache_hint");
+        if policy {
+            self.need(Feature::L2CacheHint)?;
+        }
+        let p = policy as usize;
+        if tensor {
+            if !mods.has("2d") {
+                return Err(self.unsupported("cp.async.bulk.tensor other than .2d"));
+            }
+            mods.has("tile");
+            self.expect_operands(ops, 3 + p..=3 + p)?;
+            let Operand::Tensor { base, offset, rest } = &ops[1] else {
+                return Err(self.err_parse("expected `[tensorMap, {c0, c1}]`"));
+            };
+            let coords = match rest.as_slice() {
+                [Operand::Vector(c)] if c.len() == 2 => c
+                    .iter()
+                    .map(|o| self.src(o, Ty::S32))
+                    .collect::<Result<Vec<_>, _>>()?,
+                _ => return Err(self.err_parse(".2d takes two coordinates `{c0, c1}`")),
+            };
+            if base
+                .as_ref()
+                .is_some_and(|b| self.params.iter().any(|q| &q.name == b))
+            {
+                return Err(self.err_parse(
+                    "the tensor map is a generic address (`mov.u64 %rd, param; cvta.param.u64 %rd, %rd;`), not a parameter name",
+                ));
+            }
+            let tmap = self.addr(
+                &Operand::Addr {
+                    base: base.clone(),
+                    offset: *offset,
+                },
+                Space::Generic,
+            )?;
+            if policy {
+                self.src(&ops[3], Ty::B64)?;
+            }
+            return Ok(Op::BulkTensor {
+                dst: self.addr(&ops[0], Space::Shared)?,
+                tmap,
+                coords,
+                mbar: self.addr(&ops[2], Space::Shared)?,
+            });
+        }
+        self.expect_operands(ops, 4 + p..=4 + p)?;
+        if policy {
+            self.src(&ops[4], Ty::B64)?;
+        }
+        Ok(Op::BulkCopy {
+            dst: self.addr(&ops[0], Space::Shared)?,
+            src: self.addr(&ops[1], Space::Global)?,
+            size: self.src(&ops[2], Ty::U32)?,
+            mbar: self.addr(&ops[3], Space::Shared)?,
         })
     }
 

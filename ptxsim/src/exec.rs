@@ -33,14 +33,17 @@ use crate::decode::Kernel;
 use crate::error::Error;
 use crate::ir::*;
 use crate::memory::{
-    DevicePtr, Memory, GLOBAL_BASE, LOCAL_WINDOW, POISON_BYTE, SHARED_WINDOW, WINDOW_BYTES,
+    DevicePtr, Memory, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, POISON_BYTE, SHARED_WINDOW,
+    WINDOW_BYTES,
 };
 use crate::mma;
 use crate::numeric::{self, Rounding};
 use crate::race::{self, Access, Conflict, Context, SharedShadow, Strength};
 use crate::types::{Space, Ty};
 
+mod bulk;
 mod wgmma;
+use bulk::BlockBulk;
 use wgmma::{BlockWgmma, WarpWgmma};
 
 /// A kernel argument, checked against the declared parameter type.
@@ -201,6 +204,25 @@ struct Warp {
     /// Per lane, how many `fence.proxy.async` it executed.
     proxy_fences: [u32; 32],
     wg: WarpWgmma,
+    /// Lanes whose last mbarrier wait returned false (they yield to the warp's other lanes).
+    spin: u32,
+    /// Lanes whose wait failed twice with no mbarrier change in between.
+    stalled: u32,
+    /// Per lane, the mbarrier version of its last failed wait.
+    spin_ver: [u64; 32],
+    /// The mbarrier version at which every running lane was stalled.
+    stuck_ver: u64,
+    /// The last failed wait: its instruction and barrier.
+    spin_at: (u32, usize),
+}
+
+impl Warp {
+    /// Spinning lanes whose last failed wait was at mbarrier version `version`.
+    fn spin_current(&self, version: u64) -> u32 {
+        lanes(self.spin)
+            .filter(|&l| self.spin_ver[l] == version)
+            .fold(0, |m, l| m | 1 << l)
+    }
 }
 
 /// The region of [`LaneAccesses`] and `check_region` that is the block's shared memory (any
@@ -296,6 +318,8 @@ enum Flow {
     Next,
     /// The instruction set the lanes' PCs and states itself.
     Done,
+    /// As `Next`, then the warp's time slice ends (its lanes spin on an mbarrier wait).
+    Yield,
 }
 
 struct Block<'k, 'm> {
@@ -322,6 +346,16 @@ struct Block<'k, 'm> {
     rng: Option<Rng>,
     /// Warpgroup-MMA state, for kernels that use `wgmma.mma_async`.
     wg: Option<BlockWgmma>,
+    /// mbarrier and bulk-copy state, for kernels that use them.
+    bulk: Option<BlockBulk>,
+}
+
+/// No barrier can open: the barrier waits (if any) are short of arrivals.
+fn opened_none(waiting: &[Arrivals], live: u32) -> bool {
+    waiting.iter().all(|a| {
+        let expected = if a.count == 0 { live } else { a.count };
+        a.threads < expected
+    })
 }
 
 fn lanes(mask: u32) -> impl Iterator<Item = usize> {
@@ -518,6 +552,7 @@ fn run_blocks(
             clock: 0,
             rng: block_rng,
             wg: None,
+            bulk: None,
         };
         let result = block.run();
         *epoch = block.epoch;
@@ -650,6 +685,11 @@ impl Block<'_, '_> {
             pending: Vec::new(),
             committed: [0; 32],
             proxy_fences: [0; 32],
+            spin: 0,
+            stalled: 0,
+            spin_ver: [u64::MAX; 32],
+            stuck_ver: u64::MAX,
+            spin_at: (0, 0),
             wg: WarpWgmma::new(if self.wg.is_some() {
                 k.n_regs as usize
             } else {
@@ -667,17 +707,38 @@ impl Block<'_, '_> {
         {
             self.wg = Some(BlockWgmma::new(self.shared.len()));
         }
+        if self.kernel.code.iter().any(|i| {
+            matches!(
+                i.op,
+                Op::MbarInit { .. }
+                    | Op::MbarArrive { .. }
+                    | Op::MbarExpectTx { .. }
+                    | Op::MbarWait { .. }
+                    | Op::MbarInval { .. }
+                    | Op::BulkCopy { .. }
+                    | Op::BulkTensor { .. }
+            )
+        }) {
+            self.bulk = Some(BlockBulk::new(self.shared.len()));
+        }
         let nwarps = self.threads().div_ceil(32);
         let mut warps: Vec<Warp> = (0..nwarps).map(|w| self.make_warp(w)).collect();
         loop {
             match self.rng.take() {
-                None => {
+                None => loop {
+                    // Each warp until it waits, exits or spins on an mbarrier; again while
+                    // any warp can still run (a spinning one, after an mbarrier changed).
+                    let mut ran = false;
                     for w in warps.iter_mut() {
-                        if w.running != 0 {
+                        if self.runnable(w) {
                             self.run_warp(w, u64::MAX)?;
+                            ran = true;
                         }
                     }
-                }
+                    if !ran {
+                        break;
+                    }
+                },
                 Some(mut rng) => {
                     let result = self.run_shuffled(&mut warps, &mut rng);
                     self.rng = Some(rng);
@@ -740,6 +801,11 @@ impl Block<'_, '_> {
                         LaneState::Running | LaneState::Wgmma => live += 1,
                         LaneState::Exited => {}
                     }
+                }
+            }
+            if let Some(e) = self.spin_deadlock(&warps) {
+                if opened_none(&waiting, live) {
+                    return Err(e);
                 }
             }
             if waiting.is_empty() {
@@ -855,10 +921,28 @@ impl Block<'_, '_> {
     }
 
     /// Smallest PC among running lanes, and the lanes at it.
-    fn pick(w: &Warp) -> (u32, u32) {
+    /// Lanes spinning on a failed mbarrier wait come last, so the lanes they wait for run
+    /// (independent thread scheduling).
+    /// Among them, first the lanes not spinning, then spinning lanes that have not retried
+    /// since the last mbarrier change, then lanes not yet stalled.
+    fn pick(&self, w: &Warp) -> (u32, u32) {
         let mut best = u32::MAX;
         let mut mask = 0u32;
-        for l in lanes(w.running) {
+        let cand = if w.spin & w.running == 0 {
+            w.running
+        } else {
+            let version = self.bulk.as_ref().map_or(0, |b| b.version);
+            let current = w.spin_current(version);
+            [
+                w.running & !w.spin,
+                w.running & !current,
+                w.running & !w.stalled,
+            ]
+            .into_iter()
+            .find(|&m| m != 0)
+            .unwrap_or(w.running)
+        };
+        for l in lanes(cand) {
             let pc = w.pc[l];
             if pc < best {
                 best = pc;
@@ -875,7 +959,7 @@ impl Block<'_, '_> {
         let mut runnable = Vec::with_capacity(warps.len());
         loop {
             runnable.clear();
-            runnable.extend((0..warps.len()).filter(|&i| warps[i].running != 0));
+            runnable.extend((0..warps.len()).filter(|&i| self.runnable(&warps[i])));
             if runnable.is_empty() {
                 return Ok(());
             }
@@ -888,7 +972,7 @@ impl Block<'_, '_> {
     /// Runs `w` until none of its lanes can run (all wait at a barrier or exited), or for
     /// `budget` warp instructions, whichever comes first.
     fn run_warp(&mut self, w: &mut Warp, budget: u64) -> Result<(), Error> {
-        let (mut pc, mut mask) = Self::pick(w);
+        let (mut pc, mut mask) = self.pick(w);
         let mut left = budget;
         while mask != 0 {
             if left == 0 {
@@ -946,8 +1030,14 @@ impl Block<'_, '_> {
                     }
                 }
                 Flow::Done => {}
+                Flow::Yield => {
+                    for l in lanes(mask) {
+                        w.pc[l] = pc + 1;
+                    }
+                    return Ok(());
+                }
             }
-            (pc, mask) = Self::pick(w);
+            (pc, mask) = self.pick(w);
         }
         Ok(())
     }
@@ -1017,6 +1107,8 @@ impl Block<'_, '_> {
     }
 
     fn exit_lanes(&mut self, w: &mut Warp, lanes_mask: u32) -> Result<(), Error> {
+        w.spin &= !lanes_mask;
+        w.stalled &= !lanes_mask;
         for l in lanes(lanes_mask) {
             // The hardware completes a thread's outstanding cp.async copies even if it exits.
             self.complete_copies(w, l, u32::MAX)?;
@@ -1606,6 +1698,7 @@ impl Block<'_, '_> {
                     let window = match space {
                         Space::Shared => SHARED_WINDOW,
                         Space::Local => LOCAL_WINDOW,
+                        Space::Param => PARAM_WINDOW,
                         Space::Global => 0,
                         other => {
                             return Err(self.fault(
@@ -1649,6 +1742,9 @@ impl Block<'_, '_> {
                 for l in lanes(exec) {
                     let a = self.address(w, *addr, l);
                     let loc = self.resolve(w, pc, l, *space, a, total)?;
+                    if let (Some(_), Loc::Shared(o)) = (&self.bulk, &loc) {
+                        self.bulk_generic_access(w, pc, l, *o, total, false)?;
+                    }
                     let mut buf = [0u8; 32];
                     self.copy_out(&loc, &mut buf[..total]);
                     accesses.push(&loc, total);
@@ -1687,6 +1783,7 @@ impl Block<'_, '_> {
                 for l in lanes(exec) {
                     let a = self.address(w, *addr, l);
                     let loc = self.resolve(w, pc, l, *space, a, total)?;
+                    self.check_writable(w, pc, l, &loc, total)?;
                     let mut buf = [0u8; 32];
                     for (i, s) in srcs.iter().enumerate() {
                         let v = Self::get(w, *s, l);
@@ -1718,6 +1815,7 @@ impl Block<'_, '_> {
                 for l in lanes(exec) {
                     let a = self.address(w, *addr, l);
                     let loc = self.resolve(w, pc, l, *space, a, n)?;
+                    self.check_writable(w, pc, l, &loc, n)?;
                     // An atomic read-modify-write is one strong write for the race detector.
                     self.check_race(w, pc, l, &loc, n, true, *strength)?;
                     let mut buf = [0u8; 8];
@@ -2040,6 +2138,15 @@ impl Block<'_, '_> {
             Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::Wgmma(_) => {
                 return self.wgmma_step(w, pc, exec);
             }
+            Op::MbarInit { .. }
+            | Op::MbarArrive { .. }
+            | Op::MbarExpectTx { .. }
+            | Op::MbarWait { .. }
+            | Op::MbarInval { .. }
+            | Op::BulkCopy { .. }
+            | Op::BulkTensor { .. } => {
+                return self.bulk_step(w, pc, exec);
+            }
             Op::Mma(m) => {
                 self.require_full_warp(w, pc, exec, "mma.sync")?;
                 let layout = mma::Layout::new(m.shape, m.atype, m.btype, m.ctype, m.dtype)
@@ -2128,6 +2235,8 @@ impl Block<'_, '_> {
                 return self.resolve(w, pc, lane, Space::Shared, addr - SHARED_WINDOW, len);
             } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
                 return self.resolve(w, pc, lane, Space::Local, addr - LOCAL_WINDOW, len);
+            } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
+                return self.resolve(w, pc, lane, Space::Param, addr - PARAM_WINDOW, len);
             }
             Space::Global
         } else {
@@ -2186,6 +2295,28 @@ impl Block<'_, '_> {
         }
     }
 
+    /// A generic store or atomic to `loc`: not to kernel parameters (reachable through a
+    /// `cvta.param` address), nor to shared bytes of an mbarrier or an unfinished bulk copy.
+    #[inline]
+    fn check_writable(
+        &mut self,
+        w: &Warp,
+        pc: u32,
+        lane: usize,
+        loc: &Loc,
+        len: usize,
+    ) -> Result<(), Error> {
+        match loc {
+            Loc::Param(_) => {
+                Err(self.fault(w, pc, lane, "store to kernel parameter memory (read-only)"))
+            }
+            Loc::Shared(o) if self.bulk.is_some() => {
+                self.bulk_generic_access(w, pc, lane, *o, len, true)
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn read(
         &mut self,
         w: &Warp,
@@ -2196,6 +2327,9 @@ impl Block<'_, '_> {
         strength: Strength,
     ) -> Result<(), Error> {
         self.check_race(w, pc, lane, loc, out.len(), false, strength)?;
+        if let (Some(_), Loc::Shared(o)) = (&self.bulk, loc) {
+            self.bulk_generic_access(w, pc, lane, *o, out.len(), false)?;
+        }
         self.copy_out(loc, out);
         Ok(())
     }
@@ -2213,6 +2347,9 @@ impl Block<'_, '_> {
             unreachable!("st to .param rejected by decode");
         }
         self.check_race(w, pc, lane, loc, data.len(), true, strength)?;
+        if let (Some(_), Loc::Shared(o)) = (&self.bulk, loc) {
+            self.bulk_generic_access(w, pc, lane, *o, data.len(), true)?;
+        }
         self.copy_in(loc, data);
         if let (Some(_), Loc::Shared(o)) = (&self.wg, loc) {
             self.wgmma_generic_write(w, pc, lane, *o, data.len())?;

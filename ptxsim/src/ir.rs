@@ -588,6 +588,57 @@ pub enum Op {
         groups: u32,
     },
     Wgmma(Box<WgmmaInst>),
+    /// `mbarrier.init [addr], count` (addresses of the mbarrier ops: shared offsets, or
+    /// generic when `generic`).
+    MbarInit {
+        addr: Addr,
+        generic: bool,
+        count: Src,
+    },
+    /// `mbarrier.arrive{.expect_tx}` (state into `d` unless `_`), optional count.
+    MbarArrive {
+        d: Option<Reg>,
+        addr: Addr,
+        generic: bool,
+        count: Option<Src>,
+        expect_tx: Option<Src>,
+    },
+    /// `mbarrier.expect_tx [addr], tx`.
+    MbarExpectTx {
+        addr: Addr,
+        generic: bool,
+        tx: Src,
+    },
+    /// `mbarrier.test_wait` / `try_wait` (`.parity`: `operand` is the phase parity, else an
+    /// arrive's state).
+    MbarWait {
+        p: PredReg,
+        addr: Addr,
+        generic: bool,
+        parity: bool,
+        operand: Src,
+        hint: Option<Src>,
+    },
+    MbarInval {
+        addr: Addr,
+        generic: bool,
+    },
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size,
+    /// [mbar]`.
+    BulkCopy {
+        dst: Addr,
+        src: Addr,
+        size: Src,
+        mbar: Addr,
+    },
+    /// `cp.async.bulk.tensor.2d...tile.mbarrier::complete_tx::bytes [dst], [tmap, {c0, c1}],
+    /// [mbar]` (tmap a generic address).
+    BulkTensor {
+        dst: Addr,
+        tmap: Addr,
+        coords: Vec<Src>,
+        mbar: Addr,
+    },
 }
 
 /// One decoded instruction.
@@ -778,6 +829,67 @@ impl Op {
             Op::Ldmatrix { ds, addr, .. } => {
                 u.addr(*addr);
                 u.writes.extend(ds);
+            }
+            Op::MbarInit { addr, count, .. } => {
+                u.addr(*addr);
+                u.read(*count);
+            }
+            Op::MbarArrive {
+                d,
+                addr,
+                count,
+                expect_tx,
+                ..
+            } => {
+                u.addr(*addr);
+                if let Some(c) = count {
+                    u.read(*c);
+                }
+                if let Some(t) = expect_tx {
+                    u.read(*t);
+                }
+                u.writes.extend(d);
+            }
+            Op::MbarExpectTx { addr, tx, .. } => {
+                u.addr(*addr);
+                u.read(*tx);
+            }
+            Op::MbarWait {
+                p,
+                addr,
+                operand,
+                hint,
+                ..
+            } => {
+                u.addr(*addr);
+                u.read(*operand);
+                if let Some(h) = hint {
+                    u.read(*h);
+                }
+                u.pred_writes.push(*p);
+            }
+            Op::MbarInval { addr, .. } => u.addr(*addr),
+            Op::BulkCopy {
+                dst,
+                src,
+                size,
+                mbar,
+            } => {
+                u.addr(*dst);
+                u.addr(*src);
+                u.read(*size);
+                u.addr(*mbar);
+            }
+            Op::BulkTensor {
+                dst,
+                tmap,
+                coords,
+                mbar,
+            } => {
+                u.addr(*dst);
+                u.addr(*tmap);
+                u.read_all(coords);
+                u.addr(*mbar);
             }
             Op::FenceProxyAsync | Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } => {}
             // The accumulators are read (when scale-d is true) and written by the executor

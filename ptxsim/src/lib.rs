@@ -99,6 +99,21 @@
 //!   address bits 7.., on the absolute shared address, as CUTLASS's Swizzle<1|2|3,4,3>; a start
 //!   address +32/+64/+96 bytes into a swizzled row selects the next K block). Results become
 //!   visible at `wgmma.wait_group`. `fence.proxy.async{.shared::cta,.shared::cluster,.global}`.
+//! - **mbarrier and bulk copies** (Hopper async proxy): `mbarrier.init`, `.arrive` (state or
+//!   `_`, optional count), `.arrive.expect_tx`, `.expect_tx`, `.test_wait`/`.try_wait`
+//!   (`.parity` or a state; suspend-time hint ignored), `.inval`, each with optional
+//!   `.acquire/.release/.relaxed` + `.cta/.cluster`, `.shared`/`.shared::cta` or generic, `.b64`;
+//!   `fence.mbarrier_init.release.cluster`; `cp.async.bulk.shared::cluster.global.
+//!   mbarrier::complete_tx::bytes [dst], [src], size, [mbar]` and
+//!   `cp.async.bulk.tensor.2d.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes
+//!   [dst], [tmap, {c0, c1}], [mbar]` (optional `.L2::cache_hint`), the tensor map a generic
+//!   address (`mov.u64 %rd, param; cvta.param.u64 %rd, %rd;`, or global memory) of 128 bytes
+//!   in ptxsim's own encoding ([`TensorMap`]): the box row-major, zero outside the tensor,
+//!   16-byte chunks swizzled as wgmma's descriptors expect. A phase completes when its
+//!   pending arrivals and tx-count reach 0. A copy is performed at issue and its bytes
+//!   counted then; its bytes become readable by a thread once that thread's wait saw the
+//!   phase complete; wgmma reads them with no `fence.proxy.async`. `cvta(.to).param`.
+//!   A false wait ends the warp's time slice; its lanes run after the warp's other lanes.
 //!
 //! # What is checked at parse time
 //!
@@ -132,6 +147,18 @@
 //! writes (the race detector, as reads by all four warps); a generic write to shared bytes a
 //! pending `mma_async` reads; scale-d true with never-written accumulators; a thread exiting
 //! with `mma_async` operations pending (committed or not).
+//! For mbarriers and bulk copies: use before `mbarrier.init` (or after `.inval`), use by
+//! another warp before a `bar.sync` follows the init, init of a live barrier, over-arrival
+//! (more arrivals than pending in the phase), tx-count underflow (more bytes completed than
+//! expected once all arrivals are in) or beyond ±(2^20-1), `inval` with bytes outstanding, a
+//! state from another barrier, generic loads/stores of a live mbarrier, a generic read of (or
+//! write to) shared bytes of a bulk copy whose phase this thread has not seen complete, a
+//! bulk copy over bytes another copy is still filling or a pending wgmma reads, a wgmma
+//! reading copied bytes before every thread of its warpgroup waited, misaligned or badly
+//! sized copies, a tensor map not made by [`TensorMap::encode`] or breaking its rules, and a
+//! deadlock when every remaining thread spins on a wait that cannot succeed (a wait that
+//! failed twice with no mbarrier change in between). The race detector knows only `bar.sync`:
+//! generic data passed between warps through an mbarrier alone is reported as a race.
 //! Fresh global allocations and shared memory start poisoned, never zero. Kernels can be run
 //! under shuffled block and warp orders ([`Schedule`]) to show their results do not depend on
 //! the order.
@@ -146,6 +173,7 @@ pub mod mma;
 pub mod numeric;
 mod parse;
 mod race;
+mod tensor_map;
 mod types;
 
 pub use decode::{Kernel, KernelParam};
@@ -155,6 +183,7 @@ pub use exec::{
 };
 pub use ir::MmaShape;
 pub use memory::{DevicePtr, Element, Memory, POISON_BYTE};
+pub use tensor_map::{OobFill, Swizzle, TensorMap};
 pub use types::Ty;
 
 /// A parsed and decoded PTX module: its entries, ready to launch.

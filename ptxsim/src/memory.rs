@@ -14,6 +14,8 @@ pub(crate) const GLOBAL_BASE: u64 = 0x7000_0000_0000;
 pub(crate) const SHARED_WINDOW: u64 = 0x1000_0000_0000;
 /// Generic-address window of the executing thread's local memory (`cvta.local`).
 pub(crate) const LOCAL_WINDOW: u64 = 0x2000_0000_0000;
+/// Generic-address window of the kernel's parameters (`cvta.param`, PTX ISA 7.7).
+pub(crate) const PARAM_WINDOW: u64 = 0x3000_0000_0000;
 /// Size of each window: anything inside one is classified as that space.
 pub(crate) const WINDOW_BYTES: u64 = 1 << 32;
 /// Unmapped bytes left after every allocation.

@@ -151,8 +151,13 @@ pub enum Operand {
     PredPair(String, String),
     /// `_`: a sink.
     Sink,
-    /// A bracketed operand that is not an address (texture coordinates), kept opaque.
-    Opaque(u32),
+    /// `[base+offset, {c0, c1, ...}]`: a tensor-map address with coordinates
+    /// (`cp.async.bulk.tensor`; also the shape of texture operands, refused by name).
+    Tensor {
+        base: Option<String>,
+        offset: i64,
+        rest: Vec<Operand>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -206,7 +211,16 @@ fn operand_text(op: &Operand) -> String {
         ),
         Operand::PredPair(a, b) => format!("{a}|{b}"),
         Operand::Sink => "_".to_string(),
-        Operand::Opaque(_) => "[...]".to_string(),
+        Operand::Tensor { base, offset, rest } => format!(
+            "[{}{}, {}]",
+            base.as_deref().unwrap_or(""),
+            if *offset != 0 {
+                format!("+{offset}")
+            } else {
+                String::new()
+            },
+            rest.iter().map(operand_text).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
@@ -800,7 +814,6 @@ fn parse_instruction(p: &mut Parser) -> Result<Instruction, Error> {
 }
 
 fn parse_operand(p: &mut Parser) -> Result<Operand, Error> {
-    let line = p.line();
     if p.eat_punct('{') {
         let mut elems = Vec::new();
         loop {
@@ -833,18 +846,14 @@ fn parse_operand(p: &mut Parser) -> Result<Operand, Error> {
             if p.eat_punct(']') {
                 break;
             }
-            if p.is_punct(',') {
-                // Texture/surface coordinates `[tex, {x, y}]`: not an address ptxsim knows;
-                // kept opaque so the instruction is reported by name when decoded.
-                let mut depth = 1;
-                while depth > 0 {
-                    match p.next()?.tok {
-                        Tok::Punct('[') => depth += 1,
-                        Tok::Punct(']') => depth -= 1,
-                        _ => {}
-                    }
+            if p.eat_punct(',') {
+                // `[tmap, {x, y}]`: a tensor-map address and its coordinates.
+                let mut rest = vec![parse_operand(p)?];
+                while p.eat_punct(',') {
+                    rest.push(parse_operand(p)?);
                 }
-                return Ok(Operand::Opaque(line));
+                p.expect_punct(']')?;
+                return Ok(Operand::Tensor { base, offset, rest });
             }
             if !p.is_punct('+') && !p.is_punct('-') {
                 return Err(Error::parse(

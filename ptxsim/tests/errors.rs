@@ -32,7 +32,7 @@ fn unsupported_instructions_name_themselves_and_their_line() {
         ("    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f16 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%r6, %r7};", "mma"),
         ("    mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32 {%f0, %f1}, {%r0, %r1}, {%r4, %r5}, {%r6, %r7};", "mma.m8n8k4 with .f16"),
         ("    bar.arrive 0, 64;", "bar.arrive"),
-        ("    cp.async.bulk.shared::cluster.global [%r1], [%rd1], 16, [%rd2];", "cp.async.bulk"),
+        ("    cp.async.mbarrier.arrive.shared.b64 [%r1];", "cp.async.mbarrier.arrive"),
         ("    ld.global.foo.f32 %f1, [%rd1];", "modifier `.foo`"),
         ("    fma.rz.f64 %rd1, %rd2, %rd3, %rd4;", "directed rounding"),
     ] {

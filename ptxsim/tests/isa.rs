@@ -134,6 +134,25 @@ fn example(f: Feature) -> &'static str {
         Feature::CvtSatfinite => "cvt.rn.satfinite.f16.f32 %h1, %f1;",
         Feature::CvtFp8 => "cvt.rn.satfinite.e4m3x2.f32 %h1, %f1, %f2;",
         Feature::FenceProxyAsync => "fence.proxy.async.shared::cta;",
+        Feature::CvtaParam => "cvta.param.u64 %rd4, %rd1;",
+        Feature::Mbarrier => {
+            "mbarrier.init.shared.b64 [%r1], 32;\n    mbarrier.arrive.shared.b64 %rd3, [%r1];\n    mbarrier.test_wait.shared.b64 %p1, [%r1], %rd3;\n    mbarrier.inval.shared.b64 [%r1];"
+        }
+        Feature::MbarrierTestWaitParity => "mbarrier.test_wait.parity.shared.b64 %p1, [%r1], %r3;",
+        Feature::MbarrierArriveSink => "mbarrier.arrive.shared.b64 _, [%r1];",
+        Feature::MbarrierArriveCount => "mbarrier.arrive.shared.b64 %rd3, [%r1], 2;",
+        Feature::MbarrierTryWait => "mbarrier.try_wait.parity.shared.b64 %p1, [%r1], %r3;",
+        Feature::MbarrierSemScope => "mbarrier.arrive.release.cta.shared.b64 %rd3, [%r1];",
+        Feature::MbarrierExpectTx => {
+            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r1], 64;\n    mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [%r1], 64;"
+        }
+        Feature::FenceMbarrierInit => "fence.mbarrier_init.release.cluster;",
+        Feature::CpAsyncBulk => {
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r1+16];"
+        }
+        Feature::CpAsyncBulkTensor => {
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r3, %r4}], [%r1+128];"
+        }
         Feature::WgmmaSync => {
             "wgmma.fence.sync.aligned;\n    wgmma.commit_group.sync.aligned;\n    wgmma.wait_group.sync.aligned 0;"
         }

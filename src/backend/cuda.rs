@@ -742,7 +742,11 @@ impl CudaBackend {
             ModuleId::Latency => self.modules.latency.get(id),
             // gemm (branch gemm): a GEMM expansion (and the SIMT GEMM) is loaded per case too.
             // launch (branch launchoh): the launch module is loaded per case too.
-            ModuleId::Sweep(..) | ModuleId::Gemm(..) | ModuleId::GemmSimt | ModuleId::Launch => {
+            ModuleId::Sweep(..)
+            | ModuleId::Gemm(..)
+            | ModuleId::GemmSimt
+            | ModuleId::GemmWgmma(..)
+            | ModuleId::Launch => {
                 let during = format!("loading kernels/{}", id.file());
                 self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
             }

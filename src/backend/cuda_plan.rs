@@ -182,8 +182,35 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
             }),
         );
     }
+    if runs_wgmma(device.compute_capability) {
+        // Hopper's wgmma GEMM on the square its judgement names, right after the cuBLAS row of
+        // that square (its ratio is to the reference measured before it); the batch sweep stays
+        // the mma.sync kernel's until the wgmma kernel has run on a GPU (the default run has
+        // no room for both: cuda_plan's H200 estimate is held under 4 minutes).
+        let square = gemm::case(
+            gemm::GPU_WGMMA,
+            Precision::Bf16F32,
+            gemm::Shape::new(WGMMA_GEMM_SIDE, WGMMA_GEMM_SIDE, WGMMA_GEMM_SIDE),
+        );
+        let fits = square.working_set_bytes <= device.usable_bytes / 10 * 9;
+        if let Some(at) = out
+            .iter()
+            .position(|c| {
+                c.kernel == gemm::GPU_REFERENCE
+                    && c.param == square.param
+                    && c.precision == square.precision
+            })
+            .filter(|_| fits)
+        {
+            out.insert(at + 1, square);
+        }
+    }
     out
 }
+
+/// The side of the square the Hopper GEMM (`gemm/wgmma`) runs on in the default run: 8192³ bf16,
+/// the size the Hopper GEMM is held to against cuBLAS.
+pub const WGMMA_GEMM_SIDE: u64 = 8192;
 
 /// SM clock assumed for sizing where the device reports none.
 pub const FALLBACK_CLOCK_MHZ: f64 = 1500.0;
@@ -513,6 +540,21 @@ mod tests {
         // the squares, and the batch sweep less its two squares (4096³ and 8192³), once each
         assert_eq!(count("ptx", Precision::Bf16F32), 7 + 5 * 14 - 2);
         assert_eq!(count("cublas", Precision::Bf16F32), 7 + 5 * 14 - 2);
+        // Hopper's wgmma GEMM: 8192³ bf16, right after cuBLAS on it; on no other device
+        let at = cases
+            .iter()
+            .position(|c| c.kernel == "wgmma")
+            .expect("a wgmma GEMM on Hopper");
+        assert_eq!(cases[at].id(), "gemm/wgmma/bf16.f32/8192x8192x8192");
+        assert_eq!(cases[at - 1].id(), "gemm/cublas/bf16.f32/8192x8192x8192");
+        assert_eq!(count("wgmma", Precision::Bf16F32), 1);
+        let a100 = DeviceModel {
+            compute_capability: (8, 0),
+            ..model
+        };
+        assert!(gemm_cases(&a100, SizeRequest::Auto)
+            .iter()
+            .all(|c| c.kernel != "wgmma"));
         let mut ids: Vec<String> = cases.iter().map(|c| c.id()).collect();
         ids.sort();
         let all = ids.len();

@@ -66,6 +66,8 @@ pub enum ModuleId {
     Gemm(Precision),
     /// kernels/gemm_simt.ptx (the f32 GEMM on the ALUs)
     GemmSimt,
+    /// One expansion of kernels/gemm_wgmma.ptx.in (Hopper's GEMM, sm_90a): its input type.
+    GemmWgmma(Precision),
 }
 
 impl ModuleId {
@@ -84,6 +86,7 @@ impl ModuleId {
             ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
             ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
             ModuleId::GemmSimt => "gemm_simt.ptx".into(),
+            ModuleId::GemmWgmma(p) => format!("gemm_wgmma.ptx.in#{p}"),
         }
     }
 
@@ -102,6 +105,7 @@ impl ModuleId {
             ModuleId::Sweep(p, k) => Cow::Owned(intensity::expand(p, k)),
             ModuleId::Gemm(p) => Cow::Owned(gemm::expand(p)),
             ModuleId::GemmSimt => Cow::Borrowed(kernels::GEMM_SIMT),
+            ModuleId::GemmWgmma(p) => Cow::Owned(gemm::expand_wgmma(p)),
         }
     }
 }
@@ -679,6 +683,12 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
     let none = || format!("the CUDA backend has no kernel for {}", case.id());
     match case.family {
         Family::Gemm => {
+            if case.kernel == gemm::GPU_WGMMA && gemm::WGMMA_PRECISIONS.contains(&p) {
+                return Ok(Entry {
+                    module: ModuleId::GemmWgmma(p),
+                    name: gemm::wgmma_entry_name(p),
+                });
+            }
             if case.kernel != gemm::GPU_OURS || !gemm::GPU_PRECISIONS.contains(&p) {
                 return Err(none());
             }
@@ -882,11 +892,24 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 param("lda", dim(lda)),
                 param("ldb", dim(ldb)),
             ];
+            let hopper = case.kernel == gemm::GPU_WGMMA;
             Ok(Launch {
                 entry: entry.clone(),
-                grid: gemm::gpu_blocks(shape) as u32,
-                block: gemm::GPU_BLOCK,
-                dynamic_shared_bytes: gemm::gpu_dynamic_shared_bytes(p),
+                grid: if hopper {
+                    gemm::wgmma_blocks(shape) as u32
+                } else {
+                    gemm::gpu_blocks(shape) as u32
+                },
+                block: if hopper {
+                    gemm::WGMMA_BLOCK
+                } else {
+                    gemm::GPU_BLOCK
+                },
+                dynamic_shared_bytes: if hopper {
+                    gemm::WGMMA_SHARED_BYTES
+                } else {
+                    gemm::gpu_dynamic_shared_bytes(p)
+                },
                 buffers,
                 params,
                 check: Check::Gemm {

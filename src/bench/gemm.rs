@@ -73,13 +73,15 @@ pub const HOST_REFERENCE: &str = "gemm-crate";
 pub const GPU_OURS: &str = "ptx";
 /// The GPU's reference line: cuBLAS / cuBLASLt, loaded at run time.
 pub const GPU_REFERENCE: &str = "cublas";
+/// Our Hopper GEMM: `wgmma` (`kernels/gemm_wgmma.ptx.in`, sm_90a), on compute capability 9.0.
+pub const GPU_WGMMA: &str = "wgmma";
 
 /// The implementation an implementation's row is held against: ours against the reference that
 /// runs on the same shape in the same run; `None` for a reference itself.
 pub fn reference_of(kernel: &str) -> Option<&'static str> {
     match kernel {
         HOST_OURS => Some(HOST_REFERENCE),
-        GPU_OURS => Some(GPU_REFERENCE),
+        GPU_OURS | GPU_WGMMA => Some(GPU_REFERENCE),
         _ => None,
     }
 }
@@ -390,6 +392,143 @@ pub fn expand(precision: Precision) -> String {
     ]
     .into_iter()
     .fold(TEMPLATE.to_string(), |text, (key, value)| {
+        text.replace(key, &value)
+    })
+}
+
+/// The template of the Hopper GEMM (`kernels/gemm_wgmma.ptx.in`).
+pub const WGMMA_TEMPLATE: &str = crate::kernels::GEMM_WGMMA_TEMPLATE;
+/// The Hopper GEMM's input types (f32 accumulation and output).
+pub const WGMMA_PRECISIONS: [Precision; 2] = [Precision::Bf16F32, Precision::F16F32];
+/// The Hopper GEMM's block tile: 128 × 256 of C (two warpgroups of 64 × 256), K in steps of
+/// 64 elements (128 bytes: one line of the 128-byte swizzle).
+pub const WGMMA_TILE_M: u64 = 128;
+pub const WGMMA_TILE_N: u64 = 256;
+pub const WGMMA_TILE_K: u64 = 64;
+/// Its pipeline stages, each A's 128 and B's 256 rows of 128 bytes.
+pub const WGMMA_STAGES: u32 = 4;
+/// Its dynamic shared memory: 4 × 48 KiB, raised above the default per function.
+pub const WGMMA_SHARED_BYTES: u32 =
+    WGMMA_STAGES * ((WGMMA_TILE_M + WGMMA_TILE_N) as u32) * 2 * (WGMMA_TILE_K as u32);
+/// Threads of a Hopper GEMM block: two warpgroups.
+pub const WGMMA_BLOCK: u32 = 256;
+
+/// The PTX entry of the Hopper GEMM: `gemm_wgmma_bf16_f32`.
+pub fn wgmma_entry_name(precision: Precision) -> String {
+    format!("gemm_wgmma_{}_f32", input_type(precision))
+}
+
+/// Blocks of a Hopper GEMM launch: one per 128 × 256 tile of C.
+pub fn wgmma_blocks(shape: Shape) -> u64 {
+    shape.m.div_ceil(WGMMA_TILE_M) * shape.n.div_ceil(WGMMA_TILE_N)
+}
+
+/// The Hopper GEMM's module for `precision` (bf16 or f16), expanded from [`WGMMA_TEMPLATE`]:
+/// the zeroing of the 128 accumulators, the copies of one K tile (4 rows of A's tile and 8 of
+/// B's a thread), the 4 `wgmma` of a K tile and the guarded stores of C are written out here.
+pub fn expand_wgmma(precision: Precision) -> String {
+    assert!(
+        WGMMA_PRECISIONS.contains(&precision),
+        "{precision} has no wgmma GEMM"
+    );
+    let ty = input_type(precision);
+    let zero: String = (0..128)
+        .map(|i| format!("    mov.f32 %acc{i}, 0f00000000;\n"))
+        .collect();
+    // one K tile (index %r30) into stage %r30 % 4: A rows t/8 + 32j (j < 4), B rows (j < 8)
+    let mut copy = String::from(
+        "    shl.b32 %r40, %r30, 6;\n\
+         \x20   add.u32 %r40, %r40, %r22;       // K column of this thread's chunk\n\
+         \x20   sub.s32 %r41, %r8, %r40;\n\
+         \x20   max.s32 %r41, %r41, 0;\n\
+         \x20   min.s32 %r41, %r41, 8;\n\
+         \x20   shl.b32 %r41, %r41, 1;          // bytes of the chunk inside K\n\
+         \x20   mul.wide.u32 %rd9, %r30, 128;   // the tile's byte offset along K\n\
+         \x20   and.b32 %r42, %r30, 3;\n\
+         \x20   mul.lo.u32 %r42, %r42, 49152;\n\
+         \x20   add.u32 %r42, %r42, %r16;\n\
+         \x20   add.u32 %r42, %r42, %r20;       // this thread's chunk in the stage, row j = 0\n",
+    );
+    for (matrix, rows, left, ptr, stride, base, shared) in [
+        ("A", 4, "%r24", "%rd4", "%rd5", "%rd1", 0),
+        ("B", 8, "%r26", "%rd6", "%rd7", "%rd2", 16384),
+    ] {
+        copy.push_str(&format!("    add.u64 %rd10, {ptr}, %rd9;\n"));
+        for j in 0..rows {
+            if j > 0 {
+                copy.push_str(&format!("    add.u64 %rd10, %rd10, {stride};\n"));
+            }
+            copy.push_str(&format!(
+                "    // {matrix} row t/8 + {}\n\
+                 \x20   setp.gt.s32 %p3, {left}, {};\n\
+                 \x20   selp.b32 %r43, %r41, 0, %p3;\n\
+                 \x20   setp.ne.u32 %p4, %r43, 0;\n\
+                 \x20   selp.b64 %rd11, %rd10, {base}, %p4;\n\
+                 \x20   add.u32 %r44, %r42, {};\n\
+                 \x20   cp.async.cg.shared.global [%r44], [%rd11], 16, %r43;\n",
+                32 * j,
+                32 * j,
+                shared + 4096 * j
+            ));
+        }
+    }
+    let acc = (0..128)
+        .map(|i| format!("%acc{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut mmas = String::new();
+    for s in 0..4 {
+        let (a, b) = if s == 0 {
+            ("%rd16", "%rd17")
+        } else {
+            mmas.push_str(&format!(
+                "    add.u64 %rd21, %rd16, {0};\n    add.u64 %rd22, %rd17, {0};\n",
+                2 * s
+            ));
+            ("%rd21", "%rd22")
+        };
+        mmas.push_str(&format!(
+            "    wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty} {{{acc}}}, {a}, {b}, %p6, 1, 1, 0, 0;\n"
+        ));
+    }
+    let mut store = String::new();
+    for b in 0..32 {
+        let at = 32 * b;
+        store.push_str(&format!(
+            "    add.u32 %r45, %r39, {};\n\
+             \x20   setp.lt.u32 %p3, %r45, %r7;\n\
+             \x20   add.u32 %r46, %r45, 1;\n\
+             \x20   setp.lt.u32 %p4, %r46, %r7;\n\
+             \x20   and.pred %p5, %p1, %p3;\n\
+             \x20   @%p5 st.global.f32 [%rd18+{at}], %acc{};\n\
+             \x20   and.pred %p5, %p1, %p4;\n\
+             \x20   @%p5 st.global.f32 [%rd18+{}], %acc{};\n\
+             \x20   and.pred %p5, %p2, %p3;\n\
+             \x20   @%p5 st.global.f32 [%rd20+{at}], %acc{};\n\
+             \x20   and.pred %p5, %p2, %p4;\n\
+             \x20   @%p5 st.global.f32 [%rd20+{}], %acc{};\n",
+            8 * b,
+            4 * b,
+            at + 4,
+            4 * b + 1,
+            4 * b + 2,
+            at + 4,
+            4 * b + 3,
+        ));
+    }
+    // 128-byte swizzle (1 in bits 62-63), SBO 1024 (64 in bits 32-45), LBO 1
+    let desc = (1u64 << 62) | (64u64 << 32) | (1u64 << 16);
+    [
+        ("@ZERO@", zero),
+        ("@COPY@", copy),
+        ("@MMAS@", mmas),
+        ("@STORE@", store),
+        ("@DESC@", desc.to_string()),
+        ("@IN@", ty.to_string()),
+        ("@NAME@", ty.to_string()),
+    ]
+    .into_iter()
+    .fold(WGMMA_TEMPLATE.to_string(), |text, (key, value)| {
         text.replace(key, &value)
     })
 }

@@ -95,6 +95,18 @@ impl BlockWgmma {
     }
 }
 
+impl BlockWgmma {
+    /// Whether a pending operation reads 16-byte chunk `c` of shared memory.
+    pub(super) fn chunk_read(&self, c: usize) -> bool {
+        self.readers[c] > 0
+    }
+
+    /// An async-proxy write (a bulk copy): wgmma may read it with no fence.proxy.async.
+    pub(super) fn async_write(&mut self, off: usize, len: usize) {
+        self.writer[off..off + len].fill(0);
+    }
+}
+
 /// The fields of a wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format").
 #[derive(Debug, Clone, Copy)]
 struct Desc {
@@ -663,6 +675,9 @@ impl Block<'_, '_> {
         chunks.dedup();
         for &ch in &chunks {
             let off = ch as usize * 16;
+            if self.bulk.is_some() {
+                self.bulk_async_read(ws, pc, off, 16)?;
+            }
             for byte in off..off + 16 {
                 let tag = self.wg.as_ref().expect("wgmma state").writer[byte];
                 if tag == 0 {
