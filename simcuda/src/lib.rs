@@ -1,7 +1,7 @@
 //! simcuda: a simulated CUDA driver. It exports the driver-API entry points roofprobe reaches
 //! through cudarc (device queries, the primary context, memory, mapped pinned memory, copies
 //! within a device and between devices, peer access, streams, modules, launches, events, error
-//! strings) and runs every kernel with `ptxsim`, so that `cargo test`
+//! strings, TMA tensor maps) and runs every kernel with `ptxsim`, so that `cargo test`
 //! drives roofprobe's CUDA backend end to end on a machine without a GPU.
 //!
 //! It is a test double, never a measurement: its "device" is an interpreter, its times are the
@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod driver;
+pub mod tensor_map;
 
 use driver::{code, try_driver, Res};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
@@ -686,6 +687,65 @@ pub unsafe extern "C" fn cuLaunchKernel(
                 params as *const *const u8,
             )
         }
+    })
+}
+
+// ---- tensor maps ------------------------------------------------------------------------
+
+/// `cuTensorMapEncodeTiled`: checks the arguments as the driver documents (see
+/// [`tensor_map`]) and writes ptxsim's 128-byte encoding into the caller's `CUtensorMap`
+/// (64-byte aligned), which a kernel then takes as a `.param .align 64 .b8 [128]` argument. It
+/// needs `cuInit`, not a context; a refused call leaves the map untouched.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuTensorMapEncodeTiled(
+    tensor_map: *mut c_void,
+    data_type: c_uint,
+    rank: c_uint,
+    global_address: *mut c_void,
+    global_dim: *const u64,
+    global_strides: *const u64,
+    box_dim: *const c_uint,
+    element_strides: *const c_uint,
+    interleave: c_uint,
+    swizzle: c_uint,
+    l2_promotion: c_uint,
+    oob_fill: c_uint,
+) -> c_uint {
+    api("cuTensorMapEncodeTiled", || {
+        try_driver()?;
+        if tensor_map.is_null() || !(tensor_map as usize).is_multiple_of(64) {
+            return Err(code::INVALID_VALUE);
+        }
+        tensor_map::check_rank(rank)?;
+        if global_dim.is_null()
+            || global_strides.is_null()
+            || box_dim.is_null()
+            || element_strides.is_null()
+        {
+            return Err(code::INVALID_VALUE);
+        }
+        // SAFETY: the caller passes `rank` dims, box dims and element strides and `rank - 1`
+        // strides, as the driver API requires (rank is 2 here).
+        let tiled = unsafe {
+            tensor_map::Tiled {
+                data_type,
+                rank,
+                address: global_address as u64,
+                dims: [*global_dim, *global_dim.add(1)],
+                strides: [*global_strides],
+                box_dims: [*box_dim, *box_dim.add(1)],
+                element_strides: [*element_strides, *element_strides.add(1)],
+                interleave,
+                swizzle,
+                l2_promotion,
+                oob_fill,
+            }
+        };
+        let bytes = tiled.encode()?.encode();
+        // SAFETY: a CUtensorMap is 128 bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), tensor_map as *mut u8, 128) };
+        Ok(())
     })
 }
 
