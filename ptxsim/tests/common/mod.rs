@@ -87,7 +87,10 @@ pub fn ptxas_verdict(name: &str, ptx: &str) -> Option<Result<(), String>> {
         .unwrap_or_else(|| "sm_80".to_string());
     let dir = std::env::temp_dir().join(format!("ptxsim-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let file = dir.join(format!("{name}.ptx"));
+    // one file per call: tests run in parallel threads and may check the same snippet
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = dir.join(format!("{name}-{call}.ptx"));
     std::fs::write(&file, ptx).expect("write temp ptx");
     let out = Command::new(ptxas)
         .arg(format!("-arch={arch}"))
