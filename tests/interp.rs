@@ -884,11 +884,7 @@ fn run_wgmma(
 ) -> Result<Outcome, String> {
     let groups = (grid * block) as usize / wgmma::WARPGROUP;
     let mut mem = Memory::new();
-    let a_words = match a {
-        wgmma::ASource::Shared => wgmma::a_image(p),
-        wgmma::ASource::Registers => wgmma::a_registers(p),
-    };
-    let a_ptr = alloc_words(&mut mem, false, &a_words);
+    let a_ptr = alloc_words(&mut mem, false, &wgmma::a_words(p, a));
     let b = alloc_words(&mut mem, false, &wgmma::b_image(p));
     let c = alloc_words(&mut mem, false, &wgmma::c_registers(p));
     let per_group = wgmma::d_registers(p).len();

@@ -478,13 +478,7 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
     let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
     let listing = text(&listed.stdout);
     assert!(listed.status.success(), "{}", text(&listed.stderr));
-    let line = |key: &str| {
-        listing
-            .lines()
-            .find(|l| l.trim_start().starts_with(key))
-            .unwrap_or_else(|| panic!("no {key} line:\n{listing}"))
-            .to_string()
-    };
+    let line = |key: &str| line_of(&listing, key);
     assert!(
         line("libcuda").contains("libcuda.so") && line("libcuda").contains("libsimcuda.so"),
         "{listing}"
@@ -531,13 +525,7 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
 fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
     // a 1 MHz clock: one loop trip a launch, so the interpreter has little to do
     let sim = Sim::new("cc=9.0,clock_mhz=1");
-    let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
-    let listing = text(&listed.stdout);
-    assert!(listed.status.success(), "{}", text(&listed.stderr));
-    let line = listing
-        .lines()
-        .find(|l| l.trim_start().starts_with("kernels/wgmma.ptx.in"))
-        .unwrap_or_else(|| panic!("no wgmma line:\n{listing}"));
+    let line = line_of(&devices(&sim), "kernels/wgmma.ptx.in");
     assert!(line.ends_with("JIT ok"), "{line}");
     let dir = tempfile::tempdir().unwrap();
     let filters = [
@@ -566,18 +554,28 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
         }
     }
 
-    let sim = Sim::new("");
-    let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
-    let listing = text(&listed.stdout);
-    let line = listing
-        .lines()
-        .find(|l| l.trim_start().starts_with("kernels/wgmma.ptx.in"))
-        .unwrap_or_else(|| panic!("no wgmma line:\n{listing}"));
+    let line = line_of(&devices(&Sim::new("")), "kernels/wgmma.ptx.in");
     // (a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family: no wgmma row there)
     assert!(
         line.contains("not loaded") && line.contains("9.0 only"),
         "{line}"
     );
+}
+
+/// What `roofprobe devices` prints against `sim`, which must succeed.
+fn devices(sim: &Sim) -> String {
+    let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(60));
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    text(&listed.stdout)
+}
+
+/// The line of `listing` that starts with `key` (indentation aside).
+fn line_of(listing: &str, key: &str) -> String {
+    listing
+        .lines()
+        .find(|l| l.trim_start().starts_with(key))
+        .unwrap_or_else(|| panic!("no {key} line:\n{listing}"))
+        .to_string()
 }
 
 /// A driver whose `cuInit` never returns is given up on after the time limit: `devices` says so

@@ -707,18 +707,7 @@ impl Block<'_, '_> {
         {
             self.wg = Some(BlockWgmma::new(self.shared.len()));
         }
-        if self.kernel.code.iter().any(|i| {
-            matches!(
-                i.op,
-                Op::MbarInit { .. }
-                    | Op::MbarArrive { .. }
-                    | Op::MbarExpectTx { .. }
-                    | Op::MbarWait { .. }
-                    | Op::MbarInval { .. }
-                    | Op::BulkCopy { .. }
-                    | Op::BulkTensor { .. }
-            )
-        }) {
+        if self.kernel.code.iter().any(|i| i.op.is_bulk()) {
             self.bulk = Some(BlockBulk::new(self.shared.len()));
         }
         let nwarps = self.threads().div_ceil(32);
@@ -2138,6 +2127,7 @@ impl Block<'_, '_> {
             Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::Wgmma(_) => {
                 return self.wgmma_step(w, pc, exec);
             }
+            // listed, not `op if op.is_bulk()`: this match is exhaustive on purpose
             Op::MbarInit { .. }
             | Op::MbarArrive { .. }
             | Op::MbarExpectTx { .. }

@@ -685,6 +685,20 @@ impl Uses {
 }
 
 impl Op {
+    /// The mbarrier and bulk-copy operations (`exec/bulk.rs` runs them).
+    pub fn is_bulk(&self) -> bool {
+        matches!(
+            self,
+            Op::MbarInit { .. }
+                | Op::MbarArrive { .. }
+                | Op::MbarExpectTx { .. }
+                | Op::MbarWait { .. }
+                | Op::MbarInval { .. }
+                | Op::BulkCopy { .. }
+                | Op::BulkTensor { .. }
+        )
+    }
+
     /// What this instruction reads and writes, for every lane that executes it. Every variant
     /// is listed (no catch-all), so a new instruction cannot skip the check.
     pub fn uses(&self) -> Uses {

@@ -892,24 +892,25 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 param("lda", dim(lda)),
                 param("ldb", dim(ldb)),
             ];
-            let hopper = case.kernel == gemm::GPU_WGMMA;
+            // Hopper's kernel has its own tile, block and shared memory
+            let (blocks, block, dynamic_shared_bytes) = if case.kernel == gemm::GPU_WGMMA {
+                (
+                    gemm::wgmma_blocks(shape),
+                    gemm::WGMMA_BLOCK,
+                    gemm::WGMMA_SHARED_BYTES,
+                )
+            } else {
+                (
+                    gemm::gpu_blocks(shape),
+                    gemm::GPU_BLOCK,
+                    gemm::gpu_dynamic_shared_bytes(p),
+                )
+            };
             Ok(Launch {
                 entry: entry.clone(),
-                grid: if hopper {
-                    gemm::wgmma_blocks(shape) as u32
-                } else {
-                    gemm::gpu_blocks(shape) as u32
-                },
-                block: if hopper {
-                    gemm::WGMMA_BLOCK
-                } else {
-                    gemm::GPU_BLOCK
-                },
-                dynamic_shared_bytes: if hopper {
-                    gemm::WGMMA_SHARED_BYTES
-                } else {
-                    gemm::gpu_dynamic_shared_bytes(p)
-                },
+                grid: blocks as u32,
+                block,
+                dynamic_shared_bytes,
                 buffers,
                 params,
                 check: Check::Gemm {
@@ -1048,12 +1049,8 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 word_bytes: 4,
                 init: Init::Words(words),
             };
-            let a_words = match a {
-                wgmma::ASource::Shared => wgmma::a_image(p),
-                wgmma::ASource::Registers => wgmma::a_registers(p),
-            };
             let buffers = vec![
-                input(0, a_words),
+                input(0, wgmma::a_words(p, a)),
                 input(1, wgmma::b_image(p)),
                 input(2, wgmma::c_registers(p)),
                 Buffer {

@@ -267,6 +267,15 @@ pub fn a_registers(precision: Precision) -> Vec<u64> {
     out
 }
 
+/// The words of the kernel's `a` argument for A source `a`: A's shared-memory image, or the
+/// register fragments.
+pub fn a_words(precision: Precision, a: ASource) -> Vec<u64> {
+    match a {
+        ASource::Shared => a_image(precision),
+        ASource::Registers => a_registers(precision),
+    }
+}
+
 /// (row, column) of 32-bit accumulator element `i` of thread `t` (0…127).
 pub fn d_coord(t: usize, i: usize) -> (usize, usize) {
     let (warp, lane) = (t / 32, t % 32);
