@@ -26,6 +26,9 @@ pub const WGMMA_TEMPLATE: &str = include_str!("../kernels/wgmma.ptx.in");
 /// The Hopper GEMM's template (`wgmma`, `.target sm_90a`), expanded per input type by
 /// `bench::gemm::expand_wgmma`.
 pub const GEMM_WGMMA_TEMPLATE: &str = include_str!("../kernels/gemm_wgmma.ptx.in");
+/// Hopper's TMA- and mbarrier-fed GEMM's template (`.target sm_90a`), expanded per input type by
+/// `bench::gemm::expand_tma`.
+pub const GEMM_TMA_TEMPLATE: &str = include_str!("../kernels/gemm_tma.ptx.in");
 /// The f32 SIMT GEMM (plain FFMA, no tensor cores): `gemm_f32_f32`.
 pub const GEMM_SIMT: &str = include_str!("../kernels/gemm_simt.ptx");
 
@@ -70,6 +73,12 @@ pub fn all() -> Vec<Source> {
         out.push(Source {
             name: format!("gemm_wgmma.ptx.in#{p}"),
             ptx: crate::bench::gemm::expand_wgmma(p),
+        });
+    }
+    for p in crate::bench::gemm::WGMMA_PRECISIONS {
+        out.push(Source {
+            name: format!("gemm_tma.ptx.in#{p}"),
+            ptx: crate::bench::gemm::expand_tma(p),
         });
     }
     for p in intensity::PRECISIONS {
@@ -126,7 +135,7 @@ mod tests {
         // the compute files, the cache file, the GEMM modules (three expansions and the SIMT
         // file), the latency file, the launch file, the wgmma module, the two Hopper GEMM
         // expansions, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 1 + 2 + 5 * 12);
+        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 1 + 2 + 2 + 5 * 12);
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);

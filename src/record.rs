@@ -987,7 +987,13 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
                 "`ratio_to_reference` is {ratio} on {}, which has no reference implementation \
                  (only GEMM rows of {} have one)",
                 r.case_id(),
-                [gemm::HOST_OURS, gemm::GPU_OURS, gemm::GPU_WGMMA].join(", ")
+                [
+                    gemm::HOST_OURS,
+                    gemm::GPU_OURS,
+                    gemm::GPU_WGMMA,
+                    gemm::GPU_TMA
+                ]
+                .join(", ")
             ));
         }
         if r.gflops.is_none() {

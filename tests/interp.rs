@@ -150,6 +150,8 @@ enum Oracle {
     Wgmma(P, wgmma::ASource),
     /// The gemm_wgmma.ptx.in expansions (Hopper's GEMM): `gemm_wgmma_<in>_f32`.
     GemmWgmma(P),
+    /// The gemm_tma.ptx.in expansions (Hopper's TMA-fed GEMM): `gemm_tma_<in>_f32`.
+    GemmTma(P),
 }
 
 /// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
@@ -198,6 +200,12 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
                 .into_iter()
                 .find(|&p| gemm::wgmma_entry_name(p) == entry)
                 .map(Oracle::GemmWgmma);
+        }
+        "gemm_tma.ptx.in" => {
+            return gemm::WGMMA_PRECISIONS
+                .into_iter()
+                .find(|&p| gemm::tma_entry_name(p) == entry)
+                .map(Oracle::GemmTma);
         }
         "gemm_simt.ptx" => {
             let p = gemm::SIMT_PRECISION;
@@ -388,6 +396,23 @@ fn check_entry(
                 (17, 129, 17),
                 (129, 257, 65),
                 (130, 3, 300),
+            ] {
+                note(
+                    across_schedules(policy, |run| {
+                        run_gemm(module, entry, p, gemm::Shape::new(m, n, k), run)
+                    })
+                    .map_err(|e| format!("{file}: `{entry}` {m}x{n}x{k}: {e}"))?,
+                );
+            }
+        }
+        Oracle::GemmTma(p) => {
+            // as the cp.async-fed kernel: tile edges in every dimension, several tiles, K tiles
+            // past the 4 stages (each stage filled and released twice)
+            for &(m, n, k) in &[
+                (1u64, 1u64, 1u64),
+                (17, 129, 17),
+                (129, 257, 65),
+                (130, 3, 520),
             ] {
                 note(
                     across_schedules(policy, |run| {
@@ -1096,7 +1121,41 @@ fn run_gemm(
         Arg::U32(ld as u32),
     ];
     // the Hopper GEMM (gemm_wgmma_*) has its own tile, block and shared memory
-    let mut config = if entry.starts_with("gemm_wgmma_") {
+    // the TMA-fed kernel reads A and B through tensor maps (ptxsim's encoding, as the
+    // simulated driver's cuTensorMapEncodeTiled writes it): dims (K, rows), rows ld apart,
+    // boxes of 64 x 128 (A) and 64 x 256 (B), 128-byte swizzle, zero fill
+    let tma = entry.starts_with("gemm_tma_");
+    let args = if tma {
+        let map = |base: ptxsim::DevicePtr, rows: u64, box_rows: u32| {
+            let m = ptxsim::TensorMap {
+                base: base.addr(),
+                elem_bytes: 2,
+                dims: [shape.k, rows],
+                strides_bytes: [ld * 2],
+                box_dims: [64, box_rows],
+                swizzle: ptxsim::Swizzle::B128,
+                oob_fill: ptxsim::OobFill::Zero,
+            };
+            Arg::Bytes(m.encode().to_vec())
+        };
+        vec![
+            map(pa, shape.m, 128),
+            map(pb, shape.n, 256),
+            Arg::Ptr(pc),
+            Arg::U32(shape.m as u32),
+            Arg::U32(shape.n as u32),
+            Arg::U32(shape.k as u32),
+        ]
+    } else {
+        args
+    };
+    let mut config = if tma {
+        LaunchConfig::new(
+            (gemm::wgmma_blocks(shape) as u32, 1, 1),
+            (gemm::TMA_BLOCK, 1, 1),
+            gemm::TMA_SHARED_BYTES,
+        )
+    } else if entry.starts_with("gemm_wgmma_") {
         LaunchConfig::new(
             (gemm::wgmma_blocks(shape) as u32, 1, 1),
             (gemm::WGMMA_BLOCK, 1, 1),

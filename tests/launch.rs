@@ -232,7 +232,7 @@ fn mismatches(launch: &Launch, module: &Module, ptx: &str) -> Vec<String> {
                 declared.name
             ));
         }
-        if declared.array.is_some()
+        if declared.array != kind.array()
             || declared.ty.name() != kind.ptx_type()
             || declared.bytes != kind.bytes()
         {
@@ -325,17 +325,20 @@ fn every_planned_launch_matches_its_ptx_entry() {
         if case.family == Family::Gemm {
             // one block per tile; a tensor-core kernel with 64 KiB of dynamic shared memory
             // (raised before launch), the SIMT kernel with none (its shared memory is static),
-            // Hopper's wgmma kernel 192 KiB
-            let dynamic = if case.kernel == gemm::GPU_WGMMA {
-                gemm::WGMMA_SHARED_BYTES
+            // Hopper's wgmma kernel 192 KiB, and its TMA-fed kernel that and its barriers, in
+            // blocks of three warpgroups
+            let (block, dynamic) = if case.kernel == gemm::GPU_TMA {
+                (gemm::TMA_BLOCK, gemm::TMA_SHARED_BYTES)
+            } else if case.kernel == gemm::GPU_WGMMA {
+                (gemm::WGMMA_BLOCK, gemm::WGMMA_SHARED_BYTES)
             } else if case.precision == gemm::SIMT_PRECISION {
-                0
+                (gemm::GPU_BLOCK, 0)
             } else {
-                gemm::GPU_SHARED_BYTES
+                (gemm::GPU_BLOCK, gemm::GPU_SHARED_BYTES)
             };
             assert_eq!(
                 (launch.block, launch.dynamic_shared_bytes),
-                (gemm::GPU_BLOCK, dynamic)
+                (block, dynamic)
             );
         } else if matches!(case.family, Family::Latency | Family::Launch) {
             // the latency chase is one thread, and so is the empty kernel
@@ -349,6 +352,7 @@ fn every_planned_launch_matches_its_ptx_entry() {
             .iter()
             .filter_map(|p| match p.arg {
                 Arg::Buffer(role) => Some(role),
+                Arg::TensorMap(map) => Some(map.role),
                 _ => None,
             })
             .collect();
@@ -513,6 +517,26 @@ fn grids_and_loop_counts_fit_and_launches_last_about_the_target() {
     }
 }
 
+/// `map` over the array at `base` in the interpreter's encoding, as the simulated driver's
+/// `cuTensorMapEncodeTiled` writes it.
+fn tensor_map(map: &launch::TensorMap, base: ptxsim::DevicePtr) -> [u8; 128] {
+    ptxsim::TensorMap {
+        base: base.addr(),
+        elem_bytes: launch::TensorMap::ELEMENT_BYTES as u32,
+        dims: map.dims,
+        strides_bytes: [map.row_bytes],
+        box_dims: map.box_dims,
+        swizzle: match map.swizzle_bytes {
+            0 => ptxsim::Swizzle::None,
+            32 => ptxsim::Swizzle::B32,
+            64 => ptxsim::Swizzle::B64,
+            _ => ptxsim::Swizzle::B128,
+        },
+        oob_fill: ptxsim::OobFill::Zero,
+    }
+    .encode()
+}
+
 /// Runs `launch` under the interpreter exactly as described; returns the output words and the
 /// block records (empty for a launch without them).
 fn run(launch: &Launch, m: &Module) -> Result<(Vec<u64>, Vec<u64>), String> {
@@ -538,6 +562,7 @@ fn run(launch: &Launch, m: &Module) -> Result<(Vec<u64>, Vec<u64>), String> {
             Arg::U32(v) | Arg::B32(v) => SimArg::U32(v),
             Arg::F32(v) => SimArg::F32(v),
             Arg::F64(v) => SimArg::F64(v),
+            Arg::TensorMap(map) => SimArg::Bytes(tensor_map(&map, ptrs[&map.role]).to_vec()),
         })
         .collect();
     m.launch(
@@ -1127,6 +1152,126 @@ fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
             Ok(v) => assert!(!v.valid, "{what}: the planted mistake passed"),
             Err(e) => eprintln!("{what}: {e}"),
         }
+    }
+}
+
+/// Hopper's TMA-fed GEMM (`gemm_tma_*`) as the backend launches it (128 × 256 tiles, 384
+/// threads: a producer warpgroup and two consumers, 4 stages and their barriers in 196672 bytes
+/// of dynamic shared memory, A and B passed as tensor maps over the arrays the backend fills)
+/// computes the exact product at edge shapes and past the 4 stages, and planted mistakes are
+/// caught: the consumers not waiting on a stage's full barrier (they read a tile before it
+/// landed), the producer expecting a tile's bytes short (the barrier completes with a copy
+/// still writing), B's descriptor in the 64-byte swizzle, the `wgmma.wait_group 1` before a
+/// stage's release left out (the producer's next copy overwrites what a pending wgmma reads),
+/// the last `wgmma.wait_group 0` left out (C stored from pending accumulators), and the tensor
+/// map of B encoded without its swizzle (the tiles land unswizzled).
+#[test]
+fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
+    use roofprobe::bench::gemm::{self, Shape};
+    let mut cache = BTreeMap::new();
+    let mut failures = Vec::new();
+    for p in gemm::WGMMA_PRECISIONS {
+        for shape in [
+            Shape::new(1, 1, 1),
+            Shape::new(129, 17, 129),
+            Shape::new(17, 257, 64),
+            Shape::new(130, 3, 520),
+        ] {
+            let case = gemm::case(gemm::GPU_TMA, p, shape);
+            let launch = launch::plan(&case, 1).unwrap();
+            assert_eq!(
+                (
+                    launch.block,
+                    launch.dynamic_shared_bytes,
+                    launch.grid as u64
+                ),
+                (384, 196672, gemm::wgmma_blocks(shape))
+            );
+            let maps: Vec<launch::TensorMap> = launch
+                .params
+                .iter()
+                .filter_map(|p| match p.arg {
+                    Arg::TensorMap(map) => Some(map),
+                    _ => None,
+                })
+                .collect();
+            let ld = gemm::gpu_leading_dimension(shape.k);
+            assert_eq!(
+                maps.iter()
+                    .map(|m| (m.role, m.dims, m.row_bytes, m.box_dims, m.swizzle_bytes))
+                    .collect::<Vec<_>>(),
+                [
+                    (Role::Input(0), [shape.k, shape.m], 2 * ld, [64, 128], 128),
+                    (Role::Input(1), [shape.k, shape.n], 2 * ld, [64, 256], 128),
+                ]
+            );
+            let m = module(launch.entry.module, &mut cache);
+            match gemm_verdict(&case, m) {
+                Ok(v) if v.valid => {}
+                Ok(v) => failures.push(format!("{}: {}", case.id(), v.detail)),
+                Err(e) => failures.push(format!("{}: {e}", case.id())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let case = gemm::case(gemm::GPU_TMA, Precision::Bf16F32, Shape::new(129, 257, 320));
+    let launch = launch::plan(&case, 1).unwrap();
+    let name = &launch.entry.name;
+    let desc = (1u64 << 62) | (64u64 << 32) | (1 << 16);
+    let desc_64 = (2u64 << 62) | (64u64 << 32) | (1 << 16);
+    for (what, from, to) in [
+        (
+            "the consumers not waiting on the full barrier",
+            "mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r33], %r31;".to_string(),
+            "setp.eq.u32 %p4, %r31, %r31;".to_string(),
+        ),
+        (
+            "a tile's bytes expected short",
+            "expect_tx.shared::cta.b64 _, [%r33], 49152;".to_string(),
+            "expect_tx.shared::cta.b64 _, [%r33], 32768;".to_string(),
+        ),
+        (
+            "B in the 64-byte swizzle",
+            format!("or.b64 %rd17, %rd17, {desc};"),
+            format!("or.b64 %rd17, %rd17, {desc_64};"),
+        ),
+        (
+            "no wgmma.wait_group before the release",
+            "wgmma.wait_group.sync.aligned 1;".to_string(),
+            String::new(),
+        ),
+        (
+            "no wgmma.wait_group before the stores",
+            "wgmma.wait_group.sync.aligned 0;".to_string(),
+            String::new(),
+        ),
+    ] {
+        let m = mutated(launch.entry.module, name, &from, &to);
+        match gemm_verdict(&case, &m) {
+            Ok(v) => {
+                assert!(!v.valid, "{what}: the planted mistake passed");
+                eprintln!("{what}: {}", v.detail);
+            }
+            Err(e) => eprintln!("{what}: {e}"),
+        }
+    }
+    // B's tensor map without the swizzle its descriptors read
+    let mut unswizzled = launch.clone();
+    for p in &mut unswizzled.params {
+        if let Arg::TensorMap(map) = &mut p.arg {
+            if map.role == Role::Input(1) {
+                map.swizzle_bytes = 0;
+            }
+        }
+    }
+    let m = module(launch.entry.module, &mut cache);
+    match run(&unswizzled, m) {
+        Ok((out, records)) => {
+            let v = unswizzled.verify(&out, &records);
+            assert!(!v.valid, "B unswizzled: the planted mistake passed");
+            eprintln!("B's map unswizzled: {}", v.detail);
+        }
+        Err(e) => eprintln!("B's map unswizzled: {e}"),
     }
 }
 

@@ -410,6 +410,12 @@ fn timed_loop(body: &[Instruction]) -> Vec<Instruction> {
 /// The instructions of the loop (target of a backward branch to the branch) that holds the
 /// warpgroup MMAs, without `NOP`s.
 fn mma_loop(body: &[Instruction]) -> Vec<Instruction> {
+    loop_containing(body, "GMMA").expect("a loop of warpgroup MMAs")
+}
+
+/// The instructions (NOPs aside) of the first backward branch's loop in `body` that contains
+/// an opcode with `op` in it.
+fn loop_containing(body: &[Instruction], op: &str) -> Option<Vec<Instruction>> {
     let loops: Vec<(u64, u64)> = body
         .iter()
         .filter(|(_, op, _)| op.starts_with("BRA"))
@@ -427,9 +433,8 @@ fn mma_loop(body: &[Instruction]) -> Vec<Instruction> {
     };
     let (start, end) = loops
         .into_iter()
-        .find(|&l| inside(l).any(|(_, op, _)| op.contains("GMMA")))
-        .expect("a loop of warpgroup MMAs");
-    inside((start, end)).cloned().collect()
+        .find(|&l| inside(l).any(|(_, o, _)| o.contains(op)))?;
+    Some(inside((start, end)).cloned().collect())
 }
 
 /// The SASS opcode family a kernel's loop must be made of.
@@ -661,6 +666,97 @@ fn wgmma_gemm_is_hgmma_fed_by_ldgsts() {
             1,
             "{name}:\n{text}"
         );
+    }
+}
+
+/// Hopper's TMA-fed GEMM (`gemm_tma_*`, sm_90a): every global read is a tensor copy. The
+/// producer's loop is one wait on a stage's empty barrier, one arrive with its expected bytes
+/// and two `UTMALDG.2D` (A's and B's box); the consumers' loop is one wait on the full barrier,
+/// one `WARPGROUP.ARRIVE`, 4 `HGMMA.64x256x16.F32` of its type with A and B from descriptors,
+/// one `DEPBAR` leaving a group in flight (`wait_group 1`), and the arrive that releases the
+/// previous stage, with no proxy fence (TMA writes through the async proxy). No `LDG`/`LDGSTS`
+/// anywhere; ptxas warns of no serialized wgmma.
+#[test]
+fn tma_gemm_is_hgmma_fed_by_utmaldg() {
+    let Some((tools, builds)) = setup("tma_gemm_is_hgmma_fed_by_utmaldg", true) else {
+        return;
+    };
+    for p in gemm::WGMMA_PRECISIONS {
+        let build = built(builds, &format!("gemm_tma.ptx.in#{p}"), "sm_90a");
+        assert!(
+            !build.log.contains("serialized") && !build.log.contains("arning"),
+            "ptxas warns about the TMA GEMM:\n{}",
+            build.log
+        );
+        let name = gemm::tma_entry_name(p);
+        let functions = sass(&tools, build);
+        let body = &functions[&name];
+        let listing = |lp: &[Instruction]| {
+            lp.iter()
+                .map(|(_, _, t)| t.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let count = |lp: &[Instruction], f: &dyn Fn(&str) -> bool| {
+            lp.iter().filter(|(_, _, t)| f(t)).count()
+        };
+        assert_eq!(
+            count(body, &|t| t.starts_with("LDG") || t.contains("LDGSTS")),
+            0,
+            "{name}:\n{}",
+            listing(body)
+        );
+        let producer = loop_containing(body, "UTMALDG").expect("a loop of tensor copies");
+        let text = listing(&producer);
+        assert_eq!(
+            count(&producer, &|t| t.starts_with("UTMALDG.2D")),
+            2,
+            "{text}"
+        );
+        assert_eq!(
+            count(&producer, &|t| t.starts_with("SYNCS.PHASECHK")),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            count(&producer, &|t| t.starts_with("SYNCS.ARRIVE.TRANS64 ")),
+            1,
+            "{text}"
+        );
+        assert_eq!(count(&producer, &|t| t.contains("GMMA")), 0, "{text}");
+        let consumer = mma_loop(body);
+        let text = listing(&consumer);
+        let ty = if p == Precision::Bf16F32 { ".BF16" } else { "" };
+        let shape = format!("HGMMA.64x256x16.F32{ty} ");
+        assert_eq!(
+            count(&consumer, &|t| t.starts_with(&shape)
+                && t.matches("gdesc").count() == 1),
+            4,
+            "{name}:\n{text}"
+        );
+        assert_eq!(count(&consumer, &|t| t.contains("GMMA")), 4, "{text}");
+        assert_eq!(
+            count(&consumer, &|t| t.contains("WARPGROUP.ARRIVE")),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            count(&consumer, &|t| t.contains("WARPGROUP.DEPBAR.LE gsb0, 0x1")),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            count(&consumer, &|t| t.starts_with("SYNCS.PHASECHK")),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            count(&consumer, &|t| t.contains("SYNCS.ARRIVE")),
+            1,
+            "{text}"
+        );
+        assert_eq!(count(&consumer, &|t| t.contains("FENCE")), 0, "{text}");
+        assert_eq!(count(&consumer, &|t| t.contains("UTMALDG")), 0, "{text}");
     }
 }
 

@@ -517,21 +517,32 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
     assert!(by_id("tensor/mma_m16n8k32/s8.s32").valid);
 }
 
-/// Hopper's `wgmma` peaks through the simulated driver: on a 9.0 device `devices` says the sm_90a
-/// module JIT-compiles, the wgmma rows (A from shared memory and from registers) are valid and
-/// say what they ran, and the `mma.sync` row of a type wgmma also runs is marked as the legacy
-/// path; on the default 8.9 device the module is not loaded, saying why.
+/// Hopper's `wgmma` peaks and GEMMs through the simulated driver: on a 9.0 device `devices` says
+/// the sm_90a modules JIT-compile, the wgmma rows (A from shared memory and from registers) are
+/// valid and say what they ran, the `mma.sync` row of a type wgmma also runs is marked as the
+/// legacy path, and both Hopper GEMMs (cp.async-fed, and TMA-fed: its tensor maps encoded by
+/// the driver's `cuTensorMapEncodeTiled`) give valid rows on the device's largest bf16 square;
+/// on the default 8.9 device the module is not loaded, saying why.
 #[test]
 fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
     // a 1 MHz clock: one loop trip a launch, so the interpreter has little to do
     let sim = Sim::new("cc=9.0,clock_mhz=1");
-    let line = line_of(&devices(&sim), "kernels/wgmma.ptx.in");
-    assert!(line.ends_with("JIT ok"), "{line}");
+    let listing = devices(&sim);
+    for module in [
+        "kernels/wgmma.ptx.in",
+        "kernels/gemm_wgmma.ptx.in#bf16.f32",
+        "kernels/gemm_tma.ptx.in#bf16.f32",
+    ] {
+        let line = line_of(&listing, module);
+        assert!(line.ends_with("JIT ok"), "{line}");
+    }
     let dir = tempfile::tempdir().unwrap();
     let filters = [
         "tensor/wgmma_m64n256k16/bf16.f32",
         "tensor/wgmma_m64n256k32_rs/e5m2.f32",
         "tensor/mma_m16n8k16/bf16.f32",
+        "gemm/wgmma/bf16.f32/256x256x256",
+        "gemm/tma/bf16.f32/256x256x256",
     ];
     let (_, rows) = run_filtered(&sim, dir.path(), &filters);
     let mut ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
@@ -542,7 +553,10 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
     for r in &rows {
         assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
         assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
-        if r.kernel.starts_with("wgmma_") {
+        if r.family == roofprobe::bench::Family::Gemm {
+            // no cuBLAS beside the simulated driver: no ratio
+            assert!(r.ratio_to_reference.is_none(), "{}", r.case_id());
+        } else if r.kernel.starts_with("wgmma_") {
             assert!(r.note.contains("wgmma"), "{}: {}", r.case_id(), r.note);
         } else {
             assert!(

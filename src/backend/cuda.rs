@@ -691,19 +691,28 @@ impl CudaBackend {
                 status(&self.modules.latency),
             ),
         ];
+        // the modules loaded per case: one sweep expansion per precision, and on Hopper its
+        // two GEMMs (a case loads them when it runs; here their JIT is tried now)
+        let mut per_case = Vec::new();
         if cuda_plan::runs_compute_kernels(self.compute_capability) {
             let k = *crate::bench::intensity::KS
                 .last()
                 .expect("the sweep has k values");
             for p in crate::bench::intensity::PRECISIONS {
-                let id = ModuleId::Sweep(p, k);
-                let outcome = match load_module(&self.ctx, id) {
-                    Ok(_) => "JIT ok".to_string(),
-                    Err(Error::Driver { message, .. }) => format!("JIT FAILED: {message}"),
-                    Err(e) => format!("JIT FAILED: {e}"),
-                };
-                lines.push((format!("kernels/{}", id.file()), outcome));
+                per_case.push(ModuleId::Sweep(p, k));
             }
+        }
+        if cuda_plan::runs_wgmma(self.compute_capability) {
+            let p = crate::bench::Precision::Bf16F32;
+            per_case.extend([ModuleId::GemmWgmma(p), ModuleId::GemmTma(p)]);
+        }
+        for id in per_case {
+            let outcome = match load_module(&self.ctx, id) {
+                Ok(_) => "JIT ok".to_string(),
+                Err(Error::Driver { message, .. }) => format!("JIT FAILED: {message}"),
+                Err(e) => format!("JIT FAILED: {e}"),
+            };
+            lines.push((format!("kernels/{}", id.file()), outcome));
         }
         lines
     }
@@ -746,6 +755,7 @@ impl CudaBackend {
             | ModuleId::Gemm(..)
             | ModuleId::GemmSimt
             | ModuleId::GemmWgmma(..)
+            | ModuleId::GemmTma(..)
             | ModuleId::Launch => {
                 let during = format!("loading kernels/{}", id.file());
                 self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
@@ -1128,11 +1138,75 @@ impl DeviceWords {
         };
     }
 
+    /// The array's device address, for a call that takes it raw (cuBLAS, a tensor map).
+    fn address(&self, stream: &CudaStream) -> u64 {
+        use cudarc::driver::DevicePtr;
+        match self {
+            DeviceWords::W32(s) => s.device_ptr(stream).0,
+            DeviceWords::W64(s) => s.device_ptr(stream).0,
+        }
+    }
+
     fn bytes(&self) -> u64 {
         match self {
             DeviceWords::W32(s) => s.num_bytes() as u64,
             DeviceWords::W64(s) => s.num_bytes() as u64,
         }
+    }
+}
+
+/// An encoded tensor map as the kernel receives it: `CUtensorMap`'s 128 opaque bytes, 64-byte
+/// aligned (the `.param .align 64 .b8 p[128]` it is declared as).
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct TensorMapBytes([u64; 16]);
+
+// SAFETY: plain bytes with the layout and alignment of `CUtensorMap`, passed by value.
+unsafe impl cudarc::driver::DeviceRepr for TensorMapBytes {}
+
+/// Encodes `map` over the array at `address` through the driver (`cuTensorMapEncodeTiled`).
+fn encode_tensor_map(
+    map: &launch::TensorMap,
+    address: u64,
+) -> std::result::Result<TensorMapBytes, DriverError> {
+    use cudarc::driver::sys::{
+        self as cu, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+        CUtensorMapL2promotion, CUtensorMapSwizzle,
+    };
+    let data_type = match map.precision {
+        crate::bench::Precision::F16F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        _ => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    };
+    let swizzle = match map.swizzle_bytes {
+        0 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        32 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        64 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        _ => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    };
+    let dims = map.dims;
+    let strides = [map.row_bytes];
+    let box_dims = map.box_dims;
+    let element_strides = [1u32; 2];
+    let mut out = std::mem::MaybeUninit::<cu::CUtensorMap>::zeroed();
+    // SAFETY: `out` is a CUtensorMap the driver writes; the arrays hold the rank's entries (the
+    // strides one fewer) and live across the call; the address is a live device allocation.
+    unsafe {
+        cu::cuTensorMapEncodeTiled(
+            out.as_mut_ptr(),
+            data_type,
+            2,
+            address as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            box_dims.as_ptr(),
+            element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+        .result()?;
+        Ok(TensorMapBytes(out.assume_init().opaque))
     }
 }
 
@@ -1155,6 +1229,8 @@ struct GpuCase<'b> {
     launches: u64,
     /// A launch row's first batch whose clocks disagree ([`launch_rows::check_batch`]).
     clock_fault: Option<Verdict>,
+    /// The encoded tensor map of each [`Arg::TensorMap`] parameter, by parameter index.
+    tensor_maps: Vec<Option<TensorMapBytes>>,
 }
 
 impl Drop for GpuCase<'_> {
@@ -1256,6 +1332,25 @@ impl<'b> GpuCase<'b> {
                 }
             }
         }
+        // Tensor maps are encoded over their arrays' device addresses, once.
+        let mut tensor_maps = Vec::with_capacity(launch.params.len());
+        for p in &launch.params {
+            tensor_maps.push(match &p.arg {
+                Arg::TensorMap(map) => {
+                    let (_, array) =
+                        arrays.iter().find(|(r, _)| *r == map.role).ok_or_else(|| {
+                            Error::Internal(format!(
+                                "{}: tensor map {} has no array",
+                                entry.name, p.name
+                            ))
+                        })?;
+                    let address = array.address(stream);
+                    let during = format!("encoding tensor map {} of {}", p.name, entry.name);
+                    Some(backend.call(&during, || encode_tensor_map(map, address))?)
+                }
+                _ => None,
+            });
+        }
         let events = backend.call(&format!("creating the events of {}", entry.name), || {
             // Timing must be on: cudarc's default (`None`) creates events without it.
             let start = backend
@@ -1287,6 +1382,7 @@ impl<'b> GpuCase<'b> {
             per_launch_secs: None,
             launches: 0,
             clock_fault: None,
+            tensor_maps,
         })
     }
 
@@ -1306,9 +1402,22 @@ impl<'b> GpuCase<'b> {
     /// can move or be freed while the builder can launch.
     fn arguments(&self) -> Result<LaunchArgs<'_>> {
         let mut launch = self.backend.stream.launch_builder(&self.func);
-        for p in &self.launch.params {
+        for (i, p) in self.launch.params.iter().enumerate() {
             match &p.arg {
                 Arg::Buffer(role) => self.array(*role)?.push(&mut launch),
+                Arg::TensorMap(_) => {
+                    let map = self
+                        .tensor_maps
+                        .get(i)
+                        .and_then(Option::as_ref)
+                        .ok_or_else(|| {
+                            Error::Internal(format!(
+                                "{}: tensor map {} was not encoded",
+                                self.launch.entry.name, p.name
+                            ))
+                        })?;
+                    launch.arg(map);
+                }
                 Arg::U64(v) | Arg::B64(v) => {
                     launch.arg(v);
                 }

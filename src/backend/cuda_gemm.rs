@@ -18,14 +18,14 @@
 //! None of this has run on a GPU yet: it is written against cudarc's and cuBLAS's documented
 //! interfaces and checked only by the compiler here.
 
-use super::{CudaBackend, DeviceWords, GpuCase};
+use super::{CudaBackend, GpuCase};
 use crate::backend::cublas::{self, CublasHandle};
 use crate::backend::launch::{Launch, Role};
 use crate::backend::PreparedCase;
 use crate::bench::{gemm, Case, Precision, Verdict};
 use crate::{Error, Result};
 use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{CudaFunction, DevicePtr};
+use cudarc::driver::CudaFunction;
 
 /// Dynamic shared memory a function may use without raising its limit.
 pub const DEFAULT_DYNAMIC_SHARED_BYTES: u32 = 48 << 10;
@@ -131,10 +131,7 @@ impl CublasCase<'_> {
     /// The device address of the array of `role`.
     fn address(&self, role: Role) -> Result<u64> {
         let stream = &*self.inner.backend.stream;
-        match self.inner.array(role)? {
-            DeviceWords::W32(s) => Ok(s.device_ptr(stream).0),
-            DeviceWords::W64(s) => Ok(s.device_ptr(stream).0),
-        }
+        Ok(self.inner.array(role)?.address(stream))
     }
 }
 

@@ -113,10 +113,11 @@ pub fn sweep_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<PlannedCase> {
 /// an H200 is about 9 ms there; on a small GPU the largest squares are left out.
 pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.5;
 
-/// Square sides the tf32 GEMM runs on: the smallest (the simulated driver's row) and the
-/// largest bf16's headline shape; a default run on an H200 must fit in four minutes, so tf32
-/// gets two points, not a sweep.
-pub const GEMM_TF32_SQUARE: [u64; 2] = [256, 8192];
+/// Square sides the tf32 GEMM runs on: the smallest (the simulated driver's row) and 4096³, as
+/// f16 (about 0.3 ms at an H200's tf32 peak: long enough for the tensor rate, with a quarter of
+/// 8192³'s arrays to fill); a default run on an H200 must fit in four minutes, so tf32 gets two
+/// points, not a sweep (8192³ was its large point until Hopper's TMA GEMM took the room).
+pub const GEMM_TF32_SQUARE: [u64; 2] = [256, 4096];
 
 /// Square sides the f16 GEMM runs on: f16 and bf16 inputs run at one tensor rate on every GPU
 /// roofprobe knows, so bf16 carries the sweep and f16 two points beside it (the simulated
@@ -183,30 +184,40 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
         );
     }
     if runs_wgmma(device.compute_capability) {
-        // Hopper's wgmma GEMM on the square its judgement names, right after the cuBLAS row of
-        // that square (its ratio is to the reference measured before it); the batch sweep stays
-        // the mma.sync kernel's until the wgmma kernel has run on a GPU (the default run has
+        // Hopper's two GEMMs (wgmma fed by cp.async, and by TMA with a producer warpgroup) on
+        // the square their judgement names, 8192³ bf16, or on a device too small for it the
+        // largest bf16 square planned (the simulated driver's 256³), right after the cuBLAS row
+        // of that square (their ratio is to the reference measured before them); the batch
+        // sweep stays the mma.sync kernel's until these have run on a GPU (the default run has
         // no room for both: cuda_plan's H200 estimate is held under 4 minutes).
-        let square = gemm::case(
-            gemm::GPU_WGMMA,
-            Precision::Bf16F32,
-            gemm::Shape::new(WGMMA_GEMM_SIDE, WGMMA_GEMM_SIDE, WGMMA_GEMM_SIDE),
-        );
-        let fits = square.working_set_bytes <= device.usable_bytes / 10 * 9;
-        if let Some(at) = out
+        let square = |c: &Case| {
+            c.kernel == gemm::GPU_REFERENCE
+                && c.precision == Precision::Bf16F32
+                && gemm::shape_of(c).is_ok_and(|s| s.m == s.n && s.n == s.k)
+        };
+        let side = |c: &Case| gemm::shape_of(c).map_or(0, |s| s.m);
+        let at = out
             .iter()
-            .position(|c| {
-                c.kernel == gemm::GPU_REFERENCE
-                    && c.param == square.param
-                    && c.precision == square.precision
-            })
-            .filter(|_| fits)
-        {
-            out.insert(at + 1, square);
+            .position(|c| square(c) && side(c) == WGMMA_GEMM_SIDE)
+            .or_else(|| {
+                out.iter()
+                    .enumerate()
+                    .filter(|(_, c)| square(c) && side(c) < WGMMA_GEMM_SIDE)
+                    .max_by_key(|(_, c)| side(c))
+                    .map(|(i, _)| i)
+            });
+        if let Some(at) = at {
+            let shape = gemm::shape_of(&out[at]).expect("a square");
+            for (i, kernel) in HOPPER_GEMMS.into_iter().enumerate() {
+                out.insert(at + 1 + i, gemm::case(kernel, Precision::Bf16F32, shape));
+            }
         }
     }
     out
 }
+
+/// Hopper's GEMM kernels, in the order they run after cuBLAS.
+pub const HOPPER_GEMMS: [&str; 2] = [gemm::GPU_WGMMA, gemm::GPU_TMA];
 
 /// The side of the square the Hopper GEMM (`gemm/wgmma`) runs on in the default run: 8192³ bf16,
 /// the size the Hopper GEMM is held to against cuBLAS.
@@ -519,7 +530,7 @@ mod tests {
     }
 
     /// An H200 plans every square from 256³ to 16384³ in bf16 and f16, the whole batch sweep
-    /// in bf16, 256³ and 8192³ in tf32, and 4096³ in f32 (the SIMT kernel), cuBLAS before ours
+    /// in bf16, 256³ and 4096³ in tf32, and 4096³ in f32 (the SIMT kernel), cuBLAS before ours
     /// on each shape.
     #[test]
     fn gemm_cases_cover_the_sweeps_on_a_big_gpu() {
@@ -540,21 +551,41 @@ mod tests {
         // the squares, and the batch sweep less its two squares (4096³ and 8192³), once each
         assert_eq!(count("ptx", Precision::Bf16F32), 7 + 5 * 14 - 2);
         assert_eq!(count("cublas", Precision::Bf16F32), 7 + 5 * 14 - 2);
-        // Hopper's wgmma GEMM: 8192³ bf16, right after cuBLAS on it; on no other device
+        // Hopper's GEMMs: 8192³ bf16, right after cuBLAS on it (cp.async-fed, then TMA-fed);
+        // on no other device
         let at = cases
             .iter()
             .position(|c| c.kernel == "wgmma")
             .expect("a wgmma GEMM on Hopper");
-        assert_eq!(cases[at].id(), "gemm/wgmma/bf16.f32/8192x8192x8192");
         assert_eq!(cases[at - 1].id(), "gemm/cublas/bf16.f32/8192x8192x8192");
+        assert_eq!(cases[at].id(), "gemm/wgmma/bf16.f32/8192x8192x8192");
+        assert_eq!(cases[at + 1].id(), "gemm/tma/bf16.f32/8192x8192x8192");
         assert_eq!(count("wgmma", Precision::Bf16F32), 1);
+        assert_eq!(count("tma", Precision::Bf16F32), 1);
         let a100 = DeviceModel {
             compute_capability: (8, 0),
             ..model
         };
         assert!(gemm_cases(&a100, SizeRequest::Auto)
             .iter()
-            .all(|c| c.kernel != "wgmma"));
+            .all(|c| c.kernel != "wgmma" && c.kernel != "tma"));
+        // a Hopper too small for 8192³ (the simulated driver's): its largest bf16 square
+        let tiny = DeviceModel {
+            usable_bytes: 64 << 20,
+            ..model
+        };
+        let hopper: Vec<String> = gemm_cases(&tiny, SizeRequest::Auto)
+            .iter()
+            .filter(|c| HOPPER_GEMMS.contains(&c.kernel.as_str()))
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(
+            hopper,
+            [
+                "gemm/wgmma/bf16.f32/2048x2048x2048",
+                "gemm/tma/bf16.f32/2048x2048x2048"
+            ]
+        );
         let mut ids: Vec<String> = cases.iter().map(|c| c.id()).collect();
         ids.sort();
         let all = ids.len();
@@ -568,7 +599,7 @@ mod tests {
         assert_eq!(count("cublas", Precision::Tf32F32), 2);
         assert!(cases
             .iter()
-            .any(|c| c.id() == "gemm/ptx/tf32.f32/8192x8192x8192"));
+            .any(|c| c.id() == "gemm/ptx/tf32.f32/4096x4096x4096"));
         let f32_ids: Vec<String> = cases
             .iter()
             .filter(|c| c.precision == Precision::F32)

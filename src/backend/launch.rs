@@ -68,6 +68,8 @@ pub enum ModuleId {
     GemmSimt,
     /// One expansion of kernels/gemm_wgmma.ptx.in (Hopper's GEMM, sm_90a): its input type.
     GemmWgmma(Precision),
+    /// One expansion of kernels/gemm_tma.ptx.in (Hopper's TMA-fed GEMM, sm_90a): its input type.
+    GemmTma(Precision),
 }
 
 impl ModuleId {
@@ -87,6 +89,7 @@ impl ModuleId {
             ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
             ModuleId::GemmSimt => "gemm_simt.ptx".into(),
             ModuleId::GemmWgmma(p) => format!("gemm_wgmma.ptx.in#{p}"),
+            ModuleId::GemmTma(p) => format!("gemm_tma.ptx.in#{p}"),
         }
     }
 
@@ -106,6 +109,7 @@ impl ModuleId {
             ModuleId::Gemm(p) => Cow::Owned(gemm::expand(p)),
             ModuleId::GemmSimt => Cow::Borrowed(kernels::GEMM_SIMT),
             ModuleId::GemmWgmma(p) => Cow::Owned(gemm::expand_wgmma(p)),
+            ModuleId::GemmTma(p) => Cow::Owned(gemm::expand_tma(p)),
         }
     }
 }
@@ -131,6 +135,8 @@ pub enum ParamKind {
     B32,
     /// 64 raw register bits.
     B64,
+    /// A tensor map (`CUtensorMap`, 128 opaque bytes), declared `.param .align 64 .b8 p[128]`.
+    TensorMap,
 }
 
 impl ParamKind {
@@ -143,6 +149,7 @@ impl ParamKind {
             ParamKind::F64 => "f64",
             ParamKind::B32 => "b32",
             ParamKind::B64 => "b64",
+            ParamKind::TensorMap => "b8",
         }
     }
 
@@ -150,8 +157,14 @@ impl ParamKind {
     pub fn bytes(self) -> u32 {
         match self {
             ParamKind::U32 | ParamKind::F32 | ParamKind::B32 => 4,
+            ParamKind::TensorMap => TENSOR_MAP_BYTES,
             _ => 8,
         }
+    }
+
+    /// Elements of the `.param` array the entry declares for this kind; `None` for a scalar.
+    pub fn array(self) -> Option<u64> {
+        (self == ParamKind::TensorMap).then_some(u64::from(TENSOR_MAP_BYTES))
     }
 }
 
@@ -166,6 +179,34 @@ pub enum Role {
     Clocks,
 }
 
+/// Bytes of a tensor map (`CUtensorMap`): opaque, 64-byte aligned.
+pub const TENSOR_MAP_BYTES: u32 = 128;
+
+/// A rank-2 tiled tensor map over one of the launch's arrays, as `cuTensorMapEncodeTiled` makes
+/// it once the array has its device address: 16-bit floating-point elements, no interleave,
+/// element strides 1, out-of-bounds elements read as zero. The kernel's
+/// `cp.async.bulk.tensor.2d` copies one box of it to shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMap {
+    /// The array it reaches.
+    pub role: Role,
+    /// The element type: bf16 for [`Precision::Bf16F32`], f16 for [`Precision::F16F32`].
+    pub precision: Precision,
+    /// Extent in elements, innermost (contiguous) first.
+    pub dims: [u64; 2],
+    /// Bytes from one row (dimension 1) to the next.
+    pub row_bytes: u64,
+    /// The box one copy moves, in elements, innermost first.
+    pub box_dims: [u32; 2],
+    /// The shared-memory swizzle, in bytes (128: each 128-byte row's 16-byte chunks permuted).
+    pub swizzle_bytes: u32,
+}
+
+impl TensorMap {
+    /// Bytes per element.
+    pub const ELEMENT_BYTES: u64 = 2;
+}
+
 /// One argument's value. Scalars carry their value here, so their width is their kind's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Arg {
@@ -176,6 +217,8 @@ pub enum Arg {
     F64(f64),
     B32(u32),
     B64(u64),
+    /// A tensor map over an array, encoded once the array is on the device.
+    TensorMap(TensorMap),
 }
 
 impl Arg {
@@ -188,6 +231,7 @@ impl Arg {
             Arg::F64(_) => ParamKind::F64,
             Arg::B32(_) => ParamKind::B32,
             Arg::B64(_) => ParamKind::B64,
+            Arg::TensorMap(_) => ParamKind::TensorMap,
         }
     }
 
@@ -689,6 +733,12 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                     name: gemm::wgmma_entry_name(p),
                 });
             }
+            if case.kernel == gemm::GPU_TMA && gemm::WGMMA_PRECISIONS.contains(&p) {
+                return Ok(Entry {
+                    module: ModuleId::GemmTma(p),
+                    name: gemm::tma_entry_name(p),
+                });
+            }
             if case.kernel != gemm::GPU_OURS || !gemm::GPU_PRECISIONS.contains(&p) {
                 return Err(none());
             }
@@ -882,18 +932,47 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 },
             ];
             let dim = |v: u64| Arg::U32(v as u32); // check_operands: all fit
-            let params = vec![
-                param("a", Arg::Buffer(Role::Input(0))),
-                param("b", Arg::Buffer(Role::Input(1))),
-                param("c", Arg::Buffer(Role::Output)),
-                param("m", dim(shape.m)),
-                param("n", dim(shape.n)),
-                param("k", dim(shape.k)),
-                param("lda", dim(lda)),
-                param("ldb", dim(ldb)),
-            ];
-            // Hopper's kernel has its own tile, block and shared memory
-            let (blocks, block, dynamic_shared_bytes) = if case.kernel == gemm::GPU_WGMMA {
+            let tma = case.kernel == gemm::GPU_TMA;
+            let params = if tma {
+                // A and B through tensor maps (their row strides are in the maps)
+                let map = |i: u8, matrix: u64, rows: u64, ld: u64| {
+                    Arg::TensorMap(TensorMap {
+                        role: Role::Input(i),
+                        precision: p,
+                        dims: [shape.k, rows],
+                        row_bytes: ld * TensorMap::ELEMENT_BYTES,
+                        box_dims: gemm::tma_box(matrix),
+                        swizzle_bytes: gemm::TMA_SWIZZLE_BYTES,
+                    })
+                };
+                vec![
+                    param("tmap_a", map(0, 0, shape.m, lda)),
+                    param("tmap_b", map(1, 1, shape.n, ldb)),
+                    param("c", Arg::Buffer(Role::Output)),
+                    param("m", dim(shape.m)),
+                    param("n", dim(shape.n)),
+                    param("k", dim(shape.k)),
+                ]
+            } else {
+                vec![
+                    param("a", Arg::Buffer(Role::Input(0))),
+                    param("b", Arg::Buffer(Role::Input(1))),
+                    param("c", Arg::Buffer(Role::Output)),
+                    param("m", dim(shape.m)),
+                    param("n", dim(shape.n)),
+                    param("k", dim(shape.k)),
+                    param("lda", dim(lda)),
+                    param("ldb", dim(ldb)),
+                ]
+            };
+            // Hopper's kernels have their own tile, block and shared memory
+            let (blocks, block, dynamic_shared_bytes) = if tma {
+                (
+                    gemm::wgmma_blocks(shape),
+                    gemm::TMA_BLOCK,
+                    gemm::TMA_SHARED_BYTES,
+                )
+            } else if case.kernel == gemm::GPU_WGMMA {
                 (
                     gemm::wgmma_blocks(shape),
                     gemm::WGMMA_BLOCK,

@@ -75,13 +75,16 @@ pub const GPU_OURS: &str = "ptx";
 pub const GPU_REFERENCE: &str = "cublas";
 /// Our Hopper GEMM: `wgmma` (`kernels/gemm_wgmma.ptx.in`, sm_90a), on compute capability 9.0.
 pub const GPU_WGMMA: &str = "wgmma";
+/// Our Hopper GEMM fed by TMA through mbarriers, with a producer warpgroup
+/// (`kernels/gemm_tma.ptx.in`, sm_90a), on compute capability 9.0.
+pub const GPU_TMA: &str = "tma";
 
 /// The implementation an implementation's row is held against: ours against the reference that
 /// runs on the same shape in the same run; `None` for a reference itself.
 pub fn reference_of(kernel: &str) -> Option<&'static str> {
     match kernel {
         HOST_OURS => Some(HOST_REFERENCE),
-        GPU_OURS | GPU_WGMMA => Some(GPU_REFERENCE),
+        GPU_OURS | GPU_WGMMA | GPU_TMA => Some(GPU_REFERENCE),
         _ => None,
     }
 }
@@ -432,9 +435,7 @@ pub fn expand_wgmma(precision: Precision) -> String {
         "{precision} has no wgmma GEMM"
     );
     let ty = input_type(precision);
-    let zero: String = (0..128)
-        .map(|i| format!("    mov.f32 %acc{i}, 0f00000000;\n"))
-        .collect();
+    let zero = wgmma_zero();
     // one K tile (index %r30) into stage %r30 % 4: A rows t/8 + 32j (j < 4), B rows (j < 8)
     let mut copy = String::from(
         "    shl.b32 %r40, %r30, 6;\n\
@@ -472,6 +473,35 @@ pub fn expand_wgmma(precision: Precision) -> String {
             ));
         }
     }
+    let mmas = wgmma_mmas(ty);
+    let store = wgmma_store();
+    // 128-byte swizzle (1 in bits 62-63), SBO 1024 (64 in bits 32-45), LBO 1
+    let desc = (1u64 << 62) | (64u64 << 32) | (1u64 << 16);
+    [
+        ("@ZERO@", zero),
+        ("@COPY@", copy),
+        ("@MMAS@", mmas),
+        ("@STORE@", store),
+        ("@DESC@", desc.to_string()),
+        ("@IN@", ty.to_string()),
+        ("@NAME@", ty.to_string()),
+    ]
+    .into_iter()
+    .fold(WGMMA_TEMPLATE.to_string(), |text, (key, value)| {
+        text.replace(key, &value)
+    })
+}
+
+/// The zeroing of the 128 accumulators of a Hopper GEMM's warpgroup.
+fn wgmma_zero() -> String {
+    (0..128)
+        .map(|i| format!("    mov.f32 %acc{i}, 0f00000000;\n"))
+        .collect()
+}
+
+/// The 4 `wgmma.m64n256k16` of one 64-element K tile, from descriptors `%rd16` (A) and `%rd17`
+/// (B), 32 bytes further for each step, accumulating under `%p6`.
+fn wgmma_mmas(ty: &str) -> String {
     let acc = (0..128)
         .map(|i| format!("%acc{i}"))
         .collect::<Vec<_>>()
@@ -491,6 +521,12 @@ pub fn expand_wgmma(precision: Precision) -> String {
             "    wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty} {{{acc}}}, {a}, {b}, %p6, 1, 1, 0, 0;\n"
         ));
     }
+    mmas
+}
+
+/// The guarded stores of a warpgroup's 64 × 256 accumulator to C: rows `%r37`, `%r38` (in M
+/// while `%p1`, `%p2`), columns from `%r39` (block 0), at `%rd18` and `%rd20`.
+fn wgmma_store() -> String {
     let mut store = String::new();
     for b in 0..32 {
         let at = 32 * b;
@@ -516,19 +552,64 @@ pub fn expand_wgmma(precision: Precision) -> String {
             4 * b + 3,
         ));
     }
-    // 128-byte swizzle (1 in bits 62-63), SBO 1024 (64 in bits 32-45), LBO 1
+    store
+}
+
+/// The template of Hopper's TMA- and mbarrier-fed GEMM (`kernels/gemm_tma.ptx.in`).
+pub const TMA_TEMPLATE: &str = crate::kernels::GEMM_TMA_TEMPLATE;
+/// Threads of a TMA GEMM block: a producer warpgroup and two consumers.
+pub const TMA_BLOCK: u32 = 384;
+/// Its dynamic shared memory: the 4 stages, then 4 full and 4 empty barriers.
+pub const TMA_SHARED_BYTES: u32 = WGMMA_SHARED_BYTES + 64;
+
+/// The shared-memory swizzle of the TMA GEMM's tensor maps, in bytes: one 64-element K row
+/// of a tile is one 128-byte swizzle line, which the `wgmma` descriptors read (mode 1).
+pub const TMA_SWIZZLE_BYTES: u32 = 128;
+
+/// The box one TMA load of the TMA GEMM copies, in elements, K first: a K tile of A's 128 rows
+/// (`matrix` 0) or of B's 256 (`matrix` 1).
+pub fn tma_box(matrix: u64) -> [u32; 2] {
+    let rows = if matrix == 0 {
+        WGMMA_TILE_M
+    } else {
+        WGMMA_TILE_N
+    };
+    [WGMMA_TILE_K as u32, rows as u32]
+}
+
+/// The PTX entry of the TMA GEMM: `gemm_tma_bf16_f32`.
+pub fn tma_entry_name(precision: Precision) -> String {
+    format!("gemm_tma_{}_f32", input_type(precision))
+}
+
+/// The TMA GEMM's module for `precision` (bf16 or f16), expanded from [`TMA_TEMPLATE`].
+pub fn expand_tma(precision: Precision) -> String {
+    assert!(
+        WGMMA_PRECISIONS.contains(&precision),
+        "{precision} has no TMA GEMM"
+    );
+    let ty = input_type(precision);
+    let init: String = (0..4)
+        .map(|s| {
+            format!(
+                "    mbarrier.init.shared::cta.b64 [%r18+{}], 1;\n    mbarrier.init.shared::cta.b64 [%r18+{}], 256;\n",
+                8 * s,
+                32 + 8 * s
+            )
+        })
+        .collect();
     let desc = (1u64 << 62) | (64u64 << 32) | (1u64 << 16);
     [
-        ("@ZERO@", zero),
-        ("@COPY@", copy),
-        ("@MMAS@", mmas),
-        ("@STORE@", store),
+        ("@INIT@", init),
+        ("@ZERO@", wgmma_zero()),
+        ("@MMAS@", wgmma_mmas(ty)),
+        ("@STORE@", wgmma_store()),
         ("@DESC@", desc.to_string()),
         ("@IN@", ty.to_string()),
         ("@NAME@", ty.to_string()),
     ]
     .into_iter()
-    .fold(WGMMA_TEMPLATE.to_string(), |text, (key, value)| {
+    .fold(TMA_TEMPLATE.to_string(), |text, (key, value)| {
         text.replace(key, &value)
     })
 }
