@@ -442,6 +442,7 @@ mod tests {
     /// adds the runner's schedule to it; the plan adds its cases.
     #[test]
     fn an_estimate_follows_the_runners_schedule() {
+        use crate::bench::gemm::Shape;
         // 2 GB copied at 1 TB/s: 2 ms
         let copy = StreamKernel::Copy.case(Precision::F32, 250_000_000);
         assert!((launch_secs(&copy, &rates()) - 2e-3).abs() < 1e-9);
@@ -468,6 +469,23 @@ mod tests {
             })
             .collect();
         assert!((plan_secs(&planned, &cfg, 0.01, &rates()) - 2.0 * want).abs() < 1e-6);
+        // a GEMM case warms up for at most the runner's GEMM warm-up, not the run's 0.2 s
+        let gemm = crate::bench::gemm::case("ptx", Precision::Bf16F32, Shape::square(4096));
+        assert_eq!(
+            cfg.for_case(&gemm).warmup_secs,
+            crate::runner::GEMM_WARMUP_SECS
+        );
+        assert_eq!(cfg.for_case(&gemm).samples, cfg.samples);
+        let launch = launch_secs(&gemm, &rates());
+        let reps = (0.01 / launch).ceil();
+        let host = gemm.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+        let want = CASE_OVERHEAD_SECS
+            + host
+            + 2.0 * launch
+            + crate::runner::GEMM_WARMUP_SECS.max(reps * launch)
+            + 30.0 * reps * launch;
+        let secs = case_secs(&gemm, &cfg, 0.01, &rates());
+        assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
         assert_eq!(human(200.4), "3 min 20 s");
         assert_eq!(human(45.0), "45 s");
         assert_eq!(human(120.0), "2 min");

@@ -75,7 +75,7 @@ pub fn all() -> Vec<Source> {
             ptx: crate::bench::gemm::expand_wgmma(p),
         });
     }
-    for p in crate::bench::gemm::WGMMA_PRECISIONS {
+    for p in crate::bench::gemm::TMA_PRECISIONS {
         out.push(Source {
             name: format!("gemm_tma.ptx.in#{p}"),
             ptx: crate::bench::gemm::expand_tma(p),
@@ -135,7 +135,7 @@ mod tests {
         // the compute files, the cache file, the GEMM modules (three expansions and the SIMT
         // file), the latency file, the launch file, the wgmma module, the two Hopper GEMM
         // expansions, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 1 + 2 + 2 + 5 * 12);
+        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 1 + 2 + 3 + 5 * 12);
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);

@@ -78,6 +78,8 @@ pub const STABLE_MIN_SAMPLES: usize = 10;
 pub const COMPUTE_SAMPLES: u32 = 10;
 /// Most seconds of warm-up before a compute-peak case's samples.
 pub const COMPUTE_WARMUP_SECS: f64 = 0.05;
+/// Most seconds of warm-up before a GEMM case's samples.
+pub const GEMM_WARMUP_SECS: f64 = 0.1;
 
 impl RunConfig {
     /// The default run.
@@ -116,8 +118,10 @@ impl RunConfig {
     /// wave of fixed work whose block records carry the SM clock it ran at, the clock their
     /// %theory uses) take at most [`COMPUTE_SAMPLES`] samples after at most
     /// [`COMPUTE_WARMUP_SECS`] of warm-up: their spread is the clock's, which the records show,
-    /// and Hopper's 14 `wgmma` rows then fit the four-minute default run. The estimate
-    /// ([`crate::duration::case_secs`]) follows the same schedule.
+    /// and Hopper's 14 `wgmma` rows then fit the four-minute default run. A GEMM case warms up
+    /// for at most [`GEMM_WARMUP_SECS`] (the run's other settings kept; NVML's sampler records
+    /// the clock its samples ran at), so the 160-odd GEMM rows of a default H200 run leave room
+    /// for Hopper's fp8 pair. The estimate ([`crate::duration::case_secs`]) follows the same schedule.
     pub fn for_case(&self, case: &Case) -> RunConfig {
         let few = RunConfig {
             warmup_secs: 0.0,
@@ -134,6 +138,11 @@ impl RunConfig {
                 samples,
                 min_samples: samples,
                 ..few
+            }
+        } else if case.family == crate::bench::Family::Gemm {
+            RunConfig {
+                warmup_secs: self.warmup_secs.min(GEMM_WARMUP_SECS),
+                ..self.clone()
             }
         } else if matches!(
             case.family,

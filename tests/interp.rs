@@ -202,7 +202,7 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
                 .map(Oracle::GemmWgmma);
         }
         "gemm_tma.ptx.in" => {
-            return gemm::WGMMA_PRECISIONS
+            return gemm::TMA_PRECISIONS
                 .into_iter()
                 .find(|&p| gemm::tma_entry_name(p) == entry)
                 .map(Oracle::GemmTma);
@@ -1099,7 +1099,7 @@ fn run_gemm(
     shape: gemm::Shape,
     run: Run,
 ) -> Result<Outcome, String> {
-    let ld = gemm::gpu_leading_dimension(shape.k);
+    let ld = gemm::gpu_leading_dimension(p, shape.k);
     let words = |matrix: u64, rows: u64| -> Vec<u64> {
         (0..gemm::operand_words(p, rows, ld))
             .map(|i| gemm::operand_word(p, shape, matrix, ld, i))
@@ -1123,16 +1123,17 @@ fn run_gemm(
     // the Hopper GEMM (gemm_wgmma_*) has its own tile, block and shared memory
     // the TMA-fed kernel reads A and B through tensor maps (ptxsim's encoding, as the
     // simulated driver's cuTensorMapEncodeTiled writes it): dims (K, rows), rows ld apart,
-    // boxes of 64 x 128 (A) and 64 x 256 (B), 128-byte swizzle, zero fill
+    // boxes of a K tile (128 bytes) by 128 (A) and 256 (B) rows, 128-byte swizzle, zero fill
     let tma = entry.starts_with("gemm_tma_");
     let args = if tma {
         let map = |base: ptxsim::DevicePtr, rows: u64, box_rows: u32| {
+            let bytes = gemm::input_bytes(p);
             let m = ptxsim::TensorMap {
                 base: base.addr(),
-                elem_bytes: 2,
+                elem_bytes: bytes as u32,
                 dims: [shape.k, rows],
-                strides_bytes: [ld * 2],
-                box_dims: [64, box_rows],
+                strides_bytes: [ld * bytes],
+                box_dims: [gemm::tma_tile_k(p) as u32, box_rows],
                 swizzle: ptxsim::Swizzle::B128,
                 oob_fill: ptxsim::OobFill::Zero,
             };

@@ -669,7 +669,8 @@ fn wgmma_gemm_is_hgmma_fed_by_ldgsts() {
     }
 }
 
-/// Hopper's TMA-fed GEMM (`gemm_tma_*`, sm_90a): every global read is a tensor copy. The
+/// Hopper's TMA-fed GEMM (`gemm_tma_*`, sm_90a; QGMMA for e4m3): every global read is a
+/// tensor copy. The
 /// producer's loop is one wait on a stage's empty barrier, one arrive with its expected bytes
 /// and two `UTMALDG.2D` (A's and B's box); the consumers' loop is one wait on the full barrier,
 /// one `WARPGROUP.ARRIVE`, 4 `HGMMA.64x256x16.F32` of its type with A and B from descriptors,
@@ -681,7 +682,7 @@ fn tma_gemm_is_hgmma_fed_by_utmaldg() {
     let Some((tools, builds)) = setup("tma_gemm_is_hgmma_fed_by_utmaldg", true) else {
         return;
     };
-    for p in gemm::WGMMA_PRECISIONS {
+    for p in gemm::TMA_PRECISIONS {
         let build = built(builds, &format!("gemm_tma.ptx.in#{p}"), "sm_90a");
         assert!(
             !build.log.contains("serialized") && !build.log.contains("arning"),
@@ -726,10 +727,13 @@ fn tma_gemm_is_hgmma_fed_by_utmaldg() {
         assert_eq!(count(&producer, &|t| t.contains("GMMA")), 0, "{text}");
         let consumer = mma_loop(body);
         let text = listing(&consumer);
-        let ty = if p == Precision::Bf16F32 { ".BF16" } else { "" };
-        let shape = format!("HGMMA.64x256x16.F32{ty} ");
+        let shape = match p {
+            Precision::Bf16F32 => "HGMMA.64x256x16.F32.BF16 ",
+            Precision::E4m3F32 => "QGMMA.64x256x32.F32.E4M3.E4M3 ",
+            _ => "HGMMA.64x256x16.F32 ",
+        };
         assert_eq!(
-            count(&consumer, &|t| t.starts_with(&shape)
+            count(&consumer, &|t| t.starts_with(shape)
                 && t.matches("gdesc").count() == 1),
             4,
             "{name}:\n{text}"

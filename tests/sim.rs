@@ -521,7 +521,8 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
 /// the sm_90a modules JIT-compile, the wgmma rows (A from shared memory and from registers) are
 /// valid and say what they ran, the `mma.sync` row of a type wgmma also runs is marked as the
 /// legacy path, and both Hopper GEMMs (cp.async-fed, and TMA-fed: its tensor maps encoded by
-/// the driver's `cuTensorMapEncodeTiled`) give valid rows on the device's largest bf16 square;
+/// the driver's `cuTensorMapEncodeTiled`, in bf16 and in fp8 e4m3) give valid rows on the
+/// device's largest bf16 square;
 /// on the default 8.9 device the module is not loaded, saying why.
 #[test]
 fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
@@ -543,6 +544,7 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
         "tensor/mma_m16n8k16/bf16.f32",
         "gemm/wgmma/bf16.f32/256x256x256",
         "gemm/tma/bf16.f32/256x256x256",
+        "gemm/tma/e4m3.f32/256x256x256",
     ];
     let (_, rows) = run_filtered(&sim, dir.path(), &filters);
     let mut ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();

@@ -157,6 +157,8 @@ pub const OP_T: i32 = 1;
 pub const R_32F: i32 = 0;
 pub const R_16F: i32 = 2;
 pub const R_16BF: i32 = 14;
+/// `cudaDataType_t`: fp8 e4m3.
+pub const R_8F_E4M3: i32 = 28;
 /// `cublasComputeType_t`: f32 accumulation.
 pub const COMPUTE_32F: i32 = 68;
 /// `cublasComputeType_t`: f32 inputs rounded to tf32 for the tensor cores, f32 accumulation.
@@ -190,6 +192,132 @@ type GemmExFn = unsafe extern "C" fn(
     i32,
 ) -> Status;
 
+type LtHandle = *mut c_void;
+type LtObject = *mut c_void;
+type LtCreateFn = unsafe extern "C" fn(*mut LtHandle) -> Status;
+type LtDestroyFn = unsafe extern "C" fn(LtObject) -> Status;
+type LtDescCreateFn = unsafe extern "C" fn(*mut LtObject, i32, i32) -> Status;
+type LtSetAttributeFn = unsafe extern "C" fn(LtObject, i32, *const c_void, usize) -> Status;
+type LtLayoutCreateFn = unsafe extern "C" fn(*mut LtObject, i32, u64, u64, i64) -> Status;
+type LtPreferenceCreateFn = unsafe extern "C" fn(*mut LtObject) -> Status;
+type LtHeuristicFn = unsafe extern "C" fn(
+    LtHandle,
+    LtObject,
+    LtObject,
+    LtObject,
+    LtObject,
+    LtObject,
+    LtObject,
+    i32,
+    *mut LtHeuristic,
+    *mut i32,
+) -> Status;
+type LtMatmulFn = unsafe extern "C" fn(
+    LtHandle,
+    LtObject,
+    *const c_void,
+    *const c_void,
+    LtObject,
+    *const c_void,
+    LtObject,
+    *const c_void,
+    *const c_void,
+    LtObject,
+    *mut c_void,
+    LtObject,
+    *const LtAlgo,
+    *mut c_void,
+    usize,
+    *mut c_void,
+) -> Status;
+
+/// `cublasLtMatmulAlgo_t`: opaque.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LtAlgo {
+    data: [u64; 8],
+}
+
+/// `cublasLtMatmulHeuristicResult_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LtHeuristic {
+    algo: LtAlgo,
+    workspace_size: usize,
+    state: Status,
+    waves_count: f32,
+    reserved: [i32; 4],
+}
+
+/// `cublasLtMatmulDescAttributes_t`: `op(A)`, `op(B)`.
+const LT_DESC_TRANSA: i32 = 3;
+const LT_DESC_TRANSB: i32 = 4;
+/// `cublasLtMatmulPreferenceAttributes_t`: the most workspace an algorithm may use.
+const LT_PREF_MAX_WORKSPACE_BYTES: i32 = 1;
+
+/// The cuBLASLt entry points of the fp8 reference (`cublasGemmEx` has no fp8).
+#[derive(Clone, Copy)]
+struct Lt {
+    create: LtCreateFn,
+    destroy: LtDestroyFn,
+    desc_create: LtDescCreateFn,
+    desc_destroy: LtDestroyFn,
+    desc_set: LtSetAttributeFn,
+    layout_create: LtLayoutCreateFn,
+    layout_destroy: LtDestroyFn,
+    preference_create: LtPreferenceCreateFn,
+    preference_destroy: LtDestroyFn,
+    preference_set: LtSetAttributeFn,
+    heuristic: LtHeuristicFn,
+    matmul: LtMatmulFn,
+}
+
+impl Lt {
+    /// Resolves the entry points from `lib`, or says which is missing.
+    ///
+    /// # Safety
+    /// `lib` is cuBLASLt; the pointers are used only while it stays loaded.
+    unsafe fn resolve(lib: &Library) -> Result<Lt, String> {
+        let symbol = |name: &str| -> Result<*const (), String> {
+            lib.get::<*const ()>(name.as_bytes())
+                .map(|s| *s)
+                .map_err(|e| format!("cuBLASLt has no {name}: {e}"))
+        };
+        Ok(Lt {
+            create: std::mem::transmute::<*const (), LtCreateFn>(symbol("cublasLtCreate")?),
+            destroy: std::mem::transmute::<*const (), LtDestroyFn>(symbol("cublasLtDestroy")?),
+            desc_create: std::mem::transmute::<*const (), LtDescCreateFn>(symbol(
+                "cublasLtMatmulDescCreate",
+            )?),
+            desc_destroy: std::mem::transmute::<*const (), LtDestroyFn>(symbol(
+                "cublasLtMatmulDescDestroy",
+            )?),
+            desc_set: std::mem::transmute::<*const (), LtSetAttributeFn>(symbol(
+                "cublasLtMatmulDescSetAttribute",
+            )?),
+            layout_create: std::mem::transmute::<*const (), LtLayoutCreateFn>(symbol(
+                "cublasLtMatrixLayoutCreate",
+            )?),
+            layout_destroy: std::mem::transmute::<*const (), LtDestroyFn>(symbol(
+                "cublasLtMatrixLayoutDestroy",
+            )?),
+            preference_create: std::mem::transmute::<*const (), LtPreferenceCreateFn>(symbol(
+                "cublasLtMatmulPreferenceCreate",
+            )?),
+            preference_destroy: std::mem::transmute::<*const (), LtDestroyFn>(symbol(
+                "cublasLtMatmulPreferenceDestroy",
+            )?),
+            preference_set: std::mem::transmute::<*const (), LtSetAttributeFn>(symbol(
+                "cublasLtMatmulPreferenceSetAttribute",
+            )?),
+            heuristic: std::mem::transmute::<*const (), LtHeuristicFn>(symbol(
+                "cublasLtMatmulAlgoGetHeuristic",
+            )?),
+            matmul: std::mem::transmute::<*const (), LtMatmulFn>(symbol("cublasLtMatmul")?),
+        })
+    }
+}
+
 /// A loaded cuBLAS and the entry points roofprobe calls.
 pub struct Cublas {
     /// The file (or name) it was loaded from.
@@ -200,6 +328,8 @@ pub struct Cublas {
     destroy: DestroyFn,
     set_stream: SetStreamFn,
     gemm_ex: GemmExFn,
+    /// cuBLASLt's entry points, or why there are none.
+    lt: Result<Lt, String>,
     // The libraries stay loaded for the process (the function pointers point into them).
     _lib: Library,
     _lt: Option<Library>,
@@ -230,6 +360,15 @@ fn load(candidate: &Candidate) -> Result<Cublas, String> {
         Candidate::Name(n) => unsafe { Library::new(n) },
     }
     .map_err(|e| format!("{}: {e}", candidate.describe()))?;
+    // From the search path, cuBLASLt is the one cuBLAS loaded (its dependency): open it by the
+    // matching name to resolve its entry points.
+    let lt = lt.or_else(|| match candidate {
+        Candidate::Name(n) => {
+            // SAFETY: as above.
+            unsafe { Library::new(n.replace("libcublas", "libcublasLt")) }.ok()
+        }
+        Candidate::Path(_) => None,
+    });
     // SAFETY: the symbols are cuBLAS's documented C entry points with these signatures
     // (cublas_api.h); the pointers stay valid while `lib` is loaded, which `Cublas` keeps.
     unsafe {
@@ -261,6 +400,11 @@ fn load(candidate: &Candidate) -> Result<Cublas, String> {
             destroy,
             set_stream,
             gemm_ex,
+            // SAFETY: cuBLASLt's documented entry points (cublasLt.h), kept loaded in `_lt`.
+            lt: match &lt {
+                Some(l) => Lt::resolve(l),
+                None => Err("no cuBLASLt beside cuBLAS".to_string()),
+            },
             _lib: lib,
             _lt: lt,
         })
@@ -386,6 +530,188 @@ impl CublasHandle {
     }
 }
 
+/// A cuBLASLt fp8 product set up once and run many times: `C = A · Bᵀ` for row-major A (m × k,
+/// row stride lda) and B (n × k, row stride ldb) in e4m3 and C (m × n) in f32, f32 compute and
+/// scale, no scaling factors. In cuBLASLt's column-major terms it is `Cᵀ (n × m) = op(B) · A`
+/// with B transposed and A not: the "TN" form fp8 requires.
+pub struct LtFp8Gemm {
+    lt: Lt,
+    handle: LtHandle,
+    desc: LtObject,
+    /// The layouts of B, A and C (D is C: written in place, beta 0).
+    layouts: [LtObject; 3],
+    algo: LtAlgo,
+    /// Bytes of workspace the chosen algorithm uses (at most the caller's).
+    pub workspace_bytes: usize,
+}
+
+impl Cublas {
+    /// An fp8 product of this shape on cuBLASLt with at most `workspace_bytes` of workspace, its
+    /// algorithm chosen by cuBLASLt's heuristic; or why not (no cuBLASLt, no fp8 algorithm).
+    ///
+    /// # Safety
+    /// The current context is bound to this thread.
+    pub unsafe fn fp8_gemm(
+        &'static self,
+        m: u64,
+        n: u64,
+        k: u64,
+        lda: u64,
+        ldb: u64,
+        workspace_bytes: usize,
+    ) -> Result<LtFp8Gemm, String> {
+        let lt = *self.lt.as_ref().map_err(Clone::clone)?;
+        let check = |what: &str, status: Status| {
+            if status == 0 {
+                Ok(())
+            } else {
+                Err(format!("{what} failed with status {status}"))
+            }
+        };
+        let mut g = LtFp8Gemm {
+            lt,
+            handle: std::ptr::null_mut(),
+            desc: std::ptr::null_mut(),
+            layouts: [std::ptr::null_mut(); 3],
+            algo: LtAlgo::default(),
+            workspace_bytes: 0,
+        };
+        // (dropping `g` on an error destroys what was made)
+        check("cublasLtCreate", (lt.create)(&mut g.handle))?;
+        check(
+            "cublasLtMatmulDescCreate",
+            (lt.desc_create)(&mut g.desc, COMPUTE_32F, R_32F),
+        )?;
+        for (attr, op) in [(LT_DESC_TRANSA, OP_T), (LT_DESC_TRANSB, OP_N)] {
+            check(
+                "cublasLtMatmulDescSetAttribute",
+                (lt.desc_set)(
+                    g.desc,
+                    attr,
+                    (&op as *const i32).cast(),
+                    std::mem::size_of::<i32>(),
+                ),
+            )?;
+        }
+        let ld = |v: u64| i64::try_from(v).map_err(|_| format!("{v} does not fit cuBLASLt"));
+        for (i, (ty, rows, cols, stride)) in [
+            (R_8F_E4M3, k, n, ld(ldb)?),
+            (R_8F_E4M3, k, m, ld(lda)?),
+            (R_32F, n, m, ld(n)?),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            check(
+                "cublasLtMatrixLayoutCreate",
+                (lt.layout_create)(&mut g.layouts[i], ty, rows, cols, stride),
+            )?;
+        }
+        let mut preference: LtObject = std::ptr::null_mut();
+        check(
+            "cublasLtMatmulPreferenceCreate",
+            (lt.preference_create)(&mut preference),
+        )?;
+        let bytes = workspace_bytes as u64;
+        let mut result = LtHeuristic::default();
+        let mut found = 0;
+        let status = (lt.preference_set)(
+            preference,
+            LT_PREF_MAX_WORKSPACE_BYTES,
+            (&bytes as *const u64).cast(),
+            std::mem::size_of::<u64>(),
+        );
+        let heuristic = if status == 0 {
+            (lt.heuristic)(
+                g.handle,
+                g.desc,
+                g.layouts[0],
+                g.layouts[1],
+                g.layouts[2],
+                g.layouts[2],
+                preference,
+                1,
+                &mut result,
+                &mut found,
+            )
+        } else {
+            status
+        };
+        (lt.preference_destroy)(preference);
+        check("cublasLtMatmulAlgoGetHeuristic", heuristic)?;
+        if found < 1 || result.state != 0 {
+            return Err(format!(
+                "cuBLASLt has no fp8 e4m3 algorithm for {m}x{n}x{k} (state {})",
+                result.state
+            ));
+        }
+        g.algo = result.algo;
+        g.workspace_bytes = result.workspace_size;
+        Ok(g)
+    }
+}
+
+impl LtFp8Gemm {
+    /// Queues the product on `stream` (a `CUstream` of the current context).
+    ///
+    /// # Safety
+    /// a, b and c are device arrays of at least m × lda, n × ldb bytes and m × n f32 on that
+    /// context; `workspace` is a device array of at least [`LtFp8Gemm::workspace_bytes`].
+    pub unsafe fn run(
+        &self,
+        a: u64,
+        b: u64,
+        c: u64,
+        workspace: u64,
+        stream: *mut c_void,
+    ) -> Result<(), String> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let status = (self.lt.matmul)(
+            self.handle,
+            self.desc,
+            (&alpha as *const f32).cast(),
+            b as *const c_void,
+            self.layouts[0],
+            a as *const c_void,
+            self.layouts[1],
+            (&beta as *const f32).cast(),
+            c as *const c_void,
+            self.layouts[2],
+            c as *mut c_void,
+            self.layouts[2],
+            &self.algo,
+            workspace as *mut c_void,
+            self.workspace_bytes,
+            stream,
+        );
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(format!("cublasLtMatmul failed with status {status}"))
+        }
+    }
+}
+
+impl Drop for LtFp8Gemm {
+    fn drop(&mut self) {
+        // SAFETY: each object was made by this cuBLASLt (null where it was not) and is
+        // destroyed once.
+        unsafe {
+            for layout in self.layouts {
+                if !layout.is_null() {
+                    (self.lt.layout_destroy)(layout);
+                }
+            }
+            if !self.desc.is_null() {
+                (self.lt.desc_destroy)(self.desc);
+            }
+            if !self.handle.is_null() {
+                (self.lt.destroy)(self.handle);
+            }
+        }
+    }
+}
+
 impl Drop for CublasHandle {
     fn drop(&mut self) {
         // SAFETY: the handle was created by this library and is destroyed once.
@@ -438,6 +764,19 @@ mod tests {
             candidates(&only),
             [Candidate::Path("/x/libcublas.so.13".into())]
         );
+    }
+
+    /// The cuBLASLt structures passed by pointer have cublasLt.h's layout: the algorithm 8
+    /// 64-bit words, the heuristic result the algorithm, a size_t, a status, a float and 4 ints
+    /// (96 bytes).
+    #[test]
+    fn lt_structures_have_the_headers_layout() {
+        assert_eq!(std::mem::size_of::<LtAlgo>(), 64);
+        assert_eq!(std::mem::size_of::<LtHeuristic>(), 96);
+        assert_eq!(std::mem::offset_of!(LtHeuristic, workspace_size), 64);
+        assert_eq!(std::mem::offset_of!(LtHeuristic, state), 72);
+        assert_eq!(std::mem::offset_of!(LtHeuristic, waves_count), 76);
+        assert_eq!(std::mem::offset_of!(LtHeuristic, reserved), 80);
     }
 
     /// Without cuBLAS (this machine, CI) the search says what it tried and how to name one; an

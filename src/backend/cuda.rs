@@ -1173,8 +1173,11 @@ fn encode_tensor_map(
         self as cu, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
         CUtensorMapL2promotion, CUtensorMapSwizzle,
     };
+    // fp8 is copied as bytes (the driver has no fp8 type before CUDA 12.8, and TMA does not
+    // convert)
     let data_type = match map.precision {
         crate::bench::Precision::F16F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        crate::bench::Precision::E4m3F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
         _ => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
     };
     let swizzle = match map.swizzle_bytes {

@@ -11,6 +11,11 @@
 //!   shortcut, beside our SIMT kernel; f32 output) on the backend's
 //!   stream, timed by the same events, and checked by the same check. Without cuBLAS
 //!   ([`crate::backend::cublas`]) the row says `skipped: <why>`.
+//! - The fp8 (e4m3) reference runs on the arrays of Hopper's TMA kernel (rows padded to 16
+//!   bytes) through cuBLASLt (`cublasLtMatmul`, which fp8 needs: `cublasGemmEx` has none), TN,
+//!   f32 compute and output, no scaling factors, the first algorithm cuBLASLt's heuristic gives
+//!   with up to [`LT_WORKSPACE_BYTES`] of workspace; without cuBLASLt or an fp8 algorithm the
+//!   row says `skipped: <why>`.
 //!
 //! A child module of `cuda.rs` (it uses the backend's context, stream and health directly), kept
 //! in its own file so the GEMM's driver code stays apart from the rest.
@@ -19,13 +24,13 @@
 //! interfaces and checked only by the compiler here.
 
 use super::{CudaBackend, GpuCase};
-use crate::backend::cublas::{self, CublasHandle};
+use crate::backend::cublas::{self, CublasHandle, LtFp8Gemm};
 use crate::backend::launch::{Launch, Role};
 use crate::backend::PreparedCase;
 use crate::bench::{gemm, Case, Precision, Verdict};
 use crate::{Error, Result};
 use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::CudaFunction;
+use cudarc::driver::{CudaFunction, CudaSlice};
 
 /// Dynamic shared memory a function may use without raising its limit.
 pub const DEFAULT_DYNAMIC_SHARED_BYTES: u32 = 48 << 10;
@@ -73,19 +78,46 @@ fn cublas_types(precision: Precision) -> Option<(i32, i32)> {
     }
 }
 
-/// A cuBLAS row: the arrays (and events) of the PTX case of the same shape, and a handle.
+/// How a reference row computes: `cublasGemmEx` on a handle, or a cuBLASLt fp8 product and
+/// its workspace.
+enum Reference {
+    GemmEx {
+        handle: CublasHandle,
+        input_type: i32,
+        compute_type: i32,
+    },
+    Fp8 {
+        gemm: Box<LtFp8Gemm>,
+        workspace: CudaSlice<u8>,
+    },
+}
+
+/// Workspace offered to cuBLASLt's fp8 algorithms (a split-K algorithm may use it).
+pub const LT_WORKSPACE_BYTES: usize = 32 << 20;
+
+/// A cuBLAS row: the arrays (and events) of our kernel's case of the same shape, and what runs
+/// the product.
 struct CublasCase<'b> {
     inner: GpuCase<'b>,
-    handle: CublasHandle,
+    reference: Reference,
     shape: gemm::Shape,
-    input_type: i32,
-    compute_type: i32,
     lda: u64,
     ldb: u64,
     version: &'static str,
 }
 
-/// Prepares a cuBLAS row, or `Error::Skipped` saying why there is no cuBLAS.
+/// Our kernel whose arrays a reference row of `precision` uses: the PTX kernel's, or for fp8
+/// (which only Hopper's TMA kernel takes) the TMA kernel's.
+fn ours_for(precision: Precision) -> &'static str {
+    if precision == Precision::E4m3F32 {
+        gemm::GPU_TMA
+    } else {
+        gemm::GPU_OURS
+    }
+}
+
+/// Prepares a cuBLAS row, or `Error::Skipped` saying why there is no cuBLAS (or, for fp8, no
+/// cuBLASLt).
 pub(super) fn prepare_cublas<'b>(
     backend: &'b CudaBackend,
     case: &Case,
@@ -94,33 +126,62 @@ pub(super) fn prepare_cublas<'b>(
         Ok(found) => found,
         Err(why) => return Err(Error::Skipped(why.clone())),
     };
-    let (input_type, compute_type) = cublas_types(case.precision)
-        .ok_or_else(|| Error::Usage(format!("no cuBLAS GEMM for {}", case.precision)))?;
+    let fp8 = case.precision == Precision::E4m3F32;
+    let types = cublas_types(case.precision);
+    if !fp8 && types.is_none() {
+        return Err(Error::Usage(format!(
+            "no cuBLAS GEMM for {}",
+            case.precision
+        )));
+    }
     let shape = gemm::shape_of(case).map_err(Error::Usage)?;
-    let lda = gemm::gpu_leading_dimension(shape.k);
+    let lda = gemm::gpu_leading_dimension(case.precision, shape.k);
     let ldb = lda;
     // The same arrays as our kernel's row: its launch description, allocated and filled.
     let mut ours = case.clone();
-    ours.kernel = gemm::GPU_OURS.to_string();
+    ours.kernel = ours_for(case.precision).to_string();
     let inner = GpuCase::new(backend, &ours)?;
-    let stream = backend.stream.cu_stream() as *mut std::ffi::c_void;
-    let handle = backend
-        .call("binding the context for cuBLAS", || {
-            backend.ctx.bind_to_thread()
-        })
-        .and_then(|()| {
+    backend.call("binding the context for cuBLAS", || {
+        backend.ctx.bind_to_thread()
+    })?;
+    let reference = match types {
+        Some((input_type, compute_type)) => {
+            let stream = backend.stream.cu_stream() as *mut std::ffi::c_void;
             // SAFETY: the stream is the backend's live stream; its context is bound above.
-            unsafe { found.handle(stream) }.map_err(|message| Error::Driver {
+            let handle = unsafe { found.handle(stream) }.map_err(|message| Error::Driver {
                 during: "creating a cuBLAS handle".into(),
                 message,
-            })
-        })?;
+            })?;
+            Reference::GemmEx {
+                handle,
+                input_type,
+                compute_type,
+            }
+        }
+        None => {
+            // SAFETY: the context is bound above.
+            let gemm = match unsafe {
+                found.fp8_gemm(shape.m, shape.n, shape.k, lda, ldb, LT_WORKSPACE_BYTES)
+            } {
+                Ok(g) => g,
+                // no cuBLASLt, or no fp8 algorithm for this device and shape: a reason, no row
+                Err(why) => return Err(Error::Skipped(why)),
+            };
+            let workspace = backend.call("allocating cuBLASLt's workspace", || {
+                backend
+                    .stream
+                    .alloc_zeros::<u8>(gemm.workspace_bytes.max(1))
+            })?;
+            Reference::Fp8 {
+                gemm: Box::new(gemm),
+                workspace,
+            }
+        }
+    };
     Ok(Box::new(CublasCase {
         inner,
-        handle,
+        reference,
         shape,
-        input_type,
-        compute_type,
         lda,
         ldb,
         version: &found.version,
@@ -133,11 +194,19 @@ impl CublasCase<'_> {
         let stream = &*self.inner.backend.stream;
         Ok(self.inner.array(role)?.address(stream))
     }
+
+    /// What runs the product, for the messages.
+    fn call_name(&self) -> &'static str {
+        match self.reference {
+            Reference::GemmEx { .. } => "cublasGemmEx",
+            Reference::Fp8 { .. } => "cublasLtMatmul",
+        }
+    }
 }
 
 impl PreparedCase for CublasCase<'_> {
     fn run(&mut self, reps: u32) -> Result<f64> {
-        let during = format!("running cublasGemmEx on {}", self.shape);
+        let during = format!("running {} on {}", self.call_name(), self.shape);
         let (a, b, c) = (
             self.address(Role::Input(0))?,
             self.address(Role::Input(1))?,
@@ -151,29 +220,38 @@ impl PreparedCase for CublasCase<'_> {
         let backend = self.inner.backend;
         let (start, end) = &*self.inner.events;
         let stream = &*backend.stream;
+        let workspace = match &self.reference {
+            Reference::Fp8 { workspace, .. } => {
+                use cudarc::driver::DevicePtr;
+                workspace.device_ptr(stream).0
+            }
+            Reference::GemmEx { .. } => 0,
+        };
         backend.call(&during, || start.record(stream))?;
         for _ in 0..reps {
             // SAFETY: a, b and c are the device arrays of this case's launch description, of
-            // m × lda, n × ldb and m × n elements; the handle's stream is the backend's.
-            unsafe {
-                self.handle
-                    .gemm_tn(
-                        m,
-                        n,
-                        k,
-                        self.input_type,
-                        self.compute_type,
+            // m × lda, n × ldb and m × n elements; the handle's stream is the backend's; the
+            // workspace is at least what the fp8 algorithm asked for.
+            let result = unsafe {
+                match &self.reference {
+                    Reference::GemmEx {
+                        handle,
+                        input_type,
+                        compute_type,
+                    } => handle.gemm_tn(m, n, k, *input_type, *compute_type, a, lda, b, ldb, c),
+                    Reference::Fp8 { gemm, .. } => gemm.run(
                         a,
-                        lda,
                         b,
-                        ldb,
                         c,
-                    )
-                    .map_err(|message| Error::Driver {
-                        during: during.clone(),
-                        message,
-                    })?;
-            }
+                        workspace,
+                        stream.cu_stream() as *mut std::ffi::c_void,
+                    ),
+                }
+            };
+            result.map_err(|message| Error::Driver {
+                during: during.clone(),
+                message,
+            })?;
         }
         backend.call(&during, || end.record(stream))?;
         // The batch's runaway deadline follows the case, as for every kernel (cuda.rs).
@@ -190,16 +268,23 @@ impl PreparedCase for CublasCase<'_> {
     }
 
     fn launch_note(&self) -> String {
-        format!(
-            "cublasGemmEx TN, {} compute, cuBLAS {}, lda = ldb = {}",
-            if self.compute_type == cublas::COMPUTE_32F_FAST_TF32 {
-                "f32 (fast tf32)"
-            } else {
-                "f32"
-            },
-            self.version,
-            self.lda
-        )
+        match &self.reference {
+            Reference::GemmEx { compute_type, .. } => format!(
+                "cublasGemmEx TN, {} compute, cuBLAS {}, lda = ldb = {}",
+                if *compute_type == cublas::COMPUTE_32F_FAST_TF32 {
+                    "f32 (fast tf32)"
+                } else {
+                    "f32"
+                },
+                self.version,
+                self.lda
+            ),
+            Reference::Fp8 { gemm, .. } => format!(
+                "cublasLtMatmul TN, e4m3 in, f32 compute and out, no scaling, heuristic's \
+                 first algorithm ({} bytes of workspace), cuBLAS {}, lda = ldb = {}",
+                gemm.workspace_bytes, self.version, self.lda
+            ),
+        }
     }
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
@@ -227,5 +312,10 @@ mod tests {
             assert!(cublas_types(p).is_some(), "{p} has no cuBLAS reference");
         }
         assert_eq!(cublas_types(Precision::F64), None);
+        // fp8 has no cublasGemmEx: cuBLASLt, on the arrays of the TMA kernel (the only one
+        // that takes e4m3)
+        assert_eq!(cublas_types(Precision::E4m3F32), None);
+        assert_eq!(ours_for(Precision::E4m3F32), gemm::GPU_TMA);
+        assert_eq!(ours_for(Precision::Bf16F32), gemm::GPU_OURS);
     }
 }

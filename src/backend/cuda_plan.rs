@@ -113,11 +113,10 @@ pub fn sweep_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<PlannedCase> {
 /// an H200 is about 9 ms there; on a small GPU the largest squares are left out.
 pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.5;
 
-/// Square sides the tf32 GEMM runs on: the smallest (the simulated driver's row) and 4096³, as
-/// f16 (about 0.3 ms at an H200's tf32 peak: long enough for the tensor rate, with a quarter of
-/// 8192³'s arrays to fill); a default run on an H200 must fit in four minutes, so tf32 gets two
-/// points, not a sweep (8192³ was its large point until Hopper's TMA GEMM took the room).
-pub const GEMM_TF32_SQUARE: [u64; 2] = [256, 4096];
+/// Square sides the tf32 GEMM runs on: the smallest (the simulated driver's row) and the
+/// largest bf16's headline shape; a default run on an H200 must fit in four minutes, so tf32
+/// gets two points, not a sweep.
+pub const GEMM_TF32_SQUARE: [u64; 2] = [256, 8192];
 
 /// Square sides the f16 GEMM runs on: f16 and bf16 inputs run at one tensor rate on every GPU
 /// roofprobe knows, so bf16 carries the sweep and f16 two points beside it (the simulated
@@ -184,7 +183,7 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
         );
     }
     if runs_wgmma(device.compute_capability) {
-        // Hopper's two GEMMs (wgmma fed by cp.async, and by TMA with a producer warpgroup) on
+        // Hopper's two bf16 GEMMs (wgmma fed by cp.async, and by TMA with a producer warpgroup) on
         // the square their judgement names, 8192³ bf16, or on a device too small for it the
         // largest bf16 square planned (the simulated driver's 256³), right after the cuBLAS row
         // of that square (their ratio is to the reference measured before them); the batch
@@ -206,11 +205,18 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
                     .max_by_key(|(_, c)| side(c))
                     .map(|(i, _)| i)
             });
+        // and the fp8 (e4m3) pair on the same square: cuBLASLt, then the TMA kernel
         if let Some(at) = at {
             let shape = gemm::shape_of(&out[at]).expect("a square");
-            for (i, kernel) in HOPPER_GEMMS.into_iter().enumerate() {
-                out.insert(at + 1 + i, gemm::case(kernel, Precision::Bf16F32, shape));
-            }
+            let fp8 = Precision::E4m3F32;
+            let added = HOPPER_GEMMS
+                .into_iter()
+                .map(|kernel| gemm::case(kernel, Precision::Bf16F32, shape))
+                .chain([
+                    gemm::case(gemm::GPU_REFERENCE, fp8, shape),
+                    gemm::case(gemm::GPU_TMA, fp8, shape),
+                ]);
+            out.splice(at + 1..at + 1, added);
         }
     }
     out
@@ -530,7 +536,7 @@ mod tests {
     }
 
     /// An H200 plans every square from 256³ to 16384³ in bf16 and f16, the whole batch sweep
-    /// in bf16, 256³ and 4096³ in tf32, and 4096³ in f32 (the SIMT kernel), cuBLAS before ours
+    /// in bf16, 256³ and 8192³ in tf32, and 4096³ in f32 (the SIMT kernel), cuBLAS before ours
     /// on each shape.
     #[test]
     fn gemm_cases_cover_the_sweeps_on_a_big_gpu() {
@@ -560,15 +566,21 @@ mod tests {
         assert_eq!(cases[at - 1].id(), "gemm/cublas/bf16.f32/8192x8192x8192");
         assert_eq!(cases[at].id(), "gemm/wgmma/bf16.f32/8192x8192x8192");
         assert_eq!(cases[at + 1].id(), "gemm/tma/bf16.f32/8192x8192x8192");
+        assert_eq!(cases[at + 2].id(), "gemm/cublas/e4m3.f32/8192x8192x8192");
+        assert_eq!(cases[at + 3].id(), "gemm/tma/e4m3.f32/8192x8192x8192");
         assert_eq!(count("wgmma", Precision::Bf16F32), 1);
         assert_eq!(count("tma", Precision::Bf16F32), 1);
+        assert_eq!(count("tma", Precision::E4m3F32), 1);
+        assert_eq!(count("cublas", Precision::E4m3F32), 1);
         let a100 = DeviceModel {
             compute_capability: (8, 0),
             ..model
         };
         assert!(gemm_cases(&a100, SizeRequest::Auto)
             .iter()
-            .all(|c| c.kernel != "wgmma" && c.kernel != "tma"));
+            .all(|c| c.kernel != "wgmma"
+                && c.kernel != "tma"
+                && c.precision != Precision::E4m3F32));
         // a Hopper too small for 8192³ (the simulated driver's): its largest bf16 square
         let tiny = DeviceModel {
             usable_bytes: 64 << 20,
@@ -576,14 +588,18 @@ mod tests {
         };
         let hopper: Vec<String> = gemm_cases(&tiny, SizeRequest::Auto)
             .iter()
-            .filter(|c| HOPPER_GEMMS.contains(&c.kernel.as_str()))
+            .filter(|c| {
+                HOPPER_GEMMS.contains(&c.kernel.as_str()) || c.precision == Precision::E4m3F32
+            })
             .map(|c| c.id())
             .collect();
         assert_eq!(
             hopper,
             [
                 "gemm/wgmma/bf16.f32/2048x2048x2048",
-                "gemm/tma/bf16.f32/2048x2048x2048"
+                "gemm/tma/bf16.f32/2048x2048x2048",
+                "gemm/cublas/e4m3.f32/2048x2048x2048",
+                "gemm/tma/e4m3.f32/2048x2048x2048",
             ]
         );
         let mut ids: Vec<String> = cases.iter().map(|c| c.id()).collect();
@@ -599,7 +615,7 @@ mod tests {
         assert_eq!(count("cublas", Precision::Tf32F32), 2);
         assert!(cases
             .iter()
-            .any(|c| c.id() == "gemm/ptx/tf32.f32/4096x4096x4096"));
+            .any(|c| c.id() == "gemm/ptx/tf32.f32/8192x8192x8192"));
         let f32_ids: Vec<String> = cases
             .iter()
             .filter(|c| c.precision == Precision::F32)

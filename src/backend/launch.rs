@@ -183,14 +183,16 @@ pub enum Role {
 pub const TENSOR_MAP_BYTES: u32 = 128;
 
 /// A rank-2 tiled tensor map over one of the launch's arrays, as `cuTensorMapEncodeTiled` makes
-/// it once the array has its device address: 16-bit floating-point elements, no interleave,
+/// it once the array has its device address: 16-bit floating-point or 8-bit elements (fp8 is
+/// copied as bytes, `UINT8`), no interleave,
 /// element strides 1, out-of-bounds elements read as zero. The kernel's
 /// `cp.async.bulk.tensor.2d` copies one box of it to shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TensorMap {
     /// The array it reaches.
     pub role: Role,
-    /// The element type: bf16 for [`Precision::Bf16F32`], f16 for [`Precision::F16F32`].
+    /// The element type: bf16 for [`Precision::Bf16F32`], f16 for [`Precision::F16F32`], bytes
+    /// for [`Precision::E4m3F32`].
     pub precision: Precision,
     /// Extent in elements, innermost (contiguous) first.
     pub dims: [u64; 2],
@@ -204,7 +206,9 @@ pub struct TensorMap {
 
 impl TensorMap {
     /// Bytes per element.
-    pub const ELEMENT_BYTES: u64 = 2;
+    pub fn element_bytes(&self) -> u64 {
+        gemm::input_bytes(self.precision)
+    }
 }
 
 /// One argument's value. Scalars carry their value here, so their width is their kind's.
@@ -733,7 +737,7 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                     name: gemm::wgmma_entry_name(p),
                 });
             }
-            if case.kernel == gemm::GPU_TMA && gemm::WGMMA_PRECISIONS.contains(&p) {
+            if case.kernel == gemm::GPU_TMA && gemm::TMA_PRECISIONS.contains(&p) {
                 return Ok(Entry {
                     module: ModuleId::GemmTma(p),
                     name: gemm::tma_entry_name(p),
@@ -905,10 +909,10 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
             // One block per 128 × 128 tile of C: the grid is the shape's, not `grid`.
             let shape = gemm::shape_of(case)?;
             let (lda, ldb) = (
-                gemm::gpu_leading_dimension(shape.k),
-                gemm::gpu_leading_dimension(shape.k),
+                gemm::gpu_leading_dimension(p, shape.k),
+                gemm::gpu_leading_dimension(p, shape.k),
             );
-            gemm::check_operands(shape, lda, ldb)?;
+            gemm::check_operands(p, shape, lda, ldb)?;
             let operand = |i: u8, matrix: u64, rows: u64, ld: u64| Buffer {
                 role: Role::Input(i),
                 // two 16-bit elements or one f32 per word; ld is even
@@ -940,8 +944,8 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                         role: Role::Input(i),
                         precision: p,
                         dims: [shape.k, rows],
-                        row_bytes: ld * TensorMap::ELEMENT_BYTES,
-                        box_dims: gemm::tma_box(matrix),
+                        row_bytes: ld * gemm::input_bytes(p),
+                        box_dims: gemm::tma_box(p, matrix),
                         swizzle_bytes: gemm::TMA_SWIZZLE_BYTES,
                     })
                 };

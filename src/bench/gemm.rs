@@ -346,6 +346,7 @@ fn input_type(precision: Precision) -> &'static str {
         Precision::F16F32 => "f16",
         Precision::Tf32F32 => "tf32",
         SIMT_PRECISION => "f32",
+        Precision::E4m3F32 => "e4m3",
         other => panic!("{other} has no PTX GEMM kernel"),
     }
 }
@@ -473,7 +474,7 @@ pub fn expand_wgmma(precision: Precision) -> String {
             ));
         }
     }
-    let mmas = wgmma_mmas(ty);
+    let mmas = wgmma_mmas(precision);
     let store = wgmma_store();
     // 128-byte swizzle (1 in bits 62-63), SBO 1024 (64 in bits 32-45), LBO 1
     let desc = (1u64 << 62) | (64u64 << 32) | (1u64 << 16);
@@ -501,7 +502,15 @@ fn wgmma_zero() -> String {
 
 /// The 4 `wgmma.m64n256k16` of one 64-element K tile, from descriptors `%rd16` (A) and `%rd17`
 /// (B), 32 bytes further for each step, accumulating under `%p6`.
-fn wgmma_mmas(ty: &str) -> String {
+fn wgmma_mmas(precision: Precision) -> String {
+    let ty = input_type(precision);
+    // every instruction reads 32 bytes of K: k16 of a 16-bit type, k32 of fp8 (which takes no
+    // transpose operands: K-major only)
+    let (k, tail) = if input_bytes(precision) == 1 {
+        (32, "")
+    } else {
+        (16, ", 0, 0")
+    };
     let acc = (0..128)
         .map(|i| format!("%acc{i}"))
         .collect::<Vec<_>>()
@@ -518,7 +527,7 @@ fn wgmma_mmas(ty: &str) -> String {
             ("%rd21", "%rd22")
         };
         mmas.push_str(&format!(
-            "    wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty} {{{acc}}}, {a}, {b}, %p6, 1, 1, 0, 0;\n"
+            "    wgmma.mma_async.sync.aligned.m64n256k{k}.f32.{ty}.{ty} {{{acc}}}, {a}, {b}, %p6, 1, 1{tail};\n"
         ));
     }
     mmas
@@ -566,15 +575,32 @@ pub const TMA_SHARED_BYTES: u32 = WGMMA_SHARED_BYTES + 64;
 /// of a tile is one 128-byte swizzle line, which the `wgmma` descriptors read (mode 1).
 pub const TMA_SWIZZLE_BYTES: u32 = 128;
 
+/// The TMA GEMM's input types (f32 accumulation and output): the Hopper GEMM's, and fp8 e4m3.
+pub const TMA_PRECISIONS: [Precision; 3] =
+    [Precision::Bf16F32, Precision::F16F32, Precision::E4m3F32];
+
+/// Bytes of K in one K tile of the TMA GEMM: one 128-byte swizzle line per row.
+pub const TMA_TILE_K_BYTES: u64 = 128;
+
+/// Elements of K in one K tile of the TMA GEMM: 64 of a 16-bit type, 128 of fp8.
+pub fn tma_tile_k(precision: Precision) -> u64 {
+    TMA_TILE_K_BYTES / input_bytes(precision)
+}
+
+/// log2 of [`tma_tile_k`]: the kernel's shift from a K tile's index to its first element.
+fn tma_k_shift(precision: Precision) -> u32 {
+    tma_tile_k(precision).trailing_zeros()
+}
+
 /// The box one TMA load of the TMA GEMM copies, in elements, K first: a K tile of A's 128 rows
 /// (`matrix` 0) or of B's 256 (`matrix` 1).
-pub fn tma_box(matrix: u64) -> [u32; 2] {
+pub fn tma_box(precision: Precision, matrix: u64) -> [u32; 2] {
     let rows = if matrix == 0 {
         WGMMA_TILE_M
     } else {
         WGMMA_TILE_N
     };
-    [WGMMA_TILE_K as u32, rows as u32]
+    [tma_tile_k(precision) as u32, rows as u32]
 }
 
 /// The PTX entry of the TMA GEMM: `gemm_tma_bf16_f32`.
@@ -582,10 +608,10 @@ pub fn tma_entry_name(precision: Precision) -> String {
     format!("gemm_tma_{}_f32", input_type(precision))
 }
 
-/// The TMA GEMM's module for `precision` (bf16 or f16), expanded from [`TMA_TEMPLATE`].
+/// The TMA GEMM's module for `precision` (bf16, f16 or e4m3), expanded from [`TMA_TEMPLATE`].
 pub fn expand_tma(precision: Precision) -> String {
     assert!(
-        WGMMA_PRECISIONS.contains(&precision),
+        TMA_PRECISIONS.contains(&precision),
         "{precision} has no TMA GEMM"
     );
     let ty = input_type(precision);
@@ -602,7 +628,12 @@ pub fn expand_tma(precision: Precision) -> String {
     [
         ("@INIT@", init),
         ("@ZERO@", wgmma_zero()),
-        ("@MMAS@", wgmma_mmas(ty)),
+        ("@MMAS@", wgmma_mmas(precision)),
+        ("@KSHIFT@", tma_k_shift(precision).to_string()),
+        (
+            "@KROUND@",
+            ((1u32 << tma_k_shift(precision)) - 1).to_string(),
+        ),
         ("@STORE@", wgmma_store()),
         ("@DESC@", desc.to_string()),
         ("@IN@", ty.to_string()),
@@ -614,10 +645,21 @@ pub fn expand_tma(precision: Precision) -> String {
     })
 }
 
+/// Elements a PTX GEMM's rows of A and B are padded to a multiple of: [`GPU_ROW_ALIGN`], or 16
+/// for fp8 inputs (16-byte rows either way for f16, bf16 and fp8; 32 for f32).
+pub fn gpu_row_align(precision: Precision) -> u64 {
+    if input_bytes(precision) == 1 {
+        16
+    } else {
+        GPU_ROW_ALIGN
+    }
+}
+
 /// The leading dimension (row stride, elements) the PTX kernels get for A and B: K rounded up
-/// to [`GPU_ROW_ALIGN`]; the padding holds zeros the kernel never reads.
-pub fn gpu_leading_dimension(k: u64) -> u64 {
-    k.div_ceil(GPU_ROW_ALIGN) * GPU_ROW_ALIGN
+/// to [`gpu_row_align`]; the padding holds zeros the kernel never reads.
+pub fn gpu_leading_dimension(precision: Precision, k: u64) -> u64 {
+    let align = gpu_row_align(precision);
+    k.div_ceil(align) * align
 }
 
 /// Blocks of a PTX GEMM launch: one per 128 × 128 tile of C.
@@ -627,9 +669,14 @@ pub fn gpu_blocks(shape: Shape) -> u64 {
 
 /// What the PTX kernels need of their operands, checked before a launch: dimensions that fit
 /// the kernel's `.u32` parameters and 2^31 − 1 blocks, leading dimensions that are multiples of
-/// [`GPU_ROW_ALIGN`] and at least K (16-byte aligned rows; the device arrays themselves are
+/// [`gpu_row_align`] and at least K (16-byte aligned rows; the device arrays themselves are
 /// 256-byte aligned).
-pub fn check_operands(shape: Shape, lda: u64, ldb: u64) -> Result<(), String> {
+pub fn check_operands(
+    precision: Precision,
+    shape: Shape,
+    lda: u64,
+    ldb: u64,
+) -> Result<(), String> {
     let fits = |v: u64| v <= u32::MAX as u64;
     if !(fits(shape.m) && fits(shape.n) && fits(shape.k) && fits(lda) && fits(ldb)) {
         return Err(format!(
@@ -641,11 +688,12 @@ pub fn check_operands(shape: Shape, lda: u64, ldb: u64) -> Result<(), String> {
             "{shape}: more tiles than the driver's 2^31 - 1 blocks"
         ));
     }
+    let align = gpu_row_align(precision);
     for (name, ld) in [("lda", lda), ("ldb", ldb)] {
-        if ld < shape.k || ld % GPU_ROW_ALIGN != 0 {
+        if ld < shape.k || ld % align != 0 {
             return Err(format!(
-                "{shape}: {name} = {ld} must be at least K and a multiple of {GPU_ROW_ALIGN} \
-                 elements (16-byte rows for cp.async)"
+                "{shape}: {name} = {ld} must be at least K and a multiple of {align} \
+                 elements (16-byte rows for cp.async and TMA)"
             ));
         }
     }
@@ -661,13 +709,33 @@ pub fn input_bits16(precision: Precision, v: i64) -> u16 {
     }
 }
 
-/// 32-bit words of a PTX GEMM input of `rows` rows of `ld` elements: two 16-bit elements per
-/// word, or one f32 (tf32 and SIMT f32 inputs are f32 in memory).
+/// Bits of the fp8 input element `v` (a small integer, ±1 … ±4: exact) in `precision`'s type.
+pub fn input_bits8(precision: Precision, v: i64) -> u8 {
+    assert_eq!(
+        precision,
+        Precision::E4m3F32,
+        "{precision} has no 8-bit GEMM inputs"
+    );
+    // e4m3: exponent bias 7, 3 mantissa bits
+    let magnitude = match v.abs() {
+        0 => 0x00,
+        1 => 0x38, // 2^0
+        2 => 0x40, // 2^1
+        3 => 0x44, // 2^1 × 1.5
+        4 => 0x48, // 2^2
+        _ => panic!("{v} is not a GEMM input"),
+    };
+    magnitude | if v < 0 { 0x80 } else { 0 }
+}
+
+/// 32-bit words of a PTX GEMM input of `rows` rows of `ld` elements: four fp8 elements or two
+/// 16-bit elements per word, or one f32 (tf32 and SIMT f32 inputs are f32 in memory).
 pub fn operand_words(precision: Precision, rows: u64, ld: u64) -> u64 {
     rows * ld * input_bytes(precision) / 4
 }
 
-/// Word `i` (32 bits: two 16-bit elements, the lower address low, or one f32) of input `matrix`
+/// Word `i` (32 bits: four fp8 or two 16-bit elements, the lower address low, or one f32) of
+/// input `matrix`
 /// (0: A, 1: B) of `shape`, stored row-major with row stride `ld` elements, zero in the
 /// padding.
 pub fn operand_word(precision: Precision, shape: Shape, matrix: u64, ld: u64, i: u64) -> u64 {
@@ -679,6 +747,10 @@ pub fn operand_word(precision: Precision, shape: Shape, matrix: u64, ld: u64, i:
     if matches!(precision, Precision::Tf32F32 | SIMT_PRECISION) {
         // a small integer is exact in f32 and in tf32 (10-bit mantissa)
         return value(i).map_or(0, |v| (v as f32).to_bits() as u64);
+    }
+    if input_bytes(precision) == 1 {
+        let element = |e: u64| value(e).map_or(0, |v| input_bits8(precision, v) as u64);
+        return (0..4).fold(0, |w, j| w | element(4 * i + j) << (8 * j));
     }
     let element = |e: u64| value(e).map_or(0, |v| input_bits16(precision, v) as u64);
     element(2 * i) | element(2 * i + 1) << 16
@@ -712,14 +784,20 @@ pub fn b_value(shape: Shape, n: u64, k: u64) -> i64 {
 /// The largest |input|.
 pub const MAX_INPUT: i64 = 4;
 
+/// Significand bits Hopper's fp8 tensor cores keep while they accumulate into f32: about 14,
+/// not f32's 24 (DeepSeek-V3 technical report, arXiv:2412.19437, section 3.3.2, measured on
+/// H800), so an fp8 GEMM is held to that, not to f32's rounding.
+pub const FP8_ACCUMULATION_BITS: i32 = 14;
+
 /// Whether an accumulator of `precision` sums the products of K terms exactly: every partial
 /// sum is an integer below `MAX_INPUT² · K`, exact in f32 below 2^24, in f64 below 2^53, in s32
-/// below 2^31, in f16 below 2^11.
+/// below 2^31, in f16 below 2^11, in fp8's accumulation below 2^14.
 pub fn exact_accumulation(precision: Precision, k: u64) -> bool {
     let bound = (MAX_INPUT * MAX_INPUT) as u64 * k;
     let limit: u64 = match precision {
         Precision::F64 | Precision::F64F64 => 1 << 53,
         Precision::F16F16 => 1 << 11,
+        Precision::E4m3F32 | Precision::E5m2F32 => 1 << FP8_ACCUMULATION_BITS,
         Precision::S8S32 | Precision::I32 => 1 << 31,
         _ => 1 << 24,
     };
@@ -728,10 +806,12 @@ pub fn exact_accumulation(precision: Precision, k: u64) -> bool {
 
 /// The relative Frobenius error allowed where the accumulation is not exact: a few units of the
 /// accumulator's rounding times the sum's growth, √K (a random walk of rounding errors), with
-/// room to spare. f16.f16: 11-bit significand; f32-accumulating types 24 bits; f64 53.
+/// room to spare. f16.f16: 11-bit significand; fp8 inputs [`FP8_ACCUMULATION_BITS`]; other
+/// f32-accumulating types 24 bits; f64 53.
 pub fn frobenius_tolerance(precision: Precision, k: u64) -> f64 {
     let unit = match precision {
         Precision::F16F16 => 2f64.powi(-11),
+        Precision::E4m3F32 | Precision::E5m2F32 => 2f64.powi(-FP8_ACCUMULATION_BITS),
         Precision::F64 | Precision::F64F64 => 2f64.powi(-53),
         _ => 2f64.powi(-24),
     };
@@ -1029,16 +1109,24 @@ mod tests {
 
     #[test]
     fn gpu_operands_are_padded_aligned_and_checked() {
-        assert_eq!(gpu_leading_dimension(1), 8);
-        assert_eq!(gpu_leading_dimension(129), 136);
+        assert_eq!(gpu_leading_dimension(Precision::Bf16F32, 1), 8);
+        assert_eq!(gpu_leading_dimension(Precision::Bf16F32, 129), 136);
+        assert_eq!(gpu_leading_dimension(Precision::E4m3F32, 1), 16);
+        assert_eq!(gpu_leading_dimension(Precision::E4m3F32, 129), 144);
         assert_eq!(gpu_blocks(Shape::new(129, 1, 17)), 2);
         assert_eq!(GPU_SHARED_BYTES, 64 << 10);
         let s = Shape::new(3, 2, 5);
-        assert!(check_operands(s, 8, 8).is_ok());
-        assert!(check_operands(s, 5, 8)
+        let bf16 = Precision::Bf16F32;
+        assert!(check_operands(bf16, s, 8, 8).is_ok());
+        assert!(check_operands(bf16, s, 5, 8)
             .unwrap_err()
             .contains("multiple of 8"));
-        assert!(check_operands(s, 8, 0).unwrap_err().contains("ldb"));
+        assert!(check_operands(bf16, s, 8, 0).unwrap_err().contains("ldb"));
+        // fp8 rows are 16-byte aligned too: 16 elements
+        assert!(check_operands(Precision::E4m3F32, s, 8, 16)
+            .unwrap_err()
+            .contains("multiple of 16"));
+        assert!(check_operands(Precision::E4m3F32, s, 16, 16).is_ok());
         // word 0 of A: elements (0,0) and (0,1); the padding past K reads as zero
         let w = operand_word(Precision::Bf16F32, s, 0, 8, 0);
         let lo = crate::bench::arith::bf16_value(w as u16);
@@ -1049,6 +1137,35 @@ mod tests {
             "column 7 > K"
         );
         assert!(expand(Precision::F16F32).contains(".visible .entry gemm_f16_f32("));
+        // e4m3: four elements a word, the lowest address lowest; ±1 … ±4 exact
+        let e4m3 = Precision::E4m3F32;
+        assert_eq!(operand_words(e4m3, 3, 16), 12);
+        let w = operand_word(e4m3, s, 0, 16, 1);
+        for j in 0..4 {
+            let bits = (w >> (8 * j)) as u8;
+            let want = if 4 + j < s.k {
+                input_bits8(e4m3, input(0, 4 + j))
+            } else {
+                0
+            };
+            assert_eq!(bits, want, "element {}", 4 + j);
+        }
+        assert_eq!(
+            [1, 2, 3, 4, -1, -4].map(|v| input_bits8(e4m3, v)),
+            [0x38, 0x40, 0x44, 0x48, 0xB8, 0xC8]
+        );
+        // fp8's accumulation is held to 14 bits: exact while 16·K < 2^14
+        assert!(exact_accumulation(e4m3, 1023));
+        assert!(!exact_accumulation(e4m3, 1024));
+        assert!(exact_accumulation(Precision::Bf16F32, 1024));
+        assert!(frobenius_tolerance(e4m3, 1024) > frobenius_tolerance(bf16, 1024));
+        // the TMA kernel's K tile is 128 bytes: 64 bf16, 128 e4m3
+        assert_eq!((tma_tile_k(bf16), tma_tile_k(e4m3)), (64, 128));
+        assert_eq!(tma_box(e4m3, 1), [128, 256]);
+        let fp8 = expand_tma(e4m3);
+        assert!(fp8.contains("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
+        assert!(fp8.contains("shl.b32 %r38, %r29, 7;"));
+        assert!(expand_tma(bf16).contains("shl.b32 %r38, %r29, 6;"));
         // tf32: one f32 per word, exact; the padding is zero
         assert_eq!(operand_words(Precision::Tf32F32, 3, 8), 24);
         assert_eq!(operand_words(Precision::Bf16F32, 3, 8), 12);
