@@ -1038,6 +1038,32 @@ fn gemm_verdict(case: &Case, m: &Module) -> Result<roofprobe::bench::Verdict, St
     Ok(launch.verify(&out, &records))
 }
 
+/// Why a GEMM case's launch is not the exact product under the interpreter (its id first), or
+/// `None` when it is.
+fn gemm_failure(case: &Case, m: &Module) -> Option<String> {
+    match gemm_verdict(case, m) {
+        Ok(v) if v.valid => None,
+        Ok(v) => Some(format!("{}: {}", case.id(), v.detail)),
+        Err(e) => Some(format!("{}: {e}", case.id())),
+    }
+}
+
+/// Each planted mistake (what it is; the text of `case`'s entry replaced, and by what) makes
+/// the launch fail under the interpreter or its check; prints how it was caught.
+fn assert_gemm_mutants_caught(case: &Case, mutants: &[(&str, String, String)]) {
+    let launch = launch::plan(case, 1).unwrap();
+    for (what, from, to) in mutants {
+        let m = mutated(launch.entry.module, &launch.entry.name, from, to);
+        match gemm_verdict(case, &m) {
+            Ok(v) => {
+                assert!(!v.valid, "{what}: the planted mistake passed");
+                eprintln!("{what}: {}", v.detail);
+            }
+            Err(e) => eprintln!("{what}: {e}"),
+        }
+    }
+}
+
 /// The PTX GEMM kernels (the tensor-core expansions and the f32 SIMT kernel) compute the exact
 /// product at edge shapes (M, N and K of 1, 17 and 129, and shapes that are not multiples of
 /// the 128 × 128 × 32 tile, the SIMT kernel's K tile of 8 or the 16-byte rows), launched
@@ -1075,11 +1101,7 @@ fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
                 )
             );
             let m = module(launch.entry.module, &mut cache);
-            match gemm_verdict(&case, m) {
-                Ok(v) if v.valid => {}
-                Ok(v) => failures.push(format!("{}: {}", case.id(), v.detail)),
-                Err(e) => failures.push(format!("{}: {e}", case.id())),
-            }
+            failures.extend(gemm_failure(&case, m));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -1114,11 +1136,7 @@ fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
                 (256, 196608, gemm::wgmma_blocks(shape))
             );
             let m = module(launch.entry.module, &mut cache);
-            match gemm_verdict(&case, m) {
-                Ok(v) if v.valid => {}
-                Ok(v) => failures.push(format!("{}: {}", case.id(), v.detail)),
-                Err(e) => failures.push(format!("{}: {e}", case.id())),
-            }
+            failures.extend(gemm_failure(&case, m));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -1127,10 +1145,9 @@ fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
         Precision::Bf16F32,
         Shape::new(129, 257, 320),
     );
-    let launch = launch::plan(&case, 1).unwrap();
     let desc = (1u64 << 62) | (64u64 << 32) | (1 << 16);
     let desc_64 = (2u64 << 62) | (64u64 << 32) | (1 << 16);
-    for (what, from, to) in [
+    let mutants = [
         (
             "A in the 64-byte swizzle",
             format!("or.b64 %rd16, %rd16, {desc};"),
@@ -1151,13 +1168,8 @@ fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
             "cp.async.wait_group 1;".to_string(),
             "cp.async.wait_group 2;".to_string(),
         ),
-    ] {
-        let m = mutated(launch.entry.module, &launch.entry.name, &from, &to);
-        match gemm_verdict(&case, &m) {
-            Ok(v) => assert!(!v.valid, "{what}: the planted mistake passed"),
-            Err(e) => eprintln!("{what}: {e}"),
-        }
-    }
+    ];
+    assert_gemm_mutants_caught(&case, &mutants);
 }
 
 /// Hopper's TMA-fed GEMM (`gemm_tma_*`: bf16, f16, e4m3) as the backend launches it (128 × 256 tiles, 384
@@ -1224,20 +1236,14 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
                 ]
             );
             let m = module(launch.entry.module, &mut cache);
-            match gemm_verdict(&case, m) {
-                Ok(v) if v.valid => {}
-                Ok(v) => failures.push(format!("{}: {}", case.id(), v.detail)),
-                Err(e) => failures.push(format!("{}: {e}", case.id())),
-            }
+            failures.extend(gemm_failure(&case, m));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let case = gemm::case(gemm::GPU_TMA, Precision::Bf16F32, Shape::new(129, 257, 320));
-    let launch = launch::plan(&case, 1).unwrap();
-    let name = &launch.entry.name;
     let desc = (1u64 << 62) | (64u64 << 32) | (1 << 16);
     let desc_64 = (2u64 << 62) | (64u64 << 32) | (1 << 16);
-    for (what, from, to) in [
+    let mutants = [
         (
             "the consumers not waiting on the full barrier",
             "mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r33], %r31;".to_string(),
@@ -1263,17 +1269,10 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
             "wgmma.wait_group.sync.aligned 0;".to_string(),
             String::new(),
         ),
-    ] {
-        let m = mutated(launch.entry.module, name, &from, &to);
-        match gemm_verdict(&case, &m) {
-            Ok(v) => {
-                assert!(!v.valid, "{what}: the planted mistake passed");
-                eprintln!("{what}: {}", v.detail);
-            }
-            Err(e) => eprintln!("{what}: {e}"),
-        }
-    }
+    ];
+    assert_gemm_mutants_caught(&case, &mutants);
     // B's tensor map without the swizzle its descriptors read
+    let launch = launch::plan(&case, 1).unwrap();
     let mut unswizzled = launch.clone();
     for p in &mut unswizzled.params {
         if let Arg::TensorMap(map) = &mut p.arg {

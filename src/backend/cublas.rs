@@ -272,48 +272,37 @@ struct Lt {
     matmul: LtMatmulFn,
 }
 
+/// The entry point `name` of `lib` as a function pointer of type `F`; an error names the library
+/// (`what`) and the symbol.
+///
+/// # Safety
+/// `F` is the symbol's C signature; the pointer is used only while `lib` stays loaded.
+unsafe fn symbol<F: Copy>(lib: &Library, what: &str, name: &str) -> Result<F, String> {
+    lib.get::<F>(name.as_bytes())
+        .map(|s| *s)
+        .map_err(|e| format!("{what}: no {name}: {e}"))
+}
+
 impl Lt {
     /// Resolves the entry points from `lib`, or says which is missing.
     ///
     /// # Safety
     /// `lib` is cuBLASLt; the pointers are used only while it stays loaded.
     unsafe fn resolve(lib: &Library) -> Result<Lt, String> {
-        let symbol = |name: &str| -> Result<*const (), String> {
-            lib.get::<*const ()>(name.as_bytes())
-                .map(|s| *s)
-                .map_err(|e| format!("cuBLASLt has no {name}: {e}"))
-        };
+        let what = "cuBLASLt";
         Ok(Lt {
-            create: std::mem::transmute::<*const (), LtCreateFn>(symbol("cublasLtCreate")?),
-            destroy: std::mem::transmute::<*const (), LtDestroyFn>(symbol("cublasLtDestroy")?),
-            desc_create: std::mem::transmute::<*const (), LtDescCreateFn>(symbol(
-                "cublasLtMatmulDescCreate",
-            )?),
-            desc_destroy: std::mem::transmute::<*const (), LtDestroyFn>(symbol(
-                "cublasLtMatmulDescDestroy",
-            )?),
-            desc_set: std::mem::transmute::<*const (), LtSetAttributeFn>(symbol(
-                "cublasLtMatmulDescSetAttribute",
-            )?),
-            layout_create: std::mem::transmute::<*const (), LtLayoutCreateFn>(symbol(
-                "cublasLtMatrixLayoutCreate",
-            )?),
-            layout_destroy: std::mem::transmute::<*const (), LtDestroyFn>(symbol(
-                "cublasLtMatrixLayoutDestroy",
-            )?),
-            preference_create: std::mem::transmute::<*const (), LtPreferenceCreateFn>(symbol(
-                "cublasLtMatmulPreferenceCreate",
-            )?),
-            preference_destroy: std::mem::transmute::<*const (), LtDestroyFn>(symbol(
-                "cublasLtMatmulPreferenceDestroy",
-            )?),
-            preference_set: std::mem::transmute::<*const (), LtSetAttributeFn>(symbol(
-                "cublasLtMatmulPreferenceSetAttribute",
-            )?),
-            heuristic: std::mem::transmute::<*const (), LtHeuristicFn>(symbol(
-                "cublasLtMatmulAlgoGetHeuristic",
-            )?),
-            matmul: std::mem::transmute::<*const (), LtMatmulFn>(symbol("cublasLtMatmul")?),
+            create: symbol(lib, what, "cublasLtCreate")?,
+            destroy: symbol(lib, what, "cublasLtDestroy")?,
+            desc_create: symbol(lib, what, "cublasLtMatmulDescCreate")?,
+            desc_destroy: symbol(lib, what, "cublasLtMatmulDescDestroy")?,
+            desc_set: symbol(lib, what, "cublasLtMatmulDescSetAttribute")?,
+            layout_create: symbol(lib, what, "cublasLtMatrixLayoutCreate")?,
+            layout_destroy: symbol(lib, what, "cublasLtMatrixLayoutDestroy")?,
+            preference_create: symbol(lib, what, "cublasLtMatmulPreferenceCreate")?,
+            preference_destroy: symbol(lib, what, "cublasLtMatmulPreferenceDestroy")?,
+            preference_set: symbol(lib, what, "cublasLtMatmulPreferenceSetAttribute")?,
+            heuristic: symbol(lib, what, "cublasLtMatmulAlgoGetHeuristic")?,
+            matmul: symbol(lib, what, "cublasLtMatmul")?,
         })
     }
 }
@@ -372,16 +361,12 @@ fn load(candidate: &Candidate) -> Result<Cublas, String> {
     // SAFETY: the symbols are cuBLAS's documented C entry points with these signatures
     // (cublas_api.h); the pointers stay valid while `lib` is loaded, which `Cublas` keeps.
     unsafe {
-        let symbol = |name: &str| -> Result<*const (), String> {
-            lib.get::<*const ()>(name.as_bytes())
-                .map(|s| *s)
-                .map_err(|e| format!("{}: no {name}: {e}", candidate.describe()))
-        };
-        let create: CreateFn = std::mem::transmute(symbol("cublasCreate_v2")?);
-        let destroy: DestroyFn = std::mem::transmute(symbol("cublasDestroy_v2")?);
-        let set_stream: SetStreamFn = std::mem::transmute(symbol("cublasSetStream_v2")?);
-        let gemm_ex: GemmExFn = std::mem::transmute(symbol("cublasGemmEx")?);
-        let get_property: GetPropertyFn = std::mem::transmute(symbol("cublasGetProperty")?);
+        let what = candidate.describe();
+        let create: CreateFn = symbol(&lib, &what, "cublasCreate_v2")?;
+        let destroy: DestroyFn = symbol(&lib, &what, "cublasDestroy_v2")?;
+        let set_stream: SetStreamFn = symbol(&lib, &what, "cublasSetStream_v2")?;
+        let gemm_ex: GemmExFn = symbol(&lib, &what, "cublasGemmEx")?;
+        let get_property: GetPropertyFn = symbol(&lib, &what, "cublasGetProperty")?;
         let part = |which: i32| {
             let mut v = 0;
             (get_property(which, &mut v) == 0).then_some(v)

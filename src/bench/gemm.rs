@@ -379,25 +379,24 @@ pub fn expand(precision: Precision) -> String {
         ("m16n8k16", "k16", String::new())
     };
     let log2 = |v: u64| v.trailing_zeros().to_string();
-    [
-        ("@CVT@", cvt),
-        ("@MMA@", mma.to_string()),
-        ("@KSTEP@", kstep.to_string()),
-        ("@KMASK@", (tile_k - 1).to_string()),
-        ("@KSHIFT@", log2(tile_k)),
-        ("@KTILE@", tile_k.to_string()),
-        ("@CHUNK@", (16 / bytes).to_string()),
-        ("@CSHIFT@", log2(16 / bytes)),
-        ("@ESHIFT@", log2(bytes)),
-        ("@EBYTES@", bytes.to_string()),
-        ("@ROWS64@", (64 * bytes).to_string()),
-        ("@IN@", input_type(precision).to_string()),
-        ("@NAME@", input_type(precision).to_string()),
-    ]
-    .into_iter()
-    .fold(TEMPLATE.to_string(), |text, (key, value)| {
-        text.replace(key, &value)
-    })
+    super::expand_template(
+        TEMPLATE,
+        [
+            ("@CVT@", cvt),
+            ("@MMA@", mma.to_string()),
+            ("@KSTEP@", kstep.to_string()),
+            ("@KMASK@", (tile_k - 1).to_string()),
+            ("@KSHIFT@", log2(tile_k)),
+            ("@KTILE@", tile_k.to_string()),
+            ("@CHUNK@", (16 / bytes).to_string()),
+            ("@CSHIFT@", log2(16 / bytes)),
+            ("@ESHIFT@", log2(bytes)),
+            ("@EBYTES@", bytes.to_string()),
+            ("@ROWS64@", (64 * bytes).to_string()),
+            ("@IN@", input_type(precision).to_string()),
+            ("@NAME@", input_type(precision).to_string()),
+        ],
+    )
 }
 
 /// The template of the Hopper GEMM (`kernels/gemm_wgmma.ptx.in`).
@@ -414,6 +413,9 @@ pub const WGMMA_STAGES: u32 = 4;
 /// Its dynamic shared memory: 4 × 48 KiB, raised above the default per function.
 pub const WGMMA_SHARED_BYTES: u32 =
     WGMMA_STAGES * ((WGMMA_TILE_M + WGMMA_TILE_N) as u32) * 2 * (WGMMA_TILE_K as u32);
+/// The fixed bits of the Hopper GEMMs' matrix descriptors, ORed onto a tile's address / 16:
+/// the 128-byte swizzle (1 in bits 62-63), SBO 1024 bytes (64 in bits 32-45), LBO 1.
+pub const WGMMA_DESC_BITS: u64 = (1 << 62) | (64 << 32) | (1 << 16);
 /// Threads of a Hopper GEMM block: two warpgroups.
 pub const WGMMA_BLOCK: u32 = 256;
 
@@ -476,21 +478,18 @@ pub fn expand_wgmma(precision: Precision) -> String {
     }
     let mmas = wgmma_mmas(precision);
     let store = wgmma_store();
-    // 128-byte swizzle (1 in bits 62-63), SBO 1024 (64 in bits 32-45), LBO 1
-    let desc = (1u64 << 62) | (64u64 << 32) | (1u64 << 16);
-    [
-        ("@ZERO@", zero),
-        ("@COPY@", copy),
-        ("@MMAS@", mmas),
-        ("@STORE@", store),
-        ("@DESC@", desc.to_string()),
-        ("@IN@", ty.to_string()),
-        ("@NAME@", ty.to_string()),
-    ]
-    .into_iter()
-    .fold(WGMMA_TEMPLATE.to_string(), |text, (key, value)| {
-        text.replace(key, &value)
-    })
+    super::expand_template(
+        WGMMA_TEMPLATE,
+        [
+            ("@ZERO@", zero),
+            ("@COPY@", copy),
+            ("@MMAS@", mmas),
+            ("@STORE@", store),
+            ("@DESC@", WGMMA_DESC_BITS.to_string()),
+            ("@IN@", ty.to_string()),
+            ("@NAME@", ty.to_string()),
+        ],
+    )
 }
 
 /// The zeroing of the 128 accumulators of a Hopper GEMM's warpgroup.
@@ -624,25 +623,23 @@ pub fn expand_tma(precision: Precision) -> String {
             )
         })
         .collect();
-    let desc = (1u64 << 62) | (64u64 << 32) | (1u64 << 16);
-    [
-        ("@INIT@", init),
-        ("@ZERO@", wgmma_zero()),
-        ("@MMAS@", wgmma_mmas(precision)),
-        ("@KSHIFT@", tma_k_shift(precision).to_string()),
-        (
-            "@KROUND@",
-            ((1u32 << tma_k_shift(precision)) - 1).to_string(),
-        ),
-        ("@STORE@", wgmma_store()),
-        ("@DESC@", desc.to_string()),
-        ("@IN@", ty.to_string()),
-        ("@NAME@", ty.to_string()),
-    ]
-    .into_iter()
-    .fold(TMA_TEMPLATE.to_string(), |text, (key, value)| {
-        text.replace(key, &value)
-    })
+    super::expand_template(
+        TMA_TEMPLATE,
+        [
+            ("@INIT@", init),
+            ("@ZERO@", wgmma_zero()),
+            ("@MMAS@", wgmma_mmas(precision)),
+            ("@KSHIFT@", tma_k_shift(precision).to_string()),
+            (
+                "@KROUND@",
+                ((1u32 << tma_k_shift(precision)) - 1).to_string(),
+            ),
+            ("@STORE@", wgmma_store()),
+            ("@DESC@", WGMMA_DESC_BITS.to_string()),
+            ("@IN@", ty.to_string()),
+            ("@NAME@", ty.to_string()),
+        ],
+    )
 }
 
 /// Elements a PTX GEMM's rows of A and B are padded to a multiple of: [`GPU_ROW_ALIGN`], or 16

@@ -295,11 +295,7 @@ pub fn expand(precision: Precision, k: u32) -> String {
         ("@REM@", fma_block(precision, k, vec).trim_end().to_string()),
         ("@TAIL@", fma_block(precision, k, 1).trim_end().to_string()),
     ];
-    let mut text = TEMPLATE.to_string();
-    for (key, value) in replacements {
-        text = text.replace(key, &value);
-    }
-    text
+    super::expand_template(TEMPLATE, replacements)
 }
 
 #[cfg(test)]

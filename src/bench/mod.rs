@@ -124,6 +124,19 @@ fn host_threads(n: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |t| t.get())
 }
 
+/// A kernel template with each `@KEY@` replaced by its text, one key after the other in the
+/// order given (so a value's own text is searched for the keys after it).
+pub fn expand_template<'a>(
+    template: &str,
+    replacements: impl IntoIterator<Item = (&'a str, String)>,
+) -> String {
+    replacements
+        .into_iter()
+        .fold(template.to_string(), |text, (key, value)| {
+            text.replace(key, &value)
+        })
+}
+
 /// `(0..n).map(f)`, computed on every core in contiguous chunks.
 pub fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let threads = host_threads(n);

@@ -540,24 +540,23 @@ fn expand_entry(template: &str, precision: Precision, a: ASource) -> String {
     };
     // B's descriptor: 128-byte swizzle (1 in bits 62-63), SBO 1024, LBO unused (1, as CUTLASS)
     let b_desc = (1u64 << 62) | ((B_SBO as u64 >> 4) << 32) | (1u64 << 16);
-    [
-        ("@NAME@", name.clone()),
-        ("@REGS@", regs.to_string()),
-        ("@REGTYPE@", reg_type.to_string()),
-        ("@ASHARED@", a_shared),
-        ("@AFILL@", a_fill),
-        ("@BDESC@", b_desc.to_string()),
-        ("@BBYTES@", B_IMAGE_BYTES.to_string()),
-        ("@BCHUNKS@", (B_IMAGE_BYTES / 16).to_string()),
-        ("@LOADC@", vectors("ld", "%rd13")),
-        ("@STORED@", vectors("st", "%rd14")),
-        ("@PAIRS@", pair),
-        ("@LAST@", instr("%rd17")),
-    ]
-    .into_iter()
-    .fold(template.to_string(), |text, (key, value)| {
-        text.replace(key, &value)
-    })
+    super::expand_template(
+        template,
+        [
+            ("@NAME@", name.clone()),
+            ("@REGS@", regs.to_string()),
+            ("@REGTYPE@", reg_type.to_string()),
+            ("@ASHARED@", a_shared),
+            ("@AFILL@", a_fill),
+            ("@BDESC@", b_desc.to_string()),
+            ("@BBYTES@", B_IMAGE_BYTES.to_string()),
+            ("@BCHUNKS@", (B_IMAGE_BYTES / 16).to_string()),
+            ("@LOADC@", vectors("ld", "%rd13")),
+            ("@STORED@", vectors("st", "%rd14")),
+            ("@PAIRS@", pair),
+            ("@LAST@", instr("%rd17")),
+        ],
+    )
 }
 
 #[cfg(test)]
