@@ -26,8 +26,8 @@ pub const WGMMA_TEMPLATE: &str = include_str!("../kernels/wgmma.ptx.in");
 /// The Hopper GEMM's template (`wgmma`, `.target sm_90a`), expanded per input type by
 /// `bench::gemm::expand_wgmma`.
 pub const GEMM_WGMMA_TEMPLATE: &str = include_str!("../kernels/gemm_wgmma.ptx.in");
-/// Hopper's TMA- and mbarrier-fed GEMM's template (`.target sm_90a`), expanded per input type by
-/// `bench::gemm::expand_tma`.
+/// Hopper's TMA- and mbarrier-fed GEMM's template (`.target sm_90a`), expanded per input type,
+/// alone and in clusters of two CTAs, by `bench::gemm::expand_tma`.
 pub const GEMM_TMA_TEMPLATE: &str = include_str!("../kernels/gemm_tma.ptx.in");
 /// The f32 SIMT GEMM (plain FFMA, no tensor cores): `gemm_f32_f32`.
 pub const GEMM_SIMT: &str = include_str!("../kernels/gemm_simt.ptx");
@@ -78,7 +78,11 @@ pub fn all() -> Vec<Source> {
     for p in crate::bench::gemm::TMA_PRECISIONS {
         out.push(Source {
             name: format!("gemm_tma.ptx.in#{p}"),
-            ptx: crate::bench::gemm::expand_tma(p),
+            ptx: crate::bench::gemm::expand_tma(p, false),
+        });
+        out.push(Source {
+            name: format!("gemm_tma.ptx.in#cluster2,{p}"),
+            ptx: crate::bench::gemm::expand_tma(p, true),
         });
     }
     for p in intensity::PRECISIONS {
@@ -133,9 +137,10 @@ mod tests {
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
         // the compute files, the cache file, the GEMM modules (three expansions and the SIMT
-        // file), the latency file, the launch file, the wgmma module, the two Hopper GEMM
-        // expansions, and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 1 + 2 + 3 + 5 * 12);
+        // file), the latency file, the launch file, the wgmma module, the Hopper GEMM
+        // expansions (the cp.async-fed kernel's two, the TMA kernel's three alone and three in
+        // clusters), and one sweep module per (precision, k)
+        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 1 + 2 + 2 * 3 + 5 * 12);
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);

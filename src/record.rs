@@ -991,7 +991,8 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
                     gemm::HOST_OURS,
                     gemm::GPU_OURS,
                     gemm::GPU_WGMMA,
-                    gemm::GPU_TMA
+                    gemm::GPU_TMA,
+                    gemm::GPU_TMA_CLUSTER
                 ]
                 .join(", ")
             ));

@@ -150,8 +150,9 @@ enum Oracle {
     Wgmma(P, wgmma::ASource),
     /// The gemm_wgmma.ptx.in expansions (Hopper's GEMM): `gemm_wgmma_<in>_f32`.
     GemmWgmma(P),
-    /// The gemm_tma.ptx.in expansions (Hopper's TMA-fed GEMM): `gemm_tma_<in>_f32`.
-    GemmTma(P),
+    /// The gemm_tma.ptx.in expansions (Hopper's TMA-fed GEMM): `gemm_tma_<in>_f32`, and in
+    /// clusters of two CTAs, `gemm_tma_cluster2_<in>_f32` (true).
+    GemmTma(P, bool),
 }
 
 /// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
@@ -204,8 +205,9 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
         "gemm_tma.ptx.in" => {
             return gemm::TMA_PRECISIONS
                 .into_iter()
-                .find(|&p| gemm::tma_entry_name(p) == entry)
-                .map(Oracle::GemmTma);
+                .flat_map(|p| [(p, false), (p, true)])
+                .find(|&(p, cluster)| gemm::tma_entry_name(p, cluster) == entry)
+                .map(|(p, cluster)| Oracle::GemmTma(p, cluster));
         }
         "gemm_simt.ptx" => {
             let p = gemm::SIMT_PRECISION;
@@ -405,15 +407,20 @@ fn check_entry(
                 );
             }
         }
-        Oracle::GemmTma(p) => {
+        Oracle::GemmTma(p, cluster) => {
             // as the cp.async-fed kernel: tile edges in every dimension, several tiles, K tiles
-            // past the 4 stages (each stage filled and released twice)
-            for &(m, n, k) in &[
+            // past the 4 stages (each stage filled and released twice); in clusters, an odd
+            // count of row tiles too (a CTA past M)
+            let odd: &[(u64, u64, u64)] = if cluster { &[(257, 5, 33)] } else { &[] };
+            for &(m, n, k) in [
                 (1u64, 1u64, 1u64),
                 (17, 129, 17),
                 (129, 257, 65),
                 (130, 3, 520),
-            ] {
+            ]
+            .iter()
+            .chain(odd)
+            {
                 note(
                     across_schedules(policy, |run| {
                         run_gemm(module, entry, p, gemm::Shape::new(m, n, k), run)
@@ -1125,6 +1132,7 @@ fn run_gemm(
     // simulated driver's cuTensorMapEncodeTiled writes it): dims (K, rows), rows ld apart,
     // boxes of a K tile (128 bytes) by 128 (A) and 256 (B) rows, 128-byte swizzle, zero fill
     let tma = entry.starts_with("gemm_tma_");
+    let cluster = entry.starts_with("gemm_tma_cluster");
     let args = if tma {
         let map = |base: ptxsim::DevicePtr, rows: u64, box_rows: u32| {
             let bytes = gemm::input_bytes(p);
@@ -1140,8 +1148,8 @@ fn run_gemm(
             Arg::Bytes(m.encode().to_vec())
         };
         vec![
-            map(pa, shape.m, 128),
-            map(pb, shape.n, 256),
+            map(pa, shape.m, gemm::tma_box(p, 0, cluster)[1]),
+            map(pb, shape.n, gemm::tma_box(p, 1, cluster)[1]),
             Arg::Ptr(pc),
             Arg::U32(shape.m as u32),
             Arg::U32(shape.n as u32),
@@ -1152,7 +1160,7 @@ fn run_gemm(
     };
     let mut config = if tma {
         LaunchConfig::new(
-            (gemm::wgmma_blocks(shape) as u32, 1, 1),
+            (gemm::tma_blocks(shape, cluster) as u32, 1, 1),
             (gemm::TMA_BLOCK, 1, 1),
             gemm::TMA_SHARED_BYTES,
         )

@@ -327,7 +327,7 @@ fn every_planned_launch_matches_its_ptx_entry() {
             // (raised before launch), the SIMT kernel with none (its shared memory is static),
             // Hopper's wgmma kernel 192 KiB, and its TMA-fed kernel that and its barriers, in
             // blocks of three warpgroups
-            let (block, dynamic) = if case.kernel == gemm::GPU_TMA {
+            let (block, dynamic) = if gemm::tma_kernel(&case.kernel).is_some() {
                 (gemm::TMA_BLOCK, gemm::TMA_SHARED_BYTES)
             } else if case.kernel == gemm::GPU_WGMMA {
                 (gemm::WGMMA_BLOCK, gemm::WGMMA_SHARED_BYTES)
@@ -1187,22 +1187,38 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
     use roofprobe::bench::gemm::{self, Shape};
     let mut cache = BTreeMap::new();
     let mut failures = Vec::new();
-    for p in gemm::TMA_PRECISIONS {
+    for (p, cluster) in gemm::TMA_PRECISIONS
+        .into_iter()
+        .flat_map(|p| [(p, false), (p, true)])
+    {
         for shape in [
             Shape::new(1, 1, 1),
             Shape::new(129, 17, 129),
             Shape::new(17, 257, 64),
             Shape::new(130, 3, 520),
+            Shape::new(257, 17, 64),
         ] {
-            let case = gemm::case(gemm::GPU_TMA, p, shape);
+            let kernel = if cluster {
+                gemm::GPU_TMA_CLUSTER
+            } else {
+                gemm::GPU_TMA
+            };
+            let case = gemm::case(kernel, p, shape);
             let launch = launch::plan(&case, 1).unwrap();
+            // whole clusters of two on adjacent row tiles: 3 row tiles take 2 clusters
+            let row_tiles = shape.m.div_ceil(128);
+            let grid = if cluster {
+                row_tiles.div_ceil(2) * 2
+            } else {
+                row_tiles
+            } * shape.n.div_ceil(256);
             assert_eq!(
                 (
                     launch.block,
                     launch.dynamic_shared_bytes,
                     launch.grid as u64
                 ),
-                (384, 196672, gemm::wgmma_blocks(shape))
+                (384, 196672, grid)
             );
             let maps: Vec<launch::TensorMap> = launch
                 .params
@@ -1230,7 +1246,7 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
                         Role::Input(1),
                         [shape.k, shape.n],
                         bytes * ld,
-                        [kt, 256],
+                        [kt, if cluster { 128 } else { 256 }],
                         128
                     ),
                 ]
@@ -1271,6 +1287,46 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
         ),
     ];
     assert_gemm_mutants_caught(&case, &mutants);
+    // the cluster kernel's own mistakes
+    let clustered = gemm::case(
+        gemm::GPU_TMA_CLUSTER,
+        Precision::Bf16F32,
+        Shape::new(129, 257, 320),
+    );
+    let cluster_mutants = [
+        (
+            "a CTA barrier instead of the cluster's after the barriers' init",
+            "barrier.cluster.arrive.release.aligned;\n    barrier.cluster.wait.acquire.aligned;"
+                .to_string(),
+            "bar.sync 0;".to_string(),
+        ),
+        (
+            "the stage not released in the other CTA",
+            "@%p9 mbarrier.arrive.shared::cluster.b64 _, [%r42];".to_string(),
+            String::new(),
+        ),
+        (
+            "B's half multicast to this CTA only",
+            "mov.b16 %rs1, 3;".to_string(),
+            "mov.b16 %rs1, 1;".to_string(),
+        ),
+        (
+            "both CTAs loading the same half of B",
+            "shl.b32 %r45, %r43, 7;".to_string(),
+            "mov.u32 %r45, 0;".to_string(),
+        ),
+        (
+            "both halves of B landing in one place",
+            "shl.b32 %r44, %r43, 14;".to_string(),
+            "mov.u32 %r44, 0;".to_string(),
+        ),
+        (
+            "no cluster barrier before exit",
+            "barrier.cluster.arrive.release;\n    barrier.cluster.wait.acquire;".to_string(),
+            String::new(),
+        ),
+    ];
+    assert_gemm_mutants_caught(&clustered, &cluster_mutants);
     // B's tensor map without the swizzle its descriptors read
     let launch = launch::plan(&case, 1).unwrap();
     let mut unswizzled = launch.clone();

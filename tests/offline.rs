@@ -676,20 +676,30 @@ fn wgmma_gemm_is_hgmma_fed_by_ldgsts() {
 /// one `WARPGROUP.ARRIVE`, 4 `HGMMA.64x256x16.F32` of its type with A and B from descriptors,
 /// one `DEPBAR` leaving a group in flight (`wait_group 1`), and the arrive that releases the
 /// previous stage, with no proxy fence (TMA writes through the async proxy). No `LDG`/`LDGSTS`
-/// anywhere; ptxas warns of no serialized wgmma.
+/// anywhere; ptxas warns of no serialized wgmma. In the cluster expansion one of the producer's
+/// two copies is `UTMALDG.2D.MULTICAST` and the release is two arrives, one of them remote
+/// (`SYNCS.ARRIVE.TRANS64.RED`), with no `MEMBAR` in the loop.
 #[test]
 fn tma_gemm_is_hgmma_fed_by_utmaldg() {
     let Some((tools, builds)) = setup("tma_gemm_is_hgmma_fed_by_utmaldg", true) else {
         return;
     };
-    for p in gemm::TMA_PRECISIONS {
-        let build = built(builds, &format!("gemm_tma.ptx.in#{p}"), "sm_90a");
+    for (p, cluster) in gemm::TMA_PRECISIONS
+        .into_iter()
+        .flat_map(|p| [(p, false), (p, true)])
+    {
+        let module = if cluster {
+            format!("gemm_tma.ptx.in#cluster2,{p}")
+        } else {
+            format!("gemm_tma.ptx.in#{p}")
+        };
+        let build = built(builds, &module, "sm_90a");
         assert!(
             !build.log.contains("serialized") && !build.log.contains("arning"),
             "ptxas warns about the TMA GEMM:\n{}",
             build.log
         );
-        let name = gemm::tma_entry_name(p);
+        let name = gemm::tma_entry_name(p, cluster);
         let functions = sass(&tools, build);
         let body = &functions[&name];
         let listing = |lp: &[Instruction]| {
@@ -756,11 +766,26 @@ fn tma_gemm_is_hgmma_fed_by_utmaldg() {
         );
         assert_eq!(
             count(&consumer, &|t| t.contains("SYNCS.ARRIVE")),
-            1,
+            if cluster { 2 } else { 1 },
             "{text}"
         );
         assert_eq!(count(&consumer, &|t| t.contains("FENCE")), 0, "{text}");
         assert_eq!(count(&consumer, &|t| t.contains("UTMALDG")), 0, "{text}");
+        // the cluster kernel: one half of B multicast by each CTA, each stage released in
+        // both CTAs (the other's through the cluster, a remote arrive), and no memory fence in
+        // the loop (a `.release.cluster` arrive would put a MEMBAR.ALL.GPU in every K tile)
+        assert_eq!(
+            count(&producer, &|t| t.starts_with("UTMALDG.2D.MULTICAST")),
+            usize::from(cluster),
+            "{name}:\n{}",
+            listing(&producer)
+        );
+        assert_eq!(
+            count(&consumer, &|t| t.contains("SYNCS.ARRIVE.TRANS64.RED")),
+            usize::from(cluster),
+            "{name}:\n{text}"
+        );
+        assert_eq!(count(&consumer, &|t| t.contains("MEMBAR")), 0, "{text}");
     }
 }
 

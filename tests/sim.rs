@@ -520,9 +520,9 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
 /// Hopper's `wgmma` peaks and GEMMs through the simulated driver: on a 9.0 device `devices` says
 /// the sm_90a modules JIT-compile, the wgmma rows (A from shared memory and from registers) are
 /// valid and say what they ran, the `mma.sync` row of a type wgmma also runs is marked as the
-/// legacy path, and both Hopper GEMMs (cp.async-fed, and TMA-fed: its tensor maps encoded by
-/// the driver's `cuTensorMapEncodeTiled`, in bf16 and in fp8 e4m3) give valid rows on the
-/// device's largest bf16 square;
+/// legacy path, and the Hopper GEMMs (cp.async-fed, and TMA-fed: its tensor maps encoded by
+/// the driver's `cuTensorMapEncodeTiled`, in bf16 and in fp8 e4m3, alone and in clusters of two
+/// CTAs sharing B by multicast) give valid rows on the device's largest bf16 square;
 /// on the default 8.9 device the module is not loaded, saying why.
 #[test]
 fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
@@ -533,6 +533,7 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
         "kernels/wgmma.ptx.in",
         "kernels/gemm_wgmma.ptx.in#bf16.f32",
         "kernels/gemm_tma.ptx.in#bf16.f32",
+        "kernels/gemm_tma.ptx.in#cluster2,bf16.f32",
     ] {
         let line = line_of(&listing, module);
         assert!(line.ends_with("JIT ok"), "{line}");
@@ -545,6 +546,8 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
         "gemm/wgmma/bf16.f32/256x256x256",
         "gemm/tma/bf16.f32/256x256x256",
         "gemm/tma/e4m3.f32/256x256x256",
+        "gemm/tma-cluster/bf16.f32/256x256x256",
+        "gemm/tma-cluster/e4m3.f32/256x256x256",
     ];
     let (_, rows) = run_filtered(&sim, dir.path(), &filters);
     let mut ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();

@@ -52,6 +52,8 @@ pub struct Kernel {
     pub local_bytes_per_thread: u32,
     pub reqntid: Option<(u32, u32, u32)>,
     pub maxntid: Option<(u32, u32, u32)>,
+    /// `.reqnctapercluster`: launched in clusters of this shape.
+    pub reqnctapercluster: Option<(u32, u32, u32)>,
 }
 
 #[derive(Clone, Copy)]
@@ -281,6 +283,7 @@ fn build_kernel(
         local_bytes_per_thread: lofs as u32,
         reqntid: e.reqntid,
         maxntid: e.maxntid,
+        reqnctapercluster: e.reqnctapercluster,
     })
 }
 
@@ -298,6 +301,10 @@ fn special_from_name(name: &str) -> Option<Special> {
             "%ntid" => Special::Ntid(d),
             "%ctaid" => Special::Ctaid(d),
             "%nctaid" => Special::Nctaid(d),
+            "%clusterid" => Special::ClusterId(d),
+            "%nclusterid" => Special::NClusterId(d),
+            "%cluster_ctaid" => Special::ClusterCtaId(d),
+            "%cluster_nctaid" => Special::ClusterNCtaId(d),
             _ => return None,
         });
     }
@@ -315,6 +322,8 @@ fn special_from_name(name: &str) -> Option<Special> {
         "%lanemask_ge" => Special::LaneMaskGe,
         "%dynamic_smem_size" => Special::DynamicSmemSize,
         "%total_smem_size" => Special::TotalSmemSize,
+        "%cluster_ctarank" => Special::ClusterCtaRank,
+        "%cluster_nctarank" => Special::ClusterNCtaRank,
         _ => return None,
     })
 }
@@ -499,6 +508,17 @@ impl Builder<'_> {
             Some(s) => {
                 if matches!(s, Special::DynamicSmemSize | Special::TotalSmemSize) {
                     self.need(Feature::SmemSizeRegisters)?;
+                }
+                if matches!(
+                    s,
+                    Special::ClusterCtaRank
+                        | Special::ClusterNCtaRank
+                        | Special::ClusterId(_)
+                        | Special::NClusterId(_)
+                        | Special::ClusterCtaId(_)
+                        | Special::ClusterNCtaId(_)
+                ) {
+                    self.need(Feature::ClusterRegisters)?;
                 }
                 let r = self.hidden_reg(32, name);
                 self.specials.push((s, r));
@@ -966,7 +986,43 @@ impl Builder<'_> {
                 Op::Exit
             }
             "trap" => Op::Trap,
+            "barrier" if mods.present("cluster") => {
+                mods.has("cluster");
+                self.need(Feature::BarrierCluster)?;
+                let aligned = mods.has("aligned");
+                self.expect_operands(ops, 0..=0)?;
+                if mods.has("arrive") {
+                    if mods.one_of(&["release", "relaxed"]).is_some() {
+                        self.need(Feature::BarrierClusterSem)?;
+                    }
+                    Op::ClusterArrive { aligned }
+                } else if mods.has("wait") {
+                    if mods.has("acquire") {
+                        self.need(Feature::BarrierClusterSem)?;
+                    }
+                    Op::ClusterWait { aligned }
+                } else {
+                    return Err(self.err_parse("barrier.cluster needs .arrive or .wait"));
+                }
+            }
             "bar" | "barrier" => self.decode_bar(base == "bar", &mut mods, ops)?,
+            "mapa" => {
+                self.need(Feature::Mapa)?;
+                if !mods.has("shared::cluster") {
+                    return Err(self.unsupported(
+                        "mapa other than .shared::cluster (a generic address of another CTA)",
+                    ));
+                }
+                if !mods.has("u32") {
+                    return Err(self.unsupported("mapa.shared::cluster other than .u32"));
+                }
+                self.expect_operands(ops, 3..=3)?;
+                Op::Mapa {
+                    d: self.dst(&ops[0])?,
+                    a: self.src(&ops[1], Ty::U32)?,
+                    rank: self.src(&ops[2], Ty::U32)?,
+                }
+            }
             "membar" => {
                 mods.one_of(&["cta", "gl", "sys"])
                     .ok_or_else(|| self.err_parse("membar needs .cta, .gl or .sys"))?;
@@ -2262,9 +2318,10 @@ impl Builder<'_> {
         if mods.present("shared::cta") {
             self.need(Feature::SharedCta)?;
         }
-        let generic = mods.one_of(&["shared::cta", "shared"]).is_none();
-        if mods.present("shared::cluster") {
-            return Err(self.unsupported("mbarrier on .shared::cluster (another CTA's barrier)"));
+        let remote = mods.has("shared::cluster");
+        let generic = !remote && mods.one_of(&["shared::cta", "shared"]).is_none();
+        if remote {
+            self.need(Feature::MbarrierCluster)?;
         }
         if !mods.has("b64") {
             return Err(self.err_parse("mbarrier needs .b64"));
@@ -2284,6 +2341,11 @@ impl Builder<'_> {
                 "inval",
             ])
             .ok_or_else(|| self.unsupported("this mbarrier operation"))?;
+        if remote && op != "arrive" {
+            return Err(self.unsupported(format!(
+                "mbarrier.{op} on .shared::cluster (only arrive may name another CTA's barrier)"
+            )));
+        }
         Ok(match op {
             "init" => {
                 self.expect_operands(ops, 2..=2)?;
@@ -2307,6 +2369,10 @@ impl Builder<'_> {
                 let d = if ops[0] == Operand::Sink {
                     self.need(Feature::MbarrierArriveSink)?;
                     None
+                } else if remote {
+                    return Err(self.err_parse(
+                        "mbarrier.arrive on .shared::cluster returns no state: its destination must be `_`",
+                    ));
                 } else {
                     Some(self.dst(&ops[0])?)
                 };
@@ -2315,6 +2381,7 @@ impl Builder<'_> {
                     d,
                     addr: self.addr(&ops[1], space)?,
                     generic,
+                    remote,
                     count: if expect { None } else { third },
                     expect_tx: if expect { third } else { None },
                 }
@@ -2385,7 +2452,12 @@ impl Builder<'_> {
                 return Err(self.unsupported("cp.async.bulk.tensor other than .2d"));
             }
             mods.has("tile");
-            self.expect_operands(ops, 3 + p..=3 + p)?;
+            let multicast = mods.has("multicast::cluster");
+            if multicast {
+                self.need(Feature::BulkMulticast)?;
+            }
+            let m = multicast as usize;
+            self.expect_operands(ops, 3 + m + p..=3 + m + p)?;
             let Operand::Tensor { base, offset, rest } = &ops[1] else {
                 return Err(self.err_parse("expected `[tensorMap, {c0, c1}]`"));
             };
@@ -2411,14 +2483,20 @@ impl Builder<'_> {
                 },
                 Space::Generic,
             )?;
+            let multicast = if multicast {
+                Some(self.src(&ops[3], Ty::B16)?)
+            } else {
+                None
+            };
             if policy {
-                self.src(&ops[3], Ty::B64)?;
+                self.src(&ops[3 + m], Ty::B64)?;
             }
             return Ok(Op::BulkTensor {
                 dst: self.addr(&ops[0], Space::Shared)?,
                 tmap,
                 coords,
                 mbar: self.addr(&ops[2], Space::Shared)?,
+                multicast,
             });
         }
         self.expect_operands(ops, 4 + p..=4 + p)?;

@@ -1,6 +1,7 @@
-//! Executes a decoded kernel: blocks one after another, warps of 32 lanes in lockstep inside
-//! a block, and the checks that make a wrong kernel fail loudly instead of producing plausible
-//! numbers.
+//! Executes a decoded kernel: blocks one after another (the CTAs of a thread-block cluster
+//! together, as one unit whose warps are numbered across its CTAs), warps of 32 lanes in
+//! lockstep inside a block, and the checks that make a wrong kernel fail loudly instead of
+//! producing plausible numbers.
 //!
 //! Divergence: every lane has its own PC and a warp always executes the instruction with the
 //! smallest PC among its runnable lanes, for all lanes at that PC. Lanes that branch ahead wait
@@ -107,6 +108,9 @@ pub struct LaunchConfig {
     /// Check global memory for data races (on unless turned off). It keeps 16 bytes of shadow
     /// per 4 bytes of global memory a launch touches, for the launch's duration.
     pub check_global_races: bool,
+    /// Thread-block clusters of this shape (`cuLaunchKernelEx`'s cluster dimension); `None`:
+    /// the entry's `.reqnctapercluster`, or clusters of one CTA.
+    pub cluster: Option<(u32, u32, u32)>,
 }
 
 impl LaunchConfig {
@@ -120,6 +124,7 @@ impl LaunchConfig {
             clock_mhz: 1000,
             schedule: Schedule::InOrder,
             check_global_races: true,
+            cluster: None,
         }
     }
 }
@@ -157,6 +162,11 @@ pub struct LaunchStats {
 
 /// Shared memory available to one block (sm_90: 227 KiB).
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
+/// The most CTAs in a cluster without the non-portable opt-in (CUDA: 8).
+pub const MAX_CLUSTER_CTAS: u32 = 8;
+/// A `mapa` result: `(rank + 1) << CLUSTER_RANK_SHIFT | offset`, above any CTA's shared
+/// memory, so a shared::cluster address used as a shared::cta one is out of bounds.
+const CLUSTER_RANK_SHIFT: u32 = 24;
 /// Pattern that every register holds before its first write.
 const REGISTER_POISON: u64 = 0xdead_beef_dead_beef;
 const FULL: u32 = u32::MAX;
@@ -167,6 +177,8 @@ enum LaneState {
     Barrier,
     /// Waiting at a `wgmma.mma_async` for the other warps of its warpgroup.
     Wgmma,
+    /// Waiting at `barrier.cluster.wait` for the cluster's other threads to arrive.
+    ClusterWait,
     Exited,
 }
 
@@ -180,7 +192,12 @@ struct PendingCopy {
 }
 
 struct Warp {
+    /// The warp's index in its cluster: CTA rank × the CTA's warps + its warp in the CTA.
     index: u32,
+    /// Its CTA's rank in the cluster.
+    rank: u32,
+    /// Lanes that arrived at `barrier.cluster` in the current phase.
+    cluster_arrived: u32,
     regs: Vec<u64>,
     preds: Vec<u32>,
     /// Per register (predicate), the lanes that have written it: reading a register in a lane
@@ -289,8 +306,9 @@ enum RaceSite {
     },
 }
 
-/// The threads waiting at one barrier id when no thread of the block can run.
+/// The threads waiting at one barrier id of one CTA when no thread of the block can run.
 struct Arrivals {
+    rank: u32,
     id: u32,
     /// The expected thread count (0: every thread of the block that has not exited).
     count: u32,
@@ -348,12 +366,55 @@ struct Block<'k, 'm> {
     wg: Option<BlockWgmma>,
     /// mbarrier and bulk-copy state, for kernels that use them.
     bulk: Option<BlockBulk>,
+    /// The cluster this unit runs: its CTAs run together, as one unit of warps, their shared
+    /// memories side by side (`cta_stride` bytes apart) in `shared`.
+    cluster: Cluster,
+    /// Phases of `barrier.cluster` completed.
+    cluster_phase: u64,
+    /// Per CTA rank, its threads that exited.
+    exited: Vec<u32>,
 }
 
-/// No barrier can open: the barrier waits (if any) are short of arrivals.
-fn opened_none(waiting: &[Arrivals], live: u32) -> bool {
+/// The cluster a [`Block`] runs.
+#[derive(Debug, Clone, Copy)]
+struct Cluster {
+    shape: (u32, u32, u32),
+    /// Its position in the grid of clusters.
+    id: (u32, u32, u32),
+    ranks: u32,
+    /// Shared memory of one CTA, and the distance between two CTAs' (a multiple of 1024, so
+    /// the swizzle patterns, which follow the address, line up).
+    cta_shared: usize,
+    cta_stride: usize,
+}
+
+impl Cluster {
+    /// Rank `r`'s position in the cluster (x fastest).
+    fn cta_of(&self, r: u32) -> (u32, u32, u32) {
+        let (cx, cy, _) = self.shape;
+        (r % cx, r / cx % cy, r / (cx * cy))
+    }
+
+    /// Rank `r`'s `%ctaid`.
+    fn ctaid(&self, r: u32) -> (u32, u32, u32) {
+        let (x, y, z) = self.cta_of(r);
+        (
+            self.id.0 * self.shape.0 + x,
+            self.id.1 * self.shape.1 + y,
+            self.id.2 * self.shape.2 + z,
+        )
+    }
+}
+
+/// No barrier can open: the barrier waits (if any) are short of arrivals (`live`: per CTA
+/// rank, its threads that have not exited).
+fn opened_none(waiting: &[Arrivals], live: &[u32]) -> bool {
     waiting.iter().all(|a| {
-        let expected = if a.count == 0 { live } else { a.count };
+        let expected = if a.count == 0 {
+            live[a.rank as usize]
+        } else {
+            a.count
+        };
         a.threads < expected
     })
 }
@@ -451,8 +512,49 @@ pub(crate) fn launch(
         )));
     }
     let params = build_params(kernel, args)?;
+    let shape = match (config.cluster, kernel.reqnctapercluster) {
+        (Some(c), Some(r)) if c != r => {
+            return Err(Error::Launch(format!(
+                "`{}` declares .reqnctapercluster {r:?} but was launched with clusters of {c:?}",
+                kernel.name
+            )))
+        }
+        (Some(c), _) | (None, Some(c)) => c,
+        (None, None) => (1, 1, 1),
+    };
+    let ranks = shape.0 as u64 * shape.1 as u64 * shape.2 as u64;
+    if ranks == 0 || ranks > MAX_CLUSTER_CTAS as u64 {
+        return Err(Error::Launch(format!(
+            "`{}`: clusters of {shape:?}: 1 to {MAX_CLUSTER_CTAS} CTAs",
+            kernel.name
+        )));
+    }
+    if !(gx.is_multiple_of(shape.0) && gy.is_multiple_of(shape.1) && gz.is_multiple_of(shape.2)) {
+        return Err(Error::Launch(format!(
+            "`{}`: grid {:?} is not a whole number of clusters of {shape:?}",
+            kernel.name, config.grid
+        )));
+    }
+    let cta_warps = threads.div_ceil(32);
+    if ranks > 1 && cta_warps * ranks > 32 {
+        return Err(Error::Launch(format!(
+            "`{}`: clusters of {ranks} CTAs of {threads} threads: ptxsim runs a cluster as one unit of at most 32 warps",
+            kernel.name
+        )));
+    }
+    if ranks > 1
+        && !cta_warps.is_multiple_of(4)
+        && kernel.code.iter().any(|i| matches!(i.op, Op::Wgmma(_)))
+    {
+        return Err(Error::Launch(format!(
+            "`{}`: clusters of CTAs of {threads} threads with wgmma: ptxsim needs whole warpgroups per CTA",
+            kernel.name
+        )));
+    }
+    let cta_stride = (shared_bytes as usize).next_multiple_of(1024);
+    let clusters = (gx / shape.0, gy / shape.1, gz / shape.2);
     let mut stats = LaunchStats::default();
-    let blocks = gx as u64 * gy as u64 * gz as u64;
+    let blocks = clusters.0 as u64 * clusters.1 as u64 * clusters.2 as u64;
     let mut order: Vec<u64> = (0..blocks).collect();
     let mut rng = match config.schedule {
         Schedule::InOrder => None,
@@ -463,7 +565,11 @@ pub(crate) fn launch(
             order.swap(i, rng.below(i as u64 + 1) as usize);
         }
     }
-    let mut shared_shadow = SharedShadow::new(shared_bytes as usize);
+    let mut shared_shadow = SharedShadow::new(if ranks > 1 {
+        cta_stride * ranks as usize
+    } else {
+        shared_bytes as usize
+    });
     let mut block_epochs: Vec<(u32, (u32, u32, u32))> = Vec::new();
     let launch_start = mem.launch_epochs();
     let mut epoch = launch_start;
@@ -475,6 +581,9 @@ pub(crate) fn launch(
             shared_bytes: shared_bytes as usize,
             threads: threads as usize,
             launch_start,
+            shape,
+            clusters,
+            cta_stride,
         },
         &order,
         rng,
@@ -497,6 +606,10 @@ struct RunBlocks<'k> {
     shared_bytes: usize,
     threads: usize,
     launch_start: u32,
+    /// Clusters: their shape in CTAs, the grid of them, and a CTA's shared-memory stride.
+    shape: (u32, u32, u32),
+    clusters: (u32, u32, u32),
+    cta_stride: usize,
 }
 
 /// Runs the blocks of a launch in `order`, leaving in `epoch` the last epoch used.
@@ -518,14 +631,25 @@ fn run_blocks(
         shared_bytes,
         threads,
         launch_start,
+        shape,
+        clusters,
+        cta_stride,
     } = run;
-    let (gx, gy, _) = config.grid;
+    let (gx, gy, _) = clusters;
+    let ranks = shape.0 * shape.1 * shape.2;
     for &linear in order {
-        let ctaid = (
-            (linear % gx as u64) as u32,
-            (linear / gx as u64 % gy as u64) as u32,
-            (linear / (gx as u64 * gy as u64)) as u32,
-        );
+        let cluster = Cluster {
+            shape,
+            id: (
+                (linear % gx as u64) as u32,
+                (linear / gx as u64 % gy as u64) as u32,
+                (linear / (gx as u64 * gy as u64)) as u32,
+            ),
+            ranks,
+            cta_shared: shared_bytes,
+            cta_stride: if ranks > 1 { cta_stride } else { shared_bytes },
+        };
+        let ctaid = cluster.ctaid(0);
         // A fresh epoch per block: the shadows' entries of the previous blocks are older.
         *epoch = epoch.checked_add(1).ok_or_else(|| {
             Error::Launch(format!(
@@ -540,11 +664,17 @@ fn run_blocks(
             config,
             mem: &mut *mem,
             params,
-            shared: vec![POISON_BYTE; shared_bytes],
+            shared: vec![POISON_BYTE; cluster.cta_stride * ranks as usize],
             shared_shadow: &mut *shared_shadow,
             launch_start,
             block_epochs,
-            local: vec![POISON_BYTE; threads * kernel.local_bytes_per_thread as usize],
+            local: vec![
+                POISON_BYTE;
+                threads.div_ceil(32)
+                    * 32
+                    * ranks as usize
+                    * kernel.local_bytes_per_thread as usize
+            ],
             epoch: *epoch,
             block_start: *epoch,
             ctaid,
@@ -553,11 +683,14 @@ fn run_blocks(
             rng: block_rng,
             wg: None,
             bulk: None,
+            cluster,
+            cluster_phase: 0,
+            exited: vec![0; ranks as usize],
         };
         let result = block.run();
         *epoch = block.epoch;
         result?;
-        stats.blocks += 1;
+        stats.blocks += ranks as u64;
     }
     Ok(())
 }
@@ -606,9 +739,35 @@ fn build_params(kernel: &Kernel, args: &[Arg]) -> Result<Vec<u8>, Error> {
 }
 
 impl Block<'_, '_> {
+    /// Threads of one CTA.
     fn threads(&self) -> u32 {
         let (x, y, z) = self.config.block;
         x * y * z
+    }
+
+    /// Warps of one CTA.
+    fn cta_warps(&self) -> u32 {
+        self.threads().div_ceil(32)
+    }
+
+    /// Thread slots of the unit: `warp index × 32 + lane` is below it.
+    fn thread_slots(&self) -> usize {
+        (self.cta_warps() * self.cluster.ranks * 32) as usize
+    }
+
+    /// Where CTA rank `rank`'s shared memory starts in `shared`.
+    fn shared_base(&self, rank: u32) -> usize {
+        rank as usize * self.cluster.cta_stride
+    }
+
+    /// The `%ctaid` of warp `w`'s CTA.
+    fn ctaid_of(&self, w: &Warp) -> (u32, u32, u32) {
+        self.cluster.ctaid(w.rank)
+    }
+
+    /// Lane `lane` of warp `w`: its thread's linear index in its CTA.
+    fn cta_thread(&self, w: &Warp, lane: usize) -> u32 {
+        (w.index - w.rank * self.cta_warps()) * 32 + lane as u32
     }
 
     fn thread_coords(&self, linear: u32) -> (u32, u32, u32) {
@@ -619,7 +778,9 @@ impl Block<'_, '_> {
     fn make_warp(&self, index: u32) -> Warp {
         let k = self.kernel;
         let threads = self.threads();
-        let first = index * 32;
+        let rank = index / self.cta_warps();
+        let local = index % self.cta_warps();
+        let first = local * 32;
         let count = (threads - first).min(32);
         let exists = if count == 32 {
             FULL
@@ -631,7 +792,11 @@ impl Block<'_, '_> {
         let (bx, by, bz) = self.config.block;
         let (gx, gy, gz) = self.config.grid;
         let nwarps = threads.div_ceil(32);
-        let shared_size = self.shared.len() as u64;
+        let shared_size = self.cluster.cta_shared as u64;
+        let ctaid = self.cluster.ctaid(rank);
+        let (cx, cy, cz) = self.cluster.shape;
+        let in_cluster = self.cluster.cta_of(rank);
+        let nclusters = (gx / cx, gy / cy, gz / cz);
         for &(sp, r) in &k.specials {
             for lane in 0..32u32 {
                 let (tx, ty, tz) = self.thread_coords(first + lane);
@@ -643,10 +808,10 @@ impl Block<'_, '_> {
                 let v: u64 = match sp {
                     Special::Tid(d) => dim(d, (tx, ty, tz)) as u64,
                     Special::Ntid(d) => dim(d, (bx, by, bz)) as u64,
-                    Special::Ctaid(d) => dim(d, self.ctaid) as u64,
+                    Special::Ctaid(d) => dim(d, ctaid) as u64,
                     Special::Nctaid(d) => dim(d, (gx, gy, gz)) as u64,
                     Special::LaneId => lane as u64,
-                    Special::WarpId => index as u64,
+                    Special::WarpId => local as u64,
                     Special::NWarpId => nwarps as u64,
                     Special::SmId | Special::GridId => 0,
                     Special::NSmId => 1,
@@ -657,6 +822,12 @@ impl Block<'_, '_> {
                     Special::LaneMaskGe => (!((1u64 << lane) - 1)) & 0xffff_ffff,
                     Special::DynamicSmemSize => self.config.dynamic_shared_bytes as u64,
                     Special::TotalSmemSize => shared_size,
+                    Special::ClusterCtaRank => rank as u64,
+                    Special::ClusterNCtaRank => self.cluster.ranks as u64,
+                    Special::ClusterId(d) => dim(d, self.cluster.id) as u64,
+                    Special::NClusterId(d) => dim(d, nclusters) as u64,
+                    Special::ClusterCtaId(d) => dim(d, in_cluster) as u64,
+                    Special::ClusterNCtaId(d) => dim(d, (cx, cy, cz)) as u64,
                 };
                 regs[r as usize * 32 + lane as usize] = v;
             }
@@ -670,6 +841,8 @@ impl Block<'_, '_> {
         }
         Warp {
             index,
+            rank,
+            cluster_arrived: 0,
             regs,
             preds: vec![0; k.n_preds as usize],
             reg_written,
@@ -710,7 +883,7 @@ impl Block<'_, '_> {
         if self.kernel.code.iter().any(|i| i.op.is_bulk()) {
             self.bulk = Some(BlockBulk::new(self.shared.len()));
         }
-        let nwarps = self.threads().div_ceil(32);
+        let nwarps = self.cta_warps() * self.cluster.ranks;
         let mut warps: Vec<Warp> = (0..nwarps).map(|w| self.make_warp(w)).collect();
         loop {
             match self.rng.take() {
@@ -738,6 +911,9 @@ impl Block<'_, '_> {
             if self.wg.is_some() && self.wgmma_rendezvous(&mut warps)? {
                 continue;
             }
+            if self.cluster_barrier(&mut warps)? {
+                continue;
+            }
             for w in &warps {
                 let at_aligned: Vec<usize> = lanes(w.exists)
                     .filter(|&l| {
@@ -755,16 +931,17 @@ impl Block<'_, '_> {
                 }
             }
             let mut waiting: Vec<Arrivals> = Vec::new();
-            let mut live = 0u32;
+            let mut live = vec![0u32; self.cluster.ranks as usize];
+            let mut cluster_waiting = false;
             for w in &warps {
                 for l in lanes(w.exists) {
                     match w.state[l] {
                         LaneState::Barrier => {
-                            live += 1;
+                            live[w.rank as usize] += 1;
                             let (id, count) = (w.barrier_id[l], w.barrier_count[l]);
                             let pc = w.pc[l] - 1;
                             let aligned = w.barrier_pc_aligned >> l & 1 == 1;
-                            match waiting.iter_mut().find(|x| x.id == id) {
+                            match waiting.iter_mut().find(|x| x.id == id && x.rank == w.rank) {
                                 Some(x) => {
                                     x.threads += 1;
                                     if x.count != count {
@@ -778,6 +955,7 @@ impl Block<'_, '_> {
                                     }
                                 }
                                 None => waiting.push(Arrivals {
+                                    rank: w.rank,
                                     id,
                                     count,
                                     threads: 1,
@@ -787,15 +965,22 @@ impl Block<'_, '_> {
                                 }),
                             }
                         }
-                        LaneState::Running | LaneState::Wgmma => live += 1,
+                        LaneState::Running | LaneState::Wgmma => live[w.rank as usize] += 1,
+                        LaneState::ClusterWait => {
+                            live[w.rank as usize] += 1;
+                            cluster_waiting = true;
+                        }
                         LaneState::Exited => {}
                     }
                 }
             }
             if let Some(e) = self.spin_deadlock(&warps) {
-                if opened_none(&waiting, live) {
+                if opened_none(&waiting, &live) {
                     return Err(e);
                 }
+            }
+            if waiting.is_empty() && cluster_waiting {
+                return Err(self.cluster_deadlock(&warps));
             }
             if waiting.is_empty() {
                 if let Some(e) = self.wgmma_stuck(&warps, None) {
@@ -808,9 +993,13 @@ impl Block<'_, '_> {
             // expected count, as the hardware does).
             let mut opened = Vec::new();
             for a in &waiting {
-                let expected = if a.count == 0 { live } else { a.count };
+                let expected = if a.count == 0 {
+                    live[a.rank as usize]
+                } else {
+                    a.count
+                };
                 if a.threads == expected {
-                    opened.push(a.id);
+                    opened.push((a.rank, a.id));
                 } else if a.threads > expected {
                     return Err(self.barrier_error(
                         &warps,
@@ -833,13 +1022,16 @@ impl Block<'_, '_> {
             // A barrier for the whole block (no thread count) that a warp skipped on a false
             // guard opens without it: the guard was not uniform across the block.
             for a in waiting.iter().filter(|a| a.aligned && a.count == 0) {
-                if let Some(v) = warps.iter().find(|v| v.skipped_barriers.contains(&a.pc)) {
+                if let Some(v) = warps
+                    .iter()
+                    .find(|v| v.rank == a.rank && v.skipped_barriers.contains(&a.pc))
+                {
                     return Err(Error::Runtime {
                         line: self.kernel.code[a.pc as usize].line,
                         instruction: self.kernel.texts[a.pc as usize].clone(),
                         message: format!(
                             "block {:?}: warp {} skipped this barrier (its guard was false) while warp {} waits at it: an `.aligned` barrier under a guard needs the guard to agree across the block",
-                            self.ctaid, v.index, a.warp
+                            self.cluster.ctaid(a.rank), v.index, a.warp
                         ),
                     });
                 }
@@ -855,7 +1047,9 @@ impl Block<'_, '_> {
             })?;
             for w in warps.iter_mut() {
                 for l in lanes(w.exists) {
-                    if w.state[l] == LaneState::Barrier && opened.contains(&w.barrier_id[l]) {
+                    if w.state[l] == LaneState::Barrier
+                        && opened.contains(&(w.rank, w.barrier_id[l]))
+                    {
                         w.barrier_pc_aligned &= !(1 << l);
                         w.state[l] = LaneState::Running;
                         w.running |= 1 << l;
@@ -865,32 +1059,95 @@ impl Block<'_, '_> {
         }
     }
 
+    /// Completes the phase of `barrier.cluster` when every thread of the cluster that has not
+    /// exited arrived, releasing the threads that wait; whether it did.
+    fn cluster_barrier(&mut self, warps: &mut [Warp]) -> Result<bool, Error> {
+        let waiting = warps
+            .iter()
+            .any(|w| lanes(w.exists).any(|l| w.state[l] == LaneState::ClusterWait));
+        let all_in = warps.iter().all(|w| {
+            lanes(w.exists)
+                .all(|l| w.state[l] == LaneState::Exited || w.cluster_arrived >> l & 1 == 1)
+        });
+        if !waiting || !all_in {
+            return Ok(false);
+        }
+        self.cluster_phase += 1;
+        self.epoch = self.epoch.checked_add(1).ok_or_else(|| {
+            Error::Launch(format!(
+                "`{}`: more than 2^32 barrier epochs in one launch",
+                self.kernel.name
+            ))
+        })?;
+        for w in warps.iter_mut() {
+            w.cluster_arrived = 0;
+            for l in lanes(w.exists) {
+                if w.state[l] == LaneState::ClusterWait {
+                    w.state[l] = LaneState::Running;
+                    w.running |= 1 << l;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Threads wait at `barrier.cluster.wait` and nothing else can move.
+    fn cluster_deadlock(&self, warps: &[Warp]) -> Error {
+        let w = warps
+            .iter()
+            .find(|w| lanes(w.exists).any(|l| w.state[l] == LaneState::ClusterWait))
+            .expect("a waiting warp");
+        let l = lanes(w.exists)
+            .find(|&l| w.state[l] == LaneState::ClusterWait)
+            .expect("a waiting lane");
+        let missing: Vec<String> = warps
+            .iter()
+            .filter(|v| {
+                lanes(v.exists)
+                    .any(|m| v.state[m] != LaneState::Exited && v.cluster_arrived >> m & 1 == 0)
+            })
+            .map(|v| {
+                format!(
+                    "warp {} of block {:?}",
+                    v.index - v.rank * self.cta_warps(),
+                    self.ctaid_of(v)
+                )
+            })
+            .collect();
+        self.fault(w, w.pc[l] - 1, l, format!(
+            "deadlock: barrier.cluster.wait waits for threads that cannot arrive ({} wait elsewhere or spin)",
+            missing.join(", ")
+        ))
+    }
+
     fn barrier_error(&self, warps: &[Warp], message: String) -> Error {
         let mut line = self.kernel.line;
         let mut text = String::from("bar.sync");
+        let mut ctaid = self.ctaid;
         for w in warps {
             if let Some(l) = lanes(w.exists).find(|&l| w.state[l] == LaneState::Barrier) {
                 let pc = w.pc[l].saturating_sub(1) as usize;
                 line = self.kernel.code[pc].line;
                 text = self.kernel.texts[pc].clone();
+                ctaid = self.ctaid_of(w);
                 break;
             }
         }
         Error::Runtime {
             line,
             instruction: text,
-            message: format!("block {:?}: {message}", self.ctaid),
+            message: format!("block {ctaid:?}: {message}"),
         }
     }
 
     fn fault(&self, w: &Warp, pc: u32, lane: usize, message: impl Into<String>) -> Error {
-        let (tx, ty, tz) = self.thread_coords(w.index * 32 + lane as u32);
+        let (tx, ty, tz) = self.thread_coords(self.cta_thread(w, lane));
         Error::Runtime {
             line: self.kernel.code[pc as usize].line,
             instruction: self.kernel.texts[pc as usize].clone(),
             message: format!(
                 "block {:?} thread ({tx}, {ty}, {tz}): {}",
-                self.ctaid,
+                self.ctaid_of(w),
                 message.into()
             ),
         }
@@ -902,8 +1159,8 @@ impl Block<'_, '_> {
             instruction: self.kernel.texts[pc as usize].clone(),
             message: format!(
                 "block {:?} warp {}: {}",
-                self.ctaid,
-                w.index,
+                self.ctaid_of(w),
+                w.index - w.rank * self.cta_warps(),
                 message.into()
             ),
         }
@@ -1102,6 +1359,7 @@ impl Block<'_, '_> {
             // The hardware completes a thread's outstanding cp.async copies even if it exits.
             self.complete_copies(w, l, u32::MAX)?;
             w.state[l] = LaneState::Exited;
+            self.exited[w.rank as usize] += 1;
         }
         w.running &= !lanes_mask;
         Ok(())
@@ -1907,6 +2165,61 @@ impl Block<'_, '_> {
                 }
             }
             Op::Nop => {}
+            Op::Mapa { d, a, rank } => {
+                for l in lanes(exec) {
+                    let r = Self::get(w, *rank, l) as u32;
+                    let addr = Self::get(w, *a, l) as u32 as u64 & ((1 << CLUSTER_RANK_SHIFT) - 1);
+                    if r >= self.cluster.ranks {
+                        return Err(self.fault(
+                            w,
+                            pc,
+                            l,
+                            format!(
+                                "mapa to CTA rank {r}, but the cluster has {} CTAs ({:?})",
+                                self.cluster.ranks, self.cluster.shape
+                            ),
+                        ));
+                    }
+                    if addr >= self.cluster.cta_shared as u64 {
+                        return Err(self.fault(w, pc, l, format!(
+                            "mapa of shared offset {addr:#x}, outside the CTA's {} bytes of shared memory",
+                            self.cluster.cta_shared
+                        )));
+                    }
+                    Self::set(w, *d, l, (r as u64 + 1) << CLUSTER_RANK_SHIFT | addr);
+                }
+            }
+            Op::ClusterArrive { aligned } | Op::ClusterWait { aligned } => {
+                let wait = matches!(inst.op, Op::ClusterWait { .. });
+                if *aligned && exec != w.running {
+                    return Err(self.warp_fault(w, pc, format!(
+                        "`.aligned` barrier.cluster executed by lanes {exec:#010x} while lanes {:#010x} of the warp are elsewhere or skip it: every thread of the warp must execute it together",
+                        w.running & !exec
+                    )));
+                }
+                for l in lanes(exec) {
+                    let arrived = w.cluster_arrived >> l & 1 == 1;
+                    if wait && !arrived {
+                        return Err(self.fault(w, pc, l, "barrier.cluster.wait without a barrier.cluster.arrive of this phase in this thread"));
+                    }
+                    if !wait && arrived {
+                        return Err(self.fault(w, pc, l, "barrier.cluster.arrive twice in one phase (barrier.cluster.wait between them)"));
+                    }
+                    if !wait {
+                        w.cluster_arrived |= 1 << l;
+                    }
+                }
+                if wait {
+                    for l in lanes(mask) {
+                        w.pc[l] = pc + 1;
+                    }
+                    for l in lanes(exec) {
+                        w.state[l] = LaneState::ClusterWait;
+                    }
+                    w.running &= !exec;
+                    return Ok(Flow::Done);
+                }
+            }
             Op::Shfl {
                 mode,
                 d,
@@ -2253,13 +2566,16 @@ impl Block<'_, '_> {
                 Ok(Loc::Global { alloc, off })
             }
             Space::Shared => {
-                if addr
-                    .checked_add(len as u64)
-                    .is_none_or(|e| e > self.shared.len() as u64)
-                {
-                    return Err(self.fault(w, pc, lane, format!("out-of-bounds shared access of {len} bytes at offset {addr:#x} (the block has {} bytes of shared memory)", self.shared.len())));
+                let size = self.cluster.cta_shared as u64;
+                if addr.checked_add(len as u64).is_none_or(|e| e > size) {
+                    let hint = if addr >> CLUSTER_RANK_SHIFT != 0 {
+                        " (a shared::cluster address from mapa, used where a shared::cta one is needed?)"
+                    } else {
+                        ""
+                    };
+                    return Err(self.fault(w, pc, lane, format!("out-of-bounds shared access of {len} bytes at offset {addr:#x} (the block has {size} bytes of shared memory){hint}")));
                 }
-                Ok(Loc::Shared(addr as usize))
+                Ok(Loc::Shared(self.shared_base(w.rank) + addr as usize))
             }
             Space::Local => {
                 let per = self.kernel.local_bytes_per_thread as u64;

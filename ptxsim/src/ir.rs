@@ -56,6 +56,18 @@ pub enum Special {
     LaneMaskGe,
     DynamicSmemSize,
     TotalSmemSize,
+    /// `%cluster_ctarank`: the CTA's linear rank in its cluster (x fastest).
+    ClusterCtaRank,
+    /// `%cluster_nctarank`: the CTAs in a cluster.
+    ClusterNCtaRank,
+    /// `%clusterid.{x,y,z}`: the cluster's position in the grid of clusters.
+    ClusterId(u8),
+    /// `%nclusterid.{x,y,z}`: the grid of clusters.
+    NClusterId(u8),
+    /// `%cluster_ctaid.{x,y,z}`: the CTA's position in its cluster.
+    ClusterCtaId(u8),
+    /// `%cluster_nctaid.{x,y,z}`: the cluster's shape in CTAs.
+    ClusterNCtaId(u8),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -595,11 +607,13 @@ pub enum Op {
         generic: bool,
         count: Src,
     },
-    /// `mbarrier.arrive{.expect_tx}` (state into `d` unless `_`), optional count.
+    /// `mbarrier.arrive{.expect_tx}` (state into `d` unless `_`), optional count. `remote`:
+    /// `.shared::cluster`, the address (from `mapa`) may name another CTA's barrier.
     MbarArrive {
         d: Option<Reg>,
         addr: Addr,
         generic: bool,
+        remote: bool,
         count: Option<Src>,
         expect_tx: Option<Src>,
     },
@@ -632,12 +646,31 @@ pub enum Op {
         mbar: Addr,
     },
     /// `cp.async.bulk.tensor.2d...tile.mbarrier::complete_tx::bytes [dst], [tmap, {c0, c1}],
-    /// [mbar]` (tmap a generic address).
+    /// [mbar]` (tmap a generic address); with `.multicast::cluster`, `{, ctaMask}`: the box
+    /// lands at the same offsets in every CTA of the cluster whose bit is set, completing on
+    /// the mbarrier at `mbar`'s offset in each.
     BulkTensor {
         dst: Addr,
         tmap: Addr,
         coords: Vec<Src>,
         mbar: Addr,
+        multicast: Option<Src>,
+    },
+    /// `mapa.shared::cluster.u32 d, a, rank`: the shared::cluster address of the variable at
+    /// this CTA's shared address `a` in the CTA of rank `rank` of the cluster.
+    Mapa {
+        d: Reg,
+        a: Src,
+        rank: Src,
+    },
+    /// `barrier.cluster.arrive{.release,.relaxed}{.aligned}`.
+    ClusterArrive {
+        aligned: bool,
+    },
+    /// `barrier.cluster.wait{.acquire}{.aligned}`: waits until every non-exited thread of the
+    /// cluster arrived in the current phase.
+    ClusterWait {
+        aligned: bool,
     },
 }
 
@@ -899,12 +932,22 @@ impl Op {
                 tmap,
                 coords,
                 mbar,
+                multicast,
             } => {
                 u.addr(*dst);
                 u.addr(*tmap);
                 u.read_all(coords);
                 u.addr(*mbar);
+                if let Some(m) = multicast {
+                    u.read(*m);
+                }
             }
+            Op::Mapa { d, a, rank } => {
+                u.read(*a);
+                u.read(*rank);
+                u.writes.push(*d);
+            }
+            Op::ClusterArrive { .. } | Op::ClusterWait { .. } => {}
             Op::FenceProxyAsync | Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } => {}
             // The accumulators are read (when scale-d is true) and written by the executor
             // itself, when the warpgroup's operation runs and when its group completes.

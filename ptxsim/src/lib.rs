@@ -114,6 +114,21 @@
 //!   counted then; its bytes become readable by a thread once that thread's wait saw the
 //!   phase complete; wgmma reads them with no `fence.proxy.async`. `cvta(.to).param`.
 //!   A false wait ends the warp's time slice; its lanes run after the warp's other lanes.
+//! - **Thread-block clusters** (sm_90): `.reqnctapercluster` (or [`LaunchConfig::cluster`]);
+//!   `%cluster_ctarank`, `%cluster_nctarank`, `%clusterid`, `%nclusterid`, `%cluster_ctaid`,
+//!   `%cluster_nctaid`; `barrier.cluster.arrive{.release,.relaxed}{.aligned}` and
+//!   `.wait{.acquire}{.aligned}` (a phase completes when every thread of the cluster that has
+//!   not exited arrived); `mapa.shared::cluster.u32` (another CTA's shared address);
+//!   `mbarrier.arrive{.release.cluster}.shared::cluster.b64 _, [addr]` on another CTA's
+//!   barrier; `cp.async.bulk.tensor…multicast::cluster [dst], [tmap, {c0, c1}], [mbar], mask`
+//!   (the box lands at `dst`'s offset in every CTA of the mask, completing on the barrier at
+//!   `mbar`'s offset in each). A cluster's CTAs run as one unit of at most 32 warps, their
+//!   shared memories side by side; another CTA's barrier may be used only after a
+//!   `barrier.cluster` phase completed since its init, and not once that CTA has exited.
+//!   Reading or writing another CTA's shared memory with `ld`/`st.shared::cluster` is not
+//!   implemented. Race checks between the warps of one CTA are coarser in a cluster: any
+//!   barrier of the cluster (either CTA's `bar.sync`, `barrier.cluster`) starts a new epoch
+//!   for all of them.
 //!
 //! # What is checked at parse time
 //!

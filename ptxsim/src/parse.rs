@@ -282,6 +282,8 @@ pub struct EntryAst {
     pub params: Vec<ParamDecl>,
     pub reqntid: Option<(u32, u32, u32)>,
     pub maxntid: Option<(u32, u32, u32)>,
+    /// `.reqnctapercluster`: the cluster shape every launch of the entry has.
+    pub reqnctapercluster: Option<(u32, u32, u32)>,
     pub body: Vec<Statement>,
 }
 
@@ -558,6 +560,7 @@ fn parse_entry(p: &mut Parser, line: u32) -> Result<EntryAst, Error> {
         params: Vec::new(),
         reqntid: None,
         maxntid: None,
+        reqnctapercluster: None,
         body: Vec::new(),
     };
     if p.eat_punct('(') && !p.eat_punct(')') {
@@ -576,6 +579,9 @@ fn parse_entry(p: &mut Parser, line: u32) -> Result<EntryAst, Error> {
         match w.as_str() {
             ".reqntid" => entry.reqntid = Some(parse_dim3(p)?),
             ".maxntid" => entry.maxntid = Some(parse_dim3(p)?),
+            ".reqnctapercluster" => entry.reqnctapercluster = Some(parse_dim3(p)?),
+            // Only with `.reqnctapercluster` here: launched as a cluster.
+            ".explicitcluster" => {}
             // Occupancy and register-allocation hints: no effect on results.
             ".minnctapersm" | ".maxnreg" | ".maxnctapersm" => {
                 p.number()?;

@@ -153,6 +153,20 @@ fn example(f: Feature) -> &'static str {
         Feature::CpAsyncBulkTensor => {
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r3, %r4}], [%r1+128];"
         }
+        Feature::BulkMulticast => {
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r1], [%rd1, {%r3, %r4}], [%r1+128], %h1;"
+        }
+        Feature::ClusterRegisters => "mov.u32 %r3, %cluster_ctarank;",
+        Feature::BarrierCluster => {
+            "barrier.cluster.arrive.aligned;\n    barrier.cluster.wait.aligned;"
+        }
+        Feature::BarrierClusterSem => {
+            "barrier.cluster.arrive.release;\n    barrier.cluster.wait.acquire;"
+        }
+        Feature::Mapa => "mapa.shared::cluster.u32 %r3, %r1, 1;",
+        Feature::MbarrierCluster => {
+            "mbarrier.arrive.shared::cluster.b64 _, [%r1];"
+        }
         Feature::WgmmaSync => {
             "wgmma.fence.sync.aligned;\n    wgmma.commit_group.sync.aligned;\n    wgmma.wait_group.sync.aligned 0;"
         }

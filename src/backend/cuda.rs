@@ -704,7 +704,11 @@ impl CudaBackend {
         }
         if cuda_plan::runs_wgmma(self.compute_capability) {
             let p = crate::bench::Precision::Bf16F32;
-            per_case.extend([ModuleId::GemmWgmma(p), ModuleId::GemmTma(p)]);
+            per_case.extend([
+                ModuleId::GemmWgmma(p),
+                ModuleId::GemmTma(p, false),
+                ModuleId::GemmTma(p, true),
+            ]);
         }
         for id in per_case {
             let outcome = match load_module(&self.ctx, id) {

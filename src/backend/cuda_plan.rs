@@ -215,6 +215,7 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
                 .chain([
                     gemm::case(gemm::GPU_REFERENCE, fp8, shape),
                     gemm::case(gemm::GPU_TMA, fp8, shape),
+                    gemm::case(gemm::GPU_TMA_CLUSTER, fp8, shape),
                 ]);
             out.splice(at + 1..at + 1, added);
         }
@@ -223,7 +224,7 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
 }
 
 /// Hopper's GEMM kernels, in the order they run after cuBLAS.
-pub const HOPPER_GEMMS: [&str; 2] = [gemm::GPU_WGMMA, gemm::GPU_TMA];
+pub const HOPPER_GEMMS: [&str; 3] = [gemm::GPU_WGMMA, gemm::GPU_TMA, gemm::GPU_TMA_CLUSTER];
 
 /// The side of the square the Hopper GEMM (`gemm/wgmma`) runs on in the default run: 8192³ bf16,
 /// the size the Hopper GEMM is held to against cuBLAS.
@@ -557,8 +558,8 @@ mod tests {
         // the squares, and the batch sweep less its two squares (4096³ and 8192³), once each
         assert_eq!(count("ptx", Precision::Bf16F32), 7 + 5 * 14 - 2);
         assert_eq!(count("cublas", Precision::Bf16F32), 7 + 5 * 14 - 2);
-        // Hopper's GEMMs: 8192³ bf16, right after cuBLAS on it (cp.async-fed, then TMA-fed);
-        // on no other device
+        // Hopper's GEMMs: 8192³ bf16, right after cuBLAS on it (cp.async-fed, then TMA-fed,
+        // alone and in clusters of two); on no other device
         let at = cases
             .iter()
             .position(|c| c.kernel == "wgmma")
@@ -566,11 +567,21 @@ mod tests {
         assert_eq!(cases[at - 1].id(), "gemm/cublas/bf16.f32/8192x8192x8192");
         assert_eq!(cases[at].id(), "gemm/wgmma/bf16.f32/8192x8192x8192");
         assert_eq!(cases[at + 1].id(), "gemm/tma/bf16.f32/8192x8192x8192");
-        assert_eq!(cases[at + 2].id(), "gemm/cublas/e4m3.f32/8192x8192x8192");
-        assert_eq!(cases[at + 3].id(), "gemm/tma/e4m3.f32/8192x8192x8192");
+        assert_eq!(
+            cases[at + 2].id(),
+            "gemm/tma-cluster/bf16.f32/8192x8192x8192"
+        );
+        assert_eq!(cases[at + 3].id(), "gemm/cublas/e4m3.f32/8192x8192x8192");
+        assert_eq!(cases[at + 4].id(), "gemm/tma/e4m3.f32/8192x8192x8192");
+        assert_eq!(
+            cases[at + 5].id(),
+            "gemm/tma-cluster/e4m3.f32/8192x8192x8192"
+        );
         assert_eq!(count("wgmma", Precision::Bf16F32), 1);
         assert_eq!(count("tma", Precision::Bf16F32), 1);
         assert_eq!(count("tma", Precision::E4m3F32), 1);
+        assert_eq!(count("tma-cluster", Precision::Bf16F32), 1);
+        assert_eq!(count("tma-cluster", Precision::E4m3F32), 1);
         assert_eq!(count("cublas", Precision::E4m3F32), 1);
         let a100 = DeviceModel {
             compute_capability: (8, 0),
@@ -578,9 +589,9 @@ mod tests {
         };
         assert!(gemm_cases(&a100, SizeRequest::Auto)
             .iter()
-            .all(|c| c.kernel != "wgmma"
-                && c.kernel != "tma"
-                && c.precision != Precision::E4m3F32));
+            .all(
+                |c| !HOPPER_GEMMS.contains(&c.kernel.as_str()) && c.precision != Precision::E4m3F32
+            ));
         // a Hopper too small for 8192³ (the simulated driver's): its largest bf16 square
         let tiny = DeviceModel {
             usable_bytes: 64 << 20,
@@ -598,8 +609,10 @@ mod tests {
             [
                 "gemm/wgmma/bf16.f32/2048x2048x2048",
                 "gemm/tma/bf16.f32/2048x2048x2048",
+                "gemm/tma-cluster/bf16.f32/2048x2048x2048",
                 "gemm/cublas/e4m3.f32/2048x2048x2048",
                 "gemm/tma/e4m3.f32/2048x2048x2048",
+                "gemm/tma-cluster/e4m3.f32/2048x2048x2048",
             ]
         );
         let mut ids: Vec<String> = cases.iter().map(|c| c.id()).collect();

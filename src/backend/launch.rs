@@ -68,8 +68,9 @@ pub enum ModuleId {
     GemmSimt,
     /// One expansion of kernels/gemm_wgmma.ptx.in (Hopper's GEMM, sm_90a): its input type.
     GemmWgmma(Precision),
-    /// One expansion of kernels/gemm_tma.ptx.in (Hopper's TMA-fed GEMM, sm_90a): its input type.
-    GemmTma(Precision),
+    /// One expansion of kernels/gemm_tma.ptx.in (Hopper's TMA-fed GEMM, sm_90a): its input type,
+    /// and whether it is the expansion in clusters of two CTAs.
+    GemmTma(Precision, bool),
 }
 
 impl ModuleId {
@@ -89,7 +90,8 @@ impl ModuleId {
             ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
             ModuleId::GemmSimt => "gemm_simt.ptx".into(),
             ModuleId::GemmWgmma(p) => format!("gemm_wgmma.ptx.in#{p}"),
-            ModuleId::GemmTma(p) => format!("gemm_tma.ptx.in#{p}"),
+            ModuleId::GemmTma(p, false) => format!("gemm_tma.ptx.in#{p}"),
+            ModuleId::GemmTma(p, true) => format!("gemm_tma.ptx.in#cluster2,{p}"),
         }
     }
 
@@ -109,7 +111,7 @@ impl ModuleId {
             ModuleId::Gemm(p) => Cow::Owned(gemm::expand(p)),
             ModuleId::GemmSimt => Cow::Borrowed(kernels::GEMM_SIMT),
             ModuleId::GemmWgmma(p) => Cow::Owned(gemm::expand_wgmma(p)),
-            ModuleId::GemmTma(p) => Cow::Owned(gemm::expand_tma(p)),
+            ModuleId::GemmTma(p, cluster) => Cow::Owned(gemm::expand_tma(p, cluster)),
         }
     }
 }
@@ -737,11 +739,13 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                     name: gemm::wgmma_entry_name(p),
                 });
             }
-            if case.kernel == gemm::GPU_TMA && gemm::TMA_PRECISIONS.contains(&p) {
-                return Ok(Entry {
-                    module: ModuleId::GemmTma(p),
-                    name: gemm::tma_entry_name(p),
-                });
+            if let Some(cluster) = gemm::tma_kernel(&case.kernel) {
+                if gemm::TMA_PRECISIONS.contains(&p) {
+                    return Ok(Entry {
+                        module: ModuleId::GemmTma(p, cluster),
+                        name: gemm::tma_entry_name(p, cluster),
+                    });
+                }
             }
             if case.kernel != gemm::GPU_OURS || !gemm::GPU_PRECISIONS.contains(&p) {
                 return Err(none());
@@ -936,8 +940,8 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 },
             ];
             let dim = |v: u64| Arg::U32(v as u32); // check_operands: all fit
-            let tma = case.kernel == gemm::GPU_TMA;
-            let params = if tma {
+            let tma = gemm::tma_kernel(&case.kernel);
+            let params = if let Some(cluster) = tma {
                 // A and B through tensor maps (their row strides are in the maps)
                 let map = |i: u8, matrix: u64, rows: u64, ld: u64| {
                     Arg::TensorMap(TensorMap {
@@ -945,7 +949,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                         precision: p,
                         dims: [shape.k, rows],
                         row_bytes: ld * gemm::input_bytes(p),
-                        box_dims: gemm::tma_box(p, matrix),
+                        box_dims: gemm::tma_box(p, matrix, cluster),
                         swizzle_bytes: gemm::TMA_SWIZZLE_BYTES,
                     })
                 };
@@ -970,9 +974,9 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 ]
             };
             // Hopper's kernels have their own tile, block and shared memory
-            let (blocks, block, dynamic_shared_bytes) = if tma {
+            let (blocks, block, dynamic_shared_bytes) = if let Some(cluster) = tma {
                 (
-                    gemm::wgmma_blocks(shape),
+                    gemm::tma_blocks(shape, cluster),
                     gemm::TMA_BLOCK,
                     gemm::TMA_SHARED_BYTES,
                 )

@@ -78,13 +78,17 @@ pub const GPU_WGMMA: &str = "wgmma";
 /// Our Hopper GEMM fed by TMA through mbarriers, with a producer warpgroup
 /// (`kernels/gemm_tma.ptx.in`, sm_90a), on compute capability 9.0.
 pub const GPU_TMA: &str = "tma";
+/// The TMA GEMM in clusters of [`TMA_CLUSTER`] CTAs that share B's tile through TMA multicast
+/// (the cluster expansion of `kernels/gemm_tma.ptx.in`), on compute capability 9.0: beside
+/// `tma` in the same run, so the rows say whether the cluster helps.
+pub const GPU_TMA_CLUSTER: &str = "tma-cluster";
 
 /// The implementation an implementation's row is held against: ours against the reference that
 /// runs on the same shape in the same run; `None` for a reference itself.
 pub fn reference_of(kernel: &str) -> Option<&'static str> {
     match kernel {
         HOST_OURS => Some(HOST_REFERENCE),
-        GPU_OURS | GPU_WGMMA | GPU_TMA => Some(GPU_REFERENCE),
+        GPU_OURS | GPU_WGMMA | GPU_TMA | GPU_TMA_CLUSTER => Some(GPU_REFERENCE),
         _ => None,
     }
 }
@@ -591,41 +595,98 @@ fn tma_k_shift(precision: Precision) -> u32 {
     tma_tile_k(precision).trailing_zeros()
 }
 
+/// CTAs in a cluster of the cluster TMA GEMM ([`GPU_TMA_CLUSTER`]): two, on adjacent row
+/// tiles of one column tile.
+pub const TMA_CLUSTER: u64 = 2;
+
+/// Whether `kernel` is one of the TMA GEMMs, and whether it is the cluster one.
+pub fn tma_kernel(kernel: &str) -> Option<bool> {
+    match kernel {
+        GPU_TMA => Some(false),
+        GPU_TMA_CLUSTER => Some(true),
+        _ => None,
+    }
+}
+
 /// The box one TMA load of the TMA GEMM copies, in elements, K first: a K tile of A's 128 rows
-/// (`matrix` 0) or of B's 256 (`matrix` 1).
-pub fn tma_box(precision: Precision, matrix: u64) -> [u32; 2] {
-    let rows = if matrix == 0 {
-        WGMMA_TILE_M
-    } else {
-        WGMMA_TILE_N
+/// (`matrix` 0) or of B's 256 (`matrix` 1); in the cluster kernel, of half of B's (each CTA
+/// loads one half and multicasts it to both).
+pub fn tma_box(precision: Precision, matrix: u64, cluster: bool) -> [u32; 2] {
+    let rows = match (matrix, cluster) {
+        (0, _) => WGMMA_TILE_M,
+        (_, false) => WGMMA_TILE_N,
+        (_, true) => WGMMA_TILE_N / TMA_CLUSTER,
     };
     [tma_tile_k(precision) as u32, rows as u32]
 }
 
-/// The PTX entry of the TMA GEMM: `gemm_tma_bf16_f32`.
-pub fn tma_entry_name(precision: Precision) -> String {
-    format!("gemm_tma_{}_f32", input_type(precision))
+/// The PTX entry of the TMA GEMM: `gemm_tma_bf16_f32`, or the cluster one's
+/// `gemm_tma_cluster2_bf16_f32`.
+pub fn tma_entry_name(precision: Precision, cluster: bool) -> String {
+    format!("gemm_tma_{}_f32", tma_name(precision, cluster))
 }
 
-/// The TMA GEMM's module for `precision` (bf16, f16 or e4m3), expanded from [`TMA_TEMPLATE`].
-pub fn expand_tma(precision: Precision) -> String {
+/// The middle of the TMA GEMM's names: the input type, after `cluster2_` for the cluster one.
+fn tma_name(precision: Precision, cluster: bool) -> String {
+    let ty = input_type(precision);
+    if cluster {
+        format!("cluster{TMA_CLUSTER}_{ty}")
+    } else {
+        ty.to_string()
+    }
+}
+
+/// Blocks of a TMA GEMM launch: one per 128 × 256 tile of C; in the cluster kernel, whole
+/// clusters (an odd count of row tiles gets a CTA past M, which loads zeros and stores nothing).
+pub fn tma_blocks(shape: Shape, cluster: bool) -> u64 {
+    if !cluster {
+        return wgmma_blocks(shape);
+    }
+    let pairs = shape.m.div_ceil(WGMMA_TILE_M * TMA_CLUSTER);
+    pairs * TMA_CLUSTER * shape.n.div_ceil(WGMMA_TILE_N)
+}
+
+/// The TMA GEMM's module for `precision` (bf16, f16 or e4m3), expanded from [`TMA_TEMPLATE`]:
+/// the plain kernel, or (`cluster`) the one in clusters of two CTAs that share B's tile.
+pub fn expand_tma(precision: Precision, cluster: bool) -> String {
     assert!(
         TMA_PRECISIONS.contains(&precision),
         "{precision} has no TMA GEMM"
     );
     let ty = input_type(precision);
+    // the empty barriers: every consumer thread, or lane 0 of each consumer warp of both CTAs
+    let releases = if cluster { 8 * TMA_CLUSTER } else { 256 };
     let init: String = (0..4)
         .map(|s| {
             format!(
-                "    mbarrier.init.shared::cta.b64 [%r18+{}], 1;\n    mbarrier.init.shared::cta.b64 [%r18+{}], 256;\n",
+                "    mbarrier.init.shared::cta.b64 [%r18+{}], 1;\n    mbarrier.init.shared::cta.b64 [%r18+{}], {releases};\n",
                 8 * s,
                 32 + 8 * s
             )
         })
         .collect();
+    let part = |plain: &str, clustered: &str| if cluster { clustered } else { plain }.to_string();
     super::expand_template(
         TMA_TEMPLATE,
         [
+            (
+                "@CLUSTER_DIMS@",
+                part("", &format!(".reqnctapercluster {TMA_CLUSTER}, 1, 1\n")),
+            ),
+            ("@TILE@", part(TMA_TILE, TMA_CLUSTER_TILE)),
+            ("@SYNC@", part("    bar.sync 0;\n", TMA_CLUSTER_SYNC)),
+            ("@LOAD_B@", part(TMA_LOAD_B, TMA_CLUSTER_LOAD_B)),
+            ("@CONSUMER@", part("", TMA_CLUSTER_CONSUMER)),
+            ("@RELEASE@", part(TMA_RELEASE, TMA_CLUSTER_RELEASE)),
+            (
+                "@MAPA@",
+                part("", "    mapa.shared::cluster.u32 %r42, %r34, %r41;\n"),
+            ),
+            ("@END@", part("", TMA_CLUSTER_END)),
+            (
+                "@VARIANT@",
+                part("", &format!(", in clusters of {TMA_CLUSTER} CTAs")),
+            ),
             ("@INIT@", init),
             ("@ZERO@", wgmma_zero()),
             ("@MMAS@", wgmma_mmas(precision)),
@@ -637,10 +698,63 @@ pub fn expand_tma(precision: Precision) -> String {
             ("@STORE@", wgmma_store()),
             ("@DESC@", WGMMA_DESC_BITS.to_string()),
             ("@IN@", ty.to_string()),
-            ("@NAME@", ty.to_string()),
+            ("@NAME@", tma_name(precision, cluster)),
         ],
     )
 }
+
+/// The TMA GEMM's tile: row tile `%r12` and column tile `%r13` from the block index.
+const TMA_TILE: &str = "    add.u32 %r11, %r7, 255;
+    shr.u32 %r11, %r11, 8;          // tiles along N
+    div.u32 %r12, %r5, %r11;        // tile row
+    mul.lo.u32 %r13, %r12, %r11;
+    sub.u32 %r13, %r5, %r13;        // tile column
+";
+/// The cluster kernel's: a cluster is a pair of row tiles of one column tile, rank r (`%r43`)
+/// the pair's row tile r.
+const TMA_CLUSTER_TILE: &str = "    mov.u32 %r43, %cluster_ctarank;
+    mov.u32 %r44, %clusterid.x;
+    add.u32 %r11, %r6, 255;
+    shr.u32 %r11, %r11, 8;          // pairs of row tiles
+    div.u32 %r13, %r44, %r11;       // tile column
+    mul.lo.u32 %r12, %r13, %r11;
+    sub.u32 %r12, %r44, %r12;       // the pair
+    shl.b32 %r12, %r12, 1;
+    add.u32 %r12, %r12, %r43;       // tile row
+    mov.b16 %rs1, 3;                // the multicast: both CTAs
+";
+/// The barriers made, visible to the whole cluster before any copy completes on them.
+const TMA_CLUSTER_SYNC: &str = "    barrier.cluster.arrive.release.aligned;
+    barrier.cluster.wait.acquire.aligned;
+";
+/// B's tile, into this CTA's stage.
+const TMA_LOAD_B: &str = "    cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r37], [%rd2, {%r38, %r15}], [%r33];
+";
+/// This CTA's half of B's tile (128 rows), into both CTAs' stage.
+const TMA_CLUSTER_LOAD_B: &str = "    shl.b32 %r44, %r43, 14;
+    add.u32 %r44, %r37, %r44;       // the half's place in the stage
+    shl.b32 %r45, %r43, 7;
+    add.u32 %r45, %r15, %r45;       // its first row of B
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r44], [%rd2, {%r38, %r45}], [%r33], %rs1;
+";
+/// The consumer's lane 0 (`%p8`) and the other CTA's rank (`%r41`).
+const TMA_CLUSTER_CONSUMER: &str = "    and.b32 %r41, %r0, 31;
+    setp.eq.u32 %p8, %r41, 0;       // lane 0 releases stages for its warp
+    xor.b32 %r41, %r43, 1;          // the other CTA
+";
+/// The previous stage released (after the first trip): every consumer thread arrives.
+const TMA_RELEASE: &str = "    @%p3 mbarrier.arrive.shared::cta.b64 _, [%r40];
+";
+/// In the cluster kernel lane 0 of each warp arrives on the stage's empty barrier in both CTAs
+/// (`%r42`: the other CTA's, from mapa).
+const TMA_CLUSTER_RELEASE: &str = "    and.pred %p9, %p3, %p8;
+    @%p9 mbarrier.arrive.shared::cta.b64 _, [%r40];
+    @%p9 mbarrier.arrive.shared::cluster.b64 _, [%r42];
+";
+/// No CTA exits while the other may still arrive on its barriers.
+const TMA_CLUSTER_END: &str = "    barrier.cluster.arrive.release;
+    barrier.cluster.wait.acquire;
+";
 
 /// Elements a PTX GEMM's rows of A and B are padded to a multiple of: [`GPU_ROW_ALIGN`], or 16
 /// for fp8 inputs (16-byte rows either way for f16, bf16 and fp8; 32 for f32).
@@ -1158,11 +1272,12 @@ mod tests {
         assert!(frobenius_tolerance(e4m3, 1024) > frobenius_tolerance(bf16, 1024));
         // the TMA kernel's K tile is 128 bytes: 64 bf16, 128 e4m3
         assert_eq!((tma_tile_k(bf16), tma_tile_k(e4m3)), (64, 128));
-        assert_eq!(tma_box(e4m3, 1), [128, 256]);
-        let fp8 = expand_tma(e4m3);
+        assert_eq!(tma_box(e4m3, 1, false), [128, 256]);
+        assert_eq!(tma_box(bf16, 1, true), [64, 128]);
+        let fp8 = expand_tma(e4m3, false);
         assert!(fp8.contains("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
         assert!(fp8.contains("shl.b32 %r38, %r29, 7;"));
-        assert!(expand_tma(bf16).contains("shl.b32 %r38, %r29, 6;"));
+        assert!(expand_tma(bf16, false).contains("shl.b32 %r38, %r29, 6;"));
         // tf32: one f32 per word, exact; the padding is zero
         assert_eq!(operand_words(Precision::Tf32F32, 3, 8), 24);
         assert_eq!(operand_words(Precision::Bf16F32, 3, 8), 12);

@@ -31,6 +31,9 @@ struct MBar {
     init_warp: u32,
     init_epoch: u32,
     init_pc: u32,
+    /// `barrier.cluster` phases completed before the init: another CTA may use the barrier
+    /// only after one more (the init made visible to the cluster).
+    init_cluster_phase: u64,
     live: bool,
 }
 
@@ -101,6 +104,83 @@ impl Block<'_, '_> {
             Loc::Shared(o) => Ok(o),
             _ => unreachable!("shared resolves to shared"),
         }
+    }
+
+    /// The physical offset of an mbarrier named by a shared::cluster address (from `mapa`, or
+    /// a shared::cta one: this CTA's), 8-byte aligned and in bounds, and its CTA's rank.
+    fn mbar_cluster_offset(
+        &self,
+        w: &Warp,
+        pc: u32,
+        l: usize,
+        addr: Addr,
+    ) -> Result<(usize, u32), Error> {
+        let a = self.address(w, addr, l);
+        let (rank, off) = if a >> CLUSTER_RANK_SHIFT != 0 {
+            (
+                (a >> CLUSTER_RANK_SHIFT) as u32 - 1,
+                a & ((1 << CLUSTER_RANK_SHIFT) - 1),
+            )
+        } else {
+            (w.rank, a)
+        };
+        if rank >= self.cluster.ranks {
+            return Err(self.fault(
+                w,
+                pc,
+                l,
+                format!(
+                "shared::cluster address {a:#x} names CTA rank {rank}, but the cluster has {} CTAs",
+                self.cluster.ranks
+            ),
+            ));
+        }
+        if !off.is_multiple_of(8) || off + 8 > self.cluster.cta_shared as u64 {
+            return Err(self.fault(w, pc, l, format!(
+                "mbarrier at shared::cluster address {a:#x}: offset {off:#x} is not 8-byte aligned inside the CTA's {} bytes of shared memory",
+                self.cluster.cta_shared
+            )));
+        }
+        Ok((self.shared_base(rank) + off as usize, rank))
+    }
+
+    /// The live barrier at physical offset `off` (of CTA rank `rank`), visible to this warp.
+    fn mbar_live_in(
+        &self,
+        w: &Warp,
+        pc: u32,
+        l: usize,
+        off: usize,
+        rank: u32,
+    ) -> Result<usize, Error> {
+        if rank == w.rank {
+            return self.mbar_live(w, pc, l, off);
+        }
+        if self.exited[rank as usize] == self.threads() {
+            return Err(self.fault(w, pc, l, format!(
+                "the mbarrier at offset {:#x} of CTA rank {rank} (block {:?}) is gone: every thread of that CTA has exited, and its shared memory with them (end the kernel with barrier.cluster.arrive/wait so no CTA exits while others still use its shared memory)",
+                off - self.shared_base(rank),
+                self.cluster.ctaid(rank)
+            )));
+        }
+        let b = self.bulk.as_ref().expect("bulk state");
+        let t = b.tags[off];
+        let i = (t & !MBAR_TAG) as usize;
+        if t & MBAR_TAG == 0 || b.bars[i].off != off || !b.bars[i].live {
+            return Err(self.fault(w, pc, l, format!(
+                "the mbarrier at offset {:#x} of CTA rank {rank} is used before its mbarrier.init (or after mbarrier.inval)",
+                off - self.shared_base(rank)
+            )));
+        }
+        let bar = &b.bars[i];
+        if bar.init_cluster_phase >= self.cluster_phase {
+            return Err(self.fault(w, pc, l, format!(
+                "the mbarrier at offset {:#x} of CTA rank {rank} was initialised at line {} with no barrier.cluster phase completed since: another CTA may use it only once its init is visible to the cluster (mbarrier.init; fence.mbarrier_init.release.cluster; barrier.cluster.arrive.release; barrier.cluster.wait.acquire)",
+                off - self.shared_base(rank),
+                self.kernel.code[bar.init_pc as usize].line
+            )));
+        }
+        Ok(i)
     }
 
     /// The live barrier at `off`, visible to this warp.
@@ -336,7 +416,8 @@ impl Block<'_, '_> {
     pub(super) fn bulk_step(&mut self, w: &mut Warp, pc: u32, exec: u32) -> Result<Flow, Error> {
         let kernel = self.kernel;
         let op = &kernel.code[pc as usize].op;
-        let threads = self.threads() as usize;
+        let threads = self.thread_slots();
+        let cluster_phase = self.cluster_phase;
         match op {
             Op::MbarInit {
                 addr,
@@ -379,6 +460,7 @@ impl Block<'_, '_> {
                         init_warp: w.index,
                         init_epoch: epoch,
                         init_pc: pc,
+                        init_cluster_phase: cluster_phase,
                         live: true,
                     });
                     b.tags[off..off + 8].fill(MBAR_TAG | i as u32);
@@ -389,12 +471,19 @@ impl Block<'_, '_> {
                 d,
                 addr,
                 generic,
+                remote,
                 count,
                 expect_tx,
             } => {
                 for l in lanes(exec) {
-                    let off = self.mbar_offset(w, pc, l, *addr, *generic)?;
-                    let i = self.mbar_live(w, pc, l, off)?;
+                    let i = if *remote {
+                        let (off, rank) = self.mbar_cluster_offset(w, pc, l, *addr)?;
+                        self.mbar_live_in(w, pc, l, off, rank)?
+                    } else {
+                        let off = self.mbar_offset(w, pc, l, *addr, *generic)?;
+                        self.mbar_live(w, pc, l, off)?
+                    };
+                    let off = self.bulk.as_ref().expect("bulk state").bars[i].off;
                     let n = count.map_or(1, |c| Self::get(w, c, l) & 0xffff_ffff);
                     if n == 0 || n as i64 > COUNT_MAX {
                         return Err(self.fault(
@@ -549,6 +638,7 @@ impl Block<'_, '_> {
                 tmap,
                 coords,
                 mbar,
+                multicast,
             } => {
                 for l in lanes(exec) {
                     let a = self.address(w, *tmap, l);
@@ -589,7 +679,24 @@ impl Block<'_, '_> {
                         unreachable!("shared resolves to shared")
                     };
                     let moff = self.mbar_offset(w, pc, l, *mbar, false)?;
-                    let i = self.mbar_live(w, pc, l, moff)?;
+                    self.mbar_live(w, pc, l, moff)?;
+                    // The CTAs the box lands in: this one, or those of the multicast mask.
+                    let own = self.shared_base(w.rank);
+                    let targets: Vec<u32> = match multicast {
+                        None => vec![w.rank],
+                        Some(m) => {
+                            let mask = Self::get(w, *m, l) as u16 as u32;
+                            if mask == 0 || mask >> self.cluster.ranks != 0 {
+                                return Err(self.fault(w, pc, l, format!(
+                                    "multicast ctaMask {mask:#06x} names no CTA or CTAs beyond the cluster's {}",
+                                    self.cluster.ranks
+                                )));
+                            }
+                            (0..self.cluster.ranks)
+                                .filter(|r| mask >> r & 1 == 1)
+                                .collect()
+                        }
+                    };
                     let c0 = Self::get(w, coords[0], l) as u32 as i32 as i64;
                     let c1 = Self::get(w, coords[1], l) as u32 as i32 as i64;
                     let eb = map.elem_bytes as usize;
@@ -620,14 +727,22 @@ impl Block<'_, '_> {
                         let at = r as usize * row_bytes + (x_lo - c0) as usize * eb;
                         self.copy_out(&gloc, &mut linear[at..at + len]);
                     }
-                    // 16-byte chunks to their swizzled shared addresses.
-                    let chunks: Vec<(usize, Vec<u8>)> = (0..total as usize / 16)
-                        .map(|c| {
-                            let phys = map.swizzle.apply((doff + 16 * c) as u64) as usize;
-                            (phys, linear[16 * c..16 * c + 16].to_vec())
-                        })
-                        .collect();
-                    self.bulk_issue(w, pc, l, i, &chunks, total)?;
+                    for r in targets {
+                        // The same offsets in CTA `r`: its box and its barrier.
+                        let base = self.shared_base(r);
+                        let i = self.mbar_live_in(w, pc, l, base + moff - own, r)?;
+                        // 16-byte chunks to their swizzled shared addresses.
+                        let chunks: Vec<(usize, Vec<u8>)> = (0..total as usize / 16)
+                            .map(|c| {
+                                let at = (base + doff - own + 16 * c) as u64;
+                                (
+                                    map.swizzle.apply(at) as usize,
+                                    linear[16 * c..16 * c + 16].to_vec(),
+                                )
+                            })
+                            .collect();
+                        self.bulk_issue(w, pc, l, i, &chunks, total)?;
+                    }
                 }
             }
             _ => unreachable!("bulk_step on another instruction"),

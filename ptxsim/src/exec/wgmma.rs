@@ -165,7 +165,7 @@ impl Block<'_, '_> {
             instruction: self.kernel.texts[pc as usize].clone(),
             message: format!(
                 "block {:?} warpgroup {group} (warps {}..={}): {}",
-                self.ctaid,
+                self.cluster.ctaid(4 * group / self.cta_warps()),
                 4 * group,
                 4 * group + 3,
                 message.into()
@@ -194,7 +194,8 @@ impl Block<'_, '_> {
         self.require_full_warp(w, pc, exec, name)?;
         let threads = self.threads();
         let group = w.index / 4;
-        if (group + 1) * 128 > threads {
+        let local = (w.index - w.rank * self.cta_warps()) / 4;
+        if (local + 1) * 128 > threads {
             return Err(self.warp_fault(w, pc, format!(
                 "`{name}` is executed by a whole warpgroup (4 consecutive warps, 128 threads), but the block has {threads} threads, so warp {}'s warpgroup (warps {}..={}) is incomplete",
                 w.index,
@@ -442,10 +443,13 @@ impl Block<'_, '_> {
         let eb = (ty.bits() / 8) as usize;
         let per_chunk = 16 / eb;
         let mut out = vec![0u64; rows * k];
+        // The descriptor's addresses are the warpgroup's CTA's.
+        let base = self.shared_base(4 * group / self.cta_warps()) as u64;
         for r in 0..rows {
             for c in 0..2 {
-                let addr = d.chunk_addr(r as u64, c as u64);
-                if addr + 16 > self.shared.len() as u64 {
+                let rel = d.chunk_addr(r as u64, c as u64);
+                let addr = base + rel;
+                if rel + 16 > self.cluster.cta_shared as u64 {
                     return Err(self.wg_error(pc, group, format!(
                         "{what} descriptor {raw:#018x} ({}, start {:#x}, LBO {}, SBO {}) makes row {r}, K bytes {}..{} read shared bytes {addr:#x}..{:#x}, outside the block's {} bytes of shared memory",
                         swizzle_name(d.swizzle),
@@ -455,7 +459,7 @@ impl Block<'_, '_> {
                         16 * c,
                         16 * c + 16,
                         addr + 16,
-                        self.shared.len()
+                        self.cluster.cta_shared
                     )));
                 }
                 chunks.push((addr / 16) as u32);
