@@ -1039,12 +1039,7 @@ impl Block<'_, '_> {
             for w in warps.iter_mut() {
                 w.skipped_barriers.clear();
             }
-            self.epoch = self.epoch.checked_add(1).ok_or_else(|| {
-                Error::Launch(format!(
-                    "`{}`: more than 2^32 barrier epochs in one launch",
-                    self.kernel.name
-                ))
-            })?;
+            self.next_epoch()?;
             for w in warps.iter_mut() {
                 for l in lanes(w.exists) {
                     if w.state[l] == LaneState::Barrier
@@ -1057,6 +1052,18 @@ impl Block<'_, '_> {
                 }
             }
         }
+    }
+
+    /// A fresh barrier epoch: a barrier opened, so accesses before it are ordered with those
+    /// after.
+    fn next_epoch(&mut self) -> Result<(), Error> {
+        self.epoch = self.epoch.checked_add(1).ok_or_else(|| {
+            Error::Launch(format!(
+                "`{}`: more than 2^32 barrier epochs in one launch",
+                self.kernel.name
+            ))
+        })?;
+        Ok(())
     }
 
     /// Completes the phase of `barrier.cluster` when every thread of the cluster that has not
@@ -1073,12 +1080,7 @@ impl Block<'_, '_> {
             return Ok(false);
         }
         self.cluster_phase += 1;
-        self.epoch = self.epoch.checked_add(1).ok_or_else(|| {
-            Error::Launch(format!(
-                "`{}`: more than 2^32 barrier epochs in one launch",
-                self.kernel.name
-            ))
-        })?;
+        self.next_epoch()?;
         for w in warps.iter_mut() {
             w.cluster_arrived = 0;
             for l in lanes(w.exists) {
