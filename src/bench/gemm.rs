@@ -1278,6 +1278,37 @@ mod tests {
         assert!(fp8.contains("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
         assert!(fp8.contains("shl.b32 %r38, %r29, 7;"));
         assert!(expand_tma(bf16, false).contains("shl.b32 %r38, %r29, 6;"));
+        // the cluster expansion: its own entry, clusters of two, every placeholder filled, the
+        // empty barriers taking 16 arrivals (256 alone), and whole clusters of CTAs: 3 row tiles
+        // take 2 clusters (a CTA past M), 2 column tiles twice that
+        for p in TMA_PRECISIONS {
+            for cluster in [false, true] {
+                let text = expand_tma(p, cluster);
+                let placeholder = text
+                    .split('@')
+                    .skip(1)
+                    .any(|t| t.starts_with(|c: char| c.is_ascii_uppercase()));
+                assert!(!placeholder, "{p} (cluster {cluster}): a placeholder left");
+                assert!(text.contains(&format!(".visible .entry {}(", tma_entry_name(p, cluster))));
+                assert_eq!(
+                    text.contains("\n.reqnctapercluster 2, 1, 1\n"),
+                    cluster,
+                    "{p}"
+                );
+                let releases = if cluster { "], 16;" } else { "], 256;" };
+                assert_eq!(text.matches(releases).count(), 4, "{p}");
+            }
+        }
+        assert_eq!(tma_entry_name(bf16, true), "gemm_tma_cluster2_bf16_f32");
+        let three_by_two = Shape::new(257, 300, 64);
+        assert_eq!(tma_blocks(three_by_two, false), 3 * 2);
+        assert_eq!(tma_blocks(three_by_two, true), 4 * 2);
+        assert_eq!(
+            (tma_kernel("tma"), tma_kernel("tma-cluster")),
+            (Some(false), Some(true))
+        );
+        assert_eq!(tma_kernel("wgmma"), None);
+        assert_eq!(reference_of(GPU_TMA_CLUSTER), Some(GPU_REFERENCE));
         // tf32: one f32 per word, exact; the padding is zero
         assert_eq!(operand_words(Precision::Tf32F32, 3, 8), 24);
         assert_eq!(operand_words(Precision::Bf16F32, 3, 8), 12);
