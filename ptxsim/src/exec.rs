@@ -357,7 +357,6 @@ struct Block<'k, 'm> {
     epoch: u32,
     /// This block's first epoch: anything older was done by a block that already ran.
     block_start: u32,
-    ctaid: (u32, u32, u32),
     stats: &'m mut LaunchStats,
     clock: u64,
     /// Only for [`Schedule::Shuffled`].
@@ -551,7 +550,12 @@ pub(crate) fn launch(
             kernel.name
         )));
     }
-    let cta_stride = (shared_bytes as usize).next_multiple_of(1024);
+    // one CTA's shared memory, or a cluster's side by side, each 1024-byte aligned
+    let cta_stride = if ranks > 1 {
+        (shared_bytes as usize).next_multiple_of(1024)
+    } else {
+        shared_bytes as usize
+    };
     let clusters = (gx / shape.0, gy / shape.1, gz / shape.2);
     let mut stats = LaunchStats::default();
     let blocks = clusters.0 as u64 * clusters.1 as u64 * clusters.2 as u64;
@@ -565,11 +569,7 @@ pub(crate) fn launch(
             order.swap(i, rng.below(i as u64 + 1) as usize);
         }
     }
-    let mut shared_shadow = SharedShadow::new(if ranks > 1 {
-        cta_stride * ranks as usize
-    } else {
-        shared_bytes as usize
-    });
+    let mut shared_shadow = SharedShadow::new(cta_stride * ranks as usize);
     let mut block_epochs: Vec<(u32, (u32, u32, u32))> = Vec::new();
     let launch_start = mem.launch_epochs();
     let mut epoch = launch_start;
@@ -647,7 +647,7 @@ fn run_blocks(
             ),
             ranks,
             cta_shared: shared_bytes,
-            cta_stride: if ranks > 1 { cta_stride } else { shared_bytes },
+            cta_stride,
         };
         let ctaid = cluster.ctaid(0);
         // A fresh epoch per block: the shadows' entries of the previous blocks are older.
@@ -677,7 +677,6 @@ fn run_blocks(
             ],
             epoch: *epoch,
             block_start: *epoch,
-            ctaid,
             stats: &mut *stats,
             clock: 0,
             rng: block_rng,
@@ -765,9 +764,14 @@ impl Block<'_, '_> {
         self.cluster.ctaid(w.rank)
     }
 
+    /// Warp `w`'s index in its CTA.
+    fn cta_warp(&self, w: &Warp) -> u32 {
+        w.index - w.rank * self.cta_warps()
+    }
+
     /// Lane `lane` of warp `w`: its thread's linear index in its CTA.
     fn cta_thread(&self, w: &Warp, lane: usize) -> u32 {
-        (w.index - w.rank * self.cta_warps()) * 32 + lane as u32
+        self.cta_warp(w) * 32 + lane as u32
     }
 
     fn thread_coords(&self, linear: u32) -> (u32, u32, u32) {
@@ -791,7 +795,7 @@ impl Block<'_, '_> {
         let mut reg_written = vec![0u32; k.n_regs as usize];
         let (bx, by, bz) = self.config.block;
         let (gx, gy, gz) = self.config.grid;
-        let nwarps = threads.div_ceil(32);
+        let nwarps = self.cta_warps();
         let shared_size = self.cluster.cta_shared as u64;
         let ctaid = self.cluster.ctaid(rank);
         let (cx, cy, cz) = self.cluster.shape;
@@ -1108,13 +1112,7 @@ impl Block<'_, '_> {
                 lanes(v.exists)
                     .any(|m| v.state[m] != LaneState::Exited && v.cluster_arrived >> m & 1 == 0)
             })
-            .map(|v| {
-                format!(
-                    "warp {} of block {:?}",
-                    v.index - v.rank * self.cta_warps(),
-                    self.ctaid_of(v)
-                )
-            })
+            .map(|v| format!("warp {} of block {:?}", self.cta_warp(v), self.ctaid_of(v)))
             .collect();
         self.fault(w, w.pc[l] - 1, l, format!(
             "deadlock: barrier.cluster.wait waits for threads that cannot arrive ({} wait elsewhere or spin)",
@@ -1125,7 +1123,7 @@ impl Block<'_, '_> {
     fn barrier_error(&self, warps: &[Warp], message: String) -> Error {
         let mut line = self.kernel.line;
         let mut text = String::from("bar.sync");
-        let mut ctaid = self.ctaid;
+        let mut ctaid = self.cluster.ctaid(0);
         for w in warps {
             if let Some(l) = lanes(w.exists).find(|&l| w.state[l] == LaneState::Barrier) {
                 let pc = w.pc[l].saturating_sub(1) as usize;
@@ -1162,7 +1160,7 @@ impl Block<'_, '_> {
             message: format!(
                 "block {:?} warp {}: {}",
                 self.ctaid_of(w),
-                w.index - w.rank * self.cta_warps(),
+                self.cta_warp(w),
                 message.into()
             ),
         }
@@ -2770,7 +2768,7 @@ impl Block<'_, '_> {
             .block_epochs
             .partition_point(|&(start, _)| start <= epoch);
         i.checked_sub(1)
-            .map_or(self.ctaid, |i| self.block_epochs[i].1)
+            .map_or(self.cluster.ctaid(0), |i| self.block_epochs[i].1)
     }
 
     fn race_error(

@@ -144,6 +144,14 @@ impl Block<'_, '_> {
         Ok((self.shared_base(rank) + off as usize, rank))
     }
 
+    /// The index of the live mbarrier whose object starts at shared offset `off`, if any.
+    fn mbar_at(&self, off: usize) -> Option<usize> {
+        let b = self.bulk.as_ref().expect("bulk state");
+        let t = b.tags[off];
+        let i = (t & !MBAR_TAG) as usize;
+        (t & MBAR_TAG != 0 && b.bars[i].off == off && b.bars[i].live).then_some(i)
+    }
+
     /// The live barrier at physical offset `off` (of CTA rank `rank`), visible to this warp.
     fn mbar_live_in(
         &self,
@@ -163,16 +171,13 @@ impl Block<'_, '_> {
                 self.cluster.ctaid(rank)
             )));
         }
-        let b = self.bulk.as_ref().expect("bulk state");
-        let t = b.tags[off];
-        let i = (t & !MBAR_TAG) as usize;
-        if t & MBAR_TAG == 0 || b.bars[i].off != off || !b.bars[i].live {
+        let Some(i) = self.mbar_at(off) else {
             return Err(self.fault(w, pc, l, format!(
                 "the mbarrier at offset {:#x} of CTA rank {rank} is used before its mbarrier.init (or after mbarrier.inval)",
                 off - self.shared_base(rank)
             )));
-        }
-        let bar = &b.bars[i];
+        };
+        let bar = &self.bulk.as_ref().expect("bulk state").bars[i];
         if bar.init_cluster_phase >= self.cluster_phase {
             return Err(self.fault(w, pc, l, format!(
                 "the mbarrier at offset {:#x} of CTA rank {rank} was initialised at line {} with no barrier.cluster phase completed since: another CTA may use it only once its init is visible to the cluster (mbarrier.init; fence.mbarrier_init.release.cluster; barrier.cluster.arrive.release; barrier.cluster.wait.acquire)",
@@ -185,18 +190,12 @@ impl Block<'_, '_> {
 
     /// The live barrier at `off`, visible to this warp.
     fn mbar_live(&self, w: &Warp, pc: u32, l: usize, off: usize) -> Result<usize, Error> {
-        let b = self.bulk.as_ref().expect("bulk state");
-        let t = b.tags[off];
-        if t & MBAR_TAG == 0
-            || b.bars[(t & !MBAR_TAG) as usize].off != off
-            || !b.bars[(t & !MBAR_TAG) as usize].live
-        {
+        let Some(i) = self.mbar_at(off) else {
             return Err(self.fault(w, pc, l, format!(
                 "mbarrier at shared offset {off:#x} used before mbarrier.init (or after mbarrier.inval)"
             )));
-        }
-        let i = (t & !MBAR_TAG) as usize;
-        let bar = &b.bars[i];
+        };
+        let bar = &self.bulk.as_ref().expect("bulk state").bars[i];
         if bar.init_warp != w.index && bar.init_epoch == self.epoch {
             return Err(self.fault(w, pc, l, format!(
                 "mbarrier at shared offset {off:#x} was initialised by warp {} at line {} with no barrier (bar.sync) since: other threads may use it only once its init is visible (mbarrier.init; fence.mbarrier_init.release.cluster; bar.sync)",

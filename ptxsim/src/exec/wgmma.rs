@@ -194,7 +194,7 @@ impl Block<'_, '_> {
         self.require_full_warp(w, pc, exec, name)?;
         let threads = self.threads();
         let group = w.index / 4;
-        let local = (w.index - w.rank * self.cta_warps()) / 4;
+        let local = self.cta_warp(w) / 4;
         if (local + 1) * 128 > threads {
             return Err(self.warp_fault(w, pc, format!(
                 "`{name}` is executed by a whole warpgroup (4 consecutive warps, 128 threads), but the block has {threads} threads, so warp {}'s warpgroup (warps {}..={}) is incomplete",
