@@ -6,7 +6,8 @@
 //! The simulated driver never shadows a real one: it is built as `libsimcuda.so` (cargo puts
 //! target/*/deps on `LD_LIBRARY_PATH`, so it must not be called libcuda there), and each test
 //! opts in by running a child process with a directory of its own first on `LD_LIBRARY_PATH`,
-//! holding `libcuda.so.1` and `libcuda.so` links to it. This process never loads it.
+//! holding `libcuda.so.1` and `libcuda.so` links to it (and, unless a test asks otherwise, the
+//! `libcublas`/`libcublasLt` names, for its simulated cuBLAS). This process never loads it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -32,8 +33,32 @@ pub struct Sim {
     settings: String,
 }
 
+/// The names under which a child finds the simulated cuBLAS and cuBLASLt (simcuda's `cublas`
+/// module, in the same library): every name roofprobe's search tries on the loader's path, so
+/// that a real cuBLAS elsewhere on it is never the one found.
+pub const CUBLAS_NAMES: [&str; 6] = [
+    "libcublas.so.13",
+    "libcublas.so.12",
+    "libcublas.so",
+    "libcublasLt.so.13",
+    "libcublasLt.so.12",
+    "libcublasLt.so",
+];
+
 impl Sim {
+    /// The simulated driver, with the simulated cuBLAS beside it.
     pub fn new(settings: &str) -> Sim {
+        let sim = Sim::without_cublas(settings);
+        for name in CUBLAS_NAMES {
+            std::os::unix::fs::symlink(library(), sim.dir.path().join(name))
+                .expect("linking libcublas");
+        }
+        sim
+    }
+
+    /// The simulated driver alone: no cuBLAS where the child looks first (the cuBLAS rows say
+    /// why they were skipped, unless a real cuBLAS lies on the loader's path).
+    pub fn without_cublas(settings: &str) -> Sim {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let lib = library();
         for name in ["libcuda.so.1", "libcuda.so"] {
@@ -166,16 +191,6 @@ fn run_quick(
     let csv = csv_in(dir);
     let rows = roofprobe::record::read_csv(&csv).unwrap();
     (csv, rows, text(&out.stdout))
-}
-
-/// No cuBLAS beside a simulated driver: a reference row says so, and is not valid.
-fn assert_reference_skipped(r: &roofprobe::record::Record) {
-    assert!(
-        !r.valid && r.status.starts_with("skipped: no cuBLAS found"),
-        "{}: {}",
-        r.case_id(),
-        r.status
-    );
 }
 
 #[test]
@@ -396,12 +411,17 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     );
     for r in &rows {
         assert_eq!(r.backend.as_str(), "cuda");
-        if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
-            assert_reference_skipped(r);
-            continue;
-        }
         assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
         assert_eq!(r.device_name, "roofprobe simulated GPU");
+        if r.family == roofprobe::bench::Family::Gemm {
+            // the simulated cuBLAS beside the driver: its product checked like ours, and ours
+            // given its ratio to it
+            if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
+                assert!(r.note.contains("cublasGemmEx TN"), "{}", r.note);
+            } else {
+                assert!(r.ratio_to_reference.is_some(), "{}", r.case_id());
+            }
+        }
         use roofprobe::bench::Family;
         let measures_its_clock = match r.family {
             Family::Peak | Family::Tensor | Family::Latency => true,
@@ -442,8 +462,8 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
 /// The tf32 GEMM and the f32 SIMT GEMM (both f32 in memory: A, B and C 768 KiB at 256³, more
 /// than the default simulated 1 MiB leaves) on a simulated GPU with 2 MiB: planned, launched
 /// (tf32 with its 64 KiB of dynamic shared memory, f32 with static shared memory only), each
-/// row valid (the exact product) with a figure; each cuBLAS row (tf32 `FAST_TF32`, f32
-/// `CUBLAS_COMPUTE_32F`) says it was skipped.
+/// row valid (the exact product) with a figure; so is each cuBLAS row on the simulated cuBLAS,
+/// tf32 through `CUBLAS_COMPUTE_32F_FAST_TF32` and f32 through `CUBLAS_COMPUTE_32F`.
 #[test]
 fn tf32_and_f32_gemm_rows_are_valid_on_the_simulated_gpu() {
     let sim = Sim::new("memory=2M");
@@ -461,11 +481,75 @@ fn tf32_and_f32_gemm_rows_are_valid_on_the_simulated_gpu() {
     wanted.sort();
     assert_eq!(ids, wanted);
     for r in &rows {
+        assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
+        assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
         if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
-            assert_reference_skipped(r);
+            let fast = r.note.contains("f32 (fast tf32) compute");
+            assert_eq!(fast, r.precision.to_string() == "tf32.f32", "{}", r.note);
         } else {
-            assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
-            assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
+            assert!(r.ratio_to_reference.is_some(), "{}", r.case_id());
+        }
+    }
+}
+
+/// The cuBLAS rows on a shape that is not square (a decode step's 2 × 4096 × 4096: row-major
+/// A, B and C become column-major operands of other sizes, so a swapped operand, operation or
+/// leading dimension cannot pass unseen as it can at m = n = k), valid on the simulated cuBLAS;
+/// and with no cuBLAS to load (`ROOFPROBE_CUBLAS` naming a file that is not there) the rows
+/// say `skipped: <why>` while ours still run.
+#[test]
+fn cublas_rows_are_checked_and_skipped_without_cublas() {
+    let sim = Sim::new("memory=40M");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, rows) = run_filtered(&sim, dir.path(), &["gemm/cublas/bf16.f32/2x4096x4096"]);
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert!(
+        r.valid && r.note.contains("cublasGemmEx TN") && r.note.contains("lda = ldb = 4096"),
+        "{}: {} ({})",
+        r.case_id(),
+        r.status,
+        r.note
+    );
+
+    let sim = Sim::without_cublas("");
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-libcublas.so");
+    let mut cmd = sim.roofprobe();
+    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
+        .arg(dir.path())
+        .env(roofprobe::backend::cublas::ENV, &missing);
+    for f in [
+        "gemm/ptx/bf16.f32/256x256x256",
+        "gemm/cublas/bf16.f32/256x256x256",
+    ] {
+        cmd.args(["--filter", f]);
+    }
+    let out = run_limited(&mut cmd, Duration::from_secs(300));
+    // (a skipped row is not a failed one: 0, or 4 for figures flagged suspect)
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "{:?}: {}",
+        out.status.code(),
+        text(&out.stderr)
+    );
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
+            assert!(
+                !r.valid
+                    && r.status.starts_with("skipped: ")
+                    && r.status.contains(&format!(
+                        "{}: cannot open shared object file",
+                        missing.display()
+                    ))
+                    && r.status.matches("no-libcublas.so").count() == 2,
+                "{}",
+                r.status
+            );
+        } else {
+            assert!(r.valid && r.ratio_to_reference.is_none(), "{}", r.status);
         }
     }
 }
@@ -548,6 +632,8 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
         "gemm/tma/e4m3.f32/256x256x256",
         "gemm/tma-cluster/bf16.f32/256x256x256",
         "gemm/tma-cluster/e4m3.f32/256x256x256",
+        "gemm/cublas/bf16.f32/256x256x256",
+        "gemm/cublas/e4m3.f32/256x256x256",
     ];
     let (_, rows) = run_filtered(&sim, dir.path(), &filters);
     let mut ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
@@ -558,9 +644,18 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
     for r in &rows {
         assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
         assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
-        if r.family == roofprobe::bench::Family::Gemm {
-            // no cuBLAS beside the simulated driver: no ratio
-            assert!(r.ratio_to_reference.is_none(), "{}", r.case_id());
+        if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
+            // bf16 through cublasGemmEx, fp8 through cuBLASLt (TN, its heuristic's algorithm
+            // and workspace), on the simulated cuBLAS
+            let call = if r.precision.to_string() == "e4m3.f32" {
+                "cublasLtMatmul TN, e4m3 in"
+            } else {
+                "cublasGemmEx TN"
+            };
+            assert!(r.note.contains(call), "{}: {}", r.case_id(), r.note);
+        } else if r.family == roofprobe::bench::Family::Gemm {
+            // beside the reference of its type on the same square
+            assert!(r.ratio_to_reference.is_some(), "{}", r.case_id());
         } else if r.kernel.starts_with("wgmma_") {
             assert!(r.note.contains("wgmma"), "{}: {}", r.case_id(), r.note);
         } else {

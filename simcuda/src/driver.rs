@@ -921,6 +921,16 @@ impl Driver {
         Ok(s)
     }
 
+    /// Queues a library routine's `work` on `stream` of the current context (the context must
+    /// be working: no sticky error).
+    pub fn enqueue_host(&self, stream: u64, what: String, work: HostWork) -> Res {
+        let d = self.working()?;
+        let s = self.stream(stream, d)?;
+        self.trace(&format!("library {what}"));
+        s.push(Op::Host { what, work });
+        Ok(())
+    }
+
     pub fn stream_of_current(&self, handle: u64) -> Res<Arc<Stream>> {
         let d = self.current()?;
         self.stream(handle, d)
@@ -1177,7 +1187,17 @@ enum Op {
     },
     /// The legacy stream waits for the work queued on blocking streams before it.
     AwaitStreams(Vec<(Arc<Stream>, u64)>),
+    /// Work a simulated library (cuBLAS, see [`crate::cublas`]) queued: run on the device's
+    /// memory when the stream reaches it; an error is a fault of the device.
+    Host {
+        what: String,
+        work: HostWork,
+    },
 }
+
+/// A library routine's work on device memory, run in stream order: `Err` says what it touched
+/// that it may not (a fault, `CUDA_ERROR_ILLEGAL_ADDRESS`, as from a kernel).
+pub type HostWork = Box<dyn FnOnce(&mut Memory) -> Result<(), String> + Send>;
 
 #[derive(Default)]
 struct StreamState {
@@ -1466,6 +1486,12 @@ impl Stream {
             Op::AwaitStreams(before) => {
                 for (s, ticket) in before {
                     let _ = s.wait_for(ticket);
+                }
+            }
+            Op::Host { what, work } => {
+                let outcome = work(&mut lock(&d.mem));
+                if let Err(e) = outcome {
+                    d.fault(code::ILLEGAL_ADDRESS, &format!("{what}: {e}"));
                 }
             }
         }

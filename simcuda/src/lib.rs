@@ -11,12 +11,16 @@
 //! libcuda only through a directory that links `libcuda.so.1` and `libcuda.so` to it, put on
 //! `LD_LIBRARY_PATH` by the test or by `scripts/sim-cuda` that opts in.
 //!
+//! The same library is also a simulated cuBLAS and cuBLASLt ([`cublas`]): the GEMM reference
+//! rows' entry points, computed on the host in stream order, where the links name it so.
+//!
 //! What it is and how it behaves (asynchronous streams, timing events, sticky faults, the JIT's
 //! checks) is in [`driver`]; what device it simulates, in [`config`].
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 pub mod config;
+pub mod cublas;
 pub mod driver;
 pub mod tensor_map;
 

@@ -166,6 +166,24 @@ pub const COMPUTE_32F_FAST_TF32: i32 = 77;
 /// `cublasGemmAlgo_t`: let cuBLAS choose (tensor cores included since cuBLAS 11).
 pub const GEMM_DEFAULT: i32 = -1;
 
+/// A `cublasStatus_t` as its name and number (cublas_api.h), for the messages.
+pub fn status_name(status: Status) -> String {
+    let name = match status {
+        0 => "CUBLAS_STATUS_SUCCESS",
+        1 => "CUBLAS_STATUS_NOT_INITIALIZED",
+        3 => "CUBLAS_STATUS_ALLOC_FAILED",
+        7 => "CUBLAS_STATUS_INVALID_VALUE",
+        8 => "CUBLAS_STATUS_ARCH_MISMATCH",
+        11 => "CUBLAS_STATUS_MAPPING_ERROR",
+        13 => "CUBLAS_STATUS_EXECUTION_FAILED",
+        14 => "CUBLAS_STATUS_INTERNAL_ERROR",
+        15 => "CUBLAS_STATUS_NOT_SUPPORTED",
+        16 => "CUBLAS_STATUS_LICENSE_ERROR",
+        _ => return format!("status {status}"),
+    };
+    format!("{name} ({status})")
+}
+
 type CreateFn = unsafe extern "C" fn(*mut RawHandle) -> Status;
 type DestroyFn = unsafe extern "C" fn(RawHandle) -> Status;
 type SetStreamFn = unsafe extern "C" fn(RawHandle, *mut c_void) -> Status;
@@ -348,7 +366,14 @@ fn load(candidate: &Candidate) -> Result<Cublas, String> {
         Candidate::Path(p) => unsafe { Library::new(p) },
         Candidate::Name(n) => unsafe { Library::new(n) },
     }
-    .map_err(|e| format!("{}: {e}", candidate.describe()))?;
+    .map_err(|e| {
+        // (the loader's message names a path it could not open already)
+        let e = e.to_string();
+        match candidate {
+            Candidate::Path(p) if e.contains(&*p.to_string_lossy()) => e,
+            _ => format!("{}: {e}", candidate.describe()),
+        }
+    })?;
     // From the search path, cuBLASLt is the one cuBLAS loaded (its dependency): open it by the
     // matching name to resolve its entry points.
     let lt = lt.or_else(|| match candidate {
@@ -451,12 +476,12 @@ impl Cublas {
         let mut handle: RawHandle = std::ptr::null_mut();
         let status = (self.create)(&mut handle);
         if status != 0 {
-            return Err(format!("cublasCreate failed with status {status}"));
+            return Err(format!("cublasCreate failed: {}", status_name(status)));
         }
         let h = CublasHandle { lib: self, handle };
         let status = (self.set_stream)(handle, stream);
         if status != 0 {
-            return Err(format!("cublasSetStream failed with status {status}"));
+            return Err(format!("cublasSetStream failed: {}", status_name(status)));
         }
         Ok(h)
     }
@@ -510,7 +535,7 @@ impl CublasHandle {
         if status == 0 {
             Ok(())
         } else {
-            Err(format!("cublasGemmEx failed with status {status}"))
+            Err(format!("cublasGemmEx failed: {}", status_name(status)))
         }
     }
 }
@@ -550,7 +575,7 @@ impl Cublas {
             if status == 0 {
                 Ok(())
             } else {
-                Err(format!("{what} failed with status {status}"))
+                Err(format!("{what} failed: {}", status_name(status)))
             }
         };
         let mut g = LtFp8Gemm {
@@ -672,7 +697,7 @@ impl LtFp8Gemm {
         if status == 0 {
             Ok(())
         } else {
-            Err(format!("cublasLtMatmul failed with status {status}"))
+            Err(format!("cublasLtMatmul failed: {}", status_name(status)))
         }
     }
 }
@@ -762,6 +787,13 @@ mod tests {
         assert_eq!(std::mem::offset_of!(LtHeuristic, state), 72);
         assert_eq!(std::mem::offset_of!(LtHeuristic, waves_count), 76);
         assert_eq!(std::mem::offset_of!(LtHeuristic, reserved), 80);
+    }
+
+    #[test]
+    fn statuses_are_named() {
+        assert_eq!(status_name(15), "CUBLAS_STATUS_NOT_SUPPORTED (15)");
+        assert_eq!(status_name(7), "CUBLAS_STATUS_INVALID_VALUE (7)");
+        assert_eq!(status_name(42), "status 42");
     }
 
     /// Without cuBLAS (this machine, CI) the search says what it tried and how to name one; an

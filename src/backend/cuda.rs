@@ -1255,7 +1255,9 @@ impl Drop for GpuCase<'_> {
             .backend
             .call(&during, || end.record(&self.backend.stream));
         if recorded.is_ok()
-            && self.wait(end, &during, self.backend.deadline).is_err()
+            && self
+                .wait(end, &self.launch.entry.name, &during, self.backend.deadline)
+                .is_err()
             && self.backend.health.runaway()
         {
             return;
@@ -1462,9 +1464,9 @@ impl<'b> GpuCase<'b> {
         )
     }
 
-    /// Waits for `event` without blocking forever: a kernel that has not finished within
-    /// `deadline` loses the device (see the module documentation).
-    fn wait(&self, event: &CudaEvent, during: &str, deadline: Duration) -> Result<()> {
+    /// Waits for `event` without blocking forever: work (`what`: a kernel, a cuBLAS call) that
+    /// has not finished within `deadline` loses the device (see the module documentation).
+    fn wait(&self, event: &CudaEvent, what: &str, during: &str, deadline: Duration) -> Result<()> {
         let started = Instant::now();
         loop {
             let done = self.backend.call(during, || {
@@ -1475,11 +1477,7 @@ impl<'b> GpuCase<'b> {
                 return Ok(());
             }
             if started.elapsed() > deadline {
-                let cause = format!(
-                    "{} did not finish within {} s",
-                    self.launch.entry.name,
-                    deadline.as_secs_f64()
-                );
+                let cause = format!("{what} did not finish within {} s", deadline.as_secs_f64());
                 self.backend.health.lose(cause.clone(), true);
                 return Err(Error::Driver {
                     during: during.to_string(),
@@ -1516,7 +1514,7 @@ impl PreparedCase for GpuCase<'_> {
             end.record(stream)
         })?;
         let deadline = batch_deadline(self.per_launch_secs, reps, self.backend.deadline);
-        self.wait(end, &during, deadline)?;
+        self.wait(end, &self.launch.entry.name, &during, deadline)?;
         let ms = self.backend.call(&during, || start.elapsed_ms(end))?;
         let host_secs = host_start.elapsed().as_secs_f64();
         let secs = ms as f64 / 1e3;

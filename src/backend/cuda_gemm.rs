@@ -256,7 +256,7 @@ impl PreparedCase for CublasCase<'_> {
         backend.call(&during, || end.record(stream))?;
         // The batch's runaway deadline follows the case, as for every kernel (cuda.rs).
         let deadline = super::batch_deadline(self.inner.per_launch_secs, reps, backend.deadline);
-        self.inner.wait(end, &during, deadline)?;
+        self.inner.wait(end, self.call_name(), &during, deadline)?;
         let ms = backend.call(&during, || start.elapsed_ms(end))?;
         let secs = ms as f64 / 1e3;
         self.inner.per_launch_secs = Some(secs / f64::from(reps.max(1)));

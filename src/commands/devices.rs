@@ -101,7 +101,7 @@ pub fn listing() -> Listing {
         cuda: String::new(),
         devices: Vec::new(),
         unusable: Vec::new(),
-        cublas: crate::backend::cublas::describe(),
+        cublas: String::new(),
     };
     match device_count() {
         Ok(0) => out.cuda = "the driver reports no device".to_string(),
@@ -123,6 +123,10 @@ pub fn listing() -> Listing {
         }
         Err(e) => out.cuda = format!("none ({e})"),
     }
+    // (after the driver, so that each device's `libcuda` line names the path the driver was
+    // loaded under: the simulated driver's cuBLAS is the same file, which the loader would
+    // otherwise know by the first name it was opened under, cuBLAS's)
+    out.cublas = crate::backend::cublas::describe();
     out.devices.push(host_info());
     out
 }
