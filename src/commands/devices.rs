@@ -123,9 +123,8 @@ pub fn listing() -> Listing {
         }
         Err(e) => out.cuda = format!("none ({e})"),
     }
-    // (after the driver, so that each device's `libcuda` line names the path the driver was
-    // loaded under: the simulated driver's cuBLAS is the same file, which the loader would
-    // otherwise know by the first name it was opened under, cuBLAS's)
+    // (after the driver: each device's `libcuda` line names the path the loader knows the
+    // driver's file by, the first it was opened under, and that must be the driver's own)
     out.cublas = crate::backend::cublas::describe();
     out.devices.push(host_info());
     out
