@@ -31,6 +31,8 @@ pub fn library() -> PathBuf {
 pub struct Sim {
     dir: tempfile::TempDir,
     settings: String,
+    /// More environment for the child.
+    env: Vec<(String, std::ffi::OsString)>,
 }
 
 /// The names under which a child finds the simulated cuBLAS and cuBLASLt (simcuda's `cublas`
@@ -67,7 +69,14 @@ impl Sim {
         Sim {
             dir,
             settings: settings.to_string(),
+            env: Vec::new(),
         }
+    }
+
+    /// The same, with `key=value` in the child's environment.
+    pub fn with_env(mut self, key: &str, value: impl Into<std::ffi::OsString>) -> Sim {
+        self.env.push((key.to_string(), value.into()));
+        self
     }
 
     /// `program` set up to load the simulated driver as its libcuda.
@@ -81,7 +90,8 @@ impl Sim {
             "LD_LIBRARY_PATH",
             std::env::join_paths(paths).expect("a path list"),
         )
-        .env("SIMCUDA", &self.settings);
+        .env("SIMCUDA", &self.settings)
+        .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -512,28 +522,18 @@ fn cublas_rows_are_checked_and_skipped_without_cublas() {
         r.note
     );
 
-    let sim = Sim::without_cublas("");
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-libcublas.so");
-    let mut cmd = sim.roofprobe();
-    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
-        .arg(dir.path())
-        .env(roofprobe::backend::cublas::ENV, &missing);
-    for f in [
-        "gemm/ptx/bf16.f32/256x256x256",
-        "gemm/cublas/bf16.f32/256x256x256",
-    ] {
-        cmd.args(["--filter", f]);
-    }
-    let out = run_limited(&mut cmd, Duration::from_secs(300));
-    // (a skipped row is not a failed one: 0, or 4 for figures flagged suspect)
-    assert!(
-        matches!(out.status.code(), Some(0 | 4)),
-        "{:?}: {}",
-        out.status.code(),
-        text(&out.stderr)
+    let sim = Sim::without_cublas("").with_env(roofprobe::backend::cublas::ENV, &missing);
+    // (a skipped row is not a failed one)
+    let (_, rows) = run_filtered(
+        &sim,
+        dir.path(),
+        &[
+            "gemm/ptx/bf16.f32/256x256x256",
+            "gemm/cublas/bf16.f32/256x256x256",
+        ],
     );
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
     assert_eq!(rows.len(), 2);
     for r in &rows {
         if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {

@@ -171,17 +171,10 @@ fn destroy(h: *mut c_void, is_kind: fn(&Object) -> bool) -> Result<(), i32> {
     }
 }
 
-/// Runs an entry point: its `Err(status)`, and a panic (as `CUBLAS_STATUS_INTERNAL_ERROR`,
-/// said on stderr), become the status; nothing unwinds into the caller.
+/// Runs an entry point: its `Err(status)`, and a panic (as `CUBLAS_STATUS_INTERNAL_ERROR`),
+/// become the status.
 fn blas(name: &str, f: impl FnOnce() -> Result<(), i32>) -> i32 {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(Ok(())) => status::SUCCESS,
-        Ok(Err(s)) => s,
-        Err(_) => {
-            eprintln!("simcuda: {name} panicked");
-            status::INTERNAL_ERROR
-        }
-    }
+    crate::guarded(name, status::SUCCESS, status::INTERNAL_ERROR, f)
 }
 
 /// What this simulation refuses though a real cuBLAS may take it: said on stderr.

@@ -27,17 +27,23 @@ pub mod tensor_map;
 use driver::{code, try_driver, Res};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
-/// Runs an API call: its `Err(code)` and any panic (as `CUDA_ERROR_UNKNOWN`, with the message on
-/// stderr) become the CUresult; nothing unwinds into the caller.
-fn api(name: &str, f: impl FnOnce() -> Res) -> c_uint {
+/// Runs an entry point: `Ok` becomes `success`, `Err(code)` that code, and a panic `panicked`
+/// (with its name on stderr); nothing unwinds into the caller.
+fn guarded<C>(name: &str, success: C, panicked: C, f: impl FnOnce() -> Result<(), C>) -> C {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(Ok(())) => code::SUCCESS,
+        Ok(Ok(())) => success,
         Ok(Err(c)) => c,
         Err(_) => {
             eprintln!("simcuda: {name} panicked");
-            code::UNKNOWN
+            panicked
         }
     }
+}
+
+/// Runs a driver API call: its `Err(code)` and any panic (as `CUDA_ERROR_UNKNOWN`) become the
+/// CUresult.
+fn api(name: &str, f: impl FnOnce() -> Res) -> c_uint {
+    guarded(name, code::SUCCESS, code::UNKNOWN, f)
 }
 
 /// Writes `v` through `out`, refusing a null pointer as the driver does.
