@@ -35,25 +35,21 @@ pub struct Sim {
     env: Vec<(String, std::ffi::OsString)>,
 }
 
-/// The names under which a child finds the simulated cuBLAS and cuBLASLt (simcuda's `cublas`
-/// module, in the same library): every name roofprobe's search tries on the loader's path, so
-/// that a real cuBLAS elsewhere on it is never the one found.
-pub const CUBLAS_NAMES: [&str; 6] = [
-    "libcublas.so.13",
-    "libcublas.so.12",
-    "libcublas.so",
-    "libcublasLt.so.13",
-    "libcublasLt.so.12",
-    "libcublasLt.so",
-];
-
 impl Sim {
-    /// The simulated driver, with the simulated cuBLAS beside it.
+    /// The simulated driver, with the simulated cuBLAS beside it: linked under every name roofprobe's search tries on the loader's path
+    /// (`cublas::NAMES`), and each name's cuBLASLt, so that a real cuBLAS elsewhere on it is
+    /// never the one found.
     pub fn new(settings: &str) -> Sim {
         let sim = Sim::without_cublas(settings);
-        for name in CUBLAS_NAMES {
-            std::os::unix::fs::symlink(library(), sim.dir.path().join(name))
-                .expect("linking libcublas");
+        let lib = library();
+        for cublas in roofprobe::backend::cublas::NAMES {
+            for name in [
+                cublas.to_string(),
+                cublas.replace("libcublas", "libcublasLt"),
+            ] {
+                std::os::unix::fs::symlink(&lib, sim.dir.path().join(name))
+                    .expect("linking libcublas");
+            }
         }
         sim
     }

@@ -183,12 +183,9 @@ fn not_simulated(what: String) -> i32 {
     status::NOT_SUPPORTED
 }
 
+/// Writes `v` through `out`, refusing a null pointer (`CUBLAS_STATUS_INVALID_VALUE`).
 unsafe fn put<T>(out: *mut T, v: T) -> Result<(), i32> {
-    if out.is_null() {
-        return Err(status::INVALID_VALUE);
-    }
-    unsafe { out.write(v) };
-    Ok(())
+    unsafe { crate::put_or(out, v, status::INVALID_VALUE) }
 }
 
 fn transposed(op: i32) -> Result<bool, i32> {

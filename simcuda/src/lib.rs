@@ -46,13 +46,19 @@ fn api(name: &str, f: impl FnOnce() -> Res) -> c_uint {
     guarded(name, code::SUCCESS, code::UNKNOWN, f)
 }
 
-/// Writes `v` through `out`, refusing a null pointer as the driver does.
-unsafe fn put<T>(out: *mut T, v: T) -> Res {
+/// Writes `v` through `out`, or `Err(null)` for a null pointer (the driver's and cuBLAS's
+/// invalid-value codes).
+unsafe fn put_or<T, E>(out: *mut T, v: T, null: E) -> Result<(), E> {
     if out.is_null() {
-        return Err(code::INVALID_VALUE);
+        return Err(null);
     }
     unsafe { out.write(v) };
     Ok(())
+}
+
+/// Writes `v` through `out`, refusing a null pointer as the driver does.
+unsafe fn put<T>(out: *mut T, v: T) -> Res {
+    unsafe { put_or(out, v, code::INVALID_VALUE) }
 }
 
 fn handle<T>(p: *mut T) -> u64 {
