@@ -157,9 +157,6 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Every GPU test of this binary (tests/gpu.rs, tests/compute_gpu.rs), run in a child against
-/// the simulated driver with a missing device made a failure: none may skip, the fault and
-/// runaway tests included.
 /// A quick `run` on cuda:0 of `sim` with `filters`: it must end 0, or 4 where figures are
 /// flagged suspect (an interpreter is far below any theory and noisy; a flag is not an invalid
 /// row). The CSV it wrote (in `dir`) and its rows.
@@ -199,18 +196,38 @@ fn run_quick(
     (csv, rows, text(&out.stdout))
 }
 
+/// Every GPU test of this binary (tests/gpu.rs, tests/compute_gpu.rs), run against the
+/// simulated driver with a missing device made a failure: none may skip, the fault and runaway
+/// tests included. Two children side by side, each with a simulated device of its own: the
+/// slowest test (every planned case, about 70 of the 120 s the lot takes) beside all the
+/// others, which run one at a time, as tests sharing one process's device must.
 #[test]
 fn the_gpu_tests_run_on_the_simulated_driver() {
+    const SLOWEST: &str = "gpu::planned_cases_fit_and_validate_at_a_small_size";
     let sim = Sim::new("memory=16M");
     let exe = std::env::current_exe().expect("the test binary");
-    let out = run_limited(
-        sim.command(&exe)
-            .args(["gpu::", "--skip", "sim::", "--test-threads=1"])
-            .env(crate::gpu::REQUIRE_GPU, "1"),
-        Duration::from_secs(900),
-    );
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let run = |args: &[&str]| {
+        run_limited(
+            sim.command(&exe)
+                .args(args)
+                .args(["--skip", "sim::", "--test-threads=1"])
+                .env(crate::gpu::REQUIRE_GPU, "1"),
+            Duration::from_secs(900),
+        )
+    };
+    let outs = std::thread::scope(|s| {
+        let slowest = s.spawn(|| run(&[SLOWEST, "--exact"]));
+        let others = s.spawn(|| run(&["gpu::", "--skip", SLOWEST]));
+        [slowest.join().unwrap(), others.join().unwrap()]
+    });
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    for out in &outs {
+        let (o, e) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{o}\n{e}");
+        stdout += &o;
+        stderr += &e;
+    }
     let expected = [
         "gpu::every_stream_kernel_validates_on_every_device",
         "gpu::planned_cases_fit_and_validate_at_a_small_size",
