@@ -159,7 +159,8 @@ impl RunConfig {
         }
     }
 
-    fn keeps(&self, case: &Case) -> bool {
+    /// Whether `--filter` keeps `case`: no filter, or one that is part of its id.
+    pub fn keeps(&self, case: &Case) -> bool {
         let id = case.id();
         self.filter.is_empty() || self.filter.iter().any(|f| id.contains(f.as_str()))
     }

@@ -1006,6 +1006,61 @@ fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
     }
 }
 
+/// Each `run` step of scripts/device-check (the first look at a lent H200) fits its time limit
+/// by the plan's estimate, with room left for what the estimate leaves out (starting the
+/// process, opening the device and JIT-compiling its modules, loading cuBLAS), and every filter
+/// it passes keeps a case an H200 plans: a step cut off by its limit, or a filter that matches
+/// nothing, would cost the rows it was there for (the GEMM step: issue 15's ratios to cuBLAS).
+#[test]
+fn each_device_check_run_fits_its_step_on_an_h200_by_its_estimate() {
+    use roofprobe::duration::{human, plan_secs, Rates};
+    use roofprobe::runner::RunConfig;
+    let h200 = &DEVICES[0];
+    assert_eq!(h200.name, "NVIDIA H200");
+    let (cases, _) = planned(h200, 4);
+    let rates = Rates::for_gpu(&info(h200)).expect("a GPU has rates");
+    let runs = crate::scripts::device_check_runs();
+    assert!(runs.len() >= 4, "{runs:?}");
+    for (step, limit, args) in runs {
+        assert!(args.iter().any(|a| a == "--quick"), "{step}: {args:?}");
+        let filters: Vec<String> = args
+            .windows(2)
+            .filter(|w| w[0] == "--filter")
+            .map(|w| w[1].clone())
+            .collect();
+        assert!(!filters.is_empty(), "{step}: no --filter: {args:?}");
+        let cfg = RunConfig {
+            filter: filters.clone(),
+            ..RunConfig::quick()
+        };
+        let kept: Vec<PlannedCase> = cases
+            .iter()
+            .filter(|p| cfg.keeps(&p.case))
+            .cloned()
+            .collect();
+        for f in &filters {
+            assert!(
+                kept.iter().any(|p| p.case.id().contains(f.as_str())),
+                "{step}: --filter {f} keeps no case an H200 plans"
+            );
+        }
+        let secs = plan_secs(&kept, &cfg, 0.01, &rates);
+        eprintln!(
+            "{step}: {} cases, about {} ({secs:.1} s) of its {limit} s",
+            kept.len(),
+            human(secs)
+        );
+        assert!(
+            secs <= DEVICE_CHECK_SHARE * f64::from(limit),
+            "{step}: about {secs:.1} s by the estimate, over {:.0} % of its {limit} s limit",
+            DEVICE_CHECK_SHARE * 100.0
+        );
+    }
+}
+
+/// The share of a device-check step's time limit its run's estimate may take.
+const DEVICE_CHECK_SHARE: f64 = 0.75;
+
 /// The latency chase's check: the state must stand where the hops it took end, after whole
 /// launches, at the start of a line; the block record must count the hops the row counts.
 #[test]

@@ -83,12 +83,10 @@ fn the_device_check_fails_fast_without_its_binaries() {
     assert_eq!(said.lines().count(), 1, "{said}");
 }
 
-/// Every step runs what it names, its shell functions included (`timeout` alone runs only
-/// programs: a step naming a function once failed with 127 before it started): with stand-ins
-/// for the packed binaries that record their arguments, each run step reaches the binary with
-/// its filters and exits 0, and at most 6 files come back.
-#[test]
-fn every_device_check_step_reaches_what_it_runs() {
+/// scripts/device-check run with stand-ins for the packed binaries that record their
+/// arguments (one line per call, in order, in the returned text), with its steps.txt and the
+/// number of files it returned.
+fn device_check_with_stubs() -> (std::process::Output, String, String, usize) {
     use std::os::unix::fs::PermissionsExt;
     let packed = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -107,6 +105,38 @@ fn every_device_check_step_reaches_what_it_runs() {
         .unwrap();
     let steps = std::fs::read_to_string(out.path().join("steps.txt")).unwrap();
     let calls = std::fs::read_to_string(&calls).unwrap_or_default();
+    let returned = std::fs::read_dir(out.path()).unwrap().count();
+    (done, steps, calls, returned)
+}
+
+/// The `run` steps of scripts/device-check in order: each one's name, time limit and the
+/// arguments it gives `roofprobe` (after `run`), as the script really passes them.
+pub fn device_check_runs() -> Vec<(String, u32, Vec<String>)> {
+    let (_, _, calls, _) = device_check_with_stubs();
+    let runs: Vec<Vec<String>> = calls
+        .lines()
+        .filter_map(|l| l.strip_prefix("roofprobe run "))
+        .map(|args| args.split_whitespace().map(str::to_string).collect())
+        .collect();
+    let steps: Vec<(String, u32)> = device_check_steps()
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("run-"))
+        .collect();
+    assert_eq!(runs.len(), steps.len(), "{steps:?}\n{calls}");
+    steps
+        .into_iter()
+        .zip(runs)
+        .map(|((name, limit), args)| (name, limit, args))
+        .collect()
+}
+
+/// Every step runs what it names, its shell functions included (`timeout` alone runs only
+/// programs: a step naming a function once failed with 127 before it started): with stand-ins
+/// for the packed binaries that record their arguments, each run step reaches the binary with
+/// its filters and exits 0, and at most 6 files come back.
+#[test]
+fn every_device_check_step_reaches_what_it_runs() {
+    let (done, steps, calls, returned) = device_check_with_stubs();
     for (name, _) in device_check_steps() {
         let line = steps
             .lines()
@@ -131,7 +161,6 @@ fn every_device_check_step_reaches_what_it_runs() {
             .any(|l| l.starts_with("roofprobe run --device cuda:0 --quick") && l.contains(filter));
         assert!(ran, "{filter}: {calls}");
     }
-    let returned = std::fs::read_dir(out.path()).unwrap().count();
     assert!(returned <= 6, "{returned} files: {done:?}");
 }
 

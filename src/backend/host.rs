@@ -658,6 +658,55 @@ pub fn host_info() -> DeviceInfo {
 mod tests {
     use super::*;
 
+    /// A short run through the runner, as `run --device host --quick --samples 3 --size 1MiB`
+    /// makes it with these filters: the three FMA peaks, a sweep point in each precision and one
+    /// L1 size, seven rows, every one valid and run with the SIMD this build detects. On aarch64
+    /// that is NEON, which `.ci/aarch64` runs this for under qemu-user.
+    #[test]
+    fn a_short_run_gives_valid_rows_with_the_detected_simd() {
+        use crate::runner::RunConfig;
+        let mut backend = HostBackend::new();
+        let cfg = RunConfig {
+            samples: 3,
+            size: SizeRequest::BytesPerArray(1 << 20),
+            filter: [
+                "peak/",
+                "intensity/fma/f32/4",
+                "intensity/fma/f64/4",
+                "intensity/fma/i32/4",
+                "cache/l1/i32/16",
+            ]
+            .map(String::from)
+            .to_vec(),
+            ..RunConfig::quick()
+        };
+        let planned = crate::runner::plan(&backend, &cfg).unwrap();
+        let identity = crate::record::RunIdentity {
+            run_id: "test".into(),
+            host: "test".into(),
+            device: backend.info().clone(),
+            parallel_devices: None,
+        };
+        let rows = crate::runner::run(
+            &mut backend,
+            &identity,
+            &cfg,
+            &planned,
+            &mut |_| Ok(()),
+            &mut |_| {},
+        )
+        .unwrap();
+        let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+        assert_eq!(rows.len(), 7, "{ids:?}");
+        let simd = Simd::detect().name();
+        #[cfg(target_arch = "aarch64")]
+        assert_eq!(simd, "NEON");
+        for r in &rows {
+            assert!(r.valid && r.status == "ok", "{}: {}", r.case_id(), r.status);
+            assert!(r.note.contains(simd), "{}: {}", r.case_id(), r.note);
+        }
+    }
+
     #[test]
     fn parses_sysfs_formats() {
         assert_eq!(parse_cache_size("32K"), Some(32 << 10));
