@@ -341,6 +341,25 @@ pub fn plan(backend: &dyn Backend, cfg: &RunConfig) -> Result<Vec<PlannedCase>> 
         .collect())
 }
 
+/// [`run`] with no sink and no progress shown: its rows (tests).
+#[cfg(test)]
+pub(crate) fn rows_of(
+    backend: &mut dyn Backend,
+    identity: &RunIdentity,
+    cfg: &RunConfig,
+    planned: &[PlannedCase],
+) -> Vec<Record> {
+    run(
+        backend,
+        identity,
+        cfg,
+        planned,
+        &mut |_| Ok(()),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
 /// A row's place on the roofline of the run so far (its earlier rows and itself), if it is a
 /// point: the roof it is judged against is the one the run had measured when it ran.
 fn roof_point(earlier: &[Record], row: &Record, attributes: &DeviceAttributes) -> Option<Point> {
@@ -619,16 +638,7 @@ mod tests {
                 theory_per_mhz: None,
                 probe,
             };
-            run(
-                &mut backend,
-                &identity,
-                &cfg,
-                &planned,
-                &mut |_| Ok(()),
-                &mut |_| {},
-            )
-            .unwrap()
-            .remove(0)
+            rows_of(&mut backend, &identity, &cfg, &planned).remove(0)
         };
         let during = row(Some(busy));
         assert_eq!(
@@ -668,16 +678,7 @@ mod tests {
                 theory_per_mhz: Some(0.5),
                 probe: None,
             };
-            run(
-                &mut backend,
-                &identity,
-                &cfg,
-                &planned,
-                &mut |_| Ok(()),
-                &mut |_| {},
-            )
-            .unwrap()
-            .remove(0)
+            rows_of(&mut backend, &identity, &cfg, &planned).remove(0)
         };
         // theory 950 GFLOP/s at 1900 MHz: 1000 is 1.053 x
         let above = row(1900.0);
@@ -701,15 +702,7 @@ mod tests {
             theory_per_mhz: None,
             probe: None,
         };
-        let r = run(
-            &mut unknown,
-            &identity,
-            &cfg,
-            &planned,
-            &mut |_| Ok(()),
-            &mut |_| {},
-        )
-        .unwrap();
+        let r = rows_of(&mut unknown, &identity, &cfg, &planned);
         assert!(r[0].valid);
     }
 
@@ -784,15 +777,7 @@ mod tests {
             case,
             note: String::new(),
         }];
-        let rows = run(
-            &mut backend,
-            &identity,
-            &RunConfig::quick(),
-            &planned,
-            &mut |_| Ok(()),
-            &mut |_| {},
-        )
-        .unwrap();
+        let rows = rows_of(&mut backend, &identity, &RunConfig::quick(), &planned);
         assert_eq!(rows[0].status, "skipped: no cuBLAS found (tried …)");
         assert!(rows[0].is_skipped() && !rows[0].valid && rows[0].gflops.is_none());
         let mut failed = rows[0].clone();
@@ -1033,15 +1018,7 @@ mod tests {
             ..RunConfig::quick()
         };
         let planned = plan(&host, &cfg).unwrap();
-        let records = run(
-            &mut host,
-            &identity,
-            &cfg,
-            &planned,
-            &mut |_| Ok(()),
-            &mut |_| {},
-        )
-        .unwrap();
+        let records = rows_of(&mut host, &identity, &cfg, &planned);
         assert_eq!(records.len(), 2);
         let peak = &records[0];
         assert!(peak.valid, "{}", peak.status);

@@ -687,15 +687,7 @@ mod tests {
             device: backend.info().clone(),
             parallel_devices: None,
         };
-        let rows = crate::runner::run(
-            &mut backend,
-            &identity,
-            &cfg,
-            &planned,
-            &mut |_| Ok(()),
-            &mut |_| {},
-        )
-        .unwrap();
+        let rows = crate::runner::rows_of(&mut backend, &identity, &cfg, &planned);
         let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
         assert_eq!(rows.len(), 7, "{ids:?}");
         let simd = Simd::detect().name();
