@@ -681,12 +681,7 @@ mod tests {
             ..RunConfig::quick()
         };
         let planned = crate::runner::plan(&backend, &cfg).unwrap();
-        let identity = crate::record::RunIdentity {
-            run_id: "test".into(),
-            host: "test".into(),
-            device: backend.info().clone(),
-            parallel_devices: None,
-        };
+        let identity = crate::record::tests::identity();
         let rows = crate::runner::rows_of(&mut backend, &identity, &cfg, &planned);
         let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
         assert_eq!(rows.len(), 7, "{ids:?}");
