@@ -71,11 +71,11 @@ fn the_device_check_fails_fast_without_its_binaries() {
         said.contains("is missing") && said.contains("device-pack"),
         "{said}"
     );
-    for dir in ["release", "debug/deps"] {
+    for dir in ["release", "release/deps"] {
         std::fs::create_dir_all(packed.path().join(dir)).unwrap();
     }
     std::fs::write(packed.path().join("release/roofprobe"), "").unwrap();
-    std::fs::write(packed.path().join("debug/deps/suite"), "").unwrap();
+    std::fs::write(packed.path().join("release/deps/suite"), "").unwrap();
     let not_executable = run();
     let said = String::from_utf8_lossy(&not_executable.stderr).into_owned();
     assert_eq!(not_executable.status.code(), Some(2), "{said}");
@@ -91,7 +91,7 @@ fn device_check_with_stubs() -> (std::process::Output, String, String, usize) {
     let packed = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let calls = packed.path().join("calls");
-    for (dir, name) in [("release", "roofprobe"), ("debug/deps", "suite")] {
+    for (dir, name) in [("release", "roofprobe"), ("release/deps", "suite")] {
         std::fs::create_dir_all(packed.path().join(dir)).unwrap();
         let stub = packed.path().join(dir).join(name);
         let body = format!("#!/bin/sh\necho \"{name} $*\" >> '{}'\n", calls.display());

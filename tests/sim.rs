@@ -69,6 +69,35 @@ impl Sim {
         }
     }
 
+    /// The simulated driver, with the simulated cuBLAS only where a GPU machine's image keeps
+    /// it: in the CUDA 13 wheel's folder (`nvidia/cu13/lib`) of a venv outside every standard
+    /// place (`opt/torch/.venv`), which the child knows only through a `python3` on its `PATH`
+    /// that links to the venv's. Nothing on the loader's path is a cuBLAS. Returns the folder
+    /// cuBLAS lies in.
+    pub fn with_cublas_in_a_venv(settings: &str) -> (Sim, PathBuf) {
+        let sim = Sim::without_cublas(settings);
+        let lib = library();
+        let image = sim.dir.path().join("image");
+        let venv = image.join("opt/torch/.venv");
+        let wheel = venv.join("lib/python3.12/site-packages/nvidia/cu13/lib");
+        std::fs::create_dir_all(&wheel).unwrap();
+        for name in ["libcublas.so.13", "libcublasLt.so.13"] {
+            std::os::unix::fs::symlink(&lib, wheel.join(name)).expect("linking libcublas");
+        }
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::write(venv.join("bin/python3"), "").unwrap();
+        let bin = image.join("usr/local/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink("../../../opt/torch/.venv/bin/python3", bin.join("python3"))
+            .unwrap();
+        let mut path = vec![bin];
+        path.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        let path = std::env::join_paths(path).expect("a path list");
+        (sim.with_env("PATH", path), wheel)
+    }
+
     /// The same, with `key=value` in the child's environment.
     pub fn with_env(mut self, key: &str, value: impl Into<std::ffi::OsString>) -> Sim {
         self.env.push((key.to_string(), value.into()));
@@ -517,12 +546,22 @@ fn tf32_and_f32_gemm_rows_are_valid_on_the_simulated_gpu() {
 
 /// The cuBLAS rows on a shape that is not square (a decode step's 2 × 4096 × 4096: row-major
 /// A, B and C become column-major operands of other sizes, so a swapped operand, operation or
-/// leading dimension cannot pass unseen as it can at m = n = k), valid on the simulated cuBLAS;
+/// leading dimension cannot pass unseen as it can at m = n = k), valid on the simulated cuBLAS
+/// found in a CUDA 13 wheel of a venv named only by the python3 on `PATH`;
 /// and with no cuBLAS to load (`ROOFPROBE_CUBLAS` naming a file that is not there) the rows
 /// say `skipped: <why>` while ours still run.
 #[test]
 fn cublas_rows_are_checked_and_skipped_without_cublas() {
-    let sim = Sim::new("memory=40M");
+    // found where a GPU machine's PyTorch image keeps it (the `nvidia-cublas` wheel of CUDA
+    // 13, in a venv that only the python3 on PATH names), and `devices` says which
+    let (sim, wheel) = Sim::with_cublas_in_a_venv("memory=40M");
+    let cublas = line_of(&devices(&sim), "cuBLAS:");
+    let expected = wheel.canonicalize().unwrap().join("libcublas.so.13");
+    assert!(
+        cublas.contains(&format!("({})", expected.display())),
+        "{cublas}, not {}",
+        expected.display()
+    );
     let dir = tempfile::tempdir().unwrap();
     let (_, rows) = run_filtered(&sim, dir.path(), &["gemm/cublas/bf16.f32/2x4096x4096"]);
     assert_eq!(rows.len(), 1);

@@ -15,9 +15,12 @@
 //! 2. the loader's default search path (`LD_LIBRARY_PATH`, the ld.so cache): `libcublas.so.13`,
 //!    `libcublas.so.12`, `libcublas.so`;
 //! 3. the same names in `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64` and `/usr/local/cuda/lib64`;
-//! 4. Python environments' `nvidia/cublas/lib` (the `nvidia-cublas-cu12` / `-cu13` wheels): under
-//!    `lib/python3*/site-packages` or `dist-packages` of `$VIRTUAL_ENV`, `$CONDA_PREFIX`,
-//!    `~/.local`, `/usr/local` and `/usr`.
+//! 4. Python environments' wheels: `nvidia/cu13/lib` (CUDA 13's `nvidia-cublas`, which puts
+//!    every CUDA 13 library in that one folder), then `nvidia/cublas/lib` (`nvidia-cublas-cu12`),
+//!    under `lib/python3*/site-packages` or `dist-packages` of `$VIRTUAL_ENV`, `$CONDA_PREFIX`,
+//!    the environment of each `python3` on `PATH` (the folder above its `bin`, and above the
+//!    `bin` of each link it goes through: a venv outside any standard place, such as
+//!    `/opt/torch/.venv`, is found by its `python3` alone), `~/.local`, `/usr/local` and `/usr`.
 //!
 //! The first file that loads and has the entry points wins; its cuBLASLt (which cuBLAS needs)
 //! is loaded from the same folder first where one is there. Without any, [`find`] says what it
@@ -64,6 +67,8 @@ pub struct SearchEnv {
     pub virtual_env: Option<PathBuf>,
     pub conda_prefix: Option<PathBuf>,
     pub home: Option<PathBuf>,
+    /// `PATH`, for the Python environments of its `python3` programs.
+    pub path: Option<std::ffi::OsString>,
 }
 
 impl SearchEnv {
@@ -81,11 +86,62 @@ impl SearchEnv {
             virtual_env: var("VIRTUAL_ENV"),
             conda_prefix: var("CONDA_PREFIX"),
             home: var("HOME"),
+            path: std::env::var_os("PATH").filter(|v| !v.is_empty()),
         }
     }
 }
 
-/// The `lib/python3*/{site,dist}-packages/nvidia/cublas/lib` folders under `prefix` that exist.
+/// The wheels' folders that hold cuBLAS, in the order tried: CUDA 13's one folder for every
+/// library, then CUDA 12's per-library one.
+pub const WHEEL_DIRS: [&str; 2] = ["nvidia/cu13/lib", "nvidia/cublas/lib"];
+
+/// The environments of the `python3` programs on `path`, in its order: for each, the folder
+/// above its `bin`, then the same for each link it goes through (at most 8), so that both a venv
+/// on `PATH` and a `python3` linked to one name the venv. Folders not named `bin` give nothing.
+fn python_prefixes(path: &std::ffi::OsStr) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |program: &Path| {
+        let dir = program.parent();
+        if let Some(prefix) = dir
+            .filter(|d| d.file_name().is_some_and(|n| n == "bin"))
+            .and_then(Path::parent)
+        {
+            if !out.iter().any(|p| p == prefix) {
+                out.push(prefix.to_path_buf());
+            }
+        }
+    };
+    for dir in std::env::split_paths(path) {
+        let mut program = dir.join("python3");
+        if !program.exists() {
+            continue;
+        }
+        add(&program);
+        for _ in 0..8 {
+            let Ok(target) = std::fs::read_link(&program) else {
+                break;
+            };
+            let target = match program.parent() {
+                Some(parent) if target.is_relative() => parent.join(target),
+                _ => target,
+            };
+            // The target's folder as the file system names it (no `..`, no linked folders);
+            // a link into a folder that is not there ends the chain.
+            let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+                break;
+            };
+            let Ok(dir) = std::fs::canonicalize(dir) else {
+                break;
+            };
+            program = dir.join(name);
+            add(&program);
+        }
+    }
+    out
+}
+
+/// The wheels' cuBLAS folders ([`WHEEL_DIRS`]) under `prefix`'s
+/// `lib/python3*/{site,dist}-packages` that exist, the newest Python first.
 fn python_cublas_dirs(prefix: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(prefix.join("lib")) else {
@@ -103,9 +159,11 @@ fn python_cublas_dirs(prefix: &Path) -> Vec<PathBuf> {
     pythons.sort();
     for python in pythons.into_iter().rev() {
         for packages in ["site-packages", "dist-packages"] {
-            let dir = python.join(packages).join("nvidia/cublas/lib");
-            if dir.is_dir() {
-                out.push(dir);
+            for wheel in WHEEL_DIRS {
+                let dir = python.join(packages).join(wheel);
+                if dir.is_dir() {
+                    out.push(dir);
+                }
             }
         }
     }
@@ -124,14 +182,16 @@ pub fn candidates(env: &SearchEnv) -> Vec<Candidate> {
         .map(|d| d.join("lib64"))
         .collect();
     dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
-    let prefixes = [
-        env.virtual_env.clone(),
-        env.conda_prefix.clone(),
-        env.home.as_ref().map(|h| h.join(".local")),
-        Some(PathBuf::from("/usr/local")),
-        Some(PathBuf::from("/usr")),
-    ];
-    for prefix in prefixes.into_iter().flatten() {
+    let mut prefixes: Vec<PathBuf> = [env.virtual_env.clone(), env.conda_prefix.clone()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if let Some(path) = &env.path {
+        prefixes.extend(python_prefixes(path));
+    }
+    prefixes.extend(env.home.as_ref().map(|h| h.join(".local")));
+    prefixes.extend(["/usr/local", "/usr"].map(PathBuf::from));
+    for prefix in prefixes {
         dirs.extend(python_cublas_dirs(&prefix));
     }
     let mut seen = Vec::new();
@@ -440,8 +500,9 @@ pub fn find_in(env: &SearchEnv) -> Result<Cublas, String> {
         None => format!(
             "no cuBLAS found (tried {} on the default search path, $CUDA_HOME/lib64, \
              $CUDA_PATH/lib64, /usr/local/cuda/lib64 and Python environments' \
-             nvidia/cublas/lib: {} places); install it or name it with {ENV}=PATH",
+             {}: {} places); install it or name it with {ENV}=PATH",
             NAMES.join(", "),
+            WHEEL_DIRS.join(" and "),
             tried.len()
         ),
     })
@@ -774,6 +835,61 @@ mod tests {
             candidates(&only),
             [Candidate::Path("/x/libcublas.so.13".into())]
         );
+    }
+
+    /// A venv outside every standard place (the image of a GPU machine keeps PyTorch's in
+    /// `/opt/torch/.venv`) is found through the `python3` on `PATH`, directly or through a
+    /// link to it, and CUDA 13's wheel folder (`nvidia/cu13/lib`, where `nvidia-cublas` 13 puts
+    /// `libcublas.so.13`) is tried before CUDA 12's (`nvidia/cublas/lib`).
+    #[test]
+    fn a_venv_known_by_its_python3_on_path_is_searched_in_both_wheel_layouts() {
+        let tmp = tempfile::tempdir().unwrap();
+        // (as the file system names it: links are followed to their folders)
+        let root = tmp.path().canonicalize().unwrap();
+        let venv = root.join("opt/torch/.venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::write(venv.join("bin/python3"), b"").unwrap();
+        let site = venv.join("lib/python3.12/site-packages");
+        for wheel in WHEEL_DIRS {
+            std::fs::create_dir_all(site.join(wheel)).unwrap();
+        }
+        // A python3 elsewhere on PATH that is a relative link to the venv's, and a folder with
+        // a python3 that is not a `bin` (it names no environment).
+        let linked = root.as_path().join("usr/local/bin");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::os::unix::fs::symlink(
+            "../../../opt/torch/.venv/bin/python3",
+            linked.join("python3"),
+        )
+        .unwrap();
+        let stray = root.as_path().join("tools");
+        std::fs::create_dir_all(&stray).unwrap();
+        std::fs::write(stray.join("python3"), b"").unwrap();
+        let wheels = |path: &[&Path]| -> Vec<PathBuf> {
+            let env = SearchEnv {
+                path: Some(std::env::join_paths(path).unwrap()),
+                ..SearchEnv::default()
+            };
+            candidates(&env)
+                .into_iter()
+                .filter_map(|c| match c {
+                    Candidate::Path(p) if p.starts_with(root.as_path()) => Some(p),
+                    _ => None,
+                })
+                .collect()
+        };
+        let expected: Vec<PathBuf> = WHEEL_DIRS
+            .iter()
+            .flat_map(|w| NAMES.map(|n| site.join(w).join(n)))
+            .collect();
+        assert_eq!(expected[0], site.join("nvidia/cu13/lib/libcublas.so.13"));
+        assert_eq!(wheels(&[&venv.join("bin")]), expected);
+        assert_eq!(wheels(&[&stray, &linked]), expected, "through the link");
+        assert_eq!(wheels(&[&stray, root.as_path()]), Vec::<PathBuf>::new());
+        // Without PATH the venv is unknown: only its python3 names it.
+        assert!(!candidates(&SearchEnv::default())
+            .iter()
+            .any(|c| matches!(c, Candidate::Path(p) if p.starts_with(root.as_path()))));
     }
 
     /// The cuBLASLt structures passed by pointer have cublasLt.h's layout: the algorithm 8
