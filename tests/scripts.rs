@@ -87,26 +87,86 @@ fn the_device_check_fails_fast_without_its_binaries() {
 /// arguments (one line per call, in order, in the returned text), with its steps.txt and the
 /// number of files it returned.
 fn device_check_with_stubs() -> (std::process::Output, String, String, usize) {
+    // (no file search through this machine's folders: an empty folder stands for them)
+    let nowhere = tempfile::tempdir().unwrap();
+    let (done, steps, calls, returned, _) = device_check_with(
+        "cuBLAS: cuBLAS 13.0.0 (libcublas.so.13)",
+        &[("ROOFPROBE_LIB_ROOTS", nowhere.path())],
+    );
+    (done, steps, calls, returned)
+}
+
+/// The same, with the `devices` stand-in printing `devices_says` and `env` added to the
+/// script's environment (`ROOFPROBE_CUBLAS` removed from it); the last field is the
+/// `ROOFPROBE_CUBLAS` each `run` call saw, a line each.
+fn device_check_with(
+    devices_says: &str,
+    env: &[(&str, &Path)],
+) -> (std::process::Output, String, String, usize, String) {
     use std::os::unix::fs::PermissionsExt;
     let packed = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let calls = packed.path().join("calls");
+    let seen = packed.path().join("cublas-seen");
     for (dir, name) in [("release", "roofprobe"), ("release/deps", "suite")] {
         std::fs::create_dir_all(packed.path().join(dir)).unwrap();
         let stub = packed.path().join(dir).join(name);
-        let body = format!("#!/bin/sh\necho \"{name} $*\" >> '{}'\n", calls.display());
+        let body = format!(
+            "#!/bin/sh\necho \"{name} $*\" >> '{}'\n\
+             [ \"$1\" = devices ] && echo '{devices_says}'\n\
+             [ \"$1\" = run ] && echo \"${{ROOFPROBE_CUBLAS-}}\" >> '{}'\n\
+             exit 0\n",
+            calls.display(),
+            seen.display()
+        );
         std::fs::write(&stub, body).unwrap();
         std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let done = Command::new(script("device-check"))
+        .env_remove("ROOFPROBE_CUBLAS")
         .env("ROOFPROBE_DEVICE_DIR", packed.path())
         .env("OUT", out.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap();
     let steps = std::fs::read_to_string(out.path().join("steps.txt")).unwrap();
     let calls = std::fs::read_to_string(&calls).unwrap_or_default();
+    let seen = std::fs::read_to_string(&seen).unwrap_or_default();
     let returned = std::fs::read_dir(out.path()).unwrap().count();
-    (done, steps, calls, returned)
+    (done, steps, calls, returned, seen)
+}
+
+/// Where roofprobe's own search finds no cuBLAS but the environment step lists one, the run
+/// steps get it as `ROOFPROBE_CUBLAS` (libcublas.so.13 before .so.12, never cuBLASLt), and
+/// steps.txt says so; where the search found one, or nothing is listed, the runs get none.
+#[test]
+fn a_cublas_the_search_missed_is_named_to_the_runs() {
+    let image = tempfile::tempdir().unwrap();
+    let lib = image.path().join("opt/vendor/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    for name in ["libcublasLt.so.13", "libcublas.so.12", "libcublas.so.13"] {
+        std::fs::write(lib.join(name), "").unwrap();
+    }
+    let roots = [("ROOFPROBE_LIB_ROOTS", image.path())];
+    let none = "cuBLAS: none: no cuBLAS found (tried …)";
+    let (_, steps, _, _, seen) = device_check_with(none, &roots);
+    let named = lib.join("libcublas.so.13").display().to_string();
+    let runs: Vec<&str> = seen.lines().collect();
+    assert_eq!(runs.len(), 4, "{seen}");
+    assert!(runs.iter().all(|r| *r == named), "{seen}");
+    assert!(
+        steps.contains(&format!("the runs name {named} with ROOFPROBE_CUBLAS")),
+        "{steps}"
+    );
+
+    let (_, steps, _, _, seen) = device_check_with("cuBLAS: cuBLAS 13.0.0 (x)", &roots);
+    assert!(seen.lines().all(str::is_empty), "{seen}");
+    assert!(!steps.contains("cuBLAS:"), "{steps}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let (_, steps, _, _, seen) = device_check_with(none, &[("ROOFPROBE_LIB_ROOTS", empty.path())]);
+    assert!(seen.lines().all(str::is_empty), "{seen}");
+    assert!(steps.contains("the cuBLAS rows say skipped"), "{steps}");
 }
 
 /// The `run` steps of scripts/device-check in order: each one's name, time limit and the
