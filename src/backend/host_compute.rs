@@ -200,7 +200,8 @@ pub fn host_fma_from_cpuinfo(cpuinfo: &str) -> Option<HostFma> {
     if let Some(vendor) = field("vendor_id") {
         let family = field("cpu family")?.parse().ok()?;
         let model = field("model")?.parse().ok()?;
-        return theory::host_fma_x86(&vendor, family, model);
+        let flags = field("flags").unwrap_or_default();
+        return theory::host_fma_x86(&vendor, family, model, &flags);
     }
     cpu::arm_core_of(cpuinfo)?.1
 }
@@ -930,6 +931,13 @@ mod tests {
             theory_gflops(72, 3000.0, Simd::Neon, Precision::F64, Some(fma)),
             Some(72.0 * 3.0 * 4.0 * 2.0 * 2.0)
         );
+        // An Intel core that reports a client model number (a VM's) but AMX: two 512-bit pipes.
+        let vm = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 167\n\
+                  flags\t\t: fpu avx512f avx512_fp16 amx_tile amx_int8\n";
+        let fma = host_fma_from_cpuinfo(vm).unwrap();
+        assert_eq!((fma.pipes, fma.datapath_bits), (2, 512));
+        let fma = host_fma_from_cpuinfo(&vm.replace(" amx_tile", "")).unwrap();
+        assert_eq!((fma.pipes, fma.datapath_bits), (2, 256));
         let unknown_part = grace.replace("0xd4f", "0xfff");
         assert_eq!(host_fma_from_cpuinfo(&unknown_part), None);
         assert_eq!(host_fma_from_cpuinfo("processor\t: 0\n"), None);
@@ -989,7 +997,7 @@ mod tests {
         let case = intensity::case(Precision::F32, 4, 100);
         let mut prepared = prepare(&pool, compute, &case).unwrap();
         assert!(!prepared.verify().unwrap().valid);
-        let zen5 = theory::host_fma_x86("AuthenticAMD", 0x1A, 2);
+        let zen5 = theory::host_fma_x86("AuthenticAMD", 0x1A, 2, "");
         assert_eq!(
             theory_gflops(2, 4000.0, Simd::Avx512, Precision::F32, zen5),
             Some(512.0)

@@ -269,14 +269,22 @@ pub struct HostFma {
     pub source: &'static str,
 }
 
-/// The FMA datapath of an x86 core from its CPUID vendor, family and model; `None` for a core
-/// this table does not know (then no theoretical peak is claimed).
-pub fn host_fma_x86(vendor: &str, family: u32, model: u32) -> Option<HostFma> {
+/// The FMA datapath of an x86 core from its CPUID vendor, family and model, and its feature
+/// flags (`/proc/cpuinfo`'s `flags`, space-separated); `None` for a core this table does not
+/// know (then no theoretical peak is claimed).
+pub fn host_fma_x86(vendor: &str, family: u32, model: u32, flags: &str) -> Option<HostFma> {
     const ZEN5_SOG: &str = "AMD Software Optimization Guide for the AMD Zen5 Microarchitecture (pub. 58455), Floating-Point Unit: FP0/FP1 execute FMA, 512-bit datapath on server and desktop parts (mobile Strix/Krackan Point: 256-bit); corroborated by A. Yee, 'Zen5's AVX512 Teardown' (numberworld.org, 2024) and by this crate's own measurement";
     const ZEN4_SOG: &str = "AMD Software Optimization Guide for AMD Family 19h Processors (pub. 56665): two 256-bit FMA pipes (FP0/FP1); 512-bit instructions take two passes";
     const ZEN2_SOG: &str = "AMD Software Optimization Guide for AMD Family 17h Models 30h and Greater (pub. 56305): two 256-bit FMA pipes";
     const INTEL_SOG: &str = "Intel 64 and IA-32 Architectures Optimization Reference Manual: two FMA ports (p0, p1) on Haswell and later cores; 512-bit FMA on p0+p1 fused, p5 on two-FMA Xeon parts not assumed";
+    const INTEL_AMX: &str = "AMX (the amx_tile flag) is on Intel's server P-cores only, from Sapphire Rapids (4th-generation Xeon Scalable) on, which execute 512-bit FMA on two ports (p0+p1 fused, and p5): Intel 64 and IA-32 Architectures Optimization Reference Manual; 2 x 512-bit FMA measured on a Xeon Platinum 8480 by Chips and Cheese, 'Sapphire Rapids: Golden Cove Hits the Server' (2023). The flag decides, not the model number, which a hypervisor may replace (a VM seen here reports model 167, a client Rocket Lake, with AMX)";
+    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
     match (vendor, family) {
+        ("GenuineIntel", 6) if has("amx_tile") => Some(HostFma {
+            pipes: 2,
+            datapath_bits: 512,
+            source: INTEL_AMX,
+        }),
         ("AuthenticAMD", 0x1A) => {
             // Zen 5: Strix Point (20h-2Fh) and Krackan Point (60h-6Fh) have a 256-bit datapath.
             let mobile = (0x20..=0x2F).contains(&model) || (0x60..=0x6F).contains(&model);
@@ -514,7 +522,7 @@ mod tests {
 
     #[test]
     fn host_peak_counts_pipes_and_real_width() {
-        let zen5 = host_fma_x86("AuthenticAMD", 0x1A, 0x02).unwrap();
+        let zen5 = host_fma_x86("AuthenticAMD", 0x1A, 0x02, "").unwrap();
         assert_eq!((zen5.pipes, zen5.datapath_bits), (2, 512));
         // 2 cores at 4 GHz, 2 × 16 f32 lanes × 2 flops = 64 flops/clock/core.
         assert_eq!(host_peak_gflops(2, 4000.0, zen5, 512, 32), 512.0);
@@ -522,15 +530,31 @@ mod tests {
         // AVX2 code on the same core uses half the datapath.
         assert_eq!(host_peak_gflops(2, 4000.0, zen5, 256, 32), 256.0);
         // Zen 4 double-pumps 512-bit instructions: no more flops than AVX2.
-        let zen4 = host_fma_x86("AuthenticAMD", 0x19, 0x61).unwrap();
+        let zen4 = host_fma_x86("AuthenticAMD", 0x19, 0x61, "").unwrap();
         assert_eq!(host_peak_gflops(1, 1000.0, zen4, 512, 32), 32.0);
         assert_eq!(
-            host_fma_x86("AuthenticAMD", 0x1A, 0x24)
+            host_fma_x86("AuthenticAMD", 0x1A, 0x24, "")
                 .unwrap()
                 .datapath_bits,
             256
         );
-        assert_eq!(host_fma_x86("HygonGenuine", 0x18, 0), None);
+        assert_eq!(host_fma_x86("HygonGenuine", 0x18, 0, ""), None);
+        // Intel: two 256-bit-wide pipes for 512-bit code (p5 not assumed) …
+        let client = host_fma_x86("GenuineIntel", 6, 167, "fpu avx2 fma avx512f").unwrap();
+        assert_eq!(host_peak_gflops(1, 1000.0, client, 512, 32), 32.0);
+        // … except where AMX marks a server P-core (Sapphire Rapids on), whatever the model
+        // number a hypervisor reports: two full 512-bit pipes, 64 f32 flops a clock; its AVX2
+        // code still gets two 256-bit FMAs a clock.
+        let server =
+            host_fma_x86("GenuineIntel", 6, 167, "avx512f amx_bf16 amx_tile amx_int8").unwrap();
+        assert_eq!(host_peak_gflops(1, 1000.0, server, 512, 32), 64.0);
+        assert_eq!(host_peak_gflops(1, 1000.0, server, 256, 32), 32.0);
+        assert!(server.source.contains("amx_tile"), "{}", server.source);
+        // (a flag is a whole word: `amx_tile_x` is not AMX)
+        assert_eq!(
+            host_fma_x86("GenuineIntel", 6, 167, "amx_tile_x").unwrap(),
+            client
+        );
     }
 
     #[test]
