@@ -598,6 +598,10 @@ pub(crate) fn launch(
     result.map(|()| stats)
 }
 
+/// Cycles between the clocks at which consecutive blocks (clusters) of a launch start: a prime,
+/// so their `%globaltimer` stamps share no common tick.
+const CLOCK_START_STRIDE: u64 = 1009;
+
 /// What every block of one launch shares.
 struct RunBlocks<'k> {
     kernel: &'k Kernel,
@@ -678,7 +682,9 @@ fn run_blocks(
             epoch: *epoch,
             block_start: *epoch,
             stats: &mut *stats,
-            clock: 0,
+            // Blocks start at staggered times, as a GPU's do: a counter at zero in every block
+            // would stamp every block of a launch alike, which no timer on hardware does.
+            clock: CLOCK_START_STRIDE * linear,
             rng: block_rng,
             wg: None,
             bulk: None,

@@ -1379,20 +1379,58 @@ fn largest_block_terms(n: u64, element_bytes: u64, threads: u64) -> u64 {
 /// clock.
 pub const PLAUSIBLE_CLOCK_MHZ: std::ops::Range<f64> = 50.0..10_000.0;
 
+/// The fewest timer ticks a block's interval must span for its clock to count, where the
+/// launch shows its timer's tick ([`timer_tick_ns`]): one tick is then at most 5 % of it.
+pub const MIN_RECORD_TICKS: u64 = 20;
+
+/// Blocks with an interval a launch needs before [`timer_tick_ns`] reads a tick from it: with
+/// fewer (a latency chase is one block), every interval counts as before.
+pub const TICK_SAMPLE_BLOCKS: usize = 16;
+
+/// The tick of the timer that stamped `intervals` (`(start, end)` nanoseconds), where there are
+/// [`TICK_SAMPLE_BLOCKS`] or more: the greatest common divisor of every stamp's distance from
+/// the first. A timer that ticks every `T` ns gives stamps a multiple of `T` apart, so this is
+/// `T` (or a multiple of it, with few stamps: stricter, never looser); an exact nanosecond timer
+/// gives 1 or a few. `None` with too few blocks.
+pub fn timer_tick_ns(intervals: &[(u64, u64)]) -> Option<u64> {
+    if intervals.len() < TICK_SAMPLE_BLOCKS {
+        return None;
+    }
+    let first = intervals[0].0;
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let tick = intervals
+        .iter()
+        .flat_map(|&(start, end)| [start, end])
+        .fold(0, |g, stamp| gcd(g, stamp.abs_diff(first)));
+    (tick > 0).then_some(tick)
+}
+
 /// The SM clock, in MHz, from the block records of a launch: the median over blocks of cycles
-/// per nanosecond. `None` when no block recorded a usable interval (or the records are not whole
-/// records, as a short read-back would be).
+/// per nanosecond. Where the launch shows its timer's tick, only blocks that spanned at least
+/// [`MIN_RECORD_TICKS`] of them count: a block of a few microseconds timed by a timer that ticks
+/// every microsecond reads its clock a third too high or low (the PTX ISA promises nanoseconds,
+/// not their resolution). `None` when no block recorded a usable interval (or the records are
+/// not whole records, as a short read-back would be).
 pub fn clock_from_records(records: &[u64]) -> Option<f64> {
     if !records.len().is_multiple_of(BLOCK_RECORD_WORDS) {
         return None;
     }
-    let mut mhz: Vec<f64> = records
+    let blocks: Vec<(u64, (u64, u64))> = records
         .chunks_exact(BLOCK_RECORD_WORDS)
-        .filter_map(|r| {
-            let (cycles, ns) = (r[1].wrapping_sub(r[0]), r[3].wrapping_sub(r[2]));
-            (ns > 0 && cycles > 0 && r[1] > r[0] && r[3] > r[2])
-                .then(|| cycles as f64 / ns as f64 * 1e3)
-        })
+        .filter(|r| r[1] > r[0] && r[3] > r[2])
+        .map(|r| (r[1] - r[0], (r[2], r[3])))
+        .collect();
+    let intervals: Vec<(u64, u64)> = blocks.iter().map(|&(_, i)| i).collect();
+    let shortest = timer_tick_ns(&intervals).map_or(1, |tick| tick * MIN_RECORD_TICKS);
+    let mut mhz: Vec<f64> = blocks
+        .iter()
+        .filter(|&&(_, (start, end))| end - start >= shortest)
+        .map(|&(cycles, (start, end))| cycles as f64 / (end - start) as f64 * 1e3)
         .filter(|m| PLAUSIBLE_CLOCK_MHZ.contains(m))
         .collect();
     if mhz.is_empty() {
@@ -1442,6 +1480,42 @@ mod tests {
         assert_eq!(clock_from_records(&records[..16]), None);
         // 1000 cycles in one 1 µs timer tick read as 32 ns: not a clock
         assert_eq!(clock_from_records(&[0, 1000, 0, 32, 1, 0]), None);
+    }
+
+    /// Blocks of 1.5 µs at 2000 MHz (3000 cycles) timed by a timer that ticks every 1000 ns read
+    /// 1 or 2 ticks: alone they would give 3000 or 1500 MHz. With the launch showing its tick,
+    /// only blocks of 20 ticks or more count, so such a launch gives no clock, or the long
+    /// blocks' clock; a fine timer's short blocks still count, and so does a launch of too few
+    /// blocks to show a tick.
+    #[test]
+    fn a_coarse_timer_s_short_blocks_give_no_clock() {
+        let coarse = |blocks: u64, cycles: u64, ticks: u64| -> Vec<u64> {
+            (0..blocks)
+                .flat_map(|b| {
+                    let start = 5_000_000 + b % 3 * 1000;
+                    // ticks alternating with one more, as the block straddles a tick or not
+                    let end = start + (ticks + b % 2) * 1000;
+                    [0, cycles, start, end, 1, 0]
+                })
+                .collect()
+        };
+        let short = coarse(32, 3000, 1);
+        assert_eq!(timer_tick_ns(&[(5_000_000, 5_001_000); 32]), Some(1000));
+        assert_eq!(clock_from_records(&short), None);
+        // the same launch with 8 blocks of 40 µs beside them: their clock, not the short ones'
+        let mut mixed = short.clone();
+        mixed.extend(coarse(8, 80_000, 40).chunks(6).flat_map(|r| {
+            let end = r[2] + 40_000;
+            [r[0], r[1], r[2], end, 1, 0]
+        }));
+        assert_eq!(clock_from_records(&mixed), Some(2000.0));
+        // a timer of whole nanoseconds: 1.5 µs blocks are 1500 ticks
+        let fine: Vec<u64> = (0..32)
+            .flat_map(|b| [0, 3000, 1_000 + b * 7, 2_500 + b * 7, 1, 0])
+            .collect();
+        assert_eq!(clock_from_records(&fine), Some(2000.0));
+        // too few blocks to show a tick: every interval counts (a one-block latency chase)
+        assert_eq!(clock_from_records(&coarse(1, 3000, 1)), Some(3000.0));
     }
 
     /// Records of `launch` whose blocks did `count(b)` and ran at 1 GHz.
