@@ -1489,25 +1489,22 @@ mod tests {
     /// blocks to show a tick.
     #[test]
     fn a_coarse_timer_s_short_blocks_give_no_clock() {
-        let coarse = |blocks: u64, cycles: u64, ticks: u64| -> Vec<u64> {
+        // `blocks` blocks of `cycles` each, stamped by a 1000 ns timer: starts a tick or two
+        // apart, intervals of `ticks` or one more, as a block straddles a tick or not
+        let coarse = |blocks: u64, cycles: u64, ticks: u64, spread: bool| -> Vec<u64> {
             (0..blocks)
                 .flat_map(|b| {
                     let start = 5_000_000 + b % 3 * 1000;
-                    // ticks alternating with one more, as the block straddles a tick or not
-                    let end = start + (ticks + b % 2) * 1000;
+                    let end = start + (ticks + u64::from(spread) * (b % 2)) * 1000;
                     [0, cycles, start, end, 1, 0]
                 })
                 .collect()
         };
-        let short = coarse(32, 3000, 1);
+        let short = coarse(32, 3000, 1, true);
         assert_eq!(timer_tick_ns(&[(5_000_000, 5_001_000); 32]), Some(1000));
         assert_eq!(clock_from_records(&short), None);
         // the same launch with 8 blocks of 40 µs beside them: their clock, not the short ones'
-        let mut mixed = short.clone();
-        mixed.extend(coarse(8, 80_000, 40).chunks(6).flat_map(|r| {
-            let end = r[2] + 40_000;
-            [r[0], r[1], r[2], end, 1, 0]
-        }));
+        let mixed = [short, coarse(8, 80_000, 40, false)].concat();
         assert_eq!(clock_from_records(&mixed), Some(2000.0));
         // a timer of whole nanoseconds: 1.5 µs blocks are 1500 ticks
         let fine: Vec<u64> = (0..32)
@@ -1515,7 +1512,7 @@ mod tests {
             .collect();
         assert_eq!(clock_from_records(&fine), Some(2000.0));
         // too few blocks to show a tick: every interval counts (a one-block latency chase)
-        assert_eq!(clock_from_records(&coarse(1, 3000, 1)), Some(3000.0));
+        assert_eq!(clock_from_records(&coarse(1, 3000, 1, true)), Some(3000.0));
     }
 
     /// Records of `launch` whose blocks did `count(b)` and ran at 1 GHz.
