@@ -278,13 +278,24 @@ pub fn host_fma_x86(vendor: &str, family: u32, model: u32, flags: &str) -> Optio
     const ZEN2_SOG: &str = "AMD Software Optimization Guide for AMD Family 17h Models 30h and Greater (pub. 56305): two 256-bit FMA pipes";
     const INTEL_SOG: &str = "Intel 64 and IA-32 Architectures Optimization Reference Manual: two FMA ports (p0, p1) on Haswell and later cores; 512-bit FMA on p0+p1 fused, p5 on two-FMA Xeon parts not assumed";
     const INTEL_AMX: &str = "AMX (the amx_tile flag) is on Intel's server P-cores only, from Sapphire Rapids (4th-generation Xeon Scalable) on, which execute 512-bit FMA on two ports (p0+p1 fused, and p5): Intel 64 and IA-32 Architectures Optimization Reference Manual; 2 x 512-bit FMA measured on a Xeon Platinum 8480 by Chips and Cheese, 'Sapphire Rapids: Golden Cove Hits the Server' (2023). The flag decides, not the model number, which a hypervisor may replace (a VM seen here reports model 167, a client Rocket Lake, with AMX)";
+    const INTEL_XEON_SP: &str = "Intel ARK's '# of AVX-512 FMA Units': 2 on every 3rd-generation Xeon Scalable (Ice Lake-SP, model 6Ah/6Ch) and on Skylake-SP, Cascade Lake and Cooper Lake (model 55h) Platinum and Gold 6xxx parts, 1 on their Silver and Bronze parts and most Gold 5xxx (Intel 64 and IA-32 Architectures Optimization Reference Manual, 'Servers with a Single FMA Unit'). Where AVX-512 runs on one of those models, or under a hypervisor (whose model number may be any and whose hosts are Xeon Scalable parts), two 512-bit pipes are claimed: a ceiling must not sit below what a core can run, and on a one-unit part the row's %theory reads half";
     let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
+    const XEON_SP_MODELS: [u32; 3] = [0x55, 0x6A, 0x6C];
     match (vendor, family) {
         ("GenuineIntel", 6) if has("amx_tile") => Some(HostFma {
             pipes: 2,
             datapath_bits: 512,
             source: INTEL_AMX,
         }),
+        ("GenuineIntel", 6)
+            if has("avx512f") && (has("hypervisor") || XEON_SP_MODELS.contains(&model)) =>
+        {
+            Some(HostFma {
+                pipes: 2,
+                datapath_bits: 512,
+                source: INTEL_XEON_SP,
+            })
+        }
         ("AuthenticAMD", 0x1A) => {
             // Zen 5: Strix Point (20h-2Fh) and Krackan Point (60h-6Fh) have a 256-bit datapath.
             let mobile = (0x20..=0x2F).contains(&model) || (0x60..=0x6F).contains(&model);
@@ -555,6 +566,36 @@ mod tests {
             host_fma_x86("GenuineIntel", 6, 167, "amx_tile_x").unwrap(),
             client
         );
+        // AVX-512 on a Xeon Scalable model (Skylake-SP to Ice Lake-SP), or under a hypervisor
+        // whatever model it reports: two 512-bit pipes, the ceiling of the two-unit parts.
+        for (model, flags) in [
+            (0x55, "fma avx512f"),
+            (0x6A, "fma avx512f"),
+            (0x6C, "fma avx512f"),
+            (167, "fma avx512f hypervisor"),
+            (0x3F, "hypervisor avx512f fma"),
+        ] {
+            let xeon = host_fma_x86("GenuineIntel", 6, model, flags).unwrap();
+            assert_eq!(
+                host_peak_gflops(1, 1000.0, xeon, 512, 32),
+                64.0,
+                "model {model:#x}, {flags}"
+            );
+            assert!(xeon.source.contains("FMA Units"), "{}", xeon.source);
+        }
+        // … but not without AVX-512 (a Haswell-EP guest: two 256-bit pipes), nor on a client
+        // part seen bare (a Rocket Lake or Tiger Lake has one 512-bit unit: p0+p1 fused).
+        for (model, flags) in [
+            (0x3F, "fma avx2 hypervisor"),
+            (167, "fma avx512f"),
+            (0x8C, "fma avx512f"),
+        ] {
+            assert_eq!(
+                host_fma_x86("GenuineIntel", 6, model, flags).unwrap(),
+                client,
+                "model {model:#x}, {flags}"
+            );
+        }
     }
 
     #[test]
