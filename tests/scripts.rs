@@ -89,7 +89,7 @@ fn the_device_check_fails_fast_without_its_binaries() {
 fn device_check_with_stubs() -> (std::process::Output, String, String, usize) {
     // (no file search through this machine's folders: an empty folder stands for them)
     let nowhere = tempfile::tempdir().unwrap();
-    let (done, steps, calls, returned, _) = device_check_with(
+    let (done, steps, calls, returned, _, _) = device_check_with(
         "cuBLAS: cuBLAS 13.0.0 (libcublas.so.13)",
         &[("ROOFPROBE_LIB_ROOTS", nowhere.path())],
     );
@@ -97,17 +97,19 @@ fn device_check_with_stubs() -> (std::process::Output, String, String, usize) {
 }
 
 /// The same, with the `devices` stand-in printing `devices_says` and `env` added to the
-/// script's environment (`ROOFPROBE_CUBLAS` removed from it); the last field is the
-/// `ROOFPROBE_CUBLAS` each `run` call saw, a line each.
+/// script's environment (`ROOFPROBE_CUBLAS` and `CUDA_CACHE_PATH` removed from it); the last two
+/// fields are the `ROOFPROBE_CUBLAS` each `run` call saw and the `CUDA_CACHE_PATH` each call of
+/// either binary saw, a line each.
 fn device_check_with(
     devices_says: &str,
     env: &[(&str, &Path)],
-) -> (std::process::Output, String, String, usize, String) {
+) -> (std::process::Output, String, String, usize, String, String) {
     use std::os::unix::fs::PermissionsExt;
     let packed = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let calls = packed.path().join("calls");
     let seen = packed.path().join("cublas-seen");
+    let jit = packed.path().join("jit-seen");
     for (dir, name) in [("release", "roofprobe"), ("release/deps", "suite")] {
         std::fs::create_dir_all(packed.path().join(dir)).unwrap();
         let stub = packed.path().join(dir).join(name);
@@ -115,15 +117,18 @@ fn device_check_with(
             "#!/bin/sh\necho \"{name} $*\" >> '{}'\n\
              [ \"$1\" = devices ] && echo '{devices_says}'\n\
              [ \"$1\" = run ] && echo \"${{ROOFPROBE_CUBLAS-}}\" >> '{}'\n\
+             echo \"${{CUDA_CACHE_PATH-}}\" >> '{}'\n\
              exit 0\n",
             calls.display(),
-            seen.display()
+            seen.display(),
+            jit.display()
         );
         std::fs::write(&stub, body).unwrap();
         std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let done = Command::new(script("device-check"))
         .env_remove("ROOFPROBE_CUBLAS")
+        .env_remove("CUDA_CACHE_PATH")
         .env("ROOFPROBE_DEVICE_DIR", packed.path())
         .env("OUT", out.path())
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -132,8 +137,9 @@ fn device_check_with(
     let steps = std::fs::read_to_string(out.path().join("steps.txt")).unwrap();
     let calls = std::fs::read_to_string(&calls).unwrap_or_default();
     let seen = std::fs::read_to_string(&seen).unwrap_or_default();
+    let jit = std::fs::read_to_string(&jit).unwrap_or_default();
     let returned = std::fs::read_dir(out.path()).unwrap().count();
-    (done, steps, calls, returned, seen)
+    (done, steps, calls, returned, seen, jit)
 }
 
 /// Where roofprobe's own search finds no cuBLAS but the environment step lists one, the run
@@ -149,7 +155,7 @@ fn a_cublas_the_search_missed_is_named_to_the_runs() {
     }
     let roots = [("ROOFPROBE_LIB_ROOTS", image.path())];
     let none = "cuBLAS: none: no cuBLAS found (tried …)";
-    let (_, steps, _, _, seen) = device_check_with(none, &roots);
+    let (_, steps, _, _, seen, _) = device_check_with(none, &roots);
     let named = lib.join("libcublas.so.13").display().to_string();
     let runs: Vec<&str> = seen.lines().collect();
     assert_eq!(runs.len(), 4, "{seen}");
@@ -159,14 +165,53 @@ fn a_cublas_the_search_missed_is_named_to_the_runs() {
         "{steps}"
     );
 
-    let (_, steps, _, _, seen) = device_check_with("cuBLAS: cuBLAS 13.0.0 (x)", &roots);
+    let (_, steps, _, _, seen, _) = device_check_with("cuBLAS: cuBLAS 13.0.0 (x)", &roots);
     assert!(seen.lines().all(str::is_empty), "{seen}");
     assert!(!steps.contains("cuBLAS:"), "{steps}");
 
     let empty = tempfile::tempdir().unwrap();
-    let (_, steps, _, _, seen) = device_check_with(none, &[("ROOFPROBE_LIB_ROOTS", empty.path())]);
+    let (_, steps, _, _, seen, _) =
+        device_check_with(none, &[("ROOFPROBE_LIB_ROOTS", empty.path())]);
     assert!(seen.lines().all(str::is_empty), "{seen}");
     assert!(steps.contains("the cuBLAS rows say skipped"), "{steps}");
+}
+
+/// Every process the device check starts shares one JIT cache of its own, outside what comes
+/// back: the driver compiles each PTX module once (in the `devices` step, which loads them all),
+/// and no later step pays that again because the home folder is read-only or the cache is off.
+#[test]
+fn every_device_check_step_shares_one_jit_cache() {
+    let nowhere = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, steps, calls, _, _, jit) = device_check_with(
+        "cuBLAS: x",
+        &[
+            ("ROOFPROBE_LIB_ROOTS", nowhere.path()),
+            ("TMPDIR", tmp.path()),
+        ],
+    );
+    let paths: Vec<&str> = jit.lines().collect();
+    // devices, the gpu tests and 4 runs
+    assert_eq!(paths.len(), calls.lines().count(), "{jit}\n{calls}");
+    assert!(paths.len() >= 6, "{calls}");
+    assert!(
+        paths
+            .iter()
+            .all(|p| *p == paths[0] && p.ends_with("roofprobe-jit-cache")),
+        "{jit}"
+    );
+    assert_eq!(
+        Path::new(paths[0]),
+        tmp.path().join("roofprobe-jit-cache"),
+        "{jit}"
+    );
+    assert!(Path::new(paths[0]).is_dir(), "{} not made", paths[0]);
+    assert!(steps.contains("JIT cache: 0 files"), "{steps}");
+    let script = std::fs::read_to_string(script("device-check")).unwrap();
+    assert!(
+        script.contains("CUDA_CACHE_DISABLE=0"),
+        "the cache is not forced on"
+    );
 }
 
 /// The `run` steps of scripts/device-check in order: each one's name, time limit and the
