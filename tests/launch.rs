@@ -1062,6 +1062,47 @@ fn each_device_check_run_fits_its_step_on_an_h200_by_its_estimate() {
     }
 }
 
+/// The device check's `gpu-tests` step fits its limit: its biggest test
+/// (`gpu::planned_cases_fit_and_validate_at_a_small_size`) runs every case an H200 plans at
+/// 4 MiB arrays (a 64th of free memory, at most 4 MiB), and by the estimate of a quick run of
+/// them, which times more launches than the test's two, it takes at most half the step's limit;
+/// the other half is for the other tests (each a device opened and a few launches, two child
+/// processes, the runaway kernel's 3 s deadline, a filtered quick run of four cases).
+#[test]
+fn the_gpu_tests_step_fits_its_limit_on_an_h200_by_the_estimate() {
+    use roofprobe::duration::{human, plan_secs, Rates};
+    use roofprobe::runner::RunConfig;
+    let h200 = &DEVICES[0];
+    let info = info(h200);
+    let model = DeviceModel {
+        info: &info,
+        compute_capability: h200.cc,
+        usable_bytes: h200.free / 100 * 90,
+        peers: &[],
+    };
+    let small = (h200.free / 64).clamp(4096, 4 << 20);
+    let grid = h200.sms * 4;
+    let cases = cuda_plan::plan_cases(&model, SizeRequest::BytesPerArray(small), &mut |_| Ok(grid))
+        .expect("an H200 plans at 4 MiB arrays");
+    assert!(cases.len() > 100, "{} cases", cases.len());
+    let rates = Rates::for_gpu(&info).expect("a GPU has rates");
+    let secs = plan_secs(&cases, &RunConfig::quick(), 0.01, &rates);
+    let limit = crate::scripts::device_check_steps()
+        .into_iter()
+        .find(|(name, _)| name == "gpu-tests")
+        .map(|(_, limit)| limit)
+        .expect("a gpu-tests step");
+    eprintln!(
+        "gpu-tests: {} cases at {small} bytes per array, about {} ({secs:.1} s) as a quick run, of its {limit} s",
+        cases.len(),
+        human(secs)
+    );
+    assert!(
+        secs <= 0.5 * f64::from(limit),
+        "{secs:.1} s by the estimate, over half of the gpu-tests step's {limit} s"
+    );
+}
+
 /// The share of a device-check step's time limit its run's estimate may take.
 const DEVICE_CHECK_SHARE: f64 = 0.75;
 

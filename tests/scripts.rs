@@ -12,7 +12,7 @@ fn script(name: &str) -> PathBuf {
 }
 
 /// The `step NAME SECONDS …` lines of scripts/device-check, as (name, seconds).
-fn device_check_steps() -> Vec<(String, u32)> {
+pub fn device_check_steps() -> Vec<(String, u32)> {
     let text = std::fs::read_to_string(script("device-check")).unwrap();
     text.lines()
         .filter_map(|l| l.strip_prefix("step "))
