@@ -1066,8 +1066,10 @@ fn each_device_check_run_fits_its_step_on_an_h200_by_its_estimate() {
 /// (`gpu::planned_cases_fit_and_validate_at_a_small_size`) runs every case an H200 plans at
 /// 4 MiB arrays (a 64th of free memory, at most 4 MiB), and by the estimate of a quick run of
 /// them, which times more launches than the test's two, it takes at most half the step's limit;
-/// the other half is for the other tests (each a device opened and a few launches, two child
-/// processes, the runaway kernel's 3 s deadline, a filtered quick run of four cases).
+/// the other half is for the other tests its `gpu::` filter matches (each a device opened and a
+/// few launches; `compute_gpu`'s one launch of each compute kernel, a subset of the same plan;
+/// two child processes and the runaway kernel's 3 s deadline; a filtered quick run of four
+/// cases).
 #[test]
 fn the_gpu_tests_step_fits_its_limit_on_an_h200_by_the_estimate() {
     use roofprobe::duration::{human, plan_secs, Rates};
