@@ -177,8 +177,8 @@ fn a_cublas_the_search_missed_is_named_to_the_runs() {
 }
 
 /// Every process the device check starts shares one JIT cache of its own, outside what comes
-/// back: the driver compiles each PTX module once (in the `devices` step, which loads them all),
-/// and no later step pays that again because the home folder is read-only or the cache is off.
+/// back: the driver compiles each PTX module once, in the first step that loads it, and no later
+/// step pays that again because the home folder is read-only or the cache is off.
 #[test]
 fn every_device_check_step_shares_one_jit_cache() {
     let nowhere = tempfile::tempdir().unwrap();
