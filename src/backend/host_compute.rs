@@ -201,7 +201,8 @@ pub fn host_fma_from_cpuinfo(cpuinfo: &str) -> Option<HostFma> {
         let family = field("cpu family")?.parse().ok()?;
         let model = field("model")?.parse().ok()?;
         let flags = field("flags").unwrap_or_default();
-        return theory::host_fma_x86(&vendor, family, model, &flags);
+        let brand = field("model name").unwrap_or_default();
+        return theory::host_fma_x86(&vendor, family, model, &brand, &flags);
     }
     cpu::arm_core_of(cpuinfo)?.1
 }
@@ -938,6 +939,17 @@ mod tests {
         assert_eq!((fma.pipes, fma.datapath_bits), (2, 512));
         let fma = host_fma_from_cpuinfo(&vm.replace(" amx_tile", "")).unwrap();
         assert_eq!((fma.pipes, fma.datapath_bits), (2, 256));
+        // A bare Cascade Lake: its brand string decides between one and two 512-bit units.
+        let cascade_lake = |name: &str| {
+            format!(
+                "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n\
+                 model name\t: Intel(R) Xeon(R) {name} CPU @ 2.30GHz\nflags\t\t: fpu avx512f\n"
+            )
+        };
+        let fma = host_fma_from_cpuinfo(&cascade_lake("Gold 6252")).unwrap();
+        assert_eq!((fma.pipes, fma.datapath_bits), (2, 512));
+        let fma = host_fma_from_cpuinfo(&cascade_lake("Gold 5218")).unwrap();
+        assert_eq!((fma.pipes, fma.datapath_bits), (2, 256));
         let unknown_part = grace.replace("0xd4f", "0xfff");
         assert_eq!(host_fma_from_cpuinfo(&unknown_part), None);
         assert_eq!(host_fma_from_cpuinfo("processor\t: 0\n"), None);
@@ -997,7 +1009,7 @@ mod tests {
         let case = intensity::case(Precision::F32, 4, 100);
         let mut prepared = prepare(&pool, compute, &case).unwrap();
         assert!(!prepared.verify().unwrap().valid);
-        let zen5 = theory::host_fma_x86("AuthenticAMD", 0x1A, 2, "");
+        let zen5 = theory::host_fma_x86("AuthenticAMD", 0x1A, 2, "", "");
         assert_eq!(
             theory_gflops(2, 4000.0, Simd::Avx512, Precision::F32, zen5),
             Some(512.0)

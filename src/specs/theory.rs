@@ -269,16 +269,23 @@ pub struct HostFma {
     pub source: &'static str,
 }
 
-/// The FMA datapath of an x86 core from its CPUID vendor, family and model, and its feature
-/// flags (`/proc/cpuinfo`'s `flags`, space-separated); `None` for a core this table does not
-/// know (then no theoretical peak is claimed).
-pub fn host_fma_x86(vendor: &str, family: u32, model: u32, flags: &str) -> Option<HostFma> {
+/// The FMA datapath of an x86 core from its CPUID vendor, family and model, its brand string
+/// (`/proc/cpuinfo`'s `model name`) and its feature flags (`flags`, space-separated); `None` for
+/// a core this table does not know (then no theoretical peak is claimed).
+pub fn host_fma_x86(
+    vendor: &str,
+    family: u32,
+    model: u32,
+    brand: &str,
+    flags: &str,
+) -> Option<HostFma> {
     const ZEN5_SOG: &str = "AMD Software Optimization Guide for the AMD Zen5 Microarchitecture (pub. 58455), Floating-Point Unit: FP0/FP1 execute FMA, 512-bit datapath on server and desktop parts (mobile Strix/Krackan Point: 256-bit); corroborated by A. Yee, 'Zen5's AVX512 Teardown' (numberworld.org, 2024) and by this crate's own measurement";
     const ZEN4_SOG: &str = "AMD Software Optimization Guide for AMD Family 19h Processors (pub. 56665): two 256-bit FMA pipes (FP0/FP1); 512-bit instructions take two passes";
     const ZEN2_SOG: &str = "AMD Software Optimization Guide for AMD Family 17h Models 30h and Greater (pub. 56305): two 256-bit FMA pipes";
     const INTEL_SOG: &str = "Intel 64 and IA-32 Architectures Optimization Reference Manual: two FMA ports (p0, p1) on Haswell and later cores; 512-bit FMA on p0+p1 fused, p5 on two-FMA Xeon parts not assumed";
     const INTEL_AMX: &str = "AMX (the amx_tile flag) is on Intel's server P-cores only, from Sapphire Rapids (4th-generation Xeon Scalable) on, which execute 512-bit FMA on two ports (p0+p1 fused, and p5): Intel 64 and IA-32 Architectures Optimization Reference Manual; 2 x 512-bit FMA measured on a Xeon Platinum 8480 by Chips and Cheese, 'Sapphire Rapids: Golden Cove Hits the Server' (2023). The flag decides, not the model number, which a hypervisor may replace (a VM seen here reports model 167, a client Rocket Lake, with AMX)";
     const INTEL_XEON_SP: &str = "Intel ARK's '# of AVX-512 FMA Units': 2 on every 3rd-generation Xeon Scalable (Ice Lake-SP, model 6Ah/6Ch) and on Skylake-SP, Cascade Lake and Cooper Lake (model 55h) Platinum and Gold 6xxx parts, 1 on their Silver and Bronze parts and most Gold 5xxx (Intel 64 and IA-32 Architectures Optimization Reference Manual, 'Servers with a Single FMA Unit'). Where AVX-512 runs on one of those models, or under a hypervisor (whose model number may be any and whose hosts are Xeon Scalable parts), two 512-bit pipes are claimed: a ceiling must not sit below what a core can run, and on a one-unit part the row's %theory reads half";
+    const INTEL_ONE_UNIT: &str = "Intel ARK's '# of AVX-512 FMA Units': 1 on Skylake-SP and Cascade Lake Bronze 31xx/32xx, Silver 41xx/42xx and Gold 51xx/52xx parts (but 5122 and 5222), named by the brand string; their 512-bit FMA runs on p0+p1 fused, as 2 x 256 bits (Intel 64 and IA-32 Architectures Optimization Reference Manual, 'Servers with a Single FMA Unit')";
     let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
     const XEON_SP_MODELS: [u32; 3] = [0x55, 0x6A, 0x6C];
     match (vendor, family) {
@@ -290,10 +297,18 @@ pub fn host_fma_x86(vendor: &str, family: u32, model: u32, flags: &str) -> Optio
         ("GenuineIntel", 6)
             if has("avx512f") && (has("hypervisor") || XEON_SP_MODELS.contains(&model)) =>
         {
-            Some(HostFma {
-                pipes: 2,
-                datapath_bits: 512,
-                source: INTEL_XEON_SP,
+            Some(if one_fma_unit_xeon(brand) {
+                HostFma {
+                    pipes: 2,
+                    datapath_bits: 256,
+                    source: INTEL_ONE_UNIT,
+                }
+            } else {
+                HostFma {
+                    pipes: 2,
+                    datapath_bits: 512,
+                    source: INTEL_XEON_SP,
+                }
             })
         }
         ("AuthenticAMD", 0x1A) => {
@@ -324,6 +339,28 @@ pub fn host_fma_x86(vendor: &str, family: u32, model: u32, flags: &str) -> Optio
         }),
         _ => None,
     }
+}
+
+/// Whether a Xeon brand string (`Intel(R) Xeon(R) Gold 5218 CPU @ 2.30GHz`) names a Skylake-SP
+/// or Cascade Lake SKU with one AVX-512 FMA unit: Bronze 31xx and 32xx, Silver 41xx and 42xx,
+/// Gold 51xx and 52xx but 5122 and 5222 (Intel ARK). Later tiers' numbers (Ice Lake's Silver
+/// 43xx, Cooper Lake's Gold 53xxH) have two units, as does a brand that names no tier (a
+/// hypervisor's `Intel(R) Xeon(R) Processor`).
+fn one_fma_unit_xeon(brand: &str) -> bool {
+    let words: Vec<&str> = brand.split_whitespace().collect();
+    words.windows(2).any(|w| {
+        let digits: String = w[1].chars().take_while(char::is_ascii_digit).collect();
+        let Ok(n) = digits.parse::<u32>() else {
+            return false;
+        };
+        digits.len() == 4
+            && match w[0] {
+                "Bronze" => (3100..3300).contains(&n),
+                "Silver" => (4100..4300).contains(&n),
+                "Gold" => (5100..5300).contains(&n) && n != 5122 && n != 5222,
+                _ => false,
+            }
+    })
 }
 
 /// An Arm core's name and FMA datapath from `/proc/cpuinfo`'s `CPU implementer` and `CPU part`.
@@ -533,7 +570,7 @@ mod tests {
 
     #[test]
     fn host_peak_counts_pipes_and_real_width() {
-        let zen5 = host_fma_x86("AuthenticAMD", 0x1A, 0x02, "").unwrap();
+        let zen5 = host_fma_x86("AuthenticAMD", 0x1A, 0x02, "", "").unwrap();
         assert_eq!((zen5.pipes, zen5.datapath_bits), (2, 512));
         // 2 cores at 4 GHz, 2 × 16 f32 lanes × 2 flops = 64 flops/clock/core.
         assert_eq!(host_peak_gflops(2, 4000.0, zen5, 512, 32), 512.0);
@@ -541,45 +578,123 @@ mod tests {
         // AVX2 code on the same core uses half the datapath.
         assert_eq!(host_peak_gflops(2, 4000.0, zen5, 256, 32), 256.0);
         // Zen 4 double-pumps 512-bit instructions: no more flops than AVX2.
-        let zen4 = host_fma_x86("AuthenticAMD", 0x19, 0x61, "").unwrap();
+        let zen4 = host_fma_x86("AuthenticAMD", 0x19, 0x61, "", "").unwrap();
         assert_eq!(host_peak_gflops(1, 1000.0, zen4, 512, 32), 32.0);
         assert_eq!(
-            host_fma_x86("AuthenticAMD", 0x1A, 0x24, "")
+            host_fma_x86("AuthenticAMD", 0x1A, 0x24, "", "")
                 .unwrap()
                 .datapath_bits,
             256
         );
-        assert_eq!(host_fma_x86("HygonGenuine", 0x18, 0, ""), None);
+        assert_eq!(host_fma_x86("HygonGenuine", 0x18, 0, "", ""), None);
         // Intel: two 256-bit-wide pipes for 512-bit code (p5 not assumed) …
-        let client = host_fma_x86("GenuineIntel", 6, 167, "fpu avx2 fma avx512f").unwrap();
+        let client = host_fma_x86("GenuineIntel", 6, 167, "", "fpu avx2 fma avx512f").unwrap();
         assert_eq!(host_peak_gflops(1, 1000.0, client, 512, 32), 32.0);
         // … except where AMX marks a server P-core (Sapphire Rapids on), whatever the model
         // number a hypervisor reports: two full 512-bit pipes, 64 f32 flops a clock; its AVX2
         // code still gets two 256-bit FMAs a clock.
-        let server =
-            host_fma_x86("GenuineIntel", 6, 167, "avx512f amx_bf16 amx_tile amx_int8").unwrap();
+        let server = host_fma_x86(
+            "GenuineIntel",
+            6,
+            167,
+            "",
+            "avx512f amx_bf16 amx_tile amx_int8",
+        )
+        .unwrap();
         assert_eq!(host_peak_gflops(1, 1000.0, server, 512, 32), 64.0);
         assert_eq!(host_peak_gflops(1, 1000.0, server, 256, 32), 32.0);
         assert!(server.source.contains("amx_tile"), "{}", server.source);
         // (a flag is a whole word: `amx_tile_x` is not AMX)
         assert_eq!(
-            host_fma_x86("GenuineIntel", 6, 167, "amx_tile_x").unwrap(),
+            host_fma_x86("GenuineIntel", 6, 167, "", "amx_tile_x").unwrap(),
             client
         );
         // AVX-512 on a Xeon Scalable model (Skylake-SP to Ice Lake-SP), or under a hypervisor
-        // whatever model it reports: two 512-bit pipes, the ceiling of the two-unit parts.
-        for (model, flags) in [
-            (0x55, "fma avx512f"),
-            (0x6A, "fma avx512f"),
-            (0x6C, "fma avx512f"),
-            (167, "fma avx512f hypervisor"),
-            (0x3F, "hypervisor avx512f fma"),
+        // whatever model it reports: two 512-bit pipes, the ceiling of the two-unit parts,
+        // unless the brand names a one-unit SKU.
+        for (model, brand, flags, f32_flops) in [
+            (0x55, "", "fma avx512f", 64.0),
+            (0x6A, "", "fma avx512f", 64.0),
+            (0x6C, "", "fma avx512f", 64.0),
+            (
+                167,
+                "Intel(R) Xeon(R) Processor",
+                "fma avx512f hypervisor",
+                64.0,
+            ),
+            (0x3F, "", "hypervisor avx512f fma", 64.0),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz",
+                "avx512f",
+                64.0,
+            ),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz",
+                "avx512f",
+                64.0,
+            ),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Gold 5122 CPU @ 3.60GHz",
+                "avx512f",
+                64.0,
+            ),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Gold 5222 CPU @ 3.80GHz",
+                "avx512f",
+                64.0,
+            ),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Gold 5318H CPU @ 2.50GHz",
+                "avx512f",
+                64.0,
+            ),
+            (
+                0x6A,
+                "Intel(R) Xeon(R) Silver 4314 CPU @ 2.40GHz",
+                "avx512f",
+                64.0,
+            ),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Gold 5218 CPU @ 2.30GHz",
+                "avx512f",
+                32.0,
+            ),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Gold 5120 CPU @ 2.20GHz",
+                "avx512f",
+                32.0,
+            ),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Silver 4214R CPU @ 2.40GHz",
+                "avx512f",
+                32.0,
+            ),
+            (
+                0x55,
+                "Intel(R) Xeon(R) Bronze 3204 CPU @ 1.90GHz",
+                "avx512f",
+                32.0,
+            ),
+            (
+                167,
+                "Intel(R) Xeon(R) Silver 4110 CPU",
+                "avx512f hypervisor",
+                32.0,
+            ),
         ] {
-            let xeon = host_fma_x86("GenuineIntel", 6, model, flags).unwrap();
+            let xeon = host_fma_x86("GenuineIntel", 6, model, brand, flags).unwrap();
             assert_eq!(
                 host_peak_gflops(1, 1000.0, xeon, 512, 32),
-                64.0,
-                "model {model:#x}, {flags}"
+                f32_flops,
+                "model {model:#x}, {brand}, {flags}"
             );
             assert!(xeon.source.contains("FMA Units"), "{}", xeon.source);
         }
@@ -591,7 +706,7 @@ mod tests {
             (0x8C, "fma avx512f"),
         ] {
             assert_eq!(
-                host_fma_x86("GenuineIntel", 6, model, flags).unwrap(),
+                host_fma_x86("GenuineIntel", 6, model, "", flags).unwrap(),
                 client,
                 "model {model:#x}, {flags}"
             );
