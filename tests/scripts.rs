@@ -114,7 +114,8 @@ fn device_check_with(
         std::fs::create_dir_all(packed.path().join(dir)).unwrap();
         let stub = packed.path().join(dir).join(name);
         let body = format!(
-            "#!/bin/sh\necho \"{name} $*\" >> '{}'\n\
+            "#!/bin/sh\n\
+             echo \"{name} $*${{ROOFPROBE_REQUIRE_GPU:+ (ROOFPROBE_REQUIRE_GPU=$ROOFPROBE_REQUIRE_GPU)}}\" >> '{}'\n\
              [ \"$1\" = devices ] && echo '{devices_says}'\n\
              [ \"$1\" = run ] && echo \"${{ROOFPROBE_CUBLAS-}}\" >> '{}'\n\
              echo \"${{CUDA_CACHE_PATH-}}\" >> '{}'\n\
@@ -129,6 +130,7 @@ fn device_check_with(
     let done = Command::new(script("device-check"))
         .env_remove("ROOFPROBE_CUBLAS")
         .env_remove("CUDA_CACHE_PATH")
+        .env_remove("ROOFPROBE_REQUIRE_GPU")
         .env("ROOFPROBE_DEVICE_DIR", packed.path())
         .env("OUT", out.path())
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -253,7 +255,15 @@ fn every_device_check_step_reaches_what_it_runs() {
         }
     }
     assert!(calls.contains("roofprobe devices"), "{calls}");
-    assert!(calls.contains("suite --test-threads=1 gpu::"), "{calls}");
+    // on a GPU machine a GPU test that skips is a failure, not a pass
+    assert!(
+        calls.contains("suite --test-threads=1 gpu:: (ROOFPROBE_REQUIRE_GPU=1)"),
+        "{calls}"
+    );
+    assert!(
+        !calls.contains("roofprobe devices (ROOFPROBE_REQUIRE_GPU"),
+        "{calls}"
+    );
     for filter in [
         "--filter latency/",
         "--filter link/host_to_device_memcpy_ce/",
