@@ -146,19 +146,28 @@ pub fn x86_microarch(vendor: &str, family: u32, model: u32) -> Option<&'static s
     })
 }
 
+/// The Intel models whose cores have AMX (Sapphire Rapids, Emerald Rapids, Granite Rapids).
+const INTEL_AMX_MODELS: [u32; 4] = [0x8F, 0xCF, 0xAD, 0xAE];
+
 /// Which CPU a `/proc/cpuinfo` text describes: x86 by `vendor_id`, family and model; Arm by
-/// implementer, architecture and part. Fields the text lacks stay empty.
+/// implementer, architecture and part. Fields the text lacks stay empty. An Intel core with
+/// AMX (`amx_tile`) under a model number of a core without it is named by its AMX: a hypervisor
+/// may show any model number (a VM seen here shows 167, a client Rocket Lake, on a server host).
 pub fn cpu_id(cpuinfo: &str) -> CpuId {
     let field = |key: &str| cpuinfo_field(cpuinfo, key).unwrap_or_default();
     if let Some(vendor) = cpuinfo_field(cpuinfo, "vendor_id") {
         let (family, model) = (field("cpu family"), field("model"));
-        let microarch = family
-            .parse()
-            .ok()
-            .zip(model.parse().ok())
-            .and_then(|(f, m)| x86_microarch(&vendor, f, m))
-            .unwrap_or_default()
-            .to_string();
+        let numbers = family.parse::<u32>().ok().zip(model.parse::<u32>().ok());
+        let amx = field("flags").split_whitespace().any(|f| f == "amx_tile");
+        let microarch = match numbers {
+            Some((6, m)) if vendor == "GenuineIntel" && amx && !INTEL_AMX_MODELS.contains(&m) => {
+                format!("Sapphire Rapids or later (amx_tile; model {m} is not one)")
+            }
+            _ => numbers
+                .and_then(|(f, m)| x86_microarch(&vendor, f, m))
+                .unwrap_or_default()
+                .to_string(),
+        };
         return CpuId {
             vendor,
             family,
@@ -306,6 +315,23 @@ mod tests {
         );
         assert_eq!(x86_microarch("GenuineIntel", 6, 0x01), None);
         assert_eq!(x86_microarch("HygonGenuine", 0x18, 0), None);
+        // AMX under a client model number (a VM's): named by its AMX, not as a Rocket Lake
+        let intel = |model: u32, flags: &str| {
+            format!(
+                "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n\
+                 model\t\t: {model}\nflags\t\t: fpu avx512f {flags}\n"
+            )
+        };
+        assert_eq!(
+            cpu_id(&intel(167, "amx_bf16 amx_tile hypervisor")).microarch,
+            "Sapphire Rapids or later (amx_tile; model 167 is not one)"
+        );
+        assert_eq!(cpu_id(&intel(167, "hypervisor")).microarch, "Rocket Lake");
+        assert_eq!(
+            cpu_id(&intel(0x8F, "amx_tile")).microarch,
+            "Sapphire Rapids"
+        );
+        assert_eq!(cpu_id(&intel(0xCF, "amx_tile")).microarch, "Emerald Rapids");
     }
 
     #[test]
