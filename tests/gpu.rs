@@ -49,7 +49,12 @@ pub fn devices(test: &str) -> Option<usize> {
 /// Bytes per array for tests that check kernels rather than measure: a 64th of the device's
 /// free memory, at most 4 MiB (a simulated device has about a megabyte).
 pub fn small_array_bytes(gpu: &CudaBackend) -> u64 {
-    (gpu.info().memory_free_bytes / 64).clamp(4096, 4 << 20)
+    small_array_bytes_for(gpu.info().memory_free_bytes)
+}
+
+/// [`small_array_bytes`] for a device with `free_bytes` free.
+pub fn small_array_bytes_for(free_bytes: u64) -> u64 {
+    (free_bytes / 64).clamp(4096, 4 << 20)
 }
 
 #[test]

@@ -142,6 +142,11 @@ fn info(d: &Device) -> DeviceInfo {
 /// The cases the CUDA backend plans on `d` when every kernel fits `per_sm` blocks per SM, with
 /// the one-wave grid the planner saw.
 fn planned(d: &Device, per_sm: u32) -> (Vec<PlannedCase>, u32) {
+    planned_at(d, per_sm, SizeRequest::Auto)
+}
+
+/// [`planned`] at the array size `size` asks for.
+fn planned_at(d: &Device, per_sm: u32, size: SizeRequest) -> (Vec<PlannedCase>, u32) {
     let info = info(d);
     let grid = d.sms * per_sm;
     let model = DeviceModel {
@@ -150,7 +155,7 @@ fn planned(d: &Device, per_sm: u32) -> (Vec<PlannedCase>, u32) {
         usable_bytes: d.free / 100 * 90,
         peers: &[],
     };
-    let cases = cuda_plan::plan_cases(&model, SizeRequest::Auto, &mut |_| Ok(grid))
+    let cases = cuda_plan::plan_cases(&model, size, &mut |_| Ok(grid))
         .unwrap_or_else(|e| panic!("{}: {e}", d.name));
     (cases, grid)
 }
@@ -1075,19 +1080,10 @@ fn the_gpu_tests_step_fits_its_limit_on_an_h200_by_the_estimate() {
     use roofprobe::duration::{human, plan_secs, Rates};
     use roofprobe::runner::RunConfig;
     let h200 = &DEVICES[0];
-    let info = info(h200);
-    let model = DeviceModel {
-        info: &info,
-        compute_capability: h200.cc,
-        usable_bytes: h200.free / 100 * 90,
-        peers: &[],
-    };
-    let small = (h200.free / 64).clamp(4096, 4 << 20);
-    let grid = h200.sms * 4;
-    let cases = cuda_plan::plan_cases(&model, SizeRequest::BytesPerArray(small), &mut |_| Ok(grid))
-        .expect("an H200 plans at 4 MiB arrays");
+    let small = crate::gpu::small_array_bytes_for(h200.free);
+    let (cases, _) = planned_at(h200, 4, SizeRequest::BytesPerArray(small));
     assert!(cases.len() > 100, "{} cases", cases.len());
-    let rates = Rates::for_gpu(&info).expect("a GPU has rates");
+    let rates = Rates::for_gpu(&info(h200)).expect("a GPU has rates");
     let secs = plan_secs(&cases, &RunConfig::quick(), 0.01, &rates);
     let limit = crate::scripts::device_check_steps()
         .into_iter()
