@@ -622,7 +622,7 @@ pub fn host_info() -> DeviceInfo {
             let simd: Vec<&str> = wanted
                 .iter()
                 .copied()
-                .filter(|f| flags.split_whitespace().any(|x| x == *f))
+                .filter(|f| crate::specs::theory::has_flag(&flags, f))
                 .collect();
             extra.push(("SIMD the CPU has".to_string(), simd.join(" ")));
             break;

@@ -286,7 +286,7 @@ pub fn host_fma_x86(
     const INTEL_AMX: &str = "AMX (the amx_tile flag) is on Intel's server P-cores only, from Sapphire Rapids (4th-generation Xeon Scalable) on, which execute 512-bit FMA on two ports (p0+p1 fused, and p5): Intel 64 and IA-32 Architectures Optimization Reference Manual; 2 x 512-bit FMA measured on a Xeon Platinum 8480 by Chips and Cheese, 'Sapphire Rapids: Golden Cove Hits the Server' (2023). The flag decides, not the model number, which a hypervisor may replace (a VM seen here reports model 167, a client Rocket Lake, with AMX)";
     const INTEL_XEON_SP: &str = "Intel ARK's '# of AVX-512 FMA Units': 2 on every 3rd-generation Xeon Scalable (Ice Lake-SP, model 6Ah/6Ch) and on Skylake-SP, Cascade Lake and Cooper Lake (model 55h) Platinum and Gold 6xxx parts, 1 on their Silver and Bronze parts and most Gold 5xxx (Intel 64 and IA-32 Architectures Optimization Reference Manual, 'Servers with a Single FMA Unit'). Where AVX-512 runs on one of those models, or under a hypervisor (whose model number may be any and whose hosts are Xeon Scalable parts), two 512-bit pipes are claimed: a ceiling must not sit below what a core can run, and on a one-unit part the row's %theory reads half";
     const INTEL_ONE_UNIT: &str = "Intel ARK's '# of AVX-512 FMA Units': 1 on Skylake-SP and Cascade Lake Bronze 31xx/32xx, Silver 41xx/42xx and Gold 51xx/52xx parts (but 5122 and 5222), named by the brand string; their 512-bit FMA runs on p0+p1 fused, as 2 x 256 bits (Intel 64 and IA-32 Architectures Optimization Reference Manual, 'Servers with a Single FMA Unit')";
-    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
+    let has = |flag: &str| has_flag(flags, flag);
     const XEON_SP_MODELS: [u32; 3] = [0x55, 0x6A, 0x6C];
     match (vendor, family) {
         ("GenuineIntel", 6) if has("amx_tile") => Some(HostFma {
@@ -339,6 +339,12 @@ pub fn host_fma_x86(
         }),
         _ => None,
     }
+}
+
+/// Whether a CPU feature list (`/proc/cpuinfo`'s `flags` or `Features`, space-separated) holds
+/// `flag` as a whole word (`amx_tile_x` is not `amx_tile`).
+pub fn has_flag(flags: &str, flag: &str) -> bool {
+    flags.split_whitespace().any(|f| f == flag)
 }
 
 /// Whether a Xeon brand string (`Intel(R) Xeon(R) Gold 5218 CPU @ 2.30GHz`) names a Skylake-SP

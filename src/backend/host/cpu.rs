@@ -158,7 +158,7 @@ pub fn cpu_id(cpuinfo: &str) -> CpuId {
     if let Some(vendor) = cpuinfo_field(cpuinfo, "vendor_id") {
         let (family, model) = (field("cpu family"), field("model"));
         let numbers = family.parse::<u32>().ok().zip(model.parse::<u32>().ok());
-        let amx = field("flags").split_whitespace().any(|f| f == "amx_tile");
+        let amx = crate::specs::theory::has_flag(&field("flags"), "amx_tile");
         let microarch = match numbers {
             Some((6, m)) if vendor == "GenuineIntel" && amx && !INTEL_AMX_MODELS.contains(&m) => {
                 format!("Sapphire Rapids or later (amx_tile; model {m} is not one)")
