@@ -83,27 +83,36 @@ fn the_device_check_fails_fast_without_its_binaries() {
     assert_eq!(said.lines().count(), 1, "{said}");
 }
 
-/// scripts/device-check run with stand-ins for the packed binaries that record their
-/// arguments (one line per call, in order, in the returned text), with its steps.txt and the
-/// number of files it returned.
-fn device_check_with_stubs() -> (std::process::Output, String, String, usize) {
+/// What scripts/device-check did with stand-ins for the packed binaries.
+struct CheckRun {
+    /// The script's own exit and output.
+    done: std::process::Output,
+    /// Its steps.txt.
+    steps: String,
+    /// The stand-ins' arguments, one line per call, in order (`roofprobe run …`, `suite …`).
+    calls: String,
+    /// How many files it returned.
+    returned: usize,
+    /// The `ROOFPROBE_CUBLAS` each `run` call saw, a line each.
+    cublas_seen: String,
+    /// The `CUDA_CACHE_PATH` each call of either binary saw, a line each.
+    jit_seen: String,
+}
+
+/// scripts/device-check run with stand-ins for the packed binaries, `devices` naming a cuBLAS.
+fn device_check_with_stubs() -> CheckRun {
     // (no file search through this machine's folders: an empty folder stands for them)
     let nowhere = tempfile::tempdir().unwrap();
-    let (done, steps, calls, returned, _, _) = device_check_with(
+    device_check_with(
         "cuBLAS: cuBLAS 13.0.0 (libcublas.so.13)",
         &[("ROOFPROBE_LIB_ROOTS", nowhere.path())],
-    );
-    (done, steps, calls, returned)
+    )
 }
 
 /// The same, with the `devices` stand-in printing `devices_says` and `env` added to the
-/// script's environment (`ROOFPROBE_CUBLAS` and `CUDA_CACHE_PATH` removed from it); the last two
-/// fields are the `ROOFPROBE_CUBLAS` each `run` call saw and the `CUDA_CACHE_PATH` each call of
-/// either binary saw, a line each.
-fn device_check_with(
-    devices_says: &str,
-    env: &[(&str, &Path)],
-) -> (std::process::Output, String, String, usize, String, String) {
+/// script's environment (`ROOFPROBE_CUBLAS`, `CUDA_CACHE_PATH` and `ROOFPROBE_REQUIRE_GPU`
+/// removed from it).
+fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
     use std::os::unix::fs::PermissionsExt;
     let packed = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -141,7 +150,14 @@ fn device_check_with(
     let seen = std::fs::read_to_string(&seen).unwrap_or_default();
     let jit = std::fs::read_to_string(&jit).unwrap_or_default();
     let returned = std::fs::read_dir(out.path()).unwrap().count();
-    (done, steps, calls, returned, seen, jit)
+    CheckRun {
+        done,
+        steps,
+        calls,
+        returned,
+        cublas_seen: seen,
+        jit_seen: jit,
+    }
 }
 
 /// Where roofprobe's own search finds no cuBLAS but the environment step lists one, the run
@@ -157,7 +173,11 @@ fn a_cublas_the_search_missed_is_named_to_the_runs() {
     }
     let roots = [("ROOFPROBE_LIB_ROOTS", image.path())];
     let none = "cuBLAS: none: no cuBLAS found (tried …)";
-    let (_, steps, _, _, seen, _) = device_check_with(none, &roots);
+    let CheckRun {
+        steps,
+        cublas_seen: seen,
+        ..
+    } = device_check_with(none, &roots);
     let named = lib.join("libcublas.so.13").display().to_string();
     let runs: Vec<&str> = seen.lines().collect();
     assert_eq!(runs.len(), 4, "{seen}");
@@ -167,13 +187,20 @@ fn a_cublas_the_search_missed_is_named_to_the_runs() {
         "{steps}"
     );
 
-    let (_, steps, _, _, seen, _) = device_check_with("cuBLAS: cuBLAS 13.0.0 (x)", &roots);
+    let CheckRun {
+        steps,
+        cublas_seen: seen,
+        ..
+    } = device_check_with("cuBLAS: cuBLAS 13.0.0 (x)", &roots);
     assert!(seen.lines().all(str::is_empty), "{seen}");
     assert!(!steps.contains("cuBLAS:"), "{steps}");
 
     let empty = tempfile::tempdir().unwrap();
-    let (_, steps, _, _, seen, _) =
-        device_check_with(none, &[("ROOFPROBE_LIB_ROOTS", empty.path())]);
+    let CheckRun {
+        steps,
+        cublas_seen: seen,
+        ..
+    } = device_check_with(none, &[("ROOFPROBE_LIB_ROOTS", empty.path())]);
     assert!(seen.lines().all(str::is_empty), "{seen}");
     assert!(steps.contains("the cuBLAS rows say skipped"), "{steps}");
 }
@@ -185,7 +212,12 @@ fn a_cublas_the_search_missed_is_named_to_the_runs() {
 fn every_device_check_step_shares_one_jit_cache() {
     let nowhere = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let (_, steps, calls, _, _, jit) = device_check_with(
+    let CheckRun {
+        steps,
+        calls,
+        jit_seen: jit,
+        ..
+    } = device_check_with(
         "cuBLAS: x",
         &[
             ("ROOFPROBE_LIB_ROOTS", nowhere.path()),
@@ -219,7 +251,7 @@ fn every_device_check_step_shares_one_jit_cache() {
 /// The `run` steps of scripts/device-check in order: each one's name, time limit and the
 /// arguments it gives `roofprobe` (after `run`), as the script really passes them.
 pub fn device_check_runs() -> Vec<(String, u32, Vec<String>)> {
-    let (_, _, calls, _) = device_check_with_stubs();
+    let calls = device_check_with_stubs().calls;
     let runs: Vec<Vec<String>> = calls
         .lines()
         .filter_map(|l| l.strip_prefix("roofprobe run "))
@@ -243,7 +275,13 @@ pub fn device_check_runs() -> Vec<(String, u32, Vec<String>)> {
 /// its filters and exits 0, and at most 6 files come back.
 #[test]
 fn every_device_check_step_reaches_what_it_runs() {
-    let (done, steps, calls, returned) = device_check_with_stubs();
+    let CheckRun {
+        done,
+        steps,
+        calls,
+        returned,
+        ..
+    } = device_check_with_stubs();
     for (name, _) in device_check_steps() {
         let line = steps
             .lines()
