@@ -6,8 +6,9 @@
 //! The simulated driver never shadows a real one: it is built as `libsimcuda.so` (cargo puts
 //! target/*/deps on `LD_LIBRARY_PATH`, so it must not be called libcuda there), and each test
 //! opts in by running a child process with a directory of its own first on `LD_LIBRARY_PATH`,
-//! holding `libcuda.so.1` and `libcuda.so` links to it (and, unless a test asks otherwise, the
-//! `libcublas`/`libcublasLt` names, for its simulated cuBLAS). This process never loads it.
+//! holding `libcuda.so.1` and `libcuda.so` links to it (and, unless a test asks otherwise,
+//! `libnvidia-ml.so.1` for its simulated NVML, and the `libcublas`/`libcublasLt` names, for its
+//! simulated cuBLAS). This process never loads it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -36,7 +37,9 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// The simulated driver, with the simulated cuBLAS beside it: linked under every name roofprobe's search tries on the loader's path
+    /// The simulated driver as on a GPU machine: the simulated NVML beside it (linked as
+    /// `libnvidia-ml.so.1`, so that a real NVML on the loader's path is never the one found), and
+    /// the simulated cuBLAS, linked under every name roofprobe's search tries on the loader's path
     /// (`cublas::NAMES`), and each name's cuBLASLt, so that a real cuBLAS elsewhere on it is
     /// never the one found.
     pub fn new(settings: &str) -> Sim {
@@ -54,9 +57,17 @@ impl Sim {
         sim
     }
 
-    /// The simulated driver alone: no cuBLAS where the child looks first (the cuBLAS rows say
+    /// The simulated driver and NVML: no cuBLAS where the child looks first (the cuBLAS rows say
     /// why they were skipped, unless a real cuBLAS lies on the loader's path).
     pub fn without_cublas(settings: &str) -> Sim {
+        let sim = Sim::driver_alone(settings);
+        std::os::unix::fs::symlink(library(), sim.dir.path().join("libnvidia-ml.so.1"))
+            .expect("linking libnvidia-ml");
+        sim
+    }
+
+    /// The simulated driver alone: no NVML and no cuBLAS where the child looks first.
+    pub fn driver_alone(settings: &str) -> Sim {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let lib = library();
         for name in ["libcuda.so.1", "libcuda.so"] {
@@ -383,8 +394,8 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
             ("L2".to_string(), 32 << 10)
         ]
     );
-    // every copy ran and its destination checked (the loop below: valid); no NVML beside the
-    // simulated driver, so each host-link row says its link is not known
+    // every copy ran and its destination checked (the loop below: valid); each host-link row
+    // names the PCIe link the simulated NVML reports
     let link_rows: Vec<_> = rows
         .iter()
         .filter(|r| r.family.as_str() == "link")
@@ -393,7 +404,8 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     for r in &link_rows {
         if r.kernel != "device_local_copy" {
             assert!(
-                r.note.contains("held against nothing"),
+                r.note
+                    .contains("PCIe Gen5 x16 (NVML current; max Gen5 x16): 63.0 GB/s"),
                 "{}: {}",
                 r.case_id(),
                 r.note
@@ -619,7 +631,7 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
         line("libcuda").contains("libcuda.so") && line("libcuda").contains("libsimcuda.so"),
         "{listing}"
     );
-    assert!(line("NVML").contains("not found"), "{listing}");
+    assert!(line("NVML").contains("loaded (clocks"), "{listing}");
     assert!(line("kernels/mma.ptx").ends_with("JIT ok"), "{listing}");
     let fp8 = line("kernels/mma_sm89.ptx");
     assert!(
@@ -742,6 +754,121 @@ fn line_of(listing: &str, key: &str) -> String {
         .find(|l| l.trim_start().starts_with(key))
         .unwrap_or_else(|| panic!("no {key} line:\n{listing}"))
         .to_string()
+}
+
+/// NVML as a GPU machine has it. `devices` and every row's identity columns carry what it says
+/// of the board (PCI bus id, VBIOS, ECC, MIG, power limit, application clocks, the driver's
+/// version), a link row's note carries the PCIe link, and every row carries the readings taken
+/// while its samples ran. The simulated NVML reports a busy device (the full clock, `power_w`,
+/// 70 °C, the `throttle` reasons) only while work runs on it, and an idle one otherwise (half the
+/// clock, a quarter of the power, 35 °C, `gpu_idle` alone), so readings taken around the samples
+/// instead would show. The reasons arrive through whichever of NVML's two calls the driver
+/// answers (`nvml-wrapper` calls only the deprecated one), and another process on the device is
+/// counted. Without NVML, `devices` says so and the reading columns stay empty.
+#[test]
+fn nvml_is_read_while_the_samples_run_through_either_reasons_call() {
+    for (reasons, others) in [("events", 1), ("throttle", 0)] {
+        let sim = Sim::new(&format!(
+            "throttle=sw_power_cap+hw_slowdown,nvml_reasons={reasons},others={others},power_w=250"
+        ));
+        let listing = devices(&sim);
+        let line = |key: &str| line_of(&listing, key);
+        assert!(line("NVML").contains("loaded (clocks"), "{listing}");
+        for (key, value) in [
+            ("PCI bus id", "00000000:10:00.0"),
+            ("VBIOS", "simcuda"),
+            ("power limit", "500 W"),
+            ("application clocks", "64 MHz SM, 1000 MHz memory"),
+            ("driver", "CUDA 12.4, driver simcuda"),
+        ] {
+            assert!(line(key).ends_with(value), "{key}: {listing}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (_, rows) = run_filtered(
+            &sim,
+            dir.path(),
+            &["stream/triad/f32", "link/host_to_device_memcpy_ce"],
+        );
+        assert!(rows.len() > 1 && rows.iter().all(|r| r.valid), "{rows:?}");
+        let triad = rows
+            .iter()
+            .find(|r| r.kernel == "triad")
+            .expect("the triad row");
+        assert_eq!(
+            (triad.clock_mhz, triad.power_w, triad.temperature_c),
+            (Some(64.0), Some(250.0), Some(70.0)),
+            "nvml_reasons={reasons}: the busy readings"
+        );
+        assert_eq!(triad.memory_clock_mhz, Some(1000.0));
+        assert_eq!(triad.throttle, "hw_slowdown;sw_power_cap", "{reasons}");
+        assert_eq!(triad.other_gpu_processes, Some(others), "{reasons}");
+        // another process on the device makes the figure suspect, and the flag says so
+        assert_eq!(
+            triad.flags.contains("busy_gpu(1 process)"),
+            others == 1,
+            "{}",
+            triad.flags
+        );
+        assert_eq!(
+            (
+                triad.pci_bus_id.as_str(),
+                triad.vbios.as_str(),
+                triad.ecc.as_str()
+            ),
+            ("00000000:10:00.0", "simcuda", "off")
+        );
+        assert_eq!(
+            (triad.power_limit_w, triad.app_clock_mhz, triad.mig.as_str()),
+            (Some(500.0), Some(64.0), "off")
+        );
+        for r in rows
+            .iter()
+            .filter(|r| r.family == roofprobe::bench::Family::Link)
+        {
+            assert!(
+                r.note
+                    .contains("PCIe Gen5 x16 (NVML current; max Gen5 x16): 63.0 GB/s"),
+                "{}: {}",
+                r.case_id(),
+                r.note
+            );
+        }
+    }
+    let bare = Sim::driver_alone("");
+    assert!(line_of(&devices(&bare), "NVML").contains("not found"));
+    let dir = tempfile::tempdir().unwrap();
+    let (_, rows) = run_filtered(
+        &bare,
+        dir.path(),
+        &["stream/triad/f32", "link/host_to_device_memcpy_ce"],
+    );
+    let triad = rows
+        .iter()
+        .find(|r| r.kernel == "triad")
+        .expect("the triad row");
+    assert!(triad.valid, "{}", triad.status);
+    for r in rows
+        .iter()
+        .filter(|r| r.family == roofprobe::bench::Family::Link)
+    {
+        assert!(
+            r.valid
+                && r.note.ends_with(
+                    "link not known (NVML absent, or it does not know this device): held against nothing"
+                ),
+            "{}: {}",
+            r.case_id(),
+            r.note
+        );
+    }
+    assert_eq!(
+        (triad.power_w, triad.temperature_c, triad.throttle.as_str()),
+        (None, None, "")
+    );
+    assert_eq!(
+        (triad.pci_bus_id.as_str(), triad.other_gpu_processes),
+        ("", None)
+    );
 }
 
 /// A driver whose `cuInit` never returns is given up on after the time limit: `devices` says so
@@ -908,7 +1035,7 @@ fn the_peer_matrix_runs_between_two_simulated_gpus() {
         assert!(
             r.note.contains("peer cuda:1")
                 && r.note
-                    .ends_with("path not known: NVML absent, or it does not know these devices"),
+                    .ends_with("PCIe, closest common ancestor HostBridge (NVML)"),
             "{}: {}",
             r.case_id(),
             r.note

@@ -18,6 +18,10 @@
 //! | `fault` | launches of this kernel fault (`CUDA_ERROR_ILLEGAL_ADDRESS`, sticky) | |
 //! | `hang` | launches of this kernel never finish | |
 //! | `trace` | a file that gets one line per launch, attribute change and module load | |
+//! | `power_w` | NVML's power draw while work runs (a quarter of it idle); the enforced limit is twice it | 300 |
+//! | `throttle` | NVML's clock-event reasons while work runs, `+`-separated names ([`REASONS`]); idle, `gpu_idle` | none |
+//! | `nvml_reasons` | which of NVML's two reason calls answer: `both`, `events` (the deprecated `…ThrottleReasons` is gone, as a later driver may drop it) or `throttle` (an older driver, without `…ClocksEventReasons`) | `both` |
+//! | `others` | processes other than the caller that NVML lists on each device | 0 |
 //!
 //! Sizes take `K`, `M` or `G` suffixes (binary). The defaults are a device small enough that
 //! roofprobe's whole plan runs under the interpreter in about a minute. Unknown keys are an
@@ -54,7 +58,39 @@ pub struct Config {
     /// A kernel (entry name) whose launches never finish.
     pub hang: Option<String>,
     pub trace: Option<PathBuf>,
+    /// NVML: watts drawn while work runs.
+    pub power_w: u32,
+    /// NVML: the clock-event reason bits while work runs.
+    pub throttle: u64,
+    pub nvml_reasons: NvmlReasons,
+    /// NVML: processes other than the caller listed on each device.
+    pub others: u32,
 }
+
+/// Which of NVML's two calls for the current clock-event reasons answer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NvmlReasons {
+    Both,
+    /// Only `nvmlDeviceGetCurrentClocksEventReasons` (the deprecated name answers
+    /// `NVML_ERROR_FUNCTION_NOT_FOUND`).
+    EventsOnly,
+    /// Only the deprecated `nvmlDeviceGetCurrentClocksThrottleReasons`.
+    ThrottleOnly,
+}
+
+/// NVML's clock-event reason bits (nvml.h, `nvmlClocksEventReason*`) by the names `throttle`
+/// takes.
+pub const REASONS: [(&str, u64); 9] = [
+    ("gpu_idle", 0x1),
+    ("applications_clocks", 0x2),
+    ("sw_power_cap", 0x4),
+    ("hw_slowdown", 0x8),
+    ("sync_boost", 0x10),
+    ("sw_thermal_slowdown", 0x20),
+    ("hw_thermal_slowdown", 0x40),
+    ("hw_power_brake", 0x80),
+    ("display_clock", 0x100),
+];
 
 impl Default for Config {
     fn default() -> Self {
@@ -74,6 +110,10 @@ impl Default for Config {
             fault: None,
             hang: None,
             trace: None,
+            power_w: 300,
+            throttle: 0,
+            nvml_reasons: NvmlReasons::Both,
+            others: 0,
         }
     }
 }
@@ -134,6 +174,27 @@ impl Config {
                 "fault" => c.fault = Some(value.to_string()),
                 "hang" => c.hang = Some(value.to_string()),
                 "trace" => c.trace = Some(PathBuf::from(value)),
+                "power_w" => c.power_w = number(key, value)?,
+                "throttle" => {
+                    for name in value.split('+').map(str::trim) {
+                        let (_, bit) = REASONS
+                            .iter()
+                            .find(|(n, _)| *n == name)
+                            .ok_or_else(|| format!("throttle: unknown reason `{name}`"))?;
+                        c.throttle |= bit;
+                    }
+                }
+                "nvml_reasons" => {
+                    c.nvml_reasons = match value {
+                        "both" => NvmlReasons::Both,
+                        "events" => NvmlReasons::EventsOnly,
+                        "throttle" => NvmlReasons::ThrottleOnly,
+                        other => {
+                            return Err(format!("nvml_reasons=`{other}`: both, events or throttle"))
+                        }
+                    }
+                }
+                "others" => c.others = number(key, value)?,
                 other => return Err(format!("unknown setting `{other}`")),
             }
         }
@@ -207,6 +268,13 @@ mod tests {
         assert!(Config::parse("memory=4X").unwrap_err().contains("4X"));
         assert!(Config::parse("sms=0").is_err());
         assert!(Config::parse("memory=1M,context=2M").is_err());
+        let nvml = Config::parse("throttle=sw_power_cap+hw_slowdown,nvml_reasons=events").unwrap();
+        assert_eq!(
+            (nvml.throttle, nvml.nvml_reasons),
+            (0x4 | 0x8, NvmlReasons::EventsOnly)
+        );
+        assert!(Config::parse("throttle=slow").unwrap_err().contains("slow"));
+        assert!(Config::parse("nvml_reasons=new").is_err());
     }
 
     #[test]

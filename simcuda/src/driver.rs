@@ -128,6 +128,9 @@ pub struct Device {
     /// The devices whose memory this context has peer access to (`cuCtxEnablePeerAccess`).
     peers: Mutex<std::collections::BTreeSet<u32>>,
     legacy: OnceLock<Arc<Stream>>,
+    /// Work (a kernel, a copy, a library routine) running on the device now, on any stream: what
+    /// the simulated NVML reports as a busy device (clocks up, power drawn, no idle reason).
+    busy: AtomicU32,
 }
 
 impl Device {
@@ -136,6 +139,17 @@ impl Device {
             0 => Ok(()),
             code => Err(code),
         }
+    }
+
+    /// Whether work runs on the device now (a stream's worker is inside an operation).
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) > 0
+    }
+
+    /// Whether a process holds the device's primary context (NVML lists it as a compute
+    /// process then).
+    pub fn in_use(&self) -> bool {
+        self.retains.load(Ordering::SeqCst) > 0
     }
 
     fn fault(&self, code: u32, what: &str) {
@@ -290,6 +304,7 @@ impl Driver {
                     mapped: Mutex::new(BTreeMap::new()),
                     peers: Mutex::new(std::collections::BTreeSet::new()),
                     legacy: OnceLock::new(),
+                    busy: AtomicU32::new(0),
                 })
             })
             .collect();
@@ -1322,7 +1337,14 @@ impl Stream {
             };
             // After a fault the context runs nothing more; the work is dropped.
             if self.device.sticky().is_ok() {
+                let waits = matches!(op, Op::AwaitStreams(_));
+                if !waits {
+                    self.device.busy.fetch_add(1, Ordering::SeqCst);
+                }
                 self.run(op);
+                if !waits {
+                    self.device.busy.fetch_sub(1, Ordering::SeqCst);
+                }
             }
             let mut st = lock(&self.state);
             st.completed += 1;

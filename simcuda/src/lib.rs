@@ -12,7 +12,8 @@
 //! `LD_LIBRARY_PATH` by the test or by `scripts/sim-cuda` that opts in.
 //!
 //! The same library is also a simulated cuBLAS and cuBLASLt ([`cublas`]): the GEMM reference
-//! rows' entry points, computed on the host in stream order, where the links name it so.
+//! rows' entry points, computed on the host in stream order, where the links name it so; and a
+//! simulated NVML ([`nvml`]), whose clocks, power and reasons follow what the devices run.
 //!
 //! What it is and how it behaves (asynchronous streams, timing events, sticky faults, the JIT's
 //! checks) is in [`driver`]; what device it simulates, in [`config`].
@@ -22,6 +23,7 @@
 pub mod config;
 pub mod cublas;
 pub mod driver;
+pub mod nvml;
 pub mod tensor_map;
 
 use driver::{code, try_driver, Res};
@@ -154,11 +156,16 @@ pub unsafe extern "C" fn cuDeviceGetUuid_v2(out: *mut [u8; 16], dev: c_int) -> c
     unsafe { cuDeviceGetUuid(out, dev) }
 }
 
+/// The PCI bus id of a device, as both the driver and NVML write it.
+fn pci_bus_id(ordinal: c_int) -> String {
+    format!("00000000:{:02X}:00.0", 0x10 + ordinal)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetPCIBusId(out: *mut c_char, len: c_int, dev: c_int) -> c_uint {
     api("cuDeviceGetPCIBusId", || {
         try_driver()?.device(dev)?;
-        let text = format!("00000000:{:02X}:00.0\0", 0x10 + dev);
+        let text = format!("{}\0", pci_bus_id(dev));
         let len = usize::try_from(len).map_err(|_| code::INVALID_VALUE)?;
         if out.is_null() || len < text.len() {
             return Err(code::INVALID_VALUE);

@@ -1118,14 +1118,37 @@ fn nvml_conditions(d: &nvml_wrapper::Device<'static>) -> Conditions {
         memory_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
         power_w: d.power_usage().ok().map(|mw| mw as f64 / 1000.0),
         temperature_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
-        throttle: d
-            .current_throttle_reasons()
+        throttle: clock_event_reasons(d)
             .map(throttle_names)
             .unwrap_or_default(),
         other_gpu_processes: other_processes(d),
         ..Conditions::default()
     })
     .unwrap_or_default()
+}
+
+/// NVML's current clock-event reasons: from `nvmlDeviceGetCurrentClocksEventReasons`, the name
+/// since NVML 12.2, else from the deprecated `nvmlDeviceGetCurrentClocksThrottleReasons`, the
+/// one `nvml-wrapper` calls (the same bits), so that a driver that drops either still answers.
+fn clock_event_reasons(
+    d: &nvml_wrapper::Device<'static>,
+) -> Option<nvml_wrapper::bitmasks::device::ThrottleReasons> {
+    use nvml_wrapper::bitmasks::device::ThrottleReasons;
+    let current = nvml().and_then(|n| {
+        let call = n
+            .lib()
+            .nvmlDeviceGetCurrentClocksEventReasons
+            .as_ref()
+            .ok()?;
+        let mut bits = 0;
+        // SAFETY: the symbol has this signature (nvml.h); the handle is a live device of this
+        // NVML, which outlives it (a static), and `bits` is a local.
+        let status = unsafe { call(d.handle(), &mut bits) };
+        (status == 0).then_some(bits)
+    });
+    current
+        .map(ThrottleReasons::from_bits_truncate)
+        .or_else(|| d.current_throttle_reasons().ok())
 }
 
 /// A device array of 32- or 64-bit words.
