@@ -140,6 +140,7 @@ fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
         .env_remove("ROOFPROBE_CUBLAS")
         .env_remove("CUDA_CACHE_PATH")
         .env_remove("ROOFPROBE_REQUIRE_GPU")
+        .env_remove("DEVICE_CHECK_LIMIT_SCALE")
         .env("ROOFPROBE_DEVICE_DIR", packed.path())
         .env("OUT", out.path())
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -157,6 +158,33 @@ fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
         returned,
         cublas_seen: seen,
         jit_seen: jit,
+    }
+}
+
+/// Each step runs under the limit the script gives it, and `steps.txt` says which; a rehearsal
+/// on the simulated driver (`scripts/rehearse-device-check`) multiplies every limit by
+/// `DEVICE_CHECK_LIMIT_SCALE`, which is 1 unless set.
+#[test]
+fn every_step_runs_under_its_limit_times_the_rehearsal_scale() {
+    let nowhere = tempfile::tempdir().unwrap();
+    for scale in [None, Some("3")] {
+        let mut env = vec![("ROOFPROBE_LIB_ROOTS", nowhere.path())];
+        if let Some(s) = scale {
+            env.push(("DEVICE_CHECK_LIMIT_SCALE", Path::new(s)));
+        }
+        let run = device_check_with("cuBLAS: cuBLAS 13.0.0 (libcublas.so.13)", &env);
+        let factor: u32 = scale.map_or(1, |s| s.parse().unwrap());
+        for (name, limit) in device_check_steps() {
+            let line = run
+                .steps
+                .lines()
+                .find(|l| l.starts_with(&format!("{name}: ")))
+                .unwrap_or_else(|| panic!("no {name} line:\n{}", run.steps));
+            assert!(
+                line.contains(&format!(" s of {} (log:", limit * factor)),
+                "scale {factor}: {line}"
+            );
+        }
     }
 }
 
