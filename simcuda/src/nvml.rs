@@ -98,7 +98,9 @@ unsafe fn put_text(out: *mut c_char, len: c_uint, text: &str) -> Ret {
     Ok(())
 }
 
-/// The device's UUID as NVML writes it, from the bytes `cuDeviceGetUuid` gives.
+/// The device's UUID as NVML writes it, from the bytes `cuDeviceGetUuid` gives. Written here
+/// rather than taken from roofprobe's `format_uuid`, which turns the driver's bytes into the text
+/// it asks NVML for: a mistake there must fail the match, not be repeated by the simulation.
 fn uuid_text(ordinal: u32) -> String {
     let h: Vec<String> = crate::uuid(ordinal as i32)
         .iter()
