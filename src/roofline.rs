@@ -225,7 +225,9 @@ pub fn fit(
         let has_figure = usable(r.gbps).is_some() || usable(r.gflops).is_some();
         if !r.valid {
             fit.excluded.push(format!("{}: {}", r.case_id(), r.status));
-        } else if !has_figure {
+        } else if !has_figure && r.family != Family::Launch {
+            // (a launch row is a time, which the calibration's launch section keeps; it has
+            // no rate to fit by design, so it is not listed as a row that failed to give one)
             fit.excluded
                 .push(format!("{}: no finite positive figure", r.case_id()));
         }
@@ -1164,5 +1166,30 @@ pub(crate) mod tests {
             None
         );
         assert_eq!(fit(&[], &a100_like_spec).points.len(), 0);
+    }
+
+    /// A valid launch row has a time and no rate, as every launch row has: it is not listed
+    /// among the rows that failed to give a figure; an invalid one still is.
+    #[test]
+    fn a_launch_row_is_not_a_figure_that_went_missing() {
+        let launch = |valid| {
+            row(
+                Family::Launch,
+                "empty",
+                Precision::I32,
+                None,
+                (0, 0),
+                1.6e-6,
+                valid,
+            )
+        };
+        let mut rows = synthetic_run();
+        let before = fit(&rows, &a100_like_spec).excluded;
+        rows.push(launch(true));
+        assert_eq!(fit(&rows, &a100_like_spec).excluded, before);
+        rows.push(launch(false));
+        let excluded = fit(&rows, &a100_like_spec).excluded;
+        assert_eq!(excluded.len(), before.len() + 1, "{excluded:?}");
+        assert!(excluded.last().unwrap().starts_with("launch/empty/i32: "));
     }
 }
