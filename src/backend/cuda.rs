@@ -1127,9 +1127,9 @@ fn nvml_conditions(d: &nvml_wrapper::Device<'static>) -> Conditions {
     .unwrap_or_default()
 }
 
-/// NVML's current clock-event reasons: from `nvmlDeviceGetCurrentClocksEventReasons`, the name
-/// since NVML 12.2, else from the deprecated `nvmlDeviceGetCurrentClocksThrottleReasons`, the
-/// one `nvml-wrapper` calls (the same bits), so that a driver that drops either still answers.
+/// NVML's current clock-event reasons: from `nvmlDeviceGetCurrentClocksEventReasons`, the newer
+/// name, else from `nvmlDeviceGetCurrentClocksThrottleReasons`, which nvml.h marks deprecated and
+/// `nvml-wrapper` calls (the same bits), so that a driver that has only one of them answers.
 fn clock_event_reasons(
     d: &nvml_wrapper::Device<'static>,
 ) -> Option<nvml_wrapper::bitmasks::device::ThrottleReasons> {
