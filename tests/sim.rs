@@ -239,7 +239,9 @@ fn run_quick(
 /// Every GPU test of this binary (tests/gpu.rs, tests/compute_gpu.rs), run against the
 /// simulated driver with a missing device made a failure: none may skip, the fault and runaway
 /// tests included. Two children side by side, each with a simulated device of its own: the
-/// slowest test (every planned case, about 70 of the 120 s the lot takes) beside all the
+/// slowest test (every planned case; the whole test took 132 s on 2026-12-02 on a 2-core
+/// machine, where on the simulated Ada it used before the lot was noted at about 120 s) beside
+/// all the
 /// others, which run one at a time, as tests sharing one process's device must. The device is
 /// a Hopper (compute capability 9.0), the one GPU a device check meets: its plan has the wgmma
 /// rows and the legacy mma.sync notes an Ada's lacks (the GPU tests once failed on these
