@@ -873,6 +873,21 @@ fn nvml_is_read_while_the_samples_run_through_either_reasons_call() {
     );
 }
 
+/// Where the driver reports no SM clock (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`, which CUDA deprecated,
+/// answering 0), NVML's maximum SM clock stands in: `devices` shows it and the compute cases are
+/// sized by it, so a peak row runs and is valid; without NVML too, `devices` shows no clock.
+#[test]
+fn nvml_gives_the_clock_a_driver_does_not() {
+    let sim = Sim::new("clock_attribute=0");
+    assert!(line_of(&devices(&sim), "max clock").ends_with("64 MHz"));
+    let dir = tempfile::tempdir().unwrap();
+    let (_, rows) = run_filtered(&sim, dir.path(), &["peak/fma/f32"]);
+    assert!(rows.len() == 1 && rows[0].valid, "{rows:?}");
+    let bare = devices(&Sim::driver_alone("clock_attribute=0"));
+    assert!(!bare.contains("max clock"), "{bare}");
+    assert!(line_of(&devices(&Sim::driver_alone("")), "max clock").ends_with("64 MHz"));
+}
+
 /// A driver whose `cuInit` never returns is given up on after the time limit: `devices` says so
 /// and lists the host, and `run --device auto` measures the host instead of hanging.
 #[test]

@@ -8,6 +8,7 @@
 //! | `cc` | compute capability, `major.minor` | 8.9 |
 //! | `sms` | multiprocessors | 2 |
 //! | `clock_mhz` | SM clock: the attribute, and the rate `%clock64` runs at against `%globaltimer` | 64 |
+//! | `clock_attribute` | what `CU_DEVICE_ATTRIBUTE_CLOCK_RATE` reports, kHz (0: nothing, as the attribute CUDA deprecated may one day; NVML's maximum clock then stands in) | `clock_mhz` × 1000 |
 //! | `l2` | L2 bytes | 32 KiB |
 //! | `memory` | device memory bytes | 1 MiB |
 //! | `context` | bytes the context itself takes from `memory` | 128 KiB |
@@ -46,6 +47,8 @@ pub struct Config {
     pub cc: (u32, u32),
     pub sms: u32,
     pub clock_mhz: u32,
+    /// `CU_DEVICE_ATTRIBUTE_CLOCK_RATE` in kHz, where it is not `clock_mhz`'s.
+    pub clock_attribute_khz: Option<u32>,
     pub l2_bytes: u64,
     pub memory_bytes: u64,
     pub context_bytes: u64,
@@ -100,6 +103,7 @@ impl Default for Config {
             cc: (8, 9),
             sms: 2,
             clock_mhz: 64,
+            clock_attribute_khz: None,
             l2_bytes: 32 << 10,
             memory_bytes: 1 << 20,
             context_bytes: 128 << 10,
@@ -159,6 +163,7 @@ impl Config {
                 }
                 "sms" => c.sms = number(key, value)?,
                 "clock_mhz" => c.clock_mhz = number(key, value)?,
+                "clock_attribute" => c.clock_attribute_khz = Some(number(key, value)?),
                 "l2" => c.l2_bytes = bytes(value)?,
                 "memory" => c.memory_bytes = bytes(value)?,
                 "context" => c.context_bytes = bytes(value)?,
@@ -274,6 +279,12 @@ mod tests {
             (0x4 | 0x8, NvmlReasons::EventsOnly)
         );
         assert!(Config::parse("throttle=slow").unwrap_err().contains("slow"));
+        assert_eq!(
+            Config::parse("clock_attribute=0")
+                .unwrap()
+                .clock_attribute_khz,
+            Some(0)
+        );
         assert!(Config::parse("nvml_reasons=new").is_err());
     }
 
