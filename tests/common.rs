@@ -47,3 +47,12 @@ pub fn dram_gbps(path: &Path) -> f64 {
         .as_f64()
         .unwrap()
 }
+
+/// Whether a planned case's note is the one a Hopper (compute capability 9.0) gives its legacy
+/// `mma.sync` tensor rows (their %theory is the wgmma rate): a note the plan means, not a module
+/// that failed to load. The GPU tests and the H200 plan checks take it from here alike.
+pub fn is_legacy_mma_note(p: &roofprobe::backend::PlannedCase, cc: (u32, u32)) -> bool {
+    p.note == roofprobe::backend::cuda_plan::LEGACY_MMA_NOTE
+        && p.case.family == roofprobe::bench::Family::Tensor
+        && cc == (9, 0)
+}

@@ -107,9 +107,7 @@ fn planned_cases_fit_and_validate_at_a_small_size() {
             let sweep_note = roofprobe::bench::cache::is_sweep_step(&planned.case)
                 && planned.note.starts_with("caches reported")
                 && !roofprobe::bench::cache::reported_levels(&planned.note).is_empty();
-            let legacy_mma = planned.note == roofprobe::backend::cuda_plan::LEGACY_MMA_NOTE
-                && planned.case.family == roofprobe::bench::Family::Tensor
-                && gpu.compute_capability() == (9, 0);
+            let legacy_mma = crate::common::is_legacy_mma_note(&planned, gpu.compute_capability());
             assert!(
                 planned.note.is_empty() || sweep_note || legacy_mma,
                 "cuda:{ordinal} {}: {}",

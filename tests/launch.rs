@@ -294,9 +294,7 @@ fn every_planned_case() -> Vec<(String, Case, u32)> {
                 assert!(
                     p.note.is_empty()
                         || cache::is_sweep_step(&p.case)
-                        || (p.note == roofprobe::backend::cuda_plan::LEGACY_MMA_NOTE
-                            && p.case.family == Family::Tensor
-                            && d.cc == (9, 0)),
+                        || crate::common::is_legacy_mma_note(&p, d.cc),
                     "{}: {}",
                     d.name,
                     p.note
