@@ -12,8 +12,8 @@
 //!   for pc in K by KC:
 //!     pack B[jc.., pc..] into NR-wide slivers, k-major (the workers split the slivers)
 //!     for each (ic in M by MC, range of slivers) of this worker:
-//!       pack A[ic.., pc..] into MR-tall slivers, k-major (this worker's own buffer, L2)
-//!       for each B sliver (L1), for each A sliver:
+//!       pack A[ic.., pc..] into MR-tall slivers, k-major (this worker's own buffer)
+//!       for each A sliver (L1), for each B sliver of the range (L2):
 //!         micro-kernel: an MR × NR tile of C in registers, KC rank-1 updates
 //! ```
 //!
@@ -21,9 +21,26 @@
 //! per row, MR × NR / lanes independent accumulators (more than FMA latency × FMA pipes), and
 //! stores (first K block) or adds (later ones) its tile into C; edge tiles go through a local
 //! tile and only their valid part is written. Register blocks per instruction set
-//! ([`Blocking`]): AVX-512F 8 × 32 f32 / 8 × 16 f64, AVX2+FMA 6 × 16 / 6 × 8, NEON 8 × 8 / 8 × 4,
+//! ([`Blocking`]): AVX-512F 12 × 32 f32 / 8 × 16 f64, AVX2+FMA 6 × 16 / 6 × 8, NEON 8 × 8 / 8 × 4,
 //! each chosen at run time by [`super::host_compute::Simd::detect`]; a portable scalar kernel
-//! elsewhere.
+//! elsewhere. On x86-64 the micro-kernel asks for its tile of C before its K loop and for B's
+//! sliver 16 steps ahead, and the packing for the rows it reads next ([`pack_sliver`]).
+//!
+//! What that bought, on this project's 2-vCPU AVX-512 VM (Intel Xeon with a 480 MiB L3,
+//! 2026-12-02; ratio to the `gemm` crate in the same process, medians of 4 interleaved rounds,
+//! two runs each of the old and the new binary, alternating): f32 2048³ 0.67–0.68 → 0.88, 4096³
+//! 0.65–0.66 → 0.82–0.87, 128 × 14336 × 4096 0.66–0.67 → 0.77–0.85, f64 2048³ 0.64 → 0.73–0.77;
+//! the AVX2 kernels on the same VM (f32 2048³, against the crate's AVX-512 kernel) 0.43–0.44 →
+//! 0.58. 256³ stayed at 1.05–1.13 and 32 × 4096 × 4096 went 0.66 → 0.79–0.81 (an earlier build
+//! of this change). One at a time, in interleaved rounds against the crate:
+//! - the micro-kernel 8 × 32 → 12 × 32 (24 accumulators): 187 against 165 GFLOP/s on one core
+//!   with its operands in L1; 14 × 32 was no faster, 8 × 48 and 6 × 64 slower;
+//! - A's sliver in L1 and B's streaming from L2 (the loops swapped) with B asked for ahead: 1.14×
+//!   (rounds 1.10–1.20); swapped alone, with A asked for ahead instead, 1.07×;
+//! - the packing's prefetch: its share of one core's samples 6.9 % → 4.8 % (perf);
+//! - work items, about eight per worker: against sixteen, eight gave 0.97–1.05× by shape and
+//!   four 0.96–1.08×;
+//! - KC 192 or 384 and MC 96 or 384: no change beyond the rounds' spread.
 //!
 //! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
 //! bound by reading B once, and packing B would add a write and a read of it: there each worker
@@ -63,9 +80,10 @@ pub const SMALL_M: usize = 16;
 pub const DOT_ROWS: usize = 64;
 /// Rows of B the matrix-vector kernel reads at once (a divisor of [`DOT_ROWS`]).
 pub const GEMV_ROWS: usize = 8;
-/// Depth of one K block: an NR-wide sliver of B (KC × NR) stays in L1.
+/// Depth of one K block: an MR-tall sliver of A (MR × KC) stays in L1, a range of B's slivers
+/// (KC × NR each) in L2.
 pub const KC: usize = 256;
-/// Rows of one packed A block (MC × KC, in L2), rounded down to a multiple of MR.
+/// Rows of one packed A block (MC × KC), rounded down to a multiple of MR.
 pub const MC: usize = 192;
 /// Columns of one packed B panel (KC × NC, in the shared L3).
 pub const NC: usize = 2048;
@@ -226,7 +244,8 @@ macro_rules! gemm_kernels {
         store |$q:ident, $v:ident| $store:expr,
         fma |$fa:ident, $fb:ident, $fc:ident| $fma:expr,
         add |$aa:ident, $ab:ident| $add:expr,
-        sum |$hv:ident| $hsum:expr
+        sum |$hv:ident| $hsum:expr,
+        prefetch |$pf:ident| $prefetch:expr
     ) => {
         /// # Safety
         /// The CPU supports the target feature; `a` holds `kc × MR`, `b` `kc × NR` elements;
@@ -243,8 +262,24 @@ macro_rules! gemm_kernels {
             const MR: usize = $mr;
             const NV: usize = $nv;
             const NR: usize = NV * $lanes;
+            // B's sliver streams from L2 (A's stays in L1): its lines are asked for B_AHEAD
+            // steps of k ahead, where the next-line prefetch alone came too late.
+            const B_AHEAD: usize = 16;
+            // The tile of C is read (or written) only after the K loop: asking for its lines now
+            // hides their latency behind the loop.
+            const ROW_BYTES: usize = NR * std::mem::size_of::<$elem>();
+            for i in 0..MR {
+                for off in (0..ROW_BYTES).step_by(64) {
+                    let $pf = (c.add(i * ldc) as *const i8).wrapping_add(off);
+                    $prefetch;
+                }
+            }
             let mut acc: [[$vec; NV]; MR] = [[$zero; NV]; MR];
             for k in 0..kc {
+                for off in (0..ROW_BYTES).step_by(64) {
+                    let $pf = (b.wrapping_add((k + B_AHEAD) * NR) as *const i8).wrapping_add(off);
+                    $prefetch;
+                }
                 let mut bv: [$vec; NV] = [$zero; NV];
                 for v in 0..NV {
                     let $p = b.add(k * NR + v * $lanes);
@@ -330,14 +365,15 @@ mod x86 {
     use std::arch::x86_64::*;
 
     gemm_kernels!(avx512_f32_micro, avx512_f32_dot, avx512_f32_gemv, feature "avx512f,fma", elem f32,
-        vec __m512, lanes 16, mr 8, nv 2,
+        vec __m512, lanes 16, mr 12, nv 2,
         zero _mm512_setzero_ps(),
         splat |s| _mm512_set1_ps(s),
         load |p| _mm512_loadu_ps(p),
         store |q, v| _mm512_storeu_ps(q, v),
         fma |a, b, c| _mm512_fmadd_ps(a, b, c),
         add |a, b| _mm512_add_ps(a, b),
-        sum |v| _mm512_reduce_add_ps(v));
+        sum |v| _mm512_reduce_add_ps(v),
+        prefetch |p| _mm_prefetch::<_MM_HINT_T0>(p));
     gemm_kernels!(avx512_f64_micro, avx512_f64_dot, avx512_f64_gemv, feature "avx512f,fma", elem f64,
         vec __m512d, lanes 8, mr 8, nv 2,
         zero _mm512_setzero_pd(),
@@ -346,7 +382,8 @@ mod x86 {
         store |q, v| _mm512_storeu_pd(q, v),
         fma |a, b, c| _mm512_fmadd_pd(a, b, c),
         add |a, b| _mm512_add_pd(a, b),
-        sum |v| _mm512_reduce_add_pd(v));
+        sum |v| _mm512_reduce_add_pd(v),
+        prefetch |p| _mm_prefetch::<_MM_HINT_T0>(p));
     gemm_kernels!(avx2_f32_micro, avx2_f32_dot, avx2_f32_gemv, feature "avx2,fma", elem f32,
     vec __m256, lanes 8, mr 6, nv 2,
     zero _mm256_setzero_ps(),
@@ -359,7 +396,8 @@ mod x86 {
         let mut lanes = [0f32; 8];
         _mm256_storeu_ps(lanes.as_mut_ptr(), v);
         lanes.iter().sum()
-    });
+    },
+    prefetch |p| _mm_prefetch::<_MM_HINT_T0>(p));
     gemm_kernels!(avx2_f64_micro, avx2_f64_dot, avx2_f64_gemv, feature "avx2,fma", elem f64,
     vec __m256d, lanes 4, mr 6, nv 2,
     zero _mm256_setzero_pd(),
@@ -372,7 +410,8 @@ mod x86 {
         let mut lanes = [0f64; 4];
         _mm256_storeu_pd(lanes.as_mut_ptr(), v);
         lanes.iter().sum()
-    });
+    },
+    prefetch |p| _mm_prefetch::<_MM_HINT_T0>(p));
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -387,7 +426,8 @@ mod arm {
         store |q, v| vst1q_f32(q, v),
         fma |a, b, c| vfmaq_f32(c, a, b),
         add |a, b| vaddq_f32(a, b),
-        sum |v| vaddvq_f32(v));
+        sum |v| vaddvq_f32(v),
+        prefetch |p| { let _ = p; });
     gemm_kernels!(neon_f64_micro, neon_f64_dot, neon_f64_gemv, feature "neon", elem f64,
         vec float64x2_t, lanes 2, mr 8, nv 2,
         zero vdupq_n_f64(0.0),
@@ -396,7 +436,8 @@ mod arm {
         store |q, v| vst1q_f64(q, v),
         fma |a, b, c| vfmaq_f64(c, a, b),
         add |a, b| vaddq_f64(a, b),
-        sum |v| vaddvq_f64(v));
+        sum |v| vaddvq_f64(v),
+        prefetch |p| { let _ = p; });
 }
 
 /// The portable micro-kernel: a 4 × 4 tile of scalars.
@@ -482,7 +523,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
     match (simd, T::PRECISION) {
         #[cfg(target_arch = "x86_64")]
         (Simd::Avx512, Precision::F32) => pick!(
-            8,
+            12,
             32,
             x86::avx512_f32_micro,
             x86::avx512_f32_dot,
@@ -549,6 +590,66 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             name: "scalar 4x4",
         },
     }
+}
+
+/// Rows ahead of the one being packed whose elements [`pack_sliver`] asks the cache for.
+const PREFETCH_ROWS: usize = 2;
+
+/// Packs one sliver, k-major: row `r < width` of the row-major matrix at `src` (row stride
+/// `ld`; its `kc` elements from `src`) goes to `dst[kk · width + r]`, and rows at or past `rows`
+/// (the matrix's rows left from `src`) are zero.
+///
+/// Each row's `kc` elements are a short stream of their own, and for a large `ld` on a page of
+/// their own, which the hardware prefetchers pick up only after it has started: reading them
+/// as they come left the packing of 2048³ f32 bound by memory latency, 15 % of the product's
+/// time on one core of this project's AVX-512 VM (perf, 2026-12-02). So the rows
+/// [`PREFETCH_ROWS`] ahead, the next sliver's too, are asked for while this one is copied.
+///
+/// # Safety
+/// The first `min(rows, width + PREFETCH_ROWS)` rows at `src` hold `kc` elements each, and
+/// `dst` holds `kc · width`.
+unsafe fn pack_sliver<T: GemmElement>(
+    src: *const T,
+    ld: usize,
+    rows: usize,
+    width: usize,
+    kc: usize,
+    dst: &mut [T],
+) {
+    for r in 0..width {
+        if r + PREFETCH_ROWS < rows {
+            prefetch(
+                src.add((r + PREFETCH_ROWS) * ld),
+                kc * std::mem::size_of::<T>(),
+            );
+        }
+        if r < rows {
+            let row = std::slice::from_raw_parts(src.add(r * ld), kc);
+            for (kk, &v) in row.iter().enumerate() {
+                dst[kk * width + r] = v;
+            }
+        } else {
+            for kk in 0..kc {
+                dst[kk * width + r] = T::default();
+            }
+        }
+    }
+}
+
+/// Asks for the cache lines of `bytes` bytes from `p` (x86-64; elsewhere nothing).
+#[inline(always)]
+fn prefetch<T>(p: *const T, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..bytes).step_by(64) {
+        // SAFETY: a prefetch never faults, whatever the address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (p as *const i8).wrapping_add(off),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, bytes);
 }
 
 /// Per-worker scratch of our kernel: its packed A block and an edge tile.
@@ -708,26 +809,16 @@ fn ours<T: GemmElement>(
                         let dst = unsafe {
                             std::slice::from_raw_parts_mut(pb.get().add(s * kc * nr), kc * nr)
                         };
-                        for jj in 0..nr {
-                            let col = jc + s * nr + jj;
-                            if col < n {
-                                let src = unsafe {
-                                    std::slice::from_raw_parts(b_ptr.get().add(col * k + pc), kc)
-                                };
-                                for (kk, &v) in src.iter().enumerate() {
-                                    dst[kk * nr + jj] = v;
-                                }
-                            } else {
-                                for kk in 0..kc {
-                                    dst[kk * nr + jj] = T::default();
-                                }
-                            }
-                        }
+                        let col = jc + s * nr;
+                        // SAFETY: rows col.. of B (n of them in all) hold k elements from pc.
+                        unsafe {
+                            pack_sliver(b_ptr.get().add(col * k + pc), k, n - col, nr, kc, dst)
+                        };
                     }
                     barrier.wait();
                     // Work items: (A block, range of slivers), contiguous per worker.
                     let blocks = m.div_ceil(mc);
-                    let parts = (4 * threads).div_ceil(blocks).clamp(1, slivers);
+                    let parts = (8 * threads).div_ceil(blocks).clamp(1, slivers);
                     let items = blocks * parts;
                     let mut packed_block = usize::MAX;
                     while let Some(item) =
@@ -741,36 +832,32 @@ fn ours<T: GemmElement>(
                             // Pack A[ic.., pc..]: sliver r holds kc columns of mr rows.
                             for r in 0..a_slivers {
                                 let dst = &mut mine.a[r * kc * mr..(r + 1) * kc * mr];
-                                for ii in 0..mr {
-                                    let row = ic + r * mr + ii;
-                                    if row < m {
-                                        let src = unsafe {
-                                            std::slice::from_raw_parts(
-                                                a_ptr.get().add(row * k + pc),
-                                                kc,
-                                            )
-                                        };
-                                        for (kk, &v) in src.iter().enumerate() {
-                                            dst[kk * mr + ii] = v;
-                                        }
-                                    } else {
-                                        for kk in 0..kc {
-                                            dst[kk * mr + ii] = T::default();
-                                        }
-                                    }
-                                }
+                                let row = ic + r * mr;
+                                // SAFETY: rows row.. of A (m of them in all) hold k elements
+                                // from pc.
+                                unsafe {
+                                    pack_sliver(
+                                        a_ptr.get().add(row * k + pc),
+                                        k,
+                                        m - row,
+                                        mr,
+                                        kc,
+                                        dst,
+                                    )
+                                };
                             }
                             packed_block = block;
                         }
                         let range = chunk(slivers, parts, part, 1);
-                        for s in range {
-                            let col0 = jc + s * nr;
-                            let ncur = nr.min(n - col0);
-                            let bs = unsafe { pb.get().add(s * kc * nr) as *const T };
-                            for r in 0..a_slivers {
-                                let row0 = ic + r * mr;
-                                let mrows = mr.min(m - row0);
-                                let as_ = mine.a[r * kc * mr..].as_ptr();
+                        // Each A sliver (L1) against every B sliver of the range (L2).
+                        for r in 0..a_slivers {
+                            let row0 = ic + r * mr;
+                            let mrows = mr.min(m - row0);
+                            let as_ = mine.a[r * kc * mr..].as_ptr();
+                            for s in range.clone() {
+                                let col0 = jc + s * nr;
+                                let ncur = nr.min(n - col0);
+                                let bs = unsafe { pb.get().add(s * kc * nr) as *const T };
                                 // SAFETY: the tile at (row0, col0) is this worker's: its item
                                 // owns these rows of C for these slivers; edge tiles go
                                 // through the local tile.
