@@ -1017,11 +1017,6 @@ fn check_param(r: &Record) -> std::result::Result<(), String> {
                 ("flops", r.flops, case.work.flops),
                 ("bytes", r.bytes, case.work.bytes()),
                 ("elements", r.elements, case.elements),
-                (
-                    "working_set_bytes",
-                    r.working_set_bytes,
-                    case.working_set_bytes,
-                ),
             ] {
                 if found != expected {
                     return Err(format!(
@@ -1029,6 +1024,17 @@ fn check_param(r: &Record) -> std::result::Result<(), String> {
                         r.precision
                     ));
                 }
+            }
+            // A, B and C, and any further copies of B the launches took in turn
+            // (gemm::rotate_weights).
+            let (found, least) = (r.working_set_bytes, case.working_set_bytes);
+            let weight = gemm::weight_bytes(r.precision, shape).max(1);
+            if found < least || (found - least) % weight != 0 {
+                return Err(format!(
+                    "`working_set_bytes` is {found} but a {} GEMM of {shape} has {least}, plus \
+                     whole copies of B ({weight} bytes each) where its launches rotate through them",
+                    r.precision
+                ));
             }
             Ok(())
         }
@@ -1538,6 +1544,31 @@ pub(crate) mod tests {
             // and a calibration built in memory refuses the row too
             use crate::calibration::FromRecords;
             assert!(crate::Calibration::from_records(&[r], None).is_err());
+        }
+    }
+
+    /// A GEMM row's working set is its A, B and C, plus whole copies of B where its launches
+    /// rotated through them; anything else is refused.
+    #[test]
+    fn a_gemm_working_set_is_its_matrices_and_whole_copies_of_b() {
+        let shape = crate::bench::gemm::Shape::new(1, 64, 32);
+        let case = crate::bench::gemm::case("simd", Precision::F32, shape);
+        let weight = crate::bench::gemm::weight_bytes(Precision::F32, shape);
+        let good = measured(&case, 1e-3, true);
+        check_row(&good).unwrap();
+        let mut rotated = good.clone();
+        rotated.working_set_bytes += 29 * weight;
+        check_row(&rotated).unwrap();
+        for bad in [good.working_set_bytes - 4, rotated.working_set_bytes + 4] {
+            let mut r = good.clone();
+            r.working_set_bytes = bad;
+            let e = one_row_error(&r);
+            assert!(
+                e.contains(&format!(
+                    "`working_set_bytes` is {bad} but a f32 GEMM of 1x64x32"
+                )) && e.contains("whole copies of B"),
+                "{e}"
+            );
         }
     }
 

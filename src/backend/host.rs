@@ -142,7 +142,7 @@ impl Backend for HostBackend {
             usable,
         ));
         planned.extend(
-            host_gemm_cases(&self.compute, threads, usable, size)
+            host_gemm_cases(&self.compute, threads, self.info.llc_bytes, usable, size)
                 .into_iter()
                 .map(|case| PlannedCase {
                     case,
@@ -217,10 +217,13 @@ pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.3;
 /// shape by the reference crate then by our kernel. Shapes are capped by `usable_bytes`, by an
 /// explicit `--size` (no matrix larger than it), and by time: at most
 /// [`GEMM_MAX_LAUNCH_SECS`] at the theoretical peak of `threads` cores at the clock measured now
-/// (16 operations per cycle per core where the core's FMA datapath is not known).
+/// (16 operations per cycle per core where the core's FMA datapath is not known). The
+/// decode-step shapes (M ≤ [`host_gemm::SMALL_M`]) rotate through copies of B up to the DRAM
+/// rule's working set, or the `--size` given ([`gemm::rotate_weights`]).
 fn host_gemm_cases(
     compute: &HostCompute,
     threads: usize,
+    llc_bytes: u64,
     usable_bytes: u64,
     size: SizeRequest,
 ) -> Vec<Case> {
@@ -245,6 +248,12 @@ fn host_gemm_cases(
             p == Precision::F32,
         ));
     }
+    // An explicit --size is the working set asked for, as for the STREAM arrays.
+    let dram = match size {
+        SizeRequest::Auto => dram_rule_bytes(llc_bytes),
+        SizeRequest::BytesPerArray(b) => b,
+    };
+    gemm::rotate_weights(&mut out, host_gemm::SMALL_M as u64, dram, usable_bytes);
     out
 }
 

@@ -528,7 +528,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             x86::avx512_f32_micro,
             x86::avx512_f32_dot,
             x86::avx512_f32_gemv,
-            "AVX-512F 8x32"
+            "AVX-512F 12x32"
         ),
         #[cfg(target_arch = "x86_64")]
         (Simd::Avx512, Precision::F64) => pick!(
@@ -659,6 +659,8 @@ struct Scratch<T> {
 }
 
 /// Our blocked GEMM on `pool`: `c = a · bᵀ`, with a (m × k), b (n × k), c (m × n) row-major.
+/// `b` holds one or more copies of B, back to back; launch `r` of `reps` uses copy
+/// `(first + r) mod copies`.
 /// `packed_b` holds one packed B panel (KC × NC rounded up to whole slivers); `scratch` one
 /// entry per worker.
 #[allow(clippy::too_many_arguments)]
@@ -669,12 +671,14 @@ fn ours<T: GemmElement>(
     shape: Shape,
     a: &[T],
     b: &[T],
+    first: usize,
     c: &mut [T],
     packed_b: &mut [T],
     scratch: &[std::sync::Mutex<Scratch<T>>],
     reps: u32,
 ) -> bool {
     let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    let copies = (b.len() / (n * k)).max(1);
     let threads = pool.threads();
     let Blocking {
         mr,
@@ -684,7 +688,7 @@ fn ours<T: GemmElement>(
         gemv,
         ..
     } = kernels;
-    let (a_ptr, b_ptr) = (
+    let (a_ptr, b_base) = (
         SharedPtr(a.as_ptr() as *mut T),
         SharedPtr(b.as_ptr() as *mut T),
     );
@@ -710,7 +714,9 @@ fn ours<T: GemmElement>(
             }
             &counters[q % 2]
         };
-        for _ in 0..reps {
+        for rep in 0..reps as usize {
+            // SAFETY: b holds `copies` copies of n × k elements.
+            let b_ptr = SharedPtr(unsafe { b_base.get().add((first + rep) % copies * n * k) });
             if m == 1 {
                 // A decode step: each worker claims B's rows, DOT_ROWS at a time, and takes
                 // their dot products with A's one row (in L1 or L2) GEMV_ROWS rows at a time,
@@ -947,6 +953,9 @@ pub struct GemmCase<'p, T: GemmElement> {
     scratch: Vec<std::sync::Mutex<Scratch<T>>>,
     barrier: SpinBarrier,
     clock_mhz: Option<f64>,
+    /// Copies of B in `b`, and the one the next launch reads ([`gemm::rotate_weights`]).
+    copies: usize,
+    next_copy: usize,
 }
 
 /// Prepares a host GEMM case of either implementation.
@@ -989,7 +998,13 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
         let (ak, bk, mn) = (elements(m, k)?, elements(n, k)?, elements(m, n)?);
         let kernels = blocking::<T>(compute.simd);
         let a = first_touch(pool, ak, 64, |i| T::from_i64(gemm::input(0, i as u64)));
-        let b = first_touch(pool, bk, 64, |i| T::from_i64(gemm::input(1, i as u64)));
+        // Every copy of B holds the same values; the product is checked against the first.
+        let copies = usize::try_from(gemm::weight_copies(case))
+            .unwrap_or(1)
+            .max(1);
+        let b = first_touch(pool, elements(copies, bk)?, 64, |i| {
+            T::from_i64(gemm::input(1, (i % bk) as u64))
+        });
         let c = first_touch(pool, mn, 64, |_| T::nan());
         let (packed_b, scratch) = if implementation == Implementation::Ours && m > SMALL_M {
             let panel = KC * NC.min(n).div_ceil(kernels.nr) * kernels.nr;
@@ -1030,6 +1045,8 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
             scratch,
             barrier: SpinBarrier::new(pool.threads()),
             clock_mhz: None,
+            copies,
+            next_copy: 0,
         })
     }
 }
@@ -1037,6 +1054,7 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
 impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
     fn run(&mut self, reps: u32) -> Result<f64> {
         let start = Instant::now();
+        let first = self.next_copy;
         let ok = match self.implementation {
             Implementation::Ours => ours(
                 self.pool,
@@ -1045,24 +1063,28 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
                 self.shape,
                 &self.a,
                 &self.b,
+                first,
                 &mut self.c,
                 &mut self.packed_b,
                 &self.scratch,
                 reps,
             ),
             Implementation::Reference => {
-                for _ in 0..reps {
+                let bk = self.b.len() / self.copies;
+                for r in 0..reps as usize {
+                    let copy = (first + r) % self.copies;
                     reference(
                         self.pool.threads(),
                         self.shape,
                         &self.a,
-                        &self.b,
+                        &self.b[copy * bk..(copy + 1) * bk],
                         &mut self.c,
                     );
                 }
                 true
             }
         };
+        self.next_copy = (first + reps as usize) % self.copies;
         let secs = start.elapsed().as_secs_f64();
         if !ok {
             return Err(Error::Internal("a host worker panicked in the GEMM".into()));
@@ -1085,7 +1107,16 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
 
     fn launch_note(&self) -> String {
         let threads = self.pool.threads();
-        match self.implementation {
+        let rotation = if self.copies > 1 {
+            format!(
+                ", B in {} copies, one per launch in turn (their {:.0} MiB at least the DRAM rule's 4 x the last-level cache)",
+                self.copies,
+                (self.b.len() * std::mem::size_of::<T>()) as f64 / (1u64 << 20) as f64
+            )
+        } else {
+            String::new()
+        };
+        let note = match self.implementation {
             Implementation::Ours => format!(
                 "{threads} pinned threads, {}, {}, {}",
                 if self.shape.m == 1 {
@@ -1108,7 +1139,8 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
                 "gemm crate 0.19 on {threads} rayon threads, {}",
                 self.compute.theory_note()
             ),
-        }
+        };
+        note + &rotation
     }
 
     fn clock_mhz(&mut self) -> Option<f64> {
@@ -1186,6 +1218,47 @@ mod tests {
     }
 
     /// An unrun case is poison, and a planted error in the packed path is caught.
+    /// A decode-step case planned with copies of B reads them in turn, one per launch, in both
+    /// implementations and on each of our paths (matrix-vector, dot products, packed): a wrong
+    /// element planted in the second copy shows only after the launches that read it last.
+    #[test]
+    fn launches_rotate_through_the_copies_of_b() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let compute = HostCompute::detect();
+        for kernel in [gemm::HOST_OURS, gemm::HOST_REFERENCE] {
+            for shape in [
+                Shape::new(1, 37, 70),
+                Shape::new(5, 37, 70),
+                Shape::new(40, 37, 70),
+            ] {
+                let weight = gemm::weight_bytes(Precision::F32, shape);
+                let mut cases = [gemm::case(kernel, Precision::F32, shape)];
+                let dram = gemm::matrix_bytes(Precision::F32, shape) + 2 * weight;
+                gemm::rotate_weights(&mut cases, 64, dram, u64::MAX);
+                assert_eq!(gemm::weight_copies(&cases[0]), 3, "{}", cases[0].id());
+                let mut prepared = GemmCase::<f32>::new(&pool, compute, &cases[0]).unwrap();
+                assert!(prepared.launch_note().contains("B in 3 copies"));
+                let bk = 37 * 70;
+                prepared.b[bk + 3 * 70 + 9] += 1.0; // copy 1, B[3][9]
+                let mut after = |reps: u32| {
+                    prepared.run(reps).unwrap();
+                    prepared.verify().unwrap()
+                };
+                let id = cases[0].id();
+                assert!(after(1).valid, "{id}: copy 0");
+                let v = after(1);
+                assert!(
+                    !v.valid && v.detail.contains("][3]"),
+                    "{id}: copy 1: {}",
+                    v.detail
+                );
+                assert!(after(1).valid, "{id}: copy 2");
+                assert!(!after(2).valid, "{id}: copies 0 and 1");
+                assert!(after(4).valid, "{id}: copies 2, 0, 1, 2");
+            }
+        }
+    }
+
     #[test]
     fn an_unrun_or_wrong_product_is_invalid() {
         let pool = Pool::new(vec![allowed_cpus()[0]]);
