@@ -244,8 +244,7 @@ macro_rules! gemm_kernels {
         store |$q:ident, $v:ident| $store:expr,
         fma |$fa:ident, $fb:ident, $fc:ident| $fma:expr,
         add |$aa:ident, $ab:ident| $add:expr,
-        sum |$hv:ident| $hsum:expr,
-        prefetch |$pf:ident| $prefetch:expr
+        sum |$hv:ident| $hsum:expr
     ) => {
         /// # Safety
         /// The CPU supports the target feature; `a` holds `kc × MR`, `b` `kc × NR` elements;
@@ -269,17 +268,11 @@ macro_rules! gemm_kernels {
             // hides their latency behind the loop.
             const ROW_BYTES: usize = NR * std::mem::size_of::<$elem>();
             for i in 0..MR {
-                for off in (0..ROW_BYTES).step_by(64) {
-                    let $pf = (c.add(i * ldc) as *const i8).wrapping_add(off);
-                    $prefetch;
-                }
+                super::prefetch(c.add(i * ldc), ROW_BYTES);
             }
             let mut acc: [[$vec; NV]; MR] = [[$zero; NV]; MR];
             for k in 0..kc {
-                for off in (0..ROW_BYTES).step_by(64) {
-                    let $pf = (b.wrapping_add((k + B_AHEAD) * NR) as *const i8).wrapping_add(off);
-                    $prefetch;
-                }
+                super::prefetch(b.wrapping_add((k + B_AHEAD) * NR), ROW_BYTES);
                 let mut bv: [$vec; NV] = [$zero; NV];
                 for v in 0..NV {
                     let $p = b.add(k * NR + v * $lanes);
@@ -372,8 +365,7 @@ mod x86 {
         store |q, v| _mm512_storeu_ps(q, v),
         fma |a, b, c| _mm512_fmadd_ps(a, b, c),
         add |a, b| _mm512_add_ps(a, b),
-        sum |v| _mm512_reduce_add_ps(v),
-        prefetch |p| _mm_prefetch::<_MM_HINT_T0>(p));
+        sum |v| _mm512_reduce_add_ps(v));
     gemm_kernels!(avx512_f64_micro, avx512_f64_dot, avx512_f64_gemv, feature "avx512f,fma", elem f64,
         vec __m512d, lanes 8, mr 8, nv 2,
         zero _mm512_setzero_pd(),
@@ -382,8 +374,7 @@ mod x86 {
         store |q, v| _mm512_storeu_pd(q, v),
         fma |a, b, c| _mm512_fmadd_pd(a, b, c),
         add |a, b| _mm512_add_pd(a, b),
-        sum |v| _mm512_reduce_add_pd(v),
-        prefetch |p| _mm_prefetch::<_MM_HINT_T0>(p));
+        sum |v| _mm512_reduce_add_pd(v));
     gemm_kernels!(avx2_f32_micro, avx2_f32_dot, avx2_f32_gemv, feature "avx2,fma", elem f32,
     vec __m256, lanes 8, mr 6, nv 2,
     zero _mm256_setzero_ps(),
@@ -396,8 +387,7 @@ mod x86 {
         let mut lanes = [0f32; 8];
         _mm256_storeu_ps(lanes.as_mut_ptr(), v);
         lanes.iter().sum()
-    },
-    prefetch |p| _mm_prefetch::<_MM_HINT_T0>(p));
+    });
     gemm_kernels!(avx2_f64_micro, avx2_f64_dot, avx2_f64_gemv, feature "avx2,fma", elem f64,
     vec __m256d, lanes 4, mr 6, nv 2,
     zero _mm256_setzero_pd(),
@@ -410,8 +400,7 @@ mod x86 {
         let mut lanes = [0f64; 4];
         _mm256_storeu_pd(lanes.as_mut_ptr(), v);
         lanes.iter().sum()
-    },
-    prefetch |p| _mm_prefetch::<_MM_HINT_T0>(p));
+    });
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -426,8 +415,7 @@ mod arm {
         store |q, v| vst1q_f32(q, v),
         fma |a, b, c| vfmaq_f32(c, a, b),
         add |a, b| vaddq_f32(a, b),
-        sum |v| vaddvq_f32(v),
-        prefetch |p| { let _ = p; });
+        sum |v| vaddvq_f32(v));
     gemm_kernels!(neon_f64_micro, neon_f64_dot, neon_f64_gemv, feature "neon", elem f64,
         vec float64x2_t, lanes 2, mr 8, nv 2,
         zero vdupq_n_f64(0.0),
@@ -436,8 +424,7 @@ mod arm {
         store |q, v| vst1q_f64(q, v),
         fma |a, b, c| vfmaq_f64(c, a, b),
         add |a, b| vaddq_f64(a, b),
-        sum |v| vaddvq_f64(v),
-        prefetch |p| { let _ = p; });
+        sum |v| vaddvq_f64(v));
 }
 
 /// The portable micro-kernel: a 4 × 4 tile of scalars.
@@ -1217,7 +1204,6 @@ mod tests {
         }
     }
 
-    /// An unrun case is poison, and a planted error in the packed path is caught.
     /// A decode-step case planned with copies of B reads them in turn, one per launch, in both
     /// implementations and on each of our paths (matrix-vector, dot products, packed): a wrong
     /// element planted in the second copy shows only after the launches that read it last.
@@ -1259,6 +1245,7 @@ mod tests {
         }
     }
 
+    /// An unrun case is poison, and a planted error in the packed path is caught.
     #[test]
     fn an_unrun_or_wrong_product_is_invalid() {
         let pool = Pool::new(vec![allowed_cpus()[0]]);
