@@ -209,8 +209,18 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
             .max(crate::runner::STABLE_MIN_SAMPLES as f64 * sample)
             .max(f64::from(cfg.min_samples.max(2)) * sample),
     };
-    let host = case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+    let host = host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
     CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
+}
+
+/// Bytes the host generates and checks for `case`: its working set, but for a GEMM only its
+/// matrices, once: the copies of a rotating weight are made on the device
+/// ([`crate::backend::launch::Rotation`]).
+pub fn host_prep_bytes(case: &Case) -> u64 {
+    match crate::bench::gemm::shape_of(case) {
+        Ok(shape) => crate::bench::gemm::matrix_bytes(case.precision, shape),
+        Err(_) => case.working_set_bytes,
+    }
 }
 
 /// Seconds a capacity case takes: a handful of calls, not launches. The runner takes its
@@ -486,6 +496,18 @@ mod tests {
             + 30.0 * reps * launch;
         let secs = case_secs(&gemm, &cfg, 0.01, &rates());
         assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
+        // the copies of a rotating weight are made on the device: the host prepares the
+        // matrices once
+        let shape = Shape::new(1, 4096, 4096);
+        let mut decode = [crate::bench::gemm::case("ptx", Precision::Bf16F32, shape)];
+        let alone = case_secs(&decode[0], &cfg, 0.01, &rates());
+        crate::bench::gemm::rotate_weights(&mut decode, 16, 256 << 20, u64::MAX);
+        assert_eq!(crate::bench::gemm::weight_copies(&decode[0]), 8);
+        assert_eq!(
+            host_prep_bytes(&decode[0]),
+            crate::bench::gemm::matrix_bytes(Precision::Bf16F32, shape)
+        );
+        assert_eq!(case_secs(&decode[0], &cfg, 0.01, &rates()), alone);
         assert_eq!(human(200.4), "3 min 20 s");
         assert_eq!(human(45.0), "45 s");
         assert_eq!(human(120.0), "2 min");

@@ -210,6 +210,11 @@ fn an_abandoned_batch_frees_nothing_under_queued_launches() {
 /// Runs the ignored test `test` of this binary in a child process and returns whether it passed
 /// and what it printed. A child still running after `limit` is killed and reported as hung.
 fn run_child(test: &str, limit: Duration) -> (bool, String) {
+    run_child_with(test, limit, &[])
+}
+
+/// [`run_child`] with `env` added to the child's environment.
+fn run_child_with(test: &str, limit: Duration, env: &[(&str, String)]) -> (bool, String) {
     let mut child = Command::new(std::env::current_exe().expect("the test binary"))
         .args([
             test,
@@ -219,6 +224,7 @@ fn run_child(test: &str, limit: Duration) -> (bool, String) {
             "--test-threads=1",
         ])
         .env("ROOFPROBE_GPU_CHILD", "1")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -385,6 +391,127 @@ fn runaway_child() {
     let _ = std::io::stdout().flush();
     // SAFETY: ends the process; nothing runs after.
     unsafe { libc::_exit(0) };
+}
+
+/// The simulated driver's settings variable: set (by the tests that load it) only where the
+/// "GPU" is the simulated one.
+const SIMCUDA: &str = "SIMCUDA";
+
+/// A GEMM case planned with copies of B (a decode step's weight, rotated so that each launch
+/// reads it from memory) reads them in turn, one per launch and across batches, in our
+/// kernel's row and in cuBLAS's, and both rows validate. On the simulated driver the child's
+/// trace shows the B each launch received: copies 0, 1, 2, 0, 1, three different arrays; on a
+/// GPU the rows' validity is what is checked, and the test says so.
+#[test]
+fn gemm_launches_read_each_copy_of_b_in_turn() {
+    let Some(_) = devices("gemm_launches_read_each_copy_of_b_in_turn") else {
+        return;
+    };
+    let _gpu = gpu_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let simulated = std::env::var(SIMCUDA).ok();
+    let env: Vec<(&str, String)> = simulated
+        .iter()
+        .map(|s| (SIMCUDA, format!("{s},trace={}", trace.display())))
+        .collect();
+    let (ok, output) = run_child_with("gpu::gemm_rotation_child", Duration::from_secs(300), &env);
+    assert!(ok && output.contains("CHILD OK"), "{output}");
+    if simulated.is_none() {
+        eprintln!(
+            "gemm_launches_read_each_copy_of_b_in_turn: the rows are valid; the order of the \
+             copies is read from the simulated driver's trace, which a GPU has not"
+        );
+        return;
+    }
+    let trace = std::fs::read_to_string(&trace).expect("the simulated driver's trace");
+    // B is the second argument of our kernel, and cuBLAS's A: its column-major product is
+    // Cᵀ = op(B) · A (roofprobe::backend::cublas's gemm_tn)
+    let entry = roofprobe::bench::gemm::entry_name(Precision::Bf16F32);
+    let ours: Vec<&str> = trace
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("args {entry} ")))
+        .filter_map(|args| args.split(' ').nth(1))
+        .collect();
+    let cublas: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.starts_with("library cublasGemmEx "))
+        .filter_map(|l| l.split(" a ").nth(1)?.split(' ').next())
+        .collect();
+    // the TMA kernel's B is its second tensor map
+    let tma_entry = roofprobe::bench::gemm::tma_entry_name(Precision::Bf16F32, false);
+    let tma: Vec<&str> = trace
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("args {tma_entry} ")))
+        .filter_map(|args| args.split(' ').nth(1))
+        .collect();
+    assert!(tma.iter().all(|b| b.starts_with("map@")), "{tma:?}");
+    let cublas_ran = output.contains("cuBLAS RAN");
+    let tma_ran = output.contains("TMA RAN");
+    for (what, b, ran) in [
+        ("our kernel", &ours, true),
+        ("cuBLAS", &cublas, cublas_ran),
+        ("the TMA kernel", &tma, tma_ran),
+    ] {
+        if !ran {
+            assert!(b.is_empty(), "{what}: {b:?}");
+            continue;
+        }
+        assert_eq!(b.len(), 5, "{what}: {b:?}\n{trace}");
+        let distinct: std::collections::BTreeSet<_> = b.iter().collect();
+        assert_eq!(distinct.len(), 3, "{what}: {b:?}");
+        assert_eq!((b[3], b[4]), (b[0], b[1]), "{what}: {b:?}");
+    }
+    assert!(cublas_ran, "the simulated cuBLAS did not run:\n{output}");
+    let hopper = simulated.is_some_and(|s| s.contains("cc=9.0"));
+    assert_eq!(tma_ran, hopper, "{output}");
+}
+
+#[test]
+#[ignore = "run in a child process by gemm_launches_read_each_copy_of_b_in_turn"]
+fn gemm_rotation_child() {
+    use roofprobe::bench::gemm;
+    if !in_child("gemm_rotation_child") {
+        return;
+    }
+    let mut gpu = CudaBackend::open(0).expect("opening the device");
+    let shape = gemm::Shape::new(1, 256, 256);
+    let p = Precision::Bf16F32;
+    let mut cases = vec![
+        gemm::case(gemm::GPU_OURS, p, shape),
+        gemm::case(gemm::GPU_REFERENCE, p, shape),
+    ];
+    // on Hopper, the TMA-fed kernel too: its B is a tensor map, encoded once per copy
+    if gpu.info().compute_capability == "9.0" {
+        cases.push(gemm::case(gemm::GPU_TMA, p, shape));
+    }
+    let weight = gemm::weight_bytes(p, shape);
+    let others = gemm::matrix_bytes(p, shape) - weight;
+    gemm::rotate_weights(&mut cases, 16, others + 3 * weight, u64::MAX);
+    for case in &cases {
+        assert_eq!(gemm::weight_copies(case), 3, "{}", case.id());
+        let mut prepared = match gpu.prepare(case) {
+            Ok(prepared) => prepared,
+            Err(roofprobe::Error::Skipped(why)) if case.kernel == gemm::GPU_REFERENCE => {
+                println!("cuBLAS SKIPPED: {why}");
+                continue;
+            }
+            Err(e) => panic!("{}: {e}", case.id()),
+        };
+        // copy 0, then 1, 2, 0, 1: the rotation carries over from one batch to the next
+        prepared.run(1).expect("run");
+        prepared.run(4).expect("run");
+        let verdict = prepared.verify().expect("verify");
+        assert!(verdict.valid, "{}: {}", case.id(), verdict.detail);
+        let note = prepared.launch_note();
+        assert!(note.contains("B in 3 copies"), "{}: {note}", case.id());
+        match case.kernel.as_str() {
+            gemm::GPU_REFERENCE => println!("cuBLAS RAN"),
+            gemm::GPU_TMA => println!("TMA RAN"),
+            _ => {}
+        }
+    }
+    println!("CHILD OK");
 }
 
 /// The whole path a user takes on a GPU box, through the real binary: `devices` lists the GPU,

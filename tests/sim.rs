@@ -282,6 +282,7 @@ fn the_gpu_tests_run_on_the_simulated_driver() {
         "gpu::a_device_fault_fails_later_cases_clearly",
         "gpu::a_runaway_kernel_fails_its_case_and_does_not_hang",
         "gpu::a_quick_run_on_the_gpu_writes_valid_rows",
+        "gpu::gemm_launches_read_each_copy_of_b_in_turn",
         "compute_gpu::every_compute_kernel_validates_on_every_gpu",
     ];
     for t in expected {

@@ -18,7 +18,7 @@
 //! | `reject` | a module whose PTX contains this text fails to load (`CUDA_ERROR_INVALID_PTX`) | |
 //! | `fault` | launches of this kernel fault (`CUDA_ERROR_ILLEGAL_ADDRESS`, sticky) | |
 //! | `hang` | launches of this kernel never finish | |
-//! | `trace` | a file that gets one line per launch, attribute change and module load | |
+//! | `trace` | a file that gets one line per launch (`launch …`, then `args …`: its arguments, addresses in hex, a tensor map as `map@` its address), attribute change, module load and library call (`library cublasGemmEx MxNxK a … b … c …`) | |
 //! | `power_w` | NVML's power draw while work runs (a quarter of it idle); the enforced limit is twice it | 300 |
 //! | `throttle` | NVML's clock-event reasons while work runs, `+`-separated names ([`REASONS`]); idle, `gpu_idle` | none |
 //! | `nvml_reasons` | which of NVML's two reason calls answer: `both`, `events` (the deprecated `…ThrottleReasons` is gone, as a later driver may drop it) or `throttle` (an older driver, without `…ClocksEventReasons`) | `both` |

@@ -350,13 +350,16 @@ impl Product {
 fn enqueue(name: &str, stream: u64, p: Product) -> Result<(), i32> {
     let d = try_driver().map_err(|_| status::NOT_INITIALIZED)?;
     let work: HostWork = Box::new(move |mem| p.run(mem));
-    d.enqueue_host(stream, format!("{name} {}x{}x{}", p.m, p.n, p.k), work)
-        .map_err(|c| {
-            if c != code::ILLEGAL_ADDRESS {
-                eprintln!("simcuda: {name} could not be queued (CUresult {c})");
-            }
-            status::EXECUTION_FAILED
-        })
+    let what = format!(
+        "{name} {}x{}x{} a {:#x} b {:#x} c {:#x}",
+        p.m, p.n, p.k, p.a.ptr, p.b.ptr, p.c.0
+    );
+    d.enqueue_host(stream, what, work).map_err(|c| {
+        if c != code::ILLEGAL_ADDRESS {
+            eprintln!("simcuda: {name} could not be queued (CUresult {c})");
+        }
+        status::EXECUTION_FAILED
+    })
 }
 
 /// Reads a host f32 scalar (alpha or beta, host pointer mode).

@@ -896,6 +896,9 @@ impl Driver {
             dynamic_shared,
             f.carveout.load(Ordering::SeqCst)
         ));
+        if self.trace.is_some() {
+            self.trace(&format!("args {} {}", f.name, trace_args(&args)));
+        }
         s.push(Op::Kernel {
             function: f,
             grid,
@@ -1098,6 +1101,29 @@ impl Driver {
 }
 
 /// A kernel argument from the bytes the caller's pointer points at, by the parameter's type.
+/// A launch's arguments as the trace writes them, space-separated: 64-bit values (addresses)
+/// in hex, 32-bit ones in decimal, floats as numbers, a tensor map as `map@` its global
+/// address.
+fn trace_args(args: &[Arg]) -> String {
+    args.iter()
+        .map(|a| match a {
+            Arg::U64(v) => format!("{v:#x}"),
+            Arg::U32(v) => v.to_string(),
+            Arg::F32(v) => v.to_string(),
+            Arg::F64(v) => v.to_string(),
+            Arg::Bytes(b) => <&[u8; 128]>::try_from(b.as_slice())
+                .ok()
+                .and_then(|b| ptxsim::TensorMap::decode(b).ok())
+                .map_or_else(
+                    || format!("bytes{}", b.len()),
+                    |m| format!("map@{:#x}", m.base),
+                ),
+            other => format!("{other:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn param_arg(p: &ptxsim::KernelParam, raw: &[u8]) -> Option<Arg> {
     use ptxsim::Ty;
     if p.array.is_some() {

@@ -850,7 +850,7 @@ impl CudaBackend {
     #[doc(hidden)]
     pub fn abandon_batch_for_tests(&mut self, case: &Case, reps: u32) -> Result<()> {
         let gpu_case = GpuCase::new(self, case)?;
-        let mut launch = gpu_case.arguments()?;
+        let mut launch = gpu_case.arguments(0)?;
         let cfg = gpu_case.cfg;
         self.call("queueing a batch", || {
             for _ in 0..reps {
@@ -1180,6 +1180,14 @@ impl DeviceWords {
             DeviceWords::W64(s) => s.num_bytes() as u64,
         }
     }
+
+    /// A new array of the same words, copied on the device (queued on `stream`).
+    fn duplicate(&self, stream: &Arc<CudaStream>) -> std::result::Result<Self, DriverError> {
+        Ok(match self {
+            DeviceWords::W32(s) => DeviceWords::W32(stream.clone_dtod(s)?),
+            DeviceWords::W64(s) => DeviceWords::W64(stream.clone_dtod(s)?),
+        })
+    }
 }
 
 /// An encoded tensor map as the kernel receives it: `CUtensorMap`'s 128 opaque bytes, 64-byte
@@ -1250,6 +1258,11 @@ struct GpuCase<'b> {
     cfg: LaunchConfig,
     // Leaked rather than dropped after a runaway kernel.
     arrays: ManuallyDrop<Vec<(Role, DeviceWords)>>,
+    /// Copies 1 onwards of the array that rotates ([`Launch::rotation`]): copy 0 is its array
+    /// in `arrays`. Empty where none rotates.
+    copies: ManuallyDrop<Vec<DeviceWords>>,
+    /// The copy the next launch reads: launches rotate through the copies over the case's life.
+    next_copy: u64,
     events: ManuallyDrop<(CudaEvent, CudaEvent)>,
     /// Kept alive while its function is used (a sweep expansion is loaded per case).
     module: ManuallyDrop<Arc<CudaModule>>,
@@ -1259,8 +1272,9 @@ struct GpuCase<'b> {
     launches: u64,
     /// A launch row's first batch whose clocks disagree ([`launch_rows::check_batch`]).
     clock_fault: Option<Verdict>,
-    /// The encoded tensor map of each [`Arg::TensorMap`] parameter, by parameter index.
-    tensor_maps: Vec<Option<TensorMapBytes>>,
+    /// The encoded tensor maps of each [`Arg::TensorMap`] parameter, by parameter index: one
+    /// per copy of its array (empty for any other parameter).
+    tensor_maps: Vec<Vec<TensorMapBytes>>,
 }
 
 impl Drop for GpuCase<'_> {
@@ -1288,6 +1302,7 @@ impl Drop for GpuCase<'_> {
         // SAFETY: each field is dropped once, here, and not used after.
         unsafe {
             ManuallyDrop::drop(&mut self.arrays);
+            ManuallyDrop::drop(&mut self.copies);
             ManuallyDrop::drop(&mut self.events);
             ManuallyDrop::drop(&mut self.module);
         }
@@ -1364,24 +1379,52 @@ impl<'b> GpuCase<'b> {
                 }
             }
         }
-        // Tensor maps are encoded over their arrays' device addresses, once.
+        // The copies of a rotating array, made on the device from the first (a decode step's
+        // weight: up to the DRAM rule's hundreds of MiB, which the host would generate again).
+        let mut copies = Vec::new();
+        if let Some(rotation) = launch.rotation {
+            let (_, first) = arrays
+                .iter()
+                .find(|(r, _)| *r == rotation.role)
+                .ok_or_else(|| {
+                    Error::Internal(format!(
+                        "{}: the rotating {:?} has no array",
+                        entry.name, rotation.role
+                    ))
+                })?;
+            for copy in 1..rotation.copies {
+                let during = format!(
+                    "copying {:?} of {} to its copy {copy} on the device",
+                    rotation.role, entry.name
+                );
+                copies.push(backend.call(&during, || first.duplicate(stream))?);
+            }
+        }
+        let copy_of = |role: Role, copy: u64| -> Option<&DeviceWords> {
+            match (launch.rotation, copy) {
+                (_, 0) => arrays.iter().find(|(r, _)| *r == role).map(|(_, a)| a),
+                (Some(r), c) if r.role == role => copies.get(c as usize - 1),
+                _ => None,
+            }
+        };
+        // Tensor maps are encoded over their arrays' device addresses, once per copy.
         let mut tensor_maps = Vec::with_capacity(launch.params.len());
         for p in &launch.params {
-            tensor_maps.push(match &p.arg {
-                Arg::TensorMap(map) => {
-                    let (_, array) =
-                        arrays.iter().find(|(r, _)| *r == map.role).ok_or_else(|| {
-                            Error::Internal(format!(
-                                "{}: tensor map {} has no array",
-                                entry.name, p.name
-                            ))
-                        })?;
+            let mut maps = Vec::new();
+            if let Arg::TensorMap(map) = &p.arg {
+                for copy in 0..launch.copies_of(map.role) {
+                    let array = copy_of(map.role, copy).ok_or_else(|| {
+                        Error::Internal(format!(
+                            "{}: tensor map {} has no array",
+                            entry.name, p.name
+                        ))
+                    })?;
                     let address = array.address(stream);
                     let during = format!("encoding tensor map {} of {}", p.name, entry.name);
-                    Some(backend.call(&during, || encode_tensor_map(map, address))?)
+                    maps.push(backend.call(&during, || encode_tensor_map(map, address))?);
                 }
-                _ => None,
-            });
+            }
+            tensor_maps.push(maps);
         }
         let events = backend.call(&format!("creating the events of {}", entry.name), || {
             // Timing must be on: cudarc's default (`None`) creates events without it.
@@ -1409,6 +1452,8 @@ impl<'b> GpuCase<'b> {
             func,
             cfg,
             arrays: ManuallyDrop::new(arrays),
+            copies: ManuallyDrop::new(copies),
+            next_copy: 0,
             events: ManuallyDrop::new(events),
             module: ManuallyDrop::new(module),
             per_launch_secs: None,
@@ -1419,29 +1464,63 @@ impl<'b> GpuCase<'b> {
     }
 
     fn array(&self, role: Role) -> Result<&DeviceWords> {
-        self.arrays
-            .iter()
-            .find(|(r, _)| *r == role)
-            .map(|(_, a)| a)
-            .ok_or_else(|| {
-                Error::Internal(format!("{} has no {role:?} array", self.launch.entry.name))
-            })
+        self.copy(role, 0)
     }
 
-    /// The kernel's arguments, pushed from the launch's description and nothing else: in its
+    /// Copy `copy` of the array of `role`: 0 is the array itself, and only a rotating array
+    /// has others ([`Launch::rotation`]).
+    fn copy(&self, role: Role, copy: u64) -> Result<&DeviceWords> {
+        let found = match (self.launch.rotation, copy) {
+            (_, 0) => self.arrays.iter().find(|(r, _)| *r == role).map(|(_, a)| a),
+            (Some(r), c) if r.role == role => self.copies.get(c as usize - 1),
+            _ => None,
+        };
+        found.ok_or_else(|| {
+            Error::Internal(format!(
+                "{} has no copy {copy} of its {role:?} array",
+                self.launch.entry.name
+            ))
+        })
+    }
+
+    /// The argument builder of every copy of the rotating array, in order: launch `i` takes
+    /// builder `i mod copies` (one builder where nothing rotates).
+    fn argument_sets(&self) -> Result<Vec<LaunchArgs<'_>>> {
+        (0..self.launch.copies())
+            .map(|copy| self.arguments(copy))
+            .collect()
+    }
+
+    /// Takes the copies the next `reps` launches read, in turn from [`GpuCase::next_copy`]:
+    /// the first one's index, for [`GpuCase::argument_sets`].
+    fn take_copies(&mut self, reps: u32) -> u64 {
+        let first = self.next_copy;
+        self.next_copy = (first + u64::from(reps)) % self.launch.copies();
+        first
+    }
+
+    /// The kernel's arguments for a launch that reads copy `copy` of the rotating array (0
+    /// where none rotates), pushed from the launch's description and nothing else: in its
     /// order, each at its kind's width. Every pushed pointer points into `self` (an array's
     /// device address, a scalar in `self.launch.params`), which the builder borrows, so none
     /// can move or be freed while the builder can launch.
-    fn arguments(&self) -> Result<LaunchArgs<'_>> {
+    fn arguments(&self, copy: u64) -> Result<LaunchArgs<'_>> {
         let mut launch = self.backend.stream.launch_builder(&self.func);
+        let copy_of = |role: Role| {
+            if self.launch.copies_of(role) > 1 {
+                copy
+            } else {
+                0
+            }
+        };
         for (i, p) in self.launch.params.iter().enumerate() {
             match &p.arg {
-                Arg::Buffer(role) => self.array(*role)?.push(&mut launch),
-                Arg::TensorMap(_) => {
+                Arg::Buffer(role) => self.copy(*role, copy_of(*role))?.push(&mut launch),
+                Arg::TensorMap(map) => {
                     let map = self
                         .tensor_maps
                         .get(i)
-                        .and_then(Option::as_ref)
+                        .and_then(|maps| maps.get(copy_of(map.role) as usize))
                         .ok_or_else(|| {
                             Error::Internal(format!(
                                 "{}: tensor map {} was not encoded",
@@ -1518,7 +1597,8 @@ impl<'b> GpuCase<'b> {
 impl PreparedCase for GpuCase<'_> {
     fn run(&mut self, reps: u32) -> Result<f64> {
         let during = format!("running {}", self.launch.entry.name);
-        let mut launch = self.arguments()?;
+        let first = self.take_copies(reps);
+        let mut launches = self.argument_sets()?;
         let (start, end) = &*self.events;
         let stream = &*self.backend.stream;
         let cfg = self.cfg;
@@ -1526,12 +1606,13 @@ impl PreparedCase for GpuCase<'_> {
         let host_start = Instant::now();
         self.backend.call(&during, || {
             start.record(stream)?;
-            for _ in 0..reps {
+            for r in 0..u64::from(reps) {
+                let launch = &mut launches[((first + r) % self.launch.copies()) as usize];
                 // SAFETY: the arguments are the launch's description, which the offline tests
                 // check against the entry's `.param` list (count, order, kind, width) and run
                 // under the PTX interpreter with arrays of exactly the described sizes; every
-                // array here is at least that size (checked in `new`); the kernels write only
-                // their output and clock arrays.
+                // array here (each copy of a rotating one too) is at least that size (checked
+                // in `new`); the kernels write only their output and clock arrays.
                 unsafe { launch.launch(cfg) }?;
             }
             end.record(stream)

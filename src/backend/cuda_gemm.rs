@@ -17,6 +17,12 @@
 //!   with up to [`LT_WORKSPACE_BYTES`] of workspace; without cuBLASLt or an fp8 algorithm the
 //!   row says `skipped: <why>`.
 //!
+//! - A batch-sweep shape planned with copies of B ([`crate::bench::gemm::rotate_weights`],
+//!   [`crate::backend::launch::Rotation`]) reads them in turn, one per launch, in our kernel's
+//!   row (its B pointer, or the TMA kernel's tensor map, one encoded per copy) and in cuBLAS's
+//!   (its B address): each launch reads its weight from memory, not from the L2. The copies
+//!   are made on the device from the first.
+//!
 //! A child module of `cuda.rs` (it uses the backend's context, stream and health directly), kept
 //! in its own file so the GEMM's driver code stays apart from the rest.
 //!
@@ -195,6 +201,15 @@ impl CublasCase<'_> {
         Ok(self.inner.array(role)?.address(stream))
     }
 
+    /// The device address of each copy of B, in turn ([`crate::backend::launch::Rotation`]):
+    /// a decode step's weight rotates as in our kernel's row, one copy per launch.
+    fn b_addresses(&self) -> Result<Vec<u64>> {
+        let stream = &*self.inner.backend.stream;
+        (0..self.inner.launch.copies_of(Role::Input(1)))
+            .map(|copy| Ok(self.inner.copy(Role::Input(1), copy)?.address(stream)))
+            .collect()
+    }
+
     /// What runs the product, for the messages.
     fn call_name(&self) -> &'static str {
         match self.reference {
@@ -207,11 +222,12 @@ impl CublasCase<'_> {
 impl PreparedCase for CublasCase<'_> {
     fn run(&mut self, reps: u32) -> Result<f64> {
         let during = format!("running {} on {}", self.call_name(), self.shape);
-        let (a, b, c) = (
+        let (a, bs, c) = (
             self.address(Role::Input(0))?,
-            self.address(Role::Input(1))?,
+            self.b_addresses()?,
             self.address(Role::Output)?,
         );
+        let first = self.inner.take_copies(reps);
         let (m, n, k) = (self.shape.m, self.shape.n, self.shape.k);
         let int = |v: u64| {
             i32::try_from(v).map_err(|_| Error::Usage(format!("{v} does not fit cuBLAS's int")))
@@ -228,10 +244,12 @@ impl PreparedCase for CublasCase<'_> {
             Reference::GemmEx { .. } => 0,
         };
         backend.call(&during, || start.record(stream))?;
-        for _ in 0..reps {
+        for r in 0..u64::from(reps) {
+            let b = bs[((first + r) % bs.len() as u64) as usize];
             // SAFETY: a, b and c are the device arrays of this case's launch description, of
-            // m × lda, n × ldb and m × n elements; the handle's stream is the backend's; the
-            // workspace is at least what the fp8 algorithm asked for.
+            // m × lda, n × ldb and m × n elements (b any copy of B, each as large); the
+            // handle's stream is the backend's; the workspace is at least what the fp8
+            // algorithm asked for.
             let result = unsafe {
                 match &self.reference {
                     Reference::GemmEx {
@@ -268,7 +286,13 @@ impl PreparedCase for CublasCase<'_> {
     }
 
     fn launch_note(&self) -> String {
-        match &self.reference {
+        let rotation = self
+            .inner
+            .launch
+            .rotation
+            .map(|r| format!(", {}", r.note()))
+            .unwrap_or_default();
+        let note = match &self.reference {
             Reference::GemmEx { compute_type, .. } => format!(
                 "cublasGemmEx TN, {} compute, cuBLAS {}, lda = ldb = {}",
                 if *compute_type == cublas::COMPUTE_32F_FAST_TF32 {
@@ -284,7 +308,8 @@ impl PreparedCase for CublasCase<'_> {
                  first algorithm ({} bytes of workspace), cuBLAS {}, lda = ldb = {}",
                 gemm.workspace_bytes, self.version, self.lda
             ),
-        }
+        };
+        note + &rotation
     }
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {

@@ -182,6 +182,16 @@ pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
             }),
         );
     }
+    // Every weight of the batch sweep smaller than the DRAM rule's working set rotates through
+    // copies up to it, one per launch: a model's step reads each weight once from memory, and
+    // a GPU's L2 would hold a small one across launches (an H200's 60 MB holds a 4096 × 4096
+    // bf16 weight whole). All M, not only decode steps: a larger M changes how much each read
+    // weighs, not where the weight comes from. An explicit --size is the working set asked for.
+    let dram = match size {
+        SizeRequest::Auto => dram_rule_bytes(info.llc_bytes),
+        SizeRequest::BytesPerArray(b) => b,
+    };
+    gemm::rotate_weights(&mut out, u64::MAX, dram, device.usable_bytes / 10 * 9);
     if runs_wgmma(device.compute_capability) {
         // Hopper's two bf16 GEMMs (wgmma fed by cp.async, and by TMA with a producer warpgroup) on
         // the square their judgement names, 8192³ bf16, or on a device too small for it the
@@ -534,6 +544,69 @@ mod tests {
         assert!((33.0e9..34.0e9).contains(&(bytes as f64)), "{bytes}");
         let small = info("small", 2, Some(100.0));
         assert_eq!(cache_bytes_per_launch(&small), 25_600_000);
+    }
+
+    /// On an H200 (60 MiB of L2, so the DRAM rule's 256 MiB) every weight of the batch sweep
+    /// under 256 MiB rotates through copies up to it, in our kernel's row and cuBLAS's alike,
+    /// and the launch reads them in turn; the largest weight, the squares and Hopper's GEMMs
+    /// keep one B. A smaller --size asks for fewer copies.
+    #[test]
+    fn batch_sweep_weights_rotate_up_to_the_dram_rule_on_a_gpu() {
+        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
+        h200.llc_bytes = 60 << 20;
+        let model = DeviceModel {
+            info: &h200,
+            compute_capability: (9, 0),
+            usable_bytes: 120 << 30,
+            peers: &[],
+        };
+        let cases = gemm_cases(&model, SizeRequest::Auto);
+        let copies = |id: &str| {
+            let case = cases
+                .iter()
+                .find(|c| c.id() == id)
+                .unwrap_or_else(|| panic!("{id} is not planned"));
+            gemm::weight_copies(case)
+        };
+        // B of 4096 × 4096 bf16 is 32 MiB: 8 copies (A and C add a few KiB)
+        assert_eq!(copies("gemm/ptx/bf16.f32/1x4096x4096"), 8);
+        assert_eq!(copies("gemm/cublas/bf16.f32/1x4096x4096"), 8);
+        // 112 MiB: 3 copies; 448 MiB: one
+        assert_eq!(copies("gemm/ptx/bf16.f32/16x14336x4096"), 3);
+        assert_eq!(copies("gemm/ptx/bf16.f32/1x28672x8192"), 1);
+        // M = 2048: A 16 MiB and C 32 MiB beside B, 7 copies reach 256 MiB
+        assert_eq!(copies("gemm/ptx/bf16.f32/2048x4096x4096"), 7);
+        for id in [
+            "gemm/ptx/bf16.f32/4096x4096x4096",
+            "gemm/ptx/bf16.f32/256x256x256",
+            "gemm/wgmma/bf16.f32/8192x8192x8192",
+            "gemm/tma/e4m3.f32/8192x8192x8192",
+        ] {
+            assert_eq!(copies(id), 1, "{id}");
+        }
+        let decode = cases
+            .iter()
+            .find(|c| c.id() == "gemm/ptx/bf16.f32/1x4096x4096")
+            .unwrap();
+        let launch = crate::backend::launch::plan(decode, 1).unwrap();
+        let rotation = launch.rotation.expect("a rotating B");
+        assert_eq!(
+            (rotation.role, rotation.copies),
+            (crate::backend::launch::Role::Input(1), 8)
+        );
+        assert!(
+            launch.device_bytes() >= 256 << 20,
+            "{}",
+            launch.device_bytes()
+        );
+        assert!(launch.note().contains("B in 8 copies"), "{}", launch.note());
+        // an explicit size: the working set asked for
+        let sized = gemm_cases(&model, SizeRequest::BytesPerArray(64 << 20));
+        let decode = sized
+            .iter()
+            .find(|c| c.id() == "gemm/ptx/bf16.f32/1x4096x4096")
+            .unwrap();
+        assert_eq!(gemm::weight_copies(decode), 2);
     }
 
     /// An H200 plans every square from 256³ to 16384³ in bf16 and f16, the whole batch sweep

@@ -511,6 +511,32 @@ pub struct Launch {
     pub owed: Option<Owed>,
     /// The work the case's row counts (`case.work`): the records must add up to it.
     pub work: Work,
+    /// Copies of one input array that successive launches read in turn: a GEMM decode step's
+    /// weight, kept out of the cache by copies up to the DRAM rule ([`gemm::rotate_weights`]).
+    /// `None` for one array that every launch reads.
+    pub rotation: Option<Rotation>,
+}
+
+/// Copies of one of a launch's arrays: launch `i` (counted over the case's whole life) reads
+/// copy `i mod copies`, each a separate device array of the same contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rotation {
+    /// The array copied: its argument (a pointer or a tensor map) points into the copy of the
+    /// launch.
+    pub role: Role,
+    /// Copies in all, the planned array included: at least 2.
+    pub copies: u64,
+}
+
+impl Rotation {
+    /// What a row's note says of it.
+    pub fn note(&self) -> String {
+        format!(
+            "B in {} copies, one per launch in turn, so that each launch reads its weight from \
+             memory, not the L2",
+            self.copies
+        )
+    }
 }
 
 impl Launch {
@@ -524,11 +550,24 @@ impl Launch {
         self.buffers.iter().find(|b| b.role == role)
     }
 
-    /// Bytes of device memory the arrays take.
+    /// Bytes of device memory the arrays take, every copy of a rotated one included.
     pub fn device_bytes(&self) -> u64 {
-        self.buffers
-            .iter()
-            .fold(0u64, |sum, b| sum.saturating_add(b.bytes()))
+        self.buffers.iter().fold(0u64, |sum, b| {
+            sum.saturating_add(b.bytes().saturating_mul(self.copies_of(b.role)))
+        })
+    }
+
+    /// Copies of the array of `role` on the device: 1 unless it rotates.
+    pub fn copies_of(&self, role: Role) -> u64 {
+        match self.rotation {
+            Some(r) if r.role == role => r.copies,
+            _ => 1,
+        }
+    }
+
+    /// Copies of the rotated array, 1 where none rotates: launch `i` reads copy `i mod` this.
+    pub fn copies(&self) -> u64 {
+        self.rotation.map_or(1, |r| r.copies)
     }
 
     /// Threads in the grid.
@@ -559,6 +598,10 @@ impl Launch {
             (Check::Latency { line_bytes, .. }, Some(hops)) => {
                 format!("{grid}, one thread, {hops} dependent loads per launch, {line_bytes}-byte lines")
             }
+            (Check::Gemm { .. }, _) => match self.rotation {
+                Some(r) => format!("{grid}, {}", r.note()),
+                None => grid,
+            },
             _ => grid,
         }
     }
@@ -897,6 +940,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
         iterations,
         owed,
         work: case.work,
+        rotation: None,
     };
     let clocks = Buffer {
         role: Role::Clocks,
@@ -1007,6 +1051,14 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 iterations: None,
                 owed: None,
                 work: case.work,
+                // a decode step's weight in copies, one per launch (gemm::rotate_weights)
+                rotation: match gemm::weight_copies(case) {
+                    1 => None,
+                    copies => Some(Rotation {
+                        role: Role::Input(1),
+                        copies,
+                    }),
+                },
             })
         }
         Family::Stream | Family::Efficiency => {

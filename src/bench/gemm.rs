@@ -212,7 +212,8 @@ pub fn weight_copies(case: &Case) -> u64 {
 
 /// Gives each GEMM case with M ≤ `max_m` whose matrices are smaller than `dram_bytes` enough
 /// copies of B to rotate through that its working set reaches `dram_bytes`, as far as
-/// `usable_bytes` allows; its `working_set_bytes` says how many.
+/// `usable_bytes` allows; its `working_set_bytes` says how many. A square (M = N = K) is the
+/// square sweep's compute point, not a weight's: it keeps its one B.
 ///
 /// A decode step (small M) reads a weight once from memory, and that is what its point on the
 /// roofline stands for. Launched again and again on one B that fits in the last-level cache,
@@ -227,7 +228,8 @@ pub fn rotate_weights(cases: &mut [Case], max_m: u64, dram_bytes: u64, usable_by
             matrix_bytes(case.precision, s),
             weight_bytes(case.precision, s),
         );
-        if s.m > max_m || matrices >= dram_bytes || weight == 0 {
+        let square = s.m == s.n && s.n == s.k;
+        if square || s.m > max_m || matrices >= dram_bytes || weight == 0 {
             continue;
         }
         let others = matrices - weight;
@@ -1441,6 +1443,10 @@ mod tests {
         let mut capped = [case(HOST_REFERENCE, Precision::F32, decode)];
         rotate_weights(&mut capped, 16, 512 << 20, others + 3 * weight + 5);
         assert_eq!(weight_copies(&capped[0]), 3);
+        // a square is a compute point, whatever its size: one B
+        let mut square = [case(HOST_OURS, Precision::F32, Shape::square(256))];
+        rotate_weights(&mut square, u64::MAX, 512 << 20, u64::MAX);
+        assert_eq!(weight_copies(&square[0]), 1);
         // other families are never touched
         let mut stream = [crate::bench::stream::cases(|_| 1 << 20).remove(0)];
         let before = stream[0].working_set_bytes;
