@@ -552,14 +552,8 @@ mod tests {
     /// keep one B. A smaller --size asks for fewer copies.
     #[test]
     fn batch_sweep_weights_rotate_up_to_the_dram_rule_on_a_gpu() {
-        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
-        h200.llc_bytes = 60 << 20;
-        let model = DeviceModel {
-            info: &h200,
-            compute_capability: (9, 0),
-            usable_bytes: 120 << 30,
-            peers: &[],
-        };
+        let h200 = h200();
+        let model = h200_model(&h200);
         let cases = gemm_cases(&model, SizeRequest::Auto);
         let copies = |id: &str| {
             let case = cases
@@ -614,13 +608,8 @@ mod tests {
     /// on each shape.
     #[test]
     fn gemm_cases_cover_the_sweeps_on_a_big_gpu() {
-        let h200 = info("NVIDIA H200", 132, Some(1980.0));
-        let model = DeviceModel {
-            info: &h200,
-            compute_capability: (9, 0),
-            usable_bytes: 120 << 30,
-            peers: &[],
-        };
+        let h200 = h200();
+        let model = h200_model(&h200);
         let cases = gemm_cases(&model, SizeRequest::Auto);
         let count = |kernel: &str, p: Precision| {
             cases
@@ -745,13 +734,8 @@ mod tests {
             ids,
             ["gemm/cublas/f32/256x256x256", "gemm/ptx/f32/256x256x256"]
         );
-        let h200 = info("NVIDIA H200", 132, Some(1980.0));
-        let model = DeviceModel {
-            info: &h200,
-            compute_capability: (9, 0),
-            usable_bytes: 120 << 30,
-            peers: &[],
-        };
+        let h200 = h200();
+        let model = h200_model(&h200);
         let f32_ids = |size| -> Vec<String> {
             gemm_cases(&model, size)
                 .iter()
@@ -802,8 +786,7 @@ mod tests {
     /// sets inside each; a device the L1 table does not know gets L2 cases only.
     #[test]
     fn cache_cases_fit_their_level() {
-        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
-        h200.llc_bytes = 60 << 20;
+        let h200 = h200();
         let cases = cache_cases(&h200, (9, 0));
         let ids: Vec<String> = cases.iter().map(Case::id).collect();
         assert_eq!(
@@ -833,8 +816,7 @@ mod tests {
     /// 4 × its L2, with the caching loads, noting its L1s and L2.
     #[test]
     fn the_sweep_spans_l1_to_beyond_the_l2() {
-        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
-        h200.llc_bytes = 60 << 20;
+        let h200 = h200();
         let planned = sweep_cases(&h200, (9, 0));
         let sizes: Vec<u64> = planned.iter().map(|p| p.case.working_set_bytes).collect();
         assert_eq!(sizes[0], 132 * 2048 * 16);
@@ -850,6 +832,24 @@ mod tests {
         );
         let passes = cache::passes(&planned[0].case);
         assert!(passes > 1 && passes <= u64::from(u32::MAX));
+    }
+
+    /// An H200 as its driver reports it: 132 SMs, 1980 MHz at most, 60 MiB of L2.
+    fn h200() -> DeviceInfo {
+        DeviceInfo {
+            llc_bytes: 60 << 20,
+            ..info("NVIDIA H200", 132, Some(1980.0))
+        }
+    }
+
+    /// What planning knows of `h200`: compute capability 9.0, 120 GiB to use, no peers.
+    fn h200_model(h200: &DeviceInfo) -> DeviceModel<'_> {
+        DeviceModel {
+            info: h200,
+            compute_capability: (9, 0),
+            usable_bytes: 120 << 30,
+            peers: &[],
+        }
     }
 
     fn info(name: &str, sms: u32, mhz: Option<f64>) -> DeviceInfo {
@@ -877,8 +877,7 @@ mod tests {
     /// the fewest hops; a size beyond the memory the cases may use is left out.
     #[test]
     fn latency_cases_cover_l1_l2_and_dram() {
-        let mut h200 = info("NVIDIA H200", 132, Some(1980.0));
-        h200.llc_bytes = 60 << 20;
+        let h200 = h200();
         let ids: Vec<String> = latency_cases(&h200, 100 << 30)
             .iter()
             .map(Case::id)
