@@ -1248,6 +1248,22 @@ fn encode_tensor_map(
     }
 }
 
+/// Copy `copy` of a case's array of `role`, among its `arrays` and `copies` (copies 1 onwards of
+/// the array that rotates, [`Launch::rotation`]): copy 0 is the array itself.
+fn find_copy<'a>(
+    arrays: &'a [(Role, DeviceWords)],
+    copies: &'a [DeviceWords],
+    launch: &Launch,
+    role: Role,
+    copy: u64,
+) -> Option<&'a DeviceWords> {
+    match (launch.rotation, copy) {
+        (_, 0) => arrays.iter().find(|(r, _)| *r == role).map(|(_, a)| a),
+        (Some(r), c) if r.role == role => copies.get(usize::try_from(c - 1).ok()?),
+        _ => None,
+    }
+}
+
 /// A case on the device: its launch described by [`launch::plan`], its arrays allocated and
 /// filled, its events made. The one kind of prepared case for every family.
 struct GpuCase<'b> {
@@ -1400,25 +1416,19 @@ impl<'b> GpuCase<'b> {
                 copies.push(backend.call(&during, || first.duplicate(stream))?);
             }
         }
-        let copy_of = |role: Role, copy: u64| -> Option<&DeviceWords> {
-            match (launch.rotation, copy) {
-                (_, 0) => arrays.iter().find(|(r, _)| *r == role).map(|(_, a)| a),
-                (Some(r), c) if r.role == role => copies.get(c as usize - 1),
-                _ => None,
-            }
-        };
         // Tensor maps are encoded over their arrays' device addresses, once per copy.
         let mut tensor_maps = Vec::with_capacity(launch.params.len());
         for p in &launch.params {
             let mut maps = Vec::new();
             if let Arg::TensorMap(map) = &p.arg {
                 for copy in 0..launch.copies_of(map.role) {
-                    let array = copy_of(map.role, copy).ok_or_else(|| {
-                        Error::Internal(format!(
-                            "{}: tensor map {} has no array",
-                            entry.name, p.name
-                        ))
-                    })?;
+                    let array =
+                        find_copy(&arrays, &copies, &launch, map.role, copy).ok_or_else(|| {
+                            Error::Internal(format!(
+                                "{}: tensor map {} has no array",
+                                entry.name, p.name
+                            ))
+                        })?;
                     let address = array.address(stream);
                     let during = format!("encoding tensor map {} of {}", p.name, entry.name);
                     maps.push(backend.call(&during, || encode_tensor_map(map, address))?);
@@ -1470,12 +1480,7 @@ impl<'b> GpuCase<'b> {
     /// Copy `copy` of the array of `role`: 0 is the array itself, and only a rotating array
     /// has others ([`Launch::rotation`]).
     fn copy(&self, role: Role, copy: u64) -> Result<&DeviceWords> {
-        let found = match (self.launch.rotation, copy) {
-            (_, 0) => self.arrays.iter().find(|(r, _)| *r == role).map(|(_, a)| a),
-            (Some(r), c) if r.role == role => self.copies.get(c as usize - 1),
-            _ => None,
-        };
-        found.ok_or_else(|| {
+        find_copy(&self.arrays, &self.copies, &self.launch, role, copy).ok_or_else(|| {
             Error::Internal(format!(
                 "{} has no copy {copy} of its {role:?} array",
                 self.launch.entry.name
