@@ -496,6 +496,110 @@ fn split_spec(s: Result<SpecFigure, String>) -> (Option<f64>, String) {
     }
 }
 
+/// The turn of one batch sweep (one implementation, precision and weight N × K, ascending in
+/// M): the knee of the two lines a roofline draws through its points, the bandwidth its
+/// smallest M ran at (a line rising with intensity) and the best rate of the series (a flat
+/// top), which meet at best ÷ bandwidth FLOP/byte; beside the measured ridge of the series'
+/// ceiling (its precision's, [`gemm_ceiling_family`]) over DRAM. A series that behaves as the
+/// roofline says turns near the ridge.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchTurn {
+    pub kernel: String,
+    pub precision: Precision,
+    /// The weight, N × K.
+    pub weight: (u64, u64),
+    /// Valid points in the series (distinct M).
+    pub points: usize,
+    /// The smallest M of the series, and the GB/s it ran at (GFLOP/s ÷ FLOP/byte).
+    pub first_m: u64,
+    pub first_gbps: f64,
+    /// The series' best GFLOP/s.
+    pub best_gflops: f64,
+    /// best_gflops ÷ first_gbps.
+    pub flop_per_byte: f64,
+    /// The measured ridge it is held against, FLOP/byte, if one was fitted.
+    pub ridge: Option<f64>,
+}
+
+/// The turn of every batch sweep among `points` with at least two sizes of M, in order of
+/// implementation, precision and weight.
+pub fn batch_turns(points: &[Point], ridges: &[RidgePoint]) -> Vec<BatchTurn> {
+    use crate::bench::gemm;
+    let mut series: Vec<BatchTurn> = Vec::new();
+    let mut members: Vec<Vec<(u64, f64, f64)>> = Vec::new();
+    for p in points.iter().filter(|p| p.family == Family::Gemm) {
+        let (Some(shape), Some(i), Some(g)) = (
+            p.param.and_then(Param::shape),
+            usable(Some(p.flop_per_byte)),
+            usable(Some(p.gflops)),
+        ) else {
+            continue;
+        };
+        let Some(w) = gemm::weight_of(shape) else {
+            continue;
+        };
+        let kernel = p.case.split('/').nth(1).unwrap_or_default();
+        let key = (kernel, p.precision, (w.n, w.k));
+        let at = match series
+            .iter()
+            .position(|t| (t.kernel.as_str(), t.precision, t.weight) == key)
+        {
+            Some(at) => at,
+            None => {
+                series.push(BatchTurn {
+                    kernel: kernel.to_string(),
+                    precision: p.precision,
+                    weight: (w.n, w.k),
+                    points: 0,
+                    first_m: 0,
+                    first_gbps: 0.0,
+                    best_gflops: 0.0,
+                    flop_per_byte: 0.0,
+                    ridge: ridges
+                        .iter()
+                        .find(|r| {
+                            r.memory == MemoryLevel::Dram
+                                && r.family == gemm_ceiling_family(p.precision)
+                                && r.precision == p.precision
+                        })
+                        .and_then(|r| usable(r.flop_per_byte)),
+                });
+                members.push(Vec::new());
+                series.len() - 1
+            }
+        };
+        members[at].push((shape.m, i, g));
+    }
+    let mut out = Vec::new();
+    for (mut turn, mut m) in series.into_iter().zip(members) {
+        m.sort_by_key(|&(m, _, _)| m);
+        m.dedup_by_key(|&mut (m, _, _)| m);
+        if m.len() < 2 {
+            continue;
+        }
+        let (first_m, i, g) = m[0];
+        turn.points = m.len();
+        turn.first_m = first_m;
+        turn.first_gbps = g / i;
+        turn.best_gflops = m.iter().map(|&(_, _, g)| g).fold(0.0, f64::max);
+        turn.flop_per_byte = turn.best_gflops / turn.first_gbps;
+        out.push(turn);
+    }
+    out.sort_by(|a, b| {
+        (
+            a.kernel.as_str(),
+            Precision::ALL.iter().position(|p| *p == a.precision),
+            a.weight,
+        )
+            .cmp(&(
+                b.kernel.as_str(),
+                Precision::ALL.iter().position(|p| *p == b.precision),
+                b.weight,
+            ))
+    });
+    out
+}
+
 /// The attainable rate at `flop_per_byte` under a bandwidth and a compute ceiling.
 pub fn attainable_gflops(flop_per_byte: f64, gbps: f64, gflops: f64) -> f64 {
     (flop_per_byte * gbps).min(gflops)
@@ -961,6 +1065,70 @@ pub(crate) mod tests {
         r.elements = case.elements;
         r.working_set_bytes = case.working_set_bytes;
         r
+    }
+
+    /// [`synthetic_run`] with two batch sweeps against the 4096 × 4096 weight (M = 1, 16, 256
+    /// and 4096): `simd` at 80 % of the roof everywhere, the `gemm` crate at 40 % at M = 1 and
+    /// 80 % beyond; one `gemm` point against 14336 × 4096, and a 1024³ square.
+    pub(crate) fn synthetic_run_with_batch_sweeps() -> Vec<Record> {
+        use crate::bench::gemm::Shape;
+        let rate = |share: f64, shape: Shape| {
+            let case = crate::bench::gemm::case("simd", Precision::F32, shape);
+            let i = case.work.flops as f64 / case.work.bytes() as f64;
+            share * attainable_gflops(i, 1500.0, 15_000.0)
+        };
+        let mut rows = synthetic_run();
+        for m in [1, 16, 256, 4096] {
+            let shape = Shape::new(m, 4096, 4096);
+            rows.push(gemm_row(
+                "simd",
+                Precision::F32,
+                shape,
+                rate(0.8, shape),
+                true,
+            ));
+            let share = if m == 1 { 0.4 } else { 0.8 };
+            rows.push(gemm_row(
+                "gemm",
+                Precision::F32,
+                shape,
+                rate(share, shape),
+                true,
+            ));
+        }
+        let one = Shape::new(1, 14336, 4096);
+        rows.push(gemm_row("gemm", Precision::F32, one, rate(0.8, one), true));
+        let square = Shape::square(1024);
+        rows.push(gemm_row(
+            "simd",
+            Precision::F32,
+            square,
+            rate(0.8, square),
+            true,
+        ));
+        rows
+    }
+
+    /// A batch sweep turns where the bandwidth of its smallest M meets its best rate: at the
+    /// ridge when both ran at the same share of their ceilings, at twice it when the smallest
+    /// M ran at half that share. A weight with one point, and a square, turn nowhere.
+    #[test]
+    fn batch_sweeps_turn_where_their_bandwidth_meets_their_best_rate() {
+        let rows = synthetic_run_with_batch_sweeps();
+        let fit = fit(&rows, &a100_like_spec);
+        let turns = batch_turns(&fit.points, &fit.ridge_points);
+        let names: Vec<(&str, (u64, u64))> = turns
+            .iter()
+            .map(|t| (t.kernel.as_str(), t.weight))
+            .collect();
+        assert_eq!(names, [("gemm", (4096, 4096)), ("simd", (4096, 4096))]);
+        let (ours, theirs) = (&turns[1], &turns[0]);
+        assert_eq!((ours.points, ours.first_m), (4, 1));
+        assert!(close(Some(ours.first_gbps), 0.8 * 1500.0), "{ours:?}");
+        assert!(close(Some(ours.best_gflops), 0.8 * 15_000.0), "{ours:?}");
+        assert!(close(Some(ours.flop_per_byte), 10.0), "{ours:?}");
+        assert!(close(ours.ridge, 10.0), "{ours:?}");
+        assert!(close(Some(theirs.flop_per_byte), 20.0), "{theirs:?}");
     }
 
     /// GEMM rows are points held against the peak of their precision (a tensor type's tensor

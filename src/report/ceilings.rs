@@ -5,7 +5,7 @@
 use crate::calibration::Calibration;
 use crate::report::svg::{arithmetic, bandwidth};
 use crate::report::table::{bytes, figure};
-use crate::roofline::{Bound, MemoryLevel};
+use crate::roofline::{batch_turns, Bound, MemoryLevel};
 use std::fmt::Write;
 
 fn percent(x: Option<f64>) -> String {
@@ -141,6 +141,32 @@ pub fn render(cal: &Calibration) -> String {
             let _ = writeln!(out, "{}", line.trim_end());
         }
     }
+    let turns = batch_turns(&cal.points, &cal.ridge_points);
+    if !turns.is_empty() {
+        let _ = writeln!(
+            out,
+            "batch sweeps: turn = best rate / GB/s at the smallest M (where a bandwidth line meets \
+             a flat top), beside the ridge"
+        );
+        for t in &turns {
+            let name = format!(
+                "gemm/{}/{}/Mx{}x{}",
+                t.kernel, t.precision, t.weight.0, t.weight.1
+            );
+            let ratio = t.ridge.map_or_else(
+                || "no ridge".to_string(),
+                |r| format!("{:.2}x the ridge", t.flop_per_byte / r),
+            );
+            let line = format!(
+                "  {:<34} {:>2} points  turn {:>8} FLOP/B  ridge {:>8}  {ratio}",
+                name,
+                t.points,
+                figure(Some(t.flop_per_byte)),
+                figure(t.ridge),
+            );
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
     if !cal.excluded.is_empty() {
         let _ = writeln!(out, "not fitted ({}):", cal.excluded.len());
         for e in &cal.excluded {
@@ -155,6 +181,30 @@ mod tests {
     use super::*;
     use crate::calibration::FromRecords;
     use crate::roofline::tests::synthetic_run;
+
+    /// Each batch sweep gets a line with its turn, its ridge and their ratio.
+    #[test]
+    fn batch_sweeps_say_where_they_turn() {
+        let rows = crate::roofline::tests::synthetic_run_with_batch_sweeps();
+        let cal = Calibration::from_records(&rows, None).unwrap();
+        let text = render(&cal);
+        let line = |start: &str| {
+            text.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no {start:?} in\n{text}"))
+                .to_string()
+        };
+        assert!(line("batch sweeps: turn = ").contains("beside the ridge"));
+        let simd = line("  gemm/simd/f32/Mx4096x4096 ");
+        assert!(
+            simd.contains(" 4 points  turn     10.0 FLOP/B  ridge     10.0  1.00x the ridge"),
+            "{simd}"
+        );
+        let crate_line = line("  gemm/gemm/f32/Mx4096x4096 ");
+        assert!(crate_line.ends_with("2.00x the ridge"), "{crate_line}");
+        // a single point turns nowhere
+        assert!(!text.contains("Mx14336x4096"), "{text}");
+    }
 
     #[test]
     fn ceilings_table_snapshot() {
