@@ -521,83 +521,102 @@ pub struct BatchTurn {
     pub ridge: Option<f64>,
 }
 
-/// The turn of every batch sweep among `points` with at least two sizes of M, in order of
-/// implementation, precision and weight.
-pub fn batch_turns(points: &[Point], ridges: &[RidgePoint]) -> Vec<BatchTurn> {
+/// The GEMM points of a run as series: one per implementation, precision and weight shape of
+/// the batch sweep ([`crate::bench::gemm::weight_of`]), ascending in M; every other shape (the
+/// square sweep) a series of its own point. Points without a finite positive intensity and
+/// rate are left out. In order of implementation, precision and weight.
+pub struct GemmSeries<'a> {
+    pub kernel: &'a str,
+    pub precision: Precision,
+    /// N × K of a batch sweep's weight.
+    pub weight: Option<(u64, u64)>,
+    pub points: Vec<&'a Point>,
+}
+
+impl GemmSeries<'_> {
+    /// A reference implementation's (cuBLAS, the `gemm` crate), not ours.
+    pub fn reference(&self) -> bool {
+        crate::bench::gemm::reference_of(self.kernel).is_none()
+    }
+}
+
+/// The series of the GEMM points among `points` ([`GemmSeries`]).
+pub fn gemm_series(points: &[Point]) -> Vec<GemmSeries<'_>> {
     use crate::bench::gemm;
-    let mut series: Vec<BatchTurn> = Vec::new();
-    let mut members: Vec<Vec<(u64, f64, f64)>> = Vec::new();
-    for p in points.iter().filter(|p| p.family == Family::Gemm) {
-        let (Some(shape), Some(i), Some(g)) = (
-            p.param.and_then(Param::shape),
-            usable(Some(p.flop_per_byte)),
-            usable(Some(p.gflops)),
-        ) else {
-            continue;
-        };
-        let Some(w) = gemm::weight_of(shape) else {
-            continue;
-        };
-        let kernel = p.case.split('/').nth(1).unwrap_or_default();
-        let key = (kernel, p.precision, (w.n, w.k));
-        let at = match series
-            .iter()
-            .position(|t| (t.kernel.as_str(), t.precision, t.weight) == key)
-        {
-            Some(at) => at,
-            None => {
-                series.push(BatchTurn {
-                    kernel: kernel.to_string(),
-                    precision: p.precision,
-                    weight: (w.n, w.k),
-                    points: 0,
-                    first_m: 0,
-                    first_gbps: 0.0,
-                    best_gflops: 0.0,
-                    flop_per_byte: 0.0,
-                    ridge: ridges
-                        .iter()
-                        .find(|r| {
-                            r.memory == MemoryLevel::Dram
-                                && r.family == gemm_ceiling_family(p.precision)
-                                && r.precision == p.precision
-                        })
-                        .and_then(|r| usable(r.flop_per_byte)),
-                });
-                members.push(Vec::new());
-                series.len() - 1
+    /// implementation, precision, weight shape (N, K) of a batch sweep, M, the point
+    type Keyed<'a> = (&'a str, Precision, Option<(u64, u64)>, u64, &'a Point);
+    let mut keyed: Vec<Keyed<'_>> = points
+        .iter()
+        .filter(|p| p.family == Family::Gemm)
+        .filter(|p| usable(Some(p.flop_per_byte)).is_some() && usable(Some(p.gflops)).is_some())
+        .filter_map(|p| {
+            let shape = p.param?.shape()?;
+            let kernel = p.case.split('/').nth(1).unwrap_or_default();
+            let weight = gemm::weight_of(shape).map(|w| (w.n, w.k));
+            Some((kernel, p.precision, weight, shape.m, p))
+        })
+        .collect();
+    keyed.sort_by(|a, b| (a.0, a.1, a.2, a.3).cmp(&(b.0, b.1, b.2, b.3)));
+    let mut out: Vec<GemmSeries<'_>> = Vec::new();
+    for (kernel, precision, weight, _, point) in keyed {
+        match out.last_mut() {
+            Some(s)
+                if weight.is_some()
+                    && (s.kernel, s.precision, s.weight) == (kernel, precision, weight) =>
+            {
+                s.points.push(point)
             }
-        };
-        members[at].push((shape.m, i, g));
-    }
-    let mut out = Vec::new();
-    for (mut turn, mut m) in series.into_iter().zip(members) {
-        m.sort_by_key(|&(m, _, _)| m);
-        m.dedup_by_key(|&mut (m, _, _)| m);
-        if m.len() < 2 {
-            continue;
+            _ => out.push(GemmSeries {
+                kernel,
+                precision,
+                weight,
+                points: vec![point],
+            }),
         }
-        let (first_m, i, g) = m[0];
-        turn.points = m.len();
-        turn.first_m = first_m;
-        turn.first_gbps = g / i;
-        turn.best_gflops = m.iter().map(|&(_, _, g)| g).fold(0.0, f64::max);
-        turn.flop_per_byte = turn.best_gflops / turn.first_gbps;
-        out.push(turn);
     }
-    out.sort_by(|a, b| {
-        (
-            a.kernel.as_str(),
-            Precision::ALL.iter().position(|p| *p == a.precision),
-            a.weight,
-        )
-            .cmp(&(
-                b.kernel.as_str(),
-                Precision::ALL.iter().position(|p| *p == b.precision),
-                b.weight,
-            ))
-    });
     out
+}
+
+/// The turn of every batch sweep among `points` with at least two sizes of M, in order of
+/// implementation, precision and weight ([`gemm_series`]).
+pub fn batch_turns(points: &[Point], ridges: &[RidgePoint]) -> Vec<BatchTurn> {
+    gemm_series(points)
+        .into_iter()
+        .filter_map(|s| {
+            let weight = s.weight?;
+            // (M, FLOP/byte, GFLOP/s), ascending in M, each M once
+            let mut m: Vec<(u64, f64, f64)> = s
+                .points
+                .iter()
+                .filter_map(|p| Some((p.param?.shape()?.m, p.flop_per_byte, p.gflops)))
+                .collect();
+            m.dedup_by_key(|&mut (m, _, _)| m);
+            if m.len() < 2 {
+                return None;
+            }
+            let (first_m, i, g) = m[0];
+            let first_gbps = g / i;
+            let best_gflops = m.iter().map(|&(_, _, g)| g).fold(0.0, f64::max);
+            Some(BatchTurn {
+                kernel: s.kernel.to_string(),
+                precision: s.precision,
+                weight,
+                points: m.len(),
+                first_m,
+                first_gbps,
+                best_gflops,
+                flop_per_byte: best_gflops / first_gbps,
+                ridge: ridges
+                    .iter()
+                    .find(|r| {
+                        r.memory == MemoryLevel::Dram
+                            && r.family == gemm_ceiling_family(s.precision)
+                            && r.precision == s.precision
+                    })
+                    .and_then(|r| usable(r.flop_per_byte)),
+            })
+        })
+        .collect()
 }
 
 /// The attainable rate at `flop_per_byte` under a bandwidth and a compute ceiling.

@@ -33,7 +33,7 @@ use crate::report::picture::{
     centred_baseline, marker_extent, point_size, run_style, wrap, Fill, Item, Legend, Mark,
     Picture, Rgb, Swatch, ABOVE_ROOF_RING, GREY, INK, SERIES_WIDTH, WARNING,
 };
-use crate::roofline::{ComputeCeiling, MemoryCeiling, MemoryLevel};
+use crate::roofline::{gemm_series, ComputeCeiling, GemmSeries, MemoryCeiling, MemoryLevel};
 use crate::{Error, Result};
 
 /// Width of the picture, px; its height follows from the header and legend.
@@ -179,72 +179,13 @@ impl Colours {
     }
 }
 
-/// The GEMM points of a run as drawn: one series per implementation, precision and weight
-/// shape of the batch sweep ([`crate::bench::gemm::weight_of`]), ascending in M; every other
-/// shape (the square sweep) a series of its own point.
-struct GemmSeries<'a> {
-    kernel: &'a str,
-    precision: Precision,
-    /// N × K of a batch sweep's weight.
-    weight: Option<(u64, u64)>,
-    points: Vec<&'a roofprobe_calibration::Point>,
-}
-
-impl GemmSeries<'_> {
-    /// A reference implementation's (cuBLAS, the `gemm` crate), not ours.
-    fn reference(&self) -> bool {
-        crate::bench::gemm::reference_of(self.kernel).is_none()
+/// How a GEMM series is marked: a reference library's points as crosses, ours as squares.
+fn mark_of(series: &GemmSeries<'_>) -> Mark {
+    if series.reference() {
+        Mark::Cross
+    } else {
+        Mark::Square
     }
-
-    fn mark(&self) -> Mark {
-        if self.reference() {
-            Mark::Cross
-        } else {
-            Mark::Square
-        }
-    }
-}
-
-fn gemm_series(cal: &Calibration) -> Vec<GemmSeries<'_>> {
-    use crate::bench::gemm;
-    /// implementation, precision, weight shape (N, K) of a batch sweep, M, the point
-    type Keyed<'a> = (
-        &'a str,
-        Precision,
-        Option<(u64, u64)>,
-        u64,
-        &'a roofprobe_calibration::Point,
-    );
-    let mut keyed: Vec<Keyed<'_>> = cal
-        .points
-        .iter()
-        .filter(|p| p.family == Family::Gemm && good(p.flop_per_byte) && good(p.gflops))
-        .filter_map(|p| {
-            let shape = p.param?.shape()?;
-            let kernel = p.case.split('/').nth(1).unwrap_or_default();
-            let weight = gemm::weight_of(shape).map(|w| (w.n, w.k));
-            Some((kernel, p.precision, weight, shape.m, p))
-        })
-        .collect();
-    keyed.sort_by(|a, b| (a.0, a.1, a.2, a.3).cmp(&(b.0, b.1, b.2, b.3)));
-    let mut out: Vec<GemmSeries<'_>> = Vec::new();
-    for (kernel, precision, weight, _, point) in keyed {
-        match out.last_mut() {
-            Some(s)
-                if weight.is_some()
-                    && (s.kernel, s.precision, s.weight) == (kernel, precision, weight) =>
-            {
-                s.points.push(point)
-            }
-            _ => out.push(GemmSeries {
-                kernel,
-                precision,
-                weight,
-                points: vec![point],
-            }),
-        }
-    }
-    out
 }
 
 /// A compute ceiling as drawn: its measured and spec figures.
@@ -617,7 +558,7 @@ fn draw_legend(
     if families(|f| *f == Family::Intensity) {
         legend.entry(items, Swatch::Point(Mark::Triangle), "intensity sweep", INK);
     }
-    let series: Vec<GemmSeries<'_>> = cals.iter().flat_map(gemm_series).collect();
+    let series: Vec<GemmSeries<'_>> = cals.iter().flat_map(|c| gemm_series(&c.points)).collect();
     for (reference, mark, text) in [
         (false, Mark::Square, "GEMM, ours"),
         (true, Mark::Cross, "GEMM, reference library"),
@@ -1039,14 +980,14 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
         // GEMM batch sweeps: a thin line through each weight's points in order of M (dashed
         // for a reference library's), named beside its largest M; the points are drawn below.
         let mut marks: Vec<(&roofprobe_calibration::Point, Mark)> = Vec::new();
-        for series in gemm_series(cal) {
+        for series in gemm_series(&cal.points) {
             let colour = colours.get(series.precision).shade(style.shade);
             let px: Vec<Xy> = series
                 .points
                 .iter()
                 .map(|p| axes.px((p.flop_per_byte, p.gflops)))
                 .collect();
-            marks.extend(series.points.iter().map(|p| (*p, series.mark())));
+            marks.extend(series.points.iter().map(|p| (*p, mark_of(&series))));
             let (Some((n, k)), [first, .., _]) = (series.weight, &px[..]) else {
                 continue;
             };
@@ -1080,7 +1021,7 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
                 }],
                 place: Place::SeriesEnd {
                     at: *first,
-                    size: point_size(series.mark()),
+                    size: point_size(mark_of(&series)),
                 },
                 colour,
             });
@@ -1799,7 +1740,7 @@ pub(crate) mod tests {
             true,
         ));
         let cal = cal_of(&records);
-        let series = gemm_series(&cal);
+        let series = gemm_series(&cal.points);
         type Len<'a> = (&'a str, Option<(u64, u64)>, usize);
         let lens: Vec<Len<'_>> = series
             .iter()
