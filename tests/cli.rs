@@ -100,9 +100,25 @@ fn host_run_writes_a_valid_csv_and_a_table() {
         wake.note
     );
     assert!(wake.time_median_s.is_some_and(|t| t > 0.0 && t < 1.0));
+    // the matrix unit, in every precision this CPU and OS grant (AMX), each its own row
+    let amx: Vec<String> = roofprobe::backend::host_tensor::PRECISIONS
+        .into_iter()
+        .filter(|&p| roofprobe::backend::host_tensor::available(p).is_ok())
+        .map(|p| format!("tensor/amx/{p}"))
+        .collect();
+    let tensor: Vec<String> = rows
+        .iter()
+        .filter(|r| r.family.as_str() == "tensor")
+        .map(|r| r.case_id())
+        .collect();
+    assert_eq!(tensor, amx);
+    if amx.is_empty() {
+        eprintln!("no tensor rows checked: this host has no AMX it may use (`roofprobe devices`)");
+    }
     assert_eq!(
         rows.len(),
-        53 + count("cache")
+        53 + count("tensor")
+            + count("cache")
             + count("gemm")
             + count("latency")
             + count("capacity")
@@ -490,6 +506,16 @@ fn devices_lists_the_host() {
             assert!(labels.contains(&label), "no `{label}` in {text}");
         }
     }
+    // the matrix unit the tensor cases use, or why there is none
+    let unit = host
+        .iter()
+        .find(|l| l.trim_start().starts_with("matrix unit"))
+        .unwrap_or_else(|| panic!("no `matrix unit` in {text}"));
+    let any_amx = roofprobe::backend::host_tensor::PRECISIONS
+        .into_iter()
+        .any(|p| roofprobe::backend::host_tensor::available(p).is_ok());
+    assert_eq!(unit.contains("AMX ("), any_amx, "{unit}");
+    assert_eq!(unit.contains("none: "), !any_amx, "{unit}");
     // `devices` says which cuBLAS it found, or why none: here, one named that is not a library
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("libcublas.so.13");

@@ -400,7 +400,7 @@ fn host_planned_cases_are_launchable_or_refused_by_name() {
                 assert!(bad.is_empty(), "{}: {}", p.case.id(), bad.join("; "));
             }
             // a host peak case is sized for the host's threads and FMAs per trip; a GPU has no
-            // L3 to sweep, and chases 128-byte lines with its own kernels; the host's GEMM
+            // AMX, and no L3 to sweep, and chases 128-byte lines with its own kernels; the host's GEMM
             // implementations (`simd`, `gemm-crate`) are not GPU kernels
             Err(why) => assert!(
                 (p.case.family == Family::Gemm && why.contains("has no kernel for"))
@@ -408,6 +408,10 @@ fn host_planned_cases_are_launchable_or_refused_by_name() {
                         && (why.contains("was planned for") || why.contains("is not a peak case")))
                     || (p.case.family == Family::Cache
                         && p.case.kernel == "l3"
+                        && why.contains("has no kernel for"))
+                    // AMX is the host CPU's matrix unit
+                    || (p.case.family == Family::Tensor
+                        && p.case.kernel == roofprobe::backend::host_tensor::KERNEL
                         && why.contains("has no kernel for"))
                     || (p.case.family == Family::Latency
                         && p.case.kernel == latency::HOST_KERNEL

@@ -19,6 +19,7 @@ use super::host_gemm;
 use super::host_latency::{self, LatencyCase};
 use super::host_launch::WakeBarrier;
 use super::host_stream::{stream_simd, StreamSimd};
+use super::host_tensor;
 use super::pool::{
     allowed_cpus, chunk, first_touch_aligned, AlignedArray, Pool, SharedPtr, SpinBarrier,
 };
@@ -111,6 +112,15 @@ impl Backend for HostBackend {
                 note: String::new(),
             });
         }
+        // The matrix unit, where the CPU has one and the OS grants it (`devices` says why not).
+        planned.extend(
+            host_tensor::cases(threads)
+                .into_iter()
+                .map(|case| PlannedCase {
+                    case,
+                    note: String::new(),
+                }),
+        );
         // The sweep's arrays follow the DRAM rule too, so its low-k points measure the same
         // memory as the STREAM cases: with arrays of only 2 × the reported LLC, a VM whose
         // cores sit on two L3s read them from cache, 27 % above the DRAM roof. At k = 1024 a
@@ -175,6 +185,7 @@ impl Backend for HostBackend {
                 host_compute::prepare(&self.pool, self.compute, case)
             }
             (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
+            (Family::Tensor, _) => host_tensor::prepare(&self.pool, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
             (Family::Capacity, _) => Ok(Box::new(HostCapacity::new(case)?)),
             (Family::Launch, _) => Ok(Box::new(WakeBarrier::new(&self.pool, case)?)),
@@ -637,6 +648,25 @@ pub fn host_info() -> DeviceInfo {
             break;
         }
     }
+    // The matrix unit the tensor cases use, or why there are none.
+    let (amx, why): (Vec<_>, Vec<_>) = super::host_tensor::PRECISIONS
+        .into_iter()
+        .map(|p| (p, super::host_tensor::available(p)))
+        .partition(|(_, r)| r.is_ok());
+    extra.push((
+        "matrix unit".to_string(),
+        match (amx.is_empty(), why.first()) {
+            (false, _) => format!(
+                "AMX ({})",
+                amx.iter()
+                    .map(|(p, _)| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            (true, Some((_, Err(e)))) => format!("none: {e}"),
+            _ => "none".to_string(),
+        },
+    ));
     DeviceInfo {
         backend: BackendKind::Host,
         id: "host".to_string(),

@@ -20,6 +20,7 @@ pub mod host_gemm;
 pub mod host_latency;
 pub mod host_launch;
 pub mod host_stream;
+pub mod host_tensor;
 pub mod launch;
 pub mod pool;
 
