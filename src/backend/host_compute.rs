@@ -709,26 +709,10 @@ impl<T: HostElement> PreparedCase for PeakCase<'_, T> {
         let starts: Vec<T> = (0..chains as u64)
             .map(|c| T::from_bits(peak::chain_start(T::PRECISION, c)))
             .collect();
-        let out = SharedPtr(self.out.as_mut_ptr());
         let iterations = self.iterations;
-        let start = Instant::now();
-        let ok = self.pool.run(|t| {
-            // SAFETY: worker t owns out[t·per_worker .. (t+1)·per_worker].
-            let mine = unsafe {
-                std::slice::from_raw_parts_mut(out.get().add(t * per_worker), per_worker)
-            };
-            for _ in 0..reps {
-                run_peak(simd, iterations, &starts, a, b, mine);
-                std::hint::black_box(&mut *mine);
-            }
-        });
-        let secs = start.elapsed().as_secs_f64();
-        if !ok {
-            return Err(Error::Internal(
-                "a host worker panicked in the peak kernel".into(),
-            ));
-        }
-        Ok(secs)
+        let kernel = |mine: &mut [T]| run_peak(simd, iterations, &starts, a, b, mine);
+        self.pool
+            .time_in_slices(&mut self.out, per_worker, reps, "peak kernel", kernel)
     }
 
     fn verify(&mut self) -> Result<Verdict> {

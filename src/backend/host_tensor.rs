@@ -35,11 +35,10 @@
 //! permission was granted, on buffers each worker owns.
 
 use super::host_compute::measure_pool_mhz;
-use super::pool::{Pool, SharedPtr};
+use super::pool::Pool;
 use super::PreparedCase;
 use crate::bench::{input_bits, Case, Family, Precision, Verdict, Work};
 use crate::{Error, Result};
-use std::time::Instant;
 
 /// The kernel name in ids: `tensor/amx/bf16.f32`.
 pub const KERNEL: &str = "amx";
@@ -401,28 +400,12 @@ impl<'p> AmxCase<'p> {
 impl PreparedCase for AmxCase<'_> {
     fn run(&mut self, reps: u32) -> Result<f64> {
         let per_worker = TILES * TILE_WORDS;
-        let out = SharedPtr(self.out.as_mut_ptr());
         let (precision, steps) = (self.precision, self.steps);
         let (a, b, starts) = (&self.a, &self.b, &self.starts);
-        let start = Instant::now();
-        let ok = self.pool.run(|t| {
-            // SAFETY: worker t owns out[t·per_worker .. (t+1)·per_worker].
-            let mine = unsafe {
-                std::slice::from_raw_parts_mut(out.get().add(t * per_worker), per_worker)
-            };
-            for _ in 0..reps {
-                // SAFETY: `new` checked `available`; the tiles and buffers have their sizes.
-                unsafe { run_tiles(precision, steps, a, b, starts, mine) };
-                std::hint::black_box(&mut *mine);
-            }
-        });
-        let secs = start.elapsed().as_secs_f64();
-        if !ok {
-            return Err(Error::Internal(
-                "a host worker panicked in the AMX kernel".into(),
-            ));
-        }
-        Ok(secs)
+        // SAFETY: `new` checked `available`; the tiles and buffers have their sizes.
+        let kernel = |mine: &mut [u32]| unsafe { run_tiles(precision, steps, a, b, starts, mine) };
+        self.pool
+            .time_in_slices(&mut self.out, per_worker, reps, "AMX kernel", kernel)
     }
 
     fn verify(&mut self) -> Result<Verdict> {

@@ -149,6 +149,42 @@ impl Pool {
         state.job = None;
         !state.panicked
     }
+
+    /// Times `reps` repetitions of `kernel` on every worker at once, worker `t` on its own slice
+    /// `out[t·per_worker .. (t+1)·per_worker]` (a register-resident kernel's results), and returns
+    /// the seconds the whole took. A worker's panic is an internal error naming `what`.
+    pub fn time_in_slices<T: Send>(
+        &self,
+        out: &mut [T],
+        per_worker: usize,
+        reps: u32,
+        what: &str,
+        kernel: impl Fn(&mut [T]) + Sync,
+    ) -> crate::Result<f64> {
+        assert!(
+            out.len() >= self.threads() * per_worker,
+            "one slice per worker"
+        );
+        let out = SharedPtr(out.as_mut_ptr());
+        let start = std::time::Instant::now();
+        let ok = self.run(|t| {
+            // SAFETY: worker t owns out[t·per_worker .. (t+1)·per_worker], inside `out` (above).
+            let mine = unsafe {
+                std::slice::from_raw_parts_mut(out.get().add(t * per_worker), per_worker)
+            };
+            for _ in 0..reps {
+                kernel(&mut *mine);
+                std::hint::black_box(&mut *mine);
+            }
+        });
+        let secs = start.elapsed().as_secs_f64();
+        if !ok {
+            return Err(crate::Error::Internal(format!(
+                "a host worker panicked in the {what}"
+            )));
+        }
+        Ok(secs)
+    }
 }
 
 fn worker(shared: Arc<Shared>, index: usize, cpu: usize) {
@@ -246,8 +282,14 @@ pub fn chunk(n: usize, threads: usize, t: usize, align: usize) -> std::ops::Rang
 
 /// A raw pointer the pool's workers share: each one writes only its own range ([`chunk`]) or
 /// only reads, and [`Pool::run`] joins them before the owner touches the data again.
-#[derive(Clone, Copy)]
 pub struct SharedPtr<T>(pub *mut T);
+// By hand: a derive would ask `T: Copy`, and a pointer copies whatever it points to.
+impl<T> Clone for SharedPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SharedPtr<T> {}
 // SAFETY: see the type's contract above; the pointee types are plain numbers.
 unsafe impl<T> Send for SharedPtr<T> {}
 unsafe impl<T> Sync for SharedPtr<T> {}
