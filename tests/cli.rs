@@ -68,8 +68,29 @@ fn host_run_writes_a_valid_csv_and_a_table() {
     // the latency chase: 4 KiB to 4 × this machine's LLC, every power of two
     assert!(count("latency") >= 6, "4 KiB to at least 128 KiB");
     // GEMM, no matrix above the 1 MiB --size: 256² and 512² in f32, 256² in f64, each by the
-    // reference crate and by our kernel, ours with its ratio to the reference
-    assert_eq!(count("gemm"), 6);
+    // reference crate and by our kernel, ours with its ratio to the reference; and where the
+    // matrix unit may run bf16, 256² and 512² on it (`amx`, no reference line)
+    let amx_gemm =
+        roofprobe::backend::host_tensor::available(roofprobe::backend::host_amx_gemm::PRECISION)
+            .is_ok();
+    let amx_rows: Vec<String> = rows
+        .iter()
+        .filter(|r| r.family.as_str() == "gemm" && r.kernel == "amx")
+        .map(|r| r.case_id())
+        .collect();
+    if amx_gemm {
+        assert_eq!(
+            amx_rows,
+            [
+                "gemm/amx/bf16.f32/256x256x256",
+                "gemm/amx/bf16.f32/512x512x512"
+            ]
+        );
+    } else {
+        assert!(amx_rows.is_empty(), "{amx_rows:?}");
+        eprintln!("no AMX GEMM rows checked: this host has no AMX bf16 it may use");
+    }
+    assert_eq!(count("gemm"), 6 + amx_rows.len());
     for r in rows.iter().filter(|r| r.family.as_str() == "gemm") {
         assert_eq!(
             r.ratio_to_reference.is_some(),

@@ -16,6 +16,10 @@ fn every_compute_kernel_validates_on_every_gpu() {
     let _gpu = crate::gpu::gpu_lock();
     for ordinal in 0..devices {
         let mut backend = CudaBackend::open(ordinal).unwrap();
+        // Not a runaway test: under the simulated driver's interpreter one launch of an mma
+        // kernel took over the default 10 s on a loaded 2-core machine (a clean-checkout CI,
+        // 2026-12-03, beside a build).
+        backend.set_kernel_deadline(std::time::Duration::from_secs(120));
         let max_mhz = backend.info().clock_mhz;
         let name = backend.info().name.clone();
         // Small sweep arrays: this checks the kernels, it does not measure DRAM.

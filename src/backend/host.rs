@@ -12,6 +12,7 @@
 pub mod cpu;
 
 use self::cpu::{cpuinfo_field, read_text};
+use super::host_amx_gemm;
 use super::host_cache::{self, CacheCase};
 use super::host_capacity::{meminfo_bytes, HostCapacity};
 use super::host_compute::{self, HostCompute, Simd};
@@ -184,6 +185,9 @@ impl Backend for HostBackend {
             (Family::Peak | Family::Intensity, _) => {
                 host_compute::prepare(&self.pool, self.compute, case)
             }
+            (Family::Gemm, _) if case.kernel == gemm::HOST_AMX => {
+                host_amx_gemm::prepare(&self.pool, case)
+            }
             (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
             (Family::Tensor, _) => host_tensor::prepare(&self.pool, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
@@ -257,6 +261,25 @@ fn host_gemm_cases(
             p,
             &limits,
             p == Precision::F32,
+        ));
+    }
+    // bf16 on the matrix unit, where there is one: both sweeps, no reference line
+    if host_tensor::available(host_amx_gemm::PRECISION).is_ok() {
+        let peak = host_tensor::theory_gflops(host_amx_gemm::PRECISION, threads, mhz);
+        let limits = gemm::Limits {
+            usable_bytes,
+            max_matrix_bytes: match size {
+                SizeRequest::Auto => None,
+                SizeRequest::BytesPerArray(b) => Some(b),
+            },
+            max_flops: peak * 1e9 * GEMM_MAX_LAUNCH_SECS,
+        };
+        out.extend(gemm::cases(
+            gemm::HOST_AMX,
+            None,
+            host_amx_gemm::PRECISION,
+            &limits,
+            true,
         ));
     }
     // An explicit --size is the working set asked for, as for the STREAM arrays.

@@ -278,6 +278,17 @@ fn expected(precision: Precision, steps: u64) -> Vec<u32> {
         .collect()
 }
 
+/// The `ldtilecfg` operand: palette 1, tiles 0…7 of [`ROWS`] rows × [`ROW_BYTES`] bytes.
+pub fn tile_config() -> [u8; 64] {
+    let mut cfg = [0u8; 64];
+    cfg[0] = 1;
+    for t in 0..8 {
+        cfg[16 + 2 * t] = ROW_BYTES as u8;
+        cfg[48 + t] = ROWS as u8;
+    }
+    cfg
+}
+
 /// Runs `steps` trips of the tile product of `precision` on this thread: accumulators from
 /// `starts` ([`TILES`] tiles of 16 rows × 64 bytes), results to `out` (as many).
 ///
@@ -296,13 +307,7 @@ unsafe fn run_tiles(
     use std::arch::asm;
     debug_assert!(a.len() >= ROWS * ROW_BYTES && b.len() >= ROWS * ROW_BYTES);
     debug_assert!(starts.len() >= TILES * TILE_WORDS && out.len() >= TILES * TILE_WORDS);
-    // palette 1; tiles 0..7 of 16 rows × 64 bytes
-    let mut cfg = [0u8; 64];
-    cfg[0] = 1;
-    for t in 0..8 {
-        cfg[16 + 2 * t] = ROW_BYTES as u8;
-        cfg[48 + t] = ROWS as u8;
-    }
+    let cfg = tile_config();
     let s = starts.as_ptr();
     let o = out.as_mut_ptr();
     macro_rules! tiles {

@@ -13,6 +13,7 @@ pub mod cublas;
 pub mod cuda;
 pub mod cuda_plan;
 pub mod host;
+pub mod host_amx_gemm;
 pub mod host_cache;
 pub mod host_capacity;
 pub mod host_compute;

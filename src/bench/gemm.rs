@@ -67,6 +67,9 @@ pub use roofprobe_calibration::Shape;
 
 /// Our host kernel: blocked, packed SIMD ([`crate::backend::host_gemm`]).
 pub const HOST_OURS: &str = "simd";
+/// The host's matrix unit: bf16 on Intel AMX tiles ([`crate::backend::host_amx_gemm`]); it has
+/// no reference line (the reference crate has no bf16 kernel).
+pub const HOST_AMX: &str = "amx";
 /// The host's reference line: the `gemm` crate (faer's kernel), a well-kept blocked GEMM.
 pub const HOST_REFERENCE: &str = "gemm-crate";
 /// Our GPU kernels: hand-written PTX (`kernels/gemm.ptx.in`, `kernels/gemm_simt.ptx`).
