@@ -781,7 +781,13 @@ mod tests {
             Shape::new(33, 100, 1100),
             Shape::new(5, 300, 1057),
             Shape::new(600, 1100, 530),
+            // K over two blocks of KC_TILES (2048), partial tiles on both sides
+            Shape::new(40, 70, 2100),
         ]);
+        assert!(
+            Layout::new(40, 70, 2100, 2).kt > KC_TILES,
+            "a shape spans more than one K block"
+        );
         for s in shapes {
             if run_and_check(&pool, s, 1, 2).is_none() {
                 return;
