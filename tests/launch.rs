@@ -1174,14 +1174,7 @@ fn assert_gemm_mutants_caught(case: &Case, mutants: &[(&str, String, String)]) {
 fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
     use roofprobe::bench::gemm::{self, Shape};
     let mut cache = BTreeMap::new();
-    let mut shapes = Vec::new();
-    for m in [1, 17, 129] {
-        for n in [1, 17, 129] {
-            for k in [1, 17, 129] {
-                shapes.push(Shape::new(m, n, k));
-            }
-        }
-    }
+    let mut shapes = gemm::edge_shapes();
     shapes.extend([Shape::new(130, 257, 100), Shape::new(256, 128, 64)]);
     let mut failures = Vec::new();
     for p in gemm::GPU_PRECISIONS {

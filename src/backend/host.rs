@@ -229,7 +229,8 @@ impl Backend for HostBackend {
 pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.3;
 
 /// The host's GEMM cases: the square sweep in f32 and f64 and the batch sweep in f32, each
-/// shape by the reference crate then by our kernel. Shapes are capped by `usable_bytes`, by an
+/// shape by the reference crate then by our kernel, and where the CPU and OS grant AMX bf16
+/// both sweeps in bf16 on it ([`host_amx_gemm`], its own peak setting the time cap). Shapes are capped by `usable_bytes`, by an
 /// explicit `--size` (no matrix larger than it), and by time: at most
 /// [`GEMM_MAX_LAUNCH_SECS`] at the theoretical peak of `threads` cores at the clock measured now
 /// (16 operations per cycle per core where the core's FMA datapath is not known). The
@@ -244,41 +245,34 @@ fn host_gemm_cases(
 ) -> Vec<Case> {
     let mhz = host_compute::measure_core_mhz().unwrap_or(3000.0);
     let mut out = Vec::new();
+    // the shapes that fit memory, --size and a launch of GEMM_MAX_LAUNCH_SECS at this peak
+    let limits = |peak_gflops: f64| gemm::Limits {
+        usable_bytes,
+        max_matrix_bytes: match size {
+            SizeRequest::Auto => None,
+            SizeRequest::BytesPerArray(b) => Some(b),
+        },
+        max_flops: peak_gflops * 1e9 * GEMM_MAX_LAUNCH_SECS,
+    };
     for p in host_gemm::PRECISIONS {
         let peak_gflops = host_compute::theory_gflops(threads, mhz, compute.simd, p, compute.fma)
             .unwrap_or(16.0 * threads as f64 * mhz / 1e3);
-        let limits = gemm::Limits {
-            usable_bytes,
-            max_matrix_bytes: match size {
-                SizeRequest::Auto => None,
-                SizeRequest::BytesPerArray(b) => Some(b),
-            },
-            max_flops: peak_gflops * 1e9 * GEMM_MAX_LAUNCH_SECS,
-        };
         out.extend(gemm::cases(
             gemm::HOST_OURS,
             Some(gemm::HOST_REFERENCE),
             p,
-            &limits,
+            &limits(peak_gflops),
             p == Precision::F32,
         ));
     }
     // bf16 on the matrix unit, where there is one: both sweeps, no reference line
     if host_tensor::available(host_amx_gemm::PRECISION).is_ok() {
-        let peak = host_tensor::theory_gflops(host_amx_gemm::PRECISION, threads, mhz);
-        let limits = gemm::Limits {
-            usable_bytes,
-            max_matrix_bytes: match size {
-                SizeRequest::Auto => None,
-                SizeRequest::BytesPerArray(b) => Some(b),
-            },
-            max_flops: peak * 1e9 * GEMM_MAX_LAUNCH_SECS,
-        };
+        let peak_gflops = host_tensor::theory_gflops(host_amx_gemm::PRECISION, threads, mhz);
         out.extend(gemm::cases(
             gemm::HOST_AMX,
             None,
             host_amx_gemm::PRECISION,
-            &limits,
+            &limits(peak_gflops),
             true,
         ));
     }

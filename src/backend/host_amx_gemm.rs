@@ -82,7 +82,7 @@ pub const MC_TILES: usize = 16;
 /// Column tiles of a work item (512 columns).
 pub const NC_TILES: usize = 32;
 /// Work items per worker the blocking aims for, at the least.
-const ITEMS_PER_WORKER: usize = 8;
+pub const ITEMS_PER_WORKER: usize = 8;
 
 /// bf16 bits of the small integer `v` (exact: |v| ≤ 256).
 fn bf16(v: i64) -> u16 {
@@ -767,14 +767,7 @@ mod tests {
     #[test]
     fn every_shape_gives_the_exact_product() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
-        let mut shapes = Vec::new();
-        for m in [1, 17, 129] {
-            for n in [1, 17, 129] {
-                for k in [1, 17, 129] {
-                    shapes.push(Shape::new(m, n, k));
-                }
-            }
-        }
+        let mut shapes = gemm::edge_shapes();
         shapes.extend([
             Shape::new(16, 64, 64),
             Shape::new(32, 32, 32),

@@ -1168,14 +1168,7 @@ mod tests {
         if !sets.contains(&detected) {
             sets.push(detected);
         }
-        let mut shapes = Vec::new();
-        for m in [1, 17, 129] {
-            for n in [1, 17, 129] {
-                for k in [1, 17, 129] {
-                    shapes.push(Shape::new(m, n, k));
-                }
-            }
-        }
+        let mut shapes = gemm::edge_shapes();
         shapes.extend([
             Shape::new(4, 9, 33),
             Shape::new(16, 9, 33),

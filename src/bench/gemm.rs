@@ -243,6 +243,20 @@ pub fn rotate_weights(cases: &mut [Case], max_m: u64, dram_bytes: u64, usable_by
     }
 }
 
+/// The edge shapes every GEMM kernel is checked at (issue: M, N and K of 1, 17 and 129): the 27
+/// products of those sides, each below, at and past a tile's edge for every kernel here.
+pub fn edge_shapes() -> Vec<Shape> {
+    let sides = [1, 17, 129];
+    sides
+        .into_iter()
+        .flat_map(|m| {
+            sides
+                .into_iter()
+                .flat_map(move |n| sides.into_iter().map(move |k| Shape::new(m, n, k)))
+        })
+        .collect()
+}
+
 /// The shape of a GEMM case, or why it has none.
 pub fn shape_of(case: &Case) -> Result<Shape, String> {
     match case.param {
