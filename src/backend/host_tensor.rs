@@ -59,7 +59,7 @@ pub const CYCLES_PER_PRODUCT: f64 = 16.0;
 
 /// Operations one launch should do per thread: a few milliseconds of AMX on one core (4 ms of
 /// bf16 on this project's VM), so the workers' wake-up (tens of µs) stays under 1 % of a launch.
-const FLOPS_PER_THREAD: f64 = if cfg!(debug_assertions) { 2e8 } else { 1.6e10 };
+pub const FLOPS_PER_THREAD: f64 = if cfg!(debug_assertions) { 2e8 } else { 1.6e10 };
 
 /// Elements of A or B packed into one 32-bit word of a tile row: 2 for bf16, 4 for s8.
 pub fn group(precision: Precision) -> usize {
