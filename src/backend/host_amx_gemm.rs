@@ -84,10 +84,15 @@ pub const NC_TILES: usize = 32;
 /// Work items per worker the blocking aims for, at the least.
 pub const ITEMS_PER_WORKER: usize = 8;
 
-/// bf16 bits of the small integer `v` (exact: |v| ≤ 256).
+/// bf16 bits of the small integer `v` (exact: |v| ≤ 256, so the truncation rounds nothing).
+/// Not [`gemm::input_bits16`]: its rounding conversion took 3.4–3.7 ns an element against
+/// 1.5 here (2026-12-03, this project's VM), and a rotated decode case packs about 10^9 of them.
 fn bf16(v: i64) -> u16 {
     ((v as f32).to_bits() >> 16) as u16
 }
+
+/// f32 words of a worker's scratch: the micro-kernel's four C tiles, where they reach past C.
+const SCRATCH_WORDS: usize = 4 * TILE_ROWS * TILE_ROWS;
 
 /// Where everything of one shape lies: tiles of A (`mt` along M), of B (`nt` along N), of K
 /// (`kt`), the micro-kernel's C tiles (`mr` × `nr`), and the work items' blocks.
@@ -380,7 +385,7 @@ unsafe fn pack_a(l: &Layout, a: &[u16], rows: std::ops::Range<usize>, packed: *m
 ///
 /// # Safety
 /// The tiles are configured; `a` is packed A, `b` one packed copy of B, `c` C (M × N), and
-/// `scratch` four tiles (1024 f32) of this worker's own; these C tiles are this worker's to
+/// `scratch` [`SCRATCH_WORDS`] of this worker's own; these C tiles are this worker's to
 /// write.
 unsafe fn block(
     l: &Layout,
@@ -509,7 +514,7 @@ fn product(
                                     pa.get(),
                                     b,
                                     cp.get(),
-                                    sp.get().add(t * 1024),
+                                    sp.get().add(t * SCRATCH_WORDS),
                                     (mb, jb),
                                     (pc, kn),
                                 )
@@ -575,10 +580,8 @@ impl<'p> AmxGemmCase<'p> {
         );
         let b_total = l.b_len().checked_mul(copies).ok_or_else(too_big)?;
         let a = first_touch(pool, mk, 64, |i| bf16(gemm::input(0, i as u64)));
-        let aligned = |len: usize| {
-            first_touch_aligned(pool, len, TILE_ELEMENTS, 64, |_| 0u16).ok_or_else(too_big)
-        };
-        let packed_a = aligned(l.a_len())?;
+        let packed_a = first_touch_aligned(pool, l.a_len(), TILE_ELEMENTS, 64, |_| 0u16)
+            .ok_or_else(too_big)?;
         let b_len = l.b_len();
         let packed_b = first_touch_aligned(pool, b_total, TILE_ELEMENTS, 64, |i| {
             let (j, kk) = l.b_at(i % b_len);
@@ -590,8 +593,14 @@ impl<'p> AmxGemmCase<'p> {
         })
         .ok_or_else(too_big)?;
         let c = first_touch(pool, mn, 64, |_| f32::NAN);
-        let scratch = first_touch_aligned(pool, pool.threads() * 1024, 1024, 64, |_| 0f32)
-            .ok_or_else(too_big)?;
+        let scratch = first_touch_aligned(
+            pool,
+            pool.threads() * SCRATCH_WORDS,
+            SCRATCH_WORDS,
+            64,
+            |_| 0f32,
+        )
+        .ok_or_else(too_big)?;
         Ok(AmxGemmCase {
             pool,
             shape,

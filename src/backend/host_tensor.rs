@@ -37,7 +37,7 @@
 use super::host_compute::measure_pool_mhz;
 use super::pool::Pool;
 use super::PreparedCase;
-use crate::bench::{input_bits, Case, Family, Precision, Verdict, Work};
+use crate::bench::{arith, input_bits, Case, Family, Precision, Verdict, Work};
 use crate::{Error, Result};
 
 /// The kernel name in ids: `tensor/amx/bf16.f32`.
@@ -207,10 +207,8 @@ fn tile_of(precision: Precision, array: u64) -> Vec<u8> {
     for i in 0..elements {
         let v = (input_bits(array, i as u64) % 3) as i64 - 1;
         match precision {
-            // bf16 is the upper half of an f32: −1, 0 and 1 are exact
-            Precision::Bf16F32 => {
-                out.extend_from_slice(&(((v as f32).to_bits() >> 16) as u16).to_le_bytes())
-            }
+            // −1, 0 and 1 are exact in bf16
+            Precision::Bf16F32 => out.extend_from_slice(&arith::bf16_bits(v as f64).to_le_bytes()),
             _ => out.push(v as i8 as u8),
         }
     }
@@ -221,8 +219,7 @@ fn tile_of(precision: Precision, array: u64) -> Vec<u8> {
 fn tile_value(precision: Precision, tile: &[u8], i: usize) -> i64 {
     match precision {
         Precision::Bf16F32 => {
-            let bits = u16::from_le_bytes([tile[2 * i], tile[2 * i + 1]]);
-            f32::from_bits(u32::from(bits) << 16) as i64
+            arith::bf16_value(u16::from_le_bytes([tile[2 * i], tile[2 * i + 1]])) as i64
         }
         _ => tile[i] as i8 as i64,
     }
