@@ -230,12 +230,12 @@ pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.3;
 
 /// The host's GEMM cases: the square sweep in f32 and f64 and the batch sweep in f32, each
 /// shape by the reference crate then by our kernel, and where the CPU and OS grant AMX bf16
-/// both sweeps in bf16 on it ([`host_amx_gemm`], its own peak setting the time cap). Shapes are capped by `usable_bytes`, by an
-/// explicit `--size` (no matrix larger than it), and by time: at most
-/// [`GEMM_MAX_LAUNCH_SECS`] at the theoretical peak of `threads` cores at the clock measured now
-/// (16 operations per cycle per core where the core's FMA datapath is not known). The
-/// decode-step shapes (M ≤ [`host_gemm::SMALL_M`]) rotate through copies of B up to the DRAM
-/// rule's working set, or the `--size` given ([`gemm::rotate_weights`]).
+/// both sweeps in bf16 on it ([`host_amx_gemm`], its own peak setting the time cap). Shapes
+/// are capped by `usable_bytes`, by an explicit `--size` (no matrix larger than it), and by
+/// time: at most [`GEMM_MAX_LAUNCH_SECS`] at the theoretical peak of `threads` cores at the
+/// clock measured now (16 operations per cycle per core where the core's FMA datapath is not
+/// known). The decode-step shapes (M ≤ [`host_gemm::SMALL_M`]) rotate through copies of B up
+/// to the DRAM rule's working set, or the `--size` given ([`gemm::rotate_weights`]).
 fn host_gemm_cases(
     compute: &HostCompute,
     threads: usize,
