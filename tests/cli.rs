@@ -537,6 +537,21 @@ fn devices_lists_the_host() {
         .any(|p| roofprobe::backend::host_tensor::available(p).is_ok());
     assert_eq!(unit.contains("AMX ("), any_amx, "{unit}");
     assert_eq!(unit.contains("none: "), !any_amx, "{unit}");
+    // whether large arrays ask for huge pages, as the OS's mode allows
+    let huge = host
+        .iter()
+        .find(|l| l.trim_start().starts_with("huge pages"))
+        .unwrap_or_else(|| panic!("no `huge pages` in {text}"));
+    let thp = roofprobe::backend::pool::thp_mode();
+    let asked = matches!(thp, Some("always" | "madvise"));
+    assert_eq!(
+        huge.contains("asked for on arrays of 4 MiB"),
+        asked,
+        "{huge}"
+    );
+    if let Some(mode) = thp {
+        assert!(huge.contains(&format!("mode {mode}")), "{huge}");
+    }
     // `devices` says which cuBLAS it found, or why none: here, one named that is not a library
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("libcublas.so.13");

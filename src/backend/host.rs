@@ -531,10 +531,12 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
             (false, true) => " and streaming stores",
             (false, false) => " and plain stores",
         };
+        let bytes = self.arrays[0].len() * std::mem::size_of::<T>();
         format!(
-            "{} pinned threads, {} loads{stores}",
+            "{} pinned threads, {} loads{stores}{}",
             self.pool.threads(),
-            self.simd.name
+            self.simd.name,
+            super::pool::huge_pages_note(bytes)
         )
     }
 }
@@ -684,6 +686,10 @@ pub fn host_info() -> DeviceInfo {
             _ => "none".to_string(),
         },
     ));
+    extra.push((
+        "huge pages".to_string(),
+        huge_pages_line(super::pool::thp_mode()),
+    ));
     DeviceInfo {
         backend: BackendKind::Host,
         id: "host".to_string(),
@@ -707,6 +713,21 @@ pub fn host_info() -> DeviceInfo {
             ..Identity::default()
         },
         extra,
+    }
+}
+
+/// `devices`' line on huge pages, from the transparent-huge-page mode (`None`: no such file).
+fn huge_pages_line(mode: Option<&str>) -> String {
+    let file = super::pool::THP_ENABLED;
+    let from = super::pool::HUGE_PAGES_FROM >> 20;
+    match mode {
+        Some(m @ ("always" | "madvise")) => {
+            format!("transparent, mode {m} ({file}); asked for on arrays of {from} MiB and more")
+        }
+        Some(m) => format!(
+            "none: transparent huge pages are off (mode {m} in {file}), so large working sets pay              a page walk every 4 KiB"
+        ),
+        None => format!("none: no {file} (not Linux, or a kernel without them)"),
     }
 }
 
@@ -850,7 +871,8 @@ mod tests {
 
     /// Arrays larger than the last-level cache store streaming where the set has streaming
     /// stores (x86), still validate, and the note says which stores ran; smaller ones store
-    /// plainly.
+    /// plainly. The note says too when the arrays asked for huge pages (the large ones, where
+    /// the OS has them).
     #[test]
     fn dram_cases_store_streaming_and_say_so() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
@@ -868,12 +890,24 @@ mod tests {
                 assert!(verdict.valid, "{} n={n}: {}", case.id(), verdict.detail);
                 let streams = case.working_set_bytes > llc && stream_simd::<f32>(simd).streams;
                 let note = prepared.launch_note();
-                let want = match (case.kernel.as_str(), streams) {
+                let stores = match (case.kernel.as_str(), streams) {
                     ("dot" | "read", _) => "loads",
                     (_, true) => "loads and streaming stores",
                     (_, false) => "loads and plain stores",
                 };
-                assert!(note.ends_with(want), "{}: {note}", case.id());
+                let bytes = n * if case.precision == Precision::F32 {
+                    4
+                } else {
+                    8
+                };
+                let huge = super::super::pool::huge_pages_asked(bytes);
+                let thp = matches!(super::super::pool::thp_mode(), Some("always" | "madvise"));
+                assert_eq!(huge, n > 1000 && thp);
+                let want = format!(
+                    "{stores}{}",
+                    if huge { ", huge pages asked for" } else { "" }
+                );
+                assert!(note.ends_with(&want), "{}: {note}", case.id());
             }
         }
     }
@@ -894,5 +928,23 @@ mod tests {
             !prepared.verify().unwrap().valid,
             "NaN partials are invalid"
         );
+    }
+
+    /// `devices` says whether huge pages are asked for, and why not.
+    #[test]
+    fn huge_pages_line_names_the_mode() {
+        let line = huge_pages_line(Some("madvise"));
+        assert!(line.starts_with("transparent, mode madvise ("), "{line}");
+        assert!(
+            line.ends_with("asked for on arrays of 4 MiB and more"),
+            "{line}"
+        );
+        assert!(huge_pages_line(Some("always")).starts_with("transparent, mode always"));
+        let off = huge_pages_line(Some("never"));
+        assert!(
+            off.starts_with("none: transparent huge pages are off (mode never"),
+            "{off}"
+        );
+        assert!(huge_pages_line(None).starts_with("none: no /sys/kernel/mm/"));
     }
 }

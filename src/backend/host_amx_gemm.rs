@@ -680,8 +680,11 @@ impl PreparedCase for AmxGemmCase<'_> {
         };
         format!(
             "{} pinned threads, AMX tdpbf16ps, {kernel}; B (the weight) packed into AMX tiles \
-             once when prepared, A into tiles every launch (counted in the time){rotation}",
-            self.pool.threads()
+             once when prepared, A into tiles every launch (counted in the time){rotation}{}",
+            self.pool.threads(),
+            super::pool::huge_pages_note(
+                (self.packed_b.len().max(self.a.len()) * 2).max(self.c.len() * 4)
+            )
         )
     }
 

@@ -116,10 +116,11 @@ impl PreparedCase for CacheCase<'_> {
 
     fn launch_note(&self) -> String {
         format!(
-            "{} pinned threads, {} loads, {} passes",
+            "{} pinned threads, {} loads, {} passes{}",
             self.pool.threads(),
             self.simd.name(),
-            self.passes
+            self.passes,
+            super::pool::huge_pages_note(self.lines.len() * std::mem::size_of::<Line>())
         )
     }
 }

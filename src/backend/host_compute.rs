@@ -843,10 +843,11 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
 
     fn launch_note(&self) -> String {
         format!(
-            "{} pinned threads, {}, {}",
+            "{} pinned threads, {}, {}{}",
             self.pool.threads(),
             self.compute.simd.name(),
-            self.compute.theory_note()
+            self.compute.theory_note(),
+            super::pool::huge_pages_note(self.input.len() * std::mem::size_of::<T>())
         )
     }
 

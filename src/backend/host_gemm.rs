@@ -1127,7 +1127,12 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
                 self.compute.theory_note()
             ),
         };
+        let largest = [&self.a, &self.b, &self.c]
+            .map(|v| v.len())
+            .into_iter()
+            .max();
         note + &rotation
+            + super::pool::huge_pages_note(largest.unwrap_or(0) * std::mem::size_of::<T>())
     }
 
     fn clock_mhz(&mut self) -> Option<f64> {

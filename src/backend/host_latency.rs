@@ -2,12 +2,13 @@
 //! [`crate::bench::latency`] through 64-byte lines, one dependent load per hop, while the other
 //! workers wait; the chase goes on from where the last launch stopped.
 //!
-//! On Linux the ring asks for transparent huge pages (`madvise`), so the large working sets
-//! measure the memory rather than the page walks of a TLB miss per hop; where the kernel gives
-//! none the walks stay in the figure. The launch note says which was asked.
+//! On Linux the ring asks for transparent huge pages ([`super::pool::advise_huge_pages`]), so
+//! the large working sets measure the memory rather than the page walks of a TLB miss per hop;
+//! where the kernel gives none the walks stay in the figure. The launch note says which was
+//! asked.
 //!
 //! `unsafe` here is limited to the unchecked loads of the chase (every index is a line of the
-//! ring by construction) and the `madvise` call on memory this case owns.
+//! ring by construction).
 
 use super::pool::Pool;
 use super::PreparedCase;
@@ -61,7 +62,10 @@ impl<'p> LatencyCase<'p> {
         }
         let next = latency::successors(&latency::order(case.elements));
         let mut ring: Vec<Line> = Vec::with_capacity(lines);
-        let huge_pages = advise_huge_pages(&mut ring);
+        let huge_pages = super::pool::advise_huge_pages(
+            ring.as_mut_ptr().cast(),
+            ring.capacity() * std::mem::size_of::<Line>(),
+        );
         ring.extend(next.iter().map(|&n| {
             let mut l = Line([0; 16]);
             l.0[0] = n * LINE_BYTES as u32;
@@ -77,31 +81,6 @@ impl<'p> LatencyCase<'p> {
             clock_mhz: None,
             inject_fault: super::host::cpu::fault_injected(case),
         })
-    }
-}
-
-/// Asks for transparent huge pages on the capacity of `ring` (Linux); whether it asked.
-fn advise_huge_pages(ring: &mut Vec<Line>) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let bytes = ring.capacity() * std::mem::size_of::<Line>();
-        if bytes < 2 * HUGE {
-            return false;
-        }
-        let start = (ring.as_mut_ptr() as usize).next_multiple_of(HUGE);
-        let end = (ring.as_mut_ptr() as usize + bytes) & !(HUGE - 1);
-        if end <= start {
-            return false;
-        }
-        // SAFETY: [start, end) lies inside the vector's allocation, which nothing has touched
-        // yet; MADV_HUGEPAGE only changes how its pages are backed, never their contents.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) == 0 }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = ring;
-        false
     }
 }
 
