@@ -34,14 +34,27 @@
 //! of the worker's own where they reach past an edge. A decode step runs the whole of K in one
 //! block: B is read once, from memory.
 //!
-//! **What bounds it.** A tile product takes 16 cycles; loading a tile took about 70 on this
-//! project's 2-vCPU VM (Intel Xeon with AMX, 2026-12-03: 64 `tileloadd` of one L1-resident
-//! tile in 1.06–1.12 µs, against 0.31–0.36 µs for 64 products on loaded tiles). With eight tile
-//! registers the 2 × 2 micro-kernel's one load per product is the best reuse there is, so a large
-//! product runs at a fraction of the unit's peak, and its row says so (`%theory`). The blocks
-//! were chosen on that VM, one core, 1024 × 1024 × 4096, in rounds: K blocks of 512 with 512 ×
-//! 1024 items gave 0.76 TFLOP/s, of 2048 with 256 × 512 items 0.92–0.98 (fewer loads and stores
-//! of C), of 128 0.32; larger A blocks than L2 fell back (0.68–0.76).
+//! **What bounds it: the feed of tiles.** A tile product takes 16 cycles; each step of the 2 × 2
+//! micro-kernel loads 4 KiB of tiles for four products, 64 bytes a cycle at the unit's peak,
+//! which is all an L2 can give. Measured on this project's 2-vCPU VM (Intel Xeon with AMX,
+//! 2026-12-03, one core, a C copy of the micro-kernel on tiles of 1.0): 56 % of the peak with
+//! A's and B's tiles in L1, 65 % on zeros (the unit's rate depends on the data), 37 % with
+//! operands the size of one work item (A 1 MiB, B 2 MiB) streaming from L2 and beyond. (64
+//! `tileloadd` into one register took 1.06–1.12 µs, about 70 cycles each, against 0.31–0.36 µs
+//! for 64 products: loads into one tile register wait on each other, which the micro-kernel's
+//! alternation hides.) With eight tile registers the 2 × 2 micro-kernel's one load per product is
+//! the best reuse there is, so a large product runs at a fraction of the unit's peak, and its
+//! row says so (`%theory`).
+//!
+//! The blocks were chosen on that VM, one core, 1024 × 1024 × 4096, in rounds: K blocks of 512
+//! with 512 × 1024 items gave 0.76 TFLOP/s, of 2048 with 256 × 512 items 0.92–0.98 (fewer loads
+//! and stores of C), of 128 0.32; larger A blocks than L2 fell back (0.68–0.76). Tried again
+//! on 2026-12-03 (2 cores, 4 rounds in rotating order, 2048³, 4096³, 256 × 4096 × 4096 and
+//! 1024 × 14336 × 4096), against these blocks: K blocks of 512, so that B's strips stay in L1,
+//! ran at 0.68× (C's tiles loaded and stored from C four times as often); smaller work items, so
+//! that A and B stay in L2, at 0.79–1.00× (128 × 256, 128 × 128 and 256 × 256). Without the
+//! per-launch packing of A and without C's stores (both checked invalid, timed only), 2048³ ran
+//! 1.2× faster: the micro-kernel's feed is the bound, not the work around it.
 //!
 //! **Validation** as every GEMM's ([`gemm::check`]): the inputs are small integers, exact in
 //! bf16, and every partial sum stays under 2^24, so C must equal the exact product; it is
