@@ -543,7 +543,7 @@ fn devices_lists_the_host() {
         .find(|l| l.trim_start().starts_with("huge pages"))
         .unwrap_or_else(|| panic!("no `huge pages` in {text}"));
     let thp = roofprobe::backend::pool::thp_mode();
-    let asked = matches!(thp, Some("always" | "madvise"));
+    let asked = roofprobe::backend::pool::thp_asks(thp);
     assert_eq!(
         huge.contains("asked for on arrays of 4 MiB"),
         asked,

@@ -721,11 +721,12 @@ fn huge_pages_line(mode: Option<&str>) -> String {
     let file = super::pool::THP_ENABLED;
     let from = super::pool::HUGE_PAGES_FROM >> 20;
     match mode {
-        Some(m @ ("always" | "madvise")) => {
+        Some(m) if super::pool::thp_asks(mode) => {
             format!("transparent, mode {m} ({file}); asked for on arrays of {from} MiB and more")
         }
         Some(m) => format!(
-            "none: transparent huge pages are off (mode {m} in {file}), so large working sets pay              a page walk every 4 KiB"
+            "none: transparent huge pages are off (mode {m} in {file}), so large working sets pay \
+             a page walk every 4 KiB"
         ),
         None => format!("none: no {file} (not Linux, or a kernel without them)"),
     }
@@ -901,7 +902,7 @@ mod tests {
                     8
                 };
                 let huge = super::super::pool::huge_pages_asked(bytes);
-                let thp = matches!(super::super::pool::thp_mode(), Some("always" | "madvise"));
+                let thp = super::super::pool::thp_asks(super::super::pool::thp_mode());
                 assert_eq!(huge, n > 1000 && thp);
                 let want = format!(
                     "{stores}{}",
@@ -941,6 +942,7 @@ mod tests {
         );
         assert!(huge_pages_line(Some("always")).starts_with("transparent, mode always"));
         let off = huge_pages_line(Some("never"));
+        assert!(!off.contains("  "), "{off}");
         assert!(
             off.starts_with("none: transparent huge pages are off (mode never"),
             "{off}"

@@ -695,8 +695,9 @@ impl PreparedCase for AmxGemmCase<'_> {
             "{} pinned threads, AMX tdpbf16ps, {kernel}; B (the weight) packed into AMX tiles \
              once when prepared, A into tiles every launch (counted in the time){rotation}{}",
             self.pool.threads(),
+            // the largest array: bf16 A or packed B, or f32 C
             super::pool::huge_pages_note(
-                (self.packed_b.len().max(self.a.len()) * 2).max(self.c.len() * 4)
+                (2 * self.a.len().max(self.packed_b.len())).max(4 * self.c.len())
             )
         )
     }

@@ -1127,12 +1127,8 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
                 self.compute.theory_note()
             ),
         };
-        let largest = [&self.a, &self.b, &self.c]
-            .map(|v| v.len())
-            .into_iter()
-            .max();
-        note + &rotation
-            + super::pool::huge_pages_note(largest.unwrap_or(0) * std::mem::size_of::<T>())
+        let largest = self.a.len().max(self.b.len()).max(self.c.len());
+        note + &rotation + super::pool::huge_pages_note(largest * std::mem::size_of::<T>())
     }
 
     fn clock_mhz(&mut self) -> Option<f64> {

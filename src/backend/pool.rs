@@ -365,11 +365,17 @@ pub fn thp_mode() -> Option<&'static str> {
     .as_deref()
 }
 
+/// Whether transparent huge pages can be asked for under `mode` ([`thp_mode`]): `always` or
+/// `madvise`.
+pub fn thp_asks(mode: Option<&str>) -> bool {
+    matches!(mode, Some("always" | "madvise"))
+}
+
 /// Whether an array of `bytes` asks for transparent huge pages: from [`HUGE_PAGES_FROM`], where
-/// the mode is `always` or `madvise`. Every array the pool first-touches does, so a large working
-/// set measures the memory rather than a page walk every 4 KiB.
+/// [`thp_asks`] holds. Every array the pool first-touches does, so a large working set measures
+/// the memory rather than a page walk every 4 KiB.
 pub fn huge_pages_asked(bytes: usize) -> bool {
-    bytes >= HUGE_PAGES_FROM && matches!(thp_mode(), Some("always" | "madvise"))
+    bytes >= HUGE_PAGES_FROM && thp_asks(thp_mode())
 }
 
 /// `", huge pages asked for"` where [`huge_pages_asked`] holds for `bytes`, for launch notes.
@@ -499,16 +505,18 @@ mod tests {
         assert_eq!(parse_thp_mode("always madvise [never]"), Some("never"));
         assert_eq!(parse_thp_mode("always madvise never"), None);
         assert_eq!(parse_thp_mode(""), None);
+        assert!(thp_asks(Some("always")) && thp_asks(Some("madvise")));
+        assert!(!thp_asks(Some("never")) && !thp_asks(None));
     }
 
     /// Where the OS runs transparent huge pages, a first-touched array of 16 MiB is asked for
-    /// them and gets them (its mapping in /proc/self/smaps holds huge pages); a 1 MiB one asks
-    /// for none. Skips, saying why, where the OS has none.
+    /// them and gets them (its mapping in /proc/self/smaps holds huge pages); one a byte under
+    /// [`HUGE_PAGES_FROM`] asks for none. Skips, saying why, where the OS has none.
     #[test]
     fn large_arrays_get_huge_pages() {
         assert!(!huge_pages_asked(HUGE_PAGES_FROM - 1));
         let mode = thp_mode();
-        if !matches!(mode, Some("always" | "madvise")) {
+        if !thp_asks(mode) {
             eprintln!("skipped: transparent huge pages are not on here (mode {mode:?})");
             return;
         }
