@@ -183,7 +183,7 @@ impl Backend for HostBackend {
                 StreamCase::<f64>::new(&self.pool, self.compute.simd, self.info.llc_bytes, case)?,
             )),
             (Family::Peak | Family::Intensity, _) => {
-                host_compute::prepare(&self.pool, self.compute, case)
+                host_compute::prepare(&self.pool, self.compute, self.info.llc_bytes, case)
             }
             (Family::Gemm, _) if case.kernel == gemm::HOST_AMX => {
                 host_amx_gemm::prepare(&self.pool, case)

@@ -6,13 +6,23 @@
 //! The kernels compute exactly what the GPU kernels compute (the maps of
 //! [`crate::bench::arith`]), so the same gold checks apply. Each worker of the pinned pool runs
 //! its own registers (peaks) or its own slice of the arrays (sweep), which it first-touched.
+//! The sweep stores as the STREAM cases do (`super::host_stream`): streaming stores on x86
+//! where its arrays are larger than the last-level cache, so its memory-bound points move the
+//! bytes they count, each block first asking for the next block's input (`prefetcht0`), and
+//! plain stores elsewhere. With plain stores a DRAM point moved 3 bytes for the 2 it counts.
+//! On a 2-vCPU Intel Xeon VM (2026-12-03, 4 interleaved rounds, f32 medians against plain
+//! stores): k = 0 … 8 read and wrote 1.8–2.1× faster (k = 1: 24.2 → 46.4 GB/s, the STREAM
+//! write's roof), k = 16, 32, 64 1.64×, 1.29×, 1.22×; k = 128 0.91× (0.87–0.99 by round), k ≥
+//! 256 within noise; i32 at k = 16 1.54×, k = 32 and 64 unchanged. Streaming stores without
+//! the prefetch gained less (k = 1 1.63×) and lost at k = 128 too; the prefetch with plain
+//! stores fell far short (k = 1: 27.1 GB/s against 45.5 with streaming stores, 4 rounds).
 //!
 //! This module must not print; it returns [`crate::Error`]s. `unsafe` here is limited to
 //! calling SIMD kernels on the instruction set that was detected, and to raw pointers into
 //! slices each worker owns.
 
 use super::host::cpu;
-use super::pool::{chunk, first_touch, Pool, SharedPtr, SpinBarrier};
+use super::pool::{chunk, first_touch_aligned, AlignedArray, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
 use crate::bench::{arith, intensity, peak, Case, Family, Precision, Verdict};
 use crate::specs::theory::{self, HostFma};
@@ -86,6 +96,12 @@ impl Simd {
             Simd::Avx2 => 12,
             Simd::Portable => 8,
         }
+    }
+
+    /// Whether the set has streaming (non-temporal) stores here: x86's `vmovntps` and kin.
+    /// Rust has no streaming-store intrinsic for NEON, and the portable loop stores plainly.
+    pub fn streams(self) -> bool {
+        matches!(self, Simd::Avx512 | Simd::Avx2)
     }
 
     /// Elements of `precision` in one register.
@@ -242,6 +258,8 @@ macro_rules! simd_kernels {
         fma |$x:ident, $a:ident, $b:ident| $fma:expr,
         load |$p:ident| $load:expr,
         store |$q:ident, $v:ident| $store:expr,
+        stream |$sq:ident, $sv:ident| $stream:expr,
+        fence $fence:expr,
         scalar |$y:ident, $ya:ident, $yb:ident| $scalar:expr
     ) => {
         pub mod $name {
@@ -297,9 +315,12 @@ macro_rules! simd_kernels {
             }
 
             /// `output[i] = f^k(input[i])` for `n` elements, `$block` registers in flight.
+            /// With `streaming`, the whole vectors are stored with the set's streaming
+            /// (non-temporal) stores, fenced before it returns; plain stores otherwise.
             ///
             /// # Safety
-            /// The CPU must support the target feature; both pointers cover `n` elements.
+            /// The CPU must support the target feature; both pointers cover `n` elements; with
+            /// `streaming`, `output` is aligned to the vector.
             #[target_feature(enable = $feature)]
             pub unsafe fn sweep(
                 k: u32,
@@ -308,6 +329,7 @@ macro_rules! simd_kernels {
                 input: *const $elem,
                 output: *mut $elem,
                 n: usize,
+                streaming: bool,
             ) {
                 const BLOCK: usize = $block;
                 let av: $vec = {
@@ -325,17 +347,35 @@ macro_rules! simd_kernels {
                         let $p = input.add(i + j * LANES);
                         v[j] = $load;
                     }
+                    if streaming {
+                        // the next block's input asked for now, before this block's streaming
+                        // stores hold the line fill buffers its loads would otherwise wait on
+                        crate::backend::pool::prefetch(
+                            input.wrapping_add(i + BLOCK * LANES),
+                            BLOCK * LANES * std::mem::size_of::<$elem>(),
+                        );
+                    }
                     for _ in 0..k {
                         for j in 0..BLOCK {
                             let ($x, $a, $b) = (v[j], av, bv);
                             v[j] = $fma;
                         }
                     }
-                    for j in 0..BLOCK {
-                        let ($q, $v) = (output.add(i + j * LANES), v[j]);
-                        $store;
+                    if streaming {
+                        for j in 0..BLOCK {
+                            let ($sq, $sv) = (output.add(i + j * LANES), v[j]);
+                            $stream;
+                        }
+                    } else {
+                        for j in 0..BLOCK {
+                            let ($q, $v) = (output.add(i + j * LANES), v[j]);
+                            $store;
+                        }
                     }
                     i += BLOCK * LANES;
+                }
+                if streaming {
+                    $fence;
                 }
                 while i < n {
                     let mut $y = *input.add(i);
@@ -361,6 +401,8 @@ mod x86 {
         fma |x, a, b| _mm512_fmadd_ps(x, a, b),
         load |p| _mm512_loadu_ps(p),
         store |q, v| _mm512_storeu_ps(q, v),
+        stream |q, v| _mm512_stream_ps(q, v),
+        fence _mm_sfence(),
         scalar |y, a, b| y.mul_add(a, b));
     simd_kernels!(avx512_f64, feature "avx512f,fma", elem f64, vec __m512d, lanes 8, chains 16,
         block 16,
@@ -368,6 +410,8 @@ mod x86 {
         fma |x, a, b| _mm512_fmadd_pd(x, a, b),
         load |p| _mm512_loadu_pd(p),
         store |q, v| _mm512_storeu_pd(q, v),
+        stream |q, v| _mm512_stream_pd(q, v),
+        fence _mm_sfence(),
         scalar |y, a, b| y.mul_add(a, b));
     simd_kernels!(avx512_i32, feature "avx512f,fma", elem i32, vec __m512i, lanes 16,
         chains 16, block 16,
@@ -375,6 +419,8 @@ mod x86 {
         fma |x, a, b| _mm512_add_epi32(_mm512_mullo_epi32(x, a), b),
         load |p| _mm512_loadu_si512(p.cast()),
         store |q, v| _mm512_storeu_si512(q.cast(), v),
+        stream |q, v| _mm512_stream_si512(q.cast(), v),
+        fence _mm_sfence(),
         scalar |y, a, b| y.wrapping_mul(a).wrapping_add(b));
     simd_kernels!(avx2_f32, feature "avx2,fma", elem f32, vec __m256, lanes 8, chains 12,
         block 12,
@@ -382,6 +428,8 @@ mod x86 {
         fma |x, a, b| _mm256_fmadd_ps(x, a, b),
         load |p| _mm256_loadu_ps(p),
         store |q, v| _mm256_storeu_ps(q, v),
+        stream |q, v| _mm256_stream_ps(q, v),
+        fence _mm_sfence(),
         scalar |y, a, b| y.mul_add(a, b));
     simd_kernels!(avx2_f64, feature "avx2,fma", elem f64, vec __m256d, lanes 4, chains 12,
         block 12,
@@ -389,6 +437,8 @@ mod x86 {
         fma |x, a, b| _mm256_fmadd_pd(x, a, b),
         load |p| _mm256_loadu_pd(p),
         store |q, v| _mm256_storeu_pd(q, v),
+        stream |q, v| _mm256_stream_pd(q, v),
+        fence _mm_sfence(),
         scalar |y, a, b| y.mul_add(a, b));
     simd_kernels!(avx2_i32, feature "avx2,fma", elem i32, vec __m256i, lanes 8, chains 12,
         block 12,
@@ -396,6 +446,8 @@ mod x86 {
         fma |x, a, b| _mm256_add_epi32(_mm256_mullo_epi32(x, a), b),
         load |p| _mm256_loadu_si256(p.cast()),
         store |q, v| _mm256_storeu_si256(q.cast(), v),
+        stream |q, v| _mm256_stream_si256(q.cast(), v),
+        fence _mm_sfence(),
         scalar |y, a, b| y.wrapping_mul(a).wrapping_add(b));
 }
 
@@ -409,6 +461,8 @@ mod arm {
         fma |x, a, b| vfmaq_f32(b, x, a),
         load |p| vld1q_f32(p),
         store |q, v| vst1q_f32(q, v),
+        stream |q, v| vst1q_f32(q, v),
+        fence (),
         scalar |y, a, b| y.mul_add(a, b));
     simd_kernels!(neon_f64, feature "neon", elem f64, vec float64x2_t, lanes 2, chains 16,
         block 16,
@@ -416,6 +470,8 @@ mod arm {
         fma |x, a, b| vfmaq_f64(b, x, a),
         load |p| vld1q_f64(p),
         store |q, v| vst1q_f64(q, v),
+        stream |q, v| vst1q_f64(q, v),
+        fence (),
         scalar |y, a, b| y.mul_add(a, b));
     simd_kernels!(neon_i32, feature "neon", elem i32, vec int32x4_t, lanes 4, chains 16,
         block 16,
@@ -423,6 +479,8 @@ mod arm {
         fma |x, a, b| vmlaq_s32(b, x, a),
         load |p| vld1q_s32(p),
         store |q, v| vst1q_s32(q, v),
+        stream |q, v| vst1q_s32(q, v),
+        fence (),
         scalar |y, a, b| y.wrapping_mul(a).wrapping_add(b));
 }
 
@@ -557,13 +615,26 @@ fn run_peak<T: HostElement>(simd: Simd, iterations: u64, starts: &[T], a: T, b: 
     )
 }
 
-/// Dispatches a sweep over one worker's slice to `simd`'s kernel for `T`.
-fn run_sweep<T: HostElement>(simd: Simd, k: u32, a: T, b: T, input: &[T], output: &mut [T]) {
+/// Dispatches a sweep over one worker's slice to `simd`'s kernel for `T`, with streaming
+/// stores when `streaming` and the output is aligned to the vector (else plain ones).
+fn run_sweep<T: HostElement>(
+    simd: Simd,
+    k: u32,
+    a: T,
+    b: T,
+    input: &[T],
+    output: &mut [T],
+    streaming: bool,
+) {
     let n = input.len().min(output.len());
+    let streaming = streaming
+        && simd.streams()
+        && (output.as_ptr() as usize).is_multiple_of(simd.bits() as usize / 8);
     macro_rules! call {
         ($m:path) => {{
             use $m as kern;
-            // SAFETY: as in `run_peak`; both pointers cover n elements of the matching type.
+            // SAFETY: as in `run_peak`; both pointers cover n elements of the matching type,
+            // and with `streaming` the output is aligned to the vector (checked above).
             unsafe {
                 kern::sweep(
                     k,
@@ -572,6 +643,7 @@ fn run_sweep<T: HostElement>(simd: Simd, k: u32, a: T, b: T, input: &[T], output
                     input.as_ptr().cast(),
                     output.as_mut_ptr().cast(),
                     n,
+                    streaming,
                 )
             }
         }};
@@ -641,25 +713,28 @@ impl HostCompute {
     }
 }
 
-/// Prepares a host compute case (peak or sweep) of any precision the host runs.
+/// Prepares a host compute case (peak or sweep) of any precision the host runs. `llc_bytes`:
+/// the last-level cache; a sweep whose arrays are larger together stores streaming where the
+/// set can, as the STREAM cases do.
 pub fn prepare<'p>(
     pool: &'p Pool,
     compute: HostCompute,
+    llc_bytes: u64,
     case: &Case,
 ) -> Result<Box<dyn PreparedCase + 'p>> {
     match (case.family, case.precision) {
         (Family::Peak, Precision::F32) => Ok(Box::new(PeakCase::<f32>::new(pool, compute, case)?)),
         (Family::Peak, Precision::F64) => Ok(Box::new(PeakCase::<f64>::new(pool, compute, case)?)),
         (Family::Peak, Precision::I32) => Ok(Box::new(PeakCase::<i32>::new(pool, compute, case)?)),
-        (Family::Intensity, Precision::F32) => {
-            Ok(Box::new(SweepCase::<f32>::new(pool, compute, case)?))
-        }
-        (Family::Intensity, Precision::F64) => {
-            Ok(Box::new(SweepCase::<f64>::new(pool, compute, case)?))
-        }
-        (Family::Intensity, Precision::I32) => {
-            Ok(Box::new(SweepCase::<i32>::new(pool, compute, case)?))
-        }
+        (Family::Intensity, Precision::F32) => Ok(Box::new(SweepCase::<f32>::new(
+            pool, compute, llc_bytes, case,
+        )?)),
+        (Family::Intensity, Precision::F64) => Ok(Box::new(SweepCase::<f64>::new(
+            pool, compute, llc_bytes, case,
+        )?)),
+        (Family::Intensity, Precision::I32) => Ok(Box::new(SweepCase::<i32>::new(
+            pool, compute, llc_bytes, case,
+        )?)),
         _ => Err(Error::Usage(format!(
             "the host backend has no kernel for {}",
             case.id()
@@ -765,14 +840,18 @@ struct SweepCase<'p, T: HostElement> {
     pool: &'p Pool,
     compute: HostCompute,
     k: u32,
-    input: Vec<T>,
-    output: Vec<T>,
+    input: AlignedArray<T>,
+    output: AlignedArray<T>,
+    /// Streaming stores: the working set is larger than the last-level cache and the set has
+    /// them, as in the STREAM cases (`host_stream`): a plain store to a line not in cache reads
+    /// it first, so the DRAM would move 3 bytes for every 2 the row counts.
+    streaming: bool,
     barrier: SpinBarrier,
     clock_mhz: Option<f64>,
 }
 
 impl<'p, T: HostElement> SweepCase<'p, T> {
-    fn new(pool: &'p Pool, compute: HostCompute, case: &Case) -> Result<Self> {
+    fn new(pool: &'p Pool, compute: HostCompute, llc_bytes: u64, case: &Case) -> Result<Self> {
         let k = case
             .count()
             .ok_or_else(|| Error::Usage(format!("{} has no k", case.id())))?;
@@ -780,16 +859,33 @@ impl<'p, T: HostElement> SweepCase<'p, T> {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))
         })?;
         let p = T::PRECISION;
-        let input = first_touch(pool, n, 256, |i| {
+        // the STREAM cases' alignment: 2 MiB for arrays of at least that, a cache line below
+        let byte_align = if n * std::mem::size_of::<T>() >= 2 << 20 {
+            2 << 20
+        } else {
+            64
+        };
+        let no_room = || {
+            Error::Usage(format!(
+                "two arrays of {n} {} elements could not be allocated; pass a smaller --size",
+                p.as_str()
+            ))
+        };
+        let input = first_touch_aligned(pool, n, 256, byte_align, |i| {
             T::from_bits(intensity::input(p, i as u64))
-        });
-        let output = first_touch(pool, n, 256, |_| T::from_bits(0x7FC0_DEAD_7FC0_DEAD));
+        })
+        .ok_or_else(no_room)?;
+        let output = first_touch_aligned(pool, n, 256, byte_align, |_| {
+            T::from_bits(0x7FC0_DEAD_7FC0_DEAD)
+        })
+        .ok_or_else(no_room)?;
         Ok(SweepCase {
             pool,
             compute,
             k,
             input,
             output,
+            streaming: case.working_set_bytes > llc_bytes && compute.simd.streams(),
             barrier: SpinBarrier::new(pool.threads()),
             clock_mhz: None,
         })
@@ -807,7 +903,7 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
             SharedPtr(self.input.as_mut_ptr()),
             SharedPtr(self.output.as_mut_ptr()),
         );
-        let (k, barrier) = (self.k, &self.barrier);
+        let (k, barrier, streaming) = (self.k, &self.barrier, self.streaming);
         let start = Instant::now();
         let ok = self.pool.run(|t| {
             let r = chunk(n, threads, t, 256);
@@ -819,7 +915,7 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
                 )
             };
             for _ in 0..reps {
-                run_sweep(simd, k, a, b, ins, outs);
+                run_sweep(simd, k, a, b, ins, outs, streaming);
                 barrier.wait();
             }
         });
@@ -842,8 +938,13 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
     }
 
     fn launch_note(&self) -> String {
+        let stores = if self.streaming {
+            " with streaming stores"
+        } else {
+            ""
+        };
         format!(
-            "{} pinned threads, {}, {}{}",
+            "{} pinned threads, {}{stores}, {}{}",
             self.pool.threads(),
             self.compute.simd.name(),
             self.compute.theory_note(),
@@ -948,7 +1049,10 @@ mod tests {
     }
 
     /// Every instruction set this CPU has, and the portable one, compute the same bits as the
-    /// reference, for the peak and for the sweep on odd sizes.
+    /// reference, for the peak and for the sweep on odd sizes, the sweep with plain stores (a
+    /// last-level cache larger than its arrays) and streaming ones (a smaller one) alike; the
+    /// sweep's note names streaming stores exactly where the set has them and they were asked
+    /// for.
     #[test]
     fn every_available_kernel_matches_the_reference() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
@@ -970,7 +1074,7 @@ mod tests {
                 // a short launch: 50 trips
                 let elements = case.elements;
                 case = peak::case(p, elements, 50, UNROLL);
-                let mut prepared = prepare(&pool, compute, &case).unwrap();
+                let mut prepared = prepare(&pool, compute, u64::MAX, &case).unwrap();
                 prepared.run(2).unwrap();
                 let v = prepared.verify().unwrap();
                 assert!(v.valid, "{} {}: {}", simd.name(), case.id(), v.detail);
@@ -978,10 +1082,25 @@ mod tests {
             for p in SWEEP_PRECISIONS {
                 for (k, n) in [(0u32, 1001u64), (1, 17), (7, 4099), (64, 777)] {
                     let case = intensity::case(p, k, n);
-                    let mut prepared = prepare(&pool, compute, &case).unwrap();
-                    prepared.run(2).unwrap();
-                    let v = prepared.verify().unwrap();
-                    assert!(v.valid, "{} {} n={n}: {}", simd.name(), case.id(), v.detail);
+                    for llc_bytes in [u64::MAX, 0] {
+                        let mut prepared = prepare(&pool, compute, llc_bytes, &case).unwrap();
+                        prepared.run(2).unwrap();
+                        let v = prepared.verify().unwrap();
+                        let streams = llc_bytes == 0 && simd.streams();
+                        assert!(
+                            v.valid,
+                            "{} {} n={n} streaming {streams}: {}",
+                            simd.name(),
+                            case.id(),
+                            v.detail
+                        );
+                        assert_eq!(
+                            prepared.launch_note().contains("streaming stores"),
+                            streams,
+                            "{}",
+                            prepared.launch_note()
+                        );
+                    }
                 }
             }
         }
@@ -992,7 +1111,7 @@ mod tests {
         let pool = Pool::new(vec![allowed_cpus()[0]]);
         let compute = HostCompute::detect();
         let case = intensity::case(Precision::F32, 4, 100);
-        let mut prepared = prepare(&pool, compute, &case).unwrap();
+        let mut prepared = prepare(&pool, compute, u64::MAX, &case).unwrap();
         assert!(!prepared.verify().unwrap().valid);
         let zen5 = theory::host_fma_x86("AuthenticAMD", 0x1A, 2, "", "");
         assert_eq!(

@@ -65,7 +65,7 @@
 //! matrices whose parts each worker owns.
 
 use super::host_compute::{self, HostCompute, Simd};
-use super::pool::{chunk, first_touch, Pool, SharedPtr, SpinBarrier};
+use super::pool::{chunk, first_touch, prefetch, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
 use crate::bench::gemm::{self, Shape};
 use crate::bench::{Case, Precision, Verdict};
@@ -621,22 +621,6 @@ unsafe fn pack_sliver<T: GemmElement>(
             }
         }
     }
-}
-
-/// Asks for the cache lines of `bytes` bytes from `p` (x86-64; elsewhere nothing).
-#[inline(always)]
-fn prefetch<T>(p: *const T, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for off in (0..bytes).step_by(64) {
-        // SAFETY: a prefetch never faults, whatever the address.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                (p as *const i8).wrapping_add(off),
-            )
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, bytes);
 }
 
 /// Per-worker scratch of our kernel: its packed A block and an edge tile.

@@ -251,18 +251,7 @@ impl<'a> DeviceRun<'a> {
                 self.secs.total += secs.total;
                 self.bar.inc(1);
                 if !self.interactive {
-                    // a capacity row's figure is its size, not a rate
-                    let size = (record.family == crate::bench::Family::Capacity && record.valid)
-                        .then(|| crate::report::table::bytes(record.working_set_bytes));
-                    let launch = record
-                        .valid
-                        .then(|| crate::report::table::launch_figure(record))
-                        .flatten();
-                    let figure = size
-                        .or(launch)
-                        .or(record.gbps.map(|g| format!("{g:.2} GB/s")))
-                        .or(record.gflops.map(|g| format!("{g:.2} GFLOP/s")))
-                        .unwrap_or_else(|| record.status.clone());
+                    let figure = progress_figure(record);
                     self.say(&format!("  {:<28} {figure}", record.case_id()));
                 }
             }
@@ -572,9 +561,51 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     })
 }
 
+/// A row's figure in the progress lines printed without a terminal: a capacity row's size, a
+/// launch row's time, else its bandwidth, else its operation rate (GOP/s for integer formats),
+/// else its status.
+fn progress_figure(record: &Record) -> String {
+    let size = (record.family == crate::bench::Family::Capacity && record.valid)
+        .then(|| crate::report::table::bytes(record.working_set_bytes));
+    let launch = record
+        .valid
+        .then(|| crate::report::table::launch_figure(record))
+        .flatten();
+    let ops = if record.precision.is_integer() {
+        "GOP/s"
+    } else {
+        "GFLOP/s"
+    };
+    size.or(launch)
+        .or(record.gbps.map(|g| format!("{g:.2} GB/s")))
+        .or(record.gflops.map(|g| format!("{g:.2} {ops}")))
+        .unwrap_or_else(|| record.status.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::{peak, stream::StreamKernel, Precision};
+    use crate::record::tests::measured;
+
+    /// Bandwidth rows print GB/s, float peaks GFLOP/s, integer peaks GOP/s (an i32 multiply-add
+    /// is not a floating-point operation), and an invalid row its status, never a figure.
+    #[test]
+    fn progress_lines_name_the_unit_of_the_figure() {
+        let triad = measured(
+            &StreamKernel::Triad.case(Precision::F32, 1_000_000),
+            1e-3,
+            true,
+        );
+        assert_eq!(progress_figure(&triad), "12.00 GB/s");
+        let f32_peak = measured(&peak::case(Precision::F32, 1024, 1000, 8), 1e-3, true);
+        assert!(progress_figure(&f32_peak).ends_with(" GFLOP/s"));
+        let i32_peak = measured(&peak::case(Precision::I32, 1024, 1000, 8), 1e-3, true);
+        let figure = progress_figure(&i32_peak);
+        assert!(figure.ends_with(" GOP/s"), "{figure}");
+        let invalid = measured(&peak::case(Precision::I32, 1024, 1000, 8), 1e-3, false);
+        assert_eq!(progress_figure(&invalid), invalid.status);
+    }
 
     #[test]
     fn device_names_resolve() {
