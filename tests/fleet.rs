@@ -44,7 +44,15 @@ fn fleet_flags_the_planted_slow_run_with_exit_4() {
     let dir = tempfile::tempdir().unwrap();
     let files = results();
     let slow = dir.path().join("slow.csv");
-    planted(&files[files.len() - 1], "planted-slow-run", 0.8, &slow);
+    // a copy of the newest run of the oldest run's machine, which has the most runs checked in
+    // (three, enough to judge; a newer machine's one run and its slow copy would be too few)
+    let stem = |p: &PathBuf| p.file_stem().unwrap().to_string_lossy().into_owned();
+    let machine = stem(&files[0]).rsplit_once('-').unwrap().0.to_string();
+    let source = files
+        .iter()
+        .rfind(|p| stem(p).starts_with(&format!("{machine}-")))
+        .unwrap();
+    planted(source, "planted-slow-run", 0.8, &slow);
 
     // The checked-in runs alone: peers, none flagged.
     let out = roofprobe().arg("fleet").args(&files).output().unwrap();

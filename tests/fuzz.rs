@@ -1433,7 +1433,8 @@ mod found {
             .to_string();
         for bad in ["-1409.0", "0.0"] {
             let text = json.replacen(&gbps, &format!("      \"gbps\": {bad},"), 1);
-            let line = text.lines().position(|l| l.contains(bad)).unwrap() + 1;
+            let replaced = format!("\"gbps\": {bad},");
+            let line = text.lines().position(|l| l.trim() == replaced).unwrap() + 1;
             let p = dir.path().join("bad.json");
             std::fs::write(&p, &text).unwrap();
             let (svg, csv) = (dir.path().join("o.svg"), dir.path().join("o.csv"));

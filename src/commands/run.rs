@@ -562,8 +562,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 }
 
 /// A row's figure in the progress lines printed without a terminal: a capacity row's size, a
-/// launch row's time, else its bandwidth, else its operation rate (GOP/s for integer formats),
-/// else its status.
+/// launch row's time, else its bandwidth and operation rate (GOP/s for integer formats), each
+/// where it has one (a GEMM's or a sweep point's both, as the table gives them), else its
+/// status.
 fn progress_figure(record: &Record) -> String {
     let size = (record.family == crate::bench::Family::Capacity && record.valid)
         .then(|| crate::report::table::bytes(record.working_set_bytes));
@@ -576,9 +577,16 @@ fn progress_figure(record: &Record) -> String {
     } else {
         "GFLOP/s"
     };
+    let rates = [
+        record.gbps.map(|g| format!("{g:.2} GB/s")),
+        record
+            .gflops
+            .filter(|&g| g > 0.0)
+            .map(|g| format!("{g:.2} {ops}")),
+    ];
+    let rates = rates.into_iter().flatten().collect::<Vec<_>>().join(", ");
     size.or(launch)
-        .or(record.gbps.map(|g| format!("{g:.2} GB/s")))
-        .or(record.gflops.map(|g| format!("{g:.2} {ops}")))
+        .or((!rates.is_empty()).then_some(rates))
         .unwrap_or_else(|| record.status.clone())
 }
 
@@ -589,15 +597,22 @@ mod tests {
     use crate::record::tests::measured;
 
     /// Bandwidth rows print GB/s, float peaks GFLOP/s, integer peaks GOP/s (an i32 multiply-add
-    /// is not a floating-point operation), and an invalid row its status, never a figure.
+    /// is not a floating-point operation), a row with both both (a triad does 2 flops an
+    /// element; a copy none), and an invalid row its status, never a figure.
     #[test]
     fn progress_lines_name_the_unit_of_the_figure() {
+        let copy = measured(
+            &StreamKernel::Copy.case(Precision::F32, 1_000_000),
+            1e-3,
+            true,
+        );
+        assert_eq!(progress_figure(&copy), "8.00 GB/s");
         let triad = measured(
             &StreamKernel::Triad.case(Precision::F32, 1_000_000),
             1e-3,
             true,
         );
-        assert_eq!(progress_figure(&triad), "12.00 GB/s");
+        assert_eq!(progress_figure(&triad), "12.00 GB/s, 2.00 GFLOP/s");
         let f32_peak = measured(&peak::case(Precision::F32, 1024, 1000, 8), 1e-3, true);
         assert!(progress_figure(&f32_peak).ends_with(" GFLOP/s"));
         let i32_peak = measured(&peak::case(Precision::I32, 1024, 1000, 8), 1e-3, true);
