@@ -417,12 +417,7 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
         let n = usize::try_from(case.elements).map_err(|_| {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))
         })?;
-        // BabelStream's alignment (2 MiB) for arrays of at least that, a cache line below
-        let byte_align = if n * std::mem::size_of::<T>() >= 2 << 20 {
-            2 << 20
-        } else {
-            64
-        };
+        let byte_align = super::pool::array_alignment(n * std::mem::size_of::<T>());
         let no_room = || {
             Error::Usage(format!(
                 "{} arrays of {n} {} elements could not be allocated; pass a smaller --size",

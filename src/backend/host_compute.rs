@@ -859,12 +859,7 @@ impl<'p, T: HostElement> SweepCase<'p, T> {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))
         })?;
         let p = T::PRECISION;
-        // the STREAM cases' alignment: 2 MiB for arrays of at least that, a cache line below
-        let byte_align = if n * std::mem::size_of::<T>() >= 2 << 20 {
-            2 << 20
-        } else {
-            64
-        };
+        let byte_align = super::pool::array_alignment(n * std::mem::size_of::<T>());
         let no_room = || {
             Error::Usage(format!(
                 "two arrays of {n} {} elements could not be allocated; pass a smaller --size",

@@ -466,6 +466,16 @@ pub fn prefetch<T>(p: *const T, bytes: usize) {
     let _ = (p, bytes);
 }
 
+/// Where a host array of `bytes` starts: BabelStream's 2 MiB for arrays of at least that (a
+/// huge page's boundary), a cache line below.
+pub fn array_alignment(bytes: usize) -> usize {
+    if bytes >= 2 << 20 {
+        2 << 20
+    } else {
+        64
+    }
+}
+
 /// [`first_touch`] into an [`AlignedArray`] whose first element sits at a multiple of
 /// `byte_align` (a power of two). Returns `None` when the memory cannot be had.
 pub fn first_touch_aligned<T: Copy>(
