@@ -474,7 +474,7 @@ pub fn stream_simd<T: HostFloat>(simd: Simd) -> StreamSimd<T> {
             StreamSimd {
                 kernel: unsafe { std::mem::transmute::<*const (), Kernel<T>>($f as *const ()) },
                 name: $name,
-                streams: cfg!(target_arch = "x86_64"),
+                streams: simd.streams(),
             }
         };
     }

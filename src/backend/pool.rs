@@ -341,9 +341,12 @@ fn touch<T: Copy>(
     assert!(ok, "initialising an array cannot panic");
 }
 
-/// The smallest array that asks for huge pages: twice a 2 MiB page, so at least one whole page
+/// A transparent huge page on x86-64 and AArch64 with 4 KiB base pages: 2 MiB.
+pub const HUGE_PAGE: usize = 2 << 20;
+
+/// The smallest array that asks for huge pages: twice a huge page, so at least one whole page
 /// lies inside it wherever it starts.
-pub const HUGE_PAGES_FROM: usize = 4 << 20;
+pub const HUGE_PAGES_FROM: usize = 2 * HUGE_PAGE;
 
 /// Where Linux says which transparent-huge-page mode it runs.
 pub const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
@@ -395,9 +398,8 @@ pub fn advise_huge_pages(ptr: *mut u8, bytes: usize) -> bool {
     }
     #[cfg(target_os = "linux")]
     {
-        const HUGE: usize = 2 << 20;
-        let start = (ptr as usize).next_multiple_of(HUGE);
-        let end = (ptr as usize + bytes) & !(HUGE - 1);
+        let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
+        let end = (ptr as usize + bytes) & !(HUGE_PAGE - 1);
         if end <= start {
             return false;
         }
@@ -467,10 +469,10 @@ pub fn prefetch<T>(p: *const T, bytes: usize) {
 }
 
 /// Where a host array of `bytes` starts: BabelStream's 2 MiB for arrays of at least that (a
-/// huge page's boundary), a cache line below.
+/// huge page's boundary, [`HUGE_PAGE`]), a cache line below.
 pub fn array_alignment(bytes: usize) -> usize {
-    if bytes >= 2 << 20 {
-        2 << 20
+    if bytes >= HUGE_PAGE {
+        HUGE_PAGE
     } else {
         64
     }
@@ -549,7 +551,7 @@ mod tests {
         assert!(huge_pages_asked(HUGE_PAGES_FROM));
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
         let a = first_touch(&pool, 4 << 20, 16, |i| i as u32);
-        let at = (a.as_ptr() as usize).next_multiple_of(2 << 20);
+        let at = (a.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
         let (mut rss_kib, mut huge_kib) = (None, None);
         let mut inside = false;

@@ -572,17 +572,13 @@ fn progress_figure(record: &Record) -> String {
         .valid
         .then(|| crate::report::table::launch_figure(record))
         .flatten();
-    let ops = if record.precision.is_integer() {
-        "GOP/s"
-    } else {
-        "GFLOP/s"
-    };
+    let ops = crate::report::ops(record.precision);
     let rates = [
         record.gbps.map(|g| format!("{g:.2} GB/s")),
         record
             .gflops
             .filter(|&g| g > 0.0)
-            .map(|g| format!("{g:.2} {ops}")),
+            .map(|g| format!("{g:.2} G{ops}/s")),
     ];
     let rates = rates.into_iter().flatten().collect::<Vec<_>>().join(", ");
     size.or(launch)

@@ -12,3 +12,14 @@ pub mod names;
 pub mod picture;
 pub mod svg;
 pub mod table;
+
+use crate::bench::Precision;
+
+/// What one operation of a precision is called: `FLOP`, or `OP` for integer formats.
+pub fn ops(precision: Precision) -> &'static str {
+    if precision.is_integer() {
+        "OP"
+    } else {
+        "FLOP"
+    }
+}

@@ -29,6 +29,7 @@ use crate::report::labels::{
     DESCENT_EM,
 };
 use crate::report::names::{merge, Figure, Named, Place, LABEL_PX};
+use crate::report::ops;
 use crate::report::picture::{
     centred_baseline, marker_extent, point_size, run_style, wrap, Fill, Item, Legend, Mark,
     Picture, Rgb, Swatch, ABOVE_ROOF_RING, GREY, INK, SERIES_WIDTH, WARNING,
@@ -88,15 +89,6 @@ pub fn arithmetic(gflops: f64, precision: Precision) -> String {
         format!("{} T{op}/s", three_digits(gflops / 1000.0))
     } else {
         format!("{} G{op}/s", three_digits(gflops))
-    }
-}
-
-/// What one operation of a precision is called: `FLOP`, or `OP` for integer formats.
-fn ops(precision: Precision) -> &'static str {
-    if precision.is_integer() {
-        "OP"
-    } else {
-        "FLOP"
     }
 }
 
