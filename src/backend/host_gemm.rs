@@ -44,18 +44,29 @@
 //!
 //! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
 //! bound by reading B once, and packing B would add a write and a read of it: there each worker
-//! takes a share of B's rows and computes the dot products of four of A's rows (padded to a
-//! multiple of four) with four of its rows at a time, straight from the matrices, SIMD along K.
-//! At M = 1 (a matrix-vector product) it takes [`GEMV_ROWS`] rows of B at a time against A's one
-//! row instead, one vector accumulator per row, and no work is spent on padding rows: eight
-//! sequential streams of B in flight per core. On this project's 2-vCPU VM (AVX2, f32, the five
-//! M = 1 shapes, 4 interleaved rounds each, 2026-12-01) one row at a time was no faster than
-//! the four-row dot-product path (0.91–1.0× by shape), eight rows 1.10–1.35× faster than it
-//! (rounds 0.83–1.80) and 1.08–1.36× faster than sixteen.
+//! takes a share of B's rows and computes, straight from the matrices, SIMD along K, the dot
+//! products of a register tile ([`DotTile`]): `rows_a` of A's rows (padded to a multiple) against
+//! `rows_b` of its rows, one vector accumulator each, A's vectors held while each row of B is
+//! loaded once. AVX2+FMA has 16 vector registers: its tile is 2 × 6 (12 accumulators, 15
+//! registers in all); the 4 × 4 tile it had before held 21 and spilled accumulators to the
+//! stack in its inner loop. On this project's 2-vCPU VM (AMD EPYC, Zen 4 with AVX2 and no AVX-512 shown; 2026-12-03, f32,
+//! 6 interleaved rounds, median and range of the per-round ratio to the 4 × 4 tile) M = 2 ran
+//! 1.11× (1.02–1.27) at 4096 × 4096 and 1.13× at 8192 × 8192, M = 8 1.14–1.18×, M = 16
+//! 1.29–1.32×, and M = 4 0.97× (0.82–1.14). Tried beside it, same rounds: the 4 × 3 tile (no
+//! spill either) ran M = 4 to 16 at 0.90–1.09× the 4 × 4 one by shape; K blocks of 2 KiB per
+//! row, which keep a step of B's rows in L1 while every group of A's rows passes over it, made
+//! them slower (0.76–0.95×, with 4 × 3 or 4 × 4), and software prefetch of B's next block slower
+//! still (0.65–0.93×). AVX-512F (32 registers) and NEON keep 4 × 4, not measured against
+//! other tiles. At M = 1 (a matrix-vector product) it takes [`GEMV_ROWS`] rows of B at a time
+//! against A's one row instead, one vector accumulator per row, and no work is spent on padding
+//! rows: eight sequential streams of B in flight per core. On this project's 2-vCPU VM (AVX2,
+//! f32, the five M = 1 shapes, 4 interleaved rounds each, 2026-12-01) one row at a time was no
+//! faster than the four-row dot-product path (0.91–1.0× by shape), eight rows 1.10–1.35× faster
+//! than it (rounds 0.83–1.80) and 1.08–1.36× faster than sixteen.
 //!
 //! The workers are the backend's pinned pool, one pass of the pool per product, separated into
 //! phases by a spin barrier. Within a phase they claim work from a shared counter (B's rows,
-//! 64 at a time; (A block, slivers) items) rather than each taking a fixed share, so a core that
+//! 64 at a time, or the most whole tiles of B's rows in 64; (A block, slivers) items) rather than each taking a fixed share, so a core that
 //! another process shares does less of it: on this project's shared 2-vCPU machine a fixed
 //! split ran 2048³ at 8 % to 55 % of the reference in some rounds. The reference runs on
 //! rayon's pool with as many threads.
@@ -76,7 +87,8 @@ use std::time::Instant;
 /// Largest M the dot-product path takes: up to here the product reads B once from DRAM and
 /// A's few rows from cache, where packing B would add a write and a read of all of it.
 pub const SMALL_M: usize = 16;
-/// Rows of B one claim of the dot-product path takes (a multiple of four).
+/// Rows of B one claim takes: the matrix-vector path's, and the dot-product path's rounded down
+/// to a multiple of its tile's rows of B.
 pub const DOT_ROWS: usize = 64;
 /// Rows of B the matrix-vector kernel reads at once (a divisor of [`DOT_ROWS`]).
 pub const GEMV_ROWS: usize = 8;
@@ -138,9 +150,28 @@ impl GemmElement for f64 {
 /// and `b` (kc × NR), stored into (or, with `accumulate`, added to) `c` with row stride `ldc`.
 type Micro<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, bool);
 
-/// The dot-product kernel: `out[i·4 + j] = Σ_k a_i[k] · b_j[k]` for the 4 rows of A at `a`
-/// (stride `lda`) and the 4 rows of B at `b` (stride `ldb`), over `k` elements.
-type Dot<T> = unsafe fn(usize, *const T, usize, *const T, usize, &mut [T; 16]);
+/// Most elements one dot-product tile computes (its rows of A × its rows of B).
+pub const DOT_OUT: usize = 16;
+
+/// The dot-product kernel of one tile: `out[i·RB + j] = Σ_k a_i[k] · b_j[k]` for its `MA` rows
+/// of A at `a` (stride `lda`) and `RB` rows of B at `b` (stride `ldb`), over `k` elements.
+type Dot<T> = unsafe fn(usize, *const T, usize, *const T, usize, &mut [T; DOT_OUT]);
+
+/// The register tile of the dot-product path: `rows_a` of A's rows against `rows_b` of B's,
+/// `rows_a × rows_b` vector accumulators.
+pub struct DotTile<T> {
+    pub rows_a: usize,
+    pub rows_b: usize,
+    f: Dot<T>,
+}
+
+impl<T> Clone for DotTile<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for DotTile<T> {}
 
 /// The matrix-vector kernel (M = 1): `out[r] = Σ_k x[k] · b_r[k]` for `rows` rows of B at `b`
 /// (stride `ldb`), over `k` elements, [`GEMV_ROWS`] rows at a time.
@@ -152,7 +183,7 @@ pub struct Blocking<T> {
     pub mr: usize,
     pub nr: usize,
     micro: Micro<T>,
-    dot: Dot<T>,
+    pub dot: DotTile<T>,
     gemv: Gemv<T>,
     pub name: &'static str,
 }
@@ -304,43 +335,45 @@ macro_rules! gemm_kernels {
         }
 
         /// # Safety
-        /// The CPU supports the target feature; the 4 rows at `a` and at `b` hold `k` elements.
+        /// The CPU supports the target feature; the `MA` rows at `a` and the `RB` rows at `b`
+        /// hold `k` elements; `MA × RB` ≤ [`super::DOT_OUT`].
         #[target_feature(enable = $feature)]
-        pub unsafe fn $dot(
+        pub unsafe fn $dot<const MA: usize, const RB: usize>(
             k: usize,
             a: *const $elem,
             lda: usize,
             b: *const $elem,
             ldb: usize,
-            out: &mut [$elem; 16],
+            out: &mut [$elem; super::DOT_OUT],
         ) {
-            let mut acc: [[$vec; 4]; 4] = [[$zero; 4]; 4];
+            let mut acc: [[$vec; RB]; MA] = [[$zero; RB]; MA];
             let whole = k / $lanes * $lanes;
             let mut kk = 0;
             while kk < whole {
-                let mut bv: [$vec; 4] = [$zero; 4];
-                for j in 0..4 {
-                    let $p = b.add(j * ldb + kk);
-                    bv[j] = $load;
-                }
-                for i in 0..4 {
+                // A's MA vectors held, each of B's RB rows loaded once into MA accumulators
+                let mut av: [$vec; MA] = [$zero; MA];
+                for (i, v) in av.iter_mut().enumerate() {
                     let $p = a.add(i * lda + kk);
-                    let av: $vec = $load;
-                    for j in 0..4 {
-                        let ($fa, $fb, $fc) = (av, bv[j], acc[i][j]);
-                        acc[i][j] = $fma;
+                    *v = $load;
+                }
+                for j in 0..RB {
+                    let $p = b.add(j * ldb + kk);
+                    let bj: $vec = $load;
+                    for (row, &ai) in acc.iter_mut().zip(av.iter()) {
+                        let ($fa, $fb, $fc) = (ai, bj, row[j]);
+                        row[j] = $fma;
                     }
                 }
                 kk += $lanes;
             }
-            for i in 0..4 {
-                for j in 0..4 {
-                    let $hv = acc[i][j];
+            for (i, row) in acc.iter().enumerate() {
+                for (j, &x) in row.iter().enumerate() {
+                    let $hv = x;
                     let mut s: $elem = $hsum;
                     for t in whole..k {
                         s = (*a.add(i * lda + t)).mul_add(*b.add(j * ldb + t), s);
                     }
-                    out[i * 4 + j] = s;
+                    out[i * RB + j] = s;
                 }
             }
         }
@@ -460,7 +493,7 @@ unsafe fn portable_dot<T: GemmElement>(
     lda: usize,
     b: *const T,
     ldb: usize,
-    out: &mut [T; 16],
+    out: &mut [T; DOT_OUT],
 ) {
     for i in 0..4 {
         for j in 0..4 {
@@ -494,14 +527,20 @@ unsafe fn portable_gemv<T: GemmElement>(
 /// The blocking and kernels of `simd` for `T`: the one table of which GEMM kernel runs where.
 pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
     macro_rules! pick {
-        ($mr:expr, $nr:expr, $micro:path, $dot:path, $gemv:path, $name:expr) => {{
+        ($mr:expr, $nr:expr, $micro:path, $ma:literal x $rb:literal $($dot:ident)::+, $gemv:path, $name:expr) => {{
             // SAFETY (of the transmutes): T is exactly the element type of these kernels, as
             // T::PRECISION says; the function pointer types differ only in that name.
             Blocking {
                 mr: $mr,
                 nr: $nr,
                 micro: unsafe { std::mem::transmute::<*const (), Micro<T>>($micro as *const ()) },
-                dot: unsafe { std::mem::transmute::<*const (), Dot<T>>($dot as *const ()) },
+                dot: DotTile {
+                    rows_a: $ma,
+                    rows_b: $rb,
+                    f: unsafe {
+                        std::mem::transmute::<*const (), Dot<T>>($($dot)::+::<$ma, $rb> as *const ())
+                    },
+                },
                 gemv: unsafe { std::mem::transmute::<*const (), Gemv<T>>($gemv as *const ()) },
                 name: $name,
             }
@@ -513,7 +552,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             12,
             32,
             x86::avx512_f32_micro,
-            x86::avx512_f32_dot,
+            4 x 4 x86::avx512_f32_dot,
             x86::avx512_f32_gemv,
             "AVX-512F 12x32"
         ),
@@ -522,7 +561,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             8,
             16,
             x86::avx512_f64_micro,
-            x86::avx512_f64_dot,
+            4 x 4 x86::avx512_f64_dot,
             x86::avx512_f64_gemv,
             "AVX-512F 8x16"
         ),
@@ -531,7 +570,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             6,
             16,
             x86::avx2_f32_micro,
-            x86::avx2_f32_dot,
+            2 x 6 x86::avx2_f32_dot,
             x86::avx2_f32_gemv,
             "AVX2+FMA 6x16"
         ),
@@ -541,7 +580,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 6,
                 8,
                 x86::avx2_f64_micro,
-                x86::avx2_f64_dot,
+                2 x 6 x86::avx2_f64_dot,
                 x86::avx2_f64_gemv,
                 "AVX2+FMA 6x8"
             )
@@ -552,7 +591,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 8,
                 8,
                 arm::neon_f32_micro,
-                arm::neon_f32_dot,
+                4 x 4 arm::neon_f32_dot,
                 arm::neon_f32_gemv,
                 "NEON 8x8"
             )
@@ -563,7 +602,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 8,
                 4,
                 arm::neon_f64_micro,
-                arm::neon_f64_dot,
+                4 x 4 arm::neon_f64_dot,
                 arm::neon_f64_gemv,
                 "NEON 8x4"
             )
@@ -572,7 +611,11 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             mr: 4,
             nr: 4,
             micro: portable_micro::<T>,
-            dot: portable_dot::<T>,
+            dot: DotTile {
+                rows_a: 4,
+                rows_b: 4,
+                f: portable_dot::<T>,
+            },
             gemv: portable_gemv::<T>,
             name: "scalar 4x4",
         },
@@ -716,37 +759,39 @@ fn ours<T: GemmElement>(
                 continue;
             }
             if m <= SMALL_M {
-                // A's rows padded to a multiple of four (the last repeated; those results are
-                // dropped), so the kernel always reads four rows at one stride.
-                let groups = m.div_ceil(4);
-                for ii in 0..4 * groups {
+                // A's rows padded to a multiple of the tile's (the last repeated; those
+                // results are dropped), so the kernel always reads whole tiles at one stride.
+                let (ra, rb) = (dot.rows_a, dot.rows_b);
+                let groups = m.div_ceil(ra);
+                for ii in 0..ra * groups {
                     let row = ii.min(m - 1);
                     // SAFETY: row < m, and a holds m × k elements.
                     let src = unsafe { std::slice::from_raw_parts(a_ptr.get().add(row * k), k) };
                     mine.a[ii * k..(ii + 1) * k].copy_from_slice(src);
                 }
-                // Each worker claims B's rows, DOT_ROWS at a time, and takes them four at a
-                // time against every group.
+                // Each worker claims B's rows, `claim` at a time, and takes them rb at a time
+                // against every group.
+                let claim = rb * (DOT_ROWS / rb).max(1);
                 let counter = next_phase();
-                let mut out = [T::default(); 16];
+                let mut out = [T::default(); DOT_OUT];
                 let mut rows = 0..0;
                 let mut j = 0;
                 loop {
                     if j >= rows.end {
-                        let start = counter.fetch_add(DOT_ROWS, Ordering::Relaxed);
+                        let start = counter.fetch_add(claim, Ordering::Relaxed);
                         if start >= n {
                             break;
                         }
-                        rows = start..(start + DOT_ROWS).min(n);
+                        rows = start..(start + claim).min(n);
                         j = start;
                     }
-                    let valid_j = (rows.end - j).min(4);
-                    let b_rows = if valid_j == 4 {
-                        // SAFETY: rows j .. j+4 are inside B.
+                    let valid_j = (rows.end - j).min(rb);
+                    let b_rows = if valid_j == rb {
+                        // SAFETY: rows j .. j+rb are inside B.
                         unsafe { b_ptr.get().add(j * k) as *const T }
                     } else {
                         // B's last rows padded the same way, through the worker's tile.
-                        for jj in 0..4 {
+                        for jj in 0..rb {
                             let row = j + jj.min(valid_j - 1);
                             let src =
                                 unsafe { std::slice::from_raw_parts(b_ptr.get().add(row * k), k) };
@@ -755,19 +800,20 @@ fn ours<T: GemmElement>(
                         mine.tile.as_ptr()
                     };
                     for g in 0..groups {
-                        // SAFETY: both operands are four rows of k elements at stride k; the
-                        // elements of C written are rows 4g .. of columns j..j+valid_j, this
-                        // worker's share.
+                        // SAFETY: the operands are ra rows and rb rows of k elements at stride
+                        // k; the elements of C written are rows ra·g .. of columns j..j+valid_j,
+                        // this worker's share.
                         unsafe {
-                            dot(k, mine.a.as_ptr().add(4 * g * k), k, b_rows, k, &mut out);
-                            for ii in 0..4.min(m - 4 * g) {
+                            (dot.f)(k, mine.a.as_ptr().add(ra * g * k), k, b_rows, k, &mut out);
+                            for ii in 0..ra.min(m - ra * g) {
                                 for jj in 0..valid_j {
-                                    *c_ptr.get().add((4 * g + ii) * n + j + jj) = out[ii * 4 + jj];
+                                    *c_ptr.get().add((ra * g + ii) * n + j + jj) =
+                                        out[ii * rb + jj];
                                 }
                             }
                         }
                     }
-                    j += 4;
+                    j += rb;
                 }
                 barrier.wait();
                 continue;
@@ -990,14 +1036,15 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
                 .collect();
             (vec![T::default(); panel], scratch)
         } else {
-            // The dot-product path pads A's rows, and B's last rows, to a multiple of four; the
+            // The dot-product path pads A's rows, and B's last rows, to whole tiles; the
             // matrix-vector path (M = 1) and the reference need nothing.
+            let (ra, rb) = (kernels.dot.rows_a, kernels.dot.rows_b);
             let dot = implementation == Implementation::Ours && m > 1;
             let scratch = (0..pool.threads())
                 .map(|_| {
                     std::sync::Mutex::new(Scratch {
-                        a: vec![T::default(); if dot { 4 * m.div_ceil(4) * k } else { 0 }],
-                        tile: vec![T::default(); if dot { 4 * k } else { 0 }],
+                        a: vec![T::default(); if dot { ra * m.div_ceil(ra) * k } else { 0 }],
+                        tile: vec![T::default(); if dot { rb * k } else { 0 }],
                     })
                 })
                 .collect();
@@ -1162,6 +1209,13 @@ mod tests {
             Shape::new(200, 70, 600),
             Shape::new(9, 2100, 20),
             Shape::new(1, 130, 515),
+            // the dot-product tiles: one row past whole tiles of A (2 × 6 and 4 × 4), B's last
+            // rows padded
+            Shape::new(2, 13, 1030),
+            Shape::new(3, 7, 529),
+            Shape::new(6, 11, 2100),
+            Shape::new(8, 5, 17),
+            Shape::new(15, 19, 700),
         ]);
         for simd in sets {
             let compute = HostCompute { simd, fma: None };
@@ -1185,6 +1239,35 @@ mod tests {
     /// A decode-step case planned with copies of B reads them in turn, one per launch, in both
     /// implementations and on each of our paths (matrix-vector, dot products, packed): a wrong
     /// element planted in the second copy shows only after the launches that read it last.
+    #[test]
+    fn dot_tiles_fit_the_vector_registers() {
+        // A tile holds rows_a × rows_b accumulators, rows_a vectors of A and one of B: more
+        // than the set has spills accumulators in the inner loop (AVX2's old 4 × 4 did)
+        #[cfg(target_arch = "x86_64")]
+        let sets = [(Simd::Avx512, 32), (Simd::Avx2, 16)];
+        #[cfg(target_arch = "aarch64")]
+        let sets = [(Simd::Neon, 32)];
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let sets: [(Simd, usize); 0] = [];
+        for (simd, registers) in sets {
+            let f32_tile = blocking::<f32>(simd).dot;
+            let f64_tile = blocking::<f64>(simd).dot;
+            for (rows, precision) in [
+                ((f32_tile.rows_a, f32_tile.rows_b), "f32"),
+                ((f64_tile.rows_a, f64_tile.rows_b), "f64"),
+            ] {
+                let held = rows.0 * rows.1 + rows.0 + 1;
+                assert!(
+                    held <= registers,
+                    "{} {precision}: {held} registers",
+                    simd.name()
+                );
+                assert!(rows.0 * rows.1 <= DOT_OUT);
+                assert!(rows.1 <= DOT_ROWS);
+            }
+        }
+    }
+
     #[test]
     fn launches_rotate_through_the_copies_of_b() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
