@@ -43,7 +43,8 @@
 //! - KC 192 or 384 and MC 96 or 384: no change beyond the rounds' spread.
 //!
 //! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
-//! bound by reading B once, and packing B would add a write and a read of it: there each worker
+//! bound by reading B once, and packing B would add a write and a read of it: there, and up to
+//! the tile's [`DotTile::max_m`] (64 for AVX2's f32 tile, [`SMALL_M`] for the others), each worker
 //! takes a share of B's rows and computes, straight from the matrices, SIMD along K, the dot
 //! products of a register tile ([`DotTile`]): `rows_a` of A's rows (padded to a multiple) against
 //! `rows_b` of its rows, one vector accumulator each, A's vectors held while each row of B is
@@ -56,8 +57,11 @@
 //! spill either) ran M = 4 to 16 at 0.90–1.09× the 4 × 4 one by shape; K blocks of 2 KiB per
 //! row, which keep a step of B's rows in L1 while every group of A's rows passes over it, made
 //! them slower (0.76–0.95×, with 4 × 3 or 4 × 4), and software prefetch of B's next block slower
-//! still (0.65–0.93×). AVX-512F (32 registers) and NEON keep 4 × 4, not measured against
-//! other tiles. At M = 1 (a matrix-vector product) it takes [`GEMV_ROWS`] rows of B at a time
+//! still (0.65–0.93×). With that tile the dot-product path also beat the packed one beyond
+//! M = 16 (4 interleaved rounds, ratio to the packed path by weight shape): M = 32 1.49–2.00×,
+//! M = 64 1.13–1.48×, M = 128 0.98–1.20×, M = 256 0.48–0.90×; so AVX2's f32 tile takes M up to
+//! 64. AVX-512F (32 registers) and NEON keep 4 × 4 and M ≤ 16, and AVX2's f64 tile M ≤ 16, none
+//! measured against the alternatives. At M = 1 (a matrix-vector product) it takes [`GEMV_ROWS`] rows of B at a time
 //! against A's one row instead, one vector accumulator per row, and no work is spent on padding
 //! rows: eight sequential streams of B in flight per core. On this project's 2-vCPU VM (AVX2,
 //! f32, the five M = 1 shapes, 4 interleaved rounds each, 2026-12-01) one row at a time was no
@@ -84,8 +88,10 @@ use crate::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-/// Largest M the dot-product path takes: up to here the product reads B once from DRAM and
-/// A's few rows from cache, where packing B would add a write and a read of all of it.
+/// Largest M of a decode step: up to here the product is bound by reading B once from DRAM, so
+/// its B rotates through copies (`super::host`), and every set's dot-product path takes it
+/// (reading A's few rows from cache, where packing B would add a write and a read of all of
+/// it); [`DotTile::max_m`] may go further.
 pub const SMALL_M: usize = 16;
 /// Rows of B one claim takes: the matrix-vector path's, and the dot-product path's rounded down
 /// to a multiple of its tile's rows of B.
@@ -162,6 +168,8 @@ type Dot<T> = unsafe fn(usize, *const T, usize, *const T, usize, &mut [T; DOT_OU
 pub struct DotTile<T> {
     pub rows_a: usize,
     pub rows_b: usize,
+    /// The largest M the dot-product path takes (at least [`SMALL_M`]); above it the packed one.
+    pub max_m: usize,
     f: Dot<T>,
 }
 
@@ -527,7 +535,7 @@ unsafe fn portable_gemv<T: GemmElement>(
 /// The blocking and kernels of `simd` for `T`: the one table of which GEMM kernel runs where.
 pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
     macro_rules! pick {
-        ($mr:expr, $nr:expr, $micro:path, $ma:literal x $rb:literal $($dot:ident)::+, $gemv:path, $name:expr) => {{
+        ($mr:expr, $nr:expr, $micro:path, $ma:literal x $rb:literal to $max_m:literal $($dot:ident)::+, $gemv:path, $name:expr) => {{
             // SAFETY (of the transmutes): T is exactly the element type of these kernels, as
             // T::PRECISION says; the function pointer types differ only in that name.
             Blocking {
@@ -537,6 +545,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 dot: DotTile {
                     rows_a: $ma,
                     rows_b: $rb,
+                    max_m: $max_m,
                     f: unsafe {
                         std::mem::transmute::<*const (), Dot<T>>($($dot)::+::<$ma, $rb> as *const ())
                     },
@@ -552,7 +561,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             12,
             32,
             x86::avx512_f32_micro,
-            4 x 4 x86::avx512_f32_dot,
+            4 x 4 to 16 x86::avx512_f32_dot,
             x86::avx512_f32_gemv,
             "AVX-512F 12x32"
         ),
@@ -561,7 +570,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             8,
             16,
             x86::avx512_f64_micro,
-            4 x 4 x86::avx512_f64_dot,
+            4 x 4 to 16 x86::avx512_f64_dot,
             x86::avx512_f64_gemv,
             "AVX-512F 8x16"
         ),
@@ -570,7 +579,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             6,
             16,
             x86::avx2_f32_micro,
-            2 x 6 x86::avx2_f32_dot,
+            2 x 6 to 64 x86::avx2_f32_dot,
             x86::avx2_f32_gemv,
             "AVX2+FMA 6x16"
         ),
@@ -580,7 +589,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 6,
                 8,
                 x86::avx2_f64_micro,
-                2 x 6 x86::avx2_f64_dot,
+                2 x 6 to 16 x86::avx2_f64_dot,
                 x86::avx2_f64_gemv,
                 "AVX2+FMA 6x8"
             )
@@ -591,7 +600,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 8,
                 8,
                 arm::neon_f32_micro,
-                4 x 4 arm::neon_f32_dot,
+                4 x 4 to 16 arm::neon_f32_dot,
                 arm::neon_f32_gemv,
                 "NEON 8x8"
             )
@@ -602,7 +611,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 8,
                 4,
                 arm::neon_f64_micro,
-                4 x 4 arm::neon_f64_dot,
+                4 x 4 to 16 arm::neon_f64_dot,
                 arm::neon_f64_gemv,
                 "NEON 8x4"
             )
@@ -614,6 +623,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             dot: DotTile {
                 rows_a: 4,
                 rows_b: 4,
+                max_m: SMALL_M,
                 f: portable_dot::<T>,
             },
             gemv: portable_gemv::<T>,
@@ -758,7 +768,7 @@ fn ours<T: GemmElement>(
                 barrier.wait();
                 continue;
             }
-            if m <= SMALL_M {
+            if m <= dot.max_m {
                 // A's rows padded to a multiple of the tile's (the last repeated; those
                 // results are dropped), so the kernel always reads whole tiles at one stride.
                 let (ra, rb) = (dot.rows_a, dot.rows_b);
@@ -1023,7 +1033,8 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
             T::from_i64(gemm::input(1, (i % bk) as u64))
         });
         let c = first_touch(pool, mn, 64, |_| T::nan());
-        let (packed_b, scratch) = if implementation == Implementation::Ours && m > SMALL_M {
+        let (packed_b, scratch) = if implementation == Implementation::Ours && m > kernels.dot.max_m
+        {
             let panel = KC * NC.min(n).div_ceil(kernels.nr) * kernels.nr;
             let mc = (MC / kernels.mr).max(1) * kernels.mr;
             let scratch = (0..pool.threads())
@@ -1142,8 +1153,11 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
                         "matrix-vector products, {GEMV_ROWS} rows of B at a time ({} lanes)",
                         self.kernels.name
                     )
-                } else if self.shape.m as usize <= SMALL_M {
-                    format!("dot products ({} lanes)", self.kernels.name)
+                } else if self.shape.m as usize <= self.kernels.dot.max_m {
+                    format!(
+                        "dot products, {} rows of A against {} of B at a time",
+                        self.kernels.dot.rows_a, self.kernels.dot.rows_b
+                    )
                 } else {
                     format!(
                         "{} micro-kernel, KC {KC} MC {MC} NC {NC}",
@@ -1216,6 +1230,10 @@ mod tests {
             Shape::new(6, 11, 2100),
             Shape::new(8, 5, 17),
             Shape::new(15, 19, 700),
+            // AVX2's f32 dot-product path goes to M = 64
+            Shape::new(33, 13, 70),
+            Shape::new(64, 7, 9),
+            Shape::new(65, 9, 33),
         ]);
         for simd in sets {
             let compute = HostCompute { simd, fma: None };
@@ -1252,6 +1270,7 @@ mod tests {
         for (simd, registers) in sets {
             let f32_tile = blocking::<f32>(simd).dot;
             let f64_tile = blocking::<f64>(simd).dot;
+            assert!(f32_tile.max_m >= SMALL_M && f64_tile.max_m >= SMALL_M);
             for (rows, precision) in [
                 ((f32_tile.rows_a, f32_tile.rows_b), "f32"),
                 ((f64_tile.rows_a, f64_tile.rows_b), "f64"),
