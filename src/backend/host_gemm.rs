@@ -43,37 +43,39 @@
 //! - KC 192 or 384 and MC 96 or 384: no change beyond the rounds' spread.
 //!
 //! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
-//! bound by reading B once, and packing B would add a write and a read of it: there, and up to
-//! the tile's [`DotTile::max_m`] (64 for AVX2's f32 tile, [`SMALL_M`] for the others), each worker
+//! bound by reading B once, and packing B would add a write and a read of it: there, and up to the
+//! tile's [`DotTile::max_m`] (64 for AVX2's f32 tile, [`SMALL_M`] for the others), each worker
 //! takes a share of B's rows and computes, straight from the matrices, SIMD along K, the dot
 //! products of a register tile ([`DotTile`]): `rows_a` of A's rows (padded to a multiple) against
 //! `rows_b` of its rows, one vector accumulator each, A's vectors held while each row of B is
-//! loaded once. AVX2+FMA has 16 vector registers: its tile is 2 × 6 (12 accumulators, 15
-//! registers in all); the 4 × 4 tile it had before held 21 and spilled accumulators to the
-//! stack in its inner loop. On this project's 2-vCPU VM (AMD EPYC, Zen 4 with AVX2 and no AVX-512 shown; 2026-12-03, f32,
-//! 6 interleaved rounds, median and range of the per-round ratio to the 4 × 4 tile) M = 2 ran
-//! 1.11× (1.02–1.27) at 4096 × 4096 and 1.13× at 8192 × 8192, M = 8 1.14–1.18×, M = 16
-//! 1.29–1.32×, and M = 4 0.97× (0.82–1.14). Tried beside it, same rounds: the 4 × 3 tile (no
-//! spill either) ran M = 4 to 16 at 0.90–1.09× the 4 × 4 one by shape; K blocks of 2 KiB per
-//! row, which keep a step of B's rows in L1 while every group of A's rows passes over it, made
-//! them slower (0.76–0.95×, with 4 × 3 or 4 × 4), and software prefetch of B's next block slower
-//! still (0.65–0.93×). With that tile the dot-product path also beat the packed one beyond
-//! M = 16 (4 interleaved rounds, ratio to the packed path by weight shape): M = 32 1.49–2.00×,
-//! M = 64 1.13–1.48×, M = 128 0.98–1.20×, M = 256 0.48–0.90×; so AVX2's f32 tile takes M up to
-//! 64. AVX-512F (32 registers) and NEON keep 4 × 4 and M ≤ 16, and AVX2's f64 tile M ≤ 16, none
-//! measured against the alternatives. At M = 1 (a matrix-vector product) it takes [`GEMV_ROWS`] rows of B at a time
-//! against A's one row instead, one vector accumulator per row, and no work is spent on padding
-//! rows: eight sequential streams of B in flight per core. On this project's 2-vCPU VM (AVX2,
-//! f32, the five M = 1 shapes, 4 interleaved rounds each, 2026-12-01) one row at a time was no
-//! faster than the four-row dot-product path (0.91–1.0× by shape), eight rows 1.10–1.35× faster
-//! than it (rounds 0.83–1.80) and 1.08–1.36× faster than sixteen.
+//! loaded once. AVX2+FMA has 16 vector registers: its tile is 2 × 6 (12 accumulators, 15 registers
+//! in all); the 4 × 4 tile it had before held 21 and spilled accumulators to the stack in its inner
+//! loop. On this project's 2-vCPU VM (AMD EPYC, Zen 4 with AVX2 and no AVX-512 shown; 2026-12-03,
+//! f32, 6 interleaved rounds, median and range of the per-round ratio to the 4 × 4 tile) M = 2 ran
+//! 1.11× (1.02–1.27) at 4096 × 4096 and 1.13× at 8192 × 8192, M = 8 1.14–1.18×, M = 16 1.29–1.32×,
+//! and M = 4 0.97× (0.82–1.14). Tried against the 4 × 4 tile in rounds of their own: the 4 × 3 tile
+//! (no spill either) ran M = 4 to 16 at 0.90–1.09× by shape; K blocks of 2 KiB per row, which keep
+//! a step of B's rows in L1 while every group of A's rows passes over it, made them slower
+//! (0.76–0.95×, with 4 × 3 or 4 × 4), and software prefetch of B's next block slower still
+//! (0.65–0.93×). With the 2 × 6 tile the dot-product path also beat the packed one beyond M = 16
+//! (4 interleaved rounds, ratio to the packed path by weight shape): M = 32 1.49–2.00×, M = 64
+//! 1.13–1.48×, M = 128 0.98–1.20×, M = 256 0.48–0.90×; so AVX2's f32 tile takes M up to 64.
+//! AVX-512F (32 registers) and NEON keep 4 × 4 and M ≤ 16, and AVX2's f64 tile M ≤ 16, none
+//! measured against the alternatives.
+//!
+//! At M = 1 (a matrix-vector product) it takes [`GEMV_ROWS`] rows of B at a time against A's one
+//! row instead, one vector accumulator per row, and no work is spent on padding rows: eight
+//! sequential streams of B in flight per core. On this project's 2-vCPU VM (AVX2, f32, the five
+//! M = 1 shapes, 4 interleaved rounds each, 2026-12-01) one row at a time was no faster than the
+//! four-row dot-product path (0.91–1.0× by shape), eight rows 1.10–1.35× faster than it (rounds
+//! 0.83–1.80) and 1.08–1.36× faster than sixteen.
 //!
 //! The workers are the backend's pinned pool, one pass of the pool per product, separated into
-//! phases by a spin barrier. Within a phase they claim work from a shared counter (B's rows,
-//! 64 at a time, or the most whole tiles of B's rows in 64; (A block, slivers) items) rather than each taking a fixed share, so a core that
-//! another process shares does less of it: on this project's shared 2-vCPU machine a fixed
-//! split ran 2048³ at 8 % to 55 % of the reference in some rounds. The reference runs on
-//! rayon's pool with as many threads.
+//! phases by a spin barrier. Within a phase they claim work from a shared counter (B's rows, 64 at
+//! a time, or the most whole tiles of B's rows in 64; (A block, slivers) items) rather than each
+//! taking a fixed share, so a core that another process shares does less of it: on this project's
+//! shared 2-vCPU machine a fixed split ran 2048³ at 8 % to 55 % of the reference in some rounds.
+//! The reference runs on rayon's pool with as many threads.
 //!
 //! This module must not print. `unsafe` here is limited to SIMD kernels on the instruction set
 //! that was detected, the reference crate's raw-pointer interface, and raw pointers into
@@ -535,7 +537,11 @@ unsafe fn portable_gemv<T: GemmElement>(
 /// The blocking and kernels of `simd` for `T`: the one table of which GEMM kernel runs where.
 pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
     macro_rules! pick {
-        ($mr:expr, $nr:expr, $micro:path, $ma:literal x $rb:literal to $max_m:literal $($dot:ident)::+, $gemv:path, $name:expr) => {{
+        (
+            $mr:expr, $nr:expr, $micro:path,
+            $ma:literal x $rb:literal to $max_m:literal $($dot:ident)::+,
+            $gemv:path, $name:expr
+        ) => {{
             // SAFETY (of the transmutes): T is exactly the element type of these kernels, as
             // T::PRECISION says; the function pointer types differ only in that name.
             Blocking {
@@ -547,7 +553,8 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                     rows_b: $rb,
                     max_m: $max_m,
                     f: unsafe {
-                        std::mem::transmute::<*const (), Dot<T>>($($dot)::+::<$ma, $rb> as *const ())
+                        let dot = $($dot)::+::<$ma, $rb> as *const ();
+                        std::mem::transmute::<*const (), Dot<T>>(dot)
                     },
                 },
                 gemv: unsafe { std::mem::transmute::<*const (), Gemv<T>>($gemv as *const ()) },
