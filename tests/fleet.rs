@@ -45,7 +45,7 @@ fn fleet_flags_the_planted_slow_run_with_exit_4() {
     let files = results();
     let slow = dir.path().join("slow.csv");
     // a copy of the newest run of the oldest run's machine, which has the most runs checked in
-    // (three, enough to judge; a newer machine's one run and its slow copy would be too few)
+    // (enough to judge; a machine with one run and its slow copy would be too few)
     let stem = |p: &PathBuf| p.file_stem().unwrap().to_string_lossy().into_owned();
     let machine = stem(&files[0]).rsplit_once('-').unwrap().0.to_string();
     let source = files

@@ -12,10 +12,11 @@
 //! plain stores elsewhere. With plain stores a DRAM point moved 3 bytes for the 2 it counts.
 //! On a 2-vCPU Intel Xeon VM (2026-12-03, 4 interleaved rounds, f32 medians against plain
 //! stores): k = 0 … 8 read and wrote 1.8–2.1× faster (k = 1: 24.2 → 46.4 GB/s, the STREAM
-//! write's roof), k = 16, 32, 64 1.64×, 1.29×, 1.22×; k = 128 0.91× (0.87–0.99 by round), k =
-//! 512 1.08×, k = 256 and 1024 unchanged; i32 at k = 16 1.54×, k = 32 and 64 unchanged. Streaming stores without
-//! the prefetch gained less (k = 1 1.63×) and lost at k = 128 too; the prefetch with plain
-//! stores fell far short (k = 1: 27.1 GB/s against 45.5 with streaming stores, 4 rounds).
+//! write's roof), k = 16, 32, 64 1.64×, 1.29×, 1.22×; k = 128 0.91× (0.87–0.99 by round),
+//! k = 512 1.08×, k = 256 and 1024 unchanged; i32 at k = 16 1.54×, k = 32 and 64 unchanged.
+//! Streaming stores without the prefetch gained less (k = 1 1.63×) and lost at k = 128 too;
+//! the prefetch with plain stores fell far short (k = 1: 27.1 GB/s against 45.5 with streaming
+//! stores, 4 rounds).
 //!
 //! This module must not print; it returns [`crate::Error`]s. `unsafe` here is limited to
 //! calling SIMD kernels on the instruction set that was detected, and to raw pointers into

@@ -183,6 +183,13 @@ impl<T> Clone for DotTile<T> {
 
 impl<T> Copy for DotTile<T> {}
 
+impl<T> DotTile<T> {
+    /// A's rows the tile reads for M = `m`: M padded to whole tiles.
+    pub fn padded_rows(&self, m: usize) -> usize {
+        self.rows_a * m.div_ceil(self.rows_a)
+    }
+}
+
 /// The matrix-vector kernel (M = 1): `out[r] = Σ_k x[k] · b_r[k]` for `rows` rows of B at `b`
 /// (stride `ldb`), over `k` elements, [`GEMV_ROWS`] rows at a time.
 type Gemv<T> = unsafe fn(usize, *const T, *const T, usize, usize, *mut T);
@@ -497,7 +504,7 @@ unsafe fn portable_micro<T: GemmElement>(
 }
 
 /// The portable dot-product kernel.
-unsafe fn portable_dot<T: GemmElement>(
+unsafe fn portable_dot<T: GemmElement, const MA: usize, const RB: usize>(
     k: usize,
     a: *const T,
     lda: usize,
@@ -505,13 +512,13 @@ unsafe fn portable_dot<T: GemmElement>(
     ldb: usize,
     out: &mut [T; DOT_OUT],
 ) {
-    for i in 0..4 {
-        for j in 0..4 {
+    for i in 0..MA {
+        for j in 0..RB {
             let mut s = T::default();
             for t in 0..k {
                 s = (*a.add(i * lda + t)).mul_add(*b.add(j * ldb + t), s);
             }
-            out[i * 4 + j] = s;
+            out[i * RB + j] = s;
         }
     }
 }
@@ -631,7 +638,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 rows_a: 4,
                 rows_b: 4,
                 max_m: SMALL_M,
-                f: portable_dot::<T>,
+                f: portable_dot::<T, 4, 4>,
             },
             gemv: portable_gemv::<T>,
             name: "scalar 4x4",
@@ -779,8 +786,8 @@ fn ours<T: GemmElement>(
                 // A's rows padded to a multiple of the tile's (the last repeated; those
                 // results are dropped), so the kernel always reads whole tiles at one stride.
                 let (ra, rb) = (dot.rows_a, dot.rows_b);
-                let groups = m.div_ceil(ra);
-                for ii in 0..ra * groups {
+                let groups = dot.padded_rows(m) / ra;
+                for ii in 0..dot.padded_rows(m) {
                     let row = ii.min(m - 1);
                     // SAFETY: row < m, and a holds m × k elements.
                     let src = unsafe { std::slice::from_raw_parts(a_ptr.get().add(row * k), k) };
@@ -1056,12 +1063,12 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
         } else {
             // The dot-product path pads A's rows, and B's last rows, to whole tiles; the
             // matrix-vector path (M = 1) and the reference need nothing.
-            let (ra, rb) = (kernels.dot.rows_a, kernels.dot.rows_b);
+            let (rows_a, rb) = (kernels.dot.padded_rows(m), kernels.dot.rows_b);
             let dot = implementation == Implementation::Ours && m > 1;
             let scratch = (0..pool.threads())
                 .map(|_| {
                     std::sync::Mutex::new(Scratch {
-                        a: vec![T::default(); if dot { ra * m.div_ceil(ra) * k } else { 0 }],
+                        a: vec![T::default(); if dot { rows_a * k } else { 0 }],
                         tile: vec![T::default(); if dot { rb * k } else { 0 }],
                     })
                 })
@@ -1261,9 +1268,6 @@ mod tests {
         }
     }
 
-    /// A decode-step case planned with copies of B reads them in turn, one per launch, in both
-    /// implementations and on each of our paths (matrix-vector, dot products, packed): a wrong
-    /// element planted in the second copy shows only after the launches that read it last.
     #[test]
     fn dot_tiles_fit_the_vector_registers() {
         // A tile holds rows_a × rows_b accumulators, rows_a vectors of A and one of B: more
@@ -1294,6 +1298,9 @@ mod tests {
         }
     }
 
+    /// A decode-step case planned with copies of B reads them in turn, one per launch, in both
+    /// implementations and on each of our paths (matrix-vector, dot products, packed): a wrong
+    /// element planted in the second copy shows only after the launches that read it last.
     #[test]
     fn launches_rotate_through_the_copies_of_b() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
