@@ -1465,6 +1465,33 @@ mod found {
         }
     }
 
+    /// `compare --csv` on calibrations without a ceiling left an empty CSV (CI's fuzzer,
+    /// 2026-12-03): now the file has its header, and the table says there is nothing to compare.
+    #[test]
+    fn compare_without_ceilings_writes_the_csv_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&real_json()).unwrap();
+        for key in [
+            "memory_ceilings",
+            "compute_ceilings",
+            "ridge_points",
+            "points",
+            "gemm_efficiency",
+            "size_efficiency",
+        ] {
+            json[key] = serde_json::json!([]);
+        }
+        let p = dir.path().join("bare.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+        let csv = dir.path().join("c.csv");
+        let (code, out, err) = binary(&["compare", &s(&p), &s(&p), "--csv", &s(&csv)]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("Nothing to compare"), "{out}");
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert!(text.starts_with("section,key,unit,run,"), "{text:?}");
+        assert_eq!(text.lines().count(), 1, "{text}");
+    }
+
     /// `export` accepted `gbps = 1e30`, counted `invalid:` rows as valid and kept a clock of
     /// -4000 MHz: each is refused now, naming the line.
     #[test]

@@ -312,6 +312,13 @@ pub fn table(runs: &[Run]) -> String {
         }
     }
     let lines = lines(runs);
+    if lines.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNothing to compare: no run has a ceiling or a case (a calibration file without \
+             ceilings). Compare the runs' CSVs, or export the calibration again from them."
+        );
+    }
     let key_width = lines
         .iter()
         .map(|l| l.key.chars().count())
@@ -421,10 +428,34 @@ impl CompareRow<'_> {
     }
 }
 
+/// The columns of the comparison CSV, in [`CompareRow`]'s order: written first even when the
+/// runs have nothing to compare (a calibration without ceilings), so the file is never empty.
+pub const CSV_HEADER: [&str; 15] = [
+    "section",
+    "key",
+    "unit",
+    "run",
+    "run_id",
+    "device_name",
+    "microarch",
+    "isa",
+    "uuid",
+    "host",
+    "measured",
+    "spec",
+    "status",
+    "ratio_to_a",
+    "spec_ratio_to_a",
+];
+
 /// The comparison as tidy CSV bytes, header included.
 pub fn csv(runs: &[Run]) -> Vec<u8> {
     let lines = lines(runs);
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.write_record(CSV_HEADER)
+        .expect("serialising to memory cannot fail");
     for row in rows(&lines, runs) {
         w.serialize(row.spreadsheet_safe())
             .expect("serialising to memory cannot fail");
@@ -780,6 +811,33 @@ mod tests {
         let csv = String::from_utf8(csv(&runs)).unwrap();
         assert!(csv.starts_with("section,key,unit,run,run_id,device_name,microarch,isa,uuid,host,measured,spec,status,ratio_to_a,spec_ratio_to_a\n"));
         insta::assert_snapshot!("compare_csv", csv);
+    }
+
+    /// The header written before the rows is the one serde writes for them.
+    #[test]
+    fn the_written_header_is_serdes() {
+        let runs = two_runs();
+        let lines = lines(&runs);
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(rows(&lines, &runs).next().unwrap()).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().next().unwrap(), CSV_HEADER.join(","));
+    }
+
+    /// Calibrations without a ceiling have nothing to compare: the CSV still has its header
+    /// (it was an empty file, which fuzzing found).
+    #[test]
+    fn nothing_to_compare_still_writes_the_header() {
+        let mut runs = two_runs();
+        for run in &mut runs {
+            run.records = None;
+            run.calibration.memory_ceilings.clear();
+            run.calibration.compute_ceilings.clear();
+        }
+        assert!(lines(&runs).is_empty());
+        assert!(table(&runs).contains("Nothing to compare"));
+        let csv = String::from_utf8(csv(&runs)).unwrap();
+        assert_eq!(csv, format!("{}\n", CSV_HEADER.join(",")));
     }
 
     /// The issue's two VMs: both "AMD EPYC" on host "vm", one a Zen 5 running AVX-512, one a
