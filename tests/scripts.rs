@@ -380,9 +380,10 @@ fn the_stream_peers_script_reads_both_peers_and_judges_by_their_figures() {
         }
     }
     let root = tempfile::tempdir().unwrap();
-    let run = |rate_mb: &str| {
-        let st = root.path().join(format!("st-{rate_mb}"));
-        let bs = root.path().join(format!("bs-{rate_mb}"));
+    // `flags` go to --peer-flags: the stand-in BabelStream prints PEER_RATE where defined
+    let run = |rate_mb: &str, flags: &str| {
+        let st = root.path().join(format!("st-{rate_mb}{}", flags.len()));
+        let bs = root.path().join(format!("bs-{rate_mb}{}", flags.len()));
         std::fs::create_dir_all(&st).unwrap();
         std::fs::create_dir_all(bs.join("src/omp")).unwrap();
         std::fs::write(
@@ -400,11 +401,12 @@ fn the_stream_peers_script_reads_both_peers_and_judges_by_their_figures() {
         std::fs::write(
             bs.join("src/main.cpp"),
             format!(
-                "#include <cstdio>\nint main() {{\n\
+                "#include <cstdio>\n#ifndef PEER_RATE\n#define PEER_RATE {rate_mb}\n#endif\n\
+                 int main() {{\n\
                  std::printf(\"function,num_times,n_elements,sizeof,max_MB_per_sec,min_runtime,max_runtime,avg_runtime\\n\");\n\
                  const char *k[] = {{\"Copy\", \"Mul\", \"Add\", \"Triad\", \"Dot\"}};\n\
                  for (int i = 0; i < 5; i++)\n\
-                 std::printf(\"%s,3,131072,8,%s,0.5,0.6,0.55\\n\", k[i], \"{rate_mb}\");\n\
+                 std::printf(\"%s,3,131072,8,%f,0.5,0.6,0.55\\n\", k[i], (double)PEER_RATE);\n\
                  return 0;\n}}\n"
             ),
         )
@@ -419,6 +421,8 @@ fn the_stream_peers_script_reads_both_peers_and_judges_by_their_figures() {
             .arg(&bs)
             .arg("--roofprobe")
             .arg(env!("CARGO_BIN_EXE_roofprobe"))
+            .arg("--peer-flags")
+            .arg(flags)
             .output()
             .unwrap();
         let text = format!(
@@ -428,7 +432,7 @@ fn the_stream_peers_script_reads_both_peers_and_judges_by_their_figures() {
         );
         (out.status.code(), text)
     };
-    let (code, text) = run("1.0");
+    let (code, text) = run("1.0", "");
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("2 interleaved rounds"), "{text}");
     assert!(text.contains("(best): met"), "{text}");
@@ -438,9 +442,17 @@ fn the_stream_peers_script_reads_both_peers_and_judges_by_their_figures() {
             "no {k} line:\n{text}"
         );
     }
-    let (code, text) = run("1000000000000.0");
+    let (code, text) = run("1000000000000.0", "");
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("(best): NOT met"), "{text}");
+    // --peer-flags reaches the peers' compiler: the stand-in's rate now comes from it
+    let (code, text) = run("1.0", "-DPEER_RATE=1e12 -O2");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("(best): NOT met"), "{text}");
+    assert!(
+        text.contains("peers built with the extra flags: -DPEER_RATE=1e12 -O2"),
+        "{text}"
+    );
     // the peers' code stays out of the repository
     let inside = Command::new(script("stream-peers"))
         .args(["--work", env!("CARGO_MANIFEST_DIR")])
