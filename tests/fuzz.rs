@@ -1,5 +1,6 @@
-//! A mutation fuzzer over every reader: `report`, `export`, `plot`, `compare` and `fleet` (add a new one
-//! to [`READERS`]), in process through the library and as the real binary.
+//! A mutation fuzzer over every reader: `report`, `export` (roofprobe's calibration and the other
+//! estimators' files), `plot`, `compare`, `estimate` and `fleet` (add a new one to [`READERS`]),
+//! in process through the library and as the real binary.
 //!
 //! Inputs are the real files under `results/` (schema `roofprobe-csv/1`) and the files of a
 //! small host run made when the fuzzer starts (schema 2: identity columns, `stopped_by`,
@@ -12,8 +13,9 @@
 //! rows. A run fails on any panic, any hang, any figure accepted that is NaN, infinite, negative
 //! or not what it derives from, and any output that is malformed: an SVG that is not XML, a JSON
 //! (written, or printed by `compare --json`) or CSV that does not read back or holds such a
-//! figure, an error that is not one line, a control character on the terminal, a partial or
-//! temporary file left behind.
+//! figure, another estimator's file with a control character, JSON that does not parse or a
+//! `nan` or `inf`, an empty file, an error that is not one line, a control character on the
+//! terminal, a partial or temporary file left behind.
 //!
 //! Time: `ROOFPROBE_FUZZ_SECS` (default 3; `.ci/run` gives it more), split between the library
 //! (60 %) and the binary (40 %, at least two runs per reader). `ROOFPROBE_FUZZ_SEED` replays
@@ -66,6 +68,18 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// `export IN --format FORMAT -o OUT`: another estimator's file from a CSV or a calibration.
+fn export_to(input: &Path, format: &str, out: &Path) -> Vec<String> {
+    vec![
+        "export".into(),
+        s(input),
+        "--format".into(),
+        format.into(),
+        "-o".into(),
+        s(out),
+    ]
+}
+
 /// Every reader command. A new reader joins here.
 const READERS: &[Reader] = &[
     Reader {
@@ -95,6 +109,36 @@ const READERS: &[Reader] = &[
                 s(&o.join("c.svg")),
                 "--csv".into(),
                 s(&o.join("c.csv")),
+            ]
+        },
+    },
+    Reader {
+        name: "export calculon",
+        args: |i, o| export_to(i, "calculon", &o.join("x.json")),
+    },
+    Reader {
+        name: "export aiconfigurator",
+        args: |i, o| export_to(i, "aiconfigurator", &o.join("x.yaml")),
+    },
+    Reader {
+        name: "export llm-analysis",
+        args: |i, o| export_to(i, "llm-analysis", &o.join("x.json")),
+    },
+    Reader {
+        name: "export llm-viewer",
+        args: |i, o| export_to(i, "llm-viewer", &o.join("x.py")),
+    },
+    Reader {
+        // a run as a device for a built-in model (the host has no spec sheet: its memory given)
+        name: "estimate",
+        args: |i, _| {
+            vec![
+                "estimate".into(),
+                s(i),
+                "--model".into(),
+                "llama-3.1-8b".into(),
+                "--memory-gib".into(),
+                "24".into(),
             ]
         },
     },
@@ -911,6 +955,10 @@ fn compare_csv_oracle(bytes: &[u8]) -> Result<(), String> {
         .iter()
         .map(str::to_string)
         .collect();
+    // the header is written even when there is no row (an empty CSV once was)
+    if !(head.iter().any(|h| h == "section") || head.iter().any(|h| h == "device_name")) {
+        return Err(format!("CSV without its header: {head:?}"));
+    }
     for row in r.records() {
         let row = row.map_err(|e| format!("compare CSV: {e}"))?;
         for (name, f) in head.iter().zip(row.iter()) {
@@ -1178,7 +1226,9 @@ fn with_binary(reader: &Reader, input: &Path, accepted: bool, out: &Path) -> Res
         if bytes.is_empty() {
             return Err(format!("{}: left an empty {name}", reader.name));
         }
+        let foreign = reader.name.starts_with("export ");
         let checked = match p.extension().and_then(|e| e.to_str()) {
+            _ if foreign => foreign_oracle(&name, &bytes),
             Some("svg") => svg_oracle(&String::from_utf8_lossy(&bytes)),
             Some("json") => Calibration::from_json(&p, &String::from_utf8_lossy(&bytes))
                 .map_err(|e| format!("written JSON does not read back: {e}"))
@@ -1189,6 +1239,36 @@ fn with_binary(reader: &Reader, input: &Path, accepted: bool, out: &Path) -> Res
         checked.map_err(|e| format!("{}: {name}: {e}", reader.name))?;
     }
     std::fs::remove_dir_all(out).ok();
+    Ok(())
+}
+
+/// Another estimator's file (`export --format`): UTF-8, not empty, without control characters,
+/// JSON that parses, and no figure that is not a number (`nan`, `inf`) outside its comments.
+fn foreign_oracle(name: &str, bytes: &[u8]) -> Result<(), String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    if text.trim().is_empty() {
+        return Err("empty".into());
+    }
+    if let Some(c) = unprintable(text, true) {
+        return Err(format!("holds {c:?}"));
+    }
+    if name.ends_with(".json") {
+        serde_json::from_str::<serde_json::Value>(text).map_err(|e| format!("not JSON: {e}"))?;
+    }
+    for line in text.lines() {
+        // YAML's and Python's comments quote the run (its device's name among them)
+        let code = if name.ends_with(".json") {
+            line
+        } else {
+            line.split('#').next().unwrap_or_default()
+        };
+        let bad = code
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .find(|w| ["nan", "inf", "infinity"].contains(&w.to_ascii_lowercase().as_str()));
+        if let Some(w) = bad {
+            return Err(format!("a figure that is no number ({w}) in {line:?}"));
+        }
+    }
     Ok(())
 }
 
@@ -1340,7 +1420,10 @@ fn every_reader_survives_mutated_inputs() {
             Calibration::from_json(&path, &String::from_utf8_lossy(&bytes)).is_ok()
         };
         let reader = &READERS[(runs % READERS.len() as u64) as usize];
-        let takes_json = matches!(reader.name, "plot" | "compare" | "compare --json");
+        let takes_json = matches!(
+            reader.name,
+            "plot" | "compare" | "compare --json" | "estimate"
+        ) || reader.name.starts_with("export ");
         if ext == "csv" || takes_json {
             if let Err(e) = with_binary(
                 reader,
@@ -1463,6 +1546,46 @@ mod found {
                 assert!(!svg.exists() && !csv.exists());
             }
         }
+    }
+
+    /// The check on the other estimators' files passes what `export --format` writes from a
+    /// real run, and fails what must not pass.
+    #[test]
+    fn the_foreign_file_check_can_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("run.csv");
+        std::fs::write(&p, real_csv()).unwrap();
+        for (format, name) in [
+            ("calculon", "x.json"),
+            ("aiconfigurator", "x.yaml"),
+            ("llm-analysis", "x.json"),
+            ("llm-viewer", "x.py"),
+        ] {
+            let out = dir.path().join(format!("{format}-{name}"));
+            let args: Vec<String> = export_to(&p, format, &out);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, _, err) = binary(&args);
+            assert_eq!(code, 0, "{format}: {err}");
+            foreign_oracle(name, &std::fs::read(&out).unwrap()).unwrap();
+        }
+        for (name, bad) in [
+            ("x.yaml", "gpu:\n  mem_bw: .nan # B/s\n"),
+            ("x.py", "p = {\"bandwidth\": float(\"inf\")}\n"),
+            ("x.json", "{\"a\": 1,}"),
+            ("x.json", "{\"a\": \"\u{1b}[2J\"}"),
+            ("x.yaml", ""),
+        ] {
+            assert!(
+                foreign_oracle(name, bad.as_bytes()).is_err(),
+                "{name}: {bad:?}"
+            );
+        }
+        // a device's name in a comment is not a figure
+        foreign_oracle(
+            "x.yaml",
+            b"# from run on the Inf node\ngpu:\n  mem_bw: 1.0\n",
+        )
+        .unwrap();
     }
 
     /// `compare --csv` on calibrations without a ceiling left an empty CSV (CI's fuzzer,
