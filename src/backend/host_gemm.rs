@@ -786,8 +786,9 @@ fn ours<T: GemmElement>(
                 // A's rows padded to a multiple of the tile's (the last repeated; those
                 // results are dropped), so the kernel always reads whole tiles at one stride.
                 let (ra, rb) = (dot.rows_a, dot.rows_b);
-                let groups = dot.padded_rows(m) / ra;
-                for ii in 0..dot.padded_rows(m) {
+                let padded = dot.padded_rows(m);
+                let groups = padded / ra;
+                for ii in 0..padded {
                     let row = ii.min(m - 1);
                     // SAFETY: row < m, and a holds m × k elements.
                     let src = unsafe { std::slice::from_raw_parts(a_ptr.get().add(row * k), k) };

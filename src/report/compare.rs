@@ -451,11 +451,7 @@ pub const CSV_HEADER: [&str; 15] = [
 /// The comparison as tidy CSV bytes, header included.
 pub fn csv(runs: &[Run]) -> Vec<u8> {
     let lines = lines(runs);
-    let mut w = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_writer(Vec::new());
-    w.write_record(CSV_HEADER)
-        .expect("serialising to memory cannot fail");
+    let mut w = super::csv_with_header(&CSV_HEADER);
     for row in rows(&lines, runs) {
         w.serialize(row.spreadsheet_safe())
             .expect("serialising to memory cannot fail");

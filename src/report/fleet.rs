@@ -497,11 +497,7 @@ pub const CSV_HEADER: [&str; 17] = [
 
 /// The report as tidy CSV: a row per run and metric; text fields spreadsheet-safe.
 pub fn csv(fleet: &Fleet) -> Vec<u8> {
-    let mut w = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_writer(Vec::new());
-    w.write_record(CSV_HEADER)
-        .expect("serialising to memory cannot fail");
+    let mut w = super::csv_with_header(&CSV_HEADER);
     for g in &fleet.groups {
         for r in &g.runs {
             for m in &r.metrics {

@@ -15,6 +15,18 @@ pub mod table;
 
 use crate::bench::Precision;
 
+/// A tidy CSV writer into memory with `header` already written, so the file has its header even
+/// when no row follows (serde's writer writes it with the first row only). The rows are then
+/// serialised without headers, in the header's order.
+pub fn csv_with_header(header: &[&str]) -> csv::Writer<Vec<u8>> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.write_record(header)
+        .expect("serialising to memory cannot fail");
+    w
+}
+
 /// What one operation of a precision is called: `FLOP`, or `OP` for integer formats.
 pub fn ops(precision: Precision) -> &'static str {
     if precision.is_integer() {
