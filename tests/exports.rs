@@ -225,10 +225,23 @@ fn estimators_load_the_exports_and_follow_the_bandwidth() {
         PathBuf::from("python3")
     };
     let inputs = tempfile::tempdir().unwrap();
-    // the checked-in run, and the same with a size fit (whose constant and curve the script
-    // requires the tools to use)
+    // the checked-in run, the same with a size fit (whose constant and curve the script
+    // requires the tools to use), and the newest checked-in run with GEMM rows (where the
+    // script's cross-check gives llm-analysis the shares of the ceilings that our prefill and
+    // decode reach)
     let (with_fit, ..) = with_size_fit(inputs.path());
-    for calibration in [host_run("json"), with_fit] {
+    let with_gemm = crate::common::checked_in("json")
+        .into_iter()
+        .rev()
+        .find(|p| {
+            let cal: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            cal["gemm_efficiency"]
+                .as_array()
+                .is_some_and(|g| !g.is_empty())
+        })
+        .expect("results/ holds a run with GEMM rows");
+    for calibration in [host_run("json"), with_fit, with_gemm] {
         let work = tempfile::tempdir().unwrap();
         let out = match Command::new(&python)
             .arg(repo().join("scripts/check-exports.py"))

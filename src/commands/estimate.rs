@@ -98,6 +98,9 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
     });
     let curve = ceiling_for(dtype)
         .and_then(|(_, precision, _)| crate::exports::best_gemm_curve(cal, precision));
+    let gemv = ceiling_for(dtype).map_or_else(Vec::new, |(_, precision, _)| {
+        matrix_vector_products(cal, precision)
+    });
     Ok(Machine {
         name: cal.title(),
         basis: "calibration (measured ceilings)".into(),
@@ -108,7 +111,50 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
             c.points.iter().map(|p| (p.gflop, p.gflops)).collect()
         }),
         gemm_source: curve.map_or_else(String::new, |c| format!("{} {}", c.kernel, c.precision)),
+        gemv,
     })
+}
+
+/// The run's matrix-vector products (GEMM points with M = 1) of `precision`: per weight shape
+/// the fastest implementation's bandwidth (its minimum bytes over its time), ascending in the
+/// weight matrix's size. A point above its roof by more than the noise is left out (one of its
+/// figures is not what the hardware does); a flagged one is named suspect.
+fn matrix_vector_products(cal: &Calibration, precision: Precision) -> Vec<estimate::Gemv> {
+    let mut best: Vec<(u64, u64, estimate::Gemv)> = Vec::new();
+    for p in &cal.points {
+        let Some(shape) = p.param.and_then(|x| x.shape()) else {
+            continue;
+        };
+        if p.family != Family::Gemm
+            || p.precision != precision
+            || shape.m != 1
+            || p.above_roof
+            || !(p.gflops > 0.0 && p.flop_per_byte > 0.0)
+        {
+            continue;
+        }
+        let g = estimate::Gemv {
+            weight_elements: (shape.n * shape.k) as f64,
+            bandwidth_bps: p.gflops / p.flop_per_byte * 1e9,
+            source: measured_source(cal, &Some(p.case.clone())),
+        };
+        match best
+            .iter_mut()
+            .find(|(n, k, _)| (*n, *k) == (shape.n, shape.k))
+        {
+            Some((_, _, b)) if b.bandwidth_bps >= g.bandwidth_bps => {}
+            Some((_, _, b)) => *b = g,
+            None => best.push((shape.n, shape.k, g)),
+        }
+    }
+    // ascending in size; of two shapes of one size (N × K and K × N), the faster last, so
+    // that a lookup from the top finds it first
+    best.sort_by(|a, b| {
+        (a.2.weight_elements, a.2.bandwidth_bps)
+            .partial_cmp(&(b.2.weight_elements, b.2.bandwidth_bps))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    best.into_iter().map(|(_, _, g)| g).collect()
 }
 
 /// A device from the spec sheet alone.
@@ -123,6 +169,7 @@ fn rated(args: &EstimateArgs, name: &str, dtype: Dtype) -> Result<Machine> {
             .and_then(|(_, _, column)| from_sheet(Some(sheet), column, 1e12)),
         gemm: Vec::new(),
         gemm_source: String::new(),
+        gemv: Vec::new(),
     })
 }
 
@@ -429,6 +476,13 @@ fn table(r: &Report) -> String {
             "prefill",
             &i.iter().map(|x| &x.prefill).collect::<Vec<_>>(),
         );
+        rows.push(Row::new(
+            "decode bandwidth (GB/s)",
+            i.iter()
+                .map(|x| x.decode_bandwidth_bps.as_ref().map(|s| s.value))
+                .collect(),
+            |v| opt(v, |b| format!("{:.1}", b / 1e9)),
+        ));
         phase_rows(
             &mut rows,
             "decode step",
@@ -589,7 +643,7 @@ fn table(r: &Report) -> String {
                 .map_or_else(|| "none".to_string(), |s| s.source.clone())
         };
         out.push_str(&format!(
-            "{l}: {} — {}; memory: {}; bandwidth: {}; compute: {}{}\n",
+            "{l}: {} — {}; memory: {}; bandwidth: {}; compute: {}{}{}\n",
             x.name,
             x.basis,
             src(&x.memory_bytes),
@@ -599,6 +653,12 @@ fn table(r: &Report) -> String {
                 String::new()
             } else {
                 format!("; prefill at the measured GEMM {}", x.gemm_source)
+            },
+            match &d.answer {
+                Answer::Inference(i) if !x.gemv.is_empty() => {
+                    format!("; decode at {}", src(&i.decode_bandwidth_bps))
+                }
+                _ => String::new(),
             }
         ));
     }

@@ -176,6 +176,22 @@ pub struct Machine {
     /// Which GEMM implementation and precision `gemm` is.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub gemm_source: String,
+    /// Measured matrix-vector products (M = 1) of that dtype, one per weight shape, ascending
+    /// in size; empty where the run measured none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gemv: Vec<Gemv>,
+}
+
+/// A measured matrix-vector product: a decode step's product at batch 1.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Gemv {
+    /// Elements of its weight matrix, N × K.
+    pub weight_elements: f64,
+    /// The minimum bytes it moves over its time, in bytes/s: the fastest implementation at
+    /// that shape.
+    pub bandwidth_bps: f64,
+    /// Its case (`gemm/simd/f32/1x14336x4096`), said to be suspect where the run flagged it.
+    pub source: String,
 }
 
 impl Machine {
@@ -195,6 +211,30 @@ impl Machine {
                 self.gemm_source
             ),
         })
+    }
+
+    /// The bandwidth a decode step's bytes move at: the measured matrix-vector product of the
+    /// largest weight matrix not above `ffn_elements` (the smallest measured, for a smaller
+    /// one), else the DRAM ceiling.
+    pub fn decode_bandwidth(&self, ffn_elements: f64) -> Option<Sourced> {
+        let gemv = self
+            .gemv
+            .iter()
+            .rev()
+            .find(|g| g.weight_elements <= ffn_elements)
+            .or_else(|| self.gemv.first());
+        match gemv {
+            Some(g) => Some(Sourced {
+                value: g.bandwidth_bps,
+                source: format!(
+                    "{}, the matrix-vector product of {:.1} M weights (the FFN's is {:.1} M)",
+                    g.source,
+                    g.weight_elements / 1e6,
+                    ffn_elements / 1e6
+                ),
+            }),
+            None => self.bandwidth_bps.clone(),
+        }
     }
 }
 
@@ -277,6 +317,9 @@ pub struct Inference {
     pub prefill: Phase,
     /// The rate prefill's flops run at: the measured GEMM of its size, else the ceiling.
     pub prefill_compute_flops: Option<Sourced>,
+    /// The rate a decode step's bytes move at: the measured matrix-vector product of its
+    /// size, else the DRAM ceiling.
+    pub decode_bandwidth_bps: Option<Sourced>,
     /// One decode step for the whole batch, at the mean context (prompt + generate / 2).
     pub decode_step: Phase,
     pub decode_tokens_per_s: Option<f64>,
@@ -333,14 +376,22 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
     let context = p + g / 2.0;
     let step_bytes = weights + kv_token * b * context;
     let step_flops = b * model.flops_per_token(context);
-    let decode_step = phase(step_bytes, step_flops, m);
+    // Its products are matrix-vector products at batch 1 (and read the weights once at any
+    // batch): their bytes move at the measured rate of one of the FFN's size where the run
+    // measured one, which a read-only stream may reach only in part of the DRAM ceiling.
+    let decode_bandwidth = m.decode_bandwidth(model.hidden as f64 * model.ffn as f64);
+    let decode_machine = Machine {
+        bandwidth_bps: decode_bandwidth.clone(),
+        ..m.clone()
+    };
+    let decode_step = phase(step_bytes, step_flops, &decode_machine);
     let decode_tokens_per_s = decode_step.time_s.map(|t| b / t);
     let total_s = match (prefill.time_s, decode_step.time_s) {
         (Some(pf), Some(dc)) => Some(pf + g * dc),
         _ => None,
     };
     // B × f / C ≥ (W + B × k) / bw  ⇔  B ≥ (W / bw) / (f / C − k / bw)
-    let compute_bound_batch = match (&m.bandwidth_bps, &m.compute_flops) {
+    let compute_bound_batch = match (&decode_bandwidth, &m.compute_flops) {
         (Some(bw), Some(c)) => {
             let per_seq = model.flops_per_token(context) / c.value - kv_token * context / bw.value;
             (per_seq > 0.0).then(|| ((weights / bw.value) / per_seq).ceil().max(1.0) as u64)
@@ -362,6 +413,7 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
         },
         prefill,
         prefill_compute_flops: prefill_compute,
+        decode_bandwidth_bps: decode_bandwidth,
         decode_step,
         decode_tokens_per_s,
         total_s,
@@ -503,6 +555,7 @@ mod tests {
             compute_flops: s(tflops * 1e12),
             gemm: Vec::new(),
             gemm_source: String::new(),
+            gemv: Vec::new(),
         }
     }
 
@@ -578,6 +631,57 @@ mod tests {
         // f/C = 15,586,033,664 / 1e14 = 1.5586033664e-4; k/bw = 144,179,200 / 1e12 = 1.441792e-4;
         // B = 0.016060522496 / 1.168113664e-5 = 1374.9 → 1375
         assert_eq!(r.compute_bound_batch, Some(1375));
+    }
+
+    #[test]
+    fn decode_runs_at_the_measured_matrix_vector_product_of_its_size() {
+        let w = InferenceShape {
+            batch: 1,
+            prompt: 1000,
+            generate: 200,
+        };
+        let mut m = machine(80.0, 1000.0, 100.0);
+        let ceiling = inference(&llama_8b(), BF16, w, &m);
+        assert_eq!(ceiling.decode_bandwidth_bps, m.bandwidth_bps);
+        let gemv = |elements: f64, gbps: f64, case: &str| Gemv {
+            weight_elements: elements,
+            bandwidth_bps: gbps * 1e9,
+            source: format!("measured: {case}"),
+        };
+        // Llama-3.1-8B's FFN matrix is 4096 × 14336 = 58,720,256 weights: of these the
+        // 14336 × 4096 product applies (the largest not above it), not the one above it
+        m.gemv = vec![
+            gemv(16_777_216.0, 900.0, "gemm/x/bf16.f32/1x4096x4096"),
+            gemv(58_720_256.0, 800.0, "gemm/x/bf16.f32/1x14336x4096"),
+            gemv(67_108_864.0, 950.0, "gemm/x/bf16.f32/1x8192x8192"),
+        ];
+        let r = inference(&llama_8b(), BF16, w, &m);
+        let bw = r.decode_bandwidth_bps.as_ref().unwrap();
+        assert_eq!(bw.value, 800e9);
+        assert!(
+            bw.source
+                .starts_with("measured: gemm/x/bf16.f32/1x14336x4096, the matrix-vector"),
+            "{}",
+            bw.source
+        );
+        // the same bytes at 0.8 of the ceiling's rate: 1.25 × the time, and the compute-bound
+        // batch from that rate: (W/bw) / (f/C − k/bw) with bw = 8e11:
+        // 0.02007565312 / (1.5586033664e-4 − 1.80224e-4) < 0: never
+        assert_eq!(r.decode_step.bytes, ceiling.decode_step.bytes);
+        let ratio = r.decode_step.time_s.unwrap() / ceiling.decode_step.time_s.unwrap();
+        assert!((ratio - 1.25).abs() < 1e-12, "{ratio}");
+        assert_eq!(r.compute_bound_batch, None);
+        assert_eq!(ceiling.compute_bound_batch, Some(1375));
+        // prefill keeps the DRAM ceiling
+        assert_eq!(r.prefill, ceiling.prefill);
+        // a model smaller than every measured product takes the smallest
+        let small = Model {
+            hidden: 768,
+            ffn: 3072,
+            ..llama_8b()
+        };
+        let r = inference(&small, BF16, w, &m);
+        assert_eq!(r.decode_bandwidth_bps.unwrap().value, 900e9);
     }
 
     #[test]
