@@ -670,3 +670,76 @@ fn table(r: &Report) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checked-in host run with the batch sweep in f32 (ours and the `gemm` crate's).
+    fn run() -> Calibration {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results/vm-host-amd-epyc-20261203T184829Z-f90759ee.json");
+        Calibration::load(path).unwrap()
+    }
+
+    /// The fastest M = 1 point of `precision` at weight shape `n` × `k`, by hand.
+    fn fastest(cal: &Calibration, precision: Precision, n: u64, k: u64) -> (f64, String) {
+        cal.points
+            .iter()
+            .filter(|p| {
+                p.family == Family::Gemm
+                    && p.precision == precision
+                    && !p.above_roof
+                    && p.case.ends_with(&format!("/1x{n}x{k}"))
+            })
+            .map(|p| (p.gflops / p.flop_per_byte * 1e9, p.case.clone()))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_products_are_the_fastest_m1_rows_of_their_precision_none_above_its_roof() {
+        let mut cal = run();
+        let got = matrix_vector_products(&cal, Precision::F32);
+        let sizes: Vec<f64> = got.iter().map(|g| g.weight_elements).collect();
+        // five weight shapes, two of one size, ascending
+        assert_eq!(
+            sizes,
+            [
+                16_777_216.0,
+                58_720_256.0,
+                58_720_256.0,
+                67_108_864.0,
+                234_881_024.0
+            ]
+        );
+        for (g, (n, k)) in
+            got.iter()
+                .zip([(4096, 4096), (0, 0), (0, 0), (8192, 8192), (28672, 8192)])
+        {
+            if n == 0 {
+                continue;
+            }
+            let (gbps, case) = fastest(&cal, Precision::F32, n, k);
+            assert_eq!(g.bandwidth_bps, gbps);
+            assert!(
+                g.source.starts_with(&format!("measured: {case}")),
+                "{}",
+                g.source
+            );
+        }
+        // of the two of one size, the faster is the later (the one a lookup from the top finds)
+        assert!(got[1].bandwidth_bps <= got[2].bandwidth_bps);
+        // no other precision's, and none above its roof
+        assert!(matrix_vector_products(&cal, Precision::F64).is_empty());
+        assert!(matrix_vector_products(&cal, Precision::Bf16F32).is_empty());
+        let (_, top) = fastest(&cal, Precision::F32, 28672, 8192);
+        for p in cal.points.iter_mut().filter(|p| p.case == top) {
+            p.above_roof = true;
+        }
+        let without = matrix_vector_products(&cal, Precision::F32);
+        let (gbps, case) = fastest(&cal, Precision::F32, 28672, 8192);
+        assert_ne!(case, top);
+        assert_eq!(without[4].bandwidth_bps, gbps);
+    }
+}
