@@ -128,8 +128,9 @@ pub struct EstimateArgs {
     /// A device from the spec sheet alone (`"RTX 4090"`); repeatable, after the files.
     #[arg(long = "spec", value_name = "NAME")]
     pub specs: Vec<String>,
-    /// Usable device memory in GiB, for the devices no spec sheet gives a capacity (the host,
-    /// a GPU without an entry).
+    /// Usable device memory in GiB, for the devices whose run measured none (no `capacity`
+    /// rows) and whose spec sheet gives none; a note on stderr names each device that took a
+    /// measured or sheet figure instead.
     #[arg(long, value_name = "GIB")]
     pub memory_gib: Option<f64>,
     /// A built-in model: llama-2-7b, llama-3.1-8b, llama-3.1-70b, mistral-7b-v0.1, qwen2.5-7b.

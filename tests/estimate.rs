@@ -146,6 +146,55 @@ fn decode_at_batch_one_is_weights_and_kv_over_the_measured_bandwidth() {
 }
 
 #[test]
+fn memory_is_what_the_run_measured_free_else_the_sheet_else_the_flag() {
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    let (mut measured, mut given) = (0, 0);
+    for run in host_runs() {
+        let cal: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+        let (code, out, err) = estimate(&[
+            run.to_str().unwrap(),
+            "--spec",
+            "H200 SXM 141GB",
+            "--memory-gib",
+            "24",
+            "--model",
+            "llama-3.1-8b",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let memory = |i: usize| r["devices"][i]["machine"]["memory_bytes"].clone();
+        // the spec sheet's device takes the sheet's capacity, and the flag's note says so
+        assert_eq!(memory(1)["value"], 141.0 * gib);
+        assert!(
+            err.contains("note: --memory-gib 24 is not used for B (spec sheet \"H200 SXM 141GB\")"),
+            "{err}"
+        );
+        let host_note = err.contains("note: --memory-gib 24 is not used for A");
+        match cal["capacity"]["free_bytes"].as_u64() {
+            Some(free) => {
+                measured += 1;
+                assert_eq!(memory(0)["value"], free as f64, "{}", run.display());
+                let source = memory(0)["source"].as_str().unwrap().to_string();
+                assert!(source.starts_with("measured: capacity/free/u8"), "{source}");
+                assert!(host_note, "{err}");
+            }
+            None => {
+                given += 1;
+                assert_eq!(memory(0)["value"], 24.0 * gib, "{}", run.display());
+                assert_eq!(memory(0)["source"], "given with --memory-gib");
+                assert!(!host_note, "{err}");
+            }
+        }
+    }
+    assert!(
+        measured > 0 && given > 0,
+        "{measured} runs with capacity, {given} without"
+    );
+}
+
+#[test]
 fn two_calibrations_side_by_side_follow_their_measured_ceilings() {
     let runs = host_runs();
     let (a, b) = (&runs[0], &runs[runs.len() - 1]);

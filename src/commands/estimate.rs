@@ -51,15 +51,60 @@ fn from_sheet(sheet: Option<&GpuSpec>, column: &str, scale: f64) -> Option<Sourc
     })
 }
 
-/// Usable memory: the sheet's capacity (vendors state these in GiB: an A100 80GB reports
-/// 81920 MiB), else `--memory-gib` (the host, a GPU with no sheet entry).
-fn memory(args: &EstimateArgs, sheet: Option<&GpuSpec>) -> Option<Sourced> {
-    from_sheet(sheet, "memory_gb", GIB).or_else(|| {
+/// Usable memory: what the run measured free (a GPU's right after its context was created,
+/// the host's `MemAvailable`: the `capacity` family), else the sheet's capacity (vendors state
+/// these in GiB: an A100 80GB reports 81920 MiB), else `--memory-gib` (a run without capacity
+/// rows and no sheet entry).
+fn memory(
+    args: &EstimateArgs,
+    cal: Option<&Calibration>,
+    sheet: Option<&GpuSpec>,
+) -> Option<Sourced> {
+    cal.and_then(|cal| {
+        let free = cal.capacity?.free_bytes;
+        Some(Sourced {
+            value: free as f64,
+            source: format!(
+                "{} ({})",
+                measured_source(cal, &Some("capacity/free/u8".into())),
+                if cal.device.backend == roofprobe_calibration::BackendKind::Host {
+                    "the OS's MemAvailable when the run read it"
+                } else {
+                    "free right after the run created its context"
+                }
+            ),
+        })
+    })
+    .or_else(|| from_sheet(sheet, "memory_gb", GIB))
+    .or_else(|| {
         args.memory_gib.map(|g| Sourced {
             value: g * GIB,
             source: "given with --memory-gib".into(),
         })
     })
+}
+
+/// Says on stderr where `--memory-gib` was given but a device took a measured or sheet
+/// capacity instead, so the flag is never ignored silently.
+fn note_unused_memory_gib(args: &EstimateArgs, machines: &[Machine]) {
+    let Some(g) = args.memory_gib else {
+        return;
+    };
+    for (i, m) in machines.iter().enumerate() {
+        if let Some(mem) = m
+            .memory_bytes
+            .as_ref()
+            .filter(|s| !s.source.starts_with("given"))
+        {
+            eprintln!(
+                "note: --memory-gib {g} is not used for {} ({}): it has {} GiB, {}",
+                (b'A' + (i % 26) as u8) as char,
+                m.name,
+                gib(mem.value),
+                mem.source
+            );
+        }
+    }
 }
 
 /// `measured: CASE`, said to be suspect where the run flagged the row.
@@ -104,7 +149,7 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
     Ok(Machine {
         name: cal.title(),
         basis: "calibration (measured ceilings)".into(),
-        memory_bytes: memory(args, sheet),
+        memory_bytes: memory(args, Some(cal), sheet),
         bandwidth_bps,
         compute_flops,
         gemm: curve.map_or_else(Vec::new, |c| {
@@ -163,7 +208,7 @@ fn rated(args: &EstimateArgs, name: &str, dtype: Dtype) -> Result<Machine> {
     Ok(Machine {
         name: format!("spec sheet \"{}\"", sheet.device),
         basis: "spec sheet (vendor figures, nothing measured)".into(),
-        memory_bytes: memory(args, Some(sheet)),
+        memory_bytes: memory(args, None, Some(sheet)),
         bandwidth_bps: from_sheet(Some(sheet), "mem_bandwidth_gbs", 1e9),
         compute_flops: ceiling_for(dtype)
             .and_then(|(_, _, column)| from_sheet(Some(sheet), column, 1e12)),
@@ -290,6 +335,7 @@ pub fn estimate(args: &EstimateArgs) -> Result<i32> {
     for name in &args.specs {
         machines.push(rated(args, name, args.activations)?);
     }
+    note_unused_memory_gib(args, &machines);
     let inference_shape = InferenceShape {
         batch: args.batch,
         prompt: args.prompt,
