@@ -129,7 +129,8 @@ const READERS: &[Reader] = &[
         args: |i, o| export_to(i, "llm-viewer", &o.join("x.py")),
     },
     Reader {
-        // a run as a device for a built-in model (the host has no spec sheet: its memory given)
+        // a run as a device for a built-in model (the host has no spec sheet: its memory given
+        // for runs that measured none)
         name: "estimate",
         args: |i, _| {
             vec![

@@ -176,8 +176,8 @@ pub struct Machine {
     /// Which GEMM implementation and precision `gemm` is.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub gemm_source: String,
-    /// Measured matrix-vector products (M = 1) of that dtype, one per weight shape, ascending
-    /// in size; empty where the run measured none.
+    /// Measured matrix-vector products (M = 1) of that dtype, one per weight size (N × K),
+    /// ascending; empty where the run measured none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gemv: Vec<Gemv>,
 }
@@ -187,8 +187,8 @@ pub struct Machine {
 pub struct Gemv {
     /// Elements of its weight matrix, N × K.
     pub weight_elements: f64,
-    /// The minimum bytes it moves over its time, in bytes/s: the fastest implementation at
-    /// that shape.
+    /// The minimum bytes it moves over its time, in bytes/s: the fastest shape and
+    /// implementation of that size.
     pub bandwidth_bps: f64,
     /// Its case (`gemm/simd/f32/1x14336x4096`), said to be suspect where the run flagged it.
     pub source: String,
@@ -274,9 +274,10 @@ pub struct Phase {
     pub bound: Bound,
 }
 
-fn phase(bytes: f64, flops: f64, m: &Machine) -> Phase {
-    let memory_s = m.bandwidth_bps.as_ref().map(|b| bytes / b.value);
-    let compute_s = m.compute_flops.as_ref().map(|c| flops / c.value);
+/// A phase's bytes at `bandwidth` (bytes/s) and its flops at `compute` (FLOP/s).
+fn phase(bytes: f64, flops: f64, bandwidth: Option<&Sourced>, compute: Option<&Sourced>) -> Phase {
+    let memory_s = bandwidth.map(|b| bytes / b.value);
+    let compute_s = compute.map(|c| flops / c.value);
     let (time_s, bound) = match (memory_s, compute_s) {
         (Some(mem), Some(cmp)) if mem >= cmp => (Some(mem), Bound::Bandwidth),
         (Some(_), Some(cmp)) => (Some(cmp), Bound::Compute),
@@ -367,10 +368,8 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
     let prefill = phase(
         prefill_bytes,
         prefill_flops,
-        &Machine {
-            compute_flops: prefill_compute.clone(),
-            ..m.clone()
-        },
+        m.bandwidth_bps.as_ref(),
+        prefill_compute.as_ref(),
     );
 
     let context = p + g / 2.0;
@@ -380,11 +379,12 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
     // batch): their bytes move at the measured rate of one of the FFN's size where the run
     // measured one, which a read-only stream may reach only in part of the DRAM ceiling.
     let decode_bandwidth = m.decode_bandwidth(model.hidden as f64 * model.ffn as f64);
-    let decode_machine = Machine {
-        bandwidth_bps: decode_bandwidth.clone(),
-        ..m.clone()
-    };
-    let decode_step = phase(step_bytes, step_flops, &decode_machine);
+    let decode_step = phase(
+        step_bytes,
+        step_flops,
+        decode_bandwidth.as_ref(),
+        m.compute_flops.as_ref(),
+    );
     let decode_tokens_per_s = decode_step.time_s.map(|t| b / t);
     let total_s = match (prefill.time_s, decode_step.time_s) {
         (Some(pf), Some(dc)) => Some(pf + g * dc),
@@ -511,7 +511,12 @@ pub fn training(model: &Model, w: TrainingShape, m: &Machine) -> Training {
     let passes = if w.checkpointing { 8.0 } else { 6.0 };
     let flops = passes * model.matmul_params() * tokens;
     // each state read and written once by the optimizer step
-    let step = phase(2.0 * states, flops, m);
+    let step = phase(
+        2.0 * states,
+        flops,
+        m.bandwidth_bps.as_ref(),
+        m.compute_flops.as_ref(),
+    );
     let tokens_per_s = step.time_s.map(|t| tokens / t);
     let bound = match fits {
         Some(false) => Bound::Capacity,
