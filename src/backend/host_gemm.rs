@@ -1192,9 +1192,8 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
     }
 
     fn clock_mhz(&mut self) -> Option<f64> {
-        if self.clock_mhz.is_none() {
-            self.clock_mhz = host_compute::measure_pool_mhz(self.pool);
-        }
+        self.clock_mhz =
+            host_compute::higher_clock(self.clock_mhz, host_compute::measure_pool_mhz(self.pool));
         self.clock_mhz
     }
 

@@ -34,7 +34,7 @@
 //! This module must not print. `unsafe` here is limited to the AMX instructions, run after the
 //! permission was granted, on buffers each worker owns.
 
-use super::host_compute::measure_pool_mhz;
+use super::host_compute::{higher_clock, measure_pool_mhz};
 use super::pool::Pool;
 use super::PreparedCase;
 use crate::bench::{arith, input_bits, Case, Family, Precision, Verdict, Work};
@@ -428,9 +428,7 @@ impl PreparedCase for AmxCase<'_> {
     }
 
     fn clock_mhz(&mut self) -> Option<f64> {
-        if self.clock_mhz.is_none() {
-            self.clock_mhz = measure_pool_mhz(self.pool);
-        }
+        self.clock_mhz = higher_clock(self.clock_mhz, measure_pool_mhz(self.pool));
         self.clock_mhz
     }
 

@@ -163,7 +163,10 @@ pub trait PreparedCase {
     /// The SM or core clock, in MHz, that this case itself observed while it ran, if it measures
     /// one (a GPU kernel's `%clock64` against `%globaltimer`; the host's dependent-add chain on
     /// the same cores right after the samples). The runner records it in place of the clock
-    /// observed around the case. Called once, after `verify`.
+    /// observed around the case. Called after `verify`, and once more where the figure is above
+    /// its theory at the first answer: a case whose clock is a reading taken after the samples,
+    /// which an interruption can make low (the host's), reads it again then and answers the
+    /// higher of its readings; one whose clock is the kernel's own record answers the same.
     fn clock_mhz(&mut self) -> Option<f64> {
         None
     }
