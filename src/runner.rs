@@ -643,6 +643,33 @@ mod tests {
         }
     }
 
+    impl FixedBackend {
+        /// On the test identity's device, with no second reading of the clock and no probe.
+        fn new(clock_mhz: Option<f64>, theory_per_mhz: Option<f64>) -> FixedBackend {
+            FixedBackend {
+                info: crate::record::tests::identity().device,
+                clock_mhz,
+                theory_per_mhz,
+                reread_mhz: None,
+                probe: None,
+            }
+        }
+    }
+
+    /// The one row `case` gives on `backend`, after `warmup_secs` of warm-up, with a quick
+    /// run's samples.
+    fn row_of(case: &Case, warmup_secs: f64, backend: &mut FixedBackend) -> Record {
+        let cfg = RunConfig {
+            warmup_secs,
+            ..RunConfig::quick()
+        };
+        let planned = [PlannedCase {
+            case: case.clone(),
+            note: String::new(),
+        }];
+        rows_of(backend, &crate::record::tests::identity(), &cfg, &planned).remove(0)
+    }
+
     /// With a probe, a row's conditions are those read while its samples ran (the median of
     /// the readings, every throttle reason seen during them), not the idle device before and
     /// after; without one, they are the readings around the case.
@@ -650,15 +677,6 @@ mod tests {
     fn rows_record_the_conditions_during_their_samples() {
         let case =
             crate::bench::stream::StreamKernel::Triad.case(crate::bench::Precision::F32, 1000);
-        let identity = crate::record::tests::identity();
-        let cfg = RunConfig {
-            warmup_secs: 0.05,
-            ..RunConfig::quick()
-        };
-        let planned = [PlannedCase {
-            case,
-            note: String::new(),
-        }];
         let busy: crate::backend::ConditionProbe = std::sync::Arc::new(|| Conditions {
             clock_mhz: Some(1980.0),
             memory_clock_mhz: Some(2619.0),
@@ -669,13 +687,10 @@ mod tests {
         });
         let row = |probe| {
             let mut backend = FixedBackend {
-                info: identity.device.clone(),
-                clock_mhz: None,
-                theory_per_mhz: None,
-                reread_mhz: None,
                 probe,
+                ..FixedBackend::new(None, None)
             };
-            rows_of(&mut backend, &identity, &cfg, &planned).remove(0)
+            row_of(&case, 0.05, &mut backend)
         };
         let during = row(Some(busy));
         assert_eq!(
@@ -699,24 +714,12 @@ mod tests {
         // 10^9 operations in 1 ms: 1000 GFLOP/s, against 0.5 GFLOP/s per MHz
         let case = crate::bench::peak::case(crate::bench::Precision::F32, 1000, 1000, 500);
         assert_eq!(case.work.flops, 1_000_000_000);
-        let identity = crate::record::tests::identity();
-        let cfg = RunConfig {
-            warmup_secs: 0.0,
-            ..RunConfig::quick()
-        };
-        let planned = [PlannedCase {
-            case,
-            note: String::new(),
-        }];
         let row = |clock_mhz| {
-            let mut backend = FixedBackend {
-                info: identity.device.clone(),
-                clock_mhz: Some(clock_mhz),
-                theory_per_mhz: Some(0.5),
-                reread_mhz: None,
-                probe: None,
-            };
-            rows_of(&mut backend, &identity, &cfg, &planned).remove(0)
+            row_of(
+                &case,
+                0.0,
+                &mut FixedBackend::new(Some(clock_mhz), Some(0.5)),
+            )
         };
         // theory 950 GFLOP/s at 1900 MHz: 1000 is 1.053 x
         let above = row(1900.0);
@@ -734,15 +737,8 @@ mod tests {
         assert!((within.gflops.unwrap() - 1000.0).abs() < 1e-6);
         assert_eq!(within.theory_gflops, Some(952.5));
         // no theory, no comparison
-        let mut unknown = FixedBackend {
-            info: identity.device.clone(),
-            clock_mhz: Some(1000.0),
-            theory_per_mhz: None,
-            reread_mhz: None,
-            probe: None,
-        };
-        let r = rows_of(&mut unknown, &identity, &cfg, &planned);
-        assert!(r[0].valid);
+        let unknown = row_of(&case, 0.0, &mut FixedBackend::new(Some(1000.0), None));
+        assert!(unknown.valid);
     }
 
     /// A figure above its theory at the clock read first has its clock read once more before
@@ -754,24 +750,12 @@ mod tests {
     fn a_clock_that_reads_low_is_read_again_before_a_row_is_judged_above_its_theory() {
         // 10^9 operations in 1 ms: 1000 GFLOP/s, against 0.5 GFLOP/s per MHz
         let case = crate::bench::peak::case(crate::bench::Precision::F32, 1000, 1000, 500);
-        let identity = crate::record::tests::identity();
-        let cfg = RunConfig {
-            warmup_secs: 0.0,
-            ..RunConfig::quick()
-        };
-        let planned = [PlannedCase {
-            case,
-            note: String::new(),
-        }];
         let row = |first: f64, reread_mhz: Option<f64>| {
             let mut backend = FixedBackend {
-                info: identity.device.clone(),
-                clock_mhz: Some(first),
-                theory_per_mhz: Some(0.5),
                 reread_mhz,
-                probe: None,
+                ..FixedBackend::new(Some(first), Some(0.5))
             };
-            rows_of(&mut backend, &identity, &cfg, &planned).remove(0)
+            row_of(&case, 0.0, &mut backend)
         };
         // read 1600 MHz (theory 800: 1.25 x), then 2100 (theory 1050: 0.952 x)
         let reread = row(1600.0, Some(2100.0));
