@@ -214,6 +214,11 @@ fn above_theory(gflops: f64, theory_gflops: f64) -> bool {
     gflops > THEORY_TOLERANCE * theory_gflops
 }
 
+/// The GFLOP/s of `case` at the median time of `summary`; `None` for a case with no arithmetic.
+fn case_gflops(case: &Case, summary: &Summary) -> Option<f64> {
+    (case.work.flops > 0).then(|| case.work.flops as f64 / summary.median_secs / 1e9)
+}
+
 /// A row's figure held against its theory: `gflops` measured, `theory_gflops` the theoretical
 /// peak at `clock_mhz`. Above [`THEORY_TOLERANCE`] × the theory it is invalid, saying both
 /// figures and the clock.
@@ -422,9 +427,12 @@ pub fn run(
             theory_per_mhz = prepared.theory_gflops(1.0);
             // A clock read low makes a sound figure look above its theory: ask for it once more
             // before judging (a clock read after the samples is read again; a record stays).
-            if let (Some(first), Some(per_mhz)) = (observed_clock_mhz, theory_per_mhz) {
-                let gflops = case.work.flops as f64 / summary.median_secs / 1e9;
-                if verdict.valid && case.work.flops > 0 && above_theory(gflops, per_mhz * first) {
+            if let (Some(first), Some(per_mhz), Some(gflops)) = (
+                observed_clock_mhz,
+                theory_per_mhz,
+                case_gflops(case, &summary),
+            ) {
+                if verdict.valid && above_theory(gflops, per_mhz * first) {
                     observed_clock_mhz = prepared.clock_mhz();
                     if let Some(again) = observed_clock_mhz.filter(|m| *m != first) {
                         clock_note = format!(
@@ -461,8 +469,7 @@ pub fn run(
             theory_gflops,
             crate::record::kept_clock(conditions.clock_mhz),
         ) {
-            if verdict.valid && case.work.flops > 0 {
-                let gflops = case.work.flops as f64 / summary.median_secs / 1e9;
+            if let Some(gflops) = case_gflops(case, summary).filter(|_| verdict.valid) {
                 *verdict = check_against_theory(gflops, theory, mhz);
             }
         }
@@ -548,9 +555,8 @@ mod tests {
         /// The clock it "measured" and its theory per MHz, if it has them.
         clock_mhz: Option<f64>,
         theory_per_mhz: Option<f64>,
-        /// What a second reading of the clock gives (the first, where `None`), and the readings.
+        /// What every reading of the clock after the first gives (the first, where `None`).
         reread_mhz: Option<f64>,
-        clock_reads: u32,
     }
 
     impl PreparedCase for Fixed {
@@ -569,11 +575,9 @@ mod tests {
             String::new()
         }
         fn clock_mhz(&mut self) -> Option<f64> {
-            self.clock_reads += 1;
-            if self.clock_reads > 1 {
-                self.clock_mhz = self.reread_mhz.or(self.clock_mhz);
-            }
-            self.clock_mhz
+            let now = self.clock_mhz;
+            self.clock_mhz = self.reread_mhz.or(now);
+            now
         }
         fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
             self.theory_per_mhz.map(|g| g * clock_mhz)
@@ -589,7 +593,6 @@ mod tests {
                 clock_mhz: None,
                 theory_per_mhz: None,
                 reread_mhz: None,
-                clock_reads: 0,
             }
         }
     }

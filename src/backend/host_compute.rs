@@ -200,9 +200,8 @@ const CLOCK_MAX_READINGS: usize = 200;
 /// [`CLOCK_BATCH`] until the second and third highest agree within 1 %, then the third highest.
 /// The highest is set aside, so one reading too high (a timer's step) neither sets the clock
 /// nor keeps it from settling. Interrupted readings only read low, so waiting for two that
-/// agree near the top outlasts an interruption. After
-/// [`CLOCK_MAX_READINGS`] without agreement, the third highest so far (the lowest, of fewer
-/// than three); `None` without any.
+/// agree near the top outlasts an interruption. After [`CLOCK_MAX_READINGS`] without
+/// agreement, the third highest so far (the lowest, of fewer than three); `None` without any.
 fn settled_clock(mut reading: impl FnMut() -> Option<f64>) -> Option<f64> {
     let mut readings: Vec<f64> = Vec::new();
     let mut taken = 0;
