@@ -44,11 +44,11 @@
 //!
 //! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
 //! bound by reading B once, and packing B would add a write and a read of it: there, and up to the
-//! tile's [`DotTile::max_m`] (64 for AVX2's f32 tile, [`SMALL_M`] for the others), each worker
-//! takes a share of B's rows and computes, straight from the matrices, SIMD along K, the dot
-//! products of a register tile ([`DotTile`]): `rows_a` of A's rows (padded to a multiple) against
-//! `rows_b` of its rows, one vector accumulator each, A's vectors held while each row of B is
-//! loaded once. AVX2+FMA has 16 vector registers: its tile is 2 × 6 (12 accumulators, 15 registers
+//! tile's [`DotTile::max_m`] (64 for AVX2's f32 tile, 32 for its f64 one, [`SMALL_M`] for the
+//! others), each worker takes a share of B's rows and computes, straight from the matrices, SIMD
+//! along K, the dot products of a register tile ([`DotTile`]): `rows_a` of A's rows (padded to a
+//! multiple) against `rows_b` of its rows, one vector accumulator each, A's vectors held while
+//! each row of B is loaded once. AVX2+FMA has 16 vector registers: its tile is 2 × 6 (12 accumulators, 15 registers
 //! in all); the 4 × 4 tile it had before held 21 and spilled accumulators to the stack in its inner
 //! loop. On this project's 2-vCPU VM (AMD EPYC, Zen 4 with AVX2 and no AVX-512 shown; 2026-12-03,
 //! f32, 6 interleaved rounds, median and range of the per-round ratio to the 4 × 4 tile) M = 2 ran
@@ -60,7 +60,11 @@
 //! (0.65–0.93×). With the 2 × 6 tile the dot-product path also beat the packed one beyond M = 16
 //! (4 interleaved rounds, ratio to the packed path by weight shape): M = 32 1.49–2.00×, M = 64
 //! 1.13–1.48×, M = 128 0.98–1.20×, M = 256 0.48–0.90×; so AVX2's f32 tile takes M up to 64.
-//! AVX-512F (32 registers) and NEON keep 4 × 4 and M ≤ 16, and AVX2's f64 tile M ≤ 16, none
+//! In f64 (the same VM, 2026-12-04, 6 interleaved rounds, medians by weight shape of the
+//! per-round ratio to the packed path; f64 has no batch sweep in a run, so these shapes were
+//! added for the rounds) M = 32 ran 1.10–1.73×, M = 64 0.72–1.04× and M = 128 0.52–0.91×,
+//! and M = 16, on the dot-product path in both builds, 0.89–1.04× (the rounds' noise): AVX2's
+//! f64 tile takes M up to 32. AVX-512F (32 registers) and NEON keep 4 × 4 and M ≤ 16, not
 //! measured against the alternatives.
 //!
 //! At M = 1 (a matrix-vector product) it takes [`GEMV_ROWS`] rows of B at a time against A's one
@@ -603,7 +607,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 6,
                 8,
                 x86::avx2_f64_micro,
-                2 x 6 to 16 x86::avx2_f64_dot,
+                2 x 6 to 32 x86::avx2_f64_dot,
                 x86::avx2_f64_gemv,
                 "AVX2+FMA 6x8"
             )
@@ -1244,7 +1248,8 @@ mod tests {
             Shape::new(6, 11, 2100),
             Shape::new(8, 5, 17),
             Shape::new(15, 19, 700),
-            // AVX2's f32 dot-product path goes to M = 64
+            // AVX2's dot-product path goes to M = 32 in f64 and 64 in f32
+            Shape::new(32, 11, 40),
             Shape::new(33, 13, 70),
             Shape::new(64, 7, 9),
             Shape::new(65, 9, 33),
