@@ -155,4 +155,40 @@ mod tests {
         assert_eq!(target_capability("sm_90a"), Some((9, 0)));
         assert_eq!(target_capability("compute_80"), None);
     }
+
+    /// A wgmma matrix descriptor holds a shared address as `(x & 0x3FFFF) >> 4` (PTX ISA,
+    /// "Matrix Descriptor Format"): in a cluster the hardware's shared address carries the
+    /// CTA's rank above those 18 bits, which unmasked would land in the descriptor's next field.
+    /// Every descriptor a module builds from an address (`shr.u64 d, d, 4` then `or.b64` of the
+    /// fields) masks it first.
+    #[test]
+    fn wgmma_descriptors_keep_the_address_to_its_field() {
+        let mut built = 0;
+        for source in all() {
+            let lines: Vec<&str> = source.ptx.lines().map(str::trim).collect();
+            for (i, w) in lines.windows(3).enumerate() {
+                let Some(reg) = w[1]
+                    .strip_prefix("shr.u64 ")
+                    .and_then(|rest| rest.split(',').next())
+                else {
+                    continue;
+                };
+                if !w[1].starts_with(&format!("shr.u64 {reg}, {reg}, 4;"))
+                    || !w[2].starts_with(&format!("or.b64 {reg}, {reg}, "))
+                {
+                    continue;
+                }
+                built += 1;
+                assert!(
+                    w[0].starts_with(&format!("and.b64 {reg}, {reg}, 262143;")),
+                    "{} line {}: a descriptor from an unmasked address: {:?}",
+                    source.name,
+                    i + 2,
+                    w
+                );
+            }
+        }
+        // wgmma.ptx.in's B, and A and B of the cp.async-fed and TMA-fed GEMMs in each expansion
+        assert!(built >= 1 + 2 * 2 + 2 * 6, "{built} descriptors found");
+    }
 }

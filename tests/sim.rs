@@ -1024,6 +1024,50 @@ fn a_runaway_kernel_costs_its_case_and_the_run_goes_on() {
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
+/// A cuBLAS call that never ends costs its row only, as a kernel does: its handle is not
+/// destroyed after the deadline (cublasDestroy waits for the whole device, as the simulated one
+/// does), so the worker exits and the run goes on in a fresh one.
+#[test]
+fn a_runaway_cublas_call_costs_its_row_and_the_run_goes_on() {
+    let sim = Sim::new("hang=cublasGemmEx");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args([
+                "run",
+                "--quick",
+                "--device",
+                "cuda:0",
+                "--kernel-timeout",
+                "2",
+            ])
+            .args([
+                "--filter",
+                "gemm/cublas/bf16.f32/256x256x256",
+                "--filter",
+                "launch/empty",
+                "--out",
+            ])
+            .arg(dir.path()),
+        Duration::from_secs(60),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(
+        ids,
+        ["gemm/cublas/bf16.f32/256x256x256", "launch/empty/i32"],
+        "{stderr}"
+    );
+    assert!(
+        !rows[0].valid && rows[0].status.contains("did not finish within 2 s"),
+        "{}",
+        rows[0].status
+    );
+    assert!(rows[1].valid, "{}", rows[1].status);
+}
+
 /// Two simulated GPUs: cuda:0 reads from and writes to cuda:1's memory, one direction and both,
 /// each copy checked at its destination (on either device), each row naming its peer; a single
 /// GPU plans none of them (the full run above).

@@ -17,7 +17,7 @@
 //! | `init` | `hang`: `cuInit` never returns; or a CUresult number it returns | |
 //! | `reject` | a module whose PTX contains this text fails to load (`CUDA_ERROR_INVALID_PTX`) | |
 //! | `fault` | launches of this kernel fault (`CUDA_ERROR_ILLEGAL_ADDRESS`, sticky) | |
-//! | `hang` | launches of this kernel never finish | |
+//! | `hang` | launches of this kernel, or calls of this library routine (`cublasGemmEx`, `cublasLtMatmul`), never finish | |
 //! | `trace` | a file that gets one line per launch (`launch …`, then `args …`: its arguments, addresses in hex, a tensor map as `map@` its address), attribute change, module load and library call (`library cublasGemmEx MxNxK a … b … c …`) | |
 //! | `power_w` | NVML's power draw while work runs (a quarter of it idle); the enforced limit is twice it | 300 |
 //! | `throttle` | NVML's clock-event reasons while work runs, `+`-separated names ([`REASONS`]); idle, `gpu_idle` | none |

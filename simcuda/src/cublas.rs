@@ -385,9 +385,20 @@ pub unsafe extern "C" fn cublasCreate_v2(handle: *mut *mut c_void) -> i32 {
     })
 }
 
+/// What cublasDestroy does before it releases a handle ("will implicitly call
+/// cudaDeviceSynchronize()", the cuBLAS documentation of cublasDestroy), and cublasLtDestroy
+/// here too (held to the stricter reading): wait for every stream of the current context, a
+/// kernel that never ends included. The outcome is not theirs to report.
+fn synchronize_device() {
+    if let Ok(d) = try_driver() {
+        let _ = d.synchronize_context();
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cublasDestroy_v2(handle: *mut c_void) -> i32 {
     blas("cublasDestroy_v2", || {
+        synchronize_device();
         destroy(handle, |o| matches!(o, Object::Blas { .. })).map_err(|_| status::NOT_INITIALIZED)
     })
 }
@@ -514,6 +525,7 @@ pub unsafe extern "C" fn cublasLtCreate(handle: *mut *mut c_void) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn cublasLtDestroy(handle: *mut c_void) -> i32 {
     blas("cublasLtDestroy", || {
+        synchronize_device();
         destroy(handle, |o| matches!(o, Object::Lt)).map_err(|_| status::NOT_INITIALIZED)
     })
 }

@@ -828,7 +828,10 @@ impl Driver {
             .ok_or(code::INVALID_HANDLE)?;
         let threads = u32::try_from(block_threads).map_err(|_| code::INVALID_VALUE)?;
         let limit = k.maxntid.map_or(1024, |(x, y, z)| x * y * z).min(1024);
-        if threads == 0 || threads > limit {
+        // a block that `.reqntid` forbids could not be launched: none of it fits (held strictly;
+        // whatever a real driver answers here, a caller must not plan on it)
+        let required = k.reqntid.is_some_and(|(x, y, z)| x * y * z != threads);
+        if threads == 0 || threads > limit || required {
             return Ok(0);
         }
         let by_threads = self.config.max_threads_per_sm() / threads;
@@ -1537,6 +1540,13 @@ impl Stream {
                 }
             }
             Op::Host { what, work } => {
+                let routine = what.split_whitespace().next().unwrap_or_default();
+                if driver().config.hang.as_deref() == Some(routine) {
+                    // a library routine that never ends (SIMCUDA hang=cublasGemmEx, say)
+                    loop {
+                        std::thread::sleep(Duration::from_secs(3600));
+                    }
+                }
                 let outcome = work(&mut lock(&d.mem));
                 if let Err(e) = outcome {
                     d.fault(code::ILLEGAL_ADDRESS, &format!("{what}: {e}"));

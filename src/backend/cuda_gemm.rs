@@ -37,6 +37,7 @@ use crate::bench::{gemm, Case, Precision, Verdict};
 use crate::{Error, Result};
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaSlice};
+use std::mem::ManuallyDrop;
 
 /// Dynamic shared memory a function may use without raising its limit.
 pub const DEFAULT_DYNAMIC_SHARED_BYTES: u32 = 48 << 10;
@@ -105,7 +106,8 @@ pub const LT_WORKSPACE_BYTES: usize = 32 << 20;
 /// the product.
 struct CublasCase<'b> {
     inner: GpuCase<'b>,
-    reference: Reference,
+    /// Dropped only while the device has no runaway work (below).
+    reference: ManuallyDrop<Reference>,
     shape: gemm::Shape,
     lda: u64,
     ldb: u64,
@@ -186,12 +188,25 @@ pub(super) fn prepare_cublas<'b>(
     };
     Ok(Box::new(CublasCase {
         inner,
-        reference,
+        reference: ManuallyDrop::new(reference),
         shape,
         lda,
         ldb,
         version: &found.version,
     }))
+}
+
+impl Drop for CublasCase<'_> {
+    fn drop(&mut self) {
+        // cublasDestroy synchronizes the whole device (the cuBLAS documentation of it), and
+        // cublasLtDestroy may: after a runaway batch that would wait for the runaway kernel
+        // forever, and the worker would never reach its exit. Leaked then, like the arrays of
+        // every case (`GpuCase`'s drop); the worker's process ends at once anyway.
+        if !self.inner.backend.health.runaway() {
+            // SAFETY: dropped once, here, and not used after.
+            unsafe { ManuallyDrop::drop(&mut self.reference) }
+        }
+    }
 }
 
 impl CublasCase<'_> {
@@ -212,7 +227,7 @@ impl CublasCase<'_> {
 
     /// What runs the product, for the messages.
     fn call_name(&self) -> &'static str {
-        match self.reference {
+        match *self.reference {
             Reference::GemmEx { .. } => "cublasGemmEx",
             Reference::Fp8 { .. } => "cublasLtMatmul",
         }
@@ -236,7 +251,7 @@ impl PreparedCase for CublasCase<'_> {
         let backend = self.inner.backend;
         let (start, end) = &*self.inner.events;
         let stream = &*backend.stream;
-        let workspace = match &self.reference {
+        let workspace = match &*self.reference {
             Reference::Fp8 { workspace, .. } => {
                 use cudarc::driver::DevicePtr;
                 workspace.device_ptr(stream).0
@@ -251,7 +266,7 @@ impl PreparedCase for CublasCase<'_> {
             // handle's stream is the backend's; the workspace is at least what the fp8
             // algorithm asked for.
             let result = unsafe {
-                match &self.reference {
+                match &*self.reference {
                     Reference::GemmEx {
                         handle,
                         input_type,
@@ -292,7 +307,7 @@ impl PreparedCase for CublasCase<'_> {
             .rotation
             .map(|r| format!(", {}", r.note()))
             .unwrap_or_default();
-        let note = match &self.reference {
+        let note = match &*self.reference {
             Reference::GemmEx { compute_type, .. } => format!(
                 "cublasGemmEx TN, {} compute, cuBLAS {}, lda = ldb = {}",
                 if *compute_type == cublas::COMPUTE_32F_FAST_TF32 {

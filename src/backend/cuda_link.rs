@@ -764,6 +764,10 @@ impl PeerSide {
                 b.ctx.bind_to_thread()?;
                 // SAFETY: `bytes` bytes into the peer's buffer of `bytes` bytes.
                 unsafe { result::memcpy_htod_sync(b.ptr, &data) }?;
+                // From pageable memory the copy may return once the data is staged, before it
+                // lands (the driver API's "API synchronization behavior"), and nothing orders
+                // it before the timed copy on this device's stream: wait for it here.
+                result::ctx::synchronize()?;
                 home.bind_to_thread()
             })
         };

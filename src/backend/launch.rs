@@ -910,6 +910,15 @@ pub fn shared_carveout_percent(entry: &Entry) -> Option<i32> {
     (entry.module == ModuleId::Cache && entry.name.starts_with("l1_")).then_some(0)
 }
 
+/// Whether `family`'s launches take the one-wave grid (the driver's occupancy of the kernel in
+/// blocks of [`BLOCK`] threads): not a GEMM, whose grid and block are its shape's and its
+/// kernel's (Hopper's TMA kernel declares `.reqntid 384` and runs in clusters), nor the latency
+/// chase or the empty kernel, one block each. Their occupancy is not asked for: a query for
+/// blocks the kernel cannot run need not answer at all.
+pub fn grid_is_one_wave(family: Family) -> bool {
+    !matches!(family, Family::Gemm | Family::Latency | Family::Launch)
+}
+
 /// The launch of `case` on a grid of `grid` blocks of [`BLOCK`] threads, or why it cannot be
 /// launched (a case this build did not plan, a grid the driver refuses, a peak or tensor case
 /// planned for another grid).
