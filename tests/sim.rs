@@ -1068,6 +1068,50 @@ fn a_runaway_cublas_call_costs_its_row_and_the_run_goes_on() {
     assert!(rows[1].valid, "{}", rows[1].status);
 }
 
+/// An SM copy through mapped host memory that never ends costs its row only: it is waited for
+/// like a kernel's batch, and its buffers are not freed under it.
+#[test]
+fn a_runaway_link_copy_costs_its_row_and_the_run_goes_on() {
+    let sim = Sim::new("hang=copy_f32");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args([
+                "run",
+                "--quick",
+                "--device",
+                "cuda:0",
+                "--kernel-timeout",
+                "2",
+            ])
+            .args([
+                "--filter",
+                "link/host_to_device_memcpy_sm/",
+                "--filter",
+                "launch/empty",
+                "--out",
+            ])
+            .arg(dir.path()),
+        Duration::from_secs(90),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let (copies, rest): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.family.as_str() == "link");
+    assert!(!copies.is_empty(), "{stderr}");
+    for r in &copies {
+        assert!(
+            !r.valid && r.status.contains("did not finish within 2 s"),
+            "{}: {}",
+            r.case_id(),
+            r.status
+        );
+    }
+    let ids: Vec<String> = rest.iter().map(|r| r.case_id()).collect();
+    assert_eq!(ids, ["launch/empty/i32"], "{stderr}");
+    assert!(rest[0].valid, "{}", rest[0].status);
+}
+
 /// Two simulated GPUs: cuda:0 reads from and writes to cuda:1's memory, one direction and both,
 /// each copy checked at its destination (on either device), each row naming its peer; a single
 /// GPU plans none of them (the full run above).

@@ -817,6 +817,40 @@ impl CudaBackend {
         one_wave_grid(self.info.units, per_sm, name)
     }
 
+    /// Waits for `event` without blocking forever: work (`what`: a kernel, a cuBLAS call, a
+    /// copy) that has not finished within `deadline` loses the device (see the module
+    /// documentation).
+    pub(super) fn wait_event(
+        &self,
+        event: &CudaEvent,
+        what: &str,
+        during: &str,
+        deadline: Duration,
+    ) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            let done = self.call(during, || {
+                self.ctx.bind_to_thread()?;
+                event.try_is_complete()
+            })?;
+            if done {
+                return Ok(());
+            }
+            if started.elapsed() > deadline {
+                let cause = format!("{what} did not finish within {} s", deadline.as_secs_f64());
+                self.health.lose(cause.clone(), true);
+                return Err(Error::Driver {
+                    during: during.to_string(),
+                    message: format!(
+                        "{cause}: presumed runaway; the GPU may run it until roofprobe exits"
+                    ),
+                });
+            }
+            // The events time the GPU, so how soon the host notices does not matter.
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
     /// The one-wave grid of an entry.
     fn entry_grid(&self, entry: &Entry) -> Result<u32> {
         let module = self.module(entry.module)?;
@@ -1594,31 +1628,9 @@ impl<'b> GpuCase<'b> {
         )
     }
 
-    /// Waits for `event` without blocking forever: work (`what`: a kernel, a cuBLAS call) that
-    /// has not finished within `deadline` loses the device (see the module documentation).
+    /// Waits for `event` without blocking forever ([`CudaBackend::wait_event`]).
     fn wait(&self, event: &CudaEvent, what: &str, during: &str, deadline: Duration) -> Result<()> {
-        let started = Instant::now();
-        loop {
-            let done = self.backend.call(during, || {
-                self.backend.ctx.bind_to_thread()?;
-                event.try_is_complete()
-            })?;
-            if done {
-                return Ok(());
-            }
-            if started.elapsed() > deadline {
-                let cause = format!("{what} did not finish within {} s", deadline.as_secs_f64());
-                self.backend.health.lose(cause.clone(), true);
-                return Err(Error::Driver {
-                    during: during.to_string(),
-                    message: format!(
-                        "{cause}: presumed runaway; the GPU may run it until roofprobe exits"
-                    ),
-                });
-            }
-            // The events time the GPU, so how soon the host notices does not matter.
-            std::thread::sleep(Duration::from_micros(50));
-        }
+        self.backend.wait_event(event, what, during, deadline)
     }
 }
 

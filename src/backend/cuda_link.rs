@@ -329,10 +329,23 @@ pub(super) struct GpuLink<'b> {
     within: Option<(DeviceBuffer, DeviceBuffer)>,
     peer: Option<PeerSide>,
     link: std::result::Result<(PcieLink, Option<PcieLink>), String>,
+    /// What one copy took in the last batch: the next batch's deadline follows it.
+    per_copy_secs: Option<f64>,
 }
 
 impl Drop for GpuLink<'_> {
     fn drop(&mut self) {
+        if self.backend.health.runaway() {
+            // A copy that never finished may still use every buffer, and freeing one would wait
+            // for it: all leaked, as a kernel case's arrays are; the worker exits at once.
+            std::mem::forget(self.to_device.take());
+            std::mem::forget(self.to_host.take());
+            std::mem::forget(self.within.take());
+            std::mem::forget(self.peer.take());
+            std::mem::forget(self.kernel.take());
+            std::mem::forget(self.second.take());
+            return;
+        }
         // Nothing may still copy from or into a buffer when it is freed.
         let _ = super::quietly(|| self.backend.stream.synchronize());
         if let Some(s) = &self.second {
@@ -517,6 +530,7 @@ impl<'b> GpuLink<'b> {
             within,
             peer,
             link: Err(String::new()),
+            per_copy_secs: None,
         };
         // One untimed copy: first-touch and mapping costs stay out of the samples, and the
         // link is up (an idle link may run at a lower generation) when NVML is asked.
@@ -589,14 +603,21 @@ impl PreparedCase for GpuLink<'_> {
                 unsafe { measured.enqueue(bytes, kernel, stream) }?;
             }
             end.record(stream)?;
-            end.synchronize()?;
-            if second.is_some() {
-                other_end.synchronize()?;
-            }
             Ok(())
         })?;
+        // Waited for like a kernel's batch: a copy that never ends loses the device, it does
+        // not hang the worker.
+        let deadline = super::batch_deadline(self.per_copy_secs, reps, self.backend.deadline);
+        let what = format!("a {} copy", self.transfer.as_str());
+        self.backend.wait_event(end, &what, &during, deadline)?;
+        if second.is_some() {
+            self.backend
+                .wait_event(other_end, &what, &during, deadline)?;
+        }
         let ms = self.backend.call(&during, || start.elapsed_ms(end))?;
-        Ok(f64::from(ms) / 1e3)
+        let secs = f64::from(ms) / 1e3;
+        self.per_copy_secs = Some(secs / f64::from(reps.max(1)));
+        Ok(secs)
     }
 
     fn verify(&mut self) -> Result<Verdict> {
