@@ -48,11 +48,12 @@ pub fn dram_gbps(path: &Path) -> f64 {
         .unwrap()
 }
 
-/// Whether a planned case's note is the one a Hopper (compute capability 9.0) gives its legacy
-/// `mma.sync` tensor rows (their %theory is the wgmma rate): a note the plan means, not a module
-/// that failed to load. The GPU tests and the H200 plan checks take it from here alike.
+/// Whether a planned case's note is the one a Hopper (compute capability 9.0) gives its
+/// `mma.sync` tensor rows (their %theory is the wgmma rate, or for f64, which no wgmma covers,
+/// the FP64 tensor rate): a note the plan means, not a module that failed to load. The GPU tests
+/// and the H200 plan checks take it from here alike.
 pub fn is_legacy_mma_note(p: &roofprobe::backend::PlannedCase, cc: (u32, u32)) -> bool {
-    p.note == roofprobe::backend::cuda_plan::LEGACY_MMA_NOTE
-        && p.case.family == roofprobe::bench::Family::Tensor
+    p.case.family == roofprobe::bench::Family::Tensor
         && cc == (9, 0)
+        && Some(p.note.as_str()) == roofprobe::backend::cuda_plan::tensor_note(cc, p.case.precision)
 }

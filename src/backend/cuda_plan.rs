@@ -275,6 +275,24 @@ pub fn runs_wgmma(compute_capability: (u32, u32)) -> bool {
 /// (Hopper): its theory is the `wgmma` rate, since no source gives `mma.sync`'s.
 pub const LEGACY_MMA_NOTE: &str = "legacy mma.sync path: %theory is against the wgmma dense rate (no source states mma.sync's rate on sm_90; the tensor ceiling comes from the wgmma rows)";
 
+/// The note of the f64 tensor row on Hopper, which no `wgmma` covers (the warpgroup MMA has no
+/// f64): its kernel is Ampere's `mma.sync.m8n8k4` (ptxas emits `DMMA.8x8x4` for sm_90), while
+/// PTX ISA 7.8 gave sm_90 the m16n8k{4,8,16} f64 shapes (`DMMA.16x8x16`), not measured here;
+/// the row's theory is the whitepaper's FP64 tensor rate, and it sets the f64 tensor ceiling.
+pub const HOPPER_F64_MMA_NOTE: &str = "mma.sync m8n8k4 f64, Ampere's shape (DMMA.8x8x4 on sm_90; Hopper's m16n8k16 f64 shape is not measured): %theory is against the FP64 tensor rate, which no wgmma covers";
+
+/// The note a tensor row of `precision` gets on a device of `compute_capability`, where the
+/// plan means one: on Hopper, every `mma.sync` row's.
+pub fn tensor_note(compute_capability: (u32, u32), precision: Precision) -> Option<&'static str> {
+    if !runs_wgmma(compute_capability) {
+        None
+    } else if wgmma::PRECISIONS.contains(&precision) {
+        Some(LEGACY_MMA_NOTE)
+    } else {
+        Some(HOPPER_F64_MMA_NOTE)
+    }
+}
+
 /// Whether the compute kernels (peak, tensor, sweep: `.target sm_80`) can run at all.
 pub fn runs_compute_kernels(compute_capability: (u32, u32)) -> bool {
     compute_capability >= (8, 0)
@@ -381,8 +399,8 @@ pub fn plan_cases(
             let iterations = tensor::iterations_for(p, warps, target_flops(info, cc, p));
             tensor::case(p, warps, iterations)
         });
-        if runs_wgmma(cc) && planned_case.note.is_empty() {
-            planned_case.note = LEGACY_MMA_NOTE.to_string();
+        if let Some(note) = tensor_note(cc, p).filter(|_| planned_case.note.is_empty()) {
+            planned_case.note = note.to_string();
         }
         planned.push(planned_case);
     }
@@ -534,6 +552,23 @@ pub fn latency_cases(info: &DeviceInfo, usable_bytes: u64) -> Vec<Case> {
 mod tests {
     use super::*;
     use crate::backend::BackendKind;
+
+    /// On Hopper every mma.sync tensor row carries a note: the legacy path where a wgmma row of
+    /// its type sets the ceiling, and for f64 (no wgmma) what its kernel is; elsewhere none.
+    #[test]
+    fn hopper_notes_each_mma_sync_row_by_what_covers_its_type() {
+        assert!(!wgmma::PRECISIONS.contains(&Precision::F64F64));
+        for p in tensor::PRECISIONS {
+            let note = tensor_note((9, 0), p);
+            if p == Precision::F64F64 {
+                assert_eq!(note, Some(HOPPER_F64_MMA_NOTE));
+            } else {
+                assert_eq!(note, Some(LEGACY_MMA_NOTE), "{p}");
+            }
+            assert_eq!(tensor_note((8, 0), p), None);
+            assert_eq!(tensor_note((8, 9), p), None);
+        }
+    }
 
     /// A cache launch reads about a millisecond's worth at 128 bytes per SM per clock: some
     /// 32 GiB on an H100, proportionally less on a smaller or slower device.
