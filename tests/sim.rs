@@ -983,45 +983,55 @@ fn a_fault_costs_its_case_and_the_run_goes_on_in_a_fresh_process() {
     assert!(rows.iter().all(|r| r.run_id == rows[0].run_id));
 }
 
+/// A quick run on cuda:0 of a simulated device set up by `settings` (a planted runaway) with
+/// a kernel timeout of 2 s, of the cases `filters` pick, which must end within `limit` and exit
+/// 3 (a row invalid); its rows, and what it printed on stderr.
+fn run_with_a_runaway(
+    settings: &str,
+    filters: &[&str],
+    limit: Duration,
+) -> (Vec<roofprobe::record::Record>, String) {
+    let sim = Sim::new(settings);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sim.roofprobe();
+    cmd.args([
+        "run",
+        "--quick",
+        "--device",
+        "cuda:0",
+        "--kernel-timeout",
+        "2",
+    ])
+    .arg("--out")
+    .arg(dir.path());
+    for f in filters {
+        cmd.args(["--filter", f]);
+    }
+    let out = run_limited(&mut cmd, limit);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    (rows, stderr)
+}
+
+/// Whether a row says its work was given up on after the 2 s deadline.
+fn given_up(r: &roofprobe::record::Record) -> bool {
+    !r.valid && r.status.contains("did not finish within 2 s")
+}
+
 /// A kernel that never ends costs its case only: it is given up on after the case's deadline,
 /// its process exits at once, and the cases after it run in a fresh one.
 #[test]
 fn a_runaway_kernel_costs_its_case_and_the_run_goes_on() {
-    let sim = Sim::new("hang=scale_f32");
-    let dir = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let out = run_limited(
-        sim.roofprobe()
-            .args([
-                "run",
-                "--quick",
-                "--device",
-                "cuda:0",
-                "--kernel-timeout",
-                "2",
-            ])
-            .args([
-                "--filter",
-                "stream/scale/f32",
-                "--filter",
-                "stream/add/f32",
-                "--out",
-            ])
-            .arg(dir.path()),
+    let (rows, stderr) = run_with_a_runaway(
+        "hang=scale_f32",
+        &["stream/scale/f32", "stream/add/f32"],
         Duration::from_secs(60),
     );
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     assert_eq!(ids, ["stream/scale/f32", "stream/add/f32"], "{stderr}");
-    assert!(
-        !rows[0].valid && rows[0].status.contains("did not finish within 2 s"),
-        "{}",
-        rows[0].status
-    );
+    assert!(given_up(&rows[0]), "{}", rows[0].status);
     assert!(rows[1].valid, "{}", rows[1].status);
-    assert!(started.elapsed() < Duration::from_secs(60));
 }
 
 /// A cuBLAS call that never ends costs its row only, as a kernel does: its handle is not
@@ -1029,42 +1039,15 @@ fn a_runaway_kernel_costs_its_case_and_the_run_goes_on() {
 /// does), so the worker exits and the run goes on in a fresh one.
 #[test]
 fn a_runaway_cublas_call_costs_its_row_and_the_run_goes_on() {
-    let sim = Sim::new("hang=cublasGemmEx");
-    let dir = tempfile::tempdir().unwrap();
-    let out = run_limited(
-        sim.roofprobe()
-            .args([
-                "run",
-                "--quick",
-                "--device",
-                "cuda:0",
-                "--kernel-timeout",
-                "2",
-            ])
-            .args([
-                "--filter",
-                "gemm/cublas/bf16.f32/256x256x256",
-                "--filter",
-                "launch/empty",
-                "--out",
-            ])
-            .arg(dir.path()),
+    let (rows, stderr) = run_with_a_runaway(
+        "hang=cublasGemmEx",
+        &["gemm/cublas/bf16.f32/256x256x256", "launch/empty"],
         Duration::from_secs(60),
     );
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(
-        ids,
-        ["gemm/cublas/bf16.f32/256x256x256", "launch/empty/i32"],
-        "{stderr}"
-    );
-    assert!(
-        !rows[0].valid && rows[0].status.contains("did not finish within 2 s"),
-        "{}",
-        rows[0].status
-    );
+    let wanted = ["gemm/cublas/bf16.f32/256x256x256", "launch/empty/i32"];
+    assert_eq!(ids, wanted, "{stderr}");
+    assert!(given_up(&rows[0]), "{}", rows[0].status);
     assert!(rows[1].valid, "{}", rows[1].status);
 }
 
@@ -1072,40 +1055,15 @@ fn a_runaway_cublas_call_costs_its_row_and_the_run_goes_on() {
 /// like a kernel's batch, and its buffers are not freed under it.
 #[test]
 fn a_runaway_link_copy_costs_its_row_and_the_run_goes_on() {
-    let sim = Sim::new("hang=copy_f32");
-    let dir = tempfile::tempdir().unwrap();
-    let out = run_limited(
-        sim.roofprobe()
-            .args([
-                "run",
-                "--quick",
-                "--device",
-                "cuda:0",
-                "--kernel-timeout",
-                "2",
-            ])
-            .args([
-                "--filter",
-                "link/host_to_device_memcpy_sm/",
-                "--filter",
-                "launch/empty",
-                "--out",
-            ])
-            .arg(dir.path()),
+    let (rows, stderr) = run_with_a_runaway(
+        "hang=copy_f32",
+        &["link/host_to_device_memcpy_sm/", "launch/empty"],
         Duration::from_secs(90),
     );
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
     let (copies, rest): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.family.as_str() == "link");
     assert!(!copies.is_empty(), "{stderr}");
     for r in &copies {
-        assert!(
-            !r.valid && r.status.contains("did not finish within 2 s"),
-            "{}: {}",
-            r.case_id(),
-            r.status
-        );
+        assert!(given_up(r), "{}: {}", r.case_id(), r.status);
     }
     let ids: Vec<String> = rest.iter().map(|r| r.case_id()).collect();
     assert_eq!(ids, ["launch/empty/i32"], "{stderr}");
