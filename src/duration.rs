@@ -19,6 +19,12 @@ use crate::specs::{self, DeviceAttributes};
 /// a loaded machine does it on all its cores (the estimate's conservative side).
 pub const HOST_PREP_BYTES_PER_SEC: f64 = 2e9;
 
+/// Input pairs per second the host's GEMM check generates and multiplies
+/// ([`crate::bench::gemm::check_terms`]) on all its cores: one core of this project's 2-vCPU
+/// Zen 4 VM did 150-200 million (2026-12-04: e4m3 at 8192³, 2.1 billion pairs, 14.6 s; bf16
+/// exact, 1.3 s), so a few cores' worth, the conservative side.
+pub const HOST_CHECK_TERMS_PER_SEC: f64 = 5e8;
+
 /// Seconds every case costs besides its arrays and launches (events, a sweep kernel's JIT, the
 /// row written).
 pub const CASE_OVERHEAD_SECS: f64 = 0.05;
@@ -209,8 +215,16 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
             .max(crate::runner::STABLE_MIN_SAMPLES as f64 * sample)
             .max(f64::from(cfg.min_samples.max(2)) * sample),
     };
-    let host = host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+    let host = host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC + host_check_secs(case);
     CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
+}
+
+/// Seconds the host's check of a GEMM takes beyond reading its matrices: generating and
+/// multiplying its inputs again ([`HOST_CHECK_TERMS_PER_SEC`]); nothing for other cases.
+pub fn host_check_secs(case: &Case) -> f64 {
+    crate::bench::gemm::shape_of(case).map_or(0.0, |shape| {
+        crate::bench::gemm::check_terms(case.precision, shape) as f64 / HOST_CHECK_TERMS_PER_SEC
+    })
 }
 
 /// Bytes the host generates and checks for `case`: its working set, but for a GEMM only its
@@ -488,7 +502,11 @@ mod tests {
         assert_eq!(cfg.for_case(&gemm).samples, cfg.samples);
         let launch = launch_secs(&gemm, &rates());
         let reps = (0.01 / launch).ceil();
-        let host = gemm.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+        // its matrices, and its check's 2 (M + N) K + M N input pairs (bf16: exact)
+        let terms = 2.0 * 8192.0 * 4096.0 + 4096.0 * 4096.0;
+        assert!((host_check_secs(&gemm) - terms / HOST_CHECK_TERMS_PER_SEC).abs() < 1e-12);
+        let host = gemm.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
+            + terms / HOST_CHECK_TERMS_PER_SEC;
         let want = CASE_OVERHEAD_SECS
             + host
             + 2.0 * launch

@@ -51,8 +51,9 @@ fn the_device_check_fits_its_budget_and_runs_the_cheap_families_first() {
     assert!(at("run-sweep") < at("run-gemm"));
 }
 
-/// Without the packed binaries, or with one that lost its run bit, the check stops at once with
-/// one line saying what to do, and touches no GPU.
+/// Without the packed binaries the check stops at once with one line saying what to do, and
+/// touches no GPU; binaries that lost their run bit get it back; a toolkit's stub libcuda folder
+/// is dropped from LD_LIBRARY_PATH, saying so.
 #[test]
 fn the_device_check_fails_fast_without_its_binaries() {
     let packed = tempfile::tempdir().unwrap();
@@ -74,13 +75,44 @@ fn the_device_check_fails_fast_without_its_binaries() {
     for dir in ["release", "release/deps"] {
         std::fs::create_dir_all(packed.path().join(dir)).unwrap();
     }
-    std::fs::write(packed.path().join("release/roofprobe"), "").unwrap();
-    std::fs::write(packed.path().join("release/deps/suite"), "").unwrap();
-    let not_executable = run();
-    let said = String::from_utf8_lossy(&not_executable.stderr).into_owned();
-    assert_eq!(not_executable.status.code(), Some(2), "{said}");
-    assert!(said.contains("lost its run bit"), "{said}");
-    assert_eq!(said.lines().count(), 1, "{said}");
+    // binaries that lost their run bit on the way get it back (no step asked for: none runs)
+    use std::os::unix::fs::PermissionsExt;
+    for bin in ["release/roofprobe", "release/deps/suite"] {
+        std::fs::write(packed.path().join(bin), "").unwrap();
+    }
+    let restored = Command::new(script("device-check"))
+        .env("ROOFPROBE_DEVICE_DIR", packed.path())
+        .env("OUT", out.path())
+        .env("DEVICE_CHECK_STEPS", "none")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&restored.stderr).into_owned();
+    assert_eq!(restored.status.code(), Some(0), "{said}");
+    for bin in ["release/roofprobe", "release/deps/suite"] {
+        let mode = std::fs::metadata(packed.path().join(bin))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert!(mode & 0o100 != 0, "{bin}: {mode:o}");
+    }
+    let steps = std::fs::read_to_string(out.path().join("steps.txt")).unwrap();
+    assert!(
+        steps.contains("devices: skipped (not in DEVICE_CHECK_STEPS)"),
+        "{steps}"
+    );
+    assert!(!steps.contains("LD_LIBRARY_PATH"), "{steps}");
+    let stubs = Command::new(script("device-check"))
+        .env("ROOFPROBE_DEVICE_DIR", packed.path())
+        .env("OUT", out.path())
+        .env("DEVICE_CHECK_STEPS", "none")
+        .env("LD_LIBRARY_PATH", "/x/lib64:/usr/local/cuda/lib64/stubs:/y")
+        .output()
+        .unwrap();
+    assert_eq!(stubs.status.code(), Some(0));
+    let steps = std::fs::read_to_string(out.path().join("steps.txt")).unwrap();
+    let dropped = "dropped the stub libraries' folders: \
+                   /x/lib64:/usr/local/cuda/lib64/stubs:/y -> /x/lib64:/y";
+    assert!(steps.contains(dropped), "{steps}");
 }
 
 /// What scripts/device-check did with stand-ins for the packed binaries.

@@ -1038,6 +1038,18 @@ pub fn check(
     }
 }
 
+/// Input pairs [`check`] generates and multiplies for a product of `shape` in `precision`: the
+/// exact check's pass over C and its Freivalds passes (A and B twice each), or the sampled
+/// check's dot products (every element of up to [`SAMPLED_LINES`] rows and columns).
+pub fn check_terms(precision: Precision, shape: Shape) -> u64 {
+    let Shape { m, n, k } = shape;
+    if exact_accumulation(precision, k) {
+        m * n + 2 * (m + n) * k
+    } else {
+        (SAMPLED_LINES.min(m) * n + SAMPLED_LINES.min(n) * m) * k
+    }
+}
+
 /// The exact element `(A·Bᵀ)[i][j]`.
 fn exact_element(
     shape: Shape,
@@ -1059,36 +1071,64 @@ fn show(v: f64) -> String {
 
 fn check_exact(
     shape: Shape,
-    a: impl Fn(u64, u64) -> i64,
-    b: impl Fn(u64, u64) -> i64,
-    c: impl Fn(u64, u64) -> f64,
+    a: impl Fn(u64, u64) -> i64 + Sync,
+    b: impl Fn(u64, u64) -> i64 + Sync,
+    c: impl Fn(u64, u64) -> f64 + Sync,
 ) -> Verdict {
     let Shape { m, n, k } = shape;
-    // 1. Every element a finite integer; C as integers, row by row, with both Freivalds sums.
+    // Every loop below runs on all host cores (`par_map`): at 8192³ each is tens of millions of
+    // generated inputs, seconds on one core, and a device check's GEMM step has a minute.
+    // 1. Every element a finite integer; C as integers, in blocks of rows, with both Freivalds
+    // sums (C·r per row; sᵀ·C per column, summed over the blocks).
+    const ROWS: u64 = 64;
+    let blocks = crate::bench::par_map(m.div_ceil(ROWS) as usize, |blk| {
+        let mut not_integers = 0u64;
+        let mut first = Vec::new();
+        let mut c_r = Vec::new();
+        let mut s_c = vec![0i128; n as usize];
+        for i in blk as u64 * ROWS..((blk as u64 + 1) * ROWS).min(m) {
+            let s = weight(1, i) as i128;
+            let mut row = 0i128;
+            for j in 0..n {
+                let v = c(i, j);
+                if !(v.is_finite() && v == v.trunc() && v.abs() < 1e18) {
+                    not_integers += 1;
+                    if first.len() < 3 {
+                        first.push((i, j, v));
+                    }
+                    continue;
+                }
+                let v = v as i128;
+                row += v * weight(0, j) as i128;
+                s_c[j as usize] += s * v;
+            }
+            c_r.push(row);
+        }
+        (not_integers, first, c_r, s_c)
+    });
     let mut not_integers = 0u64;
     let mut first = Vec::new();
-    let mut c_r = vec![0i128; m as usize]; // C·r
+    let mut c_r = Vec::with_capacity(m as usize); // C·r
     let mut s_c = vec![0i128; n as usize]; // sᵀ·C
-    for i in 0..m {
-        let s = weight(1, i) as i128;
-        for j in 0..n {
-            let v = c(i, j);
-            if !(v.is_finite() && v == v.trunc() && v.abs() < 1e18) {
-                not_integers += 1;
-                if first.len() < 3 {
-                    first.push(format!(
-                        "C[{i}][{j}] is {v}, should be {}",
-                        exact_element(shape, &a, &b, i, j)
-                    ));
-                }
-                continue;
-            }
-            let v = v as i128;
-            c_r[i as usize] += v * weight(0, j) as i128;
-            s_c[j as usize] += s * v;
+    for (count, firsts, rows, cols) in blocks {
+        not_integers += count;
+        first.extend(firsts);
+        c_r.extend(rows);
+        for (total, part) in s_c.iter_mut().zip(cols) {
+            *total += part;
         }
     }
     if not_integers > 0 {
+        let first: Vec<String> = first
+            .into_iter()
+            .take(3)
+            .map(|(i, j, v)| {
+                format!(
+                    "C[{i}][{j}] is {v}, should be {}",
+                    exact_element(shape, &a, &b, i, j)
+                )
+            })
+            .collect();
         return Verdict::invalid(format!(
             "{not_integers} of {} elements of C are not the integers the product gives: {}",
             m * n,
@@ -1096,32 +1136,36 @@ fn check_exact(
         ));
     }
     // 2. Freivalds: t = Bᵀ·r (K), then A·t against C·r; u = sᵀ·A (K), then u·Bᵀ against sᵀ·C.
-    let mut t = vec![0i128; k as usize];
-    for j in 0..n {
-        let r = weight(0, j) as i128;
-        for (kk, t) in t.iter_mut().enumerate() {
-            *t += r * b(j, kk as u64) as i128;
-        }
-    }
-    let mut u = vec![0i128; k as usize];
-    for i in 0..m {
-        let s = weight(1, i) as i128;
-        for (kk, u) in u.iter_mut().enumerate() {
-            *u += s * a(i, kk as u64) as i128;
-        }
-    }
-    let bad_rows: Vec<u64> = (0..m)
-        .filter(|&i| {
-            let want: i128 = (0..k).map(|kk| a(i, kk) as i128 * t[kk as usize]).sum();
-            want != c_r[i as usize]
-        })
-        .collect();
-    let bad_cols: Vec<u64> = (0..n)
-        .filter(|&j| {
-            let want: i128 = (0..k).map(|kk| u[kk as usize] * b(j, kk) as i128).sum();
-            want != s_c[j as usize]
-        })
-        .collect();
+    let t = crate::bench::par_map(k as usize, |kk| {
+        (0..n)
+            .map(|j| weight(0, j) as i128 * b(j, kk as u64) as i128)
+            .sum::<i128>()
+    });
+    let u = crate::bench::par_map(k as usize, |kk| {
+        (0..m)
+            .map(|i| weight(1, i) as i128 * a(i, kk as u64) as i128)
+            .sum::<i128>()
+    });
+    let row_ok = crate::bench::par_map(m as usize, |i| {
+        let want: i128 = (0..k)
+            .map(|kk| a(i as u64, kk) as i128 * t[kk as usize])
+            .sum();
+        want == c_r[i]
+    });
+    let col_ok = crate::bench::par_map(n as usize, |j| {
+        let want: i128 = (0..k)
+            .map(|kk| u[kk as usize] * b(j as u64, kk) as i128)
+            .sum();
+        want == s_c[j]
+    });
+    let bad = |ok: Vec<bool>| -> Vec<u64> {
+        ok.iter()
+            .enumerate()
+            .filter(|(_, ok)| !**ok)
+            .map(|(i, _)| i as u64)
+            .collect()
+    };
+    let (bad_rows, bad_cols) = (bad(row_ok), bad(col_ok));
     if bad_rows.is_empty() && bad_cols.is_empty() {
         return Verdict::valid();
     }
@@ -1154,9 +1198,9 @@ fn check_exact(
 fn check_frobenius(
     precision: Precision,
     shape: Shape,
-    a: impl Fn(u64, u64) -> i64,
-    b: impl Fn(u64, u64) -> i64,
-    c: impl Fn(u64, u64) -> f64,
+    a: impl Fn(u64, u64) -> i64 + Sync,
+    b: impl Fn(u64, u64) -> i64 + Sync,
+    c: impl Fn(u64, u64) -> f64 + Sync,
 ) -> Verdict {
     let rows = spread(shape.m, SAMPLED_LINES);
     let cols = spread(shape.n, SAMPLED_LINES);
@@ -1167,11 +1211,14 @@ fn check_frobenius(
         .collect();
     elements.sort_unstable();
     elements.dedup();
+    // each a K-term dot product (at 8192³, 2 × 16 lines of 8192 elements: on all host cores)
+    let pairs = crate::bench::par_map(elements.len(), |e| {
+        let (i, j) = elements[e];
+        (exact_element(shape, &a, &b, i, j) as f64, c(i, j))
+    });
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
     let mut first_bad = None;
-    for &(i, j) in &elements {
-        let want = exact_element(shape, &a, &b, i, j) as f64;
-        let is = c(i, j);
+    for (&(i, j), &(want, is)) in elements.iter().zip(&pairs) {
         if !is.is_finite() && first_bad.is_none() {
             first_bad = Some(format!("C[{i}][{j}] is {is}, should be {}", show(want)));
         }
