@@ -20,9 +20,11 @@ use crate::specs::{self, DeviceAttributes};
 pub const HOST_PREP_BYTES_PER_SEC: f64 = 2e9;
 
 /// Input pairs per second the host's GEMM check generates and multiplies
-/// ([`crate::bench::gemm::check_terms`]) on all its cores: one core of this project's 2-vCPU
-/// Zen 4 VM did 150-200 million (2026-12-04: e4m3 at 8192³, 2.1 billion pairs, 14.6 s; bf16
-/// exact, 1.3 s), so a few cores' worth, the conservative side.
+/// ([`crate::bench::gemm::check_terms`]) on all its cores: on this project's 2-vCPU Zen 4 VM
+/// (2026-12-04, 8192³, 4 runs each) one core did 160-190 million in the sampled e4m3 check (2.1
+/// billion pairs, 11.4-13.2 s) and 280-300 million in the exact bf16 one (0.34 billion, 1.1-1.2
+/// s), and both cores 1.6 times that (6.8-7.4 s and 0.67-0.73 s): a few cores' worth is the
+/// conservative side for a GPU machine.
 pub const HOST_CHECK_TERMS_PER_SEC: f64 = 5e8;
 
 /// Seconds every case costs besides its arrays and launches (events, a sweep kernel's JIT, the

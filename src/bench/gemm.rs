@@ -1081,7 +1081,8 @@ fn check_exact(
     // 1. Every element a finite integer; C as integers, in blocks of rows, with both Freivalds
     // sums (C·r per row; sᵀ·C per column, summed over the blocks).
     const ROWS: u64 = 64;
-    let blocks = crate::bench::par_map(m.div_ceil(ROWS) as usize, |blk| {
+    let r: Vec<i128> = (0..n).map(|j| weight(0, j) as i128).collect();
+    let blocks = crate::bench::par_map_heavy(m.div_ceil(ROWS) as usize, |blk| {
         let mut not_integers = 0u64;
         let mut first = Vec::new();
         let mut c_r = Vec::new();
@@ -1089,7 +1090,7 @@ fn check_exact(
         for i in blk as u64 * ROWS..((blk as u64 + 1) * ROWS).min(m) {
             let s = weight(1, i) as i128;
             let mut row = 0i128;
-            for j in 0..n {
+            for (j, &r) in (0..n).zip(&r) {
                 let v = c(i, j);
                 if !(v.is_finite() && v == v.trunc() && v.abs() < 1e18) {
                     not_integers += 1;
@@ -1099,7 +1100,7 @@ fn check_exact(
                     continue;
                 }
                 let v = v as i128;
-                row += v * weight(0, j) as i128;
+                row += v * r;
                 s_c[j as usize] += s * v;
             }
             c_r.push(row);
@@ -1136,23 +1137,24 @@ fn check_exact(
         ));
     }
     // 2. Freivalds: t = Bᵀ·r (K), then A·t against C·r; u = sᵀ·A (K), then u·Bᵀ against sᵀ·C.
-    let t = crate::bench::par_map(k as usize, |kk| {
+    let s: Vec<i128> = (0..m).map(|i| weight(1, i) as i128).collect();
+    let t = crate::bench::par_map_heavy(k as usize, |kk| {
         (0..n)
-            .map(|j| weight(0, j) as i128 * b(j, kk as u64) as i128)
+            .map(|j| r[j as usize] * b(j, kk as u64) as i128)
             .sum::<i128>()
     });
-    let u = crate::bench::par_map(k as usize, |kk| {
+    let u = crate::bench::par_map_heavy(k as usize, |kk| {
         (0..m)
-            .map(|i| weight(1, i) as i128 * a(i, kk as u64) as i128)
+            .map(|i| s[i as usize] * a(i, kk as u64) as i128)
             .sum::<i128>()
     });
-    let row_ok = crate::bench::par_map(m as usize, |i| {
+    let row_ok = crate::bench::par_map_heavy(m as usize, |i| {
         let want: i128 = (0..k)
             .map(|kk| a(i as u64, kk) as i128 * t[kk as usize])
             .sum();
         want == c_r[i]
     });
-    let col_ok = crate::bench::par_map(n as usize, |j| {
+    let col_ok = crate::bench::par_map_heavy(n as usize, |j| {
         let want: i128 = (0..k)
             .map(|kk| u[kk as usize] * b(j as u64, kk) as i128)
             .sum();
@@ -1212,7 +1214,7 @@ fn check_frobenius(
     elements.sort_unstable();
     elements.dedup();
     // each a K-term dot product (at 8192³, 2 × 16 lines of 8192 elements: on all host cores)
-    let pairs = crate::bench::par_map(elements.len(), |e| {
+    let pairs = crate::bench::par_map_heavy(elements.len(), |e| {
         let (i, j) = elements[e];
         (exact_element(shape, &a, &b, i, j) as f64, c(i, j))
     });

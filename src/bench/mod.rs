@@ -139,8 +139,23 @@ pub fn expand_template<'a>(
 
 /// `(0..n).map(f)`, computed on every core in contiguous chunks.
 pub fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = host_threads(n);
-    if threads == 1 {
+    par_map_on(host_threads(n), n, f)
+}
+
+/// [`par_map`] for items that each cost much (a dot product thousands long): on every core
+/// whenever there are two items or more, not only from [`PARALLEL_FROM`].
+pub fn par_map_heavy<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = if n < 2 {
+        1
+    } else {
+        host_threads(PARALLEL_FROM)
+    };
+    par_map_on(threads, n, f)
+}
+
+/// `(0..n).map(f)` on `threads` threads, in contiguous chunks.
+fn par_map_on<T: Send>(threads: usize, n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    if threads <= 1 || n < 2 {
         return (0..n).map(f).collect();
     }
     let chunk = n.div_ceil(threads);
@@ -241,6 +256,22 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, &v)| v == (i * i) as u64));
+        // few heavy items: split too, in order, on more than one thread where there are cores
+        for few in [0, 1, 2, 7, 65] {
+            let threads = std::sync::Mutex::new(std::collections::HashSet::new());
+            let got = par_map_heavy(few, |i| {
+                threads.lock().unwrap().insert(std::thread::current().id());
+                i * 3
+            });
+            assert_eq!(got, (0..few).map(|i| i * 3).collect::<Vec<_>>());
+            let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+            if few >= 2 && cores >= 2 {
+                assert!(
+                    threads.lock().unwrap().len() >= 2,
+                    "{few} items on one thread"
+                );
+            }
+        }
         let wrong = [3 * PARALLEL_FROM + 1, 11, n - 1, PARALLEL_FROM];
         let v = check_elements(n, "elements", |i| {
             wrong.contains(&i).then(|| format!("#{i}"))
