@@ -19,13 +19,13 @@ use crate::specs::{self, DeviceAttributes};
 /// a loaded machine does it on all its cores (the estimate's conservative side).
 pub const HOST_PREP_BYTES_PER_SEC: f64 = 2e9;
 
-/// Input pairs per second the host's GEMM check generates and multiplies
-/// ([`crate::bench::gemm::check_terms`]) on all its cores: on this project's 2-vCPU Zen 4 VM
-/// (2026-12-04, 8192³, 4 runs each) one core did 160-190 million in the sampled e4m3 check (2.1
-/// billion pairs, 11.4-13.2 s) and 280-300 million in the exact bf16 one (0.34 billion, 1.1-1.2
-/// s), and both cores 1.6 times that (6.8-7.4 s and 0.67-0.73 s): a few cores' worth is the
-/// conservative side for a GPU machine.
-pub const HOST_CHECK_TERMS_PER_SEC: f64 = 5e8;
+/// Input pairs per second one host core of the GEMM check generates and multiplies
+/// ([`crate::bench::gemm::check_terms`]; the check runs on every core), in the exact check and
+/// in the sampled one: on this project's 2-vCPU Zen 4 VM (2026-12-04, 8192³, 4 runs each) one
+/// core did 280-300 million in the exact bf16 check (0.34 billion pairs, 1.1-1.2 s) and 160-190
+/// million in the sampled e4m3 one (2.1 billion, 11.4-13.2 s), and both cores 1.6 times that
+/// (0.67-0.73 s and 6.8-7.4 s); each rate below the slowest seen, the conservative side.
+pub const HOST_CHECK_TERMS_PER_CORE_SEC: (f64, f64) = (2.5e8, 1.5e8);
 
 /// Seconds every case costs besides its arrays and launches (events, a sweep kernel's JIT, the
 /// row written).
@@ -93,6 +93,8 @@ pub struct Rates {
     pub ops_per_sec: Vec<(Precision, f64)>,
     /// The last-level cache's bytes (0 where unknown: every ring then counts as DRAM's).
     pub llc_bytes: u64,
+    /// The host cores that generate and check the cases' arrays (this process's).
+    pub host_cores: usize,
 }
 
 /// DRAM bandwidth assumed where neither the spec sheet nor the device's attributes give one.
@@ -134,6 +136,7 @@ impl Rates {
                 * crate::backend::cuda_plan::CACHE_BYTES_PER_SM_CLOCK,
             ops_per_sec,
             llc_bytes: info.llc_bytes,
+            host_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         })
     }
 
@@ -217,15 +220,24 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
             .max(crate::runner::STABLE_MIN_SAMPLES as f64 * sample)
             .max(f64::from(cfg.min_samples.max(2)) * sample),
     };
-    let host = host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC + host_check_secs(case);
+    let host = host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
+        + host_check_secs(case, rates.host_cores);
     CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
 }
 
-/// Seconds the host's check of a GEMM takes beyond reading its matrices: generating and
-/// multiplying its inputs again ([`HOST_CHECK_TERMS_PER_SEC`]); nothing for other cases.
-pub fn host_check_secs(case: &Case) -> f64 {
-    crate::bench::gemm::shape_of(case).map_or(0.0, |shape| {
-        crate::bench::gemm::check_terms(case.precision, shape) as f64 / HOST_CHECK_TERMS_PER_SEC
+/// Seconds the host's check of a GEMM takes on `cores` cores beyond reading its matrices:
+/// generating and multiplying its inputs again (at [`HOST_CHECK_TERMS_PER_CORE_SEC`] each, the
+/// exact check's rate or the sampled one's); nothing for other cases.
+pub fn host_check_secs(case: &Case, cores: usize) -> f64 {
+    use crate::bench::gemm;
+    gemm::shape_of(case).map_or(0.0, |shape| {
+        let (exact, sampled) = HOST_CHECK_TERMS_PER_CORE_SEC;
+        let rate = if gemm::exact_accumulation(case.precision, shape.k) {
+            exact
+        } else {
+            sampled
+        };
+        gemm::check_terms(case.precision, shape) as f64 / (rate * cores.max(1) as f64)
     })
 }
 
@@ -349,6 +361,7 @@ mod tests {
             cache_bytes_per_sec: 1e13,
             ops_per_sec: vec![(Precision::F32, 1e13)],
             llc_bytes: 50 << 20,
+            host_cores: 2,
         }
     }
 
@@ -504,11 +517,13 @@ mod tests {
         assert_eq!(cfg.for_case(&gemm).samples, cfg.samples);
         let launch = launch_secs(&gemm, &rates());
         let reps = (0.01 / launch).ceil();
-        // its matrices, and its check's 2 (M + N) K + M N input pairs (bf16: exact)
+        // its matrices, and its check's 2 (M + N) K + M N input pairs (bf16: exact) on the
+        // rates' 2 cores
         let terms = 2.0 * 8192.0 * 4096.0 + 4096.0 * 4096.0;
-        assert!((host_check_secs(&gemm) - terms / HOST_CHECK_TERMS_PER_SEC).abs() < 1e-12);
-        let host = gemm.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
-            + terms / HOST_CHECK_TERMS_PER_SEC;
+        let check = terms / (2.0 * HOST_CHECK_TERMS_PER_CORE_SEC.0);
+        assert!((host_check_secs(&gemm, 2) - check).abs() < 1e-12);
+        assert!((host_check_secs(&gemm, 1) - 2.0 * check).abs() < 1e-12);
+        let host = gemm.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC + check;
         let want = CASE_OVERHEAD_SECS
             + host
             + 2.0 * launch

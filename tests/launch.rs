@@ -963,17 +963,28 @@ fn wgmma_planted_mistakes_are_caught() {
     }
 }
 
+/// Host cores of the H200 machine `scripts/device-check` is written for: 16.
+const GPU_MACHINE_CORES: usize = 16;
+
+/// A device's rates as its estimate takes them on the machine that measures it (16 host cores,
+/// which generate and check the arrays), not on the one the test runs on.
+fn machine_rates(d: &Device) -> roofprobe::duration::Rates {
+    let mut rates = roofprobe::duration::Rates::for_gpu(&info(d)).expect("a GPU has rates");
+    rates.host_cores = GPU_MACHINE_CORES;
+    rates
+}
+
 /// The plan's estimated duration before it starts (`roofprobe::duration`): a default run on an
 /// H200 fits in four minutes by it (the time a first look at a lent GPU is given), and every
 /// model's estimate is printed.
 #[test]
 fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
-    use roofprobe::duration::{human, plan_secs, Rates};
+    use roofprobe::duration::{human, plan_secs};
     use roofprobe::runner::RunConfig;
     let cfg = RunConfig::full();
     for d in DEVICES {
         let (cases, _) = planned(d, 4);
-        let rates = Rates::for_gpu(&info(d)).expect("a GPU has rates");
+        let rates = machine_rates(d);
         // what a CUDA backend's samples last at least
         let secs = plan_secs(&cases, &cfg, 0.01, &rates);
         eprintln!(
@@ -1020,12 +1031,12 @@ fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
 /// nothing, would cost the rows it was there for (the GEMM step: issue 15's ratios to cuBLAS).
 #[test]
 fn each_device_check_run_fits_its_step_on_an_h200_by_its_estimate() {
-    use roofprobe::duration::{human, plan_secs, Rates};
+    use roofprobe::duration::{human, plan_secs};
     use roofprobe::runner::RunConfig;
     let h200 = &DEVICES[0];
     assert_eq!(h200.name, "NVIDIA H200");
     let (cases, _) = planned(h200, 4);
-    let rates = Rates::for_gpu(&info(h200)).expect("a GPU has rates");
+    let rates = machine_rates(h200);
     let runs = crate::scripts::device_check_runs();
     assert!(runs.len() >= 4, "{runs:?}");
     for (step, limit, args) in runs {
@@ -1079,13 +1090,13 @@ fn each_device_check_run_fits_its_step_on_an_h200_by_its_estimate() {
 /// cases).
 #[test]
 fn the_gpu_tests_step_fits_its_limit_on_an_h200_by_the_estimate() {
-    use roofprobe::duration::{human, plan_secs, Rates};
+    use roofprobe::duration::{human, plan_secs};
     use roofprobe::runner::RunConfig;
     let h200 = &DEVICES[0];
     let small = crate::gpu::small_array_bytes_for(h200.free);
     let (cases, _) = planned_at(h200, 4, SizeRequest::BytesPerArray(small));
     assert!(cases.len() > 100, "{} cases", cases.len());
-    let rates = Rates::for_gpu(&info(h200)).expect("a GPU has rates");
+    let rates = machine_rates(h200);
     let secs = plan_secs(&cases, &RunConfig::quick(), 0.01, &rates);
     let limit = crate::scripts::device_check_steps()
         .into_iter()
