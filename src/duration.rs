@@ -136,7 +136,7 @@ impl Rates {
                 * crate::backend::cuda_plan::CACHE_BYTES_PER_SM_CLOCK,
             ops_per_sec,
             llc_bytes: info.llc_bytes,
-            host_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            host_cores: crate::bench::host_cores(),
         })
     }
 

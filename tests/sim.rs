@@ -1019,6 +1019,18 @@ fn given_up(r: &roofprobe::record::Record) -> bool {
     !r.valid && r.status.contains("did not finish within 2 s")
 }
 
+/// The rows of a run of two cases, `ids`: the first given up on, the second valid after it.
+fn the_second_ran_after_the_first(
+    rows: &[roofprobe::record::Record],
+    stderr: &str,
+    ids: [&str; 2],
+) {
+    let got: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(got, ids, "{stderr}");
+    assert!(given_up(&rows[0]), "{}", rows[0].status);
+    assert!(rows[1].valid, "{}", rows[1].status);
+}
+
 /// A kernel that never ends costs its case only: it is given up on after the case's deadline,
 /// its process exits at once, and the cases after it run in a fresh one.
 #[test]
@@ -1028,10 +1040,7 @@ fn a_runaway_kernel_costs_its_case_and_the_run_goes_on() {
         &["stream/scale/f32", "stream/add/f32"],
         Duration::from_secs(60),
     );
-    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(ids, ["stream/scale/f32", "stream/add/f32"], "{stderr}");
-    assert!(given_up(&rows[0]), "{}", rows[0].status);
-    assert!(rows[1].valid, "{}", rows[1].status);
+    the_second_ran_after_the_first(&rows, &stderr, ["stream/scale/f32", "stream/add/f32"]);
 }
 
 /// A cuBLAS call that never ends costs its row only, as a kernel does: its handle is not
@@ -1044,11 +1053,8 @@ fn a_runaway_cublas_call_costs_its_row_and_the_run_goes_on() {
         &["gemm/cublas/bf16.f32/256x256x256", "launch/empty"],
         Duration::from_secs(60),
     );
-    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    let wanted = ["gemm/cublas/bf16.f32/256x256x256", "launch/empty/i32"];
-    assert_eq!(ids, wanted, "{stderr}");
-    assert!(given_up(&rows[0]), "{}", rows[0].status);
-    assert!(rows[1].valid, "{}", rows[1].status);
+    let ids = ["gemm/cublas/bf16.f32/256x256x256", "launch/empty/i32"];
+    the_second_ran_after_the_first(&rows, &stderr, ids);
 }
 
 /// An SM copy through mapped host memory that never ends costs its row only: it is waited for

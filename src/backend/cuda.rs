@@ -132,7 +132,7 @@ pub fn guard<T>(during: &str, f: impl FnOnce() -> Result<T, DriverError>) -> Res
 /// The number of a driver error. The binding is CUDA 12.0's (the oldest driver roofprobe
 /// takes), whose `CUresult` names no code a later driver added (`CUDA_ERROR_CONTAINED`, 226,
 /// say): read as the number it is, never matched as the binding's enum.
-pub fn raw_code(code: CUresult) -> u32 {
+fn raw_code(code: CUresult) -> u32 {
     code as u32
 }
 

@@ -1076,8 +1076,9 @@ fn check_exact(
     c: impl Fn(u64, u64) -> f64 + Sync,
 ) -> Verdict {
     let Shape { m, n, k } = shape;
-    // Every loop below runs on all host cores (`par_map`): at 8192³ each is tens of millions of
-    // generated inputs, seconds on one core, and a device check's GEMM step has a minute.
+    // Every loop below runs on all host cores (`par_map_heavy`): at 8192³ each is tens of
+    // millions of generated inputs, seconds on one core, and a device check's GEMM step has a
+    // minute.
     // 1. Every element a finite integer; C as integers, in blocks of rows, with both Freivalds
     // sums (C·r per row; sᵀ·C per column, summed over the blocks).
     const ROWS: u64 = 64;

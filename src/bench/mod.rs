@@ -114,14 +114,21 @@ impl Verdict {
 /// than this cost less than starting threads.
 const PARALLEL_FROM: usize = 1 << 16;
 
-/// How many threads the host-side preparation and checks use: every core this process may run
-/// on (a GPU case's arrays of hundreds of MiB are generated and checked on the host, and on one
-/// core that would take longer than the measurement).
+/// The cores the host-side preparation and checks use: every core this process may run on (a
+/// GPU case's arrays of hundreds of MiB are generated and checked on the host, and on one core
+/// that would take longer than the measurement).
+pub fn host_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |t| t.get())
+}
+
+/// How many threads [`par_map`] and [`check_elements`] use for `n` elements: one below
+/// [`PARALLEL_FROM`], else [`host_cores`].
 fn host_threads(n: usize) -> usize {
     if n < PARALLEL_FROM {
-        return 1;
+        1
+    } else {
+        host_cores()
     }
-    std::thread::available_parallelism().map_or(1, |t| t.get())
 }
 
 /// A kernel template with each `@KEY@` replaced by its text, one key after the other in the
@@ -145,12 +152,7 @@ pub fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 /// [`par_map`] for items that each cost much (a dot product thousands long): on every core
 /// whenever there are two items or more, not only from [`PARALLEL_FROM`].
 pub fn par_map_heavy<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = if n < 2 {
-        1
-    } else {
-        host_threads(PARALLEL_FROM)
-    };
-    par_map_on(threads, n, f)
+    par_map_on(host_cores(), n, f)
 }
 
 /// `(0..n).map(f)` on `threads` threads, in contiguous chunks.
