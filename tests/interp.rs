@@ -318,13 +318,15 @@ fn check_entry(
             }
         }
         Oracle::Cache => {
-            // (words, grid, block, passes): one word, a tail of 3 with a grid that is not a
-            // multiple of anything, whole vectors only, no passes at all
+            // (words, grid, block, passes): one vector for 32 threads, a grid that is not a
+            // multiple of anything, shares of 2 and 3 vectors with 3 passes (the loads owed run
+            // through the unrolled loop and the one after it), no passes at all
             for &(n, grid, block, passes) in &[
-                (1usize, 1u32, 32u32, 1u32),
-                (4099, 3, 64, 2),
+                (4usize, 1u32, 32u32, 1u32),
+                (4100, 3, 64, 2),
                 (4096, 2, 32, 3),
-                (37, 1, 32, 0),
+                (280, 1, 32, 3),
+                (36, 1, 32, 0),
             ] {
                 note(
                     across_schedules(policy, |run| {
@@ -1009,17 +1011,20 @@ fn run_latency(
     let line = latency::GPU_LINE_BYTES;
     let order = latency::order(lines);
     let next = latency::successors(&order);
-    let ring: Vec<u32> = (0..lines * line / 4)
+    // each line's first 64-bit word: the address of the next line
+    let words_per_line = line / latency::GPU_POINTER_BYTES;
+    let mut mem = Memory::new();
+    let pring = mem.alloc((lines * line) as usize);
+    let ring: Vec<u64> = (0..lines * words_per_line)
         .map(|i| {
-            if i % (line / 4) == 0 {
-                next[(i / (line / 4)) as usize] * line as u32
+            if i % words_per_line == 0 {
+                pring.addr() + u64::from(next[(i / words_per_line) as usize]) * line
             } else {
                 0
             }
         })
         .collect();
-    let mut mem = Memory::new();
-    let pring = mem.alloc_from(&ring);
+    mem.write(pring, &ring).map_err(|e| e.to_string())?;
     let pstate = mem.alloc_from(&[0u64, 0u64]);
     let records = alloc_records(&mut mem, 1);
     let args = vec![
@@ -1039,7 +1044,7 @@ fn run_latency(
         divergent.extend(stats.divergent_uniform_branches);
     }
     if mem
-        .read::<u32>(pring, ring.len())
+        .read::<u64>(pring, ring.len())
         .map_err(|e| e.to_string())?
         != ring
     {
@@ -1697,4 +1702,70 @@ fn the_empty_kernels_count_mutants_are_caught() {
             "setp.eq.u32 %p1, %r3, 0xFFFFFFFF;",
         )
     });
+}
+
+/// The cache kernels' cost per load is the same at any share: one loop over a thread's
+/// `passes ×` share, 4 loads a trip, instead of a loop per pass, which spent some 25 instructions
+/// of a pass's overhead on the one vector an H200 thread holds of an L1 working set (2 MiB over
+/// 270,336 threads: half a vector each). Counted here in PTX instructions executed per 16-byte
+/// load, for shares of half a vector to 64 vectors; on a GPU the loop must issue well inside the
+/// 16 instructions an SM issues while its L1 returns a warp's 512 bytes (about 8.5 per load in
+/// sm_90 SASS, `tests/offline.rs`).
+#[test]
+fn cache_kernels_spend_few_instructions_per_load_at_any_share() {
+    let text = std::fs::read_to_string(kernels_dir().join("cache.ptx")).unwrap();
+    let module = Module::parse(&text).unwrap();
+    let (grid, block, passes) = (2u32, 64u32, 64u32);
+    let threads = u64::from(grid * block);
+    let mut seen = Vec::new();
+    for entry in ["l1_i32", "l2_i32"] {
+        // words: half a vector per thread, one, two, five and 64
+        for vectors in [threads / 2, threads, 2 * threads, 5 * threads, 64 * threads] {
+            let n = 4 * vectors;
+            let input: Vec<u64> = (0..n).map(|i| u64::from(cache::input(i))).collect();
+            let mut mem = Memory::new();
+            let pin = alloc_words(&mut mem, false, &input);
+            let pout = mem.alloc(threads as usize * 4);
+            let args = vec![Arg::Ptr(pin), Arg::Ptr(pout), Arg::U64(n), Arg::U32(passes)];
+            let config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+            let stats = module.launch_with(entry, &config, &args, &mut mem).unwrap();
+            let got = read_words(&mem, pout, false, threads as usize).unwrap();
+            let verdict = cache::check_sums(u64::from(passes), &got, |t| {
+                cache::gpu_thread_sum(n, threads, t as u64)
+            });
+            assert!(verdict.valid, "{entry} n={n}: {}", verdict.detail);
+            let per_load = stats.thread_instructions as f64 / (vectors * u64::from(passes)) as f64;
+            seen.push(format!("{entry} {vectors} vectors: {per_load:.2}"));
+            assert!(
+                per_load < 13.0,
+                "{entry}: {per_load:.2} PTX instructions per 16-byte load with {vectors} vectors \
+                 for {threads} threads (want < 13); so far {seen:?}"
+            );
+        }
+    }
+    eprintln!("instructions per load: {seen:?}");
+}
+
+/// A share that wraps back to the wrong vector (vector 0 instead of the thread's first) reads
+/// other threads' words from the second pass on: every cache kernel's sums catch it.
+#[test]
+fn a_cache_share_that_wraps_to_the_wrong_vector_is_caught() {
+    let targets = entries_containing("selp.b32 %i0, %r6, %i0, %p3;");
+    let n = assert_mutants_caught("cache share wraps to vector 0", &targets, |body| {
+        body.replace("selp.b32 %i0, %r6, %i0, %p3;", "selp.b32 %i0, 0, %i0, %p3;")
+    });
+    assert_eq!(n, 2, "l1_i32 and l2_i32 wrap their shares");
+}
+
+/// Loads owed counted one vector short per pass (`share` without its `+ 1`): the sums catch it.
+#[test]
+fn a_cache_share_one_vector_short_is_caught() {
+    let targets = entries_containing("div.u32 %r9, %r9, %r7;\n    add.u32 %r9, %r9, 1;");
+    let n = assert_mutants_caught("cache share one short", &targets, |body| {
+        body.replace(
+            "div.u32 %r9, %r9, %r7;\n    add.u32 %r9, %r9, 1;",
+            "div.u32 %r9, %r9, %r7;",
+        )
+    });
+    assert_eq!(n, 2);
 }

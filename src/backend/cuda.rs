@@ -1378,6 +1378,27 @@ impl Drop for GpuCase<'_> {
     }
 }
 
+/// `buffer` on the device: `len` words allocated, then its starting words generated on every
+/// host core (a DRAM-sized array of a large GPU has tens of millions) for the address the array
+/// got (the latency ring's words are addresses within it), and copied.
+fn upload<T: cudarc::driver::DeviceRepr + Send>(
+    backend: &CudaBackend,
+    buffer: &launch::Buffer,
+    len: usize,
+    entry: &str,
+    bits: impl Fn(u64) -> T + Sync,
+) -> Result<CudaSlice<T>> {
+    let stream = &backend.stream;
+    let during = format!("allocating {:?} of {entry} on the device", buffer.role);
+    // SAFETY: every word is written by the copy below before a kernel or a read-back sees it.
+    let mut array = backend.call(&during, || unsafe { stream.alloc::<T>(len) })?;
+    let base = cudarc::driver::DevicePtr::device_ptr(&array, stream).0;
+    let host: Vec<T> = crate::bench::par_map(len, |i| bits(buffer.word(i as u64, base)));
+    let during = format!("copying {:?} of {entry} to the device", buffer.role);
+    backend.call(&during, || stream.memcpy_htod(&host, &mut array))?;
+    Ok(array)
+}
+
 impl<'b> GpuCase<'b> {
     fn new(backend: &'b CudaBackend, case: &Case) -> Result<Self> {
         backend.health.check(&backend.info.id)?;
@@ -1420,15 +1441,10 @@ impl<'b> GpuCase<'b> {
             let len = usize::try_from(buffer.words).map_err(|_| {
                 Error::Usage(format!("{} words do not fit in memory", buffer.words))
             })?;
-            let during = format!("copying {:?} of {} to the device", buffer.role, entry.name);
-            // The starting words are generated on every host core: a DRAM-sized array of a
-            // large GPU has tens of millions.
             let words = if buffer.word_bytes == 8 {
-                let host: Vec<u64> = crate::bench::par_map(len, |i| buffer.word(i as u64));
-                DeviceWords::W64(backend.call(&during, || stream.clone_htod(&host))?)
+                DeviceWords::W64(upload(backend, buffer, len, &entry.name, |w| w)?)
             } else {
-                let host: Vec<u32> = crate::bench::par_map(len, |i| buffer.word(i as u64) as u32);
-                DeviceWords::W32(backend.call(&during, || stream.clone_htod(&host))?)
+                DeviceWords::W32(upload(backend, buffer, len, &entry.name, |w| w as u32)?)
             };
             debug_assert_eq!(words.bytes(), buffer.bytes());
             debug_assert_eq!(len as u64, buffer.words);

@@ -271,8 +271,10 @@ pub enum Init {
     Sweep(Precision),
     /// The cache sweep's words (`cache::input`).
     Cache,
-    /// The latency ring: `lines` lines of `line_bytes`, the first word of line l the byte offset
-    /// of `next[l]` ([`latency::successors`]), every other word 0.
+    /// The latency ring: `lines` lines of `line_bytes`, the first (64-bit) word of line l the
+    /// device address of line `next[l]` ([`latency::successors`]): the array's own address plus
+    /// that line's byte offset, so the chase loads its next address with no add between two
+    /// loads. Every other word 0.
     Chase {
         next: std::sync::Arc<Vec<u32>>,
         line_bytes: u64,
@@ -319,8 +321,10 @@ impl Buffer {
         self.words.saturating_mul(self.word_bytes)
     }
 
-    /// Word `i` of the array's starting contents, as bits in the low `word_bytes` bytes.
-    pub fn word(&self, i: u64) -> u64 {
+    /// Word `i` of the array's starting contents, as bits in the low `word_bytes` bytes, when
+    /// the array lies at device address `base` (only the latency ring's words depend on it:
+    /// they are addresses within it).
+    pub fn word(&self, i: u64, base: u64) -> u64 {
         match &self.init {
             Init::Stream {
                 kernel,
@@ -339,7 +343,7 @@ impl Buffer {
             Init::Chase { next, line_bytes } => {
                 let words_per_line = line_bytes / self.word_bytes;
                 match (i % words_per_line, next.get((i / words_per_line) as usize)) {
-                    (0, Some(&n)) => u64::from(n) * line_bytes,
+                    (0, Some(&n)) => base + u64::from(n) * line_bytes,
                     _ => 0,
                 }
             }
@@ -423,7 +427,7 @@ pub enum Owed {
         n: u64,
     },
     /// The one block's thread took `hops` dependent loads, each returning
-    /// [`latency::INDEX_BYTES`].
+    /// [`latency::GPU_POINTER_BYTES`].
     ChaseHops { hops: u64 },
 }
 
@@ -471,7 +475,7 @@ impl Owed {
                 flops: 2 * k as u64 * arith::lanes(precision) * count,
             },
             Owed::ChaseHops { .. } => Work {
-                bytes_read: count * latency::INDEX_BYTES,
+                bytes_read: count * latency::GPU_POINTER_BYTES,
                 ..Work::default()
             },
         }
@@ -1319,6 +1323,19 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
         Family::Cache => {
             let n = case.elements;
             let passes = cache::passes(case);
+            // kernels/cache.ptx indexes the vectors and the threads in 32 bits, and reads whole
+            // vectors only
+            if !n.is_multiple_of(4)
+                || n / 4 > cache::GPU_MAX_INDEX
+                || threads > cache::GPU_MAX_INDEX
+            {
+                return Err(format!(
+                    "{}: the GPU cache kernels read whole 16-byte vectors (n a multiple of 4), \
+                     fewer than 2^31 of them, with fewer than 2^31 threads; n = {n} words, \
+                     {threads} threads",
+                    case.id()
+                ));
+            }
             let buffers = vec![
                 Buffer {
                     role: Role::Input(0),
@@ -1355,9 +1372,9 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 latency::line_bytes(case),
                 latency::hops(case),
             );
-            if line_bytes != latency::GPU_LINE_BYTES || lines * line_bytes > u64::from(u32::MAX) {
+            if line_bytes != latency::GPU_LINE_BYTES {
                 return Err(format!(
-                    "{}: the GPU chase needs {}-byte lines and a ring under 4 GiB (32-bit offsets)",
+                    "{}: the GPU chase needs {}-byte lines",
                     case.id(),
                     latency::GPU_LINE_BYTES
                 ));
@@ -1366,8 +1383,8 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
             let buffers = vec![
                 Buffer {
                     role: Role::Input(0),
-                    words: lines * line_bytes / latency::INDEX_BYTES,
-                    word_bytes: latency::INDEX_BYTES,
+                    words: lines * line_bytes / latency::GPU_POINTER_BYTES,
+                    word_bytes: latency::GPU_POINTER_BYTES,
                     init: Init::Chase { next, line_bytes },
                 },
                 // [byte offset the chase stands on, hops since line 0]
@@ -1725,6 +1742,19 @@ mod tests {
         // a loop count past .u32
         let huge = peak::case(P::F32, BLOCK as u64, 1 << 33, peak::GPU_FMAS_PER_ITERATION);
         assert!(plan(&huge, 1).unwrap_err().contains("do not fit in .u32"));
+        // the cache kernels' whole 32-bit-indexed vectors: a working set of 4 KiB plans, one
+        // word more does not, nor 2^31 vectors, nor 2^31 threads
+        let cache_case = |bytes| crate::bench::cache::case("l1", bytes, 1);
+        assert!(plan(&cache_case(4096), 1).is_ok());
+        let odd = Case {
+            elements: 1025,
+            ..cache_case(4096)
+        };
+        assert!(plan(&odd, 1).unwrap_err().contains("whole 16-byte vectors"));
+        assert!(plan(&cache_case(16 << 30), 1).is_ok());
+        assert!(plan(&cache_case(32 << 30), 1).is_err());
+        assert!(plan(&cache_case(4096), (1 << 31) / BLOCK).is_err());
+        assert!(plan(&cache_case(4096), (1 << 31) / BLOCK - 1).is_ok());
     }
 
     #[test]

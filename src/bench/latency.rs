@@ -2,28 +2,47 @@
 //!
 //! A case is `latency/<kernel>/i32/<KiB>`: a ring of `elements` cache lines (`<KiB>` KiB in
 //! all) linked in one random cycle that visits every line once, and `hops` dependent loads per
-//! launch, each of the 32-bit index of the next line, each from a line of its own. Nothing else
-//! runs between two loads, so a launch lasts `hops` load latencies. The chase carries on from
-//! where the last launch stopped, so over the samples it walks the whole ring, however large.
+//! launch, each from a line of its own, of where the next line is: the host's chase loads the
+//! next line's 32-bit byte offset (which x86's and Arm's addressing add to the ring's base in
+//! the load itself), a GPU's the next line's 64-bit address, so that no add stands between two
+//! loads (a 64-bit add is two dependent integer instructions on an SM, 4 cycles each on Volta
+//! by Jia et al.'s 2018 microbenchmarks). Nothing else runs between two loads, so a launch lasts
+//! `hops` load latencies. The chase carries on from where the last launch stopped, so over the
+//! samples it walks the whole ring, however large.
 //!
-//! Work is counted as the bytes the loads return (`hops × 4`): a row's `gbps` is then that
-//! small, latency-bound rate, and the figures a user wants follow from the row alone:
-//! [`ns_per_load`] = the fastest sample's time per launch / hops, and [`cycles_per_load`] = that
-//! × the clock the row records. The fastest, not the median (as lmbench's `lat_mem_rd` takes
-//! the best of its runs): a latency is a floor, and a sample that a preemption or another
-//! process's cache traffic slowed says nothing about the memory. The order is random (SplitMix64, the same every run) so no prefetcher can guess
-//! the next line, and one cycle (so no load ever finds a line it visited a moment ago).
+//! Work is counted as the bytes the loads return (`hops ×` [`load_bytes`]: 4 on the host, 8 on a
+//! GPU): a row's `gbps` is then that small, latency-bound rate, and the figures a user wants
+//! follow from the row alone: [`ns_per_load`] = the fastest sample's time per launch / hops, and
+//! [`cycles_per_load`] = that × the clock the row records. The fastest, not the median (as
+//! lmbench's `lat_mem_rd` takes the best of its runs): a latency is a floor, and a sample that a
+//! preemption or another process's cache traffic slowed says nothing about the memory. The order
+//! is random (SplitMix64, the same every run) so no prefetcher can guess the next line, and one
+//! cycle (so no load ever finds a line it visited a moment ago).
 //!
 //! Validation: after `h` hops from line 0 the chase must stand on line [`order`]`[h mod lines]`;
 //! a skipped, repeated or reordered hop ends elsewhere. This module must not time anything.
 
 use super::{input_bits, Case, Family, Precision, Verdict, Work};
 
-/// The ring's words are 32-bit line indices.
+/// The case name's type: the host's ring holds 32-bit offsets (a GPU's, 64-bit addresses, is
+/// named the same, so rows compare across devices).
 pub const PRECISION: Precision = Precision::I32;
 
-/// Bytes one load returns (one index).
-pub const INDEX_BYTES: u64 = 4;
+/// Bytes one load of the host's chase returns: the next line's 32-bit byte offset.
+pub const HOST_INDEX_BYTES: u64 = 4;
+
+/// Bytes one load of a GPU's chase returns: the next line's 64-bit device address.
+pub const GPU_POINTER_BYTES: u64 = 8;
+
+/// Bytes one load of `kernel`'s chase returns: [`GPU_POINTER_BYTES`] for a GPU's kernels
+/// ([`GPU_KERNELS`]), [`HOST_INDEX_BYTES`] for the host's.
+pub fn load_bytes(kernel: &str) -> u64 {
+    if GPU_KERNELS.contains(&kernel) {
+        GPU_POINTER_BYTES
+    } else {
+        HOST_INDEX_BYTES
+    }
+}
 
 /// The smallest working set: 4 KiB, one page, which any L1 holds.
 pub const MIN_BYTES: u64 = 4 << 10;
@@ -52,7 +71,7 @@ pub fn case(kernel: &str, line_bytes: u64, bytes: u64, hops: u64) -> Case {
         elements: (bytes / line_bytes.max(1)).clamp(1, MAX_LINES),
         working_set_bytes: bytes,
         work: Work {
-            bytes_read: hops * INDEX_BYTES,
+            bytes_read: hops * load_bytes(kernel),
             bytes_written: 0,
             flops: 0,
         },
@@ -61,7 +80,7 @@ pub fn case(kernel: &str, line_bytes: u64, bytes: u64, hops: u64) -> Case {
 
 /// Dependent loads per launch.
 pub fn hops(case: &Case) -> u64 {
-    case.work.bytes_read / INDEX_BYTES
+    case.work.bytes_read / load_bytes(&case.kernel)
 }
 
 /// Bytes per line of the ring.
@@ -114,10 +133,10 @@ pub fn check_end(order: &[u32], total_hops: u64, got: u64) -> Verdict {
     }
 }
 
-/// Nanoseconds per dependent load of a row of this family: its fastest sample's time per
-/// launch (`time_min_s`) over its hops (`bytes / 4`).
-pub fn ns_per_load(bytes: u64, min_secs: f64) -> Option<f64> {
-    let hops = bytes / INDEX_BYTES;
+/// Nanoseconds per dependent load of a row of this family (kernel `kernel`): its fastest
+/// sample's time per launch (`time_min_s`) over its hops (`bytes /` [`load_bytes`]).
+pub fn ns_per_load(kernel: &str, bytes: u64, min_secs: f64) -> Option<f64> {
+    let hops = bytes / load_bytes(kernel);
     (hops > 0 && min_secs.is_finite() && min_secs > 0.0).then(|| min_secs * 1e9 / hops as f64)
 }
 
@@ -241,9 +260,16 @@ mod tests {
         assert_eq!(s.last(), Some(&(128 << 20)));
         assert_eq!(s.len(), 16);
         assert_eq!(sizes(5 << 10), vec![4 << 10, 8 << 10]);
-        let ns = ns_per_load(4 << 18, 1e-3).unwrap();
+        let ns = ns_per_load(HOST_KERNEL, 4 << 18, 1e-3).unwrap();
         assert!((ns - 1e6 / 262_144.0).abs() < 1e-9);
-        assert_eq!(ns_per_load(0, 1.0), None);
+        assert_eq!(ns_per_load(HOST_KERNEL, 0, 1.0), None);
+        // a GPU's hop returns a 64-bit address: 8 bytes a hop, the same hops
+        for kernel in GPU_KERNELS {
+            let g = case(kernel, GPU_LINE_BYTES, 32 << 10, 1 << 18);
+            assert_eq!((hops(&g), g.work.bytes()), (1 << 18, 8 << 18));
+            let ns_gpu = ns_per_load(kernel, g.work.bytes(), 1e-3).unwrap();
+            assert!((ns_gpu - ns).abs() < 1e-12);
+        }
         assert!((cycles_per_load(1.25, 4000.0) - 5.0).abs() < 1e-12);
     }
 

@@ -193,7 +193,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                     Family::Stream | Family::Efficiency | Family::Cache | Family::Link => r.gbps,
                     Family::Latency => r
                         .time_min_s
-                        .and_then(|t| crate::bench::latency::ns_per_load(r.bytes, t)),
+                        .and_then(|t| crate::bench::latency::ns_per_load(&r.kernel, r.bytes, t)),
                     Family::Capacity => Some(r.working_set_bytes as f64 / (1u64 << 30) as f64),
                     Family::Launch => r.launch_secs().map(|s| s * 1e6),
                     _ => r.gflops,
@@ -619,12 +619,13 @@ mod tests {
                 "ca",
                 Precision::I32,
                 Some(crate::bench::Param::Count(4)),
-                (4000, 0),
+                (8000, 0),
                 secs,
                 true,
             )
         };
-        // A: 1000 loads, fastest samples 0.99 µs and 1.98 µs; B: one at 0.495 µs
+        // A: 1000 loads (of a GPU's 8-byte addresses), fastest samples 0.99 µs and 1.98 µs; B:
+        // one at 0.495 µs
         runs[0]
             .records
             .as_mut()

@@ -387,7 +387,7 @@ pub fn latency_block(rows: &[&Record]) -> String {
             let ns = r
                 .time_min_s
                 .filter(|_| r.valid)
-                .and_then(|t| latency::ns_per_load(r.bytes, t));
+                .and_then(|t| latency::ns_per_load(&r.kernel, r.bytes, t));
             let cycles = ns
                 .zip(r.clock_mhz)
                 .map(|(n, mhz)| latency::cycles_per_load(n, mhz));
