@@ -2885,6 +2885,7 @@ fn mma_features(shape: MmaShape, atype: Ty, ctype: Ty) -> Vec<Feature> {
     match (shape, atype) {
         (MmaShape::M8n8k4, _) => out.push(Feature::MmaM8n8k4F64),
         (MmaShape::M16n8k4, Ty::F64) => out.push(Feature::MmaM16n8k4F64),
+        (MmaShape::M16n8k8 | MmaShape::M16n8k16, Ty::F64) => out.push(Feature::MmaM16n8kF64),
         (MmaShape::M16n8k4 | MmaShape::M16n8k8, Ty::Tf32) => out.push(Feature::MmaTf32),
         (MmaShape::M16n8k8 | MmaShape::M16n8k16, Ty::Bf16) => out.push(Feature::MmaBf16),
         (MmaShape::M16n8k8, _) => out.push(Feature::MmaM16n8k8F16),

@@ -228,6 +228,8 @@ features! {
         "Warp Level Matrix Multiply-Accumulate Instructions: mma"),
     MmaM16n8k4F64 => ("mma.m16n8k4 with .f64", [(7, 8, 90)],
         "Warp Level Matrix Multiply-Accumulate Instructions: mma"),
+    MmaM16n8kF64 => ("mma.m16n8k8 / m16n8k16 with .f64", [(7, 8, 90)],
+        "Warp Level Matrix Multiply-Accumulate Instructions: mma"),
     MmaFp8 => ("mma.m16n8k32 with .e4m3/.e5m2 and .f32 accumulators", [(8, 4, 89)],
         "Warp Level Matrix Multiply-Accumulate Instructions: mma"),
     MmaFp8F16Acc => ("mma with .e4m3/.e5m2 and .f16 accumulators", [(8, 7, 89)],

@@ -81,9 +81,10 @@
 //!   ignore-src, prefetch size, cache hint), `cp.async.commit_group`, `.wait_group N`,
 //!   `.wait_all`.
 //! - **Tensor cores**: `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}(.trans).b16`; `mma.sync.aligned`
-//!   `.row.col`: m8n8k4 f64; m16n8k4 tf32/f64; m16n8k8 f16 (→f16/f32), bf16, tf32; m16n8k16
-//!   f16 (→f16/f32), bf16, s8/u8 (→s32), e4m3/e5m2; m16n8k32 s8/u8 (→s32, `.satfinite`),
-//!   e4m3/e5m2 (→f32/f16). Layouts as in the PTX ISA (see [`mma`] for numerics).
+//!   `.row.col`: m8n8k4 f64; m16n8k4 tf32/f64; m16n8k8 f16 (→f16/f32), bf16, tf32, f64;
+//!   m16n8k16 f16 (→f16/f32), bf16, s8/u8 (→s32), e4m3/e5m2, f64; m16n8k32 s8/u8 (→s32,
+//!   `.satfinite`), e4m3/e5m2 (→f32/f16). Layouts as in the PTX ISA (see [`mma`] for numerics);
+//!   the f64 shapes past m8n8k4 (sm_90) as CUTLASS's `SM90_16x8x{4,8,16}_F64F64F64F64_TN` traits.
 //! - **Warpgroup MMA** (Hopper, `.version 8.0` and exactly `.target sm_90a`): `wgmma.fence`,
 //!   `wgmma.commit_group`, `wgmma.wait_group N` (`.sync.aligned`), and
 //!   `wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype d, a, b-desc, scale-d, ...` with

@@ -65,6 +65,7 @@ impl Layout {
                 (atype == Ty::Tf32 && btype == Ty::Tf32 && ctype == Ty::F32 && dtype == Ty::F32)
                     || [atype, btype, ctype, dtype] == [Ty::F64; 4]
             }
+            M16n8k8 | M16n8k16 if atype == Ty::F64 => [atype, btype, ctype, dtype] == [Ty::F64; 4],
             M16n8k8 | M16n8k16 => {
                 // ptxas: "dtype must be .f16 when ctype is .f16" (and .f32 likewise).
                 let f16 = atype == Ty::F16
@@ -138,6 +139,8 @@ impl Layout {
             MmaShape::M16n8k8 if is16(self.atype) => (g + 8 * (i >> 1), 2 * t + (i & 1)),
             MmaShape::M16n8k8 => (g + 8 * (i & 1), t + 4 * (i >> 1)),
             MmaShape::M16n8k16 if is8(self.atype) => (g + 8 * (i >> 2), 4 * t + (i & 3)),
+            // .f64 (sm_90): a0…a7 as m16n8k8's .tf32/.f64 layout, two more column groups of 4
+            MmaShape::M16n8k16 if self.atype == Ty::F64 => (g + 8 * (i & 1), t + 4 * (i >> 1)),
             MmaShape::M16n8k16 => (g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)),
             MmaShape::M16n8k32 => (g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)),
         }
@@ -152,6 +155,7 @@ impl Layout {
             MmaShape::M16n8k8 if is16(self.btype) => (2 * t + i, g),
             MmaShape::M16n8k8 => (t + 4 * i, g),
             MmaShape::M16n8k16 if is8(self.btype) => (4 * t + i, g),
+            MmaShape::M16n8k16 if self.btype == Ty::F64 => (t + 4 * i, g),
             MmaShape::M16n8k16 => (2 * t + (i & 1) + 8 * (i >> 1), g),
             MmaShape::M16n8k32 => (4 * t + (i & 3) + 16 * (i >> 2), g),
         }
@@ -434,6 +438,9 @@ mod tests {
             (M16n8k16, Ty::S8, Ty::S8, Ty::S32, Ty::S32),
             (M16n8k32, Ty::S8, Ty::U8, Ty::S32, Ty::S32),
             (M16n8k32, Ty::E4m3, Ty::E4m3, Ty::F32, Ty::F32),
+            (M16n8k4, Ty::F64, Ty::F64, Ty::F64, Ty::F64),
+            (M16n8k8, Ty::F64, Ty::F64, Ty::F64, Ty::F64),
+            (M16n8k16, Ty::F64, Ty::F64, Ty::F64, Ty::F64),
         ];
         combos
             .iter()

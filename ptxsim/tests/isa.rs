@@ -114,6 +114,9 @@ fn example(f: Feature) -> &'static str {
         Feature::MmaM16n8k4F64 => {
             "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%fd1, %fd2, %fd3, %fd4}, {%fd5, %fd6}, {%fd7}, {%fd8, %fd9, %fd10, %fd11};"
         }
+        Feature::MmaM16n8kF64 => {
+            "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%fd1, %fd2, %fd3, %fd4}, {%fd5, %fd6, %fd7, %fd8, %fd9, %fd10, %fd11, %fd12}, {%fd13, %fd14, %fd15, %fd16}, {%fd17, %fd18, %fd19, %fd20};"
+        }
         Feature::MmaFp8 => {
             "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f5, %f6, %f7, %f8};"
         }
@@ -187,7 +190,7 @@ fn snippet(v: (u32, u32), sm: u32, body: &str) -> String {
 /// A module around `body` under `.version v` and `.target <target>`.
 fn snippet_for(v: (u32, u32), target: &str, body: &str) -> String {
     format!(
-        ".version {}.{}\n.target {target}\n.address_size 64\n.visible .entry k(.param .u64 out)\n{{\n    .reg .pred %p<4>;\n    .reg .b16 %h<8>;\n    .reg .b32 %r<32>;\n    .reg .b64 %rd<16>;\n    .reg .f32 %f<16>;\n    .reg .f64 %fd<16>;\n    .shared .align 16 .b8 buf[256];\n    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, buf;\n    {body}\n    ret;\n}}\n",
+        ".version {}.{}\n.target {target}\n.address_size 64\n.visible .entry k(.param .u64 out)\n{{\n    .reg .pred %p<4>;\n    .reg .b16 %h<8>;\n    .reg .b32 %r<32>;\n    .reg .b64 %rd<16>;\n    .reg .f32 %f<16>;\n    .reg .f64 %fd<24>;\n    .shared .align 16 .b8 buf[256];\n    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, buf;\n    {body}\n    ret;\n}}\n",
         v.0, v.1
     )
 }

@@ -37,6 +37,10 @@ impl Form {
     fn needs_sm89(&self) -> bool {
         matches!(self.a, "e4m3" | "e5m2")
     }
+    /// The .f64 shapes past Ampere's m8n8k4 (PTX ISA 7.8, sm_90).
+    fn needs_sm90(&self) -> bool {
+        self.a == "f64" && self.shape != "m8n8k4"
+    }
 }
 
 fn width(ty: &str) -> usize {
@@ -95,6 +99,10 @@ fn a_rc(f: &Form, l: usize, i: usize) -> (usize, usize) {
         // 8-bit: "row = groupID for i < 4, groupID + 8 for i >= 4;
         //         col = (threadID_in_group * 4) + (i & 0x3)"
         ("m16n8k16", 8) => (if i < 4 { g } else { g + 8 }, t * 4 + i % 4),
+        // .f64 (sm_90), from CUTLASS's MMA_Traits<SM90_16x8x16_F64F64F64F64_TN>: ALayout
+        // ((4,8),(2,4)):((16,1),(8,64)) over the column-major 16 x 16 A, so thread (t, g) and
+        // value (v0, v1) sit at row g + 8 v0, col t + 4 v1, with i = v0 + 2 v1
+        ("m16n8k16", 64) => (g + 8 * (i % 2), t + 4 * (i / 2)),
         // "row = groupID for 0 <= i < 4 || 8 <= i < 12, else groupID + 8;
         //  col = (threadID_in_group * 4) + (i & 0x3) for i < 8, + 16 for i >= 8"
         ("m16n8k32", _) => (
@@ -122,6 +130,8 @@ fn b_rc(f: &Form, l: usize, i: usize) -> (usize, usize) {
         ("m16n8k16", 16) => t * 2 + i % 2 + if i >= 2 { 8 } else { 0 },
         // 8-bit: "row = (threadID_in_group * 4) + i"
         ("m16n8k16", 8) => t * 4 + i,
+        // .f64: BLayout ((4,8),4):((8,1),32) over the column-major 8 x 16 (n, k) B
+        ("m16n8k16", 64) => t + 4 * i,
         // "row = (threadID_in_group * 4) + (i & 0x3) for i < 4, + 16 for i >= 4"
         ("m16n8k32", _) => t * 4 + i % 4 + if i >= 4 { 16 } else { 0 },
         other => panic!("no B layout for {other:?}"),
@@ -214,7 +224,9 @@ fn kernel_text(f: &Form) -> String {
         "f32" => "f32",
         _ => "b32",
     };
-    let mut s = if f.needs_sm89() {
+    let mut s = if f.needs_sm90() {
+        common::header("7.8", "sm_90")
+    } else if f.needs_sm89() {
         common::header("8.4", "sm_89")
     } else {
         common::header("7.0", "sm_80")
@@ -506,6 +518,27 @@ const FORMS: &[Form] = &[
         a: "e5m2",
         b: "e4m3",
         c: "f32",
+    }, // the .f64 shapes Hopper added (sm_90)
+    Form {
+        shape: "m16n8k4",
+        d: "f64",
+        a: "f64",
+        b: "f64",
+        c: "f64",
+    },
+    Form {
+        shape: "m16n8k8",
+        d: "f64",
+        a: "f64",
+        b: "f64",
+        c: "f64",
+    },
+    Form {
+        shape: "m16n8k16",
+        d: "f64",
+        a: "f64",
+        b: "f64",
+        c: "f64",
     },
 ];
 
@@ -549,7 +582,13 @@ fn mma_hand_computed_elements() {
 #[test]
 fn swapping_two_a_registers_is_caught() {
     // The mutation the kernel harness applies to real kernels, on a fixture: it must change D.
-    for f in [FORMS[6], FORMS[5], FORMS[12], FORMS[14]] {
+    for f in [
+        FORMS[6],
+        FORMS[5],
+        FORMS[12],
+        FORMS[14],
+        FORMS[FORMS.len() - 1],
+    ] {
         let text = kernel_text(&f);
         let mutant = text.replacen("{%a0, %a1,", "{%a1, %a0,", 1);
         assert_ne!(mutant, text);
