@@ -10,6 +10,8 @@ pub const PEAK: &str = include_str!("../kernels/peak.ptx");
 pub const MMA: &str = include_str!("../kernels/mma.ptx");
 /// The fp8 tensor-core kernel; `.target sm_89`, loaded only where fp8 `mma.sync` is native.
 pub const MMA_SM89: &str = include_str!("../kernels/mma_sm89.ptx");
+/// Hopper's f64 tensor-core peak (`mma_m16n8k16_f64_f64`, `.target sm_90`).
+pub const MMA_SM90: &str = include_str!("../kernels/mma_sm90.ptx");
 /// Cache bandwidth kernels (the cache sweep): `l1_i32` (caching loads), `l2_i32` (`.cg`).
 pub const CACHE: &str = include_str!("../kernels/cache.ptx");
 /// Latency kernels (pointer chase, one thread): `ca_i32` (L1 and L2), `cg_i32` (`.cg`, L2).
@@ -54,6 +56,7 @@ pub fn all() -> Vec<Source> {
         file("peak.ptx", PEAK),
         file("mma.ptx", MMA),
         file("mma_sm89.ptx", MMA_SM89),
+        file("mma_sm90.ptx", MMA_SM90),
         file("cache.ptx", CACHE),
         file("latency.ptx", LATENCY),
         file("launch.ptx", LAUNCH),
@@ -136,16 +139,17 @@ mod tests {
         assert_eq!(target(&all[0].ptx), Some("sm_80"));
         let names = entries(&all[0].ptx);
         assert_eq!(names.len(), 14);
-        // the compute files, the cache file, the GEMM modules (three expansions and the SIMT
-        // file), the latency file, the launch file, the wgmma module, the Hopper GEMM
-        // expansions (the cp.async-fed kernel's two, the TMA kernel's three alone and three in
-        // clusters), and one sweep module per (precision, k)
-        assert_eq!(all.len(), 5 + 4 + 1 + 1 + 1 + 2 + 2 * 3 + 5 * 12);
+        // the compute files (stream, peak, mma, mma_sm89, mma_sm90), the cache file, the GEMM
+        // modules (three expansions and the SIMT file), the latency file, the launch file, the
+        // wgmma module, the Hopper GEMM expansions (the cp.async-fed kernel's two, the TMA
+        // kernel's three alone and three in clusters), and one sweep module per (precision, k)
+        assert_eq!(all.len(), 6 + 4 + 1 + 1 + 1 + 2 + 2 * 3 + 5 * 12);
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);
         assert_eq!(entries(LAUNCH), ["empty_i32"]);
         assert_eq!(target(MMA_SM89), Some("sm_89"));
+        assert_eq!(target(MMA_SM90), Some("sm_90"));
         assert!(all
             .iter()
             .any(|s| s.name == "intensity.ptx.in#k=64,bf16x2"

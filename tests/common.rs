@@ -55,5 +55,7 @@ pub fn dram_gbps(path: &Path) -> f64 {
 pub fn is_legacy_mma_note(p: &roofprobe::backend::PlannedCase, cc: (u32, u32)) -> bool {
     p.case.family == roofprobe::bench::Family::Tensor
         && cc == (9, 0)
-        && Some(p.note.as_str()) == roofprobe::backend::cuda_plan::tensor_note(cc, p.case.precision)
+        && roofprobe::bench::tensor::Mma::of_case(&p.case).is_ok_and(|m| {
+            Some(p.note.as_str()) == roofprobe::backend::cuda_plan::tensor_note(cc, m)
+        })
 }

@@ -151,6 +151,35 @@ const M16N8K4_F64: Atom = Atom {
     b: SM80_8X4,
     c: SM80_16X8_ROW,
 };
+/// SM90_16x8x8_F64F64F64F64_TN: A ((4,8),(2,2)):((16,1),(8,64)), B ((4,8),2):((8,1),32).
+const M16N8K8_F64: Atom = Atom {
+    trait_name: "SM90_16x8x8_F64F64F64F64_TN",
+    mnk: (16, 8, 8),
+    a: Cute {
+        thr: &thr(16, 1),
+        val: &[(2, 8), (2, 64)],
+    },
+    b: Cute {
+        thr: &thr(8, 1),
+        val: &[(2, 32)],
+    },
+    c: SM80_16X8_ROW,
+};
+/// SM90_16x8x16_F64F64F64F64_TN (Hopper's f64 tensor row): A ((4,8),(2,4)):((16,1),(8,64)),
+/// B ((4,8),4):((8,1),32).
+const M16N8K16_F64: Atom = Atom {
+    trait_name: "SM90_16x8x16_F64F64F64F64_TN",
+    mnk: (16, 8, 16),
+    a: Cute {
+        thr: &thr(16, 1),
+        val: &[(2, 8), (4, 64)],
+    },
+    b: Cute {
+        thr: &thr(8, 1),
+        val: &[(4, 32)],
+    },
+    c: SM80_16X8_ROW,
+};
 /// SM80_16x8x16_S32S8S8S32_TN (and the u8 variants). The PTX ISA gives `mma.m16n8k16` with
 /// .e4m3/.e5m2 the same 8-bit layout; CuTe has no atom of its own for that form.
 const M16N8K16_8BIT: Atom = Atom {
@@ -243,6 +272,8 @@ fn the_cute_table_covers_every_element_once() {
         M16N8K8_TF32,
         M8N8K4_F64,
         M16N8K4_F64,
+        M16N8K8_F64,
+        M16N8K16_F64,
         M16N8K16_8BIT,
         M16N8K32_8BIT,
     ] {
@@ -271,6 +302,8 @@ fn the_interpreters_fragment_layouts_match_cute() {
         (M8n8k4, Ty::F64, Ty::F64, M8N8K4_F64),
         (M16n8k4, Ty::Tf32, Ty::F32, M16N8K4_TF32),
         (M16n8k4, Ty::F64, Ty::F64, M16N8K4_F64),
+        (M16n8k8, Ty::F64, Ty::F64, M16N8K8_F64),
+        (M16n8k16, Ty::F64, Ty::F64, M16N8K16_F64),
         (M16n8k8, Ty::F16, Ty::F16, M16N8K8_16BIT),
         (M16n8k8, Ty::F16, Ty::F32, M16N8K8_16BIT),
         (M16n8k8, Ty::Bf16, Ty::F32, M16N8K8_16BIT),
@@ -310,8 +343,9 @@ fn the_interpreters_fragment_layouts_match_cute() {
 #[test]
 fn the_hosts_fragment_layouts_match_cute() {
     let mut bad = Vec::new();
-    for p in tensor::PRECISIONS {
-        let atom = match p {
+    for p in tensor::forms() {
+        let atom = match p.precision {
+            _ if p == tensor::HOPPER_F64 => M16N8K16_F64,
             Precision::F16F16 | Precision::F16F32 | Precision::Bf16F32 => M16N8K16_16BIT,
             Precision::Tf32F32 => M16N8K8_TF32,
             Precision::S8S32 | Precision::E4m3F32 => M16N8K32_8BIT,
@@ -319,9 +353,9 @@ fn the_hosts_fragment_layouts_match_cute() {
             other => panic!("no CuTe atom for the tensor precision {other}"),
         };
         let s = tensor::shape(p);
-        assert_eq!((s.m, s.n, s.k), atom.mnk, "{p}");
+        assert_eq!((s.m, s.n, s.k), atom.mnk, "{p:?}");
         bad.extend(compare(
-            &format!("bench::tensor {p}"),
+            &format!("bench::tensor {p:?}"),
             &atom,
             |l, i| tensor::a_coord(p, l, i),
             |l, i| tensor::b_coord(p, l, i),

@@ -134,8 +134,8 @@ enum Oracle {
     Stream(StreamOp, Precision),
     /// kernels/peak.ptx: `fma_<precision>`.
     Peak(P),
-    /// kernels/mma.ptx and mma_sm89.ptx: `mma_<shape>_<in>_<acc>`.
-    Mma(P),
+    /// kernels/mma.ptx, mma_sm89.ptx and mma_sm90.ptx: `mma_<shape>_<in>_<acc>`.
+    Mma(tensor::Mma),
     /// The intensity.ptx.in expansions: `fma_<precision>_k<k>`.
     Sweep(P, u32),
     /// kernels/cache.ptx: `l1_i32`, `l2_i32`.
@@ -163,10 +163,10 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
             let p = entry.strip_prefix("fma_")?.parse::<P>().ok()?;
             return peak::PRECISIONS.contains(&p).then_some(Oracle::Peak(p));
         }
-        "mma.ptx" | "mma_sm89.ptx" => {
-            return tensor::PRECISIONS
+        "mma.ptx" | "mma_sm89.ptx" | "mma_sm90.ptx" => {
+            return tensor::forms()
                 .into_iter()
-                .find(|&p| tensor::entry_name(p) == entry)
+                .find(|&m| tensor::entry_name(m) == entry)
                 .map(Oracle::Mma);
         }
         "intensity.ptx.in" => {
@@ -858,7 +858,7 @@ fn run_peak(
 fn run_mma(
     module: &Module,
     entry: &str,
-    p: P,
+    p: tensor::Mma,
     grid: u32,
     block: u32,
     n: u64,
@@ -866,14 +866,14 @@ fn run_mma(
     run: Run,
 ) -> Result<Outcome, String> {
     let warps = (grid * block / 32) as usize;
-    let wide = tensor::register_bits(p) == 64;
+    let wide = tensor::register_bits(p.precision) == 64;
     let mut mem = Memory::new();
     let a = alloc_words(&mut mem, wide, &tensor::a_fragments(p));
     let b = alloc_words(&mut mem, wide, &tensor::b_fragments(p, false));
     let nb = alloc_words(&mut mem, wide, &tensor::b_fragments(p, true));
     let c = alloc_words(&mut mem, wide, &tensor::c_fragments(p));
     let per_warp = tensor::d_fragments(p).len();
-    let d = mem.alloc(warps * per_warp * tensor::register_bits(p) / 8);
+    let d = mem.alloc(warps * per_warp * tensor::register_bits(p.precision) / 8);
     let clocks = alloc_records(&mut mem, grid);
     let args = vec![
         Arg::Ptr(a),
@@ -1567,7 +1567,7 @@ fn loop_one_trip_short_is_caught() {
     let n = assert_mutants_caught("loop one trip short", &targets, |body| {
         body.replace("setp.ne.u32 %p1, %r1, 0;", "setp.gt.u32 %p1, %r1, 1;")
     });
-    assert_eq!(n, peak::PRECISIONS.len() + tensor::PRECISIONS.len());
+    assert_eq!(n, peak::PRECISIONS.len() + tensor::forms().len());
 }
 
 /// The trip counter is the loop's: one that misses a trip (incremented only on trips after the
@@ -1582,7 +1582,7 @@ fn a_trip_counter_that_misses_a_trip_is_caught() {
         body.replace("mov.u32 %r5, 0; ", "mov.u32 %r5, -1;")
             .replace("mov.u32 %r7, 0; ", "mov.u32 %r7, -1;")
     });
-    assert_eq!(n, peak::PRECISIONS.len() + tensor::PRECISIONS.len());
+    assert_eq!(n, peak::PRECISIONS.len() + tensor::forms().len());
 }
 
 /// A sweep whose main loop advances by one grid instead of two moves most vectors twice: its

@@ -372,6 +372,7 @@ fn every_planned_launch_matches_its_ptx_entry() {
         ModuleId::Peak,
         ModuleId::Mma,
         ModuleId::MmaSm89,
+        ModuleId::MmaSm90,
         ModuleId::GemmSimt,
     ] {
         for entry in module(id, &mut cache).entries() {
@@ -627,7 +628,10 @@ fn small(case: &Case) -> (Case, u32) {
                 wgmma::case(p, a, BLOCK as u64 / wgmma::WARPGROUP as u64, 1),
                 1,
             ),
-            None => (tensor::case(p, BLOCK as u64 / 32, 1), 1),
+            None => (
+                tensor::case(tensor::Mma::of_case(case).unwrap(), BLOCK as u64 / 32, 1),
+                1,
+            ),
         },
         Family::Intensity => (intensity::case(p, case.count().unwrap(), 1031), 2),
         // 4100 words: 1025 whole vectors (the kernels read no tail) over 512 threads, shares
@@ -699,14 +703,15 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // every family ran: 14 STREAM, 5 peak, 7 tensor (mma.sync), 14 wgmma (the H200's: 7
+    // every family ran: 14 STREAM, 5 peak, 8 tensor (mma.sync: 7 precisions, and f64 at
+    // Hopper's m16n8k16), 14 wgmma (the H200's: 7
     // precisions, A from shared memory and from registers), 60 sweep cases, 14 cache working
     // sets, the bandwidth sweep's step (one launch shape for all its steps), 7 latency ones
     // (`ca` at 16 KiB, `cg` in each model's L2 and DRAM), 18 of the size sweep (copy and triad,
     // 1 MiB to 256 MiB per array) and the empty kernel over the devices modelled
     assert_eq!(
         seen.len(),
-        14 + 5 + 7 + 14 + 60 + 14 + 1 + 7 + 18 + 1,
+        14 + 5 + 8 + 14 + 60 + 14 + 1 + 7 + 18 + 1,
         "{seen:?}"
     );
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
@@ -780,9 +785,9 @@ fn a_trip_count_other_than_the_rows_is_invalid() {
         .map(|&p| peak::case(p, 2 * BLOCK as u64, 3, peak::GPU_FMAS_PER_ITERATION))
         .collect();
     cases.extend(
-        tensor::PRECISIONS
-            .iter()
-            .map(|&p| tensor::case(p, 2 * BLOCK as u64 / 32, 3)),
+        tensor::forms()
+            .into_iter()
+            .map(|m| tensor::case(m, 2 * BLOCK as u64 / 32, 3)),
     );
     // two wgmma kernels (A from shared memory, A from registers): the interpreter runs a whole
     // warpgroup's 64 x 256 product per instruction

@@ -513,15 +513,16 @@ fn compute_loops_are_the_instruction_measured() {
         .map(|&p| (format!("{}_{}", peak::KERNEL, p.as_str()), p))
         .collect();
     kernels_by_entry.extend(
-        tensor::PRECISIONS
-            .iter()
-            .map(|&p| (tensor::entry_name(p), p)),
+        tensor::forms()
+            .into_iter()
+            .map(|m| (tensor::entry_name(m), m.precision)),
     );
     let mut report = Vec::new();
     for (module, ptx) in [
         ("peak.ptx", kernels::PEAK),
         ("mma.ptx", kernels::MMA),
         ("mma_sm89.ptx", kernels::MMA_SM89),
+        ("mma_sm90.ptx", kernels::MMA_SM90),
     ] {
         let target = kernels::target(ptx).expect("a .target");
         for arch in archs_for(target) {
@@ -549,6 +550,21 @@ fn compute_loops_are_the_instruction_measured() {
                     .unwrap_or_else(|| panic!("unknown kernel {name} in {module}"));
                 let family = expected_family(*precision);
                 let hits = lp.iter().filter(|(_, op, _)| is_family(op, family)).count();
+                // f64 on sm_90: Ampere's m8n8k4 is DMMA.8x8x4, Hopper's m16n8k16 its own
+                // DMMA.16x8x16 (not four smaller ones)
+                if *precision == Precision::F64F64 && arch == "sm_90" {
+                    let want = if name == tensor::entry_name(tensor::HOPPER_F64) {
+                        "DMMA.16x8x16"
+                    } else {
+                        "DMMA.8x8x4"
+                    };
+                    assert!(
+                        lp.iter()
+                            .filter(|(_, op, _)| op.starts_with("DMMA"))
+                            .all(|(_, op, _)| op == want),
+                        "{arch} {name}: want every DMMA a {want}"
+                    );
+                }
                 let share = hits as f64 / lp.len() as f64;
                 report.push(format!(
                     "{arch} {name}: {hits}/{} {} ({:.1}%)",
@@ -569,8 +585,9 @@ fn compute_loops_are_the_instruction_measured() {
         }
     }
     eprintln!("{}", report.join("\n"));
-    // every kernel was seen on every architecture it targets (fp8: sm_89 only, see above)
-    assert_eq!(report.len(), 4 * 5 + 4 * 6 + 1);
+    // every kernel was seen on every architecture it targets (fp8: sm_89 only, see above;
+    // Hopper's f64 shape: sm_90 only)
+    assert_eq!(report.len(), 4 * 5 + 4 * 6 + 1 + 1);
 }
 
 /// Hopper's `wgmma` peaks (sm_90a): each timed loop is one `WARPGROUP.ARRIVE`, the 8

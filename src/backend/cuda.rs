@@ -457,6 +457,8 @@ struct Modules {
     peak: Loaded,
     mma: Loaded,
     mma_sm89: Loaded,
+    /// kernels/mma_sm90.ptx (Hopper's f64 shape: compute capability 9.0 and later)
+    mma_sm90: Loaded,
     /// kernels/wgmma.ptx.in (sm_90a: compute capability 9.0 only)
     wgmma: Loaded,
     cache: Loaded,
@@ -661,11 +663,14 @@ impl CudaBackend {
             .then_some("fp8 mma.sync is native only on compute capability 8.9 and 12.x");
         let not_hopper = (!cuda_plan::runs_wgmma(cc))
             .then_some("wgmma is sm_90a code, which runs on compute capability 9.0 only");
+        let before_hopper = (!cuda_plan::runs_mma_sm90(cc))
+            .then_some("mma.sync m16n8k16 f64 needs compute capability 9.0 or later");
         let modules = Modules {
             stream: load_module(&ctx, ModuleId::Stream)?,
             peak: Loaded::load(&ctx, ModuleId::Peak, old),
             mma: Loaded::load(&ctx, ModuleId::Mma, old),
             mma_sm89: Loaded::load(&ctx, ModuleId::MmaSm89, old.or(no_fp8)),
+            mma_sm90: Loaded::load(&ctx, ModuleId::MmaSm90, before_hopper),
             wgmma: Loaded::load(&ctx, ModuleId::Wgmma, not_hopper),
             cache: Loaded::load(&ctx, ModuleId::Cache, old),
             latency: Loaded::load(&ctx, ModuleId::Latency, old),
@@ -699,6 +704,10 @@ impl CudaBackend {
             (
                 "kernels/mma_sm89.ptx".to_string(),
                 status(&self.modules.mma_sm89),
+            ),
+            (
+                "kernels/mma_sm90.ptx".to_string(),
+                status(&self.modules.mma_sm90),
             ),
             (
                 "kernels/wgmma.ptx.in".to_string(),
@@ -769,6 +778,7 @@ impl CudaBackend {
             ModuleId::Peak => self.modules.peak.get(id),
             ModuleId::Mma => self.modules.mma.get(id),
             ModuleId::MmaSm89 => self.modules.mma_sm89.get(id),
+            ModuleId::MmaSm90 => self.modules.mma_sm90.get(id),
             ModuleId::Wgmma => self.modules.wgmma.get(id),
             ModuleId::Cache => self.modules.cache.get(id),
             ModuleId::Latency => self.modules.latency.get(id),

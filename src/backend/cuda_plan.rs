@@ -265,6 +265,12 @@ pub fn native_fp8_mma(compute_capability: (u32, u32)) -> bool {
     compute_capability == (8, 9) || compute_capability.0 >= 12
 }
 
+/// Whether Hopper's f64 tensor shape (kernels/mma_sm90.ptx, `.target sm_90`: `mma.sync`
+/// m16n8k16 f64) runs: compute capability 9.0 and later.
+pub fn runs_mma_sm90(compute_capability: (u32, u32)) -> bool {
+    compute_capability >= (9, 0)
+}
+
 /// Whether the `wgmma` peaks (kernels/wgmma.ptx.in, `.target sm_90a`) run: compute capability
 /// 9.0 only (arch-specific sm_90a code runs on no other device, later ones included).
 pub fn runs_wgmma(compute_capability: (u32, u32)) -> bool {
@@ -279,15 +285,24 @@ pub const LEGACY_MMA_NOTE: &str = "legacy mma.sync path: %theory is against the 
 /// f64): its kernel is Ampere's `mma.sync.m8n8k4` (ptxas emits `DMMA.8x8x4` for sm_90), while
 /// PTX ISA 7.8 gave sm_90 the m16n8k{4,8,16} f64 shapes (`DMMA.16x8x16`), not measured here;
 /// the row's theory is the whitepaper's FP64 tensor rate, and it sets the f64 tensor ceiling.
-pub const HOPPER_F64_MMA_NOTE: &str = "mma.sync m8n8k4 f64, Ampere's shape (DMMA.8x8x4 on sm_90; Hopper's m16n8k16 f64 shape is not measured): %theory is against the FP64 tensor rate, which no wgmma covers";
+pub const HOPPER_F64_MMA_NOTE: &str = "mma.sync m8n8k4 f64, Ampere's shape (DMMA.8x8x4 on sm_90; Hopper's m16n8k16 is the mma_m16n8k16 f64 row): %theory is against the FP64 tensor rate, which no wgmma covers";
 
-/// The note a tensor row of `precision` gets on a device of `compute_capability`, where the
+/// The note of the f64 tensor row at Hopper's shape.
+pub const HOPPER_F64_SHAPE_NOTE: &str = "mma.sync m16n8k16 f64, Hopper's shape (DMMA.16x8x16 on sm_90, 8x the work of m8n8k4's DMMA.8x8x4): %theory is against the FP64 tensor rate, which no wgmma covers";
+
+/// The note a tensor row of form `mma` gets on a device of `compute_capability`, where the
 /// plan means one: on Hopper, every `mma.sync` row's.
-pub fn tensor_note(compute_capability: (u32, u32), precision: Precision) -> Option<&'static str> {
+pub fn tensor_note(
+    compute_capability: (u32, u32),
+    mma: impl Into<tensor::Mma>,
+) -> Option<&'static str> {
+    let mma = mma.into();
     if !runs_wgmma(compute_capability) {
         None
-    } else if wgmma::PRECISIONS.contains(&precision) {
+    } else if wgmma::PRECISIONS.contains(&mma.precision) {
         Some(LEGACY_MMA_NOTE)
+    } else if mma == tensor::HOPPER_F64 {
+        Some(HOPPER_F64_SHAPE_NOTE)
     } else {
         Some(HOPPER_F64_MMA_NOTE)
     }
@@ -400,6 +415,21 @@ pub fn plan_cases(
             tensor::case(p, warps, iterations)
         });
         if let Some(note) = tensor_note(cc, p).filter(|_| planned_case.note.is_empty()) {
+            planned_case.note = note.to_string();
+        }
+        planned.push(planned_case);
+    }
+    // Hopper's own f64 shape, beside Ampere's m8n8k4 (which sm_90 runs at a smaller DMMA)
+    if runs_mma_sm90(cc) {
+        let mma = tensor::HOPPER_F64;
+        let placeholder = tensor::case(mma, BLOCK as u64 / tensor::WARP as u64, 1);
+        let mut planned_case = planned_or_why(placeholder, &mut |threads| {
+            let warps = threads / tensor::WARP as u64;
+            let iterations =
+                tensor::iterations_for(mma, warps, target_flops(info, cc, mma.precision));
+            tensor::case(mma, warps, iterations)
+        });
+        if let Some(note) = tensor_note(cc, mma).filter(|_| planned_case.note.is_empty()) {
             planned_case.note = note.to_string();
         }
         planned.push(planned_case);
@@ -568,6 +598,43 @@ mod tests {
             assert_eq!(tensor_note((8, 0), p), None);
             assert_eq!(tensor_note((8, 9), p), None);
         }
+        assert_eq!(
+            tensor_note((9, 0), tensor::HOPPER_F64),
+            Some(HOPPER_F64_SHAPE_NOTE)
+        );
+        assert_eq!(tensor_note((8, 0), tensor::HOPPER_F64), None);
+    }
+
+    /// Hopper's own f64 shape is a row from compute capability 9.0 on, beside Ampere's m8n8k4,
+    /// with its note, its module (kernels/mma_sm90.ptx) and the flops of m16n8k16; before 9.0
+    /// there is no such row.
+    #[test]
+    fn hopper_plans_its_f64_shape_beside_amperes() {
+        let h200 = h200();
+        let planned = plan_cases(&h200_model(&h200), SizeRequest::Auto, &mut |_| Ok(132)).unwrap();
+        let row = |id: &str| planned.iter().find(|p| p.case.id() == id);
+        let hopper = row("tensor/mma_m16n8k16/f64.f64").expect("Hopper's f64 row");
+        let ampere = row("tensor/mma_m8n8k4/f64.f64").expect("Ampere's f64 row");
+        assert_eq!(hopper.note, HOPPER_F64_SHAPE_NOTE);
+        assert_eq!(ampere.note, HOPPER_F64_MMA_NOTE);
+        assert_eq!(
+            launch::entry(&hopper.case).unwrap(),
+            launch::Entry {
+                module: launch::ModuleId::MmaSm90,
+                name: "mma_m16n8k16_f64_f64".into()
+            }
+        );
+        assert_eq!(tensor::flops_per_mma(tensor::HOPPER_F64), 4096);
+        assert_eq!(tensor::iterations_of(&hopper.case).map(|i| i > 0), Ok(true));
+        let a100 = info("NVIDIA A100-SXM4-80GB", 108, Some(1410.0));
+        let a100_model = DeviceModel {
+            compute_capability: (8, 0),
+            ..h200_model(&a100)
+        };
+        let planned = plan_cases(&a100_model, SizeRequest::Auto, &mut |_| Ok(108)).unwrap();
+        assert!(planned
+            .iter()
+            .all(|p| p.case.kernel != "mma_m16n8k16" || p.case.precision != Precision::F64F64));
     }
 
     /// A cache launch reads about a millisecond's worth at 128 bytes per SM per clock: some

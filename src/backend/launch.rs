@@ -52,6 +52,8 @@ pub enum ModuleId {
     Mma,
     /// kernels/mma_sm89.ptx (fp8; loaded only where fp8 `mma.sync` is native)
     MmaSm89,
+    /// kernels/mma_sm90.ptx (Hopper's f64 m16n8k16; loaded only from compute capability 9.0)
+    MmaSm90,
     /// kernels/wgmma.ptx.in, expanded (sm_90a; loaded only on compute capability 9.0)
     Wgmma,
     /// kernels/cache.ptx
@@ -82,6 +84,7 @@ impl ModuleId {
             ModuleId::Peak => "peak.ptx".into(),
             ModuleId::Mma => "mma.ptx".into(),
             ModuleId::MmaSm89 => "mma_sm89.ptx".into(),
+            ModuleId::MmaSm90 => "mma_sm90.ptx".into(),
             ModuleId::Wgmma => "wgmma.ptx.in#sm_90a".into(),
             ModuleId::Cache => "cache.ptx".into(),
             ModuleId::Latency => "latency.ptx".into(),
@@ -103,6 +106,7 @@ impl ModuleId {
             ModuleId::Peak => Cow::Borrowed(kernels::PEAK),
             ModuleId::Mma => Cow::Borrowed(kernels::MMA),
             ModuleId::MmaSm89 => Cow::Borrowed(kernels::MMA_SM89),
+            ModuleId::MmaSm90 => Cow::Borrowed(kernels::MMA_SM90),
             ModuleId::Wgmma => Cow::Owned(wgmma::expand()),
             ModuleId::Cache => Cow::Borrowed(kernels::CACHE),
             ModuleId::Latency => Cow::Borrowed(kernels::LATENCY),
@@ -379,7 +383,7 @@ pub enum Check {
     /// Every thread's checksum of its FMA chains after `steps` FMAs each.
     Peak { precision: Precision, steps: u64 },
     /// Every warp's D fragments equal C + A·B.
-    Tensor { precision: Precision, warps: u64 },
+    Tensor { mma: tensor::Mma, warps: u64 },
     /// Every warpgroup's `wgmma` accumulator equals C + A·B.
     Wgmma {
         precision: Precision,
@@ -415,7 +419,7 @@ pub enum Owed {
     PeakTrips { precision: Precision, trips: u64 },
     /// Every block ran `trips` trips of the tensor loop, each of its warps
     /// [`tensor::mmas_per_warp`]`(trips)` MMAs.
-    TensorTrips { precision: Precision, trips: u64 },
+    TensorTrips { mma: tensor::Mma, trips: u64 },
     /// Every block ran `trips` trips of the `wgmma` loop, each of its warpgroups
     /// [`wgmma::wgmmas_per_warpgroup`]`(trips)` instructions.
     WgmmaTrips { precision: Precision, trips: u64 },
@@ -457,10 +461,10 @@ impl Owed {
                 flops: peak::flops(precision, block, count, peak::GPU_FMAS_PER_ITERATION),
                 ..Work::default()
             },
-            Owed::TensorTrips { precision, .. } => Work {
+            Owed::TensorTrips { mma, .. } => Work {
                 flops: block / tensor::WARP as u64
                     * tensor::mmas_per_warp(count)
-                    * tensor::flops_per_mma(precision),
+                    * tensor::flops_per_mma(mma),
                 ..Work::default()
             },
             Owed::WgmmaTrips { precision, .. } => Work {
@@ -722,9 +726,7 @@ impl Launch {
                     words[i]
                 })
             }
-            Check::Tensor { precision, warps } => {
-                tensor::check(precision, warps as usize, |i| words[i])
-            }
+            Check::Tensor { mma, warps } => tensor::check(mma, warps as usize, |i| words[i]),
             Check::Wgmma {
                 precision,
                 warpgroups,
@@ -835,16 +837,16 @@ pub fn entry(case: &Case) -> Result<Entry, String> {
                     name: wgmma::entry_name(p, wgmma::source_of(p, &case.kernel).expect("above")),
                 });
             }
-            if !tensor::PRECISIONS.contains(&p) || case.kernel != tensor::kernel_name(p) {
-                return Err(none());
-            }
+            let mma = tensor::Mma::of_case(case).map_err(|_| none())?;
             Ok(Entry {
-                module: if tensor::needs_sm89(p) {
+                module: if mma.needs_sm90() {
+                    ModuleId::MmaSm90
+                } else if tensor::needs_sm89(p) {
                     ModuleId::MmaSm89
                 } else {
                     ModuleId::Mma
                 },
-                name: tensor::entry_name(p),
+                name: tensor::entry_name(mma),
             })
         }
         Family::Intensity => {
@@ -1241,6 +1243,7 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                     case.elements
                 ));
             }
+            let mma = tensor::Mma::of_case(case)?;
             let iterations = trips(tensor::iterations_of(case)?)?;
             let word_bytes = tensor::register_bits(p) as u64 / 8;
             let input = |i: u8, words: Vec<u64>| Buffer {
@@ -1250,13 +1253,13 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 init: Init::Words(words),
             };
             let buffers = vec![
-                input(0, tensor::a_fragments(p)),
-                input(1, tensor::b_fragments(p, false)),
-                input(2, tensor::b_fragments(p, true)),
-                input(3, tensor::c_fragments(p)),
+                input(0, tensor::a_fragments(mma)),
+                input(1, tensor::b_fragments(mma, false)),
+                input(2, tensor::b_fragments(mma, true)),
+                input(3, tensor::c_fragments(mma)),
                 Buffer {
                     role: Role::Output,
-                    words: warps * tensor::d_fragments(p).len() as u64,
+                    words: warps * tensor::d_fragments(mma).len() as u64,
                     word_bytes,
                     init: Init::Poison,
                 },
@@ -1272,12 +1275,9 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
                 param("n", Arg::U64(warps)),
                 param("iterations", Arg::U32(iterations)),
             ];
-            let check = Check::Tensor {
-                precision: p,
-                warps,
-            };
+            let check = Check::Tensor { mma, warps };
             let owed = Owed::TensorTrips {
-                precision: p,
+                mma,
                 trips: iterations as u64,
             };
             Ok(launch(buffers, params, check, Some(iterations), Some(owed)))

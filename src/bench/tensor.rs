@@ -10,6 +10,7 @@
 //! | tf32.f32 | `….m16n8k8.row.col.f32.tf32.tf32.f32` | tf32, f32 | 2048 |
 //! | s8.s32 | `….m16n8k32.row.col.s32.s8.s8.s32` | s8, s32 | 8192 |
 //! | f64.f64 | `….m8n8k4.row.col.f64.f64.f64.f64` | f64, f64 | 512 |
+//! | f64.f64 (sm_90+, [`HOPPER_F64`]) | `….m16n8k16.row.col.f64.f64.f64.f64` | f64, f64 | 4096 |
 //! | e4m3.f32 | `….m16n8k32.row.col.f32.e4m3.e4m3.f32` (sm_89+) | e4m3, f32 | 8192 |
 //!
 //! The loop: each trip runs, for every chain, [`UNROLL`] pairs `D ← A·B + D; D ← A·(−B) + D`,
@@ -55,8 +56,63 @@ pub struct Shape {
     pub k: usize,
 }
 
-/// The shape of `precision`'s MMA.
-pub fn shape(precision: Precision) -> Shape {
+/// One `mma.sync` form a tensor row runs: a precision at one of its shapes. Every precision has
+/// one form on every GPU (`Mma::from(precision)`, the shape in the table above); f64 has a
+/// second from Hopper on, [`HOPPER_F64`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mma {
+    pub precision: Precision,
+    pub shape: Shape,
+}
+
+impl From<Precision> for Mma {
+    fn from(precision: Precision) -> Mma {
+        Mma {
+            precision,
+            shape: default_shape(precision),
+        }
+    }
+}
+
+/// f64 at m16n8k16 (`….m16n8k16.row.col.f64.f64.f64.f64`, PTX ISA 7.8, sm_90 and later):
+/// Hopper's SASS runs it as one `DMMA.16x8x16` (4096 flops), where Ampere's m8n8k4 is one
+/// `DMMA.8x8x4` (512); kernels/mma_sm90.ptx.
+pub const HOPPER_F64: Mma = Mma {
+    precision: Precision::F64F64,
+    shape: Shape { m: 16, n: 8, k: 16 },
+};
+
+/// Every form this family has: each of [`PRECISIONS`] at its own shape, then [`HOPPER_F64`].
+pub fn forms() -> Vec<Mma> {
+    PRECISIONS
+        .into_iter()
+        .map(Mma::from)
+        .chain([HOPPER_F64])
+        .collect()
+}
+
+impl Mma {
+    /// The form a tensor case runs: its precision at the shape its kernel names.
+    pub fn of_case(case: &Case) -> Result<Mma, String> {
+        forms()
+            .into_iter()
+            .find(|m| m.precision == case.precision && kernel_name(*m) == case.kernel)
+            .ok_or_else(|| format!("{} is not a tensor case this build made", case.id()))
+    }
+
+    /// Whether the form needs sm_90 (kernels/mma_sm90.ptx).
+    pub fn needs_sm90(self) -> bool {
+        self == HOPPER_F64
+    }
+}
+
+/// The shape of a form's MMA.
+pub fn shape(mma: impl Into<Mma>) -> Shape {
+    mma.into().shape
+}
+
+/// The shape of `precision`'s MMA on every GPU.
+fn default_shape(precision: Precision) -> Shape {
     let (m, n, k) = match precision {
         Precision::F16F16 | Precision::F16F32 | Precision::Bf16F32 => (16, 8, 16),
         Precision::Tf32F32 => (16, 8, 8),
@@ -68,17 +124,18 @@ pub fn shape(precision: Precision) -> Shape {
 }
 
 /// The kernel name in ids: `mma_m16n8k16`.
-pub fn kernel_name(precision: Precision) -> String {
-    let s = shape(precision);
+pub fn kernel_name(mma: impl Into<Mma>) -> String {
+    let s = shape(mma);
     format!("mma_m{}n{}k{}", s.m, s.n, s.k)
 }
 
 /// The PTX entry: `mma_m16n8k16_f16_f32`.
-pub fn entry_name(precision: Precision) -> String {
+pub fn entry_name(mma: impl Into<Mma>) -> String {
+    let mma = mma.into();
     format!(
         "{}_{}",
-        kernel_name(precision),
-        precision.as_str().replace('.', "_")
+        kernel_name(mma),
+        mma.precision.as_str().replace('.', "_")
     )
 }
 
@@ -88,8 +145,8 @@ pub fn needs_sm89(precision: Precision) -> bool {
 }
 
 /// Operations of one MMA (2 per multiply-add).
-pub fn flops_per_mma(precision: Precision) -> u64 {
-    let s = shape(precision);
+pub fn flops_per_mma(mma: impl Into<Mma>) -> u64 {
+    let s = shape(mma);
     2 * (s.m * s.n * s.k) as u64
 }
 
@@ -127,8 +184,11 @@ pub fn register_bits(precision: Precision) -> usize {
 }
 
 /// Fragment registers per thread: (A, B, C/D).
-pub fn registers(precision: Precision) -> (usize, usize, usize) {
-    let s = shape(precision);
+pub fn registers(mma: impl Into<Mma>) -> (usize, usize, usize) {
+    let Mma {
+        precision,
+        shape: s,
+    } = mma.into();
     let per_reg = |bits: usize| register_bits(precision) / bits;
     let e = input_element_bits(precision);
     (
@@ -140,9 +200,14 @@ pub fn registers(precision: Precision) -> (usize, usize, usize) {
 
 /// (row, col) of element `i` of lane `lane`'s A fragment (elements numbered low to high across
 /// its registers, as in the PTX ISA).
-pub fn a_coord(precision: Precision, lane: usize, i: usize) -> (usize, usize) {
+pub fn a_coord(mma: impl Into<Mma>, lane: usize, i: usize) -> (usize, usize) {
+    let mma = mma.into();
     let (g, t) = (lane >> 2, lane % 4);
-    match shape(precision) {
+    match mma.shape {
+        // f64 (Hopper): row groupID (+8 for odd i), column threadID_in_group + 4 (i / 2)
+        Shape { m: 16, k: 16, .. } if mma.precision == Precision::F64F64 => {
+            (g + 8 * (i & 1), t + 4 * (i >> 1))
+        }
         Shape { m: 16, k: 16, .. } => {
             let row = if i < 2 || (4..6).contains(&i) {
                 g
@@ -171,9 +236,11 @@ pub fn a_coord(precision: Precision, lane: usize, i: usize) -> (usize, usize) {
 }
 
 /// (row, col) of element `i` of lane `lane`'s B fragment (B is k × n).
-pub fn b_coord(precision: Precision, lane: usize, i: usize) -> (usize, usize) {
+pub fn b_coord(mma: impl Into<Mma>, lane: usize, i: usize) -> (usize, usize) {
+    let mma = mma.into();
     let (g, t) = (lane >> 2, lane % 4);
-    let row = match shape(precision) {
+    let row = match mma.shape {
+        Shape { k: 16, .. } if mma.precision == Precision::F64F64 => t + 4 * i,
         Shape { k: 16, .. } => t * 2 + (i & 1) + if i >= 2 { 8 } else { 0 },
         Shape { m: 16, k: 8, .. } => t + if i >= 1 { 4 } else { 0 },
         Shape { k: 32, .. } => t * 4 + (i & 3) + if i >= 4 { 16 } else { 0 },
@@ -183,9 +250,9 @@ pub fn b_coord(precision: Precision, lane: usize, i: usize) -> (usize, usize) {
 }
 
 /// (row, col) of element `i` of lane `lane`'s C/D fragment.
-pub fn c_coord(precision: Precision, lane: usize, i: usize) -> (usize, usize) {
+pub fn c_coord(mma: impl Into<Mma>, lane: usize, i: usize) -> (usize, usize) {
     let (g, t) = (lane >> 2, lane % 4);
-    if precision == Precision::F64F64 {
+    if mma.into().shape.m == 8 {
         (g, t * 2 + i)
     } else {
         (if i < 2 { g } else { g + 8 }, t * 2 + (i & 1))
@@ -198,25 +265,26 @@ pub(crate) fn small(array: u64, index: u64) -> i64 {
 }
 
 /// `A[r][c]` (m × k).
-pub fn a_value(precision: Precision, r: usize, c: usize) -> i64 {
-    small(0xA, (r * shape(precision).k + c) as u64)
+pub fn a_value(mma: impl Into<Mma>, r: usize, c: usize) -> i64 {
+    small(0xA, (r * shape(mma).k + c) as u64)
 }
 
 /// `B[r][c]` (k × n).
-pub fn b_value(precision: Precision, r: usize, c: usize) -> i64 {
-    small(0xB, (r * shape(precision).n + c) as u64)
+pub fn b_value(mma: impl Into<Mma>, r: usize, c: usize) -> i64 {
+    small(0xB, (r * shape(mma).n + c) as u64)
 }
 
 /// The starting accumulator C of chain `chain`, element `[r][c]`: −64…63, different per chain.
-pub fn c_value(precision: Precision, chain: u64, r: usize, c: usize) -> i64 {
-    let s = shape(precision);
+pub fn c_value(mma: impl Into<Mma>, chain: u64, r: usize, c: usize) -> i64 {
+    let s = shape(mma);
     (input_bits(0xC0 + chain, (r * s.n + c) as u64) % 128) as i64 - 64
 }
 
 /// The exact product `(A·B)[r][c]`.
-pub fn product(precision: Precision, r: usize, c: usize) -> i64 {
-    (0..shape(precision).k)
-        .map(|i| a_value(precision, r, i) * b_value(precision, i, c))
+pub fn product(mma: impl Into<Mma>, r: usize, c: usize) -> i64 {
+    let mma = mma.into();
+    (0..mma.shape.k)
+        .map(|i| a_value(mma, r, i) * b_value(mma, i, c))
         .sum()
 }
 
@@ -301,61 +369,68 @@ fn fragment(
 }
 
 /// The A fragments of a warp: `WARP × registers().0` registers, lane-major.
-pub fn a_fragments(precision: Precision) -> Vec<u64> {
+pub fn a_fragments(mma: impl Into<Mma>) -> Vec<u64> {
+    let mma = mma.into();
+    let precision = mma.precision;
     let bits = input_element_bits(precision);
     let per_reg = register_bits(precision) / bits;
-    fragment(registers(precision).0, per_reg, bits, |lane, i| {
-        let (r, c) = a_coord(precision, lane, i);
-        input_element(precision, a_value(precision, r, c))
+    fragment(registers(mma).0, per_reg, bits, |lane, i| {
+        let (r, c) = a_coord(mma, lane, i);
+        input_element(precision, a_value(mma, r, c))
     })
 }
 
 /// The B fragments of a warp (`negated`: of −B).
-pub fn b_fragments(precision: Precision, negated: bool) -> Vec<u64> {
+pub fn b_fragments(mma: impl Into<Mma>, negated: bool) -> Vec<u64> {
+    let mma = mma.into();
+    let precision = mma.precision;
     let bits = input_element_bits(precision);
     let per_reg = register_bits(precision) / bits;
     let sign = if negated { -1 } else { 1 };
-    fragment(registers(precision).1, per_reg, bits, |lane, i| {
-        let (r, c) = b_coord(precision, lane, i);
-        input_element(precision, sign * b_value(precision, r, c))
+    fragment(registers(mma).1, per_reg, bits, |lane, i| {
+        let (r, c) = b_coord(mma, lane, i);
+        input_element(precision, sign * b_value(mma, r, c))
     })
 }
 
 /// The starting accumulators of all chains: `CHAINS × WARP × registers().2`, chain-major.
-pub fn c_fragments(precision: Precision) -> Vec<u64> {
+pub fn c_fragments(mma: impl Into<Mma>) -> Vec<u64> {
+    let mma = mma.into();
     (0..CHAINS)
-        .flat_map(|chain| accumulator_fragment(precision, |r, c| c_value(precision, chain, r, c)))
+        .flat_map(|chain| accumulator_fragment(mma, |r, c| c_value(mma, chain, r, c)))
         .collect()
 }
 
 /// The expected final accumulators of all chains (C + A·B), laid out like [`c_fragments`].
-pub fn d_fragments(precision: Precision) -> Vec<u64> {
+pub fn d_fragments(mma: impl Into<Mma>) -> Vec<u64> {
+    let mma = mma.into();
     (0..CHAINS)
         .flat_map(|chain| {
-            accumulator_fragment(precision, |r, c| {
-                c_value(precision, chain, r, c) + product(precision, r, c)
-            })
+            accumulator_fragment(mma, |r, c| c_value(mma, chain, r, c) + product(mma, r, c))
         })
         .collect()
 }
 
-fn accumulator_fragment(precision: Precision, value: impl Fn(usize, usize) -> i64) -> Vec<u64> {
+fn accumulator_fragment(mma: Mma, value: impl Fn(usize, usize) -> i64) -> Vec<u64> {
+    let precision = mma.precision;
     let bits = accumulator_bits(precision);
     let per_reg = register_bits(precision) / bits;
-    fragment(registers(precision).2, per_reg, bits, |lane, i| {
-        let (r, c) = c_coord(precision, lane, i);
+    fragment(registers(mma).2, per_reg, bits, |lane, i| {
+        let (r, c) = c_coord(mma, lane, i);
         accumulator_element(precision, value(r, c))
     })
 }
 
 /// The case for `warps` warps running `iterations` trips each. `elements` counts the warps (each
 /// stores its chains' D fragments).
-pub fn case(precision: Precision, warps: u64, iterations: u64) -> Case {
-    let (_, _, c_regs) = registers(precision);
+pub fn case(mma: impl Into<Mma>, warps: u64, iterations: u64) -> Case {
+    let mma = mma.into();
+    let precision = mma.precision;
+    let (_, _, c_regs) = registers(mma);
     let d_bytes = CHAINS * (WARP * c_regs * register_bits(precision) / 8) as u64;
     Case {
         family: Family::Tensor,
-        kernel: kernel_name(precision),
+        kernel: kernel_name(mma),
         precision,
         param: None,
         elements: warps,
@@ -363,7 +438,7 @@ pub fn case(precision: Precision, warps: u64, iterations: u64) -> Case {
         work: Work {
             bytes_read: 0,
             bytes_written: 0,
-            flops: warps * mmas_per_warp(iterations) * flops_per_mma(precision),
+            flops: warps * mmas_per_warp(iterations) * flops_per_mma(mma),
         },
     }
 }
@@ -371,7 +446,7 @@ pub fn case(precision: Precision, warps: u64, iterations: u64) -> Case {
 /// The loop count a case was built with.
 pub fn iterations_of(case: &Case) -> Result<u64, String> {
     let per_warp = case.work.flops / case.elements.max(1);
-    let per_mma = flops_per_mma(case.precision);
+    let per_mma = flops_per_mma(Mma::of_case(case)?);
     let mmas = per_warp / per_mma;
     if case.family != Family::Tensor
         || case.elements == 0
@@ -390,15 +465,17 @@ pub fn iterations_of(case: &Case) -> Result<u64, String> {
 }
 
 /// Loop trips so that one launch does about `target_flops` operations (at least 1).
-pub fn iterations_for(precision: Precision, warps: u64, target_flops: f64) -> u64 {
-    let per_trip = (warps * CHAINS * 2 * UNROLL * flops_per_mma(precision)).max(1) as f64;
+pub fn iterations_for(mma: impl Into<Mma>, warps: u64, target_flops: f64) -> u64 {
+    let per_trip = (warps * CHAINS * 2 * UNROLL * flops_per_mma(mma)).max(1) as f64;
     (target_flops / per_trip).ceil().max(1.0) as u64
 }
 
 /// Checks the D fragments of `warps` warps (`got(i)`: register i, laid out warp-major, then as
 /// [`d_fragments`]) against C + A·B.
-pub fn check(precision: Precision, warps: usize, got: impl Fn(usize) -> u64) -> Verdict {
-    let want = d_fragments(precision);
+pub fn check(mma: impl Into<Mma>, warps: usize, got: impl Fn(usize) -> u64) -> Verdict {
+    let mma = mma.into();
+    let precision = mma.precision;
+    let want = d_fragments(mma);
     let per_warp = want.len();
     let show = |bits: u64| -> String {
         let elements = register_bits(precision) / accumulator_bits(precision);
@@ -428,7 +505,7 @@ pub fn check(precision: Precision, warps: usize, got: impl Fn(usize) -> u64) -> 
             count += 1;
             if failures.len() < 3 {
                 let (warp, rest) = (i / per_warp, i % per_warp);
-                let regs = registers(precision).2;
+                let regs = registers(mma).2;
                 let chain = rest / (WARP * regs);
                 let lane = rest / regs % WARP;
                 failures.push(format!(
