@@ -297,12 +297,26 @@ fn the_gpu_tests_run_on_the_simulated_driver() {
 /// The size sweep on the simulated GPU (16 MiB of memory, so 1 MiB arrays fit): the STREAM
 /// kernels at each size through the CUDA backend, each row checked element by element; copy's
 /// two sizes give the table's fit line and the calibration's `size_efficiency` section.
+///
+/// The simulated kernels' times are the interpreter's wall time, so a machine busy with other
+/// work can make the larger copy the faster one, and then there is rightly no fit: such a run
+/// (a row flagged `high_cv`, no fit line) is run once more, saying why, before the test judges.
 #[test]
 fn the_size_sweep_runs_on_the_simulated_gpu() {
     let sim = Sim::new("memory=16M");
-    let dir = tempfile::tempdir().unwrap();
-    let (csv, rows, stdout) =
-        run_quick(&sim, dir.path(), &["--size", "2MiB"], &["efficiency/copy/"]);
+    let mut dir = tempfile::tempdir().unwrap();
+    let sweep = |dir: &Path| run_quick(&sim, dir, &["--size", "2MiB"], &["efficiency/copy/"]);
+    let (mut csv, mut rows, mut stdout) = sweep(dir.path());
+    let fitted = |stdout: &str| stdout.contains("size efficiency/copy/f32: t = a + bytes/BW");
+    let noisy =
+        |rows: &[roofprobe::record::Record]| rows.iter().any(|r| r.flags.contains("high_cv"));
+    if !fitted(&stdout) && noisy(&rows) {
+        eprintln!(
+            "the size sweep's times were too noisy to fit (a busy machine): once more\n{stdout}"
+        );
+        dir = tempfile::tempdir().unwrap();
+        (csv, rows, stdout) = sweep(dir.path());
+    }
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     assert_eq!(
         ids,
@@ -314,10 +328,7 @@ fn the_size_sweep_runs_on_the_simulated_gpu() {
         assert_eq!(r.backend.as_str(), "cuda");
         assert_eq!(r.samples, 3, "{}", r.case_id());
     }
-    assert!(
-        stdout.contains("size efficiency/copy/f32: t = a + bytes/BW"),
-        "{stdout}"
-    );
+    assert!(fitted(&stdout), "{stdout}");
     let cal = roofprobe::Calibration::load(csv.with_extension("json")).unwrap();
     assert_eq!(cal.size_efficiency.len(), 1);
     assert_eq!(cal.size_efficiency[0].points.len(), 2);
@@ -677,6 +688,7 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
     let listing = devices(&sim);
     for module in [
         "kernels/wgmma.ptx.in",
+        "kernels/mma_sm90.ptx",
         "kernels/gemm_wgmma.ptx.in#bf16.f32",
         "kernels/gemm_tma.ptx.in#bf16.f32",
         "kernels/gemm_tma.ptx.in#cluster2,bf16.f32",
@@ -689,6 +701,7 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
         "tensor/wgmma_m64n256k16/bf16.f32",
         "tensor/wgmma_m64n256k32_rs/e5m2.f32",
         "tensor/mma_m16n8k16/bf16.f32",
+        "tensor/mma_m16n8k16/f64.f64",
         "gemm/wgmma/bf16.f32/256x256x256",
         "gemm/tma/bf16.f32/256x256x256",
         "gemm/tma/e4m3.f32/256x256x256",
@@ -720,6 +733,15 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
             assert!(r.ratio_to_reference.is_some(), "{}", r.case_id());
         } else if r.kernel.starts_with("wgmma_") {
             assert!(r.note.contains("wgmma"), "{}: {}", r.case_id(), r.note);
+        } else if r.precision.to_string() == "f64.f64" {
+            // Hopper's own f64 shape (kernels/mma_sm90.ptx): no wgmma covers f64
+            assert!(
+                r.note
+                    .ends_with(roofprobe::backend::cuda_plan::HOPPER_F64_SHAPE_NOTE),
+                "{}: {}",
+                r.case_id(),
+                r.note
+            );
         } else {
             assert!(
                 r.note.contains("legacy mma.sync"),
@@ -730,10 +752,16 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
         }
     }
 
-    let line = line_of(&devices(&Sim::new("")), "kernels/wgmma.ptx.in");
+    let listing = devices(&Sim::new(""));
+    let line = line_of(&listing, "kernels/wgmma.ptx.in");
     // (a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family: no wgmma row there)
     assert!(
         line.contains("not loaded") && line.contains("9.0 only"),
+        "{line}"
+    );
+    let line = line_of(&listing, "kernels/mma_sm90.ptx");
+    assert!(
+        line.contains("not loaded") && line.contains("9.0 or later"),
         "{line}"
     );
 }
