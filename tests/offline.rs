@@ -374,11 +374,27 @@ fn latency_kernels_chase_one_load_per_hop_through_their_level() {
                 .iter()
                 .filter(|(_, op, _)| op.starts_with("LD"))
                 .collect();
-            // the load's destination pair is its address: `LDG.E.64 R6, desc[UR6][R6.64]`
+            // the load's destination pair is its address (`LDG.E.64 R6, desc[UR6][R6.64]`) and
+            // no other instruction of the loop writes either register of that pair (an add
+            // making the address from an offset would)
+            let dest = |op: &str, text: &str| -> String {
+                let rest = text.split_once(op).map_or("", |(_, r)| r);
+                rest.split(',').next().unwrap_or("").trim().to_string()
+            };
             let chased = loads.first().is_some_and(|(_, op, text)| {
-                let rest = text.split_once(op.as_str()).map_or("", |(_, r)| r);
-                let dest = rest.split(',').next().unwrap_or("").trim();
-                !dest.is_empty() && rest.contains(&format!("[{dest}.64]"))
+                let pair = dest(op, text);
+                let Some(n) = pair.strip_prefix('R').and_then(|n| n.parse::<u32>().ok()) else {
+                    return false;
+                };
+                let (low, high) = (format!("R{n}"), format!("R{}", n + 1));
+                text.contains(&format!("[{low}.64]"))
+                    && looped
+                        .iter()
+                        .filter(|(_, o, _)| !o.starts_with("LD"))
+                        .all(|(_, o, t)| {
+                            let d = dest(o, t);
+                            d != low && d != high
+                        })
             });
             if loads.len() != 1 || loads[0].1 != wanted || !chased || loop_ops.len() > 6 {
                 problems.push(format!(
