@@ -965,6 +965,20 @@ fn run_cache(
     passes: u32,
     run: Run,
 ) -> Result<Outcome, String> {
+    let (stats, got) = launch_cache(module, entry, n, grid, block, passes, run)?;
+    Ok(Outcome::new(stats, bytes_of(&got)))
+}
+
+/// [`run_cache`]'s launch and checks: the launch's statistics and every thread's sum.
+fn launch_cache(
+    module: &Module,
+    entry: &str,
+    n: usize,
+    grid: u32,
+    block: u32,
+    passes: u32,
+    run: Run,
+) -> Result<(ptxsim::LaunchStats, Vec<u64>), String> {
     let input: Vec<u64> = (0..n as u64).map(|i| u64::from(cache::input(i))).collect();
     let threads = grid as usize * block as usize;
     let mut mem = Memory::new();
@@ -986,14 +1000,13 @@ fn run_cache(
         return Err("the input array was modified".into());
     }
     let got = read_words(&mem, pout, false, threads)?;
-    let output = bytes_of(&got);
     let verdict = cache::check_sums(u64::from(passes), &got, |t| {
         cache::gpu_thread_sum(n as u64, threads as u64, t as u64)
     });
     if !verdict.valid {
         return Err(verdict.detail);
     }
-    Ok(Outcome::new(stats, output))
+    Ok((stats, got))
 }
 
 /// `launches` launches of a chase of `hops` hops each through a ring of `lines` 128-byte lines:
@@ -1721,19 +1734,13 @@ fn cache_kernels_spend_few_instructions_per_load_at_any_share() {
     for entry in ["l1_i32", "l2_i32"] {
         // words: half a vector per thread, one, two, five and 64
         for vectors in [threads / 2, threads, 2 * threads, 5 * threads, 64 * threads] {
-            let n = 4 * vectors;
-            let input: Vec<u64> = (0..n).map(|i| u64::from(cache::input(i))).collect();
-            let mut mem = Memory::new();
-            let pin = alloc_words(&mut mem, false, &input);
-            let pout = mem.alloc(threads as usize * 4);
-            let args = vec![Arg::Ptr(pin), Arg::Ptr(pout), Arg::U64(n), Arg::U32(passes)];
-            let config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
-            let stats = module.launch_with(entry, &config, &args, &mut mem).unwrap();
-            let got = read_words(&mem, pout, false, threads as usize).unwrap();
-            let verdict = cache::check_sums(u64::from(passes), &got, |t| {
-                cache::gpu_thread_sum(n, threads, t as u64)
-            });
-            assert!(verdict.valid, "{entry} n={n}: {}", verdict.detail);
+            let n = 4 * vectors as usize;
+            let run = Run {
+                policy: UniformBranchPolicy::Deny,
+                schedule: SCHEDULES[0],
+            };
+            let (stats, _) = launch_cache(&module, entry, n, grid, block, passes, run)
+                .unwrap_or_else(|e| panic!("{entry} n={n}: {e}"));
             let per_load = stats.thread_instructions as f64 / (vectors * u64::from(passes)) as f64;
             seen.push(format!("{entry} {vectors} vectors: {per_load:.2}"));
             assert!(

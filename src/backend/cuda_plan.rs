@@ -282,9 +282,9 @@ pub fn runs_wgmma(compute_capability: (u32, u32)) -> bool {
 pub const LEGACY_MMA_NOTE: &str = "legacy mma.sync path: %theory is against the wgmma dense rate (no source states mma.sync's rate on sm_90; the tensor ceiling comes from the wgmma rows)";
 
 /// The note of the f64 tensor row on Hopper, which no `wgmma` covers (the warpgroup MMA has no
-/// f64): its kernel is Ampere's `mma.sync.m8n8k4` (ptxas emits `DMMA.8x8x4` for sm_90), while
-/// PTX ISA 7.8 gave sm_90 the m16n8k{4,8,16} f64 shapes (`DMMA.16x8x16`), not measured here;
-/// the row's theory is the whitepaper's FP64 tensor rate, and it sets the f64 tensor ceiling.
+/// f64): its kernel is Ampere's `mma.sync.m8n8k4` (ptxas emits `DMMA.8x8x4` for sm_90), beside
+/// the m16n8k16 row PTX ISA 7.8 gave sm_90 ([`HOPPER_F64_SHAPE_NOTE`]); the row's theory is the
+/// whitepaper's FP64 tensor rate, and the better of the two f64 rows sets the f64 ceiling.
 pub const HOPPER_F64_MMA_NOTE: &str = "mma.sync m8n8k4 f64, Ampere's shape (DMMA.8x8x4 on sm_90; Hopper's m16n8k16 is the mma_m16n8k16 f64 row): %theory is against the FP64 tensor rate, which no wgmma covers";
 
 /// The note of the f64 tensor row at Hopper's shape.
@@ -404,30 +404,18 @@ pub fn plan_cases(
             peak::case(p, threads, iterations, peak::GPU_FMAS_PER_ITERATION)
         }));
     }
-    for p in tensor::PRECISIONS {
-        if tensor::needs_sm89(p) && !native_fp8_mma(cc) {
+    for mma in tensor::forms() {
+        if tensor::needs_sm89(mma.precision) && !native_fp8_mma(cc) {
             continue; // no native fp8 mma.sync on this device
         }
-        let placeholder = tensor::case(p, BLOCK as u64 / tensor::WARP as u64, 1);
-        let mut planned_case = planned_or_why(placeholder, &mut |threads| {
-            let warps = threads / tensor::WARP as u64;
-            let iterations = tensor::iterations_for(p, warps, target_flops(info, cc, p));
-            tensor::case(p, warps, iterations)
-        });
-        if let Some(note) = tensor_note(cc, p).filter(|_| planned_case.note.is_empty()) {
-            planned_case.note = note.to_string();
+        if mma.needs_sm90() && !runs_mma_sm90(cc) {
+            continue; // Hopper's own f64 shape (beside Ampere's m8n8k4): sm_90 and later
         }
-        planned.push(planned_case);
-    }
-    // Hopper's own f64 shape, beside Ampere's m8n8k4 (which sm_90 runs at a smaller DMMA)
-    if runs_mma_sm90(cc) {
-        let mma = tensor::HOPPER_F64;
         let placeholder = tensor::case(mma, BLOCK as u64 / tensor::WARP as u64, 1);
         let mut planned_case = planned_or_why(placeholder, &mut |threads| {
             let warps = threads / tensor::WARP as u64;
-            let iterations =
-                tensor::iterations_for(mma, warps, target_flops(info, cc, mma.precision));
-            tensor::case(mma, warps, iterations)
+            let target = target_flops(info, cc, mma.precision);
+            tensor::case(mma, warps, tensor::iterations_for(mma, warps, target))
         });
         if let Some(note) = tensor_note(cc, mma).filter(|_| planned_case.note.is_empty()) {
             planned_case.note = note.to_string();

@@ -549,9 +549,9 @@ mod tests {
     /// Every layout covers each matrix element exactly once across the warp.
     #[test]
     fn layouts_are_bijections() {
-        for p in PRECISIONS {
+        for p in forms() {
             let s = shape(p);
-            let elems = |bits: usize| register_bits(p) / bits;
+            let elems = |bits: usize| register_bits(p.precision) / bits;
             let (ar, br, cr) = registers(p);
             let check = |name: &str,
                          rows,
@@ -562,33 +562,45 @@ mod tests {
                 for lane in 0..WARP {
                     for i in 0..per_lane {
                         let (r, c) = coord(lane, i);
-                        assert!(r < rows && c < cols, "{p} {name} lane {lane} i {i}");
+                        assert!(r < rows && c < cols, "{p:?} {name} lane {lane} i {i}");
                         seen[r * cols + c] += 1;
                     }
                 }
-                assert!(seen.iter().all(|&n| n == 1), "{p} {name} not a bijection");
+                assert!(seen.iter().all(|&n| n == 1), "{p:?} {name} not a bijection");
             };
-            check("A", s.m, s.k, ar * elems(input_element_bits(p)), &|l, i| {
-                a_coord(p, l, i)
-            });
-            check("B", s.k, s.n, br * elems(input_element_bits(p)), &|l, i| {
-                b_coord(p, l, i)
-            });
-            check("C", s.m, s.n, cr * elems(accumulator_bits(p)), &|l, i| {
-                c_coord(p, l, i)
-            });
+            check(
+                "A",
+                s.m,
+                s.k,
+                ar * elems(input_element_bits(p.precision)),
+                &|l, i| a_coord(p, l, i),
+            );
+            check(
+                "B",
+                s.k,
+                s.n,
+                br * elems(input_element_bits(p.precision)),
+                &|l, i| b_coord(p, l, i),
+            );
+            check(
+                "C",
+                s.m,
+                s.n,
+                cr * elems(accumulator_bits(p.precision)),
+                &|l, i| c_coord(p, l, i),
+            );
         }
     }
 
     #[test]
     fn values_are_exact_and_small() {
-        for p in PRECISIONS {
+        for p in forms() {
             let s = shape(p);
             for r in 0..s.m {
                 for c in 0..s.n {
                     for chain in 0..CHAINS {
                         let d = c_value(p, chain, r, c) + product(p, r, c);
-                        assert!(d.abs() < 2048, "{p}: |D| must stay exact in f16");
+                        assert!(d.abs() < 2048, "{p:?}: |D| must stay exact in f16");
                     }
                 }
             }
