@@ -774,7 +774,8 @@ fn read_words(
     })
 }
 
-/// u64 words of a block record: (clock start, clock end, ns start, ns end, work, padding).
+/// u64 words of a block record: (clock start, clock end, ns start, ns end, work, padding or, in
+/// the sweep, thread 0's FMA steps per chain).
 const RECORD_WORDS: usize = 6;
 
 /// Allocates the block records of a launch of `grid` blocks.
@@ -1281,6 +1282,33 @@ fn run_sweep(
         words[thread / block as usize] += 1;
     }
     check_block_records(&mem, records, grid, |b| words[b])?;
+    // Thread 0 of each block records its FMA steps per chain: k for every trip of its loops,
+    // followed here as the kernel runs them (pairs of vectors, single vectors, tail words).
+    let r = mem
+        .read::<u64>(records, RECORD_WORDS * grid as usize)
+        .map_err(|e| e.to_string())?;
+    for (b, rec) in r.chunks_exact(RECORD_WORDS).enumerate() {
+        let t = b * block as usize;
+        let (mut trips, mut v) = (0u64, t);
+        while v + threads < nvec {
+            (trips, v) = (trips + 1, v + 2 * threads);
+        }
+        while v < nvec {
+            (trips, v) = (trips + 1, v + threads);
+        }
+        let mut w = nvec * width + t;
+        while w < n {
+            (trips, w) = (trips + 1, w + threads);
+        }
+        let steps = (u64::from(k) * trips) & u64::from(u32::MAX);
+        if rec[5] != steps {
+            return Err(format!(
+                "block {b}: thread 0 recorded {} FMA steps per chain, expected {steps} \
+                 ({trips} trips of {k})",
+                rec[5]
+            ));
+        }
+    }
     Ok(Outcome::new(stats, output))
 }
 
@@ -1610,6 +1638,69 @@ fn sweep_moving_vectors_twice_is_caught() {
         body.replace("add.u64 %rd9, %rd9, %rd8;", "add.u64 %rd9, %rd9, %rd5;")
     });
     assert_eq!(n, intensity::PRECISIONS.len() * intensity::KS.len());
+}
+
+/// A sweep whose step loop (k above 64) runs one trip short: the f16x2 and bf16x2 chains have
+/// converged by then, so their output is the same, and only thread 0's recorded steps show it.
+#[test]
+fn sweep_step_loop_one_trip_short_is_caught() {
+    let targets: Vec<_> = entries_containing("_main_steps:")
+        .into_iter()
+        .filter(|(file, _, _)| file == "intensity.ptx.in")
+        .collect();
+    let looped = intensity::KS
+        .iter()
+        .filter(|&&k| k > intensity::UNROLLED_STEPS)
+        .count();
+    assert!(looped > 0);
+    let short = |body: &str| {
+        // each loop's end moves one block of steps closer: `add.u32 %r13, %r12, K;`
+        let mut out = String::new();
+        for line in body.lines() {
+            match line.trim_start().strip_prefix("add.u32 %r13, %r12, ") {
+                Some(rest) => {
+                    let (k, comment) = rest.split_once(';').unwrap();
+                    let k: u32 = k.parse().unwrap();
+                    let k = k - intensity::UNROLLED_STEPS;
+                    out.push_str(&format!("    add.u32 %r13, %r12, {k};{comment}\n"));
+                }
+                None => out.push_str(&format!("{line}\n")),
+            }
+        }
+        out
+    };
+    let n = assert_mutants_caught("sweep step loop one trip short", &targets, short);
+    assert_eq!(n, intensity::PRECISIONS.len() * looped);
+    // bf16x2 at k = 1024: the output alone passes; the steps recorded fail it
+    let entry = intensity::entry_name(P::Bf16x2, 1024);
+    let (_, text, _) = targets.iter().find(|(_, _, e)| *e == entry).unwrap();
+    let module = Module::parse(&mutate_entry(text, &entry, short)).unwrap();
+    let run = Run {
+        policy: UniformBranchPolicy::Deny,
+        schedule: SCHEDULES[0],
+    };
+    let Err(e) = run_sweep(&module, &entry, P::Bf16x2, 1024, 300, 1, 32, run) else {
+        panic!("{entry} one step-loop trip short passed");
+    };
+    assert!(e.contains("FMA steps per chain"), "{e}");
+}
+
+/// A k that is not a multiple of the unrolled block (never planned, but the expansion takes any
+/// k) runs the loop and then the steps left over.
+#[test]
+fn sweep_with_steps_left_over_runs_in_the_interpreter() {
+    for (p, k) in [(P::F32, 130), (P::I32, 65), (P::F64, 191)] {
+        let module = Module::parse(&intensity::expand(p, k)).unwrap();
+        let entry = intensity::entry_name(p, k);
+        for &(n, grid, block) in SWEEP_SHAPES {
+            let run = Run {
+                policy: UniformBranchPolicy::Deny,
+                schedule: SCHEDULES[0],
+            };
+            run_sweep(&module, &entry, p, k, n, grid, block, run)
+                .unwrap_or_else(|e| panic!("{p} k={k} n={n}: {e}"));
+        }
+    }
 }
 
 #[test]

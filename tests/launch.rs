@@ -898,6 +898,32 @@ fn kernels_doing_other_work_than_the_row_are_invalid() {
     }
 }
 
+/// A sweep whose FMA step loop (k above 64) runs one trip short: bf16x2's chains have converged
+/// by then, so the output passes its check, and the row is invalid by thread 0's recorded steps.
+#[test]
+fn sweep_step_loop_one_trip_short_gives_an_invalid_row() {
+    let k = 1024;
+    let launch = launch::plan(&intensity::case(Precision::Bf16x2, k, 4099), 2).unwrap();
+    let m = mutated(
+        launch.entry.module,
+        &launch.entry.name,
+        &format!("add.u32 %r13, %r12, {k};"),
+        &format!("add.u32 %r13, %r12, {};", k - intensity::UNROLLED_STEPS),
+    );
+    let (out, records) = run(&launch, &m).unwrap();
+    assert!(launch.verify_output(&out).valid, "the output is right");
+    let verdict = launch.verify(&out, &records);
+    assert!(
+        !verdict.valid && verdict.detail.contains("FMA steps per chain"),
+        "{}",
+        verdict.detail
+    );
+    // the kernel as it is gives a valid row
+    let m = mutated(launch.entry.module, &launch.entry.name, "", "");
+    let (out, records) = run(&launch, &m).unwrap();
+    assert!(launch.verify(&out, &records).valid);
+}
+
 /// Planted mistakes in the `wgmma` kernels are caught under the interpreter: B's descriptor in
 /// the 64-byte swizzle mode instead of 128, A's leading- and stride-byte offsets swapped, −B's
 /// start address not moved (every pair then adds 2·A·B), a loop that exits one trip early, and a

@@ -29,10 +29,11 @@ pub const BLOCK: u32 = 256;
 pub const MAX_GRID: u32 = i32::MAX as u32;
 
 /// u64 words of one block record, written by thread 0 of every block of a peak, tensor or sweep
-/// kernel: `(clock64 start, clock64 end, globaltimer start, globaltimer end, work done, padding)`.
+/// kernel: `(clock64 start, clock64 end, globaltimer start, globaltimer end, work done, steps)`.
 /// The work done is counted by the kernel's own loops (peak and tensor: loop trips; sweep: the
-/// words the block moved); the padding word keeps every record 16-byte aligned and is never
-/// written.
+/// words the block moved). The sixth word is the sweep's FMA steps per chain by thread 0
+/// ([`RECORD_STEPS_WORD`]); elsewhere it is padding that keeps every record 16-byte aligned,
+/// never written.
 pub const BLOCK_RECORD_WORDS: usize = 6;
 
 /// Bytes of one block record.
@@ -40,6 +41,10 @@ pub const BLOCK_RECORD_BYTES: u64 = 8 * BLOCK_RECORD_WORDS as u64;
 
 /// The word of a block record that holds the work the block did.
 pub const RECORD_WORK_WORD: usize = 4;
+
+/// The word of a sweep kernel's block record that holds the FMA steps per chain its thread 0
+/// completed ([`intensity::gpu_thread_steps`]).
+pub const RECORD_STEPS_WORD: usize = 5;
 
 /// A PTX module the CUDA backend loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -453,6 +458,21 @@ impl Owed {
         }
     }
 
+    /// What thread 0 of block `index` must record as its FMA steps per chain, where the kernel
+    /// records them (the sweep, whose k steps run as a loop for large k).
+    pub fn thread0_steps(&self, grid: u32, block: u32, index: u64) -> Option<u64> {
+        match *self {
+            Owed::SweepWords { precision, k, n } => Some(intensity::gpu_thread_steps(
+                precision,
+                k,
+                n,
+                grid as u64 * block as u64,
+                index * block as u64,
+            )),
+            _ => None,
+        }
+    }
+
     /// The work a block of `block` threads did, by its recorded count.
     pub fn work(&self, block: u32, count: u64) -> Work {
         let block = block as u64;
@@ -649,6 +669,7 @@ impl Launch {
         };
         let mut wrong = Vec::new();
         let mut count = 0;
+        let (mut wrong_steps, mut short_steps) = (Vec::new(), 0);
         let mut done = Work::default();
         let blocks = records.len() / BLOCK_RECORD_WORDS;
         for (b, record) in records.chunks_exact(BLOCK_RECORD_WORDS).enumerate() {
@@ -662,6 +683,15 @@ impl Launch {
                     wrong.push(format!("block {b}: is {is}, should be {should}"));
                 }
             }
+            if let Some(steps) = owed.thread0_steps(self.grid, self.block, b as u64) {
+                let is = record[RECORD_STEPS_WORD];
+                if is != steps {
+                    short_steps += 1;
+                    if wrong_steps.len() < 3 {
+                        wrong_steps.push(format!("block {b}: is {is}, should be {steps}"));
+                    }
+                }
+            }
             let w = owed.work(self.block, is);
             done.bytes_read = done.bytes_read.saturating_add(w.bytes_read);
             done.bytes_written = done.bytes_written.saturating_add(w.bytes_written);
@@ -672,6 +702,13 @@ impl Launch {
                 "{count} of {blocks} blocks recorded other {} than the row counts: {}",
                 owed.unit(),
                 wrong.join("; ")
+            ));
+        }
+        if short_steps > 0 {
+            return Verdict::invalid(format!(
+                "{short_steps} of {blocks} blocks' thread 0 recorded other FMA steps per chain \
+                 than the row counts: {}",
+                wrong_steps.join("; ")
             ));
         }
         if done != self.work {
@@ -1594,9 +1631,16 @@ mod tests {
     }
 
     /// Records of `launch` whose blocks did `count(b)` and ran at 1 GHz.
+    /// Block records with work counts `count(b)`, and the FMA steps the plan owes where the
+    /// kernel records them.
     fn records_of(launch: &Launch, count: impl Fn(u64) -> u64) -> Vec<u64> {
+        let steps = |b| {
+            launch
+                .owed
+                .and_then(|o| o.thread0_steps(launch.grid, launch.block, b))
+        };
         (0..launch.grid as u64)
-            .flat_map(|b| [0, 1_000_000, 0, 1_000_000, count(b), 0])
+            .flat_map(|b| [0, 1_000_000, 0, 1_000_000, count(b), steps(b).unwrap_or(0)])
             .collect()
     }
 
@@ -1669,6 +1713,18 @@ mod tests {
             !extra.valid && extra.detail.contains("words"),
             "{}",
             extra.detail
+        );
+        // thread 0's FMA steps: k per trip of its loops (block 1's thread 0, thread 256 of 512,
+        // has vectors 256 and 768, then 1280 and 1792, of 2049: two main-loop trips, no tail
+        // word); one block of steps short is invalid
+        assert_eq!(sweep.owed.unwrap().thread0_steps(2, BLOCK, 1), Some(16 * 2));
+        let mut records = records_of(&sweep, share);
+        records[BLOCK_RECORD_WORDS + RECORD_STEPS_WORD] -= 16;
+        let short = sweep.verify_records(&records);
+        assert!(
+            !short.valid && short.detail.contains("block 1: is 16, should be 32"),
+            "{}",
+            short.detail
         );
 
         // a launch without records takes none

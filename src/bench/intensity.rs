@@ -204,6 +204,37 @@ pub fn gpu_thread_words(precision: Precision, n: u64, threads: u64, t: u64) -> u
     share(vectors) * width + share(tail)
 }
 
+/// The trips thread `t` of `threads` makes through the sweep kernel's three loops over `n` words
+/// (two vectors per main-loop trip, then one vector, then one tail word per trip): each trip
+/// runs k FMA steps per chain.
+pub fn gpu_thread_trips(precision: Precision, n: u64, threads: u64, t: u64) -> u64 {
+    let width = words_per_vector(precision);
+    let vectors = n / width;
+    let tail = n - vectors * width;
+    let threads = threads.max(1);
+    let share = |limit: u64| {
+        if t < limit {
+            (limit - t - 1) / threads + 1
+        } else {
+            0
+        }
+    };
+    // main-loop trips: vectors t + 2j·threads and t + (2j + 1)·threads, both below `vectors`
+    let pairs = if t + threads < vectors {
+        (vectors - t - threads - 1) / (2 * threads) + 1
+    } else {
+        0
+    };
+    share(vectors) - pairs + share(tail)
+}
+
+/// The FMA steps per chain thread `t` counts (`%r12` of kernels/intensity.ptx.in, which thread 0
+/// of each block records): k per trip of its loops ([`gpu_thread_trips`]), modulo 2^32 (the
+/// count is a 32-bit register).
+pub fn gpu_thread_steps(precision: Precision, k: u32, n: u64, threads: u64, t: u64) -> u64 {
+    (u64::from(k) * gpu_thread_trips(precision, n, threads, t)) & u64::from(u32::MAX)
+}
+
 /// The words block `block_index` (of `block` threads, in a grid of `threads`) moves: what its
 /// threads' records must add up to.
 pub fn gpu_block_words(
@@ -241,8 +272,44 @@ pub fn fma_instruction(precision: Precision) -> &'static str {
     }
 }
 
+/// FMA steps per chain unrolled in the kernels' code: k up to this is unrolled whole; a larger k
+/// runs a loop of `k / UNROLLED_STEPS` trips over a block of this many steps (then the
+/// `k % UNROLLED_STEPS` left, unrolled). Fully unrolled, k = 1024 made an f32 main loop of 8192
+/// FFMAs, 128 KiB of SASS, which no SM's instruction cache holds; the f32 loop block is 512
+/// FFMAs (8 KiB), and its 3 loop instructions (count, compare, branch) are under 1 % of the
+/// instructions issued.
+pub const UNROLLED_STEPS: u32 = 64;
+
 /// `k` FMAs on each of the registers `%x0 … %x{chains-1}`, interleaved step by step so the
-/// chains are independent in flight.
+/// chains are independent in flight, and the steps counted in `%r12` (one add per block of
+/// steps, not per FMA): unrolled up to [`UNROLLED_STEPS`], else a loop at `label` (see there).
+fn fma_steps(precision: Precision, k: u32, chains: usize, label: &str) -> String {
+    let looped = if k > UNROLLED_STEPS {
+        k / UNROLLED_STEPS * UNROLLED_STEPS
+    } else {
+        0
+    };
+    let mut out = String::new();
+    if looped > 0 {
+        out.push_str(&format!(
+            "    add.u32 %r13, %r12, {looped};        // the step count at this loop's end\n\
+             {label}:\n    .pragma \"nounroll\";\n"
+        ));
+        out.push_str(&fma_block(precision, UNROLLED_STEPS, chains));
+        out.push_str(&format!(
+            "    add.u32 %r12, %r12, {UNROLLED_STEPS};\n    setp.ne.u32 %p0, %r12, %r13;\n    \
+             @%p0 bra.uni {label};\n"
+        ));
+    }
+    let rest = k - looped;
+    out.push_str(&fma_block(precision, rest, chains));
+    if rest > 0 {
+        out.push_str(&format!("    add.u32 %r12, %r12, {rest};\n"));
+    }
+    out
+}
+
+/// `k` FMAs on each of the registers `%x0 … %x{chains-1}`, unrolled, interleaved step by step.
 fn fma_block(precision: Precision, k: u32, chains: usize) -> String {
     let fma = fma_instruction(precision);
     let mut out = String::with_capacity(k as usize * chains * 32);
@@ -256,13 +323,15 @@ fn fma_block(precision: Precision, k: u32, chains: usize) -> String {
 
 /// The PTX module of the sweep kernel for (`precision`, `k`): one entry, [`entry_name`], with
 /// parameters `(in, out, clocks, n, a, b)` — input and output arrays of n words, the block
-/// records (6 u64 per block: clocks, and the words the block moved, [`gpu_block_words`]), and
-/// the map's [`map`] `a` and `b` as register bits (`.b32`, or `.b64` for f64).
+/// records (6 u64 per block: clocks, the words the block moved, [`gpu_block_words`], and the
+/// FMA steps per chain its thread 0 completed, [`gpu_thread_steps`]), and the map's [`map`] `a`
+/// and `b` as register bits (`.b32`, or `.b64` for f64).
 ///
 /// Template placeholders: `@ENTRY@`, `@K@`, `@FMA@` (the instruction), `@W@` (register bits),
 /// `@VEC@` (words per 16-byte vector), `@VEC2@` (twice that), `@LOG2_VEC@`, `@LOG2_WORD@` (log2 of bytes per word),
 /// `@VTYPE@` / `@STYPE@` (vector and scalar load/store types), `@V0@` / `@V1@` (vector operand
-/// lists) and `@MAIN@` / `@REM@` / `@TAIL@` (the unrolled FMA blocks of the three loops).
+/// lists) and `@MAIN@` / `@REM@` / `@TAIL@` (the k FMA steps of the three loops, unrolled up to
+/// [`UNROLLED_STEPS`], a loop of unrolled blocks above it, each counting its steps).
 ///
 /// The interpreter's tests call this to run the very text the GPU runs.
 pub fn expand(precision: Precision, k: u32) -> String {
@@ -272,8 +341,15 @@ pub fn expand(precision: Precision, k: u32) -> String {
         let regs: Vec<String> = (from..from + vec).map(|r| format!("%x{r}")).collect();
         format!("{{{}}}", regs.join(", "))
     };
+    let entry = entry_name(precision, k);
+    let steps = |chains: usize, part: &str| {
+        let label = format!("{entry}_{part}_steps");
+        fma_steps(precision, k, chains, &label)
+            .trim_end()
+            .to_string()
+    };
     let replacements = [
-        ("@ENTRY@", entry_name(precision, k)),
+        ("@ENTRY@", entry.clone()),
         ("@K@", k.to_string()),
         ("@FMA@", fma_instruction(precision).to_string()),
         ("@W@", if wide { "64" } else { "32" }.to_string()),
@@ -288,12 +364,9 @@ pub fn expand(precision: Precision, k: u32) -> String {
         ("@STYPE@", if wide { "b64" } else { "b32" }.to_string()),
         ("@V0@", operands(0)),
         ("@V1@", operands(vec)),
-        (
-            "@MAIN@",
-            fma_block(precision, k, 2 * vec).trim_end().to_string(),
-        ),
-        ("@REM@", fma_block(precision, k, vec).trim_end().to_string()),
-        ("@TAIL@", fma_block(precision, k, 1).trim_end().to_string()),
+        ("@MAIN@", steps(2 * vec, "main")),
+        ("@REM@", steps(vec, "remainder")),
+        ("@TAIL@", steps(1, "tail")),
     ];
     super::expand_template(TEMPLATE, replacements)
 }
@@ -408,10 +481,46 @@ mod tests {
         assert_eq!(gpu_block_words(Precision::F32, 4099, 512, 256, 1), 256 * 8);
     }
 
+    /// The trips and steps of a thread are the kernel's loops followed one trip at a time.
+    #[test]
+    fn thread_trips_follow_the_kernels_loops() {
+        for p in [Precision::F32, Precision::F64] {
+            let width = words_per_vector(p);
+            for n in [0u64, 1, 3, 5, 8, 17, 257, 4099, 10_007] {
+                for threads in [1u64, 3, 32, 96, 512] {
+                    for t in 0..threads {
+                        let vectors = n / width;
+                        let (mut trips, mut v) = (0, t);
+                        while v + threads < vectors {
+                            (trips, v) = (trips + 1, v + 2 * threads);
+                        }
+                        while v < vectors {
+                            (trips, v) = (trips + 1, v + threads);
+                        }
+                        let mut w = vectors * width + t;
+                        while w < n {
+                            (trips, w) = (trips + 1, w + threads);
+                        }
+                        assert_eq!(
+                            gpu_thread_trips(p, n, threads, t),
+                            trips,
+                            "{p} n={n} T={threads} t={t}"
+                        );
+                        assert_eq!(gpu_thread_steps(p, 1024, n, threads, t), 1024 * trips);
+                    }
+                }
+            }
+        }
+        // the steps are a 32-bit count
+        let trips = gpu_thread_trips(Precision::F32, 1 << 36, 1, 0);
+        assert_eq!(trips, (1 << 34) - (1 << 33));
+        assert_eq!(gpu_thread_steps(Precision::F32, 1024, 1 << 36, 1, 0), 0);
+    }
+
     #[test]
     fn expansion_unrolls_k_fmas_per_word() {
         for p in PRECISIONS {
-            for k in [0u32, 1, 3, 64] {
+            for k in [0u32, 1, 3, 64, 65, 128, 130, 1024] {
                 let ptx = expand(p, k);
                 let unexpanded = ptx.split('@').skip(1).step_by(2).any(|w| {
                     !w.is_empty()
@@ -424,8 +533,31 @@ mod tests {
                     .filter(|l| l.trim_start().starts_with(fma_instruction(p)))
                     .count();
                 let vec = if p == Precision::F64 { 2 } else { 4 };
+                // a block of 64 steps in a loop above 64, and the steps left over
+                let (looped, unrolled) = match k {
+                    0..=64 => (0, k),
+                    _ => (k / 64 * 64, 64 + k % 64),
+                };
                 // main (2 vectors) + remainder (1 vector) + tail (1 word)
-                assert_eq!(fmas, k as usize * (3 * vec + 1), "{p} k={k}");
+                assert_eq!(fmas, unrolled as usize * (3 * vec + 1), "{p} k={k}");
+                let loops = ptx.matches("_steps;").count();
+                assert_eq!(loops, if looped > 0 { 3 } else { 0 }, "{p} k={k}");
+                if looped > 0 {
+                    assert_eq!(
+                        ptx.matches(&format!("add.u32 %r13, %r12, {looped};"))
+                            .count(),
+                        3,
+                        "{p} k={k}"
+                    );
+                }
+                // every loop trip counts k steps
+                let counted: u32 = ptx
+                    .lines()
+                    .filter_map(|l| l.trim_start().strip_prefix("add.u32 %r12, %r12, "))
+                    .map(|v| v.trim_end_matches(';').parse::<u32>().unwrap())
+                    .sum();
+                let per_loop = if looped > 0 { 64 + k % 64 } else { k };
+                assert_eq!(counted, 3 * per_loop, "{p} k={k}");
                 assert!(ptx.contains(&format!(".visible .entry {}(", entry_name(p, k))));
             }
         }
