@@ -359,7 +359,7 @@ fn runaway_child() {
         return;
     };
     gpu.set_kernel_deadline(Duration::from_secs(3));
-    // 2^32 - 1 trips of 128 FMAs per thread: hours
+    // 2^32 - 1 trips of 512 FMAs per thread: hours
     let forever = peak::case(
         Precision::F32,
         planned.case.elements,

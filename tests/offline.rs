@@ -517,8 +517,8 @@ fn is_family(op: &str, family: &[&str]) -> bool {
         .any(|f| op == *f || op.starts_with(&format!("{f}.")))
 }
 
-/// Every peak and tensor kernel: ≥ 90 % of its timed loop is the instruction it measures, on
-/// every architecture it targets.
+/// Every peak and tensor kernel: ≥ 90 % of its timed loop is the instruction it measures (a
+/// peak kernel's ≥ 98 %), on every architecture it targets.
 #[test]
 fn compute_loops_are_the_instruction_measured() {
     let Some((tools, builds)) = setup("compute_loops_are_the_instruction_measured", true) else {
@@ -588,8 +588,12 @@ fn compute_loops_are_the_instruction_measured() {
                     family[0],
                     100.0 * share
                 ));
+                // a peak loop is 512 FMAs and the loop's own 4 to 10 instructions: on a part
+                // whose FP32 pipe takes one warp instruction per clock (GA10x, Hopper) each
+                // other instruction costs an FMA's issue slot
+                let floor = if module == "peak.ptx" { 0.98 } else { 0.9 };
                 assert!(
-                    share >= 0.9,
+                    share >= floor,
                     "{arch} {name}: only {hits} of {} loop instructions are {family:?}:\n{}",
                     lp.len(),
                     lp.iter()

@@ -32,7 +32,7 @@ pub const KERNEL: &str = "fma";
 /// Independent chains per GPU thread in kernels/peak.ptx.
 pub const GPU_CHAINS: u64 = 8;
 /// FMAs per chain per loop trip in kernels/peak.ptx.
-pub const GPU_UNROLL: u64 = 16;
+pub const GPU_UNROLL: u64 = 64;
 /// FMAs per GPU thread per loop trip.
 pub const GPU_FMAS_PER_ITERATION: u64 = GPU_CHAINS * GPU_UNROLL;
 
@@ -186,7 +186,7 @@ mod tests {
     fn work_and_iterations_round_trip() {
         let c = case(Precision::F16x2, 1000, 77, GPU_FMAS_PER_ITERATION);
         assert_eq!(c.id(), "peak/fma/f16x2");
-        assert_eq!(c.work.flops, 1000 * 77 * 128 * 2 * 2);
+        assert_eq!(c.work.flops, 1000 * 77 * 512 * 2 * 2);
         assert_eq!(c.work.bytes(), 0);
         assert_eq!(c.work.intensity(), None);
         assert_eq!(iterations_of(&c, GPU_FMAS_PER_ITERATION), Ok(77));
