@@ -330,7 +330,8 @@ fn check_entry(
             ] {
                 note(
                     across_schedules(policy, |run| {
-                        run_cache(module, entry, n, grid, block, passes, run)
+                        launch_cache(module, entry, n, grid, block, passes, run)
+                            .map(|(stats, got)| Outcome::new(stats, bytes_of(&got)))
                     })
                     .map_err(|e| {
                         format!("{file}: `{entry}` n={n} grid={grid} block={block} passes={passes}: {e}")
@@ -956,21 +957,8 @@ fn run_wgmma(
     Ok(Outcome::new(stats, output))
 }
 
-/// A cache kernel: every thread's sum is `passes ×` the sum of its grid-stride share.
-fn run_cache(
-    module: &Module,
-    entry: &str,
-    n: usize,
-    grid: u32,
-    block: u32,
-    passes: u32,
-    run: Run,
-) -> Result<Outcome, String> {
-    let (stats, got) = launch_cache(module, entry, n, grid, block, passes, run)?;
-    Ok(Outcome::new(stats, bytes_of(&got)))
-}
-
-/// [`run_cache`]'s launch and checks: the launch's statistics and every thread's sum.
+/// A cache kernel: every thread's sum is `passes ×` the sum of its grid-stride share. Returns
+/// the launch's statistics and every thread's sum.
 fn launch_cache(
     module: &Module,
     entry: &str,
@@ -1282,29 +1270,17 @@ fn run_sweep(
         words[thread / block as usize] += 1;
     }
     check_block_records(&mem, records, grid, |b| words[b])?;
-    // Thread 0 of each block records its FMA steps per chain: k for every trip of its loops,
-    // followed here as the kernel runs them (pairs of vectors, single vectors, tail words).
+    // Thread 0 of each block records its FMA steps per chain: k for every trip of its loops
+    // (`gpu_thread_steps`, itself checked against the loops followed trip by trip)
     let r = mem
         .read::<u64>(records, RECORD_WORDS * grid as usize)
         .map_err(|e| e.to_string())?;
     for (b, rec) in r.chunks_exact(RECORD_WORDS).enumerate() {
-        let t = b * block as usize;
-        let (mut trips, mut v) = (0u64, t);
-        while v + threads < nvec {
-            (trips, v) = (trips + 1, v + 2 * threads);
-        }
-        while v < nvec {
-            (trips, v) = (trips + 1, v + threads);
-        }
-        let mut w = nvec * width + t;
-        while w < n {
-            (trips, w) = (trips + 1, w + threads);
-        }
-        let steps = (u64::from(k) * trips) & u64::from(u32::MAX);
+        let t = (b * block as usize) as u64;
+        let steps = intensity::gpu_thread_steps(p, k, n as u64, threads as u64, t);
         if rec[5] != steps {
             return Err(format!(
-                "block {b}: thread 0 recorded {} FMA steps per chain, expected {steps} \
-                 ({trips} trips of {k})",
+                "block {b}: thread 0 recorded {} FMA steps per chain, expected {steps}",
                 rec[5]
             ));
         }

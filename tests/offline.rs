@@ -449,17 +449,26 @@ fn the_empty_kernel_is_one_counting_add() {
 /// branch, without `NOP`s. (ptxas's `BRA` to itself after `EXIT` is not a loop; the NOPs are
 /// issue-slot padding that sm_90 needs after each DMMA, not work competing for a pipe.)
 fn timed_loop(body: &[Instruction]) -> Vec<Instruction> {
-    let branch = body.iter().find_map(|(addr, op, text)| {
-        if !op.starts_with("BRA") {
-            return None;
-        }
-        let target = text
-            .split_whitespace()
-            .last()
-            .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())?;
-        (target < *addr).then_some((target, *addr))
-    });
-    let (start, end) = branch.expect("the kernel has a loop");
+    let first = *loops(body).first().expect("the kernel has a loop");
+    loop_body(body, first)
+}
+
+/// The loops of `body`: (target, address) of every backward branch, in address order.
+fn loops(body: &[Instruction]) -> Vec<(u64, u64)> {
+    body.iter()
+        .filter(|(_, op, _)| op.starts_with("BRA"))
+        .filter_map(|(addr, _, text)| {
+            let target = text
+                .split_whitespace()
+                .last()
+                .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())?;
+            (target < *addr).then_some((target, *addr))
+        })
+        .collect()
+}
+
+/// The instructions of the loop `(start, end)` of [`loops`], without `NOP`s.
+fn loop_body(body: &[Instruction], (start, end): (u64, u64)) -> Vec<Instruction> {
     body.iter()
         .filter(|(a, op, _)| (start..=end).contains(a) && op != "NOP")
         .cloned()
@@ -475,25 +484,10 @@ fn mma_loop(body: &[Instruction]) -> Vec<Instruction> {
 /// The instructions (NOPs aside) of the first backward branch's loop in `body` that contains
 /// an opcode with `op` in it.
 fn loop_containing(body: &[Instruction], op: &str) -> Option<Vec<Instruction>> {
-    let loops: Vec<(u64, u64)> = body
-        .iter()
-        .filter(|(_, op, _)| op.starts_with("BRA"))
-        .filter_map(|(addr, _, text)| {
-            let target = text
-                .split_whitespace()
-                .last()
-                .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())?;
-            (target < *addr).then_some((target, *addr))
-        })
-        .collect();
-    let inside = |(start, end): (u64, u64)| {
-        body.iter()
-            .filter(move |(a, op, _)| (start..=end).contains(a) && op != "NOP")
-    };
-    let (start, end) = loops
+    loops(body)
         .into_iter()
-        .find(|&l| inside(l).any(|(_, o, _)| o.contains(op)))?;
-    Some(inside((start, end)).cloned().collect())
+        .map(|l| loop_body(body, l))
+        .find(|inside| inside.iter().any(|(_, o, _)| o.contains(op)))
 }
 
 /// The SASS opcode family a kernel's loop must be made of.
@@ -939,30 +933,13 @@ fn sweep_variants_keep_k_fmas_per_word() {
 /// The loops of `body` (a backward branch's target to the branch) that hold no other loop,
 /// each without `NOP`s.
 fn innermost_loops(body: &[Instruction]) -> Vec<Vec<Instruction>> {
-    let loops: Vec<(u64, u64)> = body
-        .iter()
-        .filter(|(_, op, _)| op.starts_with("BRA"))
-        .filter_map(|(addr, _, text)| {
-            let target = text
-                .split_whitespace()
-                .last()
-                .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())?;
-            (target < *addr).then_some((target, *addr))
-        })
-        .collect();
-    loops
-        .iter()
+    let all = loops(body);
+    all.iter()
         .filter(|&&(s, e)| {
-            !loops
-                .iter()
+            !all.iter()
                 .any(|&(s2, e2)| (s2, e2) != (s, e) && s <= s2 && e2 <= e)
         })
-        .map(|&(s, e)| {
-            body.iter()
-                .filter(|(a, op, _)| (s..=e).contains(a) && op != "NOP")
-                .cloned()
-                .collect()
-        })
+        .map(|&l| loop_body(body, l))
         .collect()
 }
 

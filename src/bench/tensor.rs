@@ -568,27 +568,13 @@ mod tests {
                 }
                 assert!(seen.iter().all(|&n| n == 1), "{p:?} {name} not a bijection");
             };
-            check(
-                "A",
-                s.m,
-                s.k,
-                ar * elems(input_element_bits(p.precision)),
-                &|l, i| a_coord(p, l, i),
+            let (input, acc) = (
+                elems(input_element_bits(p.precision)),
+                elems(accumulator_bits(p.precision)),
             );
-            check(
-                "B",
-                s.k,
-                s.n,
-                br * elems(input_element_bits(p.precision)),
-                &|l, i| b_coord(p, l, i),
-            );
-            check(
-                "C",
-                s.m,
-                s.n,
-                cr * elems(accumulator_bits(p.precision)),
-                &|l, i| c_coord(p, l, i),
-            );
+            check("A", s.m, s.k, ar * input, &|l, i| a_coord(p, l, i));
+            check("B", s.k, s.n, br * input, &|l, i| b_coord(p, l, i));
+            check("C", s.m, s.n, cr * acc, &|l, i| c_coord(p, l, i));
         }
     }
 
