@@ -1630,9 +1630,8 @@ mod tests {
         assert_eq!(clock_from_records(&coarse(1, 3000, 1, true)), Some(3000.0));
     }
 
-    /// Records of `launch` whose blocks did `count(b)` and ran at 1 GHz.
-    /// Block records with work counts `count(b)`, and the FMA steps the plan owes where the
-    /// kernel records them.
+    /// Records of `launch` whose blocks did `count(b)` and ran at 1 GHz, with the FMA steps the
+    /// plan owes where the kernel records them.
     fn records_of(launch: &Launch, count: impl Fn(u64) -> u64) -> Vec<u64> {
         let steps = |b| {
             launch

@@ -186,46 +186,43 @@ pub fn words_per_vector(precision: Precision) -> u64 {
     16 / arith::word_bytes(precision)
 }
 
+/// How many of `first`, `first + stride`, … are below `limit` (a thread's grid-stride share).
+fn strided_count(first: u64, stride: u64, limit: u64) -> u64 {
+    if first < limit {
+        (limit - first - 1) / stride.max(1) + 1
+    } else {
+        0
+    }
+}
+
+/// The whole vectors and the tail words below n that the sweep kernel's grid-stride loops give
+/// GPU thread `t` of `threads`: `(vectors, tail words)`.
+fn gpu_thread_share(precision: Precision, n: u64, threads: u64, t: u64) -> (u64, u64) {
+    let width = words_per_vector(precision);
+    let vectors = n / width;
+    (
+        strided_count(t, threads, vectors),
+        strided_count(t, threads, n - vectors * width),
+    )
+}
+
 /// The words GPU thread `t` of `threads` moves over `n` words (kernels/intensity.ptx.in): the
 /// whole vectors `t`, `t + threads`, … (two per main-loop trip, then one at a time), and the tail
 /// words `vectors · width + t`, `+ threads`, … below n.
 pub fn gpu_thread_words(precision: Precision, n: u64, threads: u64, t: u64) -> u64 {
-    let width = words_per_vector(precision);
-    let vectors = n / width;
-    let tail = n - vectors * width;
-    // how many of t, t + threads, … are below `limit`
-    let share = |limit: u64| {
-        if t < limit {
-            (limit - t - 1) / threads.max(1) + 1
-        } else {
-            0
-        }
-    };
-    share(vectors) * width + share(tail)
+    let (vectors, tail) = gpu_thread_share(precision, n, threads, t);
+    vectors * words_per_vector(precision) + tail
 }
 
 /// The trips thread `t` of `threads` makes through the sweep kernel's three loops over `n` words
 /// (two vectors per main-loop trip, then one vector, then one tail word per trip): each trip
 /// runs k FMA steps per chain.
 pub fn gpu_thread_trips(precision: Precision, n: u64, threads: u64, t: u64) -> u64 {
-    let width = words_per_vector(precision);
-    let vectors = n / width;
-    let tail = n - vectors * width;
     let threads = threads.max(1);
-    let share = |limit: u64| {
-        if t < limit {
-            (limit - t - 1) / threads + 1
-        } else {
-            0
-        }
-    };
-    // main-loop trips: vectors t + 2j·threads and t + (2j + 1)·threads, both below `vectors`
-    let pairs = if t + threads < vectors {
-        (vectors - t - threads - 1) / (2 * threads) + 1
-    } else {
-        0
-    };
-    share(vectors) - pairs + share(tail)
+    let (vectors, tail) = gpu_thread_share(precision, n, threads, t);
+    // main-loop trips: one per second vector t + threads, t + 3·threads, … below n's vectors
+    let pairs = strided_count(t + threads, 2 * threads, n / words_per_vector(precision));
+    vectors - pairs + tail
 }
 
 /// The FMA steps per chain thread `t` counts (`%r12` of kernels/intensity.ptx.in, which thread 0
@@ -276,8 +273,8 @@ pub fn fma_instruction(precision: Precision) -> &'static str {
 /// runs a loop of `k / UNROLLED_STEPS` trips over a block of this many steps (then the
 /// `k % UNROLLED_STEPS` left, unrolled). Fully unrolled, k = 1024 made an f32 main loop of 8192
 /// FFMAs, 128 KiB of SASS, which no SM's instruction cache holds; the f32 loop block is 512
-/// FFMAs (8 KiB), and its 3 loop instructions (count, compare, branch) are under 1 % of the
-/// instructions issued.
+/// FFMAs (8 KiB). Beside them ptxas puts the loop's count, compare and branch, and reloads `a`
+/// and `b`: 4 instructions on sm_90 (0.8 %), 9 for f16x2 on sm_80 (1.7 %).
 pub const UNROLLED_STEPS: u32 = 64;
 
 /// `k` FMAs on each of the registers `%x0 … %x{chains-1}`, interleaved step by step so the
