@@ -273,8 +273,9 @@ pub fn fma_instruction(precision: Precision) -> &'static str {
 /// runs a loop of `k / UNROLLED_STEPS` trips over a block of this many steps (then the
 /// `k % UNROLLED_STEPS` left, unrolled). Fully unrolled, k = 1024 made an f32 main loop of 8192
 /// FFMAs, 128 KiB of SASS, which no SM's instruction cache holds; the f32 loop block is 512
-/// FFMAs (8 KiB). Beside them ptxas puts the loop's count, compare and branch, and reloads `a`
-/// and `b`: 4 instructions on sm_90 (0.8 %), 9 for f16x2 on sm_80 (1.7 %).
+/// FFMAs (8 KiB). Beside them ptxas puts only the loop's count, compare and branch: 3 or 4
+/// instructions (under 0.8 %). (`a` and `b` pass through a select ptxas cannot fold: read from
+/// the parameter bank, f16x2's were unpacked again on every trip on sm_80, 9 instructions.)
 pub const UNROLLED_STEPS: u32 = 64;
 
 /// `k` FMAs on each of the registers `%x0 … %x{chains-1}`, interleaved step by step so the
