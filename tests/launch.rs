@@ -1052,6 +1052,16 @@ fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
                 d.name,
                 human(secs)
             );
+            // the README quotes this line of `run` for a default H200 run
+            let line = format!(
+                "plan: {} cases, about {} by the device's rated speeds",
+                cases.len(),
+                human(secs)
+            );
+            assert!(
+                include_str!("../README.md").contains(&line),
+                "README.md should quote `{line}` for a default run on an H200"
+            );
         }
     }
 }
