@@ -467,10 +467,17 @@ fn loops(body: &[Instruction]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The instructions of the loop `(start, end)` of [`loops`], without `NOP`s.
+/// The instructions of the loop `(start, end)` of [`loops`], without padding: `NOP`s, and
+/// instructions guarded by a predicate that is never true (`@!PT`, `@!UPT`), the form ptxas 13.0
+/// pads sm_89's QMMA loops with (`@!UPT UIADD3 URZ, URZ, URZ, URZ` after each).
 fn loop_body(body: &[Instruction], (start, end): (u64, u64)) -> Vec<Instruction> {
     body.iter()
-        .filter(|(a, op, _)| (start..=end).contains(a) && op != "NOP")
+        .filter(|(a, op, text)| {
+            (start..=end).contains(a)
+                && op != "NOP"
+                && !text.starts_with("@!PT ")
+                && !text.starts_with("@!UPT ")
+        })
         .cloned()
         .collect()
 }

@@ -1,7 +1,9 @@
 //! Finding the offline CUDA tools (ptxas, cuobjdump) for the PTX checks.
 //!
 //! Looked up in this order: the `PTXAS` / `CUOBJDUMP` environment variables, the repository's
-//! `.tools/` folder (where `.ci/run` installs the PyPI packages), then `PATH`. Where a tool is
+//! `.tools/venv` (where `.ci/run` installs the PyPI packages; not the rest of `.tools/`, where
+//! it puts ptxas 13.0, which it names with `PTXAS` for a second pass, and the AArch64 root), then
+//! `PATH`. Where a tool is
 //! missing the check is skipped with a printed reason, unless `ROOFPROBE_REQUIRE_TOOLS=1`
 //! (set by `.ci/run`), where a missing tool fails the test.
 
@@ -15,7 +17,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// Searches `.tools/` for an executable called `name` (pip puts them under
+/// Searches `.tools/venv` for an executable called `name` (pip puts them under
 /// `site-packages/nvidia/*/bin/`).
 fn in_tools_dir(name: &str) -> Option<PathBuf> {
     fn walk(dir: &Path, name: &str, depth: u32) -> Option<PathBuf> {
@@ -36,7 +38,7 @@ fn in_tools_dir(name: &str) -> Option<PathBuf> {
             .find_map(|e| walk(&e.path(), name, depth + 1))
     }
     walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools"),
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/venv"),
         name,
         0,
     )
