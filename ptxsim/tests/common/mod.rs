@@ -8,7 +8,7 @@ use std::process::Command;
 use ptxsim::Module;
 
 /// Where ptxas is, found as roofprobe's own tests find it: `$PTXAS`, else the workspace's
-/// `.tools/` (where `.ci/run` installs it from PyPI), else `ptxas` on the PATH.
+/// `.tools/venv` (where `.ci/run` installs it from PyPI), else `ptxas` on the PATH.
 fn ptxas() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PTXAS") {
         return Some(PathBuf::from(p));
@@ -34,7 +34,7 @@ fn ptxas() -> Option<PathBuf> {
             .filter(|p| p.is_dir())
             .find_map(|p| walk(p, depth + 1))
     }
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools");
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/venv");
     walk(&tools, 0).or_else(|| {
         Command::new("ptxas")
             .arg("--version")
