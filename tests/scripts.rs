@@ -129,6 +129,8 @@ struct CheckRun {
     cublas_seen: String,
     /// The `CUDA_CACHE_PATH` each call of either binary saw, a line each.
     jit_seen: String,
+    /// What logs.tar.gz holds (`tar -t`), a path a line.
+    archived: String,
 }
 
 /// scripts/device-check run with stand-ins for the packed binaries, `devices` naming a cuBLAS.
@@ -157,7 +159,8 @@ fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
         let body = format!(
             "#!/bin/sh\n\
              echo \"{name} $*${{ROOFPROBE_REQUIRE_GPU:+ (ROOFPROBE_REQUIRE_GPU=$ROOFPROBE_REQUIRE_GPU)}}\" >> '{}'\n\
-             [ \"$1\" = devices ] && echo '{devices_says}'\n\
+             [ \"$1\" = devices ] && echo '{devices_says}' && mkdir -p \"$CUDA_CACHE_PATH/cc\" \
+               && echo sass > \"$CUDA_CACHE_PATH/cc/module\"\n\
              [ \"$1\" = run ] && echo \"${{ROOFPROBE_CUBLAS-}}\" >> '{}'\n\
              echo \"${{CUDA_CACHE_PATH-}}\" >> '{}'\n\
              exit 0\n",
@@ -183,6 +186,12 @@ fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
     let seen = std::fs::read_to_string(&seen).unwrap_or_default();
     let jit = std::fs::read_to_string(&jit).unwrap_or_default();
     let returned = std::fs::read_dir(out.path()).unwrap().count();
+    let archived = Command::new("tar")
+        .arg("-tzf")
+        .arg(out.path().join("logs.tar.gz"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
     CheckRun {
         done,
         steps,
@@ -190,6 +199,7 @@ fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
         returned,
         cublas_seen: seen,
         jit_seen: jit,
+        archived,
     }
 }
 
@@ -300,12 +310,43 @@ fn every_device_check_step_shares_one_jit_cache() {
         "{jit}"
     );
     assert!(Path::new(paths[0]).is_dir(), "{} not made", paths[0]);
-    assert!(steps.contains("JIT cache: 0 files"), "{steps}");
+    // (the stand-in `devices` leaves one compiled module in it)
+    assert!(steps.contains("JIT cache: 1 files"), "{steps}");
     let script = std::fs::read_to_string(script("device-check")).unwrap();
     assert!(
         script.contains("CUDA_CACHE_DISABLE=0"),
         "the cache is not forced on"
     );
+}
+
+/// The JIT cache comes back in logs.tar.gz (the SASS the driver made, to read beside the
+/// offline checks'), unless the archive would pass its limit with it: then the logs come back
+/// without it, and steps.txt says so.
+#[test]
+fn the_jit_cache_comes_back_with_the_logs_unless_too_big() {
+    let nowhere = tempfile::tempdir().unwrap();
+    for (limit, kept) in [(None, true), (Some("0"), false)] {
+        let mut env = vec![("ROOFPROBE_LIB_ROOTS", nowhere.path())];
+        if let Some(l) = limit {
+            env.push(("DEVICE_CHECK_ARCHIVE_LIMIT_KIB", Path::new(l)));
+        }
+        let run = device_check_with("cuBLAS: x", &env);
+        let lines: Vec<&str> = run.archived.lines().collect();
+        assert!(lines.contains(&"logs/devices.log"), "{}", run.archived);
+        assert_eq!(
+            lines.contains(&"jit-cache/cc/module"),
+            kept,
+            "limit {limit:?}: {}",
+            run.archived
+        );
+        let said = if kept {
+            "JIT cache: in logs.tar.gz (jit-cache/)"
+        } else {
+            "JIT cache: left out of logs.tar.gz (with it the archive passed 0 KiB)"
+        };
+        assert!(run.steps.contains(said), "{}", run.steps);
+        assert!(run.returned <= 6, "{} files", run.returned);
+    }
 }
 
 /// The `run` steps of scripts/device-check in order: each one's name, time limit and the
