@@ -534,3 +534,82 @@ fn the_stream_peers_script_reads_both_peers_and_judges_by_their_figures() {
     assert_eq!(inside.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&inside.stderr).contains("inside the repository"));
 }
+
+/// `scripts/jit-sass` finds the CUDA objects in a JIT cache however the driver wraps them
+/// (here: bytes before and after, a false ELF magic, an index file with none, a folder down),
+/// writes each one whole, byte for byte what ptxas made, with its SASS beside it, names its
+/// architecture and kernels, and fails with one line on a cache that holds none.
+#[test]
+fn jit_sass_reads_the_objects_out_of_a_jit_cache() {
+    let test = "jit_sass_reads_the_objects_out_of_a_jit_cache";
+    let Some(ptxas) = crate::tools::or_skip("ptxas", "PTXAS", test) else {
+        return;
+    };
+    let Some(cuobjdump) = crate::tools::or_skip("cuobjdump", "CUOBJDUMP", test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let mut cubins = Vec::new();
+    for (ptx, arch) in [("peak.ptx", "sm_90"), ("stream.ptx", "sm_80")] {
+        let cubin = dir.path().join(format!("{ptx}.{arch}.cubin"));
+        let done = Command::new(&ptxas)
+            .arg(format!("-arch={arch}"))
+            .arg("-o")
+            .arg(&cubin)
+            .arg(kernels.join(ptx))
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{done:?}");
+        cubins.push(std::fs::read(&cubin).unwrap());
+    }
+    let cache = dir.path().join("jit-cache");
+    std::fs::create_dir_all(cache.join("a/b")).unwrap();
+    let mut wrapped = b"head\x7fELF not an object".to_vec();
+    wrapped.extend_from_slice(&cubins[0]);
+    wrapped.extend_from_slice(b"tail");
+    std::fs::write(cache.join("a/b/entry"), wrapped).unwrap();
+    std::fs::write(cache.join("a/index"), b"an index, no object").unwrap();
+    let mut second = vec![0u8; 13];
+    second.extend_from_slice(&cubins[1]);
+    std::fs::write(cache.join("a/z"), second).unwrap();
+    let out = dir.path().join("sass");
+    let done = Command::new(script("jit-sass"))
+        .arg(&cache)
+        .arg(&out)
+        .env("CUOBJDUMP", &cuobjdump)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&done.stdout);
+    assert!(done.status.success(), "{done:?}");
+    // (os.walk: a folder's files before its subfolders')
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    assert!(lines[0].starts_with("a/z @13: 1.sass, sm_80, "), "{said}");
+    assert!(lines[0].contains(" copy_f32"), "{said}");
+    assert!(lines[1].starts_with("a/b/entry @"), "{said}");
+    assert!(
+        lines[1].contains("sm_90, 5 kernels: ") && lines[1].contains("fma_f16x2"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(out.join("1.cubin")).unwrap(), cubins[1]);
+    assert_eq!(std::fs::read(out.join("2.cubin")).unwrap(), cubins[0]);
+    let sass = std::fs::read_to_string(out.join("2.sass")).unwrap();
+    assert!(sass.contains("HFMA2"), "{sass}");
+    // a cache of nothing but an index: one line, exit 1
+    std::fs::remove_dir_all(cache.join("a/b")).unwrap();
+    std::fs::remove_file(cache.join("a/z")).unwrap();
+    let none = Command::new(script("jit-sass"))
+        .arg(&cache)
+        .arg(dir.path().join("none"))
+        .env("CUOBJDUMP", &cuobjdump)
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        err.trim()
+            .starts_with("error: no CUDA object in the 1 files of"),
+        "{err}"
+    );
+}
