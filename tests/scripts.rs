@@ -317,6 +317,10 @@ fn every_device_check_step_shares_one_jit_cache() {
         script.contains("CUDA_CACHE_DISABLE=0"),
         "the cache is not forced on"
     );
+    assert!(
+        script.contains("export CUDA_CACHE_MAXSIZE=1073741824"),
+        "the cache's size is left to the driver's default"
+    );
 }
 
 /// The JIT cache comes back in logs.tar.gz (the SASS the driver made, to read beside the
