@@ -21,7 +21,9 @@
 //!   thread (two 256-thread blocks on an SM).
 //!
 //! Each (module, architecture) is assembled once for all these checks, on every core, into the
-//! test target's scratch folder; SASS is disassembled only where a check reads it. The tools
+//! test target's scratch folder; SASS is disassembled only where a check reads it. With
+//! `ROOFPROBE_JIT_SASS=DIR` (what `scripts/jit-sass` wrote from a device check's JIT cache) the
+//! SASS checks read the code a GPU's driver compiled, for that GPU's architecture, instead. The tools
 //! are found by `tests/tools.rs`; without them the checks print why and pass, except where
 //! `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where a missing tool fails.
 
@@ -113,6 +115,8 @@ struct Build {
     /// What `ptxas -v` printed.
     log: String,
     cubin: PathBuf,
+    /// The architecture it was assembled for.
+    arch: String,
 }
 
 /// Every (module name, arch) → its build or ptxas's error output.
@@ -168,6 +172,7 @@ fn build_all(ptxas: &Path) -> Builds {
                             let built = assemble(ptxas, ptx, arch, cubin).map(|log| Build {
                                 log,
                                 cubin: cubin.clone(),
+                                arch: arch.clone(),
                             });
                             ((name.clone(), arch.clone()), built)
                         })
@@ -196,8 +201,123 @@ fn setup(test: &str, need_cuobjdump: bool) -> Option<(Tools, &'static Builds)> {
     Some((Tools { cuobjdump }, builds))
 }
 
-/// The SASS of one build.
+/// The SASS a GPU's driver made, from `scripts/jit-sass`'s output (its `*.sass` files): its
+/// architecture (`sm_90`, from cuobjdump's `code for sm_90`; `sm_90a` counts as `sm_90`) and
+/// every function it holds.
+#[derive(Debug, Default)]
+struct DriverSass {
+    arch: String,
+    functions: BTreeMap<String, Vec<Instruction>>,
+}
+
+impl DriverSass {
+    /// Reads the folder; a function found twice must be the same code both times.
+    fn read(dir: &Path) -> DriverSass {
+        let mut out = DriverSass::default();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("ROOFPROBE_JIT_SASS={}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sass"))
+            .collect();
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let arch = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("code for "))
+                .unwrap_or_else(|| panic!("{}: no `code for sm_..` line", file.display()))
+                .trim()
+                .to_string();
+            // (the driver compiles sm_90a's modules for sm_90a on the same device)
+            let arch = arch.trim_end_matches('a').to_string();
+            assert!(
+                out.arch.is_empty() || out.arch == arch,
+                "{}: {arch}, where the other files are {}: one device's SASS at a time",
+                file.display(),
+                out.arch
+            );
+            out.arch = arch;
+            for (name, body) in parse_sass(&text) {
+                let ops = |b: &[Instruction]| b.iter().map(|i| i.2.clone()).collect::<Vec<_>>();
+                match out.functions.get(&name) {
+                    Some(seen) if ops(seen) != ops(&body) => {
+                        panic!("{name} is in the driver's SASS twice, with different code")
+                    }
+                    Some(_) => {}
+                    None => {
+                        out.functions.insert(name, body);
+                    }
+                }
+            }
+        }
+        assert!(
+            !out.functions.is_empty(),
+            "no function in {}'s *.sass",
+            dir.display()
+        );
+        out
+    }
+
+    /// `functions` (ptxas's, for `arch`) with the driver's code of each function in place of
+    /// ptxas's, where the driver compiled for `arch` (sm_90a's module on an sm_90 device too)
+    /// and has the function; the names it lacks are returned.
+    fn stand_in(
+        &self,
+        arch: &str,
+        functions: &mut BTreeMap<String, Vec<Instruction>>,
+    ) -> Vec<String> {
+        if arch.trim_end_matches('a') != self.arch {
+            return Vec::new();
+        }
+        let mut missing = Vec::new();
+        for (name, body) in functions.iter_mut() {
+            match self.functions.get(name) {
+                Some(driver) => *body = driver.clone(),
+                None => missing.push(name.clone()),
+            }
+        }
+        missing
+    }
+}
+
+/// `ROOFPROBE_JIT_SASS=DIR` (the folder `scripts/jit-sass` wrote from a device check's JIT
+/// cache): the SASS checks read the code the driver compiled and the GPU ran, for its
+/// architecture, instead of ptxas's; the ptxas checks (spills, warnings) still read ptxas's.
+fn driver_sass() -> Option<&'static DriverSass> {
+    static DRIVER: OnceLock<Option<DriverSass>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            let dir = std::env::var_os("ROOFPROBE_JIT_SASS")?;
+            let driver = DriverSass::read(Path::new(&dir));
+            eprintln!(
+                "the SASS checks read the driver's {} code for {} functions (ROOFPROBE_JIT_SASS)",
+                driver.arch,
+                driver.functions.len()
+            );
+            Some(driver)
+        })
+        .as_ref()
+}
+
+/// The SASS of one build: ptxas's, or where `ROOFPROBE_JIT_SASS` names the driver's for its
+/// architecture, the driver's (each function it lacks said on stderr, and left ptxas's).
 fn sass(tools: &Tools, build: &Build) -> BTreeMap<String, Vec<Instruction>> {
+    let mut functions = ptxas_sass(tools, build);
+    if let Some(driver) = driver_sass() {
+        let missing = driver.stand_in(&build.arch, &mut functions);
+        if !missing.is_empty() {
+            eprintln!(
+                "not in the driver's SASS, checked as ptxas made them: {}",
+                missing.join(" ")
+            );
+        }
+    }
+    functions
+}
+
+/// The SASS of one build as ptxas made it.
+fn ptxas_sass(tools: &Tools, build: &Build) -> BTreeMap<String, Vec<Instruction>> {
     let cuobjdump = tools.cuobjdump.as_ref().expect("setup asked for cuobjdump");
     let out = Command::new(cuobjdump)
         .arg("--dump-sass")
@@ -1068,6 +1188,79 @@ fn simt_gemm_is_ffma_without_tensor_cores() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `ROOFPROBE_JIT_SASS`'s reader: the driver's code stands in for ptxas's for the
+/// architecture it was compiled for (sm_90a's module included on sm_90), function by
+/// function, the ones it lacks named; other architectures keep ptxas's; a function found twice
+/// with different code, or two architectures in one folder, is refused.
+#[test]
+fn the_drivers_sass_stands_in_for_ptxas_for_its_arch() {
+    let dump = |arch: &str, functions: &[(&str, &str)]| {
+        let mut text = format!("\n\tcode for {arch}\n");
+        for (name, ops) in functions {
+            text += &format!("\t\tFunction : {name}\n");
+            for (i, op) in ops.split(';').enumerate() {
+                text += &format!("        /*{:04x}*/    {op} ;    /* 0x0 */\n", i * 16);
+            }
+        }
+        text
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "1.sass",
+        &dump("sm_90", &[("k1", "FFMA R1, R2, R3, R4;EXIT")]),
+    );
+    write(
+        "2.sass",
+        &dump(
+            "sm_90",
+            &[("k1", "FFMA R1, R2, R3, R4;EXIT"), ("k2", "EXIT")],
+        ),
+    );
+    write("2.cubin", "not read");
+    let driver = DriverSass::read(dir.path());
+    assert_eq!(driver.arch, "sm_90");
+    assert_eq!(driver.functions.len(), 2);
+    let ptxas = parse_sass(&dump(
+        "sm_90",
+        &[("k1", "FADD R1, R2, R3;EXIT"), ("k3", "EXIT")],
+    ));
+    for (arch, replaced) in [("sm_90", true), ("sm_90a", true), ("sm_80", false)] {
+        let mut functions = ptxas.clone();
+        let missing = driver.stand_in(arch, &mut functions);
+        let op = &functions["k1"][0].1;
+        assert_eq!(op, if replaced { "FFMA" } else { "FADD" }, "{arch}");
+        assert_eq!(
+            missing,
+            if replaced { vec!["k3"] } else { vec![] },
+            "{arch}"
+        );
+        assert_eq!(functions["k3"], ptxas["k3"]);
+    }
+    for (name, text, why) in [
+        (
+            "3.sass",
+            dump("sm_90", &[("k1", "EXIT")]),
+            "twice, with different code",
+        ),
+        (
+            "0.sass",
+            dump("sm_89", &[("k4", "EXIT")]),
+            "one device's SASS at a time",
+        ),
+    ] {
+        write(name, &text);
+        let refused =
+            std::panic::catch_unwind(|| DriverSass::read(dir.path())).expect_err("refused");
+        let said = refused
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
+        assert!(said.contains(why), "{said}");
+        std::fs::remove_file(dir.path().join(name)).unwrap();
+    }
 }
 
 #[test]
