@@ -881,21 +881,35 @@ fn kernels_doing_other_work_than_the_row_are_invalid() {
     }
     for p in intensity::PRECISIONS {
         let launch = launch::plan(&intensity::case(p, 2, 4099), 2).unwrap();
-        let m = mutated(
-            launch.entry.module,
-            &launch.entry.name,
-            "add.u64 %rd9, %rd9, %rd8;",
-            "add.u64 %rd9, %rd9, %rd5;",
-        );
-        let (out, records) = run(&launch, &m).unwrap();
-        assert!(launch.verify_output(&out).valid, "{p}: the output is right");
-        let verdict = launch.verify(&out, &records);
-        assert!(
-            !verdict.valid && verdict.detail.contains("words"),
-            "{p}: {}",
-            verdict.detail
+        assert_right_output_invalid_row(
+            &launch,
+            ("add.u64 %rd9, %rd9, %rd8;", "add.u64 %rd9, %rd9, %rd5;"),
+            "words",
+            &p.to_string(),
         );
     }
+}
+
+/// `launch`'s kernel with `from` replaced by `to` (once) still passes its output check, and its
+/// row is invalid by the block records, the verdict naming `why`; `context` heads the messages.
+fn assert_right_output_invalid_row(
+    launch: &Launch,
+    (from, to): (&str, &str),
+    why: &str,
+    context: &str,
+) {
+    let m = mutated(launch.entry.module, &launch.entry.name, from, to);
+    let (out, records) = run(launch, &m).unwrap();
+    assert!(
+        launch.verify_output(&out).valid,
+        "{context}: the output is right"
+    );
+    let verdict = launch.verify(&out, &records);
+    assert!(
+        !verdict.valid && verdict.detail.contains(why),
+        "{context}: {}",
+        verdict.detail
+    );
 }
 
 /// A sweep whose FMA step loop (k above 64) runs one trip short: bf16x2's chains have converged
@@ -904,19 +918,14 @@ fn kernels_doing_other_work_than_the_row_are_invalid() {
 fn sweep_step_loop_one_trip_short_gives_an_invalid_row() {
     let k = 1024;
     let launch = launch::plan(&intensity::case(Precision::Bf16x2, k, 4099), 2).unwrap();
-    let m = mutated(
-        launch.entry.module,
-        &launch.entry.name,
-        &format!("add.u32 %r13, %r12, {k};"),
-        &format!("add.u32 %r13, %r12, {};", k - intensity::UNROLLED_STEPS),
-    );
-    let (out, records) = run(&launch, &m).unwrap();
-    assert!(launch.verify_output(&out).valid, "the output is right");
-    let verdict = launch.verify(&out, &records);
-    assert!(
-        !verdict.valid && verdict.detail.contains("FMA steps per chain"),
-        "{}",
-        verdict.detail
+    assert_right_output_invalid_row(
+        &launch,
+        (
+            &format!("add.u32 %r13, %r12, {k};"),
+            &format!("add.u32 %r13, %r12, {};", k - intensity::UNROLLED_STEPS),
+        ),
+        "FMA steps per chain",
+        &format!("bf16x2 k = {k}"),
     );
     // the kernel as it is gives a valid row
     let m = mutated(launch.entry.module, &launch.entry.name, "", "");

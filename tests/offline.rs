@@ -23,8 +23,8 @@
 //! Each (module, architecture) is assembled once for all these checks, on every core, into the
 //! test target's scratch folder; SASS is disassembled only where a check reads it. With
 //! `ROOFPROBE_JIT_SASS=DIR` (what `scripts/jit-sass` wrote from a device check's JIT cache) the
-//! SASS checks read the code a GPU's driver compiled, for that GPU's architecture, instead. The tools
-//! are found by `tests/tools.rs`; without them the checks print why and pass, except where
+//! SASS checks read the code a GPU's driver compiled, for that GPU's architecture, instead. The
+//! tools are found by `tests/tools.rs`; without them the checks print why and pass, except where
 //! `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where a missing tool fails.
 
 use crate::tools;
@@ -127,7 +127,7 @@ struct Tools {
     cuobjdump: Option<PathBuf>,
 }
 
-fn assemble(ptxas: &Path, ptx_file: &Path, arch: &str, cubin: &Path) -> Result<String, String> {
+pub fn assemble(ptxas: &Path, ptx_file: &Path, arch: &str, cubin: &Path) -> Result<String, String> {
     let out = Command::new(ptxas)
         .args(["-v", &format!("-arch={arch}"), "-o"])
         .arg(cubin)
@@ -223,14 +223,14 @@ impl DriverSass {
         files.sort();
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
+            // (the driver compiles sm_90a's modules for sm_90a on the same device)
             let arch = text
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("code for "))
                 .unwrap_or_else(|| panic!("{}: no `code for sm_..` line", file.display()))
                 .trim()
+                .trim_end_matches('a')
                 .to_string();
-            // (the driver compiles sm_90a's modules for sm_90a on the same device)
-            let arch = arch.trim_end_matches('a').to_string();
             assert!(
                 out.arch.is_empty() || out.arch == arch,
                 "{}: {arch}, where the other files are {}: one device's SASS at a time",

@@ -3,9 +3,8 @@
 //! Looked up in this order: the `PTXAS` / `CUOBJDUMP` environment variables, the repository's
 //! `.tools/venv` (where `.ci/run` installs the PyPI packages; not the rest of `.tools/`, where
 //! it puts ptxas 13.0, which it names with `PTXAS` for a second pass, and the AArch64 root), then
-//! `PATH`. Where a tool is
-//! missing the check is skipped with a printed reason, unless `ROOFPROBE_REQUIRE_TOOLS=1`
-//! (set by `.ci/run`), where a missing tool fails the test.
+//! `PATH`. Where a tool is missing the check is skipped with a printed reason, unless
+//! `ROOFPROBE_REQUIRE_TOOLS=1` (set by `.ci/run`), where a missing tool fails the test.
 
 use std::path::{Path, PathBuf};
 
