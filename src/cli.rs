@@ -74,6 +74,11 @@ pub struct DevicesArgs {
     /// Print JSON instead of text: `{"cuda": …, "devices": […], "unusable": […]}`.
     #[arg(long)]
     pub json: bool,
+    /// Also compile every kernel module with each GPU's driver (its JIT, through its linker) and
+    /// write the machine code and the JIT's log to `DIR/cuda<N>/<module>.cubin` and `.log`, for
+    /// `scripts/jit-sass`; exit code 1 if a module the device takes could not be written.
+    #[arg(long, value_name = "DIR")]
+    pub jit_out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -22,7 +22,7 @@
 //!
 //! Each (module, architecture) is assembled once for all these checks, on every core, into the
 //! test target's scratch folder; SASS is disassembled only where a check reads it. With
-//! `ROOFPROBE_JIT_SASS=DIR` (what `scripts/jit-sass` wrote from a device check's JIT cache) the
+//! `ROOFPROBE_JIT_SASS=DIR` (what `scripts/jit-sass` wrote from a device check's driver code) the
 //! SASS checks read the code a GPU's driver compiled, for that GPU's architecture, instead. The
 //! tools are found by `tests/tools.rs`; without them the checks print why and pass, except where
 //! `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where a missing tool fails.
@@ -281,8 +281,8 @@ impl DriverSass {
     }
 }
 
-/// `ROOFPROBE_JIT_SASS=DIR` (the folder `scripts/jit-sass` wrote from a device check's JIT
-/// cache): the SASS checks read the code the driver compiled and the GPU ran, for its
+/// `ROOFPROBE_JIT_SASS=DIR` (the folder `scripts/jit-sass` wrote from a device check's driver
+/// code or JIT cache): the SASS checks read the code the driver compiled and the GPU ran, for its
 /// architecture, instead of ptxas's; the ptxas checks (spills, warnings) still read ptxas's.
 fn driver_sass() -> Option<&'static DriverSass> {
     static DRIVER: OnceLock<Option<DriverSass>> = OnceLock::new();

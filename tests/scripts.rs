@@ -161,6 +161,8 @@ fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
              echo \"{name} $*${{ROOFPROBE_REQUIRE_GPU:+ (ROOFPROBE_REQUIRE_GPU=$ROOFPROBE_REQUIRE_GPU)}}\" >> '{}'\n\
              [ \"$1\" = devices ] && echo '{devices_says}' && mkdir -p \"$CUDA_CACHE_PATH/cc\" \
                && echo sass > \"$CUDA_CACHE_PATH/cc/module\"\n\
+             [ \"$1 $2\" = 'devices --jit-out' ] && mkdir -p \"$3/cuda0\" \
+               && echo elf > \"$3/cuda0/peak.ptx.cubin\"\n\
              [ \"$1\" = run ] && echo \"${{ROOFPROBE_CUBLAS-}}\" >> '{}'\n\
              echo \"${{CUDA_CACHE_PATH-}}\" >> '{}'\n\
              exit 0\n",
@@ -295,7 +297,7 @@ fn every_device_check_step_shares_one_jit_cache() {
         ],
     );
     let paths: Vec<&str> = jit.lines().collect();
-    // devices, the gpu tests and 4 runs
+    // devices, the gpu tests, 4 runs and the driver's code
     assert_eq!(paths.len(), calls.lines().count(), "{jit}\n{calls}");
     assert!(paths.len() >= 6, "{calls}");
     assert!(
@@ -325,7 +327,7 @@ fn every_device_check_step_shares_one_jit_cache() {
 
 /// The JIT cache comes back in logs.tar.gz (the SASS the driver made, to read beside the
 /// offline checks'), unless the archive would pass its limit with it: then the logs come back
-/// without it, and steps.txt says so.
+/// without it, and steps.txt says so. The driver-code step's folder comes back either way.
 #[test]
 fn the_jit_cache_comes_back_with_the_logs_unless_too_big() {
     let nowhere = tempfile::tempdir().unwrap();
@@ -337,6 +339,12 @@ fn the_jit_cache_comes_back_with_the_logs_unless_too_big() {
         let run = device_check_with("cuBLAS: x", &env);
         let lines: Vec<&str> = run.archived.lines().collect();
         assert!(lines.contains(&"logs/devices.log"), "{}", run.archived);
+        // the driver's own code comes back whatever the cache's fate
+        assert!(
+            lines.contains(&"driver-code/cuda0/peak.ptx.cubin"),
+            "{}",
+            run.archived
+        );
         assert_eq!(
             lines.contains(&"jit-cache/cc/module"),
             kept,
@@ -398,6 +406,12 @@ fn every_device_check_step_reaches_what_it_runs() {
         }
     }
     assert!(calls.contains("roofprobe devices"), "{calls}");
+    // the driver's code, last, into the folder that goes into logs.tar.gz
+    let last = calls.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("roofprobe devices --jit-out ") && last.ends_with("/driver-code"),
+        "{calls}"
+    );
     // on a GPU machine a GPU test that skips is a failure, not a pass
     assert!(
         calls.contains("suite --test-threads=1 gpu:: (ROOFPROBE_REQUIRE_GPU=1)"),

@@ -1241,3 +1241,189 @@ fn parallel_measures_every_gpu_at_once_and_says_so_on_every_row() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).starts_with("error: --parallel measures every GPU at once"));
 }
+
+/// The modules of `kernels::all()` a device of compute capability `cc` (8.x or 9.0) takes, by
+/// their names: on 9.0 all of them; below it none of Hopper's (its f64 shape, and the sm_90a
+/// wgmma peaks and GEMMs), and below 8.9 not the fp8 module either.
+fn modules_for(cc: (u32, u32)) -> Vec<String> {
+    let hopper = ["mma_sm90.", "wgmma.", "gemm_wgmma.", "gemm_tma."];
+    roofprobe::kernels::all()
+        .into_iter()
+        .map(|s| s.name)
+        .filter(|name| cc == (9, 0) || !hopper.iter().any(|p| name.starts_with(p)))
+        .filter(|name| cc >= (8, 9) || !name.starts_with("mma_sm89."))
+        .collect()
+}
+
+/// `devices --jit-out DIR` writes the driver's own machine code for every module the device
+/// takes, compiled through the driver's linker (the simulated one runs ptxas for the device's
+/// architecture, as a driver's JIT compiles): a CUDA ELF object and the JIT's log (registers,
+/// spills) each, nothing for the modules the device does not take (named instead), and
+/// `scripts/jit-sass` reads the folder, one object a module.
+#[test]
+fn devices_writes_the_drivers_own_code_for_every_module_the_device_takes() {
+    let test = "devices_writes_the_drivers_own_code_for_every_module_the_device_takes";
+    let Some(ptxas) = crate::tools::or_skip("ptxas", "PTXAS", test) else {
+        return;
+    };
+    for cc in [(9, 0), (8, 0)] {
+        let sim = Sim::new(&format!("cc={}.{},ptxas={}", cc.0, cc.1, ptxas.display()));
+        let out = tempfile::tempdir().unwrap();
+        let listed = run_limited(
+            sim.roofprobe()
+                .arg("devices")
+                .arg("--jit-out")
+                .arg(out.path()),
+            Duration::from_secs(300),
+        );
+        let listing = text(&listed.stdout);
+        assert!(
+            listed.status.success(),
+            "{}\n{listing}",
+            text(&listed.stderr)
+        );
+        let wanted = modules_for(cc);
+        let dir = out.path().join("cuda0");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 2 * wanted.len(), "{cc:?}: {files:?}");
+        for name in &wanted {
+            let stem = roofprobe::backend::cuda::jit_driver::file_stem(name);
+            let cubin = std::fs::read(dir.join(format!("{stem}.cubin")))
+                .unwrap_or_else(|e| panic!("{name}: {e}: {files:?}"));
+            assert!(cubin.starts_with(b"\x7fELF"), "{name}: not an ELF object");
+            assert_eq!(
+                cubin[18..20],
+                190u16.to_le_bytes(),
+                "{name}: not a CUDA object"
+            );
+            let log = std::fs::read_to_string(dir.join(format!("{stem}.log"))).unwrap();
+            let arch = format!("sm_{}{}", cc.0, cc.1);
+            assert!(
+                log.contains(&format!("for '{arch}")) && log.contains("registers"),
+                "{name}: {log}"
+            );
+        }
+        let line = |key: &str| line_of(&listing, key);
+        assert!(
+            line("driver's code").contains(&format!(
+                "{} modules compiled by the driver's JIT",
+                wanted.len()
+            )),
+            "{listing}"
+        );
+        assert!(line("driver's spills").ends_with("none"), "{listing}");
+        if cc == (8, 0) {
+            let skipped = line("not for this device");
+            assert!(
+                skipped.contains(
+                    "wgmma.ptx.in#sm_90a (sm_90a code runs on compute capability 9.0 only)"
+                ) && skipped.contains("mma_sm89.ptx (sm_89 code needs compute capability 8.9)"),
+                "{skipped}"
+            );
+        } else {
+            assert!(!listing.contains("not for this device"), "{listing}");
+            let Some(cuobjdump) = crate::tools::or_skip("cuobjdump", "CUOBJDUMP", test) else {
+                return;
+            };
+            let sass = tempfile::tempdir().unwrap();
+            let read = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/jit-sass"))
+                .arg(&dir)
+                .arg(sass.path())
+                .env("CUOBJDUMP", &cuobjdump)
+                .output()
+                .unwrap();
+            let said = text(&read.stdout);
+            assert!(read.status.success(), "{}{said}", text(&read.stderr));
+            assert_eq!(said.lines().count(), wanted.len(), "{said}");
+            assert!(said.contains("sm_90a, 14 kernels"), "{said}");
+        }
+    }
+}
+
+/// `devices --jit-out` where the driver's JIT gives no code: the whole listing is still printed,
+/// each failed module named with the driver's error and JIT log, and the command ends with one
+/// error line and exit code 1; a module the JIT refuses fails alone; with no device at all it is
+/// an error saying there is nothing to compile for.
+#[test]
+fn devices_says_which_modules_the_drivers_jit_gave_no_code_for() {
+    let test = "devices_says_which_modules_the_drivers_jit_gave_no_code_for";
+    let out = tempfile::tempdir().unwrap();
+    let jit_out = |sim: &Sim| {
+        run_limited(
+            sim.roofprobe()
+                .arg("devices")
+                .arg("--jit-out")
+                .arg(out.path()),
+            Duration::from_secs(300),
+        )
+    };
+    // a driver without its JIT compiler (the simulated one, given no ptxas)
+    let listed = jit_out(&Sim::new(""));
+    let (listing, err) = (text(&listed.stdout), text(&listed.stderr));
+    assert_eq!(listed.status.code(), Some(1), "{err}\n{listing}");
+    assert!(
+        listing.contains("cuda:0 — ") && listing.contains("host — "),
+        "{listing}"
+    );
+    let failed = line_of(&listing, "driver's code FAILED");
+    assert!(
+        failed.contains("kernels/stream.ptx")
+            && failed.contains("CUDA_ERROR_JIT_COMPILER_NOT_FOUND")
+            && failed.contains("JIT log: this simulated driver has no JIT compiler"),
+        "{failed}"
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let n = modules_for((8, 9)).len();
+    assert!(
+        lines[0].starts_with(&format!(
+            "error: the driver's code of {n} module(s) was not written; the first: cuda:0: \
+             kernels/stream.ptx: "
+        )),
+        "{err}"
+    );
+    // one module the JIT refuses: the others are written
+    if let Some(ptxas) = crate::tools::or_skip("ptxas", "PTXAS", test) {
+        let sim = Sim::new(&format!("reject=e4m3,ptxas={}", ptxas.display()));
+        let listed = jit_out(&sim);
+        let (listing, err) = (text(&listed.stdout), text(&listed.stderr));
+        assert_eq!(listed.status.code(), Some(1), "{err}\n{listing}");
+        let failed: Vec<&str> = listing
+            .lines()
+            .filter(|l| l.contains("driver's code FAILED"))
+            .collect();
+        assert!(!failed.is_empty(), "{listing}");
+        for l in &failed {
+            assert!(
+                l.contains("CUDA_ERROR_INVALID_PTX") && l.contains("JIT log: ptxas fatal"),
+                "{l}"
+            );
+        }
+        let written = std::fs::read_dir(out.path().join("cuda0")).unwrap().count();
+        assert_eq!(
+            written,
+            2 * (modules_for((8, 9)).len() - failed.len()),
+            "{listing}"
+        );
+        assert!(
+            err.contains(&format!("{} module(s) was not written", failed.len())),
+            "{err}"
+        );
+    }
+    // no device to compile for
+    let listed = jit_out(&Sim::new("devices=0"));
+    let err = text(&listed.stderr);
+    assert_eq!(listed.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.trim(),
+        format!(
+            "error: --jit-out {}: no CUDA device to compile for (CUDA: the driver reports no \
+             device)",
+            out.path().display()
+        )
+    );
+}

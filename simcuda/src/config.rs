@@ -23,6 +23,7 @@
 //! | `throttle` | NVML's clock-event reasons while work runs, `+`-separated names ([`REASONS`]); idle, `gpu_idle` | none |
 //! | `nvml_reasons` | which of NVML's two reason calls answer: `both`, `events` (the deprecated `…ThrottleReasons` is gone, as a later driver may drop it) or `throttle` (an older driver, without `…ClocksEventReasons`) | `both` |
 //! | `others` | processes other than the caller that NVML lists on each device | 0 |
+//! | `ptxas` | the ptxas the linker (`cuLinkComplete`) compiles a module with, for the device's architecture: the machine code and the `-v` log a driver's JIT gives; without it the linker answers `CUDA_ERROR_JIT_COMPILER_NOT_FOUND` | |
 //!
 //! Sizes take `K`, `M` or `G` suffixes (binary). The defaults are a device small enough that
 //! roofprobe's whole plan runs under the interpreter in about a minute. Unknown keys are an
@@ -68,6 +69,8 @@ pub struct Config {
     pub nvml_reasons: NvmlReasons,
     /// NVML: processes other than the caller listed on each device.
     pub others: u32,
+    /// The ptxas the linker compiles with.
+    pub ptxas: Option<PathBuf>,
 }
 
 /// Which of NVML's two calls for the current clock-event reasons answer.
@@ -118,6 +121,7 @@ impl Default for Config {
             throttle: 0,
             nvml_reasons: NvmlReasons::Both,
             others: 0,
+            ptxas: None,
         }
     }
 }
@@ -179,6 +183,7 @@ impl Config {
                 "fault" => c.fault = Some(value.to_string()),
                 "hang" => c.hang = Some(value.to_string()),
                 "trace" => c.trace = Some(PathBuf::from(value)),
+                "ptxas" => c.ptxas = Some(PathBuf::from(value)),
                 "power_w" => c.power_w = number(key, value)?,
                 "throttle" => {
                     for name in value.split('+').map(str::trim) {

@@ -42,6 +42,7 @@ pub mod code {
     pub const INVALID_IMAGE: u32 = 200;
     pub const INVALID_CONTEXT: u32 = 201;
     pub const INVALID_PTX: u32 = 218;
+    pub const JIT_COMPILER_NOT_FOUND: u32 = 221;
     pub const UNSUPPORTED_PTX_VERSION: u32 = 222;
     pub const INVALID_HANDLE: u32 = 400;
     pub const NOT_FOUND: u32 = 500;
@@ -74,6 +75,10 @@ pub mod code {
                 b"CUDA_ERROR_INVALID_PTX\0",
                 b"a PTX JIT compilation failed\0",
             ),
+            JIT_COMPILER_NOT_FOUND => (
+                b"CUDA_ERROR_JIT_COMPILER_NOT_FOUND\0",
+                b"PTX JIT compiler library not found\0",
+            ),
             UNSUPPORTED_PTX_VERSION => (
                 b"CUDA_ERROR_UNSUPPORTED_PTX_VERSION\0",
                 b"the provided PTX was compiled with an unsupported toolchain.\0",
@@ -100,6 +105,9 @@ pub mod code {
         })
     }
 }
+
+/// What a module's PTX passed its checks as: the device, the parsed module, its `.version`.
+type Checked = (Arc<Device>, Module, (u32, u32));
 
 /// An API call's outcome: `Err(code)` is returned to the caller as that CUresult.
 pub type Res<T = ()> = Result<T, u32>;
@@ -672,7 +680,9 @@ impl Driver {
 
     /// Loads PTX text: the JIT's checks (ISA version against the driver, target against the
     /// device), then the interpreter's parse. `Err((code, log))` carries the JIT log.
-    pub fn load_module(&self, ptx: &str) -> Result<u64, (u32, String)> {
+    /// The checks a module load makes (the JIT's): the PTX parses, its `.version` is one this
+    /// driver takes, and its `.target` runs on the current device.
+    fn check_ptx(&self, ptx: &str) -> Result<Checked, (u32, String)> {
         let d = self.working().map_err(|c| (c, String::new()))?;
         if let Some(text) = &self.config.reject {
             if ptx.contains(text.as_str()) {
@@ -706,6 +716,11 @@ impl Driver {
                 return Err((code::INVALID_PTX, format!("ptxas fatal   : {why}")));
             }
         }
+        Ok((d.clone(), module, version))
+    }
+
+    pub fn load_module(&self, ptx: &str) -> Result<u64, (u32, String)> {
+        let (d, module, version) = self.check_ptx(ptx)?;
         let handle = self.handle();
         let entries = module.entries().join(" ");
         lock(&self.objects).modules.insert(
@@ -719,6 +734,66 @@ impl Driver {
         );
         self.trace(&format!("load {handle:#x} {entries}"));
         Ok(handle)
+    }
+
+    /// What the linker makes of one PTX module (`cuLinkAddData` then `cuLinkComplete`): the
+    /// module load's checks, then the configured ptxas's object for this device's architecture
+    /// (`sm_90a` where the module asks for it) and its log, as a driver's JIT gives them: the
+    /// registers and spills of each function (ptxas's `-v`) only when `verbose`
+    /// (`CU_JIT_LOG_VERBOSE`).
+    pub fn link_compile(
+        &self,
+        ptx: &str,
+        verbose: bool,
+    ) -> Result<(Vec<u8>, String), (u32, String)> {
+        let (_, module, _) = self.check_ptx(ptx)?;
+        let Some(ptxas) = &self.config.ptxas else {
+            return Err((
+                code::JIT_COMPILER_NOT_FOUND,
+                "this simulated driver has no JIT compiler: give it one with SIMCUDA=ptxas=PATH"
+                    .to_string(),
+            ));
+        };
+        let (major, minor) = self.config.cc;
+        let specific = module.targets.iter().any(|t| t.ends_with('a'));
+        let arch = format!("sm_{major}{minor}{}", if specific { "a" } else { "" });
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let stem = std::env::temp_dir().join(format!(
+            "simcuda-link-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let (input, output) = (stem.with_extension("ptx"), stem.with_extension("cubin"));
+        let failed = |what: String| (code::INVALID_PTX, what);
+        std::fs::write(&input, ptx)
+            .map_err(|e| failed(format!("writing {}: {e}", input.display())))?;
+        let run = std::process::Command::new(ptxas)
+            .arg(format!("-arch={arch}"))
+            .args(verbose.then_some("-v"))
+            .arg("-o")
+            .arg(&output)
+            .arg(&input)
+            .output();
+        let _ = std::fs::remove_file(&input);
+        let run = run.map_err(|e| {
+            (
+                code::JIT_COMPILER_NOT_FOUND,
+                format!("running {}: {e}", ptxas.display()),
+            )
+        })?;
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let object = std::fs::read(&output);
+        let _ = std::fs::remove_file(&output);
+        if !run.status.success() {
+            return Err(failed(log));
+        }
+        let object = object.map_err(|e| failed(format!("reading {}: {e}", output.display())))?;
+        self.trace(&format!("link {arch} {} bytes", object.len()));
+        Ok((object, log))
     }
 
     pub fn unload_module(&self, handle: u64) -> Res {

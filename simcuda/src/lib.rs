@@ -1,7 +1,7 @@
 //! simcuda: a simulated CUDA driver. It exports the driver-API entry points roofprobe reaches
 //! through cudarc (device queries, the primary context, memory, mapped pinned memory, copies
-//! within a device and between devices, peer access, streams, modules, launches, events, error
-//! strings, TMA tensor maps) and runs every kernel with `ptxsim`, so that `cargo test`
+//! within a device and between devices, peer access, streams, modules, the linker, launches,
+//! events, error strings, TMA tensor maps) and runs every kernel with `ptxsim`, so that `cargo test`
 //! drives roofprobe's CUDA backend end to end on a machine without a GPU.
 //!
 //! It is a test double, never a measurement: its "device" is an interpreter, its times are the
@@ -711,6 +711,136 @@ pub unsafe extern "C" fn cuLaunchKernel(
                 params as *const *const u8,
             )
         }
+    })
+}
+
+// ---- the linker ---------------------------------------------------------------------------
+
+/// One `cuLinkCreate`'s state: its log buffers and verbosity (from its options) and the one
+/// module's object.
+struct LinkState {
+    info: (*mut u8, usize),
+    verbose: bool,
+    error: (*mut u8, usize),
+    object: Option<Vec<u8>>,
+}
+
+/// Copies `text` into a caller's log buffer, cut to fit, NUL-terminated.
+unsafe fn write_log((buf, size): (*mut u8, usize), text: &str) {
+    if !buf.is_null() && size > 0 {
+        let n = text.len().min(size - 1);
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buf, n);
+            *buf.add(n) = 0;
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLinkCreate_v2(
+    num_options: c_uint,
+    options: *const c_int,
+    values: *const *mut c_void,
+    state_out: *mut *mut c_void,
+) -> c_uint {
+    api("cuLinkCreate_v2", || {
+        try_driver()?.working()?;
+        if num_options > 0 && (options.is_null() || values.is_null()) {
+            return Err(code::INVALID_VALUE);
+        }
+        let mut state = LinkState {
+            info: (std::ptr::null_mut(), 0),
+            verbose: false,
+            error: (std::ptr::null_mut(), 0),
+            object: None,
+        };
+        for i in 0..num_options as usize {
+            // SAFETY: the caller passes `num_options` options and values.
+            let (option, value) = unsafe { (*options.add(i), *values.add(i)) };
+            match option {
+                3 => state.info.0 = value as *mut u8,  // CU_JIT_INFO_LOG_BUFFER
+                4 => state.info.1 = value as usize,    // …_SIZE_BYTES, by value
+                5 => state.error.0 = value as *mut u8, // CU_JIT_ERROR_LOG_BUFFER
+                6 => state.error.1 = value as usize,   // …_SIZE_BYTES, by value
+                12 => state.verbose = !value.is_null(), // CU_JIT_LOG_VERBOSE, by value
+                _ => {}
+            }
+        }
+        unsafe { put(state_out, Box::into_raw(Box::new(state)) as *mut c_void) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLinkAddData_v2(
+    state: *mut c_void,
+    kind: c_int,
+    data: *const c_void,
+    size: usize,
+    _name: *const c_char,
+    _num_options: c_uint,
+    _options: *const c_int,
+    _values: *const *mut c_void,
+) -> c_uint {
+    api("cuLinkAddData_v2", || {
+        let d = try_driver()?;
+        if state.is_null() || data.is_null() || size == 0 {
+            return Err(code::INVALID_VALUE);
+        }
+        // SAFETY: a state from cuLinkCreate_v2, not yet destroyed (the caller's promise).
+        let state = unsafe { &mut *(state as *mut LinkState) };
+        // CU_JIT_INPUT_PTX only, and one module: what roofprobe gives the linker
+        if kind != 1 || state.object.is_some() {
+            return Err(code::NOT_SUPPORTED);
+        }
+        // SAFETY: `size` bytes of PTX text at `data`, its NUL counted or not.
+        let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, size) };
+        let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+        let ptx = std::str::from_utf8(bytes).map_err(|_| code::INVALID_PTX)?;
+        match d.link_compile(ptx, state.verbose) {
+            Ok((object, log)) => {
+                unsafe { write_log(state.info, &log) };
+                state.object = Some(object);
+                Ok(())
+            }
+            Err((c, message)) => {
+                d.trace(&format!("link-failed {c} {message}"));
+                unsafe { write_log(state.error, &message) };
+                Err(c)
+            }
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLinkComplete(
+    state: *mut c_void,
+    cubin: *mut *mut c_void,
+    size: *mut usize,
+) -> c_uint {
+    api("cuLinkComplete", || {
+        try_driver()?.working()?;
+        if state.is_null() || cubin.is_null() || size.is_null() {
+            return Err(code::INVALID_VALUE);
+        }
+        // SAFETY: as in cuLinkAddData_v2; the object stays in the state until its destroy.
+        let state = unsafe { &mut *(state as *mut LinkState) };
+        let object = state.object.as_mut().ok_or(code::INVALID_VALUE)?;
+        unsafe {
+            put(size, object.len())?;
+            put(cubin, object.as_mut_ptr() as *mut c_void)
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLinkDestroy(state: *mut c_void) -> c_uint {
+    api("cuLinkDestroy", || {
+        if state.is_null() {
+            return Err(code::INVALID_VALUE);
+        }
+        // SAFETY: a state from cuLinkCreate_v2, destroyed once.
+        drop(unsafe { Box::from_raw(state as *mut LinkState) });
+        Ok(())
     })
 }
 

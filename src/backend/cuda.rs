@@ -53,6 +53,8 @@ mod gemm_driver;
 #[path = "cuda_launch.rs"]
 mod launch_driver;
 use crate::bench::launch as launch_rows;
+#[path = "cuda_jit.rs"]
+pub mod jit_driver;
 #[path = "cuda_link.rs"]
 mod link_driver;
 

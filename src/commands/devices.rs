@@ -93,15 +93,20 @@ pub struct Listing {
     pub unusable: Vec<Unusable>,
     /// The GEMM rows' reference line on a GPU: the cuBLAS found (version, path), or why none.
     pub cublas: String,
+    /// With `--jit-out`: each module a device takes whose driver code could not be written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jit_errors: Vec<String>,
 }
 
-/// Every CUDA device the driver reports, then the host.
-pub fn listing() -> Listing {
+/// Every CUDA device the driver reports, then the host; with `jit_out`, each GPU's driver code
+/// for every module written under it (`cuda<N>/`).
+pub fn listing(jit_out: Option<&std::path::Path>) -> Listing {
     let mut out = Listing {
         cuda: String::new(),
         devices: Vec::new(),
         unusable: Vec::new(),
         cublas: String::new(),
+        jit_errors: Vec::new(),
     };
     match device_count() {
         Ok(0) => out.cuda = "the driver reports no device".to_string(),
@@ -112,6 +117,12 @@ pub fn listing() -> Listing {
                     Ok(b) => {
                         let mut info = b.info().clone();
                         info.extra.extend(b.jit_report());
+                        if let Some(dir) = jit_out {
+                            let code = b.write_driver_code(&dir.join(format!("cuda{i}")));
+                            info.extra.extend(code.lines);
+                            out.jit_errors
+                                .extend(code.errors.into_iter().map(|e| format!("cuda:{i}: {e}")));
+                        }
                         out.devices.push(info)
                     }
                     Err(e) => out.unusable.push(Unusable {
@@ -131,12 +142,41 @@ pub fn listing() -> Listing {
 }
 
 pub fn devices(args: &DevicesArgs) -> Result<i32> {
-    let listing = listing();
+    let listing = listing(args.jit_out.as_deref());
+    // Everything is printed first; then a request for the driver's code that came to nothing,
+    // or to less than the devices take, is an error.
+    let jit_outcome = || -> Result<i32> {
+        let Some(dir) = &args.jit_out else {
+            return Ok(0);
+        };
+        let gpus = listing
+            .devices
+            .iter()
+            .filter(|d| d.backend == BackendKind::Cuda)
+            .count();
+        if gpus == 0 {
+            eprintln!(
+                "error: --jit-out {}: no CUDA device to compile for (CUDA: {})",
+                dir.display(),
+                crate::text::one_line(&listing.cuda)
+            );
+            return Ok(1);
+        }
+        if let Some(first) = listing.jit_errors.first() {
+            eprintln!(
+                "error: the driver's code of {} module(s) was not written; the first: {}",
+                listing.jit_errors.len(),
+                crate::text::one_line(first)
+            );
+            return Ok(1);
+        }
+        Ok(0)
+    };
     if args.json {
         let text = serde_json::to_string_pretty(&listing)
             .map_err(|e| crate::Error::Internal(format!("serialising the device list: {e}")))?;
         emit_json(&format!("{text}\n"))?;
-        return Ok(0);
+        return jit_outcome();
     }
     let gpus = listing
         .devices
@@ -159,5 +199,5 @@ pub fn devices(args: &DevicesArgs) -> Result<i32> {
     {
         emit(&format!("{}\n", describe(d)))?;
     }
-    Ok(0)
+    jit_outcome()
 }

@@ -1,0 +1,326 @@
+//! The driver's own machine code for every kernel module (`roofprobe devices --jit-out DIR`).
+//!
+//! On a GPU our PTX runs as the driver's JIT compiles it, and that compiler is the driver's
+//! generation, not the ptxas the offline checks run. The driver hands its code out through its
+//! linker: `cuLinkAddData` of one PTX module, then `cuLinkComplete`, gives the CUDA ELF object
+//! (a cubin) it made for the context's device, and with `CU_JIT_LOG_VERBOSE` the JIT's info log
+//! (registers, spills, stack per function, as ptxas's `-v` prints them). Each module's object
+//! and log are written as `<module>.cubin` and `<module>.log`; `scripts/jit-sass` reads the
+//! folder, and `ROOFPROBE_JIT_SASS` points the offline SASS checks at what it wrote.
+//!
+//! The linker compiles a module on its own; the module loads of a run (`cuModuleLoadData`)
+//! compile the same PTX, with the same default options, whole. Our modules call no function
+//! outside themselves, so the two compiles have the same code to work on.
+
+use super::{quietly, CudaBackend};
+use cudarc::driver::{sys, DriverError};
+use std::ffi::{c_uint, c_void, CString};
+use std::path::Path;
+
+/// What the JIT gives for one module: its object and its info log.
+pub struct DriverObject {
+    pub cubin: Vec<u8>,
+    pub log: String,
+}
+
+/// What writing the driver's code for one device came to: `devices` lines and the failures.
+pub struct DriverCode {
+    pub lines: Vec<(String, String)>,
+    /// One line per module the device should take that could not be compiled or written.
+    pub errors: Vec<String>,
+}
+
+/// `name` as a file name: anything but letters, digits, `.`, `-` and `_` becomes `_`
+/// (`intensity.ptx.in#k=64,f32` → `intensity.ptx.in_k_64_f32`).
+pub fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Why a device of compute capability `cc` does not take `ptx`, from its `.target` as the driver
+/// reads it: an architecture above the device's, or an architecture-specific one (`sm_90a`) on
+/// another device. `None` where it does (a module without a `.target` line too).
+pub fn not_for_device(ptx: &str, cc: (u32, u32)) -> Option<String> {
+    let target = ptx
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(".target"))?
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .find(|t| t.starts_with("sm_"))?
+        .to_string();
+    let digits: String = target[3..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let n: u32 = digits.parse().ok()?;
+    let wanted = (n / 10, n % 10);
+    if target.len() > 3 + digits.len() && wanted != cc {
+        Some(format!(
+            "{target} code runs on compute capability {}.{} only",
+            wanted.0, wanted.1
+        ))
+    } else if wanted > cc {
+        Some(format!(
+            "{target} code needs compute capability {}.{}",
+            wanted.0, wanted.1
+        ))
+    } else {
+        None
+    }
+}
+
+/// The total of a JIT info log's `N bytes spill stores` and `N bytes spill loads`.
+pub fn spill_bytes(log: &str) -> u64 {
+    let words: Vec<&str> = log.split_whitespace().collect();
+    words
+        .windows(4)
+        .filter(|w| {
+            w[1] == "bytes" && w[2] == "spill" && matches!(w[3], "stores" | "stores," | "loads")
+        })
+        .filter_map(|w| w[0].parse::<u64>().ok())
+        .sum()
+}
+
+/// A text buffer's contents up to its first NUL, one line.
+fn log_text(buffer: &[u8]) -> String {
+    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..end]).trim().to_string()
+}
+
+impl CudaBackend {
+    /// Compiles `ptx` with the driver's JIT through its linker, for this device.
+    pub fn driver_object(&self, ptx: &str, name: &str) -> Result<DriverObject, String> {
+        let source = CString::new(ptx).map_err(|_| "the PTX holds a NUL byte".to_string())?;
+        let name = CString::new(name).map_err(|_| "the name holds a NUL byte".to_string())?;
+        let mut info = vec![0u8; 1 << 16];
+        let mut error = vec![0u8; 1 << 14];
+        let outcome = quietly(|| -> Result<DriverObject, (String, DriverError)> {
+            let step = |what: &str, r: sys::CUresult| match r {
+                sys::CUresult::CUDA_SUCCESS => Ok(()),
+                other => Err((what.to_string(), DriverError(other))),
+            };
+            self.ctx
+                .bind_to_thread()
+                .map_err(|e| ("binding the context".to_string(), e))?;
+            let mut options = [
+                sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+                sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                sys::CUjit_option::CU_JIT_LOG_VERBOSE,
+            ];
+            // The driver reads a size's or a flag's value from the pointer's bits.
+            let mut values = [
+                info.as_mut_ptr() as *mut c_void,
+                info.len() as *mut c_void,
+                error.as_mut_ptr() as *mut c_void,
+                error.len() as *mut c_void,
+                std::ptr::without_provenance_mut(1),
+            ];
+            let mut state: sys::CUlinkState = std::ptr::null_mut();
+            // SAFETY: the options and values are as many as said, the log buffers outlive the
+            // link state (destroyed below, on every path) and their sizes are the ones given.
+            step("cuLinkCreate", unsafe {
+                sys::cuLinkCreate_v2(
+                    options.len() as c_uint,
+                    options.as_mut_ptr(),
+                    values.as_mut_ptr(),
+                    &mut state,
+                )
+            })?;
+            let linked = (|| {
+                // SAFETY: `source` is the NUL-terminated PTX, its size counts the NUL as the
+                // driver asks for text; `name` is NUL-terminated; no per-input options.
+                step("cuLinkAddData", unsafe {
+                    sys::cuLinkAddData_v2(
+                        state,
+                        sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                        source.as_ptr() as *mut c_void,
+                        source.as_bytes_with_nul().len(),
+                        name.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                })?;
+                let mut cubin: *mut c_void = std::ptr::null_mut();
+                let mut size = 0usize;
+                // SAFETY: the out-pointers are valid; the object the driver returns belongs to
+                // the link state and is copied before the state is destroyed.
+                step("cuLinkComplete", unsafe {
+                    sys::cuLinkComplete(state, &mut cubin, &mut size)
+                })?;
+                if cubin.is_null() || size == 0 {
+                    return Err((
+                        "cuLinkComplete".to_string(),
+                        DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN),
+                    ));
+                }
+                // SAFETY: the driver says `size` bytes lie at `cubin`, alive until the destroy.
+                Ok(unsafe { std::slice::from_raw_parts(cubin as *const u8, size) }.to_vec())
+            })();
+            // SAFETY: the state was created above and is destroyed once, here.
+            unsafe { sys::cuLinkDestroy(state) };
+            Ok(DriverObject {
+                cubin: linked?,
+                log: String::new(),
+            })
+        });
+        match outcome {
+            Ok(Ok(mut object)) => {
+                object.log = log_text(&info);
+                Ok(object)
+            }
+            Ok(Err((during, e))) => {
+                let message = match super::driver_error(&during, &e) {
+                    crate::Error::Driver { during, message } => format!("{during}: {message}"),
+                    other => other.to_string(),
+                };
+                let log = log_text(&error).replace('\n', " | ");
+                Err(if log.is_empty() {
+                    message
+                } else {
+                    format!("{message}; JIT log: {log}")
+                })
+            }
+            Err(panic) => Err(super::panic_message(panic)),
+        }
+    }
+
+    /// The driver's code for every module of `kernels::all()` this device takes, written to
+    /// `dir` (made if missing) as `<module>.cubin` and `<module>.log`, and summed up.
+    pub fn write_driver_code(&self, dir: &Path) -> DriverCode {
+        let mut code = DriverCode {
+            lines: Vec::new(),
+            errors: Vec::new(),
+        };
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            code.errors
+                .push(format!("{}: cannot make the folder: {e}", dir.display()));
+            return code;
+        }
+        let (mut written, mut skipped, mut spilled) = (0, Vec::new(), Vec::new());
+        for source in crate::kernels::all() {
+            if let Some(why) = not_for_device(&source.ptx, self.compute_capability) {
+                skipped.push(format!("{} ({why})", source.name));
+                continue;
+            }
+            let object = match self.driver_object(&source.ptx, &source.name) {
+                Ok(object) => object,
+                Err(e) => {
+                    code.errors.push(format!("kernels/{}: {e}", source.name));
+                    continue;
+                }
+            };
+            let stem = file_stem(&source.name);
+            let cubin = dir.join(format!("{stem}.cubin"));
+            let log = dir.join(format!("{stem}.log"));
+            let wrote = std::fs::write(&cubin, &object.cubin)
+                .and_then(|()| std::fs::write(&log, format!("{}\n", object.log)));
+            if let Err(e) = wrote {
+                code.errors
+                    .push(format!("{}: cannot write: {e}", cubin.display()));
+                continue;
+            }
+            written += 1;
+            let spills = spill_bytes(&object.log);
+            if spills > 0 {
+                spilled.push(format!("{} ({spills} bytes)", source.name));
+            }
+        }
+        code.lines.push((
+            "driver's code".to_string(),
+            format!(
+                "{written} modules compiled by the driver's JIT, in {}",
+                dir.display()
+            ),
+        ));
+        code.lines.push((
+            "driver's spills".to_string(),
+            if spilled.is_empty() {
+                "none".to_string()
+            } else {
+                spilled.join(", ")
+            },
+        ));
+        if !skipped.is_empty() {
+            code.lines
+                .push(("not for this device".to_string(), skipped.join(", ")));
+        }
+        for e in &code.errors {
+            code.lines
+                .push(("driver's code FAILED".to_string(), e.clone()));
+        }
+        code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_stems_keep_only_plain_characters() {
+        assert_eq!(
+            file_stem("intensity.ptx.in#k=64,f32"),
+            "intensity.ptx.in_k_64_f32"
+        );
+        assert_eq!(
+            file_stem("gemm_tma.ptx.in#cluster2,bf16→f32"),
+            "gemm_tma.ptx.in_cluster2_bf16_f32"
+        );
+        assert_eq!(file_stem("peak.ptx"), "peak.ptx");
+    }
+
+    #[test]
+    fn a_target_is_taken_by_the_devices_it_runs_on() {
+        let ptx = |t: &str| format!(".version 8.0\n.target {t}\n.address_size 64\n");
+        assert_eq!(not_for_device(&ptx("sm_80"), (9, 0)), None);
+        assert_eq!(not_for_device(&ptx("sm_80"), (8, 0)), None);
+        assert_eq!(not_for_device(&ptx("sm_90a"), (9, 0)), None);
+        assert_eq!(
+            not_for_device(&ptx("sm_89"), (8, 6)).as_deref(),
+            Some("sm_89 code needs compute capability 8.9")
+        );
+        assert_eq!(
+            not_for_device(&ptx("sm_90a"), (10, 0)).as_deref(),
+            Some("sm_90a code runs on compute capability 9.0 only")
+        );
+        assert_eq!(
+            not_for_device(&ptx("sm_90a"), (8, 9)).as_deref(),
+            Some("sm_90a code runs on compute capability 9.0 only")
+        );
+        assert_eq!(not_for_device(".version 8.0\n", (8, 0)), None);
+        // every module names its target: the real ones read as the driver reads them
+        for source in crate::kernels::all() {
+            let wanted = source.ptx.contains(".target sm_90a");
+            assert_eq!(
+                not_for_device(&source.ptx, (8, 0)).is_some(),
+                wanted
+                    || source.ptx.contains(".target sm_89")
+                    || source.ptx.contains(".target sm_90"),
+                "{}",
+                source.name
+            );
+            assert_eq!(not_for_device(&source.ptx, (9, 0)), None, "{}", source.name);
+        }
+    }
+
+    #[test]
+    fn spills_are_summed_from_the_log() {
+        let log = "ptxas info    : Compiling entry function 'a' for 'sm_90'\n\
+                   ptxas info    : Function properties for a\n    \
+                   0 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n\
+                   ptxas info    : Used 40 registers\n\
+                   ptxas info    : Function properties for b\n    \
+                   0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
+        assert_eq!(spill_bytes(log), 20);
+        assert_eq!(spill_bytes("ptxas info    : Used 40 registers"), 0);
+    }
+}
