@@ -555,8 +555,10 @@ fn the_stream_peers_script_reads_both_peers_and_judges_by_their_figures() {
 
 /// `scripts/jit-sass` finds the CUDA objects in a JIT cache however the driver wraps them
 /// (here: bytes before and after, a false ELF magic, an index file with none, a folder down),
-/// writes each one whole, byte for byte what ptxas made, with its SASS beside it, names its
-/// architecture and kernels, and fails with one line on a cache that holds none.
+/// and a relocatable object as a driver's linker may make (`ptxas -c`: its shared-memory
+/// section, type 0x7000000a, has a size but no bytes in the file), writes each one whole, byte
+/// for byte what ptxas made, with its SASS beside it, names its architecture and kernels, and
+/// fails with one line on a cache that holds none.
 #[test]
 fn jit_sass_reads_the_objects_out_of_a_jit_cache() {
     let test = "jit_sass_reads_the_objects_out_of_a_jit_cache";
@@ -585,6 +587,14 @@ fn jit_sass_reads_the_objects_out_of_a_jit_cache() {
     let mut second = vec![0u8; 13];
     second.extend_from_slice(&cubins[1]);
     std::fs::write(cache.join("a/z"), second).unwrap();
+    let relocatable = cache.join("a/rel");
+    let made = Command::new(&ptxas)
+        .args(["-c", "-arch=sm_90", "-o"])
+        .arg(&relocatable)
+        .arg(kernels.join("gemm_simt.ptx"))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
     let out = dir.path().join("sass");
     let done = Command::new(script("jit-sass"))
         .arg(&cache)
@@ -596,21 +606,30 @@ fn jit_sass_reads_the_objects_out_of_a_jit_cache() {
     assert!(done.status.success(), "{done:?}");
     // (os.walk: a folder's files before its subfolders')
     let lines: Vec<&str> = said.lines().collect();
-    assert_eq!(lines.len(), 2, "{said}");
-    assert!(lines[0].starts_with("a/z @13: 1.sass, sm_80, "), "{said}");
-    assert!(lines[0].contains(" copy_f32"), "{said}");
-    assert!(lines[1].starts_with("a/b/entry @"), "{said}");
+    assert_eq!(lines.len(), 3, "{said}");
     assert!(
-        lines[1].contains("sm_90, 5 kernels: ") && lines[1].contains("fma_f16x2"),
+        lines[0].starts_with("a/rel @0: 1.sass, sm_90, 1 kernels: gemm_f32_f32"),
         "{said}"
     );
-    assert_eq!(std::fs::read(out.join("1.cubin")).unwrap(), cubins[1]);
-    assert_eq!(std::fs::read(out.join("2.cubin")).unwrap(), cubins[0]);
-    let sass = std::fs::read_to_string(out.join("2.sass")).unwrap();
+    assert!(lines[1].starts_with("a/z @13: 2.sass, sm_80, "), "{said}");
+    assert!(lines[1].contains(" copy_f32"), "{said}");
+    assert!(lines[2].starts_with("a/b/entry @"), "{said}");
+    assert!(
+        lines[2].contains("sm_90, 5 kernels: ") && lines[2].contains("fma_f16x2"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(out.join("1.cubin")).unwrap(),
+        std::fs::read(&relocatable).unwrap()
+    );
+    assert_eq!(std::fs::read(out.join("2.cubin")).unwrap(), cubins[1]);
+    assert_eq!(std::fs::read(out.join("3.cubin")).unwrap(), cubins[0]);
+    let sass = std::fs::read_to_string(out.join("3.sass")).unwrap();
     assert!(sass.contains("HFMA2"), "{sass}");
     // a cache of nothing but an index: one line, exit 1
     std::fs::remove_dir_all(cache.join("a/b")).unwrap();
     std::fs::remove_file(cache.join("a/z")).unwrap();
+    std::fs::remove_file(&relocatable).unwrap();
     let none = Command::new(script("jit-sass"))
         .arg(&cache)
         .arg(dir.path().join("none"))
