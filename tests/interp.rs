@@ -1602,14 +1602,19 @@ fn a_trip_counter_that_misses_a_trip_is_caught() {
     assert_eq!(n, peak::PRECISIONS.len() + tensor::forms().len());
 }
 
+/// [`entries_containing`] among the intensity sweep's expansions only.
+fn sweep_entries_containing(text: &str) -> Vec<(String, String, String)> {
+    entries_containing(text)
+        .into_iter()
+        .filter(|(file, _, _)| file == "intensity.ptx.in")
+        .collect()
+}
+
 /// A sweep whose main loop advances by one grid instead of two moves most vectors twice: its
 /// output is still right, and only its block records (the words each block moved) show it.
 #[test]
 fn sweep_moving_vectors_twice_is_caught() {
-    let targets: Vec<_> = entries_containing("add.u64 %rd9, %rd9, %rd8;")
-        .into_iter()
-        .filter(|(file, _, _)| file == "intensity.ptx.in")
-        .collect();
+    let targets = sweep_entries_containing("add.u64 %rd9, %rd9, %rd8;");
     let n = assert_mutants_caught("sweep main loop stride halved", &targets, |body| {
         body.replace("add.u64 %rd9, %rd9, %rd8;", "add.u64 %rd9, %rd9, %rd5;")
     });
@@ -1620,10 +1625,7 @@ fn sweep_moving_vectors_twice_is_caught() {
 /// converged by then, so their output is the same, and only thread 0's recorded steps show it.
 #[test]
 fn sweep_step_loop_one_trip_short_is_caught() {
-    let targets: Vec<_> = entries_containing("_main_steps:")
-        .into_iter()
-        .filter(|(file, _, _)| file == "intensity.ptx.in")
-        .collect();
+    let targets = sweep_entries_containing("_main_steps:");
     let looped = intensity::KS
         .iter()
         .filter(|&&k| k > intensity::UNROLLED_STEPS)
