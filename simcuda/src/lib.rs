@@ -550,14 +550,8 @@ unsafe fn load(
         Ok(h) => unsafe { put(module, ptr(h)) },
         Err((c, message)) => {
             d.trace(&format!("load-failed {c} {message}"));
-            if let Some((buf, size)) = log {
-                if !buf.is_null() && size > 0 {
-                    let n = message.len().min(size - 1);
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(message.as_ptr(), buf, n);
-                        *buf.add(n) = 0;
-                    }
-                }
+            if let Some(log) = log {
+                unsafe { write_log(log, &message) };
             }
             Err(c)
         }
