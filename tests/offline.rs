@@ -28,6 +28,7 @@
 //! `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where a missing tool fails.
 
 use crate::tools;
+use roofprobe::backend::cuda::jit_driver;
 use roofprobe::bench::stream::StreamKernel;
 use roofprobe::bench::{gemm, intensity, peak, tensor, wgmma, Precision};
 use roofprobe::kernels;
@@ -51,26 +52,6 @@ pub fn archs_for(target: &str) -> Vec<String> {
         .filter(|a| kernels::target_capability(a).is_some_and(|c| c >= need))
         .map(|a| a.to_string())
         .collect()
-}
-
-/// Per-function (stack, spill stores, spill loads) bytes from `ptxas -v` output.
-pub fn resource_usage(ptxas_log: &str) -> BTreeMap<String, (u64, u64, u64)> {
-    let mut out = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in ptxas_log.lines() {
-        if let Some(rest) = line.split("Function properties for ").nth(1) {
-            current = Some(rest.trim().to_string());
-        } else if line.contains("bytes stack frame") {
-            let nums: Vec<u64> = line
-                .split(|c: char| !c.is_ascii_digit())
-                .filter_map(|s| s.parse().ok())
-                .collect();
-            if let (Some(f), [stack, stores, loads, ..]) = (current.take(), nums.as_slice()) {
-                out.insert(f, (*stack, *stores, *loads));
-            }
-        }
-    }
-    out
 }
 
 /// One SASS instruction: (address, opcode with modifiers, whole text).
@@ -361,7 +342,7 @@ fn every_kernel_assembles_for_every_arch_without_spills() {
                     source.name
                 )),
                 Some(Ok(build)) => {
-                    let usage = resource_usage(&build.log);
+                    let usage = jit_driver::resource_usage(&build.log);
                     for entry in kernels::entries(&source.ptx) {
                         match usage.get(&entry) {
                             None => failures.push(format!(
@@ -1266,7 +1247,7 @@ fn the_drivers_sass_stands_in_for_ptxas_for_its_arch() {
 #[test]
 fn parsers_read_tool_output() {
     let log = "ptxas info    : Function properties for copy_f32\n    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\nptxas info    : Function properties for add_f32\n    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
-    let u = resource_usage(log);
+    let u = jit_driver::resource_usage(log);
     assert_eq!(u["copy_f32"], (0, 8, 4));
     assert_eq!(u["add_f32"], (16, 0, 0));
     let text = "\t\tFunction : fma_f32\n\

@@ -607,11 +607,14 @@ fn jit_error_log(ctx: &Arc<CudaContext>, ptx: &str) -> Option<String> {
         Some(())
     })
     .ok()??;
-    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-    let text = String::from_utf8_lossy(&log[..end])
-        .trim()
-        .replace('\n', " | ");
+    let text = log_text(&log).replace('\n', " | ");
     (!text.is_empty()).then_some(text)
+}
+
+/// A JIT log buffer's text, up to its first NUL, trimmed.
+fn log_text(buffer: &[u8]) -> String {
+    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..end]).trim().to_string()
 }
 
 impl CudaBackend {

@@ -12,8 +12,9 @@
 //! compile the same PTX, with the same default options, whole. Our modules call no function
 //! outside themselves, so the two compiles have the same code to work on.
 
-use super::{quietly, CudaBackend};
+use super::{log_text, quietly, CudaBackend};
 use cudarc::driver::{sys, DriverError};
+use std::collections::BTreeMap;
 use std::ffi::{c_uint, c_void, CString};
 use std::path::Path;
 
@@ -48,19 +49,9 @@ pub fn file_stem(name: &str) -> String {
 /// reads it: an architecture above the device's, or an architecture-specific one (`sm_90a`) on
 /// another device. `None` where it does (a module without a `.target` line too).
 pub fn not_for_device(ptx: &str, cc: (u32, u32)) -> Option<String> {
-    let target = ptx
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(".target"))?
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .find(|t| t.starts_with("sm_"))?
-        .to_string();
-    let digits: String = target[3..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    let n: u32 = digits.parse().ok()?;
-    let wanted = (n / 10, n % 10);
-    if target.len() > 3 + digits.len() && wanted != cc {
+    let target = crate::kernels::target(ptx)?;
+    let wanted = crate::kernels::target_capability(target)?;
+    if target.ends_with(|c: char| c.is_ascii_alphabetic()) && wanted != cc {
         Some(format!(
             "{target} code runs on compute capability {}.{} only",
             wanted.0, wanted.1
@@ -75,22 +66,34 @@ pub fn not_for_device(ptx: &str, cc: (u32, u32)) -> Option<String> {
     }
 }
 
-/// The total of a JIT info log's `N bytes spill stores` and `N bytes spill loads`.
-pub fn spill_bytes(log: &str) -> u64 {
-    let words: Vec<&str> = log.split_whitespace().collect();
-    words
-        .windows(4)
-        .filter(|w| {
-            w[1] == "bytes" && w[2] == "spill" && matches!(w[3], "stores" | "stores," | "loads")
-        })
-        .filter_map(|w| w[0].parse::<u64>().ok())
-        .sum()
+/// Per-function (stack, spill stores, spill loads) bytes from a JIT info log, which reads as
+/// `ptxas -v` output does (`Function properties for f`, then `N bytes stack frame, N bytes
+/// spill stores, N bytes spill loads`).
+pub fn resource_usage(log: &str) -> BTreeMap<String, (u64, u64, u64)> {
+    let mut out = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Function properties for ").nth(1) {
+            current = Some(rest.trim().to_string());
+        } else if line.contains("bytes stack frame") {
+            let nums: Vec<u64> = line
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|s| s.parse().ok())
+                .collect();
+            if let (Some(f), [stack, stores, loads, ..]) = (current.take(), nums.as_slice()) {
+                out.insert(f, (*stack, *stores, *loads));
+            }
+        }
+    }
+    out
 }
 
-/// A text buffer's contents up to its first NUL, one line.
-fn log_text(buffer: &[u8]) -> String {
-    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
-    String::from_utf8_lossy(&buffer[..end]).trim().to_string()
+/// The spill stores and loads of every function of a JIT info log, in bytes.
+pub fn spill_bytes(log: &str) -> u64 {
+    resource_usage(log)
+        .values()
+        .map(|(_, stores, loads)| stores + loads)
+        .sum()
 }
 
 impl CudaBackend {
