@@ -678,10 +678,9 @@ impl Driver {
 
     // ---- modules and functions ---------------------------------------------------------------
 
-    /// Loads PTX text: the JIT's checks (ISA version against the driver, target against the
-    /// device), then the interpreter's parse. `Err((code, log))` carries the JIT log.
     /// The checks a module load makes (the JIT's): the PTX parses, its `.version` is one this
-    /// driver takes, and its `.target` runs on the current device.
+    /// driver takes, and its `.target` runs on the current device. `Err((code, log))` carries
+    /// the JIT log.
     fn check_ptx(&self, ptx: &str) -> Result<Checked, (u32, String)> {
         let d = self.working().map_err(|c| (c, String::new()))?;
         if let Some(text) = &self.config.reject {
@@ -719,6 +718,8 @@ impl Driver {
         Ok((d.clone(), module, version))
     }
 
+    /// Loads PTX text: the JIT's checks ([`Driver::check_ptx`]), then the module is kept for
+    /// launches. `Err((code, log))` carries the JIT log.
     pub fn load_module(&self, ptx: &str) -> Result<u64, (u32, String)> {
         let (d, module, version) = self.check_ptx(ptx)?;
         let handle = self.handle();
