@@ -5,6 +5,7 @@ mod cli;
 mod cli_roofline;
 mod common;
 mod compute_gpu;
+mod driver;
 mod estimate;
 mod exports;
 mod files;

@@ -1426,4 +1426,17 @@ fn devices_says_which_modules_the_drivers_jit_gave_no_code_for() {
             out.path().display()
         )
     );
+    // (and the listing names the driver that reports none: the library loaded, its CUDA)
+    let listing = text(&listed.stdout);
+    let mut lines = listing.lines();
+    assert_eq!(
+        lines.next(),
+        Some("CUDA: the driver reports no device"),
+        "{listing}"
+    );
+    let driver = lines.next().unwrap_or_default();
+    assert!(
+        driver.starts_with("  libcuda ") && driver.contains("libsimcuda.so, CUDA 12."),
+        "{listing}"
+    );
 }

@@ -4,6 +4,11 @@
 //! events, error strings, TMA tensor maps) and runs every kernel with `ptxsim`, so that `cargo test`
 //! drives roofprobe's CUDA backend end to end on a machine without a GPU.
 //!
+//! It exports the names roofprobe's binding (CUDA 12.0's) calls, and none a later driver added
+//! (CUDA 12.8's `cuEventElapsedTime_v2`, say): a call by such a name fails here as it would on
+//! an older driver. `tests/driver.rs` checks every one against a real driver's libraries
+//! (Debian's, driver 535, CUDA 12.2).
+//!
 //! It is a test double, never a measurement: its "device" is an interpreter, its times are the
 //! interpreter's, and its name says it is simulated.
 //!
@@ -936,15 +941,6 @@ pub unsafe extern "C" fn cuEventElapsedTime(
         let v = try_driver()?.elapsed_ms(handle(start), handle(end))?;
         unsafe { put(ms, v) }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuEventElapsedTime_v2(
-    ms: *mut f32,
-    start: *mut c_void,
-    end: *mut c_void,
-) -> c_uint {
-    unsafe { cuEventElapsedTime(ms, start, end) }
 }
 
 #[no_mangle]

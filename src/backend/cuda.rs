@@ -368,7 +368,18 @@ pub fn loaded_libcuda() -> Option<String> {
     })
 }
 
-/// The driver's CUDA version, e.g. `12.4`.
+/// The driver library this process loaded and the CUDA version it reports
+/// (`/usr/lib/…/libcuda.so.1 -> …/libcuda.so.535.261.03, CUDA 12.2`): which driver it was,
+/// where no device could be used. `None` when no libcuda could be loaded.
+pub fn driver_library() -> Option<String> {
+    let path = loaded_libcuda()?;
+    Some(match driver_cuda_version() {
+        Some(v) => format!("{path}, CUDA {v}"),
+        None => path,
+    })
+}
+
+/// The driver's CUDA version, e.g. `12.4` (`cuDriverGetVersion`, which needs no `cuInit`).
 fn driver_cuda_version() -> Option<String> {
     let mut v: std::ffi::c_int = 0;
     // SAFETY: writes one int.

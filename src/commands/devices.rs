@@ -1,6 +1,6 @@
 //! `roofprobe devices`: every CUDA device the driver reports, then the host CPU.
 
-use crate::backend::cuda::{device_count, CudaBackend};
+use crate::backend::cuda::{device_count, driver_library, CudaBackend};
 use crate::backend::host::host_info;
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::cli::DevicesArgs;
@@ -88,6 +88,10 @@ pub struct Unusable {
 pub struct Listing {
     /// `N devices`, `no device`, or why there is no CUDA (no driver, a driver error).
     pub cuda: String,
+    /// The driver library loaded and the CUDA version it reports (`PATH -> FILE, CUDA 12.2`),
+    /// so a driver that lists no device, or will not initialise, is named; `null` where no
+    /// libcuda could be loaded.
+    pub driver: Option<String>,
     /// Every usable CUDA device, then the host.
     pub devices: Vec<DeviceInfo>,
     pub unusable: Vec<Unusable>,
@@ -103,6 +107,7 @@ pub struct Listing {
 pub fn listing(jit_out: Option<&std::path::Path>) -> Listing {
     let mut out = Listing {
         cuda: String::new(),
+        driver: None,
         devices: Vec::new(),
         unusable: Vec::new(),
         cublas: String::new(),
@@ -134,6 +139,7 @@ pub fn listing(jit_out: Option<&std::path::Path>) -> Listing {
         }
         Err(e) => out.cuda = format!("none ({e})"),
     }
+    out.driver = driver_library();
     // (after the driver: each device's `libcuda` line names the path the loader knows the
     // driver's file by, the first it was opened under, and that must be the driver's own)
     out.cublas = crate::backend::cublas::describe();
@@ -183,7 +189,10 @@ pub fn devices(args: &DevicesArgs) -> Result<i32> {
         .iter()
         .filter(|d| d.backend == BackendKind::Cuda);
     if gpus.clone().next().is_none() && listing.unusable.is_empty() {
-        emit(&format!("CUDA: {}\n\n", listing.cuda))?;
+        match &listing.driver {
+            Some(driver) => emit(&format!("CUDA: {}\n  libcuda {driver}\n\n", listing.cuda))?,
+            None => emit(&format!("CUDA: {}\n\n", listing.cuda))?,
+        }
     }
     for d in gpus {
         emit(&format!("{}\n\n", describe(d)))?;

@@ -1,0 +1,281 @@
+//! A real NVIDIA driver's libraries on a machine with no GPU: the closest CI comes to the
+//! driver a GPU machine has. Two things are checked against them:
+//!
+//! - every driver and NVML entry point the simulated driver exports, which is every one
+//!   roofprobe reaches (a call the simulated driver lacks fails the simulated runs), is exported
+//!   by the real libraries, so that no test of this suite leans on an entry point real drivers
+//!   of that age do not have;
+//! - roofprobe loads the real `libcuda` and, with no device behind it, says so in one line,
+//!   names the driver it loaded, and measures the host instead where it may.
+//!
+//! The libraries are looked for in `ROOFPROBE_NVIDIA_DRIVER` (a folder holding
+//! `libcuda.so.1` and `libnvidia-ml.so.1`), else in `.tools/nvidia-driver`, where `.ci/run`
+//! unpacks Debian's packages of them (`libcuda1`, `libnvidia-ml1`: driver 535, CUDA 12.2). Where
+//! they are missing the tests are skipped with a printed reason, unless
+//! `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where that fails them. On a machine whose kernel has the
+//! NVIDIA module loaded the behaviour test is skipped: there the libraries would talk to it.
+//! (A device node says nothing: run as root, libcuda makes `/dev/nvidiactl` itself. The test
+//! removes the one it made, leaving the machine as it found it.)
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The folder of a real NVIDIA driver's libraries.
+const VAR: &str = "ROOFPROBE_NVIDIA_DRIVER";
+
+/// The folder holding a real driver's `libcuda.so.1` and `libnvidia-ml.so.1`, or `None` after
+/// printing why the caller skips (panicking instead in CI).
+fn driver_dir(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os(VAR).map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/nvidia-driver"),
+        PathBuf::from,
+    );
+    let missing: Vec<&str> = ["libcuda.so.1", "libnvidia-ml.so.1"]
+        .into_iter()
+        .filter(|name| !dir.join(name).is_file())
+        .collect();
+    if missing.is_empty() {
+        return Some(dir);
+    }
+    let why = format!(
+        "{} has no {} (set {VAR} to a folder holding an NVIDIA driver's libraries, or run \
+         .ci/run, which unpacks Debian's)",
+        dir.display(),
+        missing.join(" or ")
+    );
+    if crate::tools::required() {
+        panic!("{test}: {why}, and ROOFPROBE_REQUIRE_TOOLS=1");
+    }
+    eprintln!("skipped {test}: {why}");
+    None
+}
+
+/// The names of the functions an ELF shared library exports (its defined dynamic symbols).
+fn exports(path: &Path) -> BTreeSet<String> {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let file = object::File::parse(&*data)
+        .unwrap_or_else(|e| panic!("{} is not an object file: {e}", path.display()));
+    file.dynamic_symbols()
+        .filter(|s| s.is_definition() && s.kind() == object::SymbolKind::Text)
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_real_driver_exports_every_entry_point_the_simulated_one_does() {
+    let test = "a_real_driver_exports_every_entry_point_the_simulated_one_does";
+    let Some(dir) = driver_dir(test) else {
+        return;
+    };
+    let sim = exports(&crate::sim::library());
+    let cuda = exports(&dir.join("libcuda.so.1"));
+    let nvml = exports(&dir.join("libnvidia-ml.so.1"));
+    let driver_calls: Vec<&String> = sim
+        .iter()
+        .filter(|n| n.starts_with("cu") && !n.starts_with("cublas"))
+        .collect();
+    let nvml_calls: Vec<&String> = sim.iter().filter(|n| n.starts_with("nvml")).collect();
+    // Read at all: the simulated driver has some 80 driver and 30 NVML entry points, a real
+    // libcuda hundreds.
+    assert!(
+        driver_calls.len() >= 50 && nvml_calls.len() >= 20,
+        "the simulated driver's exports were not read: {} driver, {} NVML entry points",
+        driver_calls.len(),
+        nvml_calls.len()
+    );
+    assert!(
+        cuda.len() >= 300 && nvml.len() >= 100,
+        "the real libraries' exports were not read: libcuda {}, NVML {}",
+        cuda.len(),
+        nvml.len()
+    );
+    let missing: Vec<String> = driver_calls
+        .iter()
+        .filter(|n| !cuda.contains(n.as_str()))
+        .map(|n| format!("{n} (libcuda)"))
+        .chain(
+            nvml_calls
+                .iter()
+                .filter(|n| !nvml.contains(n.as_str()))
+                .map(|n| format!("{n} (NVML)")),
+        )
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the simulated driver exports entry points the real one in {} lacks: {}",
+        dir.display(),
+        missing.join(", ")
+    );
+}
+
+/// `roofprobe ARGS…` with the real driver's folder first on the loader's path.
+fn with_driver(dir: &Path, args: &[&str]) -> Output {
+    let mut path = std::ffi::OsString::from(dir);
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    Command::new(env!("CARGO_BIN_EXE_roofprobe"))
+        .args(args)
+        .env("LD_LIBRARY_PATH", path)
+        .output()
+        .expect("roofprobe runs")
+}
+
+/// Removes `/dev/nvidiactl` when dropped if it was not there when made: libcuda, run as root,
+/// makes that node itself, even where no NVIDIA kernel module answers on it.
+struct NodeLeftAsFound {
+    made_here: bool,
+}
+
+const NODE: &str = "/dev/nvidiactl";
+
+impl NodeLeftAsFound {
+    fn new() -> NodeLeftAsFound {
+        NodeLeftAsFound {
+            made_here: !Path::new(NODE).exists(),
+        }
+    }
+}
+
+impl Drop for NodeLeftAsFound {
+    fn drop(&mut self) {
+        if self.made_here && Path::new(NODE).exists() {
+            let _ = std::fs::remove_file(NODE);
+        }
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_real_driver_with_no_gpu_behind_it_is_named_and_the_host_measured() {
+    let test = "a_real_driver_with_no_gpu_behind_it_is_named_and_the_host_measured";
+    let Some(dir) = driver_dir(test) else {
+        return;
+    };
+    if Path::new("/proc/driver/nvidia").exists() {
+        eprintln!(
+            "skipped {test}: this machine's kernel has the NVIDIA module loaded \
+             (/proc/driver/nvidia), which the driver's libraries in {} would talk to",
+            dir.display()
+        );
+        return;
+    }
+    let _node = NodeLeftAsFound::new();
+    let failed = "the CUDA driver is present but failed during initialisation: \
+                  CUDA_ERROR_NO_DEVICE";
+
+    // The listing: no GPU, why, and which driver said so.
+    let out = with_driver(&dir, &["devices"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let mut lines = stdout.lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("CUDA: none ({failed}")),
+        "{stdout}"
+    );
+    let driver = lines.next().unwrap_or_default();
+    let prefix = format!("  libcuda {}/libcuda.so", dir.display());
+    assert!(
+        driver.starts_with(&prefix),
+        "{driver:?} should start {prefix:?}"
+    );
+    let version = driver
+        .rsplit_once(", CUDA ")
+        .map(|(_, v)| v)
+        .unwrap_or_default();
+    let numbers: Vec<u32> = version.split('.').filter_map(|p| p.parse().ok()).collect();
+    assert!(
+        numbers.len() == 2 && numbers[0] >= 12,
+        "{driver:?} should end with the driver's CUDA version (12.0 or newer)"
+    );
+    assert!(stdout.contains("\nhost — "), "the host is listed: {stdout}");
+
+    let out = with_driver(&dir, &["devices", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert!(
+        json["cuda"].as_str().unwrap_or_default().contains(failed),
+        "{json}"
+    );
+    assert_eq!(
+        json["driver"].as_str(),
+        Some(&driver["  libcuda ".len()..]),
+        "{json}"
+    );
+
+    // Asked for the driver's code, or for cuda:0 by name: one line, exit 1, nothing written.
+    let tmp = tempfile::tempdir().unwrap();
+    let jit = tmp.path().join("jit");
+    let out = with_driver(&dir, &["devices", "--jit-out", jit.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: --jit-out ") && stderr.contains(failed),
+        "{stderr}"
+    );
+
+    let results = tmp.path().join("cuda0");
+    let out = with_driver(
+        &dir,
+        &[
+            "run",
+            "--device",
+            "cuda:0",
+            "--quick",
+            "-o",
+            results.to_str().unwrap(),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains(failed),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_dir(&results).map_or(true, |d| d.count() == 0),
+        "nothing is written for a device that is not there"
+    );
+
+    // Left to choose, the run measures the host and says why.
+    let results = tmp.path().join("auto");
+    let out = with_driver(
+        &dir,
+        &[
+            "run",
+            "--quick",
+            "--filter",
+            "launch",
+            "-o",
+            results.to_str().unwrap(),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{stderr}");
+    assert!(
+        stderr.contains(
+            "no usable GPU: the driver failed during initialisation: CUDA_ERROR_NO_DEVICE"
+        ),
+        "{stderr}"
+    );
+    let csv = crate::common::files_with_ext(&results, "csv");
+    assert_eq!(csv.len(), 1, "one CSV in {}", results.display());
+    let mut reader = csv::Reader::from_path(&csv[0]).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (backend, valid) = (column("backend"), column("valid"));
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert!(!rows.is_empty(), "rows in {}", csv[0].display());
+    for row in &rows {
+        assert_eq!((&row[backend], &row[valid]), ("host", "true"), "{row:?}");
+    }
+}
