@@ -148,6 +148,17 @@ impl Drop for NodeLeftAsFound {
     }
 }
 
+/// A refusal: exit 1 and one line on stderr, starting with `start` and saying `why`.
+fn refused(out: &Output, start: &str, why: &str) {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(start) && stderr.contains(why),
+        "{stderr}"
+    );
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -214,13 +225,7 @@ fn a_real_driver_with_no_gpu_behind_it_is_named_and_the_host_measured() {
     let tmp = tempfile::tempdir().unwrap();
     let jit = tmp.path().join("jit");
     let out = with_driver(&dir, &["devices", "--jit-out", jit.to_str().unwrap()]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.starts_with("error: --jit-out ") && stderr.contains(failed),
-        "{stderr}"
-    );
+    refused(&out, "error: --jit-out ", failed);
 
     let results = tmp.path().join("cuda0");
     let out = with_driver(
@@ -234,13 +239,7 @@ fn a_real_driver_with_no_gpu_behind_it_is_named_and_the_host_measured() {
             results.to_str().unwrap(),
         ],
     );
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.starts_with("error: ") && stderr.contains(failed),
-        "{stderr}"
-    );
+    refused(&out, "error: ", failed);
     assert!(
         std::fs::read_dir(&results).map_or(true, |d| d.count() == 0),
         "nothing is written for a device that is not there"
