@@ -1,21 +1,26 @@
-//! A real NVIDIA driver's libraries on a machine with no GPU: the closest CI comes to the
-//! driver a GPU machine has. Two things are checked against them:
+//! Real NVIDIA libraries on a machine with no GPU: the closest CI comes to what a GPU machine
+//! has. A driver's (libcuda, NVML) and CUDA 13's cuBLAS, as a Python environment holds it:
 //!
-//! - every driver and NVML entry point the simulated driver exports, which is every one
-//!   roofprobe reaches (a call the simulated driver lacks fails the simulated runs), is exported
-//!   by the real libraries, so that no test of this suite leans on an entry point real drivers
-//!   of that age do not have;
+//! - every driver, NVML and cuBLAS entry point the simulated ones export, which is every one
+//!   roofprobe reaches (a call the simulated library lacks fails the simulated runs), is
+//!   exported by the real libraries, so that no test of this suite leans on an entry point the
+//!   real ones do not have;
 //! - roofprobe loads the real `libcuda` and, with no device behind it, says so in one line,
-//!   names the driver it loaded, and measures the host instead where it may.
+//!   names the driver it loaded, and measures the host instead where it may;
+//! - roofprobe's search finds the real cuBLAS in the environment's wheel folder, loads it with
+//!   its cuBLASLt, resolves every entry point it calls, and reads its version (none of which
+//!   needs a GPU).
 //!
-//! The libraries are looked for in `ROOFPROBE_NVIDIA_DRIVER` (a folder holding
+//! The driver's libraries are looked for in `ROOFPROBE_NVIDIA_DRIVER` (a folder holding
 //! `libcuda.so.1` and `libnvidia-ml.so.1`), else in `.tools/nvidia-driver`, where `.ci/run`
-//! unpacks Debian's packages of them (`libcuda1`, `libnvidia-ml1`: driver 535, CUDA 12.2). Where
-//! they are missing the tests are skipped with a printed reason, unless
-//! `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where that fails them. On a machine whose kernel has the
-//! NVIDIA module loaded the behaviour test is skipped: there the libraries would talk to it.
-//! (A device node says nothing: run as root, libcuda makes `/dev/nvidiactl` itself. The test
-//! removes the one it made, leaving the machine as it found it.)
+//! unpacks Debian's packages of them (`libcuda1`, `libnvidia-ml1`: driver 535, CUDA 12.2);
+//! cuBLAS in `ROOFPROBE_NVIDIA_CUBLAS` (a Python environment with PyPI's `nvidia-cublas`, CUDA
+//! 13's), else `.tools/cublas`, where `.ci/run` installs it. Where they are missing the tests are
+//! skipped with a printed reason, unless `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where that fails
+//! them. On a machine whose kernel has the NVIDIA module loaded the driver's behaviour test is
+//! skipped: there the libraries would talk to it. (A device node says nothing: run as root,
+//! libcuda makes `/dev/nvidiactl` itself. The test removes the one it made, leaving the machine
+//! as it found it.)
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,6 +28,17 @@ use std::process::{Command, Output};
 
 /// The folder of a real NVIDIA driver's libraries.
 const VAR: &str = "ROOFPROBE_NVIDIA_DRIVER";
+
+/// A Python environment holding CUDA 13's cuBLAS wheel.
+const CUBLAS_VAR: &str = "ROOFPROBE_NVIDIA_CUBLAS";
+
+/// Skips the caller (printing why), or fails it in CI.
+fn skip(test: &str, why: &str) {
+    if crate::tools::required() {
+        panic!("{test}: {why}, and ROOFPROBE_REQUIRE_TOOLS=1");
+    }
+    eprintln!("skipped {test}: {why}");
+}
 
 /// The folder holding a real driver's `libcuda.so.1` and `libnvidia-ml.so.1`, or `None` after
 /// printing why the caller skips (panicking instead in CI).
@@ -44,11 +60,37 @@ fn driver_dir(test: &str) -> Option<PathBuf> {
         dir.display(),
         missing.join(" or ")
     );
-    if crate::tools::required() {
-        panic!("{test}: {why}, and ROOFPROBE_REQUIRE_TOOLS=1");
-    }
-    eprintln!("skipped {test}: {why}");
+    skip(test, &why);
     None
+}
+
+/// The environment holding CUDA 13's cuBLAS wheel and the library's folder in it
+/// (`lib/python3.*/site-packages/nvidia/cu13/lib`), or `None` after printing why the caller
+/// skips (panicking instead in CI).
+fn cublas_env(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let env = std::env::var_os(CUBLAS_VAR).map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/cublas"),
+        PathBuf::from,
+    );
+    let lib = std::fs::read_dir(env.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| python.path().join("site-packages/nvidia/cu13/lib"))
+        .find(|lib| lib.join("libcublas.so.13").is_file());
+    match lib {
+        Some(lib) => Some((env, lib)),
+        None => {
+            let why = format!(
+                "{} holds no lib/python3.*/site-packages/nvidia/cu13/lib/libcublas.so.13 (set \
+                 {CUBLAS_VAR} to a Python environment with PyPI's nvidia-cublas, or run \
+                 .ci/run, which installs it)",
+                env.display()
+            );
+            skip(test, &why);
+            None
+        }
+    }
 }
 
 /// The names of the functions an ELF shared library exports (its defined dynamic symbols).
@@ -276,5 +318,102 @@ fn a_real_driver_with_no_gpu_behind_it_is_named_and_the_host_measured() {
     assert!(!rows.is_empty(), "rows in {}", csv[0].display());
     for row in &rows {
         assert_eq!((&row[backend], &row[valid]), ("host", "true"), "{row:?}");
+    }
+}
+
+#[test]
+fn a_real_cublas_exports_every_entry_point_the_simulated_one_does() {
+    let test = "a_real_cublas_exports_every_entry_point_the_simulated_one_does";
+    let Some((_, lib)) = cublas_env(test) else {
+        return;
+    };
+    let sim = exports(&crate::sim::library());
+    let mut real = exports(&lib.join("libcublas.so.13"));
+    real.extend(exports(&lib.join("libcublasLt.so.13")));
+    let calls: Vec<&String> = sim.iter().filter(|n| n.starts_with("cublas")).collect();
+    // Read at all: cublasGemmEx and the cuBLASLt matmul's dozen, against the real libraries'
+    // hundreds.
+    assert!(
+        calls.len() >= 10 && real.len() >= 300,
+        "exports not read: simulated {}, real {}",
+        calls.len(),
+        real.len()
+    );
+    let missing: Vec<&str> = calls
+        .iter()
+        .filter(|n| !real.contains(n.as_str()))
+        .map(|n| n.as_str())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the simulated cuBLAS exports entry points the real one in {} lacks: {}",
+        lib.display(),
+        missing.join(", ")
+    );
+}
+
+#[test]
+fn a_real_cublas_in_a_python_environment_is_found_loaded_and_its_version_read() {
+    let test = "a_real_cublas_in_a_python_environment_is_found_loaded_and_its_version_read";
+    let Some((env, lib)) = cublas_env(test) else {
+        return;
+    };
+    let file = lib.join("libcublas.so.13");
+    // Nothing else of the search's places leads anywhere but to this environment (PATH stays:
+    // the listing needs no python3, and one there would only be searched after it).
+    let devices = |venv: Option<&Path>, named: Option<&Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_roofprobe"));
+        command.arg("devices");
+        for var in [
+            "VIRTUAL_ENV",
+            "CONDA_PREFIX",
+            "CUDA_HOME",
+            "CUDA_PATH",
+            "ROOFPROBE_CUBLAS",
+        ] {
+            command.env_remove(var);
+        }
+        if let Some(venv) = venv {
+            command.env("VIRTUAL_ENV", venv);
+        }
+        if let Some(named) = named {
+            command.env("ROOFPROBE_CUBLAS", named);
+        }
+        let out = command.output().expect("roofprobe runs");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("cuBLAS: ").map(str::to_string))
+            .unwrap_or_else(|| panic!("no cuBLAS line: {stdout}"))
+    };
+    let expected = |line: &str| {
+        let version = line
+            .strip_prefix("cuBLAS ")
+            .and_then(|rest| rest.split_once(' '))
+            .map(|(v, _)| v)
+            .unwrap_or_default();
+        assert!(
+            version.starts_with("13.") && version.split('.').count() == 3,
+            "{line:?} should give cuBLAS 13's version"
+        );
+        assert!(
+            line.ends_with(&format!("({})", file.display())),
+            "{line:?} should name {}",
+            file.display()
+        );
+    };
+    // Named outright.
+    expected(&devices(None, Some(&file)));
+    // Found by the search, in the environment's wheel folder, where nothing on this machine comes
+    // before it (elsewhere that part says why it is left out).
+    let elsewhere = devices(None, None);
+    if elsewhere.starts_with("none: ") {
+        expected(&devices(Some(&env), None));
+    } else {
+        eprintln!(
+            "{test}: the search part left out: this machine has a cuBLAS the search finds \
+             before any Python environment's ({elsewhere})"
+        );
     }
 }
