@@ -537,6 +537,49 @@ pub extern "C" fn cuStreamDestroy_v2(stream: *mut c_void) -> c_uint {
 
 // ---- modules and functions --------------------------------------------------------------
 
+/// The JIT options a module load or a link takes from its caller: the info and error log
+/// buffers (pointer, size) and `CU_JIT_LOG_VERBOSE`; the others are accepted and left alone.
+struct JitOptions {
+    info: (*mut u8, usize),
+    error: (*mut u8, usize),
+    verbose: bool,
+}
+
+impl JitOptions {
+    /// Reads `num_options` options and their values (a size's or a flag's by value, in the
+    /// pointer's bits, as the driver API passes them).
+    ///
+    /// # Safety
+    /// `options` and `values` hold `num_options` entries each, or are null with none.
+    unsafe fn read(
+        num_options: c_uint,
+        options: *const c_int,
+        values: *const *mut c_void,
+    ) -> Res<JitOptions> {
+        if num_options > 0 && (options.is_null() || values.is_null()) {
+            return Err(code::INVALID_VALUE);
+        }
+        let mut jit = JitOptions {
+            info: (std::ptr::null_mut(), 0),
+            error: (std::ptr::null_mut(), 0),
+            verbose: false,
+        };
+        for i in 0..num_options as usize {
+            // SAFETY: the caller passes `num_options` options and values.
+            let (option, value) = unsafe { (*options.add(i), *values.add(i)) };
+            match option {
+                3 => jit.info.0 = value as *mut u8,   // CU_JIT_INFO_LOG_BUFFER
+                4 => jit.info.1 = value as usize,     // …_SIZE_BYTES
+                5 => jit.error.0 = value as *mut u8,  // CU_JIT_ERROR_LOG_BUFFER
+                6 => jit.error.1 = value as usize,    // …_SIZE_BYTES
+                12 => jit.verbose = !value.is_null(), // CU_JIT_LOG_VERBOSE
+                _ => {}
+            }
+        }
+        Ok(jit)
+    }
+}
+
 /// Loads NUL-terminated PTX; the JIT log goes to `log` (`CU_JIT_ERROR_LOG_BUFFER`) if given.
 unsafe fn load(
     module: *mut *mut c_void,
@@ -580,21 +623,8 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
     values: *const *mut c_void,
 ) -> c_uint {
     api("cuModuleLoadDataEx", || {
-        let mut buffer: *mut u8 = std::ptr::null_mut();
-        let mut size = 0usize;
-        if num_options > 0 && (options.is_null() || values.is_null()) {
-            return Err(code::INVALID_VALUE);
-        }
-        for i in 0..num_options as usize {
-            // SAFETY: the caller passes `num_options` options and values.
-            let (option, value) = unsafe { (*options.add(i), *values.add(i)) };
-            match option {
-                5 => buffer = value as *mut u8, // CU_JIT_ERROR_LOG_BUFFER
-                6 => size = value as usize,     // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES (by value)
-                _ => {}
-            }
-        }
-        unsafe { load(module, image, Some((buffer, size))) }
+        let jit = unsafe { JitOptions::read(num_options, options, values) }?;
+        unsafe { load(module, image, Some(jit.error)) }
     })
 }
 
@@ -715,12 +745,10 @@ pub unsafe extern "C" fn cuLaunchKernel(
 
 // ---- the linker ---------------------------------------------------------------------------
 
-/// One `cuLinkCreate`'s state: its log buffers and verbosity (from its options) and the one
-/// module's object.
+/// One `cuLinkCreate`'s state: its options (log buffers, verbosity) and the one module's
+/// object.
 struct LinkState {
-    info: (*mut u8, usize),
-    verbose: bool,
-    error: (*mut u8, usize),
+    jit: JitOptions,
     object: Option<Vec<u8>>,
 }
 
@@ -744,27 +772,10 @@ pub unsafe extern "C" fn cuLinkCreate_v2(
 ) -> c_uint {
     api("cuLinkCreate_v2", || {
         try_driver()?.working()?;
-        if num_options > 0 && (options.is_null() || values.is_null()) {
-            return Err(code::INVALID_VALUE);
-        }
-        let mut state = LinkState {
-            info: (std::ptr::null_mut(), 0),
-            verbose: false,
-            error: (std::ptr::null_mut(), 0),
+        let state = LinkState {
+            jit: unsafe { JitOptions::read(num_options, options, values) }?,
             object: None,
         };
-        for i in 0..num_options as usize {
-            // SAFETY: the caller passes `num_options` options and values.
-            let (option, value) = unsafe { (*options.add(i), *values.add(i)) };
-            match option {
-                3 => state.info.0 = value as *mut u8,  // CU_JIT_INFO_LOG_BUFFER
-                4 => state.info.1 = value as usize,    // …_SIZE_BYTES, by value
-                5 => state.error.0 = value as *mut u8, // CU_JIT_ERROR_LOG_BUFFER
-                6 => state.error.1 = value as usize,   // …_SIZE_BYTES, by value
-                12 => state.verbose = !value.is_null(), // CU_JIT_LOG_VERBOSE, by value
-                _ => {}
-            }
-        }
         unsafe { put(state_out, Box::into_raw(Box::new(state)) as *mut c_void) }
     })
 }
@@ -795,15 +806,15 @@ pub unsafe extern "C" fn cuLinkAddData_v2(
         let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, size) };
         let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
         let ptx = std::str::from_utf8(bytes).map_err(|_| code::INVALID_PTX)?;
-        match d.link_compile(ptx, state.verbose) {
+        match d.link_compile(ptx, state.jit.verbose) {
             Ok((object, log)) => {
-                unsafe { write_log(state.info, &log) };
+                unsafe { write_log(state.jit.info, &log) };
                 state.object = Some(object);
                 Ok(())
             }
             Err((c, message)) => {
                 d.trace(&format!("link-failed {c} {message}"));
-                unsafe { write_log(state.error, &message) };
+                unsafe { write_log(state.jit.error, &message) };
                 Err(c)
             }
         }
