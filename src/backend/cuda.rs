@@ -572,10 +572,7 @@ fn load_module(ctx: &Arc<CudaContext>, id: ModuleId) -> Result<Arc<CudaModule>> 
     guard(&during, || ctx.load_module(Ptx::from_src(ptx.as_ref()))).map_err(|e| match e {
         // cuModuleLoadData says only that the JIT failed; its log says where and why.
         Error::Driver { during, message } => Error::Driver {
-            message: match jit_error_log(ctx, &ptx) {
-                Some(log) => format!("{message}; JIT log: {log}"),
-                None => message,
-            },
+            message: with_jit_log(message, jit_error_log(ctx, &ptx)),
             during,
         },
         other => other,
@@ -618,14 +615,27 @@ fn jit_error_log(ctx: &Arc<CudaContext>, ptx: &str) -> Option<String> {
         Some(())
     })
     .ok()??;
-    let text = log_text(&log).replace('\n', " | ");
-    (!text.is_empty()).then_some(text)
+    one_line_log(&log)
 }
 
 /// A JIT log buffer's text, up to its first NUL, trimmed.
 fn log_text(buffer: &[u8]) -> String {
     let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
     String::from_utf8_lossy(&buffer[..end]).trim().to_string()
+}
+
+/// A JIT error log buffer's text on one line (`a | b`), `None` where it is empty.
+fn one_line_log(buffer: &[u8]) -> Option<String> {
+    let text = log_text(buffer).replace('\n', " | ");
+    (!text.is_empty()).then_some(text)
+}
+
+/// A driver error's message with the JIT's error log after it, where there is one.
+fn with_jit_log(message: String, log: Option<String>) -> String {
+    match log {
+        Some(log) => format!("{message}; JIT log: {log}"),
+        None => message,
+    }
 }
 
 impl CudaBackend {

@@ -12,7 +12,7 @@
 //! compile the same PTX, with the same default options, whole. Our modules call no function
 //! outside themselves, so the two compiles have the same code to work on.
 
-use super::{log_text, quietly, CudaBackend};
+use super::{log_text, one_line_log, quietly, with_jit_log, CudaBackend};
 use cudarc::driver::{sys, DriverError};
 use std::collections::BTreeMap;
 use std::ffi::{c_uint, c_void, CString};
@@ -185,12 +185,7 @@ impl CudaBackend {
                     crate::Error::Driver { during, message } => format!("{during}: {message}"),
                     other => other.to_string(),
                 };
-                let log = log_text(&error).replace('\n', " | ");
-                Err(if log.is_empty() {
-                    message
-                } else {
-                    format!("{message}; JIT log: {log}")
-                })
+                Err(with_jit_log(message, one_line_log(&error)))
             }
             Err(panic) => Err(super::panic_message(panic)),
         }
