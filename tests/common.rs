@@ -1,5 +1,6 @@
 //! What several test modules share: the files of one kind in a folder, the checked-in results,
-//! and the binary run with its exit code and output.
+//! the binary run with its exit code and output, a child's output as text, and a child given
+//! libraries of its own ahead of the loader's path.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,4 +59,22 @@ pub fn is_legacy_mma_note(p: &roofprobe::backend::PlannedCase, cc: (u32, u32)) -
         && roofprobe::bench::tensor::Mma::of_case(&p.case).is_ok_and(|m| {
             Some(p.note.as_str()) == roofprobe::backend::cuda_plan::tensor_note(cc, m)
         })
+}
+
+/// A child's output as text (invalid UTF-8 replaced).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `cmd` with `dir` first on the loader's path (`LD_LIBRARY_PATH`), before what this process
+/// has there: the libraries in `dir` are the ones the child loads.
+pub fn library_dir_first<'a>(cmd: &'a mut Command, dir: &Path) -> &'a mut Command {
+    let mut paths = vec![dir.to_path_buf()];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    cmd.env(
+        "LD_LIBRARY_PATH",
+        std::env::join_paths(paths).expect("a path list"),
+    )
 }

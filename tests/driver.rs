@@ -22,6 +22,7 @@
 //! libcuda makes `/dev/nvidiactl` itself. The test removes the one it made, leaving the machine
 //! as it found it.)
 
+use crate::common::text;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -31,14 +32,6 @@ const VAR: &str = "ROOFPROBE_NVIDIA_DRIVER";
 
 /// A Python environment holding CUDA 13's cuBLAS wheel.
 const CUBLAS_VAR: &str = "ROOFPROBE_NVIDIA_CUBLAS";
-
-/// Skips the caller (printing why), or fails it in CI.
-fn skip(test: &str, why: &str) {
-    if crate::tools::required() {
-        panic!("{test}: {why}, and ROOFPROBE_REQUIRE_TOOLS=1");
-    }
-    eprintln!("skipped {test}: {why}");
-}
 
 /// The folder holding a real driver's `libcuda.so.1` and `libnvidia-ml.so.1`, or `None` after
 /// printing why the caller skips (panicking instead in CI).
@@ -60,7 +53,7 @@ fn driver_dir(test: &str) -> Option<PathBuf> {
         dir.display(),
         missing.join(" or ")
     );
-    skip(test, &why);
+    crate::tools::skip(test, &why);
     None
 }
 
@@ -87,7 +80,7 @@ fn cublas_env(test: &str) -> Option<(PathBuf, PathBuf)> {
                  .ci/run, which installs it)",
                 env.display()
             );
-            skip(test, &why);
+            crate::tools::skip(test, &why);
             None
         }
     }
@@ -154,14 +147,8 @@ fn a_real_driver_exports_every_entry_point_the_simulated_one_does() {
 
 /// `roofprobe ARGS…` with the real driver's folder first on the loader's path.
 fn with_driver(dir: &Path, args: &[&str]) -> Output {
-    let mut path = std::ffi::OsString::from(dir);
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        path.push(":");
-        path.push(old);
-    }
-    Command::new(env!("CARGO_BIN_EXE_roofprobe"))
+    crate::common::library_dir_first(&mut Command::new(env!("CARGO_BIN_EXE_roofprobe")), dir)
         .args(args)
-        .env("LD_LIBRARY_PATH", path)
         .output()
         .expect("roofprobe runs")
 }
@@ -199,10 +186,6 @@ fn refused(out: &Output, start: &str, why: &str) {
         stderr.starts_with(start) && stderr.contains(why),
         "{stderr}"
     );
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[test]

@@ -2,16 +2,13 @@
 //! (and the retry succeeds), run ids unique for runs started together, inputs that are endless,
 //! concatenated, or whose run id mixes devices.
 
+use crate::common::text;
 use roofprobe::record::read_csv;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn roofprobe() -> Command {
     Command::new(env!("CARGO_BIN_EXE_roofprobe"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The names in `dir`, sorted.

@@ -10,6 +10,7 @@
 //! `libnvidia-ml.so.1` for its simulated NVML, and the `libcublas`/`libcublasLt` names, for its
 //! simulated cuBLAS). This process never loads it.
 
+use crate::common::text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -118,16 +119,9 @@ impl Sim {
     /// `program` set up to load the simulated driver as its libcuda.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
-        let mut paths = vec![self.dir.path().to_path_buf()];
-        if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-            paths.extend(std::env::split_paths(&old));
-        }
-        cmd.env(
-            "LD_LIBRARY_PATH",
-            std::env::join_paths(paths).expect("a path list"),
-        )
-        .env("SIMCUDA", &self.settings)
-        .envs(self.env.iter().map(|(k, v)| (k, v)));
+        crate::common::library_dir_first(&mut cmd, self.dir.path())
+            .env("SIMCUDA", &self.settings)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -191,10 +185,6 @@ pub fn run_limited(cmd: &mut Command, limit: Duration) -> Output {
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A quick `run` on cuda:0 of `sim` with `filters`: it must end 0, or 4 where figures are

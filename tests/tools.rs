@@ -63,14 +63,15 @@ pub fn required() -> bool {
     std::env::var("ROOFPROBE_REQUIRE_TOOLS").is_ok_and(|v| v == "1")
 }
 
+/// Prints why `test` skips, or panics with it where tools are required (CI).
+pub fn skip(test: &str, why: &str) {
+    if required() {
+        panic!("{test}: {why}, and ROOFPROBE_REQUIRE_TOOLS=1");
+    }
+    eprintln!("skipped {test}: {why}");
+}
+
 /// The tool, or `None` after printing why the caller skips (panicking instead in CI).
 pub fn or_skip(name: &str, env_var: &str, test: &str) -> Option<PathBuf> {
-    match find(name, env_var) {
-        Ok(p) => Some(p),
-        Err(why) if required() => panic!("{test}: {why}, and ROOFPROBE_REQUIRE_TOOLS=1"),
-        Err(why) => {
-            eprintln!("skipped {test}: {why}");
-            None
-        }
-    }
+    find(name, env_var).map_err(|why| skip(test, &why)).ok()
 }
