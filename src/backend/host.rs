@@ -188,7 +188,11 @@ impl Backend for HostBackend {
             (Family::Gemm, _) if case.kernel == gemm::HOST_AMX => {
                 host_amx_gemm::prepare(&self.pool, case)
             }
-            (Family::Gemm, _) => host_gemm::prepare(&self.pool, self.compute, case),
+            (Family::Gemm, _) => {
+                let l2 = self.info.caches.iter().find(|c| c.name == "L2");
+                let l2_bytes = l2.map_or(host_gemm::DEFAULT_L2_BYTES, |c| c.size_bytes);
+                host_gemm::prepare(&self.pool, self.compute, l2_bytes, case)
+            }
             (Family::Tensor, _) => host_tensor::prepare(&self.pool, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
             (Family::Capacity, _) => Ok(Box::new(HostCapacity::new(case)?)),

@@ -44,11 +44,11 @@
 //!
 //! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
 //! bound by reading B once, and packing B would add a write and a read of it: there, and up to the
-//! tile's [`DotTile::max_m`] (64 for AVX2's f32 tile, 32 for its f64 one, [`SMALL_M`] for the
-//! others), each worker takes a share of B's rows and computes, straight from the matrices, SIMD
+//! tile's [`DotTile::max_m`] (64 for the f32 tiles of AVX2 and AVX-512F, 32 for AVX2's f64 one,
+//! [`SMALL_M`] for the others), each worker takes a share of B's rows and computes, straight from the matrices, SIMD
 //! along K, the dot products of a register tile ([`DotTile`]): `rows_a` of A's rows (padded to a
-//! multiple) against `rows_b` of its rows, one vector accumulator each, A's vectors held while
-//! each row of B is loaded once. AVX2+FMA has 16 vector registers: its tile is 2 × 6 (12
+//! multiple) against `rows_b` of its rows, one vector accumulator each, the shorter side's
+//! vectors held while each row of the other is loaded once. AVX2+FMA has 16 vector registers: its tile is 2 × 6 (12
 //! accumulators, 15 registers in all); the 4 × 4 tile it had before held 21 and spilled
 //! accumulators to the stack in its inner loop. On this project's 2-vCPU VM (AMD EPYC, Zen 4 with AVX2 and no AVX-512 shown; 2026-12-03,
 //! f32, 6 interleaved rounds, median and range of the per-round ratio to the 4 × 4 tile) M = 2 ran
@@ -64,8 +64,26 @@
 //! per-round ratio to the packed path; f64 has no batch sweep in a run, so these shapes were
 //! added for the rounds) M = 32 ran 1.10–1.73×, M = 64 0.72–1.04× and M = 128 0.52–0.91×,
 //! and M = 16, on the dot-product path in both builds, 0.89–1.04× (the rounds' noise): AVX2's
-//! f64 tile takes M up to 32. AVX-512F (32 registers) and NEON keep 4 × 4 and M ≤ 16, not
-//! measured against the alternatives.
+//! f64 tile takes M up to 32.
+//!
+//! AVX-512F's f32 tile is 8 × 3 with B's three vectors held (24 accumulators, 28 of the 32
+//! registers), to M = 64: at the batch sweep's M = 8 one tile covers A, so B is read once. On
+//! this project's 2-vCPU VM (Intel Xeon, AVX-512F, 2026-12-04; GFLOP/s, medians of 4
+//! interleaved rounds at 4096 × 4096), against the 4 × 4 tile to M = 16 it had before (the
+//! packed path above): 4 × 4 80.6, 8 × 3 99.7 at M = 8; 109, 128 at M = 16; 88.4 (packed), 171
+//! at M = 32; 138 (packed), 182 at M = 64. 4 × 6, 6 × 4, 8 × 2, 3 × 8 and 4 × 4 (to M = 64)
+//! fell between (M = 32: 130–166). Holding A's eight vectors instead (33 registers, one more
+//! than the set has) ran 0.92–1.02× as fast (medians by M); at M = 128 and 256 the packed path
+//! won (181 and 232 GFLOP/s against 125 and 83).
+//! Against the build before it, in the same interleaved rounds (new/old per round, median and
+//! range; 2 rounds for the first three weight shapes, 4 for 8192 × 8192 and 28672 × 8192): M = 8
+//! 1.13–1.25× by shape, M = 16 1.11–1.16×, M = 32 1.41–1.97×, M = 64 1.26× at 4096 × 4096 and
+//! 14336 × 4096 but 0.66× at 4096 × 14336 (A 3.5 MiB) and 0.87–0.88× at N × 8192 (A 2 MiB),
+//! where A outgrows the 2 MiB L2 and every group of A's rows comes from L3. So above
+//! [`SMALL_M`] this tile takes M only while A's padded rows and its 3 rows of B fit in a core's
+//! L2 ([`DotTile::a_in_l2`]; the host's reported L2, else [`DEFAULT_L2_BYTES`]): M = 32 at
+//! 4096 × 14336 (1.9 MiB) still ran 1.41× the packed path. Its f64 tile, and NEON's, stay
+//! 4 × 4 to M ≤ 16, not measured against the alternatives.
 //!
 //! At M = 1 (a matrix-vector product) it takes [`GEMV_ROWS`] rows of B at a time against A's one
 //! row instead, one vector accumulator per row, and no work is spent on padding rows: eight
@@ -163,19 +181,24 @@ impl GemmElement for f64 {
 type Micro<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, bool);
 
 /// Most elements one dot-product tile computes (its rows of A × its rows of B).
-pub const DOT_OUT: usize = 16;
+pub const DOT_OUT: usize = 24;
 
 /// The dot-product kernel of one tile: `out[i·RB + j] = Σ_k a_i[k] · b_j[k]` for its `MA` rows
 /// of A at `a` (stride `lda`) and `RB` rows of B at `b` (stride `ldb`), over `k` elements.
 type Dot<T> = unsafe fn(usize, *const T, usize, *const T, usize, &mut [T; DOT_OUT]);
 
 /// The register tile of the dot-product path: `rows_a` of A's rows against `rows_b` of B's,
-/// `rows_a × rows_b` vector accumulators.
+/// `rows_a × rows_b` vector accumulators, and the vectors of the shorter side held in registers
+/// at each step of K (the other side's loaded one at a time).
 pub struct DotTile<T> {
     pub rows_a: usize,
     pub rows_b: usize,
     /// The largest M the dot-product path takes (at least [`SMALL_M`]); above it the packed one.
     pub max_m: usize,
+    /// Whether, above [`SMALL_M`], it also needs A's padded rows and a tile's rows of B to fit
+    /// in a core's L2 (every group of A's rows is read from cache once per tile of B's rows,
+    /// and B's rows once per group).
+    pub a_in_l2: bool,
     f: Dot<T>,
 }
 
@@ -192,7 +215,19 @@ impl<T> DotTile<T> {
     pub fn padded_rows(&self, m: usize) -> usize {
         self.rows_a * m.div_ceil(self.rows_a)
     }
+
+    /// Whether the dot-product path takes a product of M = `m` and depth `k` in elements of
+    /// `elem_bytes`, on cores of `l2_bytes` of L2 each: always to [`SMALL_M`], then to
+    /// [`DotTile::max_m`] (while A and a tile of B fit in L2, where the tile asks for that).
+    pub fn takes(&self, m: usize, k: usize, elem_bytes: usize, l2_bytes: u64) -> bool {
+        let rows = (self.padded_rows(m) + self.rows_b) as u64;
+        let bytes = rows.saturating_mul(k as u64 * elem_bytes as u64);
+        m <= SMALL_M || (m <= self.max_m && (!self.a_in_l2 || bytes <= l2_bytes))
+    }
 }
+
+/// A core's L2 where the host reports none, for [`DotTile::takes`].
+pub const DEFAULT_L2_BYTES: u64 = 1 << 20;
 
 /// The matrix-vector kernel (M = 1): `out[r] = Σ_k x[k] · b_r[k]` for `rows` rows of B at `b`
 /// (stride `ldb`), over `k` elements, [`GEMV_ROWS`] rows at a time.
@@ -355,6 +390,9 @@ macro_rules! gemm_kernels {
             }
         }
 
+        /// The tile's step of K holds the shorter side's vectors and loads the other side's one
+        /// at a time: `MA × RB + min(MA, RB) + 1` vector registers, `MA + RB` loads.
+        ///
         /// # Safety
         /// The CPU supports the target feature; the `MA` rows at `a` and the `RB` rows at `b`
         /// hold `k` elements; `MA × RB` ≤ [`super::DOT_OUT`].
@@ -370,6 +408,24 @@ macro_rules! gemm_kernels {
             let mut acc: [[$vec; RB]; MA] = [[$zero; RB]; MA];
             let whole = k / $lanes * $lanes;
             let mut kk = 0;
+            // (MA and RB are constants: the compiler keeps one of the two loops)
+            while MA > RB && kk < whole {
+                // B's RB vectors held, each of A's MA rows loaded once into RB accumulators
+                let mut bv: [$vec; RB] = [$zero; RB];
+                for (j, v) in bv.iter_mut().enumerate() {
+                    let $p = b.add(j * ldb + kk);
+                    *v = $load;
+                }
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let $p = a.add(i * lda + kk);
+                    let ai: $vec = $load;
+                    for (x, &bj) in row.iter_mut().zip(bv.iter()) {
+                        let ($fa, $fb, $fc) = (ai, bj, *x);
+                        *x = $fma;
+                    }
+                }
+                kk += $lanes;
+            }
             while kk < whole {
                 // A's MA vectors held, each of B's RB rows loaded once into MA accumulators
                 let mut av: [$vec; MA] = [$zero; MA];
@@ -550,7 +606,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
     macro_rules! pick {
         (
             $mr:expr, $nr:expr, $micro:path,
-            $ma:literal x $rb:literal to $max_m:literal $($dot:ident)::+,
+            $ma:literal x $rb:literal to $max_m:literal a_in_l2 $l2:literal $($dot:ident)::+,
             $gemv:path, $name:expr
         ) => {{
             // SAFETY (of the transmutes): T is exactly the element type of these kernels, as
@@ -563,6 +619,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                     rows_a: $ma,
                     rows_b: $rb,
                     max_m: $max_m,
+                    a_in_l2: $l2,
                     f: unsafe {
                         let dot = $($dot)::+::<$ma, $rb> as *const ();
                         std::mem::transmute::<*const (), Dot<T>>(dot)
@@ -579,7 +636,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             12,
             32,
             x86::avx512_f32_micro,
-            4 x 4 to 16 x86::avx512_f32_dot,
+            8 x 3 to 64 a_in_l2 true x86::avx512_f32_dot,
             x86::avx512_f32_gemv,
             "AVX-512F 12x32"
         ),
@@ -588,7 +645,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             8,
             16,
             x86::avx512_f64_micro,
-            4 x 4 to 16 x86::avx512_f64_dot,
+            4 x 4 to 16 a_in_l2 false x86::avx512_f64_dot,
             x86::avx512_f64_gemv,
             "AVX-512F 8x16"
         ),
@@ -597,7 +654,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
             6,
             16,
             x86::avx2_f32_micro,
-            2 x 6 to 64 x86::avx2_f32_dot,
+            2 x 6 to 64 a_in_l2 false x86::avx2_f32_dot,
             x86::avx2_f32_gemv,
             "AVX2+FMA 6x16"
         ),
@@ -607,7 +664,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 6,
                 8,
                 x86::avx2_f64_micro,
-                2 x 6 to 32 x86::avx2_f64_dot,
+                2 x 6 to 32 a_in_l2 false x86::avx2_f64_dot,
                 x86::avx2_f64_gemv,
                 "AVX2+FMA 6x8"
             )
@@ -618,7 +675,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 8,
                 8,
                 arm::neon_f32_micro,
-                4 x 4 to 16 arm::neon_f32_dot,
+                4 x 4 to 16 a_in_l2 false arm::neon_f32_dot,
                 arm::neon_f32_gemv,
                 "NEON 8x8"
             )
@@ -629,7 +686,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 8,
                 4,
                 arm::neon_f64_micro,
-                4 x 4 to 16 arm::neon_f64_dot,
+                4 x 4 to 16 a_in_l2 false arm::neon_f64_dot,
                 arm::neon_f64_gemv,
                 "NEON 8x4"
             )
@@ -642,6 +699,7 @@ pub fn blocking<T: GemmElement>(simd: Simd) -> Blocking<T> {
                 rows_a: 4,
                 rows_b: 4,
                 max_m: SMALL_M,
+                a_in_l2: false,
                 f: portable_dot::<T, 4, 4>,
             },
             gemv: portable_gemv::<T>,
@@ -704,12 +762,13 @@ struct Scratch<T> {
 /// `b` holds one or more copies of B, back to back; launch `r` of `reps` uses copy
 /// `(first + r) mod copies`.
 /// `packed_b` holds one packed B panel (KC × NC rounded up to whole slivers); `scratch` one
-/// entry per worker.
+/// entry per worker. `dot_path`: M > 1 takes the dot-product path ([`DotTile::takes`]).
 #[allow(clippy::too_many_arguments)]
 fn ours<T: GemmElement>(
     pool: &Pool,
     barrier: &SpinBarrier,
     kernels: Blocking<T>,
+    dot_path: bool,
     shape: Shape,
     a: &[T],
     b: &[T],
@@ -786,7 +845,7 @@ fn ours<T: GemmElement>(
                 barrier.wait();
                 continue;
             }
-            if m <= dot.max_m {
+            if dot_path {
                 // A's rows padded to a multiple of the tile's (the last repeated; those
                 // results are dropped), so the kernel always reads whole tiles at one stride.
                 let (ra, rb) = (dot.rows_a, dot.rows_b);
@@ -992,6 +1051,8 @@ pub struct GemmCase<'p, T: GemmElement> {
     implementation: Implementation,
     shape: Shape,
     kernels: Blocking<T>,
+    /// Whether our M > 1 product takes the dot-product path ([`DotTile::takes`]).
+    dot_path: bool,
     a: Vec<T>,
     b: Vec<T>,
     c: Vec<T>,
@@ -1004,15 +1065,20 @@ pub struct GemmCase<'p, T: GemmElement> {
     next_copy: usize,
 }
 
-/// Prepares a host GEMM case of either implementation.
+/// Prepares a host GEMM case of either implementation, on cores of `l2_bytes` of L2 each.
 pub fn prepare<'p>(
     pool: &'p Pool,
     compute: HostCompute,
+    l2_bytes: u64,
     case: &Case,
 ) -> Result<Box<dyn PreparedCase + 'p>> {
     match case.precision {
-        Precision::F32 => Ok(Box::new(GemmCase::<f32>::new(pool, compute, case)?)),
-        Precision::F64 => Ok(Box::new(GemmCase::<f64>::new(pool, compute, case)?)),
+        Precision::F32 => Ok(Box::new(GemmCase::<f32>::new(
+            pool, compute, l2_bytes, case,
+        )?)),
+        Precision::F64 => Ok(Box::new(GemmCase::<f64>::new(
+            pool, compute, l2_bytes, case,
+        )?)),
         _ => Err(Error::Usage(format!(
             "the host backend has no GEMM in {}",
             case.precision
@@ -1021,7 +1087,7 @@ pub fn prepare<'p>(
 }
 
 impl<'p, T: GemmElement> GemmCase<'p, T> {
-    pub fn new(pool: &'p Pool, compute: HostCompute, case: &Case) -> Result<Self> {
+    pub fn new(pool: &'p Pool, compute: HostCompute, l2_bytes: u64, case: &Case) -> Result<Self> {
         let implementation = match case.kernel.as_str() {
             gemm::HOST_OURS => Implementation::Ours,
             gemm::HOST_REFERENCE => Implementation::Reference,
@@ -1043,6 +1109,9 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
         };
         let (ak, bk, mn) = (elements(m, k)?, elements(n, k)?, elements(m, n)?);
         let kernels = blocking::<T>(compute.simd);
+        let dot_path = implementation == Implementation::Ours
+            && m > 1
+            && kernels.dot.takes(m, k, std::mem::size_of::<T>(), l2_bytes);
         let a = first_touch(pool, ak, 64, |i| T::from_i64(gemm::input(0, i as u64)));
         // Every copy of B holds the same values; the product is checked against the first.
         let copies = usize::try_from(gemm::weight_copies(case))
@@ -1052,8 +1121,7 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
             T::from_i64(gemm::input(1, (i % bk) as u64))
         });
         let c = first_touch(pool, mn, 64, |_| T::nan());
-        let (packed_b, scratch) = if implementation == Implementation::Ours && m > kernels.dot.max_m
-        {
+        let (packed_b, scratch) = if implementation == Implementation::Ours && m > 1 && !dot_path {
             let panel = KC * NC.min(n).div_ceil(kernels.nr) * kernels.nr;
             let mc = (MC / kernels.mr).max(1) * kernels.mr;
             let scratch = (0..pool.threads())
@@ -1069,12 +1137,11 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
             // The dot-product path pads A's rows, and B's last rows, to whole tiles; the
             // matrix-vector path (M = 1) and the reference need nothing.
             let (rows_a, rb) = (kernels.dot.padded_rows(m), kernels.dot.rows_b);
-            let dot = implementation == Implementation::Ours && m > 1;
             let scratch = (0..pool.threads())
                 .map(|_| {
                     std::sync::Mutex::new(Scratch {
-                        a: vec![T::default(); if dot { rows_a * k } else { 0 }],
-                        tile: vec![T::default(); if dot { rb * k } else { 0 }],
+                        a: vec![T::default(); if dot_path { rows_a * k } else { 0 }],
+                        tile: vec![T::default(); if dot_path { rb * k } else { 0 }],
                     })
                 })
                 .collect();
@@ -1086,6 +1153,7 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
             implementation,
             shape,
             kernels,
+            dot_path,
             a,
             b,
             c,
@@ -1108,6 +1176,7 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
                 self.pool,
                 &self.barrier,
                 self.kernels,
+                self.dot_path,
                 self.shape,
                 &self.a,
                 &self.b,
@@ -1172,7 +1241,7 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
                         "matrix-vector products, {GEMV_ROWS} rows of B at a time ({} lanes)",
                         self.kernels.name
                     )
-                } else if self.shape.m as usize <= self.kernels.dot.max_m {
+                } else if self.dot_path {
                     format!(
                         "dot products, {} rows of A against {} of B at a time",
                         self.kernels.dot.rows_a, self.kernels.dot.rows_b
@@ -1248,7 +1317,12 @@ mod tests {
             Shape::new(6, 11, 2100),
             Shape::new(8, 5, 17),
             Shape::new(15, 19, 700),
-            // AVX2's dot-product path goes to M = 32 in f64 and 64 in f32
+            // AVX-512's f32 tile (8 × 3, B held): one row past a whole tile, N past whole
+            // tiles of B
+            Shape::new(9, 14, 530),
+            Shape::new(24, 10, 47),
+            // AVX2's dot-product path goes to M = 32 in f64 and 64 in f32, AVX-512's to 64 in
+            // f32
             Shape::new(32, 11, 40),
             Shape::new(33, 13, 70),
             Shape::new(64, 7, 9),
@@ -1261,12 +1335,20 @@ mod tests {
                     if kernel == gemm::HOST_REFERENCE && simd != detected {
                         continue;
                     }
-                    for &shape in &shapes {
+                    // an L2 that holds any A, and one that holds none (AVX-512's f32 tile then
+                    // leaves M > 16 to the packed path)
+                    for (&shape, l2_bytes) in shapes.iter().flat_map(|s| [(s, u64::MAX), (s, 0)]) {
                         let case = gemm::case(kernel, p, shape);
-                        let mut prepared = prepare(&pool, compute, &case).unwrap();
+                        let mut prepared = prepare(&pool, compute, l2_bytes, &case).unwrap();
                         prepared.run(2).unwrap();
                         let v = prepared.verify().unwrap();
-                        assert!(v.valid, "{} {}: {}", simd.name(), case.id(), v.detail);
+                        assert!(
+                            v.valid,
+                            "{} {} (L2 {l2_bytes}): {}",
+                            simd.name(),
+                            case.id(),
+                            v.detail
+                        );
                     }
                 }
             }
@@ -1275,8 +1357,9 @@ mod tests {
 
     #[test]
     fn dot_tiles_fit_the_vector_registers() {
-        // A tile holds rows_a × rows_b accumulators, rows_a vectors of A and one of B: more
-        // than the set has spills accumulators in the inner loop (AVX2's old 4 × 4 did)
+        // A tile holds rows_a × rows_b accumulators, the vectors of its shorter side and one of
+        // the other: more than the set has spills accumulators in the inner loop (AVX2's old
+        // 4 × 4 did)
         #[cfg(target_arch = "x86_64")]
         let sets = [(Simd::Avx512, 32), (Simd::Avx2, 16)];
         #[cfg(target_arch = "aarch64")]
@@ -1291,7 +1374,7 @@ mod tests {
                 ((f32_tile.rows_a, f32_tile.rows_b), "f32"),
                 ((f64_tile.rows_a, f64_tile.rows_b), "f64"),
             ] {
-                let held = rows.0 * rows.1 + rows.0 + 1;
+                let held = rows.0 * rows.1 + rows.0.min(rows.1) + 1;
                 assert!(
                     held <= registers,
                     "{} {precision}: {held} registers",
@@ -1301,6 +1384,33 @@ mod tests {
                 assert!(rows.1 <= DOT_ROWS);
             }
         }
+    }
+
+    /// The dot-product path takes M to SMALL_M always, then to its tile's max_m, and where the
+    /// tile asks for it only while A's padded rows and a tile's rows of B fit in L2.
+    #[test]
+    fn the_dot_path_keeps_a_in_l2_where_its_tile_asks() {
+        let tile = DotTile::<f32> {
+            rows_a: 8,
+            rows_b: 3,
+            max_m: 64,
+            a_in_l2: true,
+            f: portable_dot::<f32, 8, 3>,
+        };
+        assert!(tile.takes(SMALL_M, 1 << 20, 4, 0));
+        // A's 64 rows of 4096 f32 and B's 3: 1072 KiB; 33 rows of A are padded to 40
+        let row = 4096 * 4;
+        assert!(tile.takes(64, 4096, 4, 67 * row));
+        assert!(!tile.takes(64, 4096, 4, 67 * row - 1));
+        assert!(tile.takes(33, 4096, 4, 43 * row));
+        assert!(!tile.takes(33, 4096, 4, 43 * row - 1));
+        assert!(!tile.takes(65, 1, 4, u64::MAX));
+        let any_a = DotTile {
+            a_in_l2: false,
+            ..tile
+        };
+        assert!(any_a.takes(64, 1 << 20, 4, 0));
+        assert!(!any_a.takes(65, 1, 4, u64::MAX));
     }
 
     /// A decode-step case planned with copies of B reads them in turn, one per launch, in both
@@ -1321,7 +1431,8 @@ mod tests {
                 let dram = gemm::matrix_bytes(Precision::F32, shape) + 2 * weight;
                 gemm::rotate_weights(&mut cases, 64, dram, u64::MAX);
                 assert_eq!(gemm::weight_copies(&cases[0]), 3, "{}", cases[0].id());
-                let mut prepared = GemmCase::<f32>::new(&pool, compute, &cases[0]).unwrap();
+                let mut prepared =
+                    GemmCase::<f32>::new(&pool, compute, DEFAULT_L2_BYTES, &cases[0]).unwrap();
                 assert!(prepared.launch_note().contains("B in 3 copies"));
                 let bk = 37 * 70;
                 prepared.b[bk + 3 * 70 + 9] += 1.0; // copy 1, B[3][9]
@@ -1350,7 +1461,7 @@ mod tests {
         let pool = Pool::new(vec![allowed_cpus()[0]]);
         let compute = HostCompute::detect();
         let case = gemm::case(gemm::HOST_OURS, Precision::F32, Shape::new(40, 33, 70));
-        let mut prepared = GemmCase::<f32>::new(&pool, compute, &case).unwrap();
+        let mut prepared = GemmCase::<f32>::new(&pool, compute, DEFAULT_L2_BYTES, &case).unwrap();
         assert!(!prepared.verify().unwrap().valid);
         prepared.run(1).unwrap();
         assert!(prepared.verify().unwrap().valid);
@@ -1358,7 +1469,7 @@ mod tests {
         let v = prepared.verify().unwrap();
         assert!(!v.valid && v.detail.contains("C[7][5]"), "{}", v.detail);
         let other = gemm::case("blas", Precision::F32, Shape::square(8));
-        assert!(prepare(&pool, compute, &other).is_err());
+        assert!(prepare(&pool, compute, DEFAULT_L2_BYTES, &other).is_err());
     }
 
     /// NEON is part of every AArch64 target: an aarch64 build runs the NEON GEMM kernels (this
