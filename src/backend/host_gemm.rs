@@ -45,12 +45,13 @@
 //! For M ≤ [`SMALL_M`] (decode steps: matrix-vector products and small batches) the product is
 //! bound by reading B once, and packing B would add a write and a read of it: there, and up to the
 //! tile's [`DotTile::max_m`] (64 for the f32 tiles of AVX2 and AVX-512F, 32 for AVX2's f64 one,
-//! [`SMALL_M`] for the others), each worker takes a share of B's rows and computes, straight from the matrices, SIMD
-//! along K, the dot products of a register tile ([`DotTile`]): `rows_a` of A's rows (padded to a
-//! multiple) against `rows_b` of its rows, one vector accumulator each, the shorter side's
-//! vectors held while each row of the other is loaded once. AVX2+FMA has 16 vector registers: its tile is 2 × 6 (12
-//! accumulators, 15 registers in all); the 4 × 4 tile it had before held 21 and spilled
-//! accumulators to the stack in its inner loop. On this project's 2-vCPU VM (AMD EPYC, Zen 4 with AVX2 and no AVX-512 shown; 2026-12-03,
+//! [`SMALL_M`] for the others), each worker takes a share of B's rows and computes, straight
+//! from the matrices, SIMD along K, the dot products of a register tile ([`DotTile`]): `rows_a`
+//! of A's rows (padded to a multiple) against `rows_b` of its rows, one vector accumulator each,
+//! the shorter side's vectors held while each row of the other is loaded once. AVX2+FMA has 16
+//! vector registers: its tile is 2 × 6 (12 accumulators, 15 registers in all); the 4 × 4 tile
+//! it had before held 21 and spilled accumulators to the stack in its inner loop. On this
+//! project's 2-vCPU VM (AMD EPYC, Zen 4 with AVX2 and no AVX-512 shown; 2026-12-03,
 //! f32, 6 interleaved rounds, median and range of the per-round ratio to the 4 × 4 tile) M = 2 ran
 //! 1.11× (1.02–1.27) at 4096 × 4096 and 1.13× at 8192 × 8192, M = 8 1.14–1.18×, M = 16 1.29–1.32×,
 //! and M = 4 0.97× (0.82–1.14). Tried against the 4 × 4 tile in rounds of their own: the 4 × 3 tile
