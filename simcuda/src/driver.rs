@@ -718,7 +718,7 @@ impl Driver {
         Ok((d.clone(), module, version))
     }
 
-    /// Loads PTX text: the JIT's checks ([`Driver::check_ptx`]), then the module is kept for
+    /// Loads PTX text: the JIT's checks (`Driver::check_ptx`), then the module is kept for
     /// launches. `Err((code, log))` carries the JIT log.
     pub fn load_module(&self, ptx: &str) -> Result<u64, (u32, String)> {
         let (d, module, version) = self.check_ptx(ptx)?;

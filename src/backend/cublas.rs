@@ -23,7 +23,7 @@
 //!    `/opt/torch/.venv`, is found by its `python3` alone), `~/.local`, `/usr/local` and `/usr`.
 //!
 //! The first file that loads and has the entry points wins; its cuBLASLt (which cuBLAS needs)
-//! is loaded from the same folder first where one is there. Without any, [`find`] says what it
+//! is loaded from the same folder first where one is there. Without any, [`find_in`] says what it
 //! searched, and the cuBLAS rows of a run say `skipped: <why>`.
 //!
 //! This module must not print. `unsafe` here is limited to loading the library and calling its

@@ -9,7 +9,7 @@
 //! into an error instead of a crash.
 //!
 //! What a launch passes is not written here: [`launch::plan`] describes each case's arrays,
-//! argument list and check as data, and [`GpuCase`] allocates those arrays and pushes exactly
+//! argument list and check as data, and `GpuCase` allocates those arrays and pushes exactly
 //! those arguments, in that order and at those widths. [`cuda_plan`] chooses the cases and their
 //! sizes. Both are pure, and tested against the PTX without a GPU.
 //!

@@ -24,7 +24,7 @@
 //! ([`Blocking`]): AVX-512F 12 × 32 f32 / 8 × 16 f64, AVX2+FMA 6 × 16 / 6 × 8, NEON 8 × 8 / 8 × 4,
 //! each chosen at run time by [`super::host_compute::Simd::detect`]; a portable scalar kernel
 //! elsewhere. On x86-64 the micro-kernel asks for its tile of C before its K loop and for B's
-//! sliver 16 steps ahead, and the packing for the rows it reads next ([`pack_sliver`]).
+//! sliver 16 steps ahead, and the packing for the rows it reads next (`pack_sliver`).
 //!
 //! What that bought, on this project's 2-vCPU AVX-512 VM (Intel Xeon with a 480 MiB L3,
 //! 2026-12-02; ratio to the `gemm` crate in the same process, medians of 4 interleaved rounds,

@@ -150,7 +150,7 @@ pub fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 }
 
 /// [`par_map`] for items that each cost much (a dot product thousands long): on every core
-/// whenever there are two items or more, not only from [`PARALLEL_FROM`].
+/// whenever there are two items or more, not only from `PARALLEL_FROM`.
 pub fn par_map_heavy<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     par_map_on(host_cores(), n, f)
 }
@@ -182,7 +182,7 @@ pub const FAILURES_SHOWN: usize = 3;
 
 /// Checks `n` elements on every core: `wrong(i)` says why element `i` is wrong (`is …, should
 /// be …`), or `None`. The verdict counts every wrong element and lists the first
-/// [`FAILURES_SHOWN`] by index, BabelStream style: "`count` of `n` `what` wrong: [i] …".
+/// [`FAILURES_SHOWN`] by index, BabelStream style: "`count` of `n` `what` wrong: \[i\] …".
 pub fn check_elements(
     n: usize,
     what: &str,

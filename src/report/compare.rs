@@ -472,7 +472,7 @@ pub struct RunEntry<'a> {
     pub has_cases: bool,
 }
 
-/// The comparison as JSON: the runs, and the same rows as [`csv`].
+/// The comparison as JSON: the runs, and the same rows as [`csv()`].
 pub fn json(runs: &[Run]) -> String {
     let entries: Vec<RunEntry> = runs
         .iter()

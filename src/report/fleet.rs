@@ -473,7 +473,7 @@ struct CsvRow<'a> {
     verdict: String,
 }
 
-/// The columns of `--csv`, in [`CsvRow`]'s order: written first even when no run has a
+/// The columns of `--csv`, in `CsvRow`'s order: written first even when no run has a
 /// measured metric, so the file is never empty.
 pub const CSV_HEADER: [&str; 17] = [
     "device_name",

@@ -10,7 +10,7 @@ use crate::report::labels::{text_width, Anchor, Shape, Spot, Xy, ASCENT_EM, DESC
 use std::fmt::Write;
 
 /// Font stack: Arial's metrics first (narrow, everywhere), DejaVu Sans where there is no Arial;
-/// [`labels::text_width`] covers the wider of the two.
+/// [`super::labels::text_width`] covers the wider of the two.
 pub const FONT: &str = "Arial, Helvetica, 'Liberation Sans', 'DejaVu Sans', sans-serif";
 
 /// An sRGB colour.
