@@ -193,12 +193,12 @@ fn cache_ceiling(
     }
 }
 
-/// The best valid figure among `rows`, with its case id. Ties keep the first row.
 /// Whether a tensor row's kernel is a `wgmma` one (Hopper's dense path).
 pub fn is_wgmma(kernel: &str) -> bool {
     kernel.starts_with("wgmma_")
 }
 
+/// The best valid figure among `rows`, with its case id. Ties keep the first row.
 fn best<'a>(
     rows: impl Iterator<Item = &'a Record>,
     figure: impl Fn(&Record) -> Option<f64>,
