@@ -664,6 +664,49 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
     assert!(by_id("tensor/mma_m16n8k32/s8.s32").valid);
 }
 
+/// A GEMM module the JIT refuses (loaded per case) fails only our row, with the JIT's log, and
+/// costs nothing of the cuBLAS row beside it, which runs on its arrays but not its kernel: the
+/// mma.sync GEMM's (bf16, cuBLAS) and, on Hopper, the TMA GEMM's (fp8, cuBLASLt).
+#[test]
+fn a_gemm_the_jit_refuses_leaves_its_cublas_row_standing() {
+    for (config, ours, reference) in [
+        (
+            "reject=ldmatrix",
+            "gemm/ptx/bf16.f32/256x256x256",
+            "gemm/cublas/bf16.f32/256x256x256",
+        ),
+        (
+            "cc=9.0,clock_mhz=1,reject=cp.async.bulk.tensor",
+            "gemm/tma/e4m3.f32/256x256x256",
+            "gemm/cublas/e4m3.f32/256x256x256",
+        ),
+    ] {
+        let sim = Sim::new(config);
+        let dir = tempfile::tempdir().unwrap();
+        let out = run_limited(
+            sim.roofprobe()
+                .args(["run", "--quick", "--device", "cuda:0"])
+                .args(["--filter", ours, "--filter", reference, "--out"])
+                .arg(dir.path()),
+            Duration::from_secs(300),
+        );
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+        let by_id = |id: &str| rows.iter().find(|r| r.case_id() == id).unwrap();
+        let refused = by_id(ours);
+        assert!(
+            !refused.valid
+                && refused.status.contains("CUDA_ERROR_INVALID_PTX")
+                && refused.status.contains("JIT log")
+                && refused.status.contains("rejects"),
+            "{config}: {}",
+            refused.status
+        );
+        let cublas = by_id(reference);
+        assert!(cublas.valid, "{config}: {}", cublas.status);
+    }
+}
+
 /// Hopper's `wgmma` peaks and GEMMs through the simulated driver: on a 9.0 device `devices` says
 /// the sm_90a modules JIT-compile, the wgmma rows (A from shared memory and from registers) are
 /// valid and say what they ran, the `mma.sync` row of a type wgmma also runs is marked as the

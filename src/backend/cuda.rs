@@ -569,14 +569,20 @@ impl Drop for CudaBackend {
 fn load_module(ctx: &Arc<CudaContext>, id: ModuleId) -> Result<Arc<CudaModule>> {
     let ptx = id.ptx();
     let during = format!("loading kernels/{}", id.file());
-    guard(&during, || ctx.load_module(Ptx::from_src(ptx.as_ref()))).map_err(|e| match e {
-        // cuModuleLoadData says only that the JIT failed; its log says where and why.
+    guard(&during, || ctx.load_module(Ptx::from_src(ptx.as_ref())))
+        .map_err(|e| with_jit_error_log(ctx, &ptx, e))
+}
+
+/// A module load's error with the JIT's log of `ptx` added: cuModuleLoadData says only that
+/// the JIT failed, its log says where and why.
+fn with_jit_error_log(ctx: &Arc<CudaContext>, ptx: &str, e: Error) -> Error {
+    match e {
         Error::Driver { during, message } => Error::Driver {
-            message: with_jit_log(message, jit_error_log(ctx, &ptx)),
+            message: with_jit_log(message, jit_error_log(ctx, ptx)),
             during,
         },
         other => other,
-    })
+    }
 }
 
 /// The JIT compiler's error log for `ptx`, by loading it again with a log buffer; `None` if
@@ -817,7 +823,11 @@ impl CudaBackend {
             | ModuleId::GemmTma(..)
             | ModuleId::Launch => {
                 let during = format!("loading kernels/{}", id.file());
-                self.call(&during, || self.ctx.load_module(Ptx::from_src(id.ptx())))
+                let ptx = id.ptx();
+                self.call(&during, || {
+                    self.ctx.load_module(Ptx::from_src(ptx.as_ref()))
+                })
+                .map_err(|e| with_jit_error_log(&self.ctx, &ptx, e))
             }
         }
     }
@@ -1359,7 +1369,9 @@ struct GpuCase<'b> {
     backend: &'b CudaBackend,
     case: Case,
     launch: Launch,
-    func: CudaFunction,
+    /// The kernel; `None` where only the arrays serve, for a reference library's row
+    /// ([`GpuCase::arrays_only`]).
+    func: Option<CudaFunction>,
     cfg: LaunchConfig,
     // Leaked rather than dropped after a runaway kernel.
     arrays: ManuallyDrop<Vec<(Role, DeviceWords)>>,
@@ -1370,7 +1382,7 @@ struct GpuCase<'b> {
     next_copy: u64,
     events: ManuallyDrop<(CudaEvent, CudaEvent)>,
     /// Kept alive while its function is used (a sweep expansion is loaded per case).
-    module: ManuallyDrop<Arc<CudaModule>>,
+    module: ManuallyDrop<Option<Arc<CudaModule>>>,
     /// Seconds one launch took in the last batch: what the next batch's deadline follows.
     per_launch_secs: Option<f64>,
     /// Launches issued so far (a launch row's count must equal them).
@@ -1436,12 +1448,30 @@ fn upload<T: cudarc::driver::DeviceRepr + Send>(
 }
 
 impl<'b> GpuCase<'b> {
+    /// The case's kernel loaded (its module JIT-compiled where it is loaded per case) and set
+    /// up, its arrays made.
     fn new(backend: &'b CudaBackend, case: &Case) -> Result<Self> {
+        Self::prepare(backend, case, true)
+    }
+
+    /// The arrays (and events) of `case`'s launch, without its kernel: what a reference
+    /// library's row of the same shape runs on. Our kernel's module is not loaded, so a
+    /// kernel the JIT refuses does not cost the reference row too.
+    fn arrays_only(backend: &'b CudaBackend, case: &Case) -> Result<Self> {
+        Self::prepare(backend, case, false)
+    }
+
+    fn prepare(backend: &'b CudaBackend, case: &Case, with_kernel: bool) -> Result<Self> {
         backend.health.check(&backend.info.id)?;
         let entry = launch::entry(case).map_err(Error::Usage)?;
-        let module = backend.module(entry.module)?;
-        let func = backend.function(&module, &entry.name)?;
-        if let Some(percent) = launch::shared_carveout_percent(&entry) {
+        let (module, func) = if with_kernel {
+            let module = backend.module(entry.module)?;
+            let func = backend.function(&module, &entry.name)?;
+            (Some(module), Some(func))
+        } else {
+            (None, None)
+        };
+        if let (Some(percent), Some(func)) = (launch::shared_carveout_percent(&entry), &func) {
             backend.call(
                 &format!("setting the shared-memory carveout of {}", entry.name),
                 || {
@@ -1453,14 +1483,21 @@ impl<'b> GpuCase<'b> {
                 },
             )?;
         }
-        let grid = if launch::grid_is_one_wave(case.family) {
-            backend.one_wave(&func, &entry.name)?
-        } else {
-            1 // unused: the launch's grid is the case's own
+        let grid = match (launch::grid_is_one_wave(case.family), &func) {
+            (false, _) => 1, // unused: the launch's grid is the case's own
+            (true, Some(func)) => backend.one_wave(func, &entry.name)?,
+            (true, None) => {
+                return Err(Error::Internal(format!(
+                    "{}: a one-wave grid needs its kernel",
+                    entry.name
+                )))
+            }
         };
         let launch = launch::plan(case, grid).map_err(Error::Usage)?;
-        // gemm (branch gemm): more than 48 KiB of dynamic shared memory is raised per function.
-        gemm_driver::raise_dynamic_shared(backend, &func, &launch)?;
+        // gemm (branch gemm): more than 48 KiB of shared memory is raised per function.
+        if let Some(func) = &func {
+            gemm_driver::raise_dynamic_shared(backend, func, &launch)?;
+        }
         let free = backend.free_bytes()?;
         let needed = launch.device_bytes();
         if needed > free / 100 * 95 {
@@ -1619,7 +1656,13 @@ impl<'b> GpuCase<'b> {
     /// device address, a scalar in `self.launch.params`), which the builder borrows, so none
     /// can move or be freed while the builder can launch.
     fn arguments(&self, copy: u64) -> Result<LaunchArgs<'_>> {
-        let mut launch = self.backend.stream.launch_builder(&self.func);
+        let func = self.func.as_ref().ok_or_else(|| {
+            Error::Internal(format!(
+                "{} was prepared for its arrays only, not to be launched",
+                self.launch.entry.name
+            ))
+        })?;
+        let mut launch = self.backend.stream.launch_builder(func);
         let copy_of = |role: Role| {
             if self.launch.copies_of(role) > 1 {
                 copy

@@ -42,24 +42,30 @@ use std::mem::ManuallyDrop;
 /// Dynamic shared memory a function may use without raising its limit.
 pub const DEFAULT_DYNAMIC_SHARED_BYTES: u32 = 48 << 10;
 
-/// Raises `func`'s dynamic shared memory limit to what `launch` needs, where that is above the
-/// default.
+/// Raises `func`'s dynamic shared memory limit to what `launch` needs, where its static and
+/// dynamic shared memory together are above the default (which bounds their sum: a launch past
+/// it without the opt-in is refused).
 pub(super) fn raise_dynamic_shared(
     backend: &CudaBackend,
     func: &CudaFunction,
     launch: &Launch,
 ) -> Result<()> {
     let bytes = launch.dynamic_shared_bytes;
-    if bytes <= DEFAULT_DYNAMIC_SHARED_BYTES {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let name = &launch.entry.name;
+    let static_bytes = backend.call(&format!("reading {name}'s static shared memory"), || {
+        backend.ctx.bind_to_thread()?;
+        func.get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+    })?;
+    if !needs_shared_opt_in(u32::try_from(static_bytes).unwrap_or(0), bytes) {
         return Ok(());
     }
     let value = i32::try_from(bytes)
         .map_err(|_| Error::Internal(format!("{bytes} bytes of shared memory")))?;
     backend.call(
-        &format!(
-            "allowing {} {bytes} bytes of dynamic shared memory",
-            launch.entry.name
-        ),
+        &format!("allowing {name} {bytes} bytes of dynamic shared memory"),
         || {
             backend.ctx.bind_to_thread()?;
             func.set_attribute(
@@ -68,6 +74,12 @@ pub(super) fn raise_dynamic_shared(
             )
         },
     )
+}
+
+/// Whether a launch of `dynamic` bytes of dynamic shared memory, beside the kernel's `static`
+/// bytes, must raise the function's limit first: their sum above the default 48 KiB.
+pub fn needs_shared_opt_in(static_bytes: u32, dynamic: u32) -> bool {
+    u64::from(static_bytes) + u64::from(dynamic) > u64::from(DEFAULT_DYNAMIC_SHARED_BYTES)
 }
 
 /// cuBLAS's input and compute types for a GEMM precision: bf16 or f16 in with f32 compute;
@@ -145,10 +157,11 @@ pub(super) fn prepare_cublas<'b>(
     let shape = gemm::shape_of(case).map_err(Error::Usage)?;
     let lda = gemm::gpu_leading_dimension(case.precision, shape.k);
     let ldb = lda;
-    // The same arrays as our kernel's row: its launch description, allocated and filled.
+    // The same arrays as our kernel's row: its launch description, allocated and filled (our
+    // kernel itself is not loaded: a JIT that refuses it leaves this row standing).
     let mut ours = case.clone();
     ours.kernel = ours_for(case.precision).to_string();
-    let inner = GpuCase::new(backend, &ours)?;
+    let inner = GpuCase::arrays_only(backend, &ours)?;
     backend.call("binding the context for cuBLAS", || {
         backend.ctx.bind_to_thread()
     })?;
@@ -357,5 +370,18 @@ mod tests {
         assert_eq!(cublas_types(Precision::E4m3F32), None);
         assert_eq!(ours_for(Precision::E4m3F32), gemm::GPU_TMA);
         assert_eq!(ours_for(Precision::Bf16F32), gemm::GPU_OURS);
+    }
+
+    /// The 48 KiB default bounds static and dynamic shared memory together: a kernel with
+    /// static shared memory must opt in for less dynamic memory than one without.
+    #[test]
+    fn the_shared_memory_opt_in_counts_static_bytes_too() {
+        let limit = DEFAULT_DYNAMIC_SHARED_BYTES;
+        assert!(!needs_shared_opt_in(0, limit));
+        assert!(needs_shared_opt_in(0, limit + 1));
+        assert!(!needs_shared_opt_in(16 << 10, limit - (16 << 10)));
+        assert!(needs_shared_opt_in(16 << 10, limit - (16 << 10) + 1));
+        assert!(needs_shared_opt_in(16 << 10, 40 << 10));
+        assert!(!needs_shared_opt_in(limit, 0));
     }
 }
