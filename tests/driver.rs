@@ -246,6 +246,42 @@ fn a_real_driver_with_no_gpu_behind_it_is_named_and_the_host_measured() {
         "{json}"
     );
 
+    // CUDA 13's cuBLAS beside this driver: a cuBLAS of a later major version than the driver's
+    // CUDA is passed over, saying why (its runtime would refuse the driver at the first handle).
+    if let Some((_, lib)) = cublas_env(test) {
+        let file = lib.join("libcublas.so.13");
+        let out = crate::common::library_dir_first(
+            &mut Command::new(env!("CARGO_BIN_EXE_roofprobe")),
+            &dir,
+        )
+        .env("ROOFPROBE_CUBLAS", &file)
+        .arg("devices")
+        .output()
+        .expect("roofprobe runs");
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("cuBLAS: "))
+            .unwrap_or_else(|| panic!("no cuBLAS line: {stdout}"));
+        if numbers[0] < 13 {
+            let why = format!(
+                "none: ROOFPROBE_CUBLAS={} does not load as cuBLAS: {}: cuBLAS 13.",
+                file.display(),
+                file.display()
+            );
+            assert!(
+                line.starts_with(&why)
+                    && line.ends_with(&format!(
+                        " needs a CUDA 13 driver or newer, and this one is CUDA {version}"
+                    )),
+                "{line:?} should start {why:?}"
+            );
+        } else {
+            assert!(line.starts_with("cuBLAS 13."), "{line:?}");
+        }
+    }
+
     // Asked for the driver's code, or for cuda:0 by name: one line, exit 1, nothing written.
     let tmp = tempfile::tempdir().unwrap();
     let jit = tmp.path().join("jit");

@@ -22,7 +22,10 @@
 //!    `bin` of each link it goes through: a venv outside any standard place, such as
 //!    `/opt/torch/.venv`, is found by its `python3` alone), `~/.local`, `/usr/local` and `/usr`.
 //!
-//! The first file that loads and has the entry points wins; its cuBLASLt (which cuBLAS needs)
+//! The first file that loads and has the entry points wins, unless its major version is later
+//! than the driver's CUDA (a CUDA 13 cuBLAS beside an R535 driver, whose runtime refuses the
+//! driver at the first handle: every cuBLAS row would fail where a `.so.12` further on runs);
+//! its cuBLASLt (which cuBLAS needs)
 //! is loaded from the same folder first where one is there. Without any, [`find_in`] says what it
 //! searched, and the cuBLAS rows of a run say `skipped: <why>`.
 //!
@@ -69,6 +72,10 @@ pub struct SearchEnv {
     pub home: Option<PathBuf>,
     /// `PATH`, for the Python environments of its `python3` programs.
     pub path: Option<std::ffi::OsString>,
+    /// The driver's CUDA version as `cuDriverGetVersion` gives it (`12020` for 12.2), where a
+    /// driver loads: a cuBLAS of a later major version than the driver's is passed over, since
+    /// its runtime refuses that driver (cuBLAS 13 needs a CUDA 13 driver, R580 or newer).
+    pub driver_cuda: Option<i32>,
 }
 
 impl SearchEnv {
@@ -87,6 +94,7 @@ impl SearchEnv {
             conda_prefix: var("CONDA_PREFIX"),
             home: var("HOME"),
             path: std::env::var_os("PATH").filter(|v| !v.is_empty()),
+            driver_cuda: super::cuda::driver_cuda_number(),
         }
     }
 }
@@ -391,6 +399,8 @@ pub struct Cublas {
     pub path: String,
     /// `major.minor.patch` as `cublasGetProperty` reports it.
     pub version: String,
+    /// Its major version, where `cublasGetProperty` gave it.
+    pub major: Option<i32>,
     create: CreateFn,
     destroy: DestroyFn,
     set_stream: SetStreamFn,
@@ -460,12 +470,14 @@ fn load(candidate: &Candidate) -> Result<Cublas, String> {
             (Some(a), Some(b), Some(c)) => format!("{a}.{b}.{c}"),
             _ => "of unknown version".to_string(),
         };
+        let major = part(0);
         Ok(Cublas {
             path: match candidate {
                 Candidate::Path(p) => p.display().to_string(),
                 Candidate::Name(n) => n.to_string(),
             },
             version,
+            major,
             create,
             destroy,
             set_stream,
@@ -486,7 +498,7 @@ pub fn find_in(env: &SearchEnv) -> Result<Cublas, String> {
     let tried = candidates(env);
     let mut errors = Vec::new();
     for c in &tried {
-        match load(c) {
+        match load(c).and_then(|found| fits_driver(found, env.driver_cuda)) {
             Ok(found) => return Ok(found),
             Err(e) => errors.push(e),
         }
@@ -506,6 +518,28 @@ pub fn find_in(env: &SearchEnv) -> Result<Cublas, String> {
             tried.len()
         ),
     })
+}
+
+/// `found`, or why the driver cannot run it: a cuBLAS whose major version is later than the
+/// driver's CUDA (`driver_cuda`, `cuDriverGetVersion`'s number) fails at its first handle, with
+/// CUDA's minor-version compatibility holding only within a major version.
+fn fits_driver(found: Cublas, driver_cuda: Option<i32>) -> Result<Cublas, String> {
+    match (found.major, driver_cuda) {
+        (Some(major), Some(driver)) if driver_too_old(major, driver) => Err(format!(
+            "{}: cuBLAS {} needs a CUDA {major} driver or newer, and this one is CUDA {}.{}",
+            found.path,
+            found.version,
+            driver / 1000,
+            (driver % 1000) / 10
+        )),
+        _ => Ok(found),
+    }
+}
+
+/// Whether a driver of CUDA `driver_cuda` (`cuDriverGetVersion`'s number) is too old for a
+/// cuBLAS of major version `cublas_major`.
+fn driver_too_old(cublas_major: i32, driver_cuda: i32) -> bool {
+    cublas_major * 1000 > driver_cuda
 }
 
 /// cuBLAS for this process: searched once, on first use.
@@ -795,6 +829,18 @@ impl Drop for CublasHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// CUDA's minor-version compatibility holds within a major version only: cuBLAS 13 on a
+    /// CUDA 12 driver is refused, cuBLAS 12 runs on any CUDA 12 or 13 driver.
+    #[test]
+    fn a_cublas_newer_than_the_drivers_major_version_is_passed_over() {
+        assert!(driver_too_old(13, 12020));
+        assert!(driver_too_old(13, 12090));
+        assert!(!driver_too_old(13, 13000));
+        assert!(!driver_too_old(12, 12000));
+        assert!(!driver_too_old(12, 13000));
+        assert!(driver_too_old(12, 11080));
+    }
 
     /// The documented order: the override alone; else the names on the search path, then
     /// CUDA_HOME, CUDA_PATH, /usr/local/cuda, then Python environments' wheels.

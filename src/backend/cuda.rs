@@ -381,12 +381,18 @@ pub fn driver_library() -> Option<String> {
 
 /// The driver's CUDA version, e.g. `12.4` (`cuDriverGetVersion`, which needs no `cuInit`).
 fn driver_cuda_version() -> Option<String> {
+    driver_cuda_number().map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10))
+}
+
+/// The driver's CUDA version as `cuDriverGetVersion` gives it (`12040` for 12.4); `None` where
+/// no driver loads.
+pub fn driver_cuda_number() -> Option<i32> {
     let mut v: std::ffi::c_int = 0;
     // SAFETY: writes one int.
     let r = guard("reading the driver version", || unsafe {
         cudarc::driver::sys::cuDriverGetVersion(&mut v).result()
     });
-    r.ok().map(|_| format!("{}.{}", v / 1000, (v % 1000) / 10))
+    r.ok().map(|_| v)
 }
 
 static NVML: OnceLock<Option<nvml_wrapper::Nvml>> = OnceLock::new();
