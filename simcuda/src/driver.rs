@@ -738,16 +738,19 @@ impl Driver {
     }
 
     /// What the linker makes of one PTX module (`cuLinkAddData` then `cuLinkComplete`): the
-    /// module load's checks, then the configured ptxas's object for this device's architecture
-    /// (`sm_90a` where the module asks for it) and its log, as a driver's JIT gives them: the
-    /// registers and spills of each function (ptxas's `-v`) only when `verbose`
-    /// (`CU_JIT_LOG_VERBOSE`).
+    /// module load's checks, then the configured ptxas's object for the link's target and its
+    /// log, as a driver's JIT gives them: the registers and spills of each function (ptxas's
+    /// `-v`) only when `verbose` (`CU_JIT_LOG_VERBOSE`). The target is `CU_JIT_TARGET`'s where
+    /// the link names one, else the context's, the plain architecture of the device (the
+    /// documented default): an architecture-specific module (`.target sm_90a`) links only with
+    /// its target named, as ptxas refuses it for `sm_90`.
     pub fn link_compile(
         &self,
         ptx: &str,
         verbose: bool,
+        target: Option<u32>,
     ) -> Result<(Vec<u8>, String), (u32, String)> {
-        let (_, module, _) = self.check_ptx(ptx)?;
+        self.check_ptx(ptx)?;
         let Some(ptxas) = &self.config.ptxas else {
             return Err((
                 code::JIT_COMPILER_NOT_FOUND,
@@ -756,8 +759,14 @@ impl Driver {
             ));
         };
         let (major, minor) = self.config.cc;
-        let specific = module.targets.iter().any(|t| t.ends_with('a'));
-        let arch = format!("sm_{major}{minor}{}", if specific { "a" } else { "" });
+        let arch = match target {
+            Some(t) => format!(
+                "sm_{}{}",
+                t & 0xffff,
+                if t & 0x10000 != 0 { "a" } else { "" }
+            ),
+            None => format!("sm_{major}{minor}"),
+        };
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let stem = std::env::temp_dir().join(format!(
             "simcuda-link-{}-{}",

@@ -538,11 +538,14 @@ pub extern "C" fn cuStreamDestroy_v2(stream: *mut c_void) -> c_uint {
 // ---- modules and functions --------------------------------------------------------------
 
 /// The JIT options a module load or a link takes from its caller: the info and error log
-/// buffers (pointer, size) and `CU_JIT_LOG_VERBOSE`; the others are accepted and left alone.
+/// buffers (pointer, size), `CU_JIT_LOG_VERBOSE` and `CU_JIT_TARGET` (a `CUjit_target`: the
+/// compute capability's number, plus `0x10000` for architecture-specific code); the others are
+/// accepted and left alone.
 struct JitOptions {
     info: (*mut u8, usize),
     error: (*mut u8, usize),
     verbose: bool,
+    target: Option<u32>,
 }
 
 impl JitOptions {
@@ -563,15 +566,17 @@ impl JitOptions {
             info: (std::ptr::null_mut(), 0),
             error: (std::ptr::null_mut(), 0),
             verbose: false,
+            target: None,
         };
         for i in 0..num_options as usize {
             // SAFETY: the caller passes `num_options` options and values.
             let (option, value) = unsafe { (*options.add(i), *values.add(i)) };
             match option {
-                3 => jit.info.0 = value as *mut u8,   // CU_JIT_INFO_LOG_BUFFER
-                4 => jit.info.1 = value as usize,     // …_SIZE_BYTES
-                5 => jit.error.0 = value as *mut u8,  // CU_JIT_ERROR_LOG_BUFFER
-                6 => jit.error.1 = value as usize,    // …_SIZE_BYTES
+                3 => jit.info.0 = value as *mut u8,  // CU_JIT_INFO_LOG_BUFFER
+                4 => jit.info.1 = value as usize,    // …_SIZE_BYTES
+                5 => jit.error.0 = value as *mut u8, // CU_JIT_ERROR_LOG_BUFFER
+                6 => jit.error.1 = value as usize,   // …_SIZE_BYTES
+                9 => jit.target = Some(value as usize as u32), // CU_JIT_TARGET
                 12 => jit.verbose = !value.is_null(), // CU_JIT_LOG_VERBOSE
                 _ => {}
             }
@@ -806,7 +811,7 @@ pub unsafe extern "C" fn cuLinkAddData_v2(
         let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, size) };
         let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
         let ptx = std::str::from_utf8(bytes).map_err(|_| code::INVALID_PTX)?;
-        match d.link_compile(ptx, state.jit.verbose) {
+        match d.link_compile(ptx, state.jit.verbose, state.jit.target) {
             Ok((object, log)) => {
                 unsafe { write_log(state.jit.info, &log) };
                 state.object = Some(object);

@@ -3,7 +3,8 @@
 //! On a GPU our PTX runs as the driver's JIT compiles it, and that compiler is the driver's
 //! generation, not the ptxas the offline checks run. The driver hands its code out through its
 //! linker: `cuLinkAddData` of one PTX module, then `cuLinkComplete`, gives the CUDA ELF object
-//! (a cubin) it made for the context's device, and with `CU_JIT_LOG_VERBOSE` the JIT's info log
+//! (a cubin) it made for the context's device (an `sm_90a` module's target named, as the
+//! linker's default is the context's plain architecture), and with `CU_JIT_LOG_VERBOSE` the JIT's info log
 //! (registers, spills, stack per function, as ptxas's `-v` prints them). Each module's object
 //! and log are written as `<module>.cubin` and `<module>.log`; `scripts/jit-sass` reads the
 //! folder, and `ROOFPROBE_JIT_SASS` points the offline SASS checks at what it wrote.
@@ -96,9 +97,37 @@ pub fn spill_bytes(log: &str) -> u64 {
         .sum()
 }
 
+/// `CU_COMPUTE_ACCELERATED_TARGET_BASE` (cuda.h): a `CUjit_target` of architecture-specific
+/// code (`sm_90a`) is this plus the plain one's number (`CU_TARGET_COMPUTE_90A` is 65626).
+pub const ACCELERATED_TARGET_BASE: c_uint = 0x10000;
+
+/// The `CU_JIT_TARGET` a link of `ptx` names for a device of compute capability `cc`: the
+/// architecture-specific target where the module asks for one (`.target sm_90a`), since the
+/// linker's default is the context's plain one; `None` for any other module.
+pub fn jit_target(ptx: &str, cc: (u32, u32)) -> Option<c_uint> {
+    let target = crate::kernels::target(ptx)?;
+    target
+        .ends_with('a')
+        .then(|| ACCELERATED_TARGET_BASE + cc.0 * 10 + cc.1)
+}
+
 impl CudaBackend {
-    /// Compiles `ptx` with the driver's JIT through its linker, for this device.
+    /// Compiles `ptx` with the driver's JIT through its linker, for this device: for an
+    /// architecture-specific module with its target named ([`jit_target`]), and if the linker
+    /// refuses that, once more leaving the target to it.
     pub fn driver_object(&self, ptx: &str, name: &str) -> Result<DriverObject, String> {
+        match jit_target(ptx, self.compute_capability) {
+            Some(target) => self.link(ptx, name, Some(target)).or_else(|named| {
+                self.link(ptx, name, None)
+                    .map_err(|left| format!("{named}; with the target left to the linker: {left}"))
+            }),
+            None => self.link(ptx, name, None),
+        }
+    }
+
+    /// One link of `ptx` (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`), with
+    /// `CU_JIT_TARGET` set to `target` where given.
+    fn link(&self, ptx: &str, name: &str, target: Option<c_uint>) -> Result<DriverObject, String> {
         let source = CString::new(ptx).map_err(|_| "the PTX holds a NUL byte".to_string())?;
         let name = CString::new(name).map_err(|_| "the name holds a NUL byte".to_string())?;
         let mut info = vec![0u8; 1 << 16];
@@ -111,21 +140,25 @@ impl CudaBackend {
             self.ctx
                 .bind_to_thread()
                 .map_err(|e| ("binding the context".to_string(), e))?;
-            let mut options = [
+            let mut options = vec![
                 sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
                 sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                 sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
                 sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                 sys::CUjit_option::CU_JIT_LOG_VERBOSE,
             ];
-            // The driver reads a size's or a flag's value from the pointer's bits.
-            let mut values = [
+            // The driver reads a size's, a flag's or a target's value from the pointer's bits.
+            let mut values = vec![
                 info.as_mut_ptr() as *mut c_void,
                 info.len() as *mut c_void,
                 error.as_mut_ptr() as *mut c_void,
                 error.len() as *mut c_void,
                 std::ptr::without_provenance_mut(1),
             ];
+            if let Some(target) = target {
+                options.push(sys::CUjit_option::CU_JIT_TARGET);
+                values.push(std::ptr::without_provenance_mut(target as usize));
+            }
             let mut state: sys::CUlinkState = std::ptr::null_mut();
             // SAFETY: the options and values are as many as said, the log buffers outlive the
             // link state (destroyed below, on every path) and their sizes are the ones given.
@@ -307,6 +340,29 @@ mod tests {
                 source.name
             );
             assert_eq!(not_for_device(&source.ptx, (9, 0)), None, "{}", source.name);
+        }
+    }
+
+    /// Architecture-specific modules name their target to the linker (`CU_TARGET_COMPUTE_90A`
+    /// is 65626 in cuda.h), the others leave it to the context.
+    #[test]
+    fn only_architecture_specific_modules_name_their_jit_target() {
+        let module = |target: &str| format!(".version 8.0\n.target {target}\n.address_size 64\n");
+        assert_eq!(jit_target(&module("sm_90a"), (9, 0)), Some(65626));
+        assert_eq!(
+            jit_target(&module("sm_90a"), (9, 0)),
+            Some(cudarc::driver::sys::CUjit_target::CU_TARGET_COMPUTE_90A as c_uint)
+        );
+        assert_eq!(jit_target(&module("sm_90"), (9, 0)), None);
+        assert_eq!(jit_target(&module("sm_80"), (9, 0)), None);
+        for source in crate::kernels::all() {
+            let specific = crate::kernels::target(&source.ptx).is_some_and(|t| t.ends_with('a'));
+            assert_eq!(
+                jit_target(&source.ptx, (9, 0)).is_some(),
+                specific,
+                "{}",
+                source.name
+            );
         }
     }
 
