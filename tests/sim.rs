@@ -996,6 +996,37 @@ fn a_driver_that_never_initialises_is_given_up_on() {
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
+/// A CUDA toolkit's stub libcuda on the search path (`cuInit` answering
+/// `CUDA_ERROR_STUB_LIBRARY`, 34) is named as such, with what to do, by `devices` and by a run
+/// asked for the GPU.
+#[test]
+fn a_stub_driver_is_named_with_what_to_do() {
+    let sim = Sim::new("init=34");
+    let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(30));
+    let listing = text(&listed.stdout);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let hint = "is a CUDA toolkit's stub, not the driver: take its folder, a `stubs` one, out of \
+                LD_LIBRARY_PATH";
+    let first = listing.lines().next().unwrap_or_default();
+    assert!(
+        (first.contains("CUDA_ERROR_STUB_LIBRARY") || first.contains("CUDA error 34 "))
+            && first.contains(hint)
+            && first.contains("libsimcuda.so"),
+        "{listing}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args(["run", "--device", "cuda:0", "--quick", "--out"])
+            .arg(dir.path()),
+        Duration::from_secs(30),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(hint), "{stderr}");
+}
+
 /// The one CSV a run wrote into `dir`.
 pub fn csv_in(dir: &Path) -> PathBuf {
     let csvs = crate::common::files_with_ext(dir, "csv");

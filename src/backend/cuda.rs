@@ -315,9 +315,31 @@ fn init_driver() -> Result<()> {
         Ok(()) => Ok(()),
         Err((during, message)) => Err(Error::Driver {
             during: during.clone(),
-            message: message.clone(),
+            message: with_stub_hint(message.clone(), loaded_libcuda().as_deref()),
         }),
     }
+}
+
+/// `CUDA_ERROR_STUB_LIBRARY` (cuda.h).
+const STUB_LIBRARY: u32 = 34;
+
+/// `cuInit`'s message, with what to do where the libcuda loaded is a CUDA toolkit's stub
+/// (`lib64/stubs/libcuda.so`, for linking only, which answers every call with
+/// `CUDA_ERROR_STUB_LIBRARY`): its folder on `LD_LIBRARY_PATH` stands in for the driver.
+fn with_stub_hint(message: String, loaded: Option<&str>) -> String {
+    // (by number too: a stub may answer cuGetErrorName with its one error as well)
+    let number = format!("CUDA error {STUB_LIBRARY}");
+    let stub = message.contains("CUDA_ERROR_STUB_LIBRARY")
+        || message == number
+        || message.starts_with(&format!("{number}:"));
+    if !stub {
+        return message;
+    }
+    format!(
+        "{message} (the libcuda loaded{} is a CUDA toolkit's stub, not the driver: take its \
+         folder, a `stubs` one, out of LD_LIBRARY_PATH)",
+        loaded.map_or_else(String::new, |l| format!(", {l},"))
+    )
 }
 
 /// Number of CUDA devices. `Err(Error::NoDriver)` when there is no driver library, and a driver
@@ -1295,9 +1317,10 @@ impl DeviceWords {
     }
 }
 
-/// An encoded tensor map as the kernel receives it: `CUtensorMap`'s 128 opaque bytes, 64-byte
-/// aligned (the `.param .align 64 .b8 p[128]` it is declared as).
-#[repr(C, align(64))]
+/// An encoded tensor map as the kernel receives it: `CUtensorMap`'s 128 opaque bytes (the
+/// `.param .align 64 .b8 p[128]` it is declared as), 128-byte aligned as CUDA 13's `cuda.h`
+/// declares the type (12's and the driver's documentation ask 64).
+#[repr(C, align(128))]
 #[derive(Clone, Copy)]
 struct TensorMapBytes([u64; 16]);
 
@@ -1330,7 +1353,11 @@ fn encode_tensor_map(
     let strides = [map.row_bytes];
     let box_dims = map.box_dims;
     let element_strides = [1u32; 2];
-    let mut out = std::mem::MaybeUninit::<cu::CUtensorMap>::zeroed();
+    // encoded in place at 128-byte alignment (the binding's type is CUDA 12's, aligned to 64)
+    #[repr(C, align(128))]
+    struct Encoded(std::mem::MaybeUninit<cu::CUtensorMap>);
+    let mut encoded = Encoded(std::mem::MaybeUninit::zeroed());
+    let out = &mut encoded.0;
     // SAFETY: `out` is a CUtensorMap the driver writes; the arrays hold the rank's entries (the
     // strides one fewer) and live across the call; the address is a live device allocation.
     unsafe {
