@@ -1508,6 +1508,33 @@ fn assert_mutants_caught(
     targets.len()
 }
 
+/// The cluster TMA GEMM launched without its clusters (its `.reqnctapercluster` dropped, as a
+/// driver that ignored it would run it) stops at its own check (`trap`) instead of arriving on,
+/// and multicasting to, a CTA that is not there.
+#[test]
+fn the_cluster_gemm_launched_without_clusters_traps() {
+    let targets = entries_containing("%cluster_nctarank");
+    assert!(
+        !targets.is_empty()
+            && targets
+                .iter()
+                .all(|(_, _, e)| e.starts_with("gemm_tma_cluster")),
+        "{targets:?}"
+    );
+    for (file, text, entry) in &targets {
+        let mutant = mutate_entry(text, entry, |body| {
+            body.replace(".reqnctapercluster 2, 1, 1\n", "")
+        });
+        let outcome = Module::parse(&mutant)
+            .map_err(|e| e.to_string())
+            .and_then(|m| check_entry(&m, file, entry, UniformBranchPolicy::Deny));
+        match outcome {
+            Ok(_) => panic!("`{entry}` ran without its clusters"),
+            Err(e) => assert!(e.contains("trap"), "`{entry}`: {e}"),
+        }
+    }
+}
+
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }

@@ -777,8 +777,13 @@ const TMA_TILE: &str = "    add.u32 %r11, %r7, 255;
     sub.u32 %r13, %r5, %r13;        // tile column
 ";
 /// The cluster kernel's: a cluster is a pair of row tiles of one column tile, rank r (`%r43`)
-/// the pair's row tile r.
-const TMA_CLUSTER_TILE: &str = "    mov.u32 %r43, %cluster_ctarank;
+/// the pair's row tile r. First, a launch not in clusters of two stops (`trap`: a device fault
+/// the run reports) rather than arrive on, and multicast to, a CTA that is not there: the
+/// kernel's `.reqnctapercluster` is what makes a plain launch one of clusters.
+const TMA_CLUSTER_TILE: &str = "    mov.u32 %r47, %cluster_nctarank;
+    setp.ne.u32 %p0, %r47, 2;
+    @%p0 trap;                      // not in clusters of two
+    mov.u32 %r43, %cluster_ctarank;
     mov.u32 %r44, %clusterid.x;
     add.u32 %r11, %r6, 255;
     shr.u32 %r11, %r11, 8;          // pairs of row tiles
