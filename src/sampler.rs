@@ -1,7 +1,13 @@
 //! Run conditions observed while a case's samples run: a thread of its own reads the device's
 //! probe (NVML on a GPU) every [`PERIOD`] from just before the first timed launch to just after
-//! the last, and the row gets their summary ([`summarise`]): the median SM and memory clock and
-//! power, the highest temperature, every throttle reason seen.
+//! the last, and the row gets their summary ([`summarise`]): the median SM and memory clock,
+//! the mean power, the highest temperature, every throttle reason seen.
+//!
+//! The power is the energy counter's (`nvmlDeviceGetTotalEnergyConsumption`, Volta and later)
+//! where it moved often enough during the samples ([`energy_power`]), else the median of NVML's
+//! power readings. A power reading is no reading of the case on most boards: on Ampere and
+//! later (but the A100) `nvmlDeviceGetPowerUsage` is the average of the last second, which for
+//! a case of a second or two mixes in the idle time before it and the case before.
 //!
 //! Reading conditions only before and after a case would describe an idle device: the clocks
 //! of a GPU drop within milliseconds of its last kernel, and a power cap that throttles the
@@ -89,8 +95,42 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     })
 }
 
-/// One row's conditions from its readings: median SM clock, memory clock and power, the highest
-/// temperature, and the union of the throttle reasons, in a stable order.
+/// The least time between the energy counter's first and last change seen during a case's
+/// samples that gives its power: five of the sampler's periods, so that finding each change up
+/// to a period late moves the figure by a few percent at most (both ends are late alike).
+pub const MIN_ENERGY_SECS: f64 = 0.1;
+
+/// The mean power over `readings` from the energy counter: the energy between the first and the
+/// last reading at which the counter had moved, over the time between them. The counter moves
+/// at the board's own pace (tens of milliseconds), and a reading is the first to see each move,
+/// up to a sampler's period after it; measured from move to move, both ends are late alike.
+/// `None` where the counter moved fewer than twice, over less than [`MIN_ENERGY_SECS`], or
+/// went back (a driver reload restarts it).
+pub fn energy_power(readings: &[Conditions]) -> Option<f64> {
+    let seen: Vec<crate::backend::EnergyReading> =
+        readings.iter().filter_map(|c| c.energy).collect();
+    let moves: Vec<&crate::backend::EnergyReading> = seen
+        .windows(2)
+        .filter(|w| w[1].millijoules != w[0].millijoules)
+        .map(|w| &w[1])
+        .collect();
+    let (first, last) = (moves.first()?, moves.last()?);
+    let secs = last.at.saturating_duration_since(first.at).as_secs_f64();
+    let millijoules = last.millijoules.checked_sub(first.millijoules)?;
+    if secs < MIN_ENERGY_SECS
+        || moves
+            .iter()
+            .zip(&moves[1..])
+            .any(|(a, b)| b.millijoules < a.millijoules)
+    {
+        return None;
+    }
+    Some(millijoules as f64 / 1000.0 / secs)
+}
+
+/// One row's conditions from its readings: median SM clock and memory clock, the mean power
+/// ([`energy_power`], else the median power reading), the highest temperature, and the union
+/// of the throttle reasons, in a stable order.
 pub fn summarise(readings: &[Conditions]) -> Conditions {
     let each = |f: fn(&Conditions) -> Option<f64>| readings.iter().filter_map(f).collect();
     let mut reasons: Vec<&str> = readings
@@ -103,7 +143,7 @@ pub fn summarise(readings: &[Conditions]) -> Conditions {
     Conditions {
         clock_mhz: median(each(|c| c.clock_mhz)),
         memory_clock_mhz: median(each(|c| c.memory_clock_mhz)),
-        power_w: median(each(|c| c.power_w)),
+        power_w: energy_power(readings).or_else(|| median(each(|c| c.power_w))),
         temperature_c: readings
             .iter()
             .filter_map(|c| c.temperature_c)
@@ -130,6 +170,67 @@ mod tests {
             throttle: throttle.to_string(),
             ..Conditions::default()
         }
+    }
+
+    /// Readings every 20 ms over `secs` of a board drawing `watts` from `busy_from` on (idle,
+    /// a quarter of it, before), whose power reading is the last second's average and whose
+    /// energy counter moves every `update_ms` (`None`: no counter).
+    fn board(secs: f64, busy_from: f64, watts: f64, update_ms: Option<u64>) -> Vec<Conditions> {
+        let start = Instant::now();
+        // energy drawn by time t (joules), the board's life starting 5 s before the readings
+        let joules = |t: f64| {
+            let t = t + 5.0;
+            let busy = (t - (busy_from + 5.0)).max(0.0);
+            watts / 4.0 * t + (watts - watts / 4.0) * busy
+        };
+        (0..=(secs / 0.02).round() as u64)
+            .map(|i| {
+                let t = i as f64 * 0.02;
+                Conditions {
+                    power_w: Some(joules(t) - joules(t - 1.0)),
+                    energy: update_ms.map(|ms| {
+                        let tick = ms as f64 / 1000.0;
+                        let shown = ((t + 5.0) / tick).floor() * tick - 5.0;
+                        crate::backend::EnergyReading {
+                            millijoules: (joules(shown) * 1000.0) as u64,
+                            at: start + Duration::from_secs_f64(t),
+                        }
+                    }),
+                    ..Conditions::default()
+                }
+            })
+            .collect()
+    }
+
+    /// The power of a case is the energy counter's mean over its samples, not the median of
+    /// NVML's one-second averages, which the idle time before the case drags down; the median
+    /// only where there is no counter, or it moved over too short a time.
+    #[test]
+    fn the_power_is_the_energy_counters_mean_over_the_samples() {
+        // a 1.5 s case on a 700 W board, busy from its first reading: the averaged readings'
+        // median is well below, the counter's mean within a few percent whatever its pace
+        for update_ms in [20, 50, 100] {
+            let readings = board(1.5, 0.0, 700.0, Some(update_ms));
+            let mean = summarise(&readings).power_w.unwrap();
+            assert!(
+                (mean - 700.0).abs() < 700.0 * 0.03,
+                "{update_ms} ms: {mean}"
+            );
+            assert_eq!(energy_power(&readings), Some(mean));
+        }
+        let averaged = summarise(&board(1.5, 0.0, 700.0, None)).power_w.unwrap();
+        assert!(averaged < 700.0 * 0.9, "{averaged}");
+        // too short a time between the counter's moves: the readings' median
+        let short = board(0.15, 0.0, 700.0, Some(100));
+        assert_eq!(energy_power(&short), None);
+        assert!(summarise(&short).power_w.unwrap() < 700.0 * 0.5);
+        // a counter that went back (the driver reloaded): the median
+        let mut back = board(1.5, 0.0, 700.0, Some(20));
+        for r in &mut back[40..] {
+            let e = r.energy.as_mut().unwrap();
+            e.millijoules -= 400_000;
+        }
+        assert_eq!(energy_power(&back), None);
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! | `hang` | launches of this kernel, or calls of this library routine (`cublasGemmEx`, `cublasLtMatmul`), never finish | |
 //! | `trace` | a file that gets one line per launch (`launch …`, then `args …`: its arguments, addresses in hex, a tensor map as `map@` its address), attribute change, module load and library call (`library cublasGemmEx MxNxK a … b … c …`) | |
 //! | `power_w` | NVML's power draw while work runs (a quarter of it idle); the enforced limit is twice it | 300 |
+//! | `energy_ms` | how often NVML's energy counter moves: it shows the energy drawn as of its last update, at most this many milliseconds old | 100 |
 //! | `throttle` | NVML's clock-event reasons while work runs, `+`-separated names ([`REASONS`]); idle, `gpu_idle` | none |
 //! | `nvml_reasons` | which of NVML's two reason calls answer: `both`, `events` (the deprecated `…ThrottleReasons` is gone, as a later driver may drop it) or `throttle` (an older driver, without `…ClocksEventReasons`) | `both` |
 //! | `others` | processes other than the caller that NVML lists on each device | 0 |
@@ -64,6 +65,8 @@ pub struct Config {
     pub trace: Option<PathBuf>,
     /// NVML: watts drawn while work runs.
     pub power_w: u32,
+    /// NVML: milliseconds between the energy counter's updates.
+    pub energy_ms: u32,
     /// NVML: the clock-event reason bits while work runs.
     pub throttle: u64,
     pub nvml_reasons: NvmlReasons,
@@ -118,6 +121,7 @@ impl Default for Config {
             hang: None,
             trace: None,
             power_w: 300,
+            energy_ms: 100,
             throttle: 0,
             nvml_reasons: NvmlReasons::Both,
             others: 0,
@@ -185,6 +189,7 @@ impl Config {
                 "trace" => c.trace = Some(PathBuf::from(value)),
                 "ptxas" => c.ptxas = Some(PathBuf::from(value)),
                 "power_w" => c.power_w = number(key, value)?,
+                "energy_ms" => c.energy_ms = number(key, value)?,
                 "throttle" => {
                     for name in value.split('+').map(str::trim) {
                         let (_, bit) = REASONS

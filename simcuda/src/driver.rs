@@ -139,6 +139,74 @@ pub struct Device {
     /// Work (a kernel, a copy, a library routine) running on the device now, on any stream: what
     /// the simulated NVML reports as a busy device (clocks up, power drawn, no idle reason).
     busy: AtomicU32,
+    /// When the device was busy: what the simulated NVML's energy counter and its averaged
+    /// power reading integrate.
+    busy_log: Mutex<BusyLog>,
+}
+
+/// The device's busy time: the intervals of the last [`BusyLog::KEPT`] (older ones summed),
+/// and the one open now.
+pub struct BusyLog {
+    /// Since when the device exists (the energy counter's zero).
+    pub born: Instant,
+    /// The start of the busy interval open now.
+    open: Option<Instant>,
+    /// Closed busy intervals, oldest first.
+    closed: std::collections::VecDeque<(Instant, Instant)>,
+    /// Busy time of the intervals dropped from `closed`.
+    before: Duration,
+    /// The simulated NVML's energy counter as last updated: when, and its millijoules.
+    pub energy_shown: Option<(Instant, u64)>,
+}
+
+impl BusyLog {
+    /// How far back closed intervals are kept one by one (NVML's averaged power looks one
+    /// second back).
+    const KEPT: Duration = Duration::from_secs(2);
+
+    fn new() -> BusyLog {
+        BusyLog {
+            born: Instant::now(),
+            open: None,
+            closed: std::collections::VecDeque::new(),
+            before: Duration::ZERO,
+            energy_shown: None,
+        }
+    }
+
+    fn start(&mut self, now: Instant) {
+        self.open.get_or_insert(now);
+    }
+
+    fn stop(&mut self, now: Instant) {
+        if let Some(start) = self.open.take() {
+            self.closed.push_back((start, now));
+        }
+        while let Some(&(a, b)) = self.closed.front() {
+            if now.saturating_duration_since(b) <= Self::KEPT {
+                break;
+            }
+            self.before += b - a;
+            self.closed.pop_front();
+        }
+    }
+
+    /// Busy time between `from` (no earlier than [`BusyLog::KEPT`] before `to`, or the
+    /// device's birth) and `to`.
+    pub fn busy_between(&self, from: Instant, to: Instant) -> Duration {
+        let overlap = |a: Instant, b: Instant| {
+            let (a, b) = (a.max(from), b.min(to));
+            b.saturating_duration_since(a)
+        };
+        let closed: Duration = self.closed.iter().map(|&(a, b)| overlap(a, b)).sum();
+        let open = self.open.map_or(Duration::ZERO, |a| overlap(a, to));
+        let dropped = if from <= self.born {
+            self.before
+        } else {
+            Duration::ZERO
+        };
+        closed + open + dropped
+    }
 }
 
 impl Device {
@@ -152,6 +220,27 @@ impl Device {
     /// Whether work runs on the device now (a stream's worker is inside an operation).
     pub fn busy(&self) -> bool {
         self.busy.load(Ordering::SeqCst) > 0
+    }
+
+    /// When the device was busy.
+    pub fn busy_log(&self) -> std::sync::MutexGuard<'_, BusyLog> {
+        lock(&self.busy_log)
+    }
+
+    /// One more operation running on the device (the first opens a busy interval).
+    fn begin_work(&self) {
+        let mut log = lock(&self.busy_log);
+        if self.busy.fetch_add(1, Ordering::SeqCst) == 0 {
+            log.start(Instant::now());
+        }
+    }
+
+    /// One operation fewer (the last closes the busy interval).
+    fn end_work(&self) {
+        let mut log = lock(&self.busy_log);
+        if self.busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+            log.stop(Instant::now());
+        }
     }
 
     /// Whether a process holds the device's primary context (NVML lists it as a compute
@@ -313,6 +402,7 @@ impl Driver {
                     peers: Mutex::new(std::collections::BTreeSet::new()),
                     legacy: OnceLock::new(),
                     busy: AtomicU32::new(0),
+                    busy_log: Mutex::new(BusyLog::new()),
                 })
             })
             .collect();
@@ -1453,11 +1543,11 @@ impl Stream {
             if self.device.sticky().is_ok() {
                 let waits = matches!(op, Op::AwaitStreams(_));
                 if !waits {
-                    self.device.busy.fetch_add(1, Ordering::SeqCst);
+                    self.device.begin_work();
                 }
                 self.run(op);
                 if !waits {
-                    self.device.busy.fetch_sub(1, Ordering::SeqCst);
+                    self.device.end_work();
                 }
             }
             let mut st = lock(&self.state);

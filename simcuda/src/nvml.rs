@@ -12,6 +12,8 @@
 //! | SM clock | `clock_mhz` | half of it, 1 MHz at least (a GPU drops its clock at idle) |
 //! | memory clock | 1000 MHz (the driver attribute's) | the same |
 //! | power | `power_w` | a quarter of it |
+//! | power reading (`nvmlDeviceGetPowerUsage`) | the power over the last second, as Ampere's and later boards (but the A100) report it | the same |
+//! | energy (`nvmlDeviceGetTotalEnergyConsumption`) | the power integrated since the device was made, as of the counter's last update (`energy_ms`) | the same |
 //! | temperature | 70 °C | 35 °C |
 //! | clock-event reasons | `throttle` | `gpu_idle` |
 //!
@@ -25,6 +27,7 @@ use crate::config::{Config, NvmlReasons};
 use crate::driver::try_driver;
 use std::ffi::{c_char, c_uint, c_ulonglong, c_void, CStr};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// nvmlReturn_t values (nvml.h).
 mod ret {
@@ -393,15 +396,67 @@ pub unsafe extern "C" fn nvmlDeviceGetApplicationsClock(
     })
 }
 
+/// Watts drawn busy and idle.
+fn watts() -> Ret<(f64, f64)> {
+    let busy = f64::from(config()?.power_w);
+    Ok((busy, busy / 4.0))
+}
+
+/// Millijoules the device drew between `from` and `to`: idle power throughout, and the
+/// difference while it was busy.
+fn millijoules(log: &crate::driver::BusyLog, from: Instant, to: Instant) -> Ret<f64> {
+    let (busy, idle) = watts()?;
+    let span = to.saturating_duration_since(from).as_secs_f64();
+    let busy_secs = log.busy_between(from, to).as_secs_f64();
+    Ok(1000.0 * (idle * span + (busy - idle) * busy_secs))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
     device: *mut c_void,
     milliwatts: *mut c_uint,
 ) -> c_uint {
     nvml("nvmlDeviceGetPowerUsage", || {
-        let (busy, _) = activity(ordinal_of(device)?);
-        let watts = config()?.power_w;
-        unsafe { put(milliwatts, if busy { watts } else { watts / 4 } * 1000) }
+        let ordinal = ordinal_of(device)?;
+        let d = try_driver().map_err(|_| ret::UNINITIALIZED)?;
+        let log = d.devices[ordinal as usize].busy_log();
+        // the last second's average (or the device's life, where shorter)
+        let now = Instant::now();
+        let from = now
+            .checked_sub(Duration::from_secs(1))
+            .map_or(log.born, |t| t.max(log.born));
+        let secs = now.saturating_duration_since(from).as_secs_f64();
+        let mw = if secs > 0.0 {
+            millijoules(&log, from, now)? / secs
+        } else {
+            1000.0 * watts()?.1
+        };
+        unsafe { put(milliwatts, mw.round() as c_uint) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
+    device: *mut c_void,
+    energy: *mut c_ulonglong,
+) -> c_uint {
+    nvml("nvmlDeviceGetTotalEnergyConsumption", || {
+        let ordinal = ordinal_of(device)?;
+        let d = try_driver().map_err(|_| ret::UNINITIALIZED)?;
+        let period = Duration::from_millis(u64::from(config()?.energy_ms));
+        let mut log = d.devices[ordinal as usize].busy_log();
+        let now = Instant::now();
+        // the counter moves once a period: between updates it shows the last one's value
+        let shown = match log.energy_shown {
+            Some((at, mj)) if now.saturating_duration_since(at) < period => mj,
+            _ => {
+                let born = log.born;
+                let mj = millijoules(&log, born, now)? as u64;
+                log.energy_shown = Some((now, mj));
+                mj
+            }
+        };
+        unsafe { put(energy, shown) }
     })
 }
 

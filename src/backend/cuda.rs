@@ -1244,6 +1244,13 @@ fn nvml_conditions(d: &nvml_wrapper::Device<'static>) -> Conditions {
         clock_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
         memory_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
         power_w: d.power_usage().ok().map(|mw| mw as f64 / 1000.0),
+        energy: d
+            .total_energy_consumption()
+            .ok()
+            .map(|millijoules| super::EnergyReading {
+                millijoules,
+                at: std::time::Instant::now(),
+            }),
         temperature_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
         throttle: clock_event_reasons(d)
             .map(throttle_names)

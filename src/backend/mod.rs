@@ -97,6 +97,18 @@ pub struct Conditions {
     pub other_cpus_busy: Option<f64>,
     /// Compute and graphics processes on the GPU other than this one (NVML), the most seen.
     pub other_gpu_processes: Option<u32>,
+    /// The board's energy counter at an observation (NVML, Volta and later): readings of it
+    /// through a case's samples give their mean power ([`crate::sampler::summarise`]).
+    #[serde(skip)]
+    pub energy: Option<EnergyReading>,
+}
+
+/// A reading of a GPU's energy counter: millijoules since the driver loaded, and when it was
+/// read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EnergyReading {
+    pub millijoules: u64,
+    pub at: std::time::Instant,
 }
 
 impl Conditions {
@@ -133,6 +145,7 @@ impl Conditions {
                 _ => None,
             },
             other_gpu_processes: before.other_gpu_processes.max(after.other_gpu_processes),
+            energy: None,
         }
     }
 }
