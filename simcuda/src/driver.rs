@@ -162,7 +162,7 @@ pub struct BusyLog {
 impl BusyLog {
     /// How far back closed intervals are kept one by one (NVML's averaged power looks one
     /// second back).
-    const KEPT: Duration = Duration::from_secs(2);
+    pub const KEPT: Duration = Duration::from_secs(2);
 
     fn new() -> BusyLog {
         BusyLog {
