@@ -470,23 +470,22 @@ fn throttle_names(reasons: nvml_wrapper::bitmasks::device::ThrottleReasons) -> S
 }
 
 /// How many compute or graphics processes other than this one NVML lists on the device; `None`
-/// when NVML cannot list them.
+/// when NVML cannot list them. Counted, not listed: the count call passes no buffer, where the
+/// list's `…RunningProcesses_v3` of some R535 drivers writes a larger record than its header
+/// declares (every process id after the first wrong, and past the buffer beyond 15 processes).
 fn other_processes(d: &nvml_wrapper::Device<'static>) -> Option<u32> {
-    let compute = d.running_compute_processes().ok()?;
-    let graphics = d.running_graphics_processes().unwrap_or_default();
-    Some(others_among(
-        compute.into_iter().chain(graphics).map(|p| p.pid).collect(),
-    ))
+    let compute = d.running_compute_processes_count().ok()?;
+    let graphics = d.running_graphics_processes_count().unwrap_or(0);
+    Some(others_of(compute, graphics))
 }
 
-/// The processes in NVML's lists other than this one. This process holds a context on the device
-/// whenever a case runs, so it is listed: under its own id, or, in a container, under the id the
-/// host gave it (NVML lists host ids), so it is not found by `std::process::id()`. Either way it
-/// is one of the distinct ids; a process in both lists counts once.
-fn others_among(mut pids: Vec<u32>) -> u32 {
-    pids.sort_unstable();
-    pids.dedup();
-    (pids.len() as u32).saturating_sub(1)
+/// The processes in NVML's two lists, `compute` and `graphics` of them, other than this one.
+/// This process holds a context on the device whenever a case runs, so it is one of them: under
+/// its own id, or in a container under the id the host gave it (NVML lists host ids), which is
+/// why it is left out by count, not by id. A process in both lists (a desktop program that also
+/// computes, rare on a server) counts twice.
+fn others_of(compute: u32, graphics: u32) -> u32 {
+    (compute + graphics).saturating_sub(1)
 }
 
 /// The modules of a device, loaded (and JIT-compiled) when it is opened, so no compilation
@@ -1892,10 +1891,10 @@ mod tests {
 
     #[test]
     fn other_gpu_processes_leave_this_one_out() {
-        // this process, another in both lists (compute and graphics), a third
-        assert_eq!(others_among(vec![42, 77, 77, 10]), 2);
-        assert_eq!(others_among(vec![42]), 0);
-        assert_eq!(others_among(vec![]), 0);
+        // this process and two others computing, one drawing
+        assert_eq!(others_of(3, 1), 3);
+        assert_eq!(others_of(1, 0), 0);
+        assert_eq!(others_of(0, 0), 0);
     }
 
     #[test]
