@@ -1386,6 +1386,17 @@ fn encode_tensor_map(
     }
 }
 
+/// A launch's note with what the driver's JIT gave its kernel: `grid 1056x256, 154 registers a
+/// thread`, and its local memory where it has any (spilled registers: our kernels declare none).
+fn resources_note(launch: &str, registers: i32, local: i32) -> String {
+    let local = if local > 0 {
+        format!(", {local} B local (spilled)")
+    } else {
+        String::new()
+    };
+    format!("{launch}, {registers} registers a thread{local}")
+}
+
 /// Copy `copy` of a case's array of `role`, among its `arrays` and `copies` (copies 1 onwards of
 /// the array that rotates, [`Launch::rotation`]): copy 0 is the array itself.
 fn find_copy<'a>(
@@ -1431,6 +1442,9 @@ struct GpuCase<'b> {
     /// The encoded tensor maps of each [`Arg::TensorMap`] parameter, by parameter index: one
     /// per copy of its array (empty for any other parameter).
     tensor_maps: Vec<Vec<TensorMapBytes>>,
+    /// What the driver's JIT gave the kernel, where it says: registers a thread, and local
+    /// memory bytes a thread (our kernels declare none, so any is spilled registers).
+    resources: Option<(i32, i32)>,
 }
 
 impl Drop for GpuCase<'_> {
@@ -1537,6 +1551,20 @@ impl<'b> GpuCase<'b> {
         if let Some(func) = &func {
             gemm_driver::raise_dynamic_shared(backend, func, &launch)?;
         }
+        let resources = func.as_ref().and_then(|func| {
+            let read = |attribute| {
+                quietly(|| {
+                    backend.ctx.bind_to_thread().ok()?;
+                    func.get_attribute(attribute).ok()
+                })
+                .ok()
+                .flatten()
+            };
+            Some((
+                read(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                read(CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            ))
+        });
         let free = backend.free_bytes()?;
         let needed = launch.device_bytes();
         if needed > free / 100 * 95 {
@@ -1655,6 +1683,7 @@ impl<'b> GpuCase<'b> {
             launches: 0,
             clock_fault: None,
             tensor_maps,
+            resources,
         })
     }
 
@@ -1830,7 +1859,11 @@ impl PreparedCase for GpuCase<'_> {
     }
 
     fn launch_note(&self) -> String {
-        self.launch.note()
+        let launch = self.launch.note();
+        match self.resources {
+            Some((registers, local)) => resources_note(&launch, registers, local),
+            None => launch,
+        }
     }
 
     fn one_shot(&self) -> bool {
@@ -1886,6 +1919,18 @@ mod tests {
         assert_eq!(
             format_uuid(&bytes),
             "GPU-00112233-4455-6677-8899-aabbccddeeff"
+        );
+    }
+
+    #[test]
+    fn the_note_says_what_the_jit_gave_the_kernel() {
+        assert_eq!(
+            resources_note("grid 4x256", 154, 0),
+            "grid 4x256, 154 registers a thread"
+        );
+        assert_eq!(
+            resources_note("grid 4x256", 255, 96),
+            "grid 4x256, 255 registers a thread, 96 B local (spilled)"
         );
     }
 
