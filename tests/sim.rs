@@ -1013,9 +1013,7 @@ fn a_driver_that_never_initialises_is_given_up_on() {
 #[test]
 fn a_stub_driver_is_named_with_what_to_do() {
     let sim = Sim::new("init=34");
-    let listed = run_limited(sim.roofprobe().arg("devices"), Duration::from_secs(30));
-    let listing = text(&listed.stdout);
-    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let listing = devices(&sim);
     let hint = "is a CUDA toolkit's stub, not the driver: take its folder, a `stubs` one, out of \
                 LD_LIBRARY_PATH";
     let first = listing.lines().next().unwrap_or_default();

@@ -396,6 +396,17 @@ pub unsafe extern "C" fn nvmlDeviceGetApplicationsClock(
     })
 }
 
+/// The simulated driver's device behind an NVML handle (its busy time is the driver's).
+fn simulated(device: *mut c_void) -> Ret<std::sync::Arc<crate::driver::Device>> {
+    let ordinal = ordinal_of(device)?;
+    try_driver()
+        .map_err(|_| ret::UNINITIALIZED)?
+        .devices
+        .get(ordinal as usize)
+        .cloned()
+        .ok_or(ret::INVALID_ARGUMENT)
+}
+
 /// Watts drawn busy and idle.
 fn watts() -> Ret<(f64, f64)> {
     let busy = f64::from(config()?.power_w);
@@ -417,9 +428,8 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
     milliwatts: *mut c_uint,
 ) -> c_uint {
     nvml("nvmlDeviceGetPowerUsage", || {
-        let ordinal = ordinal_of(device)?;
-        let d = try_driver().map_err(|_| ret::UNINITIALIZED)?;
-        let log = d.devices[ordinal as usize].busy_log();
+        let d = simulated(device)?;
+        let log = d.busy_log();
         // the last second's average (or the device's life, where shorter)
         let now = Instant::now();
         let from = now
@@ -441,10 +451,9 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
     energy: *mut c_ulonglong,
 ) -> c_uint {
     nvml("nvmlDeviceGetTotalEnergyConsumption", || {
-        let ordinal = ordinal_of(device)?;
-        let d = try_driver().map_err(|_| ret::UNINITIALIZED)?;
+        let d = simulated(device)?;
         let period = Duration::from_millis(u64::from(config()?.energy_ms));
-        let mut log = d.devices[ordinal as usize].busy_log();
+        let mut log = d.busy_log();
         let now = Instant::now();
         // the counter moves once a period: between updates it shows the last one's value
         let shown = match log.energy_shown {
