@@ -847,9 +847,8 @@ fn line_of(listing: &str, key: &str) -> String {
 /// while its samples ran. The simulated NVML reports a busy device (the full clock, `power_w`,
 /// 70 °C, the `throttle` reasons) only while work runs on it, and an idle one otherwise (half the
 /// clock, a quarter of the power, 35 °C, `gpu_idle` alone), so readings taken around the samples
-/// instead would show; its power reading is the last second's average and its energy counter
-/// moves every 20 ms here, and the row's power is the counter's mean over the samples (the
-/// readings' median would be some 10 % low: the idle time before the case is in their second). The reasons arrive through whichever of NVML's two calls the driver
+/// instead would show; its energy counter moves every 20 ms here and its power reading says 1 W
+/// throughout, and the row's power is the counter's mean over the samples. The reasons arrive through whichever of NVML's two calls the driver
 /// answers (`nvml-wrapper` calls only the deprecated one), and another process on the device is
 /// counted. Without NVML, `devices` says so and the reading columns stay empty.
 #[test]
@@ -857,7 +856,7 @@ fn nvml_is_read_while_the_samples_run_through_either_reasons_call() {
     for (reasons, others) in [("events", 1), ("throttle", 0)] {
         let sim = Sim::new(&format!(
             "throttle=sw_power_cap+hw_slowdown,nvml_reasons={reasons},others={others},power_w=250,\
-             energy_ms=20"
+             energy_ms=20,power_reading=1"
         ));
         let listing = devices(&sim);
         let line = |key: &str| line_of(&listing, key);
@@ -887,12 +886,12 @@ fn nvml_is_read_while_the_samples_run_through_either_reasons_call() {
             (Some(64.0), Some(70.0)),
             "nvml_reasons={reasons}: the busy readings"
         );
-        // the power: the energy counter's mean over the samples (the simulated board's power
-        // reading is the last second's average, as on Ampere and later, which the idle time
-        // before the case would drag down)
+        // the power: the energy counter's mean over the samples, between the idle board's
+        // 62.5 W and the busy one's 250 (the power reading says 1 W throughout here, so a
+        // figure taken from the readings would show)
         let watts = triad.power_w.expect("a power");
         assert!(
-            (watts - 250.0).abs() <= 250.0 * 0.03,
+            (62.5..=250.0 * 1.01).contains(&watts),
             "nvml_reasons={reasons}: {watts} W"
         );
         assert_eq!(triad.memory_clock_mhz, Some(1000.0));

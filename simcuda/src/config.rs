@@ -21,6 +21,7 @@
 //! | `trace` | a file that gets one line per launch (`launch …`, then `args …`: its arguments, addresses in hex, a tensor map as `map@` its address), attribute change, module load and library call (`library cublasGemmEx MxNxK a … b … c …`) | |
 //! | `power_w` | NVML's power draw while work runs (a quarter of it idle); the enforced limit is twice it | 300 |
 //! | `energy_ms` | how often NVML's energy counter moves: it shows the energy drawn as of its last update, at most this many milliseconds old | 100 |
+//! | `power_reading` | NVML's power reading: `average`, the last second's (as Ampere's and later boards but the A100 report it), or a number of watts it reports whatever the device does (so a test can tell a figure taken from the readings from one taken from the energy counter) | `average` |
 //! | `throttle` | NVML's clock-event reasons while work runs, `+`-separated names ([`REASONS`]); idle, `gpu_idle` | none |
 //! | `nvml_reasons` | which of NVML's two reason calls answer: `both`, `events` (the deprecated `…ThrottleReasons` is gone, as a later driver may drop it) or `throttle` (an older driver, without `…ClocksEventReasons`) | `both` |
 //! | `others` | processes other than the caller that NVML lists on each device | 0 |
@@ -67,6 +68,9 @@ pub struct Config {
     pub power_w: u32,
     /// NVML: milliseconds between the energy counter's updates.
     pub energy_ms: u32,
+    /// NVML: the watts its power reading reports whatever the device does; `None`: the last
+    /// second's average.
+    pub power_reading: Option<u32>,
     /// NVML: the clock-event reason bits while work runs.
     pub throttle: u64,
     pub nvml_reasons: NvmlReasons,
@@ -122,6 +126,7 @@ impl Default for Config {
             trace: None,
             power_w: 300,
             energy_ms: 100,
+            power_reading: None,
             throttle: 0,
             nvml_reasons: NvmlReasons::Both,
             others: 0,
@@ -190,6 +195,12 @@ impl Config {
                 "ptxas" => c.ptxas = Some(PathBuf::from(value)),
                 "power_w" => c.power_w = number(key, value)?,
                 "energy_ms" => c.energy_ms = number(key, value)?,
+                "power_reading" => {
+                    c.power_reading = match value {
+                        "average" => None,
+                        watts => Some(number(key, watts)?),
+                    }
+                }
                 "throttle" => {
                     for name in value.split('+').map(str::trim) {
                         let (_, bit) = REASONS

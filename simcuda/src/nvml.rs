@@ -12,7 +12,7 @@
 //! | SM clock | `clock_mhz` | half of it, 1 MHz at least (a GPU drops its clock at idle) |
 //! | memory clock | 1000 MHz (the driver attribute's) | the same |
 //! | power | `power_w` | a quarter of it |
-//! | power reading (`nvmlDeviceGetPowerUsage`) | the power over the last second, as Ampere's and later boards (but the A100) report it | the same |
+//! | power reading (`nvmlDeviceGetPowerUsage`) | the power over the last second, as Ampere's and later boards (but the A100) report it (or a fixed `power_reading`) | the same |
 //! | energy (`nvmlDeviceGetTotalEnergyConsumption`) | the power integrated since the device was made, as of the counter's last update (`energy_ms`) | the same |
 //! | temperature | 70 °C | 35 °C |
 //! | clock-event reasons | `throttle` | `gpu_idle` |
@@ -429,6 +429,9 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
 ) -> c_uint {
     nvml("nvmlDeviceGetPowerUsage", || {
         let d = simulated(device)?;
+        if let Some(watts) = config()?.power_reading {
+            return unsafe { put(milliwatts, watts * 1000) };
+        }
         let log = d.busy_log();
         // the last second's average (or the device's life, where shorter)
         let now = Instant::now();
