@@ -74,12 +74,19 @@ fn ordinal_of(device: *mut c_void) -> Ret<u32> {
         .ok_or(ret::INVALID_ARGUMENT)
 }
 
+/// The simulated driver's device of `ordinal`, once `cuInit` has made the driver.
+fn device_at(ordinal: u32) -> Ret<std::sync::Arc<crate::driver::Device>> {
+    try_driver()
+        .map_err(|_| ret::UNINITIALIZED)?
+        .devices
+        .get(ordinal as usize)
+        .cloned()
+        .ok_or(ret::INVALID_ARGUMENT)
+}
+
 /// What the device is doing now: `(busy, a process holds its context)`.
 fn activity(ordinal: u32) -> (bool, bool) {
-    try_driver()
-        .ok()
-        .and_then(|d| d.devices.get(ordinal as usize).cloned())
-        .map_or((false, false), |d| (d.busy(), d.in_use()))
+    device_at(ordinal).map_or((false, false), |d| (d.busy(), d.in_use()))
 }
 
 unsafe fn put<T>(out: *mut T, v: T) -> Ret {
@@ -398,13 +405,7 @@ pub unsafe extern "C" fn nvmlDeviceGetApplicationsClock(
 
 /// The simulated driver's device behind an NVML handle (its busy time is the driver's).
 fn simulated(device: *mut c_void) -> Ret<std::sync::Arc<crate::driver::Device>> {
-    let ordinal = ordinal_of(device)?;
-    try_driver()
-        .map_err(|_| ret::UNINITIALIZED)?
-        .devices
-        .get(ordinal as usize)
-        .cloned()
-        .ok_or(ret::INVALID_ARGUMENT)
+    device_at(ordinal_of(device)?)
 }
 
 /// Watts drawn busy and idle.

@@ -25,9 +25,9 @@
 //! The first file that loads and has the entry points wins, unless its major version is later
 //! than the driver's CUDA (a CUDA 13 cuBLAS beside an R535 driver, whose runtime refuses the
 //! driver at the first handle: every cuBLAS row would fail where a `.so.12` further on runs);
-//! its cuBLASLt (which cuBLAS needs)
-//! is loaded from the same folder first where one is there. Without any, [`find_in`] says what it
-//! searched, and the cuBLAS rows of a run say `skipped: <why>`.
+//! its cuBLASLt (which cuBLAS needs) is loaded from the same folder first where one is there.
+//! Without any, [`find_in`] says what it searched, and the cuBLAS rows of a run say
+//! `skipped: <why>`.
 //!
 //! This module must not print. `unsafe` here is limited to loading the library and calling its
 //! documented C entry points with the arguments their documentation gives.
@@ -526,11 +526,10 @@ pub fn find_in(env: &SearchEnv) -> Result<Cublas, String> {
 fn fits_driver(found: Cublas, driver_cuda: Option<i32>) -> Result<Cublas, String> {
     match (found.major, driver_cuda) {
         (Some(major), Some(driver)) if driver_too_old(major, driver) => Err(format!(
-            "{}: cuBLAS {} needs a CUDA {major} driver or newer, and this one is CUDA {}.{}",
+            "{}: cuBLAS {} needs a CUDA {major} driver or newer, and this one is CUDA {}",
             found.path,
             found.version,
-            driver / 1000,
-            (driver % 1000) / 10
+            super::cuda::cuda_version_text(driver)
         )),
         _ => Ok(found),
     }

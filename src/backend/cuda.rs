@@ -145,7 +145,12 @@ fn error_name(e: &DriverError) -> String {
     quietly(|| e.error_name().map(|s| s.to_string_lossy().into_owned()))
         .ok()
         .and_then(|r| r.ok())
-        .unwrap_or_else(|| format!("CUDA error {}", raw_code(e.0)))
+        .unwrap_or_else(|| unnamed_error(raw_code(e.0)))
+}
+
+/// What an error the driver gives no name for is called: `CUDA error 34`.
+fn unnamed_error(code: u32) -> String {
+    format!("CUDA error {code}")
 }
 
 fn driver_error(during: &str, e: &DriverError) -> Error {
@@ -328,7 +333,7 @@ const STUB_LIBRARY: u32 = 34;
 /// `CUDA_ERROR_STUB_LIBRARY`): its folder on `LD_LIBRARY_PATH` stands in for the driver.
 fn with_stub_hint(message: String, loaded: Option<&str>) -> String {
     // (by number too: a stub may answer cuGetErrorName with its one error as well)
-    let number = format!("CUDA error {STUB_LIBRARY}");
+    let number = unnamed_error(STUB_LIBRARY);
     let stub = message.contains("CUDA_ERROR_STUB_LIBRARY")
         || message == number
         || message.starts_with(&format!("{number}:"));
@@ -403,7 +408,12 @@ pub fn driver_library() -> Option<String> {
 
 /// The driver's CUDA version, e.g. `12.4` (`cuDriverGetVersion`, which needs no `cuInit`).
 fn driver_cuda_version() -> Option<String> {
-    driver_cuda_number().map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10))
+    driver_cuda_number().map(cuda_version_text)
+}
+
+/// A CUDA version as `cuDriverGetVersion` numbers it (`12040`), as people write it (`12.4`).
+pub fn cuda_version_text(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
 /// The driver's CUDA version as `cuDriverGetVersion` gives it (`12040` for 12.4); `None` where

@@ -4,10 +4,11 @@
 //! generation, not the ptxas the offline checks run. The driver hands its code out through its
 //! linker: `cuLinkAddData` of one PTX module, then `cuLinkComplete`, gives the CUDA ELF object
 //! (a cubin) it made for the context's device (an `sm_90a` module's target named, as the
-//! linker's default is the context's plain architecture), and with `CU_JIT_LOG_VERBOSE` the JIT's info log
-//! (registers, spills, stack per function, as ptxas's `-v` prints them). Each module's object
-//! and log are written as `<module>.cubin` and `<module>.log`; `scripts/jit-sass` reads the
-//! folder, and `ROOFPROBE_JIT_SASS` points the offline SASS checks at what it wrote.
+//! linker's default is the context's plain architecture), and with `CU_JIT_LOG_VERBOSE` the
+//! JIT's info log (registers, spills, stack per function, as ptxas's `-v` prints them). Each
+//! module's object and log are written as `<module>.cubin` and `<module>.log`;
+//! `scripts/jit-sass` reads the folder, and `ROOFPROBE_JIT_SASS` points the offline SASS checks
+//! at what it wrote.
 //!
 //! The linker compiles a module on its own; the module loads of a run (`cuModuleLoadData`)
 //! compile the same PTX, with the same default options, whole. Our modules call no function
