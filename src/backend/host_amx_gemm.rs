@@ -70,7 +70,10 @@
 
 use super::host_tensor;
 use super::pool::SpinBarrier;
-use super::pool::{chunk, first_touch, first_touch_aligned, AlignedArray, Pool, SharedPtr};
+use super::pool::{
+    chunk, first_touch, first_touch_aligned, first_touch_aligned_repeating, AlignedArray, Pool,
+    SharedPtr,
+};
 use super::{host_compute, PreparedCase};
 use crate::bench::gemm::{self, Shape};
 use crate::bench::{Case, Precision, Verdict};
@@ -99,7 +102,8 @@ pub const ITEMS_PER_WORKER: usize = 8;
 
 /// bf16 bits of the small integer `v` (exact: |v| ≤ 256, so the truncation rounds nothing).
 /// Not [`gemm::input_bits16`]: its rounding conversion took 3.4–3.7 ns an element against
-/// 1.5 here (2026-12-03, this project's VM), and a rotated decode case packs about 10^9 of them.
+/// 1.5 here (2026-12-03, this project's VM), and a case packs a B of up to 2.3·10^8 of them
+/// (28672 × 8192; the copies of a rotating B are copied from the first).
 fn bf16(v: i64) -> u16 {
     ((v as f32).to_bits() >> 16) as u16
 }
@@ -596,15 +600,16 @@ impl<'p> AmxGemmCase<'p> {
         let packed_a = first_touch_aligned(pool, l.a_len(), TILE_ELEMENTS, 64, |_| 0u16)
             .ok_or_else(too_big)?;
         let b_len = l.b_len();
-        let packed_b = first_touch_aligned(pool, b_total, TILE_ELEMENTS, 64, |i| {
-            let (j, kk) = l.b_at(i % b_len);
-            if j < n && kk < k {
-                bf16(gemm::b_value(shape, j as u64, kk as u64))
-            } else {
-                0
-            }
-        })
-        .ok_or_else(too_big)?;
+        let packed_b =
+            first_touch_aligned_repeating(pool, b_total, TILE_ELEMENTS, 64, b_len, |i| {
+                let (j, kk) = l.b_at(i);
+                if j < n && kk < k {
+                    bf16(gemm::b_value(shape, j as u64, kk as u64))
+                } else {
+                    0
+                }
+            })
+            .ok_or_else(too_big)?;
         let c = first_touch(pool, mn, 64, |_| f32::NAN);
         let scratch = first_touch_aligned(
             pool,

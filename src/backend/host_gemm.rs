@@ -105,7 +105,9 @@
 //! matrices whose parts each worker owns.
 
 use super::host_compute::{self, HostCompute, Simd};
-use super::pool::{chunk, first_touch, prefetch, Pool, SharedPtr, SpinBarrier};
+use super::pool::{
+    chunk, first_touch, first_touch_repeating, prefetch, Pool, SharedPtr, SpinBarrier,
+};
 use super::PreparedCase;
 use crate::bench::gemm::{self, Shape};
 use crate::bench::{Case, Precision, Verdict};
@@ -1118,8 +1120,8 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
         let copies = usize::try_from(gemm::weight_copies(case))
             .unwrap_or(1)
             .max(1);
-        let b = first_touch(pool, elements(copies, bk)?, 64, |i| {
-            T::from_i64(gemm::input(1, (i % bk) as u64))
+        let b = first_touch_repeating(pool, elements(copies, bk)?, 64, bk, |i| {
+            T::from_i64(gemm::input(1, i as u64))
         });
         let c = first_touch(pool, mn, 64, |_| T::nan());
         let (packed_b, scratch) = if implementation == Implementation::Ours && m > 1 && !dot_path {
