@@ -12,12 +12,36 @@
 //!
 //! `ROOFPROBE_BENCH_SIZE` (bytes per array, default 64 MiB) sets the arrays' size, and the
 //! largest matrix a GEMM shape may have.
+//!
+//! Only the cases criterion's filter lets run are prepared (`cargo bench -- gemm/`): with every
+//! case prepared, `cargo bench -- peak/fma/f32` took 43 s on the host, 3 s without
+//! (2026-12-05, 2-vCPU Xeon VM), and on a GPU it means gigabytes of arrays and every module's
+//! JIT.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roofprobe::backend::cuda::{device_count, CudaBackend};
 use roofprobe::backend::host::HostBackend;
 use roofprobe::backend::{Backend, SizeRequest};
+use roofprobe::cli::{bench_filter, BenchFilter};
 use std::time::Duration;
+
+/// Whether criterion's filter on this command line lets the benchmark `id` (group/function)
+/// run: the filter as criterion reads it ([`bench_filter`]) and matches it.
+fn filter() -> impl Fn(&str) -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filter = bench_filter(&args);
+    // (a filter that is no regular expression: criterion stops with its own message)
+    let regex = match &filter {
+        BenchFilter::Regex(text) => regex::Regex::new(text).ok(),
+        _ => None,
+    };
+    move |id: &str| match &filter {
+        BenchFilter::All => true,
+        BenchFilter::None => false,
+        BenchFilter::Exact(text) => id == text,
+        BenchFilter::Regex(_) => regex.as_ref().is_none_or(|r| r.is_match(id)),
+    }
+}
 
 fn backend() -> Box<dyn Backend> {
     match device_count() {
@@ -44,9 +68,13 @@ fn kernels(c: &mut Criterion) {
     let planned = backend
         .cases(SizeRequest::BytesPerArray(size()))
         .expect("the bench size fits in memory; set ROOFPROBE_BENCH_SIZE smaller");
-    let mut group = c.benchmark_group(device);
+    let runs = filter();
+    let mut group = c.benchmark_group(device.clone());
     for p in planned {
         let case = p.case;
+        if !runs(&format!("{device}/{}", case.id())) {
+            continue;
+        }
         // Bandwidth cases in bytes; compute ceilings and the sweep's points with arithmetic in
         // operations (the roofline's y axis), as elements.
         let compute = case.family != roofprobe::bench::Family::Stream && case.work.flops > 0;

@@ -459,6 +459,68 @@ pub fn dispatch(cli: Cli) -> crate::Result<i32> {
     }
 }
 
+/// The benchmark filter `cargo bench -- ARGS` gives criterion (0.8), read from the same
+/// arguments, so that `benches/kernels.rs` prepares only the cases criterion will run: on a
+/// GPU, preparing every case (arrays of gigabytes, every module's JIT) for one benchmark would
+/// cost minutes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BenchFilter {
+    /// No filter: every benchmark runs.
+    All,
+    /// `--ignored`: none does.
+    None,
+    /// `FILTER --exact`: the one whose id is the text.
+    Exact(String),
+    /// `FILTER`: those whose id the text matches as a regular expression.
+    Regex(String),
+}
+
+/// The [`BenchFilter`] of criterion's command line `args` (the program's name left out): its
+/// one positional argument is the filter; the options criterion reads a value for
+/// (`--sample-size 10`, `-b base`) carry that value, and `--opt=value` carries its own.
+pub fn bench_filter<S: AsRef<str>>(args: &[S]) -> BenchFilter {
+    const TAKES_VALUE: &[&str] = &[
+        "-c",
+        "--color",
+        "-s",
+        "--save-baseline",
+        "-b",
+        "--baseline",
+        "--baseline-lenient",
+        "--format",
+        "--profile-time",
+        "--load-baseline",
+        "--sample-size",
+        "--warm-up-time",
+        "--measurement-time",
+        "--nresamples",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--plotting-backend",
+        "--output-format",
+    ];
+    let (mut filter, mut exact, mut ignored) = (None, false, false);
+    let mut args = args.iter().map(AsRef::as_ref);
+    while let Some(arg) = args.next() {
+        match arg {
+            "--exact" => exact = true,
+            "--ignored" => ignored = true,
+            _ if TAKES_VALUE.contains(&arg) => {
+                args.next();
+            }
+            _ if arg.starts_with('-') => {}
+            _ => filter = filter.or(Some(arg.to_string())),
+        }
+    }
+    match (ignored, filter, exact) {
+        (true, _, _) => BenchFilter::None,
+        (false, None, _) => BenchFilter::All,
+        (false, Some(f), true) => BenchFilter::Exact(f),
+        (false, Some(f), false) => BenchFilter::Regex(f),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,5 +606,31 @@ mod tests {
     fn cli_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    /// The filter is criterion's positional argument, past the options and their values.
+    #[test]
+    fn the_bench_filter_is_read_as_criterion_reads_it() {
+        assert_eq!(bench_filter::<&str>(&[]), BenchFilter::All);
+        assert_eq!(bench_filter(&["--bench"]), BenchFilter::All);
+        assert_eq!(
+            bench_filter(&["--bench", "peak/fma"]),
+            BenchFilter::Regex("peak/fma".into())
+        );
+        // an option's value is no filter, in either form
+        assert_eq!(
+            bench_filter(&["--sample-size", "10", "-b", "base", "gemm/"]),
+            BenchFilter::Regex("gemm/".into())
+        );
+        assert_eq!(
+            bench_filter(&["--sample-size=10", "--noplot", "stream/"]),
+            BenchFilter::Regex("stream/".into())
+        );
+        assert_eq!(bench_filter(&["--save-baseline", "main"]), BenchFilter::All);
+        assert_eq!(
+            bench_filter(&["--exact", "dev/peak/fma/f32"]),
+            BenchFilter::Exact("dev/peak/fma/f32".into())
+        );
+        assert_eq!(bench_filter(&["--ignored", "peak"]), BenchFilter::None);
     }
 }
