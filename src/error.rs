@@ -31,7 +31,11 @@ pub enum Error {
     NoSuchDevice { asked: String, available: String },
 
     /// The data for a case does not fit in the memory that is free.
-    #[error("{case} needs {needed_bytes} bytes but only {free_bytes} bytes of {device} memory are free; pass a smaller --size")]
+    #[error(
+        "{case} needs {} ({needed_bytes} bytes) but only {} of {device} memory is free ({free_bytes} bytes); pass a smaller --size",
+        crate::report::table::bytes(*needed_bytes),
+        crate::report::table::bytes(*free_bytes)
+    )]
     OutOfMemory {
         case: String,
         device: String,

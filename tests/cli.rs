@@ -629,6 +629,12 @@ fn bad_input_gets_one_clear_line() {
         &["run", "--device", "host", "--size", "100TiB", "--out", out],
         "pass a smaller --size",
     );
+    // in units a person reads, beside the exact count
+    fails_cleanly(
+        1,
+        &["run", "--device", "host", "--size", "100TiB", "--out", out],
+        "(3 arrays) needs 300.0 TiB (329853488332800 bytes) but only ",
+    );
     // (a malformed --device, --size or --samples is clap's usage error, exit 2, with clap's
     // usage lines after it: `usage_errors_exit_2` checks each)
     let file = dir.path().join("not-a-dir");
