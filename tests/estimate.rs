@@ -59,6 +59,47 @@ fn a_70b_model_in_bf16_does_not_fit_a_24_gb_card() {
     assert_eq!(t["max_batch"], 0);
 }
 
+/// Where no batch turns decode compute-bound the table says `never`, and why: on an H200's
+/// sheet (4.8 TB/s, 989.5 TFLOP/s, a ridge of 206.1 FLOP/byte) Llama 3.1 8B at a mean context
+/// of 1024 + 256 / 2 = 1152 tokens does 2 x 7,504,658,432 + 4 x 32 x 1152 x 4096 =
+/// 15,613,296,640 FLOP a sequence a step over 131,072 x 1152 = 150,994,944 bytes of KV cache:
+/// 103.4 FLOP/byte. With a 128-token prompt the limit is far above the ridge, and a batch does
+/// turn it.
+#[test]
+fn decode_that_never_turns_compute_bound_says_why() {
+    let args = ["--model", "llama-3.1-8b", "--spec", "H200 SXM 141GB"];
+    let long = [&args[..], &["--prompt", "1024", "--generate", "256"]].concat();
+    let (code, table, err) = estimate(&long);
+    assert_eq!(code, 0, "{err}");
+    let row = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("decode compute-bound from batch"))
+            .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
+    };
+    assert_eq!(row(&table).as_deref(), Some("never"), "{table}");
+    assert!(
+        table.contains("A: decode never turns compute-bound")
+            && table.contains("its KV-cache read, 103.4 FLOP/byte, under the ridge's 206.1"),
+        "{table}"
+    );
+    let r = json(&long);
+    let d = &r["devices"][0]["answer"];
+    let limit = d["decode_intensity_limit"].as_f64().unwrap();
+    assert!(
+        (limit - 15_613_296_640.0 / 150_994_944.0).abs() < 1e-9,
+        "{limit}"
+    );
+    assert!((d["decode_ridge"].as_f64().unwrap() - 989.5e12 / 4.8e12).abs() < 1e-9);
+    assert!(d["compute_bound_batch"].is_null());
+    // a short context: a batch turns it, and no footnote
+    let short = [&args[..], &["--prompt", "128", "--generate", "64"]].concat();
+    let (code, table, err) = estimate(&short);
+    assert_eq!(code, 0, "{err}");
+    let batch: u64 = row(&table).unwrap().parse().expect("a batch");
+    assert!(batch > 1, "{table}");
+    assert!(!table.contains("never"), "{table}");
+}
+
 /// The bandwidth a decode step in f32 should move at on `run`, for a model whose FFN matrix
 /// has `ffn` weights, read from the calibration independently of the estimator: of the f32
 /// matrix-vector products (M = 1) not above their roof, those of the largest weight matrix not

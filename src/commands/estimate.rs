@@ -551,8 +551,16 @@ fn table(r: &Report) -> String {
             "decode compute-bound from batch",
             i.iter()
                 .map(|x| {
-                    x.compute_bound_batch
-                        .map_or_else(|| "never / unknown".to_string(), |b| b.to_string())
+                    x.compute_bound_batch.map_or_else(
+                        || {
+                            if x.decode_ridge.is_some() && x.decode_intensity_limit.is_some() {
+                                "never".to_string()
+                            } else {
+                                "unknown".to_string()
+                            }
+                        },
+                        |b| b.to_string(),
+                    )
                 })
                 .collect(),
         ));
@@ -708,6 +716,21 @@ fn table(r: &Report) -> String {
                 _ => String::new(),
             }
         ));
+    }
+    for (l, d) in letters.iter().zip(&r.devices) {
+        if let Answer::Inference(i) = &d.answer {
+            if let (None, Some(ridge), Some(limit)) = (
+                i.compute_bound_batch,
+                i.decode_ridge,
+                i.decode_intensity_limit,
+            ) {
+                out.push_str(&format!(
+                    "{l}: decode never turns compute-bound: as the batch grows a step tends to \
+                     one sequence's arithmetic over its KV-cache read, {limit:.1} FLOP/byte, \
+                     under the ridge's {ridge:.1} (compute over the decode bandwidth)\n"
+                ));
+            }
+        }
     }
     if r.devices.iter().any(|d| match &d.answer {
         Answer::Inference(i) => i.bound == Bound::Capacity,

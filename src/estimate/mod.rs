@@ -329,6 +329,13 @@ pub struct Inference {
     /// The smallest batch at which a decode step turns compute-bound; None where it never does
     /// (the KV cache read grows as fast as the arithmetic) or a ceiling is unknown.
     pub compute_bound_batch: Option<u64>,
+    /// The FLOP per byte a decode step tends to as the batch grows: one sequence's arithmetic
+    /// over its KV-cache read (the weights' read shared by ever more sequences). A decode step
+    /// turns compute-bound at some batch only where this is above the ridge (compute ÷ the
+    /// decode bandwidth); None where the KV cache is empty.
+    pub decode_intensity_limit: Option<f64>,
+    /// The ridge a decode step is held against: compute over the decode bandwidth, FLOP/byte.
+    pub decode_ridge: Option<f64>,
     /// The overall answer: capacity where it does not fit, else decode's bound.
     pub bound: Bound,
 }
@@ -398,6 +405,12 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
         }
         _ => None,
     };
+    let kv_step = kv_token * context;
+    let decode_intensity_limit = (kv_step > 0.0).then(|| model.flops_per_token(context) / kv_step);
+    let decode_ridge = match (&decode_bandwidth, &m.compute_flops) {
+        (Some(bw), Some(c)) if bw.value > 0.0 => Some(c.value / bw.value),
+        _ => None,
+    };
     let bound = match fits {
         Some(false) => Bound::Capacity,
         _ => decode_step.bound,
@@ -418,6 +431,8 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
         decode_tokens_per_s,
         total_s,
         compute_bound_batch,
+        decode_intensity_limit,
+        decode_ridge,
         bound,
     }
 }
@@ -677,6 +692,16 @@ mod tests {
         assert!((ratio - 1.25).abs() < 1e-12, "{ratio}");
         assert_eq!(r.compute_bound_batch, None);
         assert_eq!(ceiling.compute_bound_batch, Some(1375));
+        // why never: a sequence's 1.5586e10 FLOP over its 1.441792e8 bytes of KV cache, 108.1
+        // FLOP/byte, under the ridge at 800 GB/s (125) and above the one at 1000 (100)
+        let limit = r.decode_intensity_limit.unwrap();
+        assert!(
+            (limit - 15_586_033_664.0 / 144_179_200.0).abs() < 1e-9,
+            "{limit}"
+        );
+        assert_eq!(ceiling.decode_intensity_limit, r.decode_intensity_limit);
+        assert_eq!(r.decode_ridge, Some(125.0));
+        assert_eq!(ceiling.decode_ridge, Some(100.0));
         // prefill keeps the DRAM ceiling
         assert_eq!(r.prefill, ceiling.prefill);
         // a model smaller than every measured product takes the smallest
