@@ -100,6 +100,56 @@ fn decode_that_never_turns_compute_bound_says_why() {
     assert!(!table.contains("never"), "{table}");
 }
 
+/// The largest batch that fits is the capacity less the weights over one sequence's KV cache
+/// and workspace (at batch 1, the memory rows themselves); where decode would turn
+/// compute-bound only past it, a line says capacity runs out first (an RTX 4090's 24 GB against
+/// Llama 3.1 8B at 640 tokens).
+#[test]
+fn the_largest_batch_that_fits_is_set_beside_the_compute_bound_one() {
+    let args = [
+        "--model",
+        "llama-3.1-8b",
+        "--spec",
+        "RTX 4090",
+        "--prompt",
+        "512",
+        "--generate",
+        "128",
+    ];
+    let r = json(&args);
+    let d = &r["devices"][0]["answer"];
+    let mem = |k: &str| d["memory"][k].as_f64().unwrap();
+    let per_seq = mem("kv_cache_bytes") + mem("workspace_bytes");
+    let want = ((mem("capacity_bytes") - mem("weights_bytes")) / per_seq).floor() as u64;
+    let fit = d["max_batch"].as_u64().unwrap();
+    assert_eq!(fit, want);
+    let turn = d["compute_bound_batch"].as_u64().unwrap();
+    assert!(turn > fit, "{turn} vs {fit}");
+    let (code, table, err) = estimate(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("largest batch that fits") && l.ends_with(&fit.to_string())),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!(
+            "A: decode turns compute-bound at batch {turn}, but at most {fit} sequences"
+        )),
+        "{table}"
+    );
+    // at that batch it fits, one more does not
+    for (b, fits) in [(fit, true), (fit + 1, false)] {
+        let b = b.to_string();
+        let r = json(&[&args[..], &["--batch", &b]].concat());
+        assert_eq!(
+            r["devices"][0]["answer"]["memory"]["fits"], fits,
+            "batch {b}"
+        );
+    }
+}
+
 /// The bandwidth a decode step in f32 should move at on `run`, for a model whose FFN matrix
 /// has `ffn` weights, read from the calibration independently of the estimator: of the f32
 /// matrix-vector products (M = 1) not above their roof, those of the largest weight matrix not

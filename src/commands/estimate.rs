@@ -548,6 +548,15 @@ fn table(r: &Report) -> String {
             |v| opt(v, |t| format!("{t:.3}")),
         ));
         rows.push(Row::text(
+            "largest batch that fits",
+            i.iter()
+                .map(|x| {
+                    x.max_batch
+                        .map_or_else(|| "unknown".into(), |b| b.to_string())
+                })
+                .collect(),
+        ));
+        rows.push(Row::text(
             "decode compute-bound from batch",
             i.iter()
                 .map(|x| {
@@ -729,6 +738,14 @@ fn table(r: &Report) -> String {
                      one sequence's arithmetic over its KV-cache read, {limit:.1} FLOP/byte, \
                      under the ridge's {ridge:.1} (compute over the decode bandwidth)\n"
                 ));
+            }
+            if let (Some(turn), Some(fit)) = (i.compute_bound_batch, i.max_batch) {
+                if turn > fit {
+                    out.push_str(&format!(
+                        "{l}: decode turns compute-bound at batch {turn}, but at most {fit} \
+                         sequences of this length fit in memory: capacity runs out first\n"
+                    ));
+                }
             }
         }
     }

@@ -336,6 +336,11 @@ pub struct Inference {
     pub decode_intensity_limit: Option<f64>,
     /// The ridge a decode step is held against: compute over the decode bandwidth, FLOP/byte.
     pub decode_ridge: Option<f64>,
+    /// The largest batch (at this prompt and generation length) whose weights, KV cache and
+    /// workspace fit in memory; 0 if not even one sequence does; None where the capacity is
+    /// unknown. Set beside `compute_bound_batch`, it says whether a batch large enough to make
+    /// decode compute-bound fits at all.
+    pub max_batch: Option<u64>,
     /// The overall answer: capacity where it does not fit, else decode's bound.
     pub bound: Bound,
 }
@@ -360,6 +365,9 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
     let total = weights + kv_cache + workspace;
     let capacity = m.memory_bytes.as_ref().map(|c| c.value);
     let fits = capacity.map(|c| total <= c);
+    // the KV cache and the workspace grow with the batch, one sequence's worth each
+    let per_seq = (kv_cache + workspace) / b;
+    let max_batch = capacity.map(|c| ((c - weights) / per_seq).floor().max(0.0) as u64);
 
     // Prefill: every prompt token through every weight, causal attention over the prompt
     // (half of p² pairs), the output projection for the last token only; the weights read once
@@ -433,6 +441,7 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
         compute_bound_batch,
         decode_intensity_limit,
         decode_ridge,
+        max_batch,
         bound,
     }
 }
@@ -702,6 +711,18 @@ mod tests {
         assert_eq!(ceiling.decode_intensity_limit, r.decode_intensity_limit);
         assert_eq!(r.decode_ridge, Some(125.0));
         assert_eq!(ceiling.decode_ridge, Some(100.0));
+        // 80 GiB less 16,060,522,496 bytes of weights, 69,838,823,424, over one sequence's
+        // 1200 tokens of KV (157,286,400 bytes) and its workspace (1000 × (2 × 4096 + 4096 +
+        // 2 × 1024 + 2 × 14336) × 2 + 128256 × 4 = 86,529,024): / 243,815,424 = 286.4
+        assert_eq!(r.max_batch, Some(286));
+        assert_eq!(ceiling.max_batch, Some(286));
+        // whatever batch was asked for; and past it, nothing fits
+        let seven = inference(&llama_8b(), BF16, InferenceShape { batch: 7, ..w }, &m);
+        assert_eq!(seven.max_batch, Some(286));
+        let big = inference(&llama_8b(), BF16, InferenceShape { batch: 287, ..w }, &m);
+        assert_eq!((big.max_batch, big.memory.fits), (Some(286), Some(false)));
+        let at = inference(&llama_8b(), BF16, InferenceShape { batch: 286, ..w }, &m);
+        assert_eq!(at.memory.fits, Some(true));
         // prefill keeps the DRAM ceiling
         assert_eq!(r.prefill, ceiling.prefill);
         // a model smaller than every measured product takes the smallest
