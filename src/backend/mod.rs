@@ -406,7 +406,9 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            err.starts_with("stream cases (3 arrays) needs 3145728 bytes"),
+            err.starts_with(
+                "stream cases (3 arrays) needs 3.0 MiB (3145728 bytes) but only 1.0 MiB"
+            ),
             "{err}"
         );
         assert!(err.contains("cuda:0"));
