@@ -441,6 +441,16 @@ impl Row {
     }
 }
 
+/// The row of the largest batch that fits, per device (`unknown` where the capacity is).
+fn largest_batch(batches: impl Iterator<Item = Option<u64>>) -> Row {
+    Row::text(
+        "largest batch that fits",
+        batches
+            .map(|b| b.map_or_else(|| "unknown".into(), |b| b.to_string()))
+            .collect(),
+    )
+}
+
 fn table(r: &Report) -> String {
     let m: Vec<&Machine> = r.devices.iter().map(|d| &d.machine).collect();
     let mut rows = vec![
@@ -547,15 +557,7 @@ fn table(r: &Report) -> String {
             i.iter().map(|x| x.total_s).collect(),
             |v| opt(v, |t| format!("{t:.3}")),
         ));
-        rows.push(Row::text(
-            "largest batch that fits",
-            i.iter()
-                .map(|x| {
-                    x.max_batch
-                        .map_or_else(|| "unknown".into(), |b| b.to_string())
-                })
-                .collect(),
-        ));
+        rows.push(largest_batch(i.iter().map(|x| x.max_batch)));
         rows.push(Row::text(
             "decode compute-bound from batch",
             i.iter()
@@ -600,15 +602,7 @@ fn table(r: &Report) -> String {
             |v| opt(v, gib),
         ));
         rows.push(Row::text("fits", t.iter().map(|x| fits(x.fits)).collect()));
-        rows.push(Row::text(
-            "largest batch that fits",
-            t.iter()
-                .map(|x| {
-                    x.max_batch
-                        .map_or_else(|| "unknown".into(), |b| b.to_string())
-                })
-                .collect(),
-        ));
+        rows.push(largest_batch(t.iter().map(|x| x.max_batch)));
         phase_rows(
             &mut rows,
             "step",
