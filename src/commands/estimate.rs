@@ -561,17 +561,10 @@ fn table(r: &Report) -> String {
         rows.push(Row::text(
             "decode compute-bound from batch",
             i.iter()
-                .map(|x| {
-                    x.compute_bound_batch.map_or_else(
-                        || {
-                            if x.decode_ridge.is_some() && x.decode_intensity_limit.is_some() {
-                                "never".to_string()
-                            } else {
-                                "unknown".to_string()
-                            }
-                        },
-                        |b| b.to_string(),
-                    )
+                .map(|x| match (x.compute_bound_batch, x.never_compute_bound()) {
+                    (Some(b), _) => b.to_string(),
+                    (None, Some(_)) => "never".to_string(),
+                    (None, None) => "unknown".to_string(),
                 })
                 .collect(),
         ));
@@ -722,11 +715,7 @@ fn table(r: &Report) -> String {
     }
     for (l, d) in letters.iter().zip(&r.devices) {
         if let Answer::Inference(i) = &d.answer {
-            if let (None, Some(ridge), Some(limit)) = (
-                i.compute_bound_batch,
-                i.decode_ridge,
-                i.decode_intensity_limit,
-            ) {
+            if let Some((limit, ridge)) = i.never_compute_bound() {
                 out.push_str(&format!(
                     "{l}: decode never turns compute-bound: as the batch grows a step tends to \
                      one sequence's arithmetic over its KV-cache read, {limit:.1} FLOP/byte, \

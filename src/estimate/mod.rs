@@ -346,6 +346,27 @@ pub struct Inference {
 }
 
 /// Inference memory, prefill, decode and the compute-bound batch (docs/estimate.md, "Inference").
+impl Inference {
+    /// Where no batch turns a decode step compute-bound though both ceilings are known: the
+    /// FLOP per byte it tends to and the ridge that stays above it.
+    pub fn never_compute_bound(&self) -> Option<(f64, f64)> {
+        match (
+            self.compute_bound_batch,
+            self.decode_intensity_limit,
+            self.decode_ridge,
+        ) {
+            (None, Some(limit), Some(ridge)) => Some((limit, ridge)),
+            _ => None,
+        }
+    }
+}
+
+/// The largest batch whose `fixed` bytes and `per_seq` bytes a sequence fit in `capacity`
+/// (0 if not even one; `None` where the capacity is unknown).
+fn largest_batch(capacity: Option<f64>, fixed: f64, per_seq: f64) -> Option<u64> {
+    capacity.map(|c| ((c - fixed) / per_seq).floor().max(0.0) as u64)
+}
+
 pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> Inference {
     let b = w.batch as f64;
     let p = w.prompt as f64;
@@ -367,7 +388,7 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
     let fits = capacity.map(|c| total <= c);
     // the KV cache and the workspace grow with the batch, one sequence's worth each
     let per_seq = (kv_cache + workspace) / b;
-    let max_batch = capacity.map(|c| ((c - weights) / per_seq).floor().max(0.0) as u64);
+    let max_batch = largest_batch(capacity, weights, per_seq);
 
     // Prefill: every prompt token through every weight, causal attention over the prompt
     // (half of p² pairs), the output projection for the last token only; the weights read once
@@ -530,7 +551,7 @@ pub fn training(model: &Model, w: TrainingShape, m: &Machine) -> Training {
     let total = states + activations;
     let capacity = m.memory_bytes.as_ref().map(|c| c.value);
     let fits = capacity.map(|c| total <= c);
-    let max_batch = capacity.map(|c| ((c - states) / per_seq).floor().max(0.0) as u64);
+    let max_batch = largest_batch(capacity, states, per_seq);
     let tokens = (w.batch * w.seq) as f64;
     let passes = if w.checkpointing { 8.0 } else { 6.0 };
     let flops = passes * model.matmul_params() * tokens;
