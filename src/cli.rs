@@ -147,45 +147,52 @@ pub struct EstimateArgs {
     /// The shape by hand: layers (with --hidden, --heads, --ffn, --vocab; --kv-heads).
     #[arg(long, requires_all = ["hidden", "heads", "ffn", "vocab"])]
     pub layers: Option<u64>,
-    #[arg(long)]
+    // The rest of the shape is refused beside --model or --config, which it would not change.
+    #[arg(long, conflicts_with_all = ["model", "config"])]
     pub hidden: Option<u64>,
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["model", "config"])]
     pub heads: Option<u64>,
     /// KV heads (default: as many as heads).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["model", "config"])]
     pub kv_heads: Option<u64>,
     /// FFN inner size.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["model", "config"])]
     pub ffn: Option<u64>,
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["model", "config"])]
     pub vocab: Option<u64>,
     /// A plain two-matrix FFN instead of a gated (SwiGLU) one.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["model", "config"])]
     pub ungated_ffn: bool,
     /// Inference or training.
     #[arg(long, value_enum, default_value = "inference")]
     pub mode: crate::commands::estimate::Mode,
-    #[arg(long, value_enum, default_value = "bf16")]
-    pub weights: crate::estimate::Dtype,
-    /// The arithmetic's dtype: its ceiling is the one used.
-    #[arg(long, value_enum, default_value = "bf16")]
-    pub activations: crate::estimate::Dtype,
-    #[arg(long, value_enum, default_value = "bf16")]
-    pub kv_cache: crate::estimate::Dtype,
+    // Each mode's own arguments are options without a clap default, so that the other mode
+    // can refuse them when given (`commands::estimate::check_workload`) rather than ignore them.
+    /// Inference: the weights' dtype [default: bf16].
+    #[arg(long, value_enum)]
+    pub weights: Option<crate::estimate::Dtype>,
+    /// The arithmetic's dtype: its ceiling is the one used [default: bf16]. Training: bf16 or
+    /// f16 (mixed precision), fp32 with --fp32-training.
+    #[arg(long, value_enum)]
+    pub activations: Option<crate::estimate::Dtype>,
+    /// Inference: the KV cache's dtype [default: bf16].
+    #[arg(long, value_enum)]
+    pub kv_cache: Option<crate::estimate::Dtype>,
     /// Sequences at once.
     #[arg(long, default_value_t = 1)]
     pub batch: u64,
-    /// Inference: prompt tokens.
-    #[arg(long, default_value_t = 512)]
-    pub prompt: u64,
-    /// Inference: tokens generated.
-    #[arg(long, default_value_t = 128)]
-    pub generate: u64,
-    /// Training: sequence length.
-    #[arg(long, default_value_t = 2048)]
-    pub seq: u64,
-    #[arg(long, value_enum, default_value = "adam")]
-    pub optimizer: crate::estimate::Optimizer,
+    /// Inference: prompt tokens [default: 512].
+    #[arg(long)]
+    pub prompt: Option<u64>,
+    /// Inference: tokens generated [default: 128].
+    #[arg(long)]
+    pub generate: Option<u64>,
+    /// Training: sequence length [default: 2048].
+    #[arg(long)]
+    pub seq: Option<u64>,
+    /// Training: the optimizer [default: adam].
+    #[arg(long, value_enum)]
+    pub optimizer: Option<crate::estimate::Optimizer>,
     /// Training: everything in fp32 (default: mixed precision, 16-bit with fp32 master weights).
     #[arg(long)]
     pub fp32_training: bool,

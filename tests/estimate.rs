@@ -395,3 +395,120 @@ fn bad_workloads_get_one_line() {
     let (_, _, err) = estimate(&["--config", c, "--spec", "RTX 4090"]);
     assert!(err.contains("no `num_hidden_layers`"), "{err}");
 }
+
+/// Each mode's own arguments are refused in the other, not ignored; so is a shape argument
+/// beside a preset or a config. Training's arithmetic is 16-bit, or fp32 with
+/// `--fp32-training`, and its compute row is that ceiling.
+#[test]
+fn arguments_that_would_be_ignored_are_refused() {
+    let base = ["--model", "llama-3.1-8b", "--spec", "H200 SXM 141GB"];
+    let training = [&base[..], &["--mode", "training"]].concat();
+    for (extra, training_mode, expect) in [
+        (
+            &["--seq", "100"][..],
+            false,
+            "error: --seq applies to --mode training",
+        ),
+        (
+            &["--optimizer", "sgd"],
+            false,
+            "error: --optimizer applies to --mode training",
+        ),
+        (
+            &["--checkpointing"],
+            false,
+            "error: --checkpointing applies to --mode training",
+        ),
+        (
+            &["--fp32-training"],
+            false,
+            "error: --fp32-training applies to --mode training",
+        ),
+        (
+            &["--prompt", "5"],
+            true,
+            "error: --prompt applies to inference",
+        ),
+        (
+            &["--generate", "5"],
+            true,
+            "error: --generate applies to inference",
+        ),
+        (
+            &["--weights", "fp8"],
+            true,
+            "error: --weights applies to inference",
+        ),
+        (
+            &["--kv-cache", "fp8"],
+            true,
+            "error: --kv-cache applies to inference",
+        ),
+        (
+            &["--fp32-training", "--activations", "bf16"],
+            true,
+            "error: --fp32-training computes in fp32, not --activations bf16",
+        ),
+        (
+            &["--activations", "fp8"],
+            true,
+            "error: mixed-precision training computes in bf16 or f16, not --activations fp8",
+        ),
+    ] {
+        let args = [
+            if training_mode {
+                &training[..]
+            } else {
+                &base[..]
+            },
+            extra,
+        ]
+        .concat();
+        let (code, out, err) = estimate(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with(expect), "{args:?}: {err}");
+    }
+    // a shape argument beside a preset (clap's own usage error)
+    let (code, _, err) = estimate(&[&base[..], &["--kv-heads", "8"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'--model <MODEL>' cannot be used with '--kv-heads <KV_HEADS>'"),
+        "{err}"
+    );
+    // training's compute: bf16 by default, f16 when asked, the fp32 ceiling in fp32
+    for (extra, dtype, column) in [
+        (&[][..], "bf16", "bf16_tensor_tflops"),
+        (
+            &["--activations", "f16"],
+            "f16",
+            "fp16_tensor_fp32acc_tflops",
+        ),
+        (&["--fp32-training"], "fp32", "fp32_tflops"),
+    ] {
+        let r = json(&[&training[..], extra].concat());
+        assert_eq!(r["compute_dtype"], dtype, "{extra:?}");
+        assert!(
+            r.get("dtypes").is_none(),
+            "training has no weight or KV dtype: {r}"
+        );
+        let source = r["devices"][0]["machine"]["compute_flops"]["source"]
+            .as_str()
+            .unwrap();
+        assert!(
+            source.ends_with(&format!("{column} (not measured)")),
+            "{source}"
+        );
+    }
+    let (code, table, err) = estimate(&[&training[..], &["--fp32-training"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let first = table.lines().next().unwrap();
+    assert!(first.contains("Adam, fp32 on llama-3.1-8b") && first.contains("; compute fp32)"));
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("fp32 compute (TFLOP/s)")),
+        "{table}"
+    );
+}

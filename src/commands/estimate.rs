@@ -273,12 +273,55 @@ fn check_workload(args: &EstimateArgs) -> Result<()> {
         }
     };
     positive("batch", args.batch)?;
+    // the other mode's arguments are refused, not ignored
+    let refuse = |given: &[(&str, bool)], why: &str| match given.iter().find(|(_, set)| *set) {
+        Some((name, _)) => Err(Error::Usage(format!("--{name} {why}"))),
+        None => Ok(()),
+    };
     match args.mode {
         Mode::Inference => {
-            positive("prompt", args.prompt)?;
-            positive("generate", args.generate)?;
+            refuse(
+                &[
+                    ("seq", args.seq.is_some()),
+                    ("optimizer", args.optimizer.is_some()),
+                    ("fp32-training", args.fp32_training),
+                    ("checkpointing", args.checkpointing),
+                ],
+                "applies to --mode training; inference reads --prompt and --generate",
+            )?;
+            positive("prompt", prompt(args))?;
+            positive("generate", generate(args))?;
         }
-        Mode::Training => positive("seq", args.seq)?,
+        Mode::Training => {
+            refuse(
+                &[
+                    ("prompt", args.prompt.is_some()),
+                    ("generate", args.generate.is_some()),
+                    ("weights", args.weights.is_some()),
+                    ("kv-cache", args.kv_cache.is_some()),
+                ],
+                "applies to inference; training reads --seq, and keeps its weights in 16 bits \
+                 with fp32 master copies (mixed precision) or in fp32 (--fp32-training)",
+            )?;
+            positive("seq", seq(args))?;
+            match (args.fp32_training, args.activations) {
+                (_, None) | (true, Some(Dtype::Fp32)) | (false, Some(Dtype::Bf16 | Dtype::F16)) => {
+                }
+                (true, Some(d)) => {
+                    return Err(Error::Usage(format!(
+                        "--fp32-training computes in fp32, not --activations {}",
+                        d.as_str()
+                    )))
+                }
+                (false, Some(d)) => {
+                    return Err(Error::Usage(format!(
+                        "mixed-precision training computes in bf16 or f16, not --activations {} \
+                         (fp32: --fp32-training)",
+                        d.as_str()
+                    )))
+                }
+            }
+        }
     }
     if let Some(g) = args.memory_gib {
         if !(g.is_finite() && g > 0.0) {
@@ -288,6 +331,28 @@ fn check_workload(args: &EstimateArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn prompt(args: &EstimateArgs) -> u64 {
+    args.prompt.unwrap_or(512)
+}
+
+fn generate(args: &EstimateArgs) -> u64 {
+    args.generate.unwrap_or(128)
+}
+
+fn seq(args: &EstimateArgs) -> u64 {
+    args.seq.unwrap_or(2048)
+}
+
+/// The arithmetic's dtype, whose ceiling the compute-bound phases run at: `--activations`
+/// (bf16 by default), or fp32 for `--fp32-training`.
+fn compute_dtype(args: &EstimateArgs) -> Dtype {
+    if args.mode == Mode::Training && args.fp32_training {
+        Dtype::Fp32
+    } else {
+        args.activations.unwrap_or(Dtype::Bf16)
+    }
 }
 
 #[derive(Serialize)]
@@ -308,7 +373,11 @@ struct Report {
     mode: Mode,
     model: Model,
     params: f64,
-    dtypes: Dtypes,
+    /// The arithmetic's dtype (its ceiling is the compute one).
+    compute_dtype: Dtype,
+    /// Inference's dtypes; training's follow from `training.mixed_precision`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dtypes: Option<Dtypes>,
     #[serde(skip_serializing_if = "Option::is_none")]
     inference: Option<InferenceShape>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -319,10 +388,11 @@ struct Report {
 pub fn estimate(args: &EstimateArgs) -> Result<i32> {
     check_workload(args)?;
     let model = model(args)?;
+    let compute = compute_dtype(args);
     let dtypes = Dtypes {
-        weights: args.weights,
-        activations: args.activations,
-        kv_cache: args.kv_cache,
+        weights: args.weights.unwrap_or(Dtype::Bf16),
+        activations: compute,
+        kv_cache: args.kv_cache.unwrap_or(Dtype::Bf16),
     };
     if args.files.is_empty() && args.specs.is_empty() {
         return Err(Error::Usage(
@@ -332,22 +402,22 @@ pub fn estimate(args: &EstimateArgs) -> Result<i32> {
     let mut machines = Vec::new();
     if !args.files.is_empty() {
         for input in load_inputs(&args.files, true)? {
-            machines.push(measured(args, &input.run.calibration, args.activations)?);
+            machines.push(measured(args, &input.run.calibration, compute)?);
         }
     }
     for name in &args.specs {
-        machines.push(rated(args, name, args.activations)?);
+        machines.push(rated(args, name, compute)?);
     }
     note_unused_memory_gib(args, &machines);
     let inference_shape = InferenceShape {
         batch: args.batch,
-        prompt: args.prompt,
-        generate: args.generate,
+        prompt: prompt(args),
+        generate: generate(args),
     };
     let training_shape = TrainingShape {
         batch: args.batch,
-        seq: args.seq,
-        optimizer: args.optimizer,
+        seq: seq(args),
+        optimizer: args.optimizer.unwrap_or(estimate::Optimizer::Adam),
         mixed_precision: !args.fp32_training,
         checkpointing: args.checkpointing,
     };
@@ -367,7 +437,8 @@ pub fn estimate(args: &EstimateArgs) -> Result<i32> {
         mode: args.mode,
         params: model.params(),
         model,
-        dtypes,
+        compute_dtype: compute,
+        dtypes: (args.mode == Mode::Inference).then_some(dtypes),
         inference: (args.mode == Mode::Inference).then_some(inference_shape),
         training: (args.mode == Mode::Training).then_some(training_shape),
         devices,
@@ -469,7 +540,7 @@ fn table(r: &Report) -> String {
             |v| opt(v, |b| format!("{:.1}", b / 1e9)),
         ),
         Row::new(
-            &format!("{} compute (TFLOP/s)", r.dtypes.activations.as_str()),
+            &format!("{} compute (TFLOP/s)", r.compute_dtype.as_str()),
             m.iter()
                 .map(|x| x.compute_flops.as_ref().map(|s| s.value))
                 .collect(),
@@ -634,41 +705,53 @@ fn table(r: &Report) -> String {
     let widths: Vec<usize> = (0..grid[0].len())
         .map(|c| grid.iter().map(|l| l[c].chars().count()).max().unwrap_or(0))
         .collect();
-    let mut out = format!(
-        "{} on {} ({:.2} B parameters, {} layers; weights {}, activations {}, KV {}): {}\n",
-        match r.mode {
-            Mode::Inference => format!(
-                "inference, batch {}, prompt {}, generate {}",
-                r.inference.map_or(0, |s| s.batch),
-                r.inference.map_or(0, |s| s.prompt),
-                r.inference.map_or(0, |s| s.generate)
-            ),
-            Mode::Training => {
-                let s = r.training.expect("training shape");
+    let (what, dtypes) = match r.mode {
+        Mode::Inference => {
+            let (s, d) = (
+                r.inference.expect("inference shape"),
+                r.dtypes.expect("dtypes"),
+            );
+            (
                 format!(
-                    "training, batch {}, sequence {}, {:?}{}{}",
+                    "inference, batch {}, prompt {}, generate {}",
+                    s.batch, s.prompt, s.generate
+                ),
+                format!(
+                    "weights {}, activations {}, KV {}",
+                    d.weights.as_str(),
+                    d.activations.as_str(),
+                    d.kv_cache.as_str()
+                ),
+            )
+        }
+        Mode::Training => {
+            let s = r.training.expect("training shape");
+            (
+                format!(
+                    "training, batch {}, sequence {}, {:?}, {}{}",
                     s.batch,
                     s.seq,
                     s.optimizer,
                     if s.mixed_precision {
-                        ", mixed precision"
+                        "mixed precision"
                     } else {
-                        ", fp32"
+                        "fp32"
                     },
                     if s.checkpointing {
                         ", checkpointing"
                     } else {
                         ""
                     }
-                )
-            }
-        },
+                ),
+                format!("compute {}", r.compute_dtype.as_str()),
+            )
+        }
+    };
+    let mut out = format!(
+        "{what} on {} ({:.2} B parameters, {} layers; {dtypes}): {}\n",
         r.model.name,
         r.params / 1e9,
         r.model.layers,
-        r.dtypes.weights.as_str(),
-        r.dtypes.activations.as_str(),
-        r.dtypes.kv_cache.as_str(),
         r.model.source,
     );
     for line in &grid {

@@ -552,7 +552,8 @@ pub fn training(model: &Model, w: TrainingShape, m: &Machine) -> Training {
     let capacity = m.memory_bytes.as_ref().map(|c| c.value);
     let fits = capacity.map(|c| total <= c);
     let max_batch = largest_batch(capacity, states, per_seq);
-    let tokens = (w.batch * w.seq) as f64;
+    // in f64: the product of two u64 can pass u64::MAX
+    let tokens = w.batch as f64 * w.seq as f64;
     let passes = if w.checkpointing { 8.0 } else { 6.0 };
     let flops = passes * model.matmul_params() * tokens;
     // each state read and written once by the optimizer step
@@ -803,6 +804,30 @@ mod tests {
         assert_eq!(plain.fits, Some(false));
         assert_eq!(plain.bound, Bound::Capacity);
         assert_eq!(plain.max_batch, Some(0));
+    }
+
+    /// Tokens a step are counted in f64: batch × sequence can pass `u64::MAX` (it wrapped to 0
+    /// in a release build, and the step then held no arithmetic).
+    #[test]
+    fn a_training_step_past_u64_tokens_still_counts_them() {
+        let m = machine(80.0, 2000.0, 300.0);
+        let w = TrainingShape {
+            batch: 1 << 32,
+            seq: 1 << 32,
+            optimizer: Optimizer::Adam,
+            mixed_precision: true,
+            checkpointing: false,
+        };
+        let model = llama_8b();
+        let t = training(&model, w, &m);
+        let tokens = 2f64.powi(64);
+        assert_eq!(t.step.flops, 6.0 * model.matmul_params() * tokens);
+        assert_eq!(t.step.bound, Bound::Compute);
+        let rate = t.tokens_per_s.unwrap();
+        assert!(
+            (rate / (300e12 / (6.0 * model.matmul_params())) - 1.0).abs() < 1e-9,
+            "{rate}"
+        );
     }
 
     #[test]
