@@ -5,7 +5,8 @@
 //! command or option, or a value not of its form; or a value that makes no sense: an unknown
 //! device, a filter that matches nothing, an output that exists); 3 the run finished but at
 //! least one case was invalid or failed; 4 the run finished, every case valid, but some figures
-//! are suspect (flagged, see [`crate::hygiene`]).
+//! are suspect (flagged, see [`crate::hygiene`]); 130 `run` was stopped by a signal, after the
+//! case that ran, and wrote what it measured ([`crate::interrupt`]).
 //!
 //! `-o/--out` means one thing everywhere: a folder where a command writes several files (`run`,
 //! `report`), the file itself where it writes one (`export`, `plot`). No command overwrites a
@@ -30,7 +31,8 @@ pub const EXIT_SUSPECT: i32 = 4;
     version,
     about = "Measures what a GPU (or, without one, the host CPU) really delivers, validated, to CSV",
     after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 a measurement was invalid or failed, \
-                  4 every measurement valid but some figures suspect (see the flags column)."
+                  4 every measurement valid but some figures suspect (see the flags column), \
+                  130 run stopped by a signal (what it measured is written)."
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -68,6 +68,10 @@ pub enum Error {
     #[error("skipped: {0}")]
     Skipped(String),
 
+    /// A signal stopped `run` before it measured anything: nothing was written.
+    #[error("interrupted before {0} measured a case; nothing was written")]
+    Interrupted(String),
+
     /// A kernel or tool failed in a way that is not the user's input (internal invariant).
     #[error("{0}")]
     Internal(String),

@@ -22,6 +22,7 @@ pub mod files;
 pub mod fit;
 pub mod hygiene;
 pub mod inputs;
+pub mod interrupt;
 pub mod kernels;
 pub mod record;
 pub mod report;

@@ -12,6 +12,7 @@ fn main() {
             eprintln!("error: {}", roofprobe::text::one_line(&e.to_string()));
             let code = match e {
                 roofprobe::Error::Usage(_) => roofprobe::cli::EXIT_USAGE,
+                roofprobe::Error::Interrupted(_) => roofprobe::interrupt::EXIT_INTERRUPTED,
                 _ => 1,
             };
             std::process::exit(code);

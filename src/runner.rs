@@ -402,6 +402,10 @@ pub fn run(
     let attributes = DeviceAttributes::from_info(backend.info());
     let mut records = Vec::with_capacity(planned.len());
     for PlannedCase { case, note } in planned {
+        // a signal (crate::interrupt): the case that ran is done; the rest are not started
+        if crate::interrupt::requested() {
+            break;
+        }
         on_event(Event::Started { case });
         let case_started = Instant::now();
         let mut measuring = 0.0;

@@ -89,6 +89,8 @@ pub fn serve(job: Job) -> i32 {
         });
         1
     };
+    // a signal lets the case that runs finish and its row reach `run` (crate::interrupt)
+    crate::interrupt::install_for_worker();
     let mut backend = match CudaBackend::open(job.ordinal) {
         Ok(b) => b,
         Err(e) => return failed(e),
@@ -161,6 +163,19 @@ fn death(status: std::process::ExitStatus, lost: Option<&str>) -> String {
     }
 }
 
+/// The device and its rows so far, after a signal; an error if the worker had not yet
+/// described the device.
+fn interrupted(
+    info: Option<DeviceInfo>,
+    records: Vec<Record>,
+    ordinal: usize,
+) -> Result<(DeviceInfo, Vec<Record>)> {
+    match info {
+        Some(device) => Ok((device, records)),
+        None => Err(Error::Interrupted(format!("cuda:{ordinal}"))),
+    }
+}
+
 /// The parent's side: measures `job`'s device in as many workers as it takes, handing each row
 /// to `sink` as it arrives and each event to `on_event`, as [`runner::run`] does. `on_info` is
 /// called once, with the device, before anything else. Returns the device and its rows.
@@ -175,6 +190,10 @@ pub fn run(
     let mut planned: Vec<PlannedCase> = Vec::new();
     let mut records: Vec<Record> = Vec::new();
     loop {
+        // stopped by a signal (crate::interrupt): no fresh worker; what was measured stands
+        if crate::interrupt::requested() {
+            return interrupted(info, records, job.ordinal);
+        }
         let mut child = Command::new(&exe)
             .arg(SUBCOMMAND)
             .stdin(Stdio::piped())
@@ -182,6 +201,8 @@ pub fn run(
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| Error::io(&exe, e))?;
+        // asked to stop after its case by a signal to `run` alone, until it is reaped below
+        let _registered = crate::interrupt::Worker::new(child.id());
         {
             let mut stdin = child.stdin.take().expect("piped");
             let text = serde_json::to_string(&job).expect("a job is plain data");
@@ -248,6 +269,11 @@ pub fn run(
         let status = child.wait().map_err(|e| Error::io("<worker>", e))?;
         if let Some(e) = failed {
             return Err(e);
+        }
+        // a worker stopped by the signal before it could take it (or before its case) has no
+        // row to give
+        if crate::interrupt::requested() && running.is_none() {
+            return interrupted(info, records, job.ordinal);
         }
         let Some(device) = info.clone() else {
             return Err(Error::Worker(format!(

@@ -6,6 +6,7 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use roofprobe::record::read_csv;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 fn roofprobe() -> Command {
     Command::cargo_bin("roofprobe").unwrap()
@@ -490,6 +491,111 @@ fn an_interrupted_run_keeps_what_it_measured() {
     let kept = read_csv(&csvs(dir.path())[0]).unwrap();
     assert!(kept.len() >= 2 && kept.len() < 14, "{} rows", kept.len());
     assert!(kept.iter().all(|r| r.valid));
+}
+
+/// A quick host run of a few STREAM cases, to be signalled: the child and its folder.
+fn host_run_to_signal() -> (crate::common::Signalled, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
+    cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
+        .args(["--filter", "stream/", "--out"])
+        .arg(dir.path());
+    let run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
+    (run, dir)
+}
+
+/// SIGTERM (as `timeout` or a scheduler sends it, to `run` alone): the case that runs
+/// finishes, no other starts, and what was measured gets its table, calibration JSON and SVG,
+/// with exit code 130 and a line saying how many cases were left.
+#[test]
+fn a_signal_stops_the_run_after_its_case_and_writes_what_it_measured() {
+    let (mut run, dir) = host_run_to_signal();
+    let before = run.wait_rows(2);
+    run.signal(libc::SIGTERM);
+    let (code, out, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    let rows = read_csv(&csvs(dir.path())[0]).unwrap();
+    // the case running when the signal came, at most, finished after it
+    assert!(
+        (before..=before + 1).contains(&rows.len()),
+        "{before} rows at the signal, {} after: {err}",
+        rows.len()
+    );
+    assert!(rows.iter().all(|r| r.valid));
+    let planned = err
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("interrupted after {} of ", rows.len())))
+        .unwrap_or_else(|| panic!("no count of the cases measured: {err}"));
+    let planned: usize = planned.split(' ').next().unwrap().parse().unwrap();
+    assert!(planned > rows.len(), "{err}");
+    assert!(
+        err.contains("interrupted: finishing the case that runs"),
+        "{err}"
+    );
+    // the run's outputs, as at its end
+    let stem = csvs(dir.path())[0].with_extension("");
+    for ext in ["json", "svg"] {
+        assert!(stem.with_extension(ext).is_file(), "no .{ext}: {err}");
+    }
+    assert!(
+        out.contains("calibration: ") && out.contains("stream/"),
+        "{out}"
+    );
+}
+
+/// A second signal ends the run at once, in the middle of a case (one that would run for 30 s:
+/// a spread no machine meets, under `--until-stable`), and says so.
+#[test]
+fn a_second_signal_ends_the_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
+    cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
+        .args(["--filter", "stream/copy/f32", "--until-stable", "0.000001%"])
+        .args(["--stable-limit", "30", "--out"])
+        .arg(dir.path());
+    let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
+    run.wait_stderr("measuring ");
+    run.signal(libc::SIGINT);
+    run.wait_stderr("interrupted: finishing the case that runs");
+    let again = std::time::Instant::now();
+    run.signal(libc::SIGINT);
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("interrupted again: stopping at once"), "{err}");
+    assert!(
+        again.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        again.elapsed()
+    );
+    // the case never finished: no row, and so no file
+    assert!(csvs(dir.path()).is_empty(), "{err}");
+}
+
+/// A signal the run was started with ignored (`nohup` ignores SIGHUP) stays ignored: the run
+/// goes on measuring.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
+    cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
+        .args(["--filter", "stream/", "--out"])
+        .arg(dir.path());
+    // SAFETY: only `signal`, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
+    let before = run.wait_rows(1);
+    run.signal(libc::SIGHUP);
+    // two more cases measured after it: it did not stop
+    run.wait_rows(before + 2);
+    run.signal(libc::SIGTERM);
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
 }
 
 #[test]

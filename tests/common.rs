@@ -78,3 +78,131 @@ pub fn library_dir_first<'a>(cmd: &'a mut Command, dir: &Path) -> &'a mut Comman
         std::env::join_paths(paths).expect("a path list"),
     )
 }
+
+/// A child started to be signalled mid-run: in its own process group (so that nothing of it
+/// outlives a failed test), its output drained aside, its rows read from the one CSV it writes
+/// in `dir`.
+pub struct Signalled {
+    child: std::process::Child,
+    dir: PathBuf,
+    out: Shared,
+    err: Shared,
+    drains: Vec<std::thread::JoinHandle<()>>,
+    deadline: std::time::Instant,
+}
+
+/// What a child wrote to one pipe so far.
+type Shared = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+impl Signalled {
+    /// Starts `cmd`, whose run writes its CSV into `dir`; everything must be over within `limit`.
+    pub fn start(cmd: &mut Command, dir: &Path, limit: std::time::Duration) -> Signalled {
+        use std::io::Read;
+        use std::os::unix::process::CommandExt;
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("starting the child");
+        let drain = |mut pipe: Box<dyn Read + Send>, into: Shared| {
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                    into.lock().unwrap().extend_from_slice(&chunk[..n]);
+                }
+            })
+        };
+        let (out, err) = (Shared::default(), Shared::default());
+        let drains = vec![
+            drain(Box::new(child.stdout.take().expect("piped")), out.clone()),
+            drain(Box::new(child.stderr.take().expect("piped")), err.clone()),
+        ];
+        Signalled {
+            child,
+            dir: dir.to_path_buf(),
+            out,
+            err,
+            drains,
+            deadline: std::time::Instant::now() + limit,
+        }
+    }
+
+    /// The rows its CSV holds now (0 before it exists).
+    pub fn rows(&self) -> usize {
+        files_with_ext(&self.dir, "csv").first().map_or(0, |f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .count()
+                .saturating_sub(1)
+        })
+    }
+
+    /// Waits until its CSV holds at least `n` rows; returns how many it holds then.
+    pub fn wait_rows(&mut self, n: usize) -> usize {
+        loop {
+            let rows = self.rows();
+            if rows >= n {
+                return rows;
+            }
+            if let Some(status) = self.child.try_wait().expect("waiting") {
+                panic!("ended ({status}) with {rows} rows, before {n}");
+            }
+            self.check_deadline(&format!("waiting for {n} rows, {rows} so far"));
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until it has written `said` on stderr.
+    pub fn wait_stderr(&mut self, said: &str) {
+        while !text(&self.err.lock().unwrap()).contains(said) {
+            if let Some(status) = self.child.try_wait().expect("waiting") {
+                panic!("ended ({status}) before saying {said:?}");
+            }
+            self.check_deadline(&format!("waiting for {said:?} on stderr"));
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `signal` to the child alone (not its process group, as a terminal would).
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: a plain signal to our own child, not yet reaped.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    }
+
+    /// Waits for it to end: its exit status (`None` for a signal), stdout and stderr. Nothing
+    /// of its process group may be left then (its workers end before it does).
+    pub fn finish(mut self) -> (Option<i32>, String, String) {
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("waiting") {
+                break s;
+            }
+            self.check_deadline("waiting for it to end");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        for drain in self.drains.drain(..) {
+            let _ = drain.join();
+        }
+        let (out, err) = (
+            text(&self.out.lock().unwrap()),
+            text(&self.err.lock().unwrap()),
+        );
+        // SAFETY: probes the process group this test created; signal 0 sends nothing.
+        let left = unsafe { libc::kill(-(self.child.id() as i32), 0) } == 0;
+        assert!(!left, "a process of its group outlived it; stderr:\n{err}");
+        (status.code(), out, err)
+    }
+
+    fn check_deadline(&mut self, doing: &str) {
+        if std::time::Instant::now() > self.deadline {
+            // SAFETY: signals the process group this test created.
+            unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+            let _ = self.child.wait();
+            panic!(
+                "past its time limit, {doing}; killed; stderr:\n{}",
+                text(&self.err.lock().unwrap())
+            );
+        }
+    }
+}

@@ -1083,6 +1083,49 @@ fn a_fault_costs_its_case_and_the_run_goes_on_in_a_fresh_process() {
     assert!(rows.iter().all(|r| r.run_id == rows[0].run_id));
 }
 
+/// A signal to `run` alone (SIGTERM from `timeout` or a scheduler, which a terminal's Ctrl-C
+/// is not) reaches the worker measuring the GPU: the case it runs finishes and its row is
+/// written, no other case starts, no fresh worker is started, and the run writes what it
+/// measured and exits 130 with nothing of it left running.
+#[test]
+fn a_signal_to_run_alone_reaches_its_worker() {
+    let sim = Sim::new("");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sim.roofprobe();
+    cmd.args([
+        "run",
+        "--quick",
+        "--device",
+        "cuda:0",
+        "--kernel-timeout",
+        "60",
+    ])
+    .args(["--filter", "stream/", "--out"])
+    .arg(dir.path());
+    let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(240));
+    let before = run.wait_rows(1);
+    run.signal(libc::SIGTERM);
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    assert!(
+        (before..=before + 1).contains(&rows.len()),
+        "{before} rows at the signal, {} after: {err}",
+        rows.len()
+    );
+    assert!(rows.iter().all(|r| r.valid), "{err}");
+    assert!(
+        err.contains(&format!("interrupted after {} of ", rows.len())),
+        "{err}"
+    );
+    assert!(!err.contains("fresh process"), "{err}");
+    assert_eq!(
+        crate::common::files_with_ext(dir.path(), "json").len(),
+        1,
+        "{err}"
+    );
+}
+
 /// A quick run on cuda:0 of a simulated device set up by `settings` (a planted runaway) with
 /// a kernel timeout of 2 s, of the cases `filters` pick, which must end within `limit` and exit
 /// 3 (a row invalid); its rows, and what it printed on stderr.

@@ -147,6 +147,8 @@ struct DeviceRun<'a> {
     together: Option<(MultiProgress, String)>,
     secs: runner::CaseSecs,
     started: std::time::Instant,
+    /// The cases of its plan, to say how many a signal left unmeasured.
+    planned: usize,
 }
 
 impl<'a> DeviceRun<'a> {
@@ -163,6 +165,7 @@ impl<'a> DeviceRun<'a> {
             together: None,
             secs: runner::CaseSecs::default(),
             started: std::time::Instant::now(),
+            planned: 0,
         }
     }
 
@@ -233,6 +236,7 @@ impl<'a> DeviceRun<'a> {
         self.sink = Some(CsvSink::new(&path));
         self.path = Some(path);
         self.started = std::time::Instant::now();
+        self.planned = planned.len();
     }
 
     fn write(&mut self, record: &Record) -> Result<()> {
@@ -274,6 +278,14 @@ impl<'a> DeviceRun<'a> {
             crate::duration::human(outside),
             100.0 * outside / wall.max(1e-9)
         ));
+        if crate::interrupt::requested() && records.len() < self.planned {
+            self.say(&format!(
+                "interrupted after {} of {} cases: the {} left were not run",
+                records.len(),
+                self.planned,
+                self.planned - records.len()
+            ));
+        }
         Some((self.path?, records))
     }
 }
@@ -440,6 +452,10 @@ fn measure_all(
     parallel: bool,
 ) -> Vec<(Target, Measured)> {
     let here = |target: Target| -> Measured {
+        // after a signal (crate::interrupt) no further device is started
+        if crate::interrupt::requested() {
+            return Ok(None);
+        }
         match target {
             Target::Cuda(i) => measure_in_workers(i, args, cfg, host, stamp, None),
             Target::Host => {
@@ -505,6 +521,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     let targets = resolve(&args.device)?;
     output_folder(&args.out)?;
+    // From here a signal stops the run after the case that runs, and what it measured is
+    // reported and written as at its end.
+    crate::interrupt::install_for_run();
     let host = slug(&hostname());
     let stamp = format!(
         "{}-{}",
@@ -544,6 +563,16 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     if let Some(first) = failures.into_iter().next() {
         return Err(first);
+    }
+    if crate::interrupt::requested() {
+        if !measured_any {
+            return Err(Error::Interrupted("the run".into()));
+        }
+        eprintln!(
+            "interrupted: the rows measured are written, with their table, calibration and \
+             roofline; rerun to measure the rest"
+        );
+        return Ok(crate::interrupt::EXIT_INTERRUPTED);
     }
     if !measured_any && !cfg.filter.is_empty() {
         return Err(Error::Usage(format!(
