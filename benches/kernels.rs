@@ -56,10 +56,13 @@ fn backend() -> Box<dyn Backend> {
 }
 
 fn size() -> u64 {
-    std::env::var("ROOFPROBE_BENCH_SIZE")
-        .ok()
-        .and_then(|s| roofprobe::cli::parse_bytes(&s).ok())
-        .unwrap_or(64 << 20)
+    let Ok(text) = std::env::var("ROOFPROBE_BENCH_SIZE") else {
+        return 64 << 20;
+    };
+    roofprobe::cli::parse_bytes(&text).unwrap_or_else(|e| {
+        eprintln!("error: ROOFPROBE_BENCH_SIZE: {e}");
+        std::process::exit(2)
+    })
 }
 
 fn kernels(c: &mut Criterion) {

@@ -356,12 +356,19 @@ pub struct RunArgs {
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
     let number = s.trim().trim_end_matches('s').trim();
     match number.parse::<f64>() {
+        // (a limit past a week is no limit, and past 2^64 s no `Duration` holds it)
+        Ok(secs) if secs > MAX_SECONDS => Err(format!(
+            "`{s}` seconds is more than a week ({MAX_SECONDS} s); give a time up to that"
+        )),
         Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(secs),
         _ => Err(format!(
             "`{s}` is not a time above 0 in seconds; write e.g. 15 or 2.5s"
         )),
     }
 }
+
+/// The longest time [`parse_seconds`] takes: a week.
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 
 /// Parses a percentage, `5%` or `5`, `0.5%`, into a fraction (0.05); it must be above 0.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
@@ -596,6 +603,12 @@ mod tests {
         assert_eq!(parse_seconds("2.5s"), Ok(2.5));
         assert!(parse_seconds("0").is_err());
         assert!(parse_seconds("soon").is_err());
+        // a week at most (1e300 s once panicked in the worker, making its deadline)
+        assert_eq!(parse_seconds("604800"), Ok(604800.0));
+        assert!(parse_seconds("1e300")
+            .unwrap_err()
+            .contains("more than a week"));
+        assert!(parse_seconds("inf").is_err());
     }
 
     #[test]

@@ -287,8 +287,9 @@ fn init_driver() -> Result<()> {
         let limit = std::env::var(INIT_TIMEOUT_VAR)
             .ok()
             .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map_or(INIT_TIMEOUT, Duration::from_secs_f64);
+            .filter(|s| *s > 0.0)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .unwrap_or(INIT_TIMEOUT);
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("cuInit".into())
