@@ -255,7 +255,12 @@ pub fn stability(records: &[Record]) -> Option<String> {
         .filter(|r| r.stopped_by == "time_limit")
         .map(|r| r.case_id())
         .collect();
-    if stable == 0 && limited.is_empty() {
+    let interrupted: Vec<String> = records
+        .iter()
+        .filter(|r| r.stopped_by == "interrupted")
+        .map(|r| r.case_id())
+        .collect();
+    if stable == 0 && limited.is_empty() && interrupted.is_empty() {
         return None;
     }
     let mut out = format!("\nuntil stable: {stable} cases reached the target CV");
@@ -265,6 +270,14 @@ pub fn stability(records: &[Record]) -> Option<String> {
             "; {} stopped at the time limit first (stopped_by = time_limit): {}",
             limited.len(),
             limited.join(", ")
+        );
+    }
+    if !interrupted.is_empty() {
+        let _ = write!(
+            out,
+            "; {} stopped by the interruption first (stopped_by = interrupted): {}",
+            interrupted.len(),
+            interrupted.join(", ")
         );
     }
     out.push('\n');

@@ -145,8 +145,8 @@ pub struct Record {
     pub reps: u32,
     pub samples: u32,
     /// Why sampling stopped: `count` (the number fixed up front), `stable` (`--until-stable`:
-    /// the CV fell to the target) or `time_limit` (it did not within the limit); empty for a
-    /// case that was not measured.
+    /// the CV fell to the target), `time_limit` (it did not within the limit) or `interrupted`
+    /// (a signal stopped the run first); empty for a case that was not measured.
     #[serde(default)]
     pub stopped_by: String,
     pub time_min_s: Option<f64>,
@@ -879,7 +879,13 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
     positive("app_clock_mhz", r.app_clock_mhz, MAX_MHZ)?;
     positive("app_memory_clock_mhz", r.app_memory_clock_mhz, MAX_MHZ)?;
     reading("other_cpus_busy", r.other_cpus_busy, MAX_CPUS)?;
-    let reasons = [Stopped::Count, Stopped::Stable, Stopped::TimeLimit].map(Stopped::as_str);
+    let reasons = [
+        Stopped::Count,
+        Stopped::Stable,
+        Stopped::TimeLimit,
+        Stopped::Interrupted,
+    ]
+    .map(Stopped::as_str);
     if !r.stopped_by.is_empty() && !reasons.contains(&r.stopped_by.as_str()) {
         return Err(format!(
             "`stopped_by` is `{}`; expected {} or empty",

@@ -329,10 +329,14 @@ pub fn measure(
                 {
                     break Stopped::Stable;
                 }
-                if times.len() >= cfg.min_samples.max(2) as usize
-                    && start.elapsed().as_secs_f64() >= limit_secs
-                {
-                    break Stopped::TimeLimit;
+                if times.len() >= cfg.min_samples.max(2) as usize {
+                    if start.elapsed().as_secs_f64() >= limit_secs {
+                        break Stopped::TimeLimit;
+                    }
+                    // a signal: the user waits for this case only as long as its minimum
+                    if crate::interrupt::requested() {
+                        break Stopped::Interrupted;
+                    }
                 }
             }
         }

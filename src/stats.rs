@@ -57,6 +57,9 @@ pub enum Stopped {
     Stable,
     /// `--until-stable`: the time limit passed before the CV fell to the target.
     TimeLimit,
+    /// `--until-stable`: a signal stopped the run ([`crate::interrupt`]) before the CV fell to
+    /// the target; the samples taken (the minimum at least) are its figure.
+    Interrupted,
 }
 
 impl Stopped {
@@ -66,6 +69,7 @@ impl Stopped {
             Stopped::Count => "count",
             Stopped::Stable => "stable",
             Stopped::TimeLimit => "time_limit",
+            Stopped::Interrupted => "interrupted",
         }
     }
 }

@@ -543,15 +543,14 @@ fn a_signal_stops_the_run_after_its_case_and_writes_what_it_measured() {
     );
 }
 
-/// A second signal ends the run at once, in the middle of a case (one that would run for 30 s:
-/// a spread no machine meets, under `--until-stable`), and says so.
+/// A second signal ends the run at once, in the middle of a case (one of 1 GiB arrays, seconds
+/// to prepare and check), and says so.
 #[test]
 fn a_second_signal_ends_the_run_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
-    cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
-        .args(["--filter", "stream/copy/f32", "--until-stable", "0.000001%"])
-        .args(["--stable-limit", "30", "--out"])
+    cmd.args(["run", "--device", "host", "--quick", "--size", "1GiB"])
+        .args(["--filter", "stream/copy/f32", "--out"])
         .arg(dir.path());
     let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
     run.wait_stderr("measuring ");
@@ -569,6 +568,52 @@ fn a_second_signal_ends_the_run_at_once() {
     );
     // the case never finished: no row, and so no file
     assert!(csvs(dir.path()).is_empty(), "{err}");
+}
+
+/// Under `--until-stable` a signal ends the case that runs once it has its fewest samples, not
+/// at its time limit: its row is written, `stopped_by` `interrupted`, and the run stops there.
+#[test]
+fn a_signal_cuts_a_case_waiting_to_be_stable_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
+    cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
+        .args([
+            "--filter",
+            "stream/copy/f32",
+            "--filter",
+            "stream/scale/f32",
+        ])
+        .args([
+            "--until-stable",
+            "0.000001%",
+            "--stable-limit",
+            "60",
+            "--out",
+        ])
+        .arg(dir.path());
+    let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
+    run.wait_stderr("measuring ");
+    let signalled = std::time::Instant::now();
+    run.signal(libc::SIGTERM);
+    let (code, out, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        signalled.elapsed()
+    );
+    let rows = read_csv(&csvs(dir.path())[0]).unwrap();
+    assert_eq!(rows.len(), 1, "{err}");
+    assert!(
+        rows[0].valid && rows[0].stopped_by == "interrupted",
+        "{:?}",
+        rows[0]
+    );
+    assert!(rows[0].samples >= 3, "{}", rows[0].samples);
+    assert!(
+        out.contains("1 stopped by the interruption first (stopped_by = interrupted)"),
+        "{out}"
+    );
 }
 
 /// A signal the run was started with ignored (`nohup` ignores SIGHUP) stays ignored: the run
