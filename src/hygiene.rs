@@ -250,34 +250,32 @@ pub fn summary(records: &[Record]) -> Option<String> {
 /// at the time limit (`stopped_by`). `None` for a run that sampled a fixed count.
 pub fn stability(records: &[Record]) -> Option<String> {
     let stable = records.iter().filter(|r| r.stopped_by == "stable").count();
-    let limited: Vec<String> = records
-        .iter()
-        .filter(|r| r.stopped_by == "time_limit")
-        .map(|r| r.case_id())
-        .collect();
-    let interrupted: Vec<String> = records
-        .iter()
-        .filter(|r| r.stopped_by == "interrupted")
-        .map(|r| r.case_id())
-        .collect();
-    if stable == 0 && limited.is_empty() && interrupted.is_empty() {
+    // the cases that stopped before they were stable, by why: (stopped_by, said, cases)
+    let early: Vec<(&str, &str, Vec<String>)> = [
+        ("time_limit", "at the time limit"),
+        ("interrupted", "by the interruption"),
+    ]
+    .into_iter()
+    .map(|(why, said)| {
+        let cases: Vec<String> = records
+            .iter()
+            .filter(|r| r.stopped_by == why)
+            .map(|r| r.case_id())
+            .collect();
+        (why, said, cases)
+    })
+    .filter(|(_, _, cases)| !cases.is_empty())
+    .collect();
+    if stable == 0 && early.is_empty() {
         return None;
     }
     let mut out = format!("\nuntil stable: {stable} cases reached the target CV");
-    if !limited.is_empty() {
+    for (why, said, cases) in early {
         let _ = write!(
             out,
-            "; {} stopped at the time limit first (stopped_by = time_limit): {}",
-            limited.len(),
-            limited.join(", ")
-        );
-    }
-    if !interrupted.is_empty() {
-        let _ = write!(
-            out,
-            "; {} stopped by the interruption first (stopped_by = interrupted): {}",
-            interrupted.len(),
-            interrupted.join(", ")
+            "; {} stopped {said} first (stopped_by = {why}): {}",
+            cases.len(),
+            cases.join(", ")
         );
     }
     out.push('\n');

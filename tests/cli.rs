@@ -500,7 +500,8 @@ fn host_run_to_signal() -> (crate::common::Signalled, tempfile::TempDir) {
     cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
         .args(["--filter", "stream/", "--out"])
         .arg(dir.path());
-    let run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
+    let run =
+        crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
     (run, dir)
 }
 
@@ -552,8 +553,10 @@ fn a_second_signal_ends_the_run_at_once() {
     cmd.args(["run", "--device", "host", "--quick", "--size", "1GiB"])
         .args(["--filter", "stream/copy/f32", "--out"])
         .arg(dir.path());
-    let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
-    run.wait_stderr("measuring ");
+    let mut run =
+        crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
+    // (its plan begun, the handler set: the note before it also says "measuring")
+    run.wait_stderr("no GPU used) -> ");
     run.signal(libc::SIGINT);
     run.wait_stderr("interrupted: finishing the case that runs");
     let again = std::time::Instant::now();
@@ -591,8 +594,10 @@ fn a_signal_cuts_a_case_waiting_to_be_stable_short() {
             "--out",
         ])
         .arg(dir.path());
-    let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
-    run.wait_stderr("measuring ");
+    let mut run =
+        crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
+    // (its plan begun, the handler set: the note before it also says "measuring")
+    run.wait_stderr("no GPU used) -> ");
     let signalled = std::time::Instant::now();
     run.signal(libc::SIGTERM);
     let (code, out, err) = run.finish();
@@ -633,7 +638,8 @@ fn a_signal_ignored_at_start_stays_ignored() {
             Ok(())
         });
     }
-    let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(120));
+    let mut run =
+        crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
     let before = run.wait_rows(1);
     run.signal(libc::SIGHUP);
     // two more cases measured after it: it did not stop

@@ -79,12 +79,12 @@ pub fn library_dir_first<'a>(cmd: &'a mut Command, dir: &Path) -> &'a mut Comman
     )
 }
 
-/// A child started to be signalled mid-run: in its own process group (so that nothing of it
-/// outlives a failed test), its output drained aside, its rows read from the one CSV it writes
-/// in `dir`.
+/// A child run under a time limit, to be watched or signalled mid-run: in its own process group
+/// (so that nothing of it outlives a failed test: past the limit the group is killed), its
+/// output drained aside, its rows read from the one CSV it writes ([`Signalled::writing_to`]).
 pub struct Signalled {
     child: std::process::Child,
-    dir: PathBuf,
+    dir: Option<PathBuf>,
     out: Shared,
     err: Shared,
     drains: Vec<std::thread::JoinHandle<()>>,
@@ -95,8 +95,8 @@ pub struct Signalled {
 type Shared = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
 
 impl Signalled {
-    /// Starts `cmd`, whose run writes its CSV into `dir`; everything must be over within `limit`.
-    pub fn start(cmd: &mut Command, dir: &Path, limit: std::time::Duration) -> Signalled {
+    /// Starts `cmd`; everything must be over within `limit`.
+    pub fn start(cmd: &mut Command, limit: std::time::Duration) -> Signalled {
         use std::io::Read;
         use std::os::unix::process::CommandExt;
         let mut child = cmd
@@ -120,7 +120,7 @@ impl Signalled {
         ];
         Signalled {
             child,
-            dir: dir.to_path_buf(),
+            dir: None,
             out,
             err,
             drains,
@@ -128,9 +128,16 @@ impl Signalled {
         }
     }
 
+    /// A run that writes its CSV into `dir`, for [`Signalled::rows`].
+    pub fn writing_to(mut self, dir: &Path) -> Signalled {
+        self.dir = Some(dir.to_path_buf());
+        self
+    }
+
     /// The rows its CSV holds now (0 before it exists).
     pub fn rows(&self) -> usize {
-        files_with_ext(&self.dir, "csv").first().map_or(0, |f| {
+        let dir = self.dir.as_ref().expect("a run writing_to a folder");
+        files_with_ext(dir, "csv").first().map_or(0, |f| {
             std::fs::read_to_string(f)
                 .unwrap_or_default()
                 .lines()
@@ -171,9 +178,8 @@ impl Signalled {
         assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
     }
 
-    /// Waits for it to end: its exit status (`None` for a signal), stdout and stderr. Nothing
-    /// of its process group may be left then (its workers end before it does).
-    pub fn finish(mut self) -> (Option<i32>, String, String) {
+    /// Waits for it to end: its status, stdout and stderr.
+    pub fn wait(mut self) -> std::process::Output {
         let status = loop {
             if let Some(s) = self.child.try_wait().expect("waiting") {
                 break s;
@@ -184,14 +190,24 @@ impl Signalled {
         for drain in self.drains.drain(..) {
             let _ = drain.join();
         }
-        let (out, err) = (
-            text(&self.out.lock().unwrap()),
-            text(&self.err.lock().unwrap()),
-        );
+        let take = |shared: &Shared| std::mem::take(&mut *shared.lock().unwrap());
+        std::process::Output {
+            status,
+            stdout: take(&self.out),
+            stderr: take(&self.err),
+        }
+    }
+
+    /// [`Signalled::wait`], as exit code (`None` for a signal) and text; nothing of its process
+    /// group may be left then (a run's workers end before it does).
+    pub fn finish(self) -> (Option<i32>, String, String) {
+        let group = self.child.id() as i32;
+        let out = self.wait();
+        let err = text(&out.stderr);
         // SAFETY: probes the process group this test created; signal 0 sends nothing.
-        let left = unsafe { libc::kill(-(self.child.id() as i32), 0) } == 0;
+        let left = unsafe { libc::kill(-group, 0) } == 0;
         assert!(!left, "a process of its group outlived it; stderr:\n{err}");
-        (status.code(), out, err)
+        (out.status.code(), text(&out.stdout), err)
     }
 
     fn check_deadline(&mut self, doing: &str) {

@@ -134,57 +134,7 @@ impl Sim {
 /// Runs `cmd` to completion, killing it and every process it started after `limit` (a hang is
 /// a failure, not a stuck CI).
 pub fn run_limited(cmd: &mut Command, limit: Duration) -> Output {
-    use std::io::Read;
-    use std::os::unix::process::CommandExt;
-    let mut child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        // its own process group, so its workers can be killed with it
-        .process_group(0)
-        .spawn()
-        .expect("starting the child");
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waiting") {
-            break s;
-        }
-        if started.elapsed() > limit {
-            // SAFETY: signals the process group this function created.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            panic!(
-                "still running after {limit:?}, killed with the processes it started; stderr:\n{}",
-                String::from_utf8_lossy(&err.join().unwrap_or_default())
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
+    crate::common::Signalled::start(cmd, limit).wait()
 }
 
 /// A quick `run` on cuda:0 of `sim` with `filters`: it must end 0, or 4 where figures are
@@ -1102,7 +1052,8 @@ fn a_signal_to_run_alone_reaches_its_worker() {
     ])
     .args(["--filter", "stream/", "--out"])
     .arg(dir.path());
-    let mut run = crate::common::Signalled::start(&mut cmd, dir.path(), Duration::from_secs(240));
+    let mut run =
+        crate::common::Signalled::start(&mut cmd, Duration::from_secs(240)).writing_to(dir.path());
     let before = run.wait_rows(1);
     run.signal(libc::SIGTERM);
     let (code, _, err) = run.finish();
