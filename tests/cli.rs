@@ -495,14 +495,21 @@ fn an_interrupted_run_keeps_what_it_measured() {
 
 /// A quick host run of a few STREAM cases, to be signalled: the child and its folder.
 fn host_run_to_signal() -> (crate::common::Signalled, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
-    cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
-        .args(["--filter", "stream/", "--out"])
-        .arg(dir.path());
+    let (mut cmd, dir) = host_run("4MiB", &["--filter", "stream/"]);
     let run =
         crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
     (run, dir)
+}
+
+/// `roofprobe run --device host --quick --size SIZE ARGS… --out DIR`, not started, and `DIR`.
+fn host_run(size: &str, args: &[&str]) -> (std::process::Command, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
+    cmd.args(["run", "--device", "host", "--quick", "--size", size])
+        .args(args)
+        .arg("--out")
+        .arg(dir.path());
+    (cmd, dir)
 }
 
 /// SIGTERM (as `timeout` or a scheduler sends it, to `run` alone): the case that runs
@@ -548,11 +555,7 @@ fn a_signal_stops_the_run_after_its_case_and_writes_what_it_measured() {
 /// to prepare and check), and says so.
 #[test]
 fn a_second_signal_ends_the_run_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
-    cmd.args(["run", "--device", "host", "--quick", "--size", "1GiB"])
-        .args(["--filter", "stream/copy/f32", "--out"])
-        .arg(dir.path());
+    let (mut cmd, dir) = host_run("1GiB", &["--filter", "stream/copy/f32"]);
     let mut run =
         crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
     // (its plan begun, the handler set: the note before it also says "measuring")
@@ -577,23 +580,16 @@ fn a_second_signal_ends_the_run_at_once() {
 /// at its time limit: its row is written, `stopped_by` `interrupted`, and the run stops there.
 #[test]
 fn a_signal_cuts_a_case_waiting_to_be_stable_short() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
-    cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
-        .args([
+    let (mut cmd, dir) = host_run(
+        "4MiB",
+        &[
             "--filter",
             "stream/copy/f32",
             "--filter",
             "stream/scale/f32",
-        ])
-        .args([
-            "--until-stable",
-            "0.000001%",
-            "--stable-limit",
-            "60",
-            "--out",
-        ])
-        .arg(dir.path());
+        ],
+    );
+    cmd.args(["--until-stable", "0.000001%", "--stable-limit", "60"]);
     let mut run =
         crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
     // (its plan begun, the handler set: the note before it also says "measuring")
@@ -626,11 +622,7 @@ fn a_signal_cuts_a_case_waiting_to_be_stable_short() {
 #[test]
 fn a_signal_ignored_at_start_stays_ignored() {
     use std::os::unix::process::CommandExt;
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("roofprobe"));
-    cmd.args(["run", "--device", "host", "--quick", "--size", "4MiB"])
-        .args(["--filter", "stream/", "--out"])
-        .arg(dir.path());
+    let (mut cmd, dir) = host_run("4MiB", &["--filter", "stream/"]);
     // SAFETY: only `signal`, async-signal-safe, between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
