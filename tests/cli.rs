@@ -558,8 +558,9 @@ fn a_second_signal_ends_the_run_at_once() {
     let (mut cmd, dir) = host_run("1GiB", &["--filter", "stream/copy/f32"]);
     let mut run =
         crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
-    // (its plan begun, the handler set: the note before it also says "measuring")
-    run.wait_stderr("no GPU used) -> ");
+    // inside the case: its two arrays half made (a signal before a case starts would start
+    // none)
+    run.wait_rss(1 << 30);
     run.signal(libc::SIGINT);
     run.wait_stderr("interrupted: finishing the case that runs");
     let again = std::time::Instant::now();
@@ -581,7 +582,7 @@ fn a_second_signal_ends_the_run_at_once() {
 #[test]
 fn a_signal_cuts_a_case_waiting_to_be_stable_short() {
     let (mut cmd, dir) = host_run(
-        "4MiB",
+        "256MiB",
         &[
             "--filter",
             "stream/copy/f32",
@@ -592,8 +593,8 @@ fn a_signal_cuts_a_case_waiting_to_be_stable_short() {
     cmd.args(["--until-stable", "0.000001%", "--stable-limit", "60"]);
     let mut run =
         crate::common::Signalled::start(&mut cmd, Duration::from_secs(120)).writing_to(dir.path());
-    // (its plan begun, the handler set: the note before it also says "measuring")
-    run.wait_stderr("no GPU used) -> ");
+    // inside the first case: its two arrays made (a signal before it would start none)
+    run.wait_rss(480 << 20);
     let signalled = std::time::Instant::now();
     run.signal(libc::SIGTERM);
     let (code, out, err) = run.finish();

@@ -154,10 +154,36 @@ impl Signalled {
                 return rows;
             }
             if let Some(status) = self.child.try_wait().expect("waiting") {
-                panic!("ended ({status}) with {rows} rows, before {n}");
+                panic!(
+                    "ended ({status}) with {rows} rows, before {n}; stderr:\n{}",
+                    text(&self.err.lock().unwrap())
+                );
             }
             self.check_deadline(&format!("waiting for {n} rows, {rows} so far"));
             std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until its resident memory reaches `bytes` (`VmRSS`): a run is then inside a case
+    /// whose arrays take that much, past the point where a signal would keep it from starting.
+    pub fn wait_rss(&mut self, bytes: u64) {
+        let rss = |pid: u32| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map_or(0, |kb| kb * 1024)
+        };
+        while rss(self.child.id()) < bytes {
+            if let Some(status) = self.child.try_wait().expect("waiting") {
+                panic!(
+                    "ended ({status}) before holding {bytes} bytes; stderr:\n{}",
+                    text(&self.err.lock().unwrap())
+                );
+            }
+            self.check_deadline(&format!("waiting for {bytes} bytes resident"));
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
 
@@ -165,7 +191,10 @@ impl Signalled {
     pub fn wait_stderr(&mut self, said: &str) {
         while !text(&self.err.lock().unwrap()).contains(said) {
             if let Some(status) = self.child.try_wait().expect("waiting") {
-                panic!("ended ({status}) before saying {said:?}");
+                panic!(
+                    "ended ({status}) before saying {said:?}; stderr:\n{}",
+                    text(&self.err.lock().unwrap())
+                );
             }
             self.check_deadline(&format!("waiting for {said:?} on stderr"));
             std::thread::sleep(std::time::Duration::from_millis(10));
