@@ -99,6 +99,17 @@ impl Signalled {
     pub fn start(cmd: &mut Command, limit: std::time::Duration) -> Signalled {
         use std::io::Read;
         use std::os::unix::process::CommandExt;
+        // SIGINT and SIGTERM as a terminal gives them, whatever this process inherited: a
+        // shell's background job (CI's, for one) starts with SIGINT ignored, and a run keeps an
+        // ignored signal ignored. (SIGHUP is left as the caller set it.)
+        // SAFETY: only `signal`, async-signal-safe, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let mut child = cmd
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
