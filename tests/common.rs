@@ -159,20 +159,8 @@ impl Signalled {
 
     /// Waits until its CSV holds at least `n` rows; returns how many it holds then.
     pub fn wait_rows(&mut self, n: usize) -> usize {
-        loop {
-            let rows = self.rows();
-            if rows >= n {
-                return rows;
-            }
-            if let Some(status) = self.child.try_wait().expect("waiting") {
-                panic!(
-                    "ended ({status}) with {rows} rows, before {n}; stderr:\n{}",
-                    text(&self.err.lock().unwrap())
-                );
-            }
-            self.check_deadline(&format!("waiting for {n} rows, {rows} so far"));
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        self.until(&format!("{n} rows"), |run| run.rows() >= n);
+        self.rows()
     }
 
     /// Waits until its resident memory reaches `bytes` (`VmRSS`): a run is then inside a case
@@ -186,28 +174,28 @@ impl Signalled {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
                 .map_or(0, |kb| kb * 1024)
         };
-        while rss(self.child.id()) < bytes {
-            if let Some(status) = self.child.try_wait().expect("waiting") {
-                panic!(
-                    "ended ({status}) before holding {bytes} bytes; stderr:\n{}",
-                    text(&self.err.lock().unwrap())
-                );
-            }
-            self.check_deadline(&format!("waiting for {bytes} bytes resident"));
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        self.until(&format!("{bytes} bytes resident"), |run| {
+            rss(run.child.id()) >= bytes
+        });
     }
 
     /// Waits until it has written `said` on stderr.
     pub fn wait_stderr(&mut self, said: &str) {
-        while !text(&self.err.lock().unwrap()).contains(said) {
+        self.until(&format!("{said:?} on stderr"), |run| {
+            text(&run.err.lock().unwrap()).contains(said)
+        });
+    }
+
+    /// Polls `done` until it holds; fails if the child ends first or the time limit passes.
+    fn until(&mut self, waiting_for: &str, done: impl Fn(&Signalled) -> bool) {
+        while !done(self) {
             if let Some(status) = self.child.try_wait().expect("waiting") {
                 panic!(
-                    "ended ({status}) before saying {said:?}; stderr:\n{}",
+                    "ended ({status}) while waiting for {waiting_for}; stderr:\n{}",
                     text(&self.err.lock().unwrap())
                 );
             }
-            self.check_deadline(&format!("waiting for {said:?} on stderr"));
+            self.check_deadline(&format!("waiting for {waiting_for}"));
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
