@@ -22,6 +22,7 @@
 use crate::bench::Family;
 use crate::record::Record;
 use crate::roofline::Point;
+use crate::stats::Stopped;
 use std::fmt::Write;
 
 /// When a valid figure is suspect. `run` takes each from the command line.
@@ -249,11 +250,14 @@ pub fn summary(records: &[Record]) -> Option<String> {
 /// After an `--until-stable` run: how many cases reached their target spread and which stopped
 /// at the time limit (`stopped_by`). `None` for a run that sampled a fixed count.
 pub fn stability(records: &[Record]) -> Option<String> {
-    let stable = records.iter().filter(|r| r.stopped_by == "stable").count();
+    let stable = records
+        .iter()
+        .filter(|r| r.stopped_by == Stopped::Stable.as_str())
+        .count();
     // the cases that stopped before they were stable, by why: (stopped_by, said, cases)
     let early: Vec<(&str, &str, Vec<String>)> = [
-        ("time_limit", "at the time limit"),
-        ("interrupted", "by the interruption"),
+        (Stopped::TimeLimit.as_str(), "at the time limit"),
+        (Stopped::Interrupted.as_str(), "by the interruption"),
     ]
     .into_iter()
     .map(|(why, said)| {

@@ -879,13 +879,7 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
     positive("app_clock_mhz", r.app_clock_mhz, MAX_MHZ)?;
     positive("app_memory_clock_mhz", r.app_memory_clock_mhz, MAX_MHZ)?;
     reading("other_cpus_busy", r.other_cpus_busy, MAX_CPUS)?;
-    let reasons = [
-        Stopped::Count,
-        Stopped::Stable,
-        Stopped::TimeLimit,
-        Stopped::Interrupted,
-    ]
-    .map(Stopped::as_str);
+    let reasons = Stopped::ALL.map(Stopped::as_str);
     if !r.stopped_by.is_empty() && !reasons.contains(&r.stopped_by.as_str()) {
         return Err(format!(
             "`stopped_by` is `{}`; expected {} or empty",

@@ -63,6 +63,14 @@ pub enum Stopped {
 }
 
 impl Stopped {
+    /// Every reason, as the CSV's readers accept them.
+    pub const ALL: [Stopped; 4] = [
+        Stopped::Count,
+        Stopped::Stable,
+        Stopped::TimeLimit,
+        Stopped::Interrupted,
+    ];
+
     /// As the CSV's `stopped_by` column writes it.
     pub fn as_str(self) -> &'static str {
         match self {
