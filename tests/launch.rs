@@ -57,8 +57,17 @@ const DEVICES: &[Device] = &[
         cc: (9, 0),
         sms: 132,
         mhz: 1980.0,
-        l2: 50 << 20,
+        // PyTorch on the lent H200 read 60 MB of L2 (the H100 SXM enables 50)
+        l2: 60 << 20,
         free: 140 << 30,
+    },
+    Device {
+        name: "NVIDIA H100 80GB HBM3",
+        cc: (9, 0),
+        sms: 132,
+        mhz: 1980.0,
+        l2: 50 << 20,
+        free: 79 << 30,
     },
     Device {
         name: "NVIDIA A100-SXM4-80GB",
@@ -1004,7 +1013,17 @@ fn wgmma_planted_mistakes_are_caught() {
     }
 }
 
-/// Host cores of the H200 machine `scripts/device-check` is written for: 16.
+/// The GPUs `scripts/device-check` may be lent: an H200, or an H100 (the kind a first call gets).
+const LENT: &[&str] = &["NVIDIA H200", "NVIDIA H100 80GB HBM3"];
+
+/// The devices of [`LENT`], each of them in [`DEVICES`].
+fn lent() -> impl Iterator<Item = &'static Device> {
+    let found: Vec<&Device> = DEVICES.iter().filter(|d| LENT.contains(&d.name)).collect();
+    assert_eq!(found.len(), LENT.len(), "every lent GPU is a test device");
+    found.into_iter()
+}
+
+/// Host cores of the H200 and H100 machines `scripts/device-check` is written for: 16.
 const GPU_MACHINE_CORES: usize = 16;
 
 /// A device's rates as its estimate takes them on the machine that measures it (16 host cores,
@@ -1015,11 +1034,11 @@ fn machine_rates(d: &Device) -> roofprobe::duration::Rates {
     rates
 }
 
-/// The plan's estimated duration before it starts (`roofprobe::duration`): a default run on an
-/// H200 fits in four minutes by it (the time a first look at a lent GPU is given), and every
-/// model's estimate is printed.
+/// The plan's estimated duration before it starts (`roofprobe::duration`): a default run on a
+/// lent H200 or H100 fits in four minutes by it (the time a first look at a lent GPU is given),
+/// and every model's estimate is printed.
 #[test]
-fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
+fn a_default_run_on_a_lent_gpu_fits_in_four_minutes_by_its_estimate() {
     use roofprobe::duration::{human, plan_secs};
     use roofprobe::runner::RunConfig;
     let cfg = RunConfig::full();
@@ -1054,13 +1073,15 @@ fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
         for (family, (n, s)) in &by_family {
             eprintln!("  {family}: {n} cases, {s:.1} s");
         }
-        if d.name == "NVIDIA H200" {
+        if LENT.contains(&d.name) {
             assert!(
                 secs <= 240.0,
                 "{}: about {} ({secs:.1} s)",
                 d.name,
                 human(secs)
             );
+        }
+        if d.name == "NVIDIA H200" {
             // the README quotes this line of `run` for a default H200 run
             let line = format!(
                 "plan: {} cases, about {} by the device's rated speeds",
@@ -1075,19 +1096,23 @@ fn a_default_run_on_an_h200_fits_in_four_minutes_by_its_estimate() {
     }
 }
 
-/// Each `run` step of scripts/device-check (the first look at a lent H200) fits its time limit
-/// by the plan's estimate, with room left for what the estimate leaves out (starting the
+/// Each `run` step of scripts/device-check (the first look at a lent H200 or H100) fits its time
+/// limit by the plan's estimate, with room left for what the estimate leaves out (starting the
 /// process, opening the device and JIT-compiling its modules, loading cuBLAS), and every filter
 /// it passes keeps a case an H200 plans: a step cut off by its limit, or a filter that matches
 /// nothing, would cost the rows it was there for (the GEMM step: issue 15's ratios to cuBLAS).
 #[test]
-fn each_device_check_run_fits_its_step_on_an_h200_by_its_estimate() {
+fn each_device_check_run_fits_its_step_on_a_lent_gpu_by_its_estimate() {
+    for d in lent() {
+        device_check_runs_fit(d);
+    }
+}
+
+fn device_check_runs_fit(d: &Device) {
     use roofprobe::duration::{human, plan_secs};
     use roofprobe::runner::RunConfig;
-    let h200 = &DEVICES[0];
-    assert_eq!(h200.name, "NVIDIA H200");
-    let (cases, _) = planned(h200, 4);
-    let rates = machine_rates(h200);
+    let (cases, _) = planned(d, 4);
+    let rates = machine_rates(d);
     let runs = crate::scripts::device_check_runs();
     assert!(runs.len() >= 4, "{runs:?}");
     for (step, limit, args) in runs {
@@ -1114,25 +1139,28 @@ fn each_device_check_run_fits_its_step_on_an_h200_by_its_estimate() {
             };
             assert!(
                 kept.iter().any(|p| alone.keeps(&p.case)),
-                "{step}: --filter {f} keeps no case an H200 plans"
+                "{step}: --filter {f} keeps no case the {} plans",
+                d.name
             );
         }
         let secs = plan_secs(&kept, &cfg, 0.01, &rates);
         eprintln!(
-            "{step}: {} cases, about {} ({secs:.1} s) of its {limit} s",
+            "{}: {step}: {} cases, about {} ({secs:.1} s) of its {limit} s",
+            d.name,
             kept.len(),
             human(secs)
         );
         assert!(
             secs <= DEVICE_CHECK_SHARE * f64::from(limit),
-            "{step}: about {secs:.1} s by the estimate, over {:.0} % of its {limit} s limit",
+            "{}: {step}: about {secs:.1} s by the estimate, over {:.0} % of its {limit} s limit",
+            d.name,
             DEVICE_CHECK_SHARE * 100.0
         );
     }
 }
 
-/// The device check's `gpu-tests` step fits its limit: its biggest test
-/// (`gpu::planned_cases_fit_and_validate_at_a_small_size`) runs every case an H200 plans at
+/// The device check's `gpu-tests` step fits its limit on a lent GPU: its biggest test
+/// (`gpu::planned_cases_fit_and_validate_at_a_small_size`) runs every case the GPU plans at
 /// 4 MiB arrays (a 64th of free memory, at most 4 MiB), and by the estimate of a quick run of
 /// them, which times more launches than the test's two, it takes at most half the step's limit;
 /// the other half is for the other tests its `gpu::` filter matches (each a device opened and a
@@ -1140,14 +1168,19 @@ fn each_device_check_run_fits_its_step_on_an_h200_by_its_estimate() {
 /// two child processes and the runaway kernel's 3 s deadline; a filtered quick run of four
 /// cases).
 #[test]
-fn the_gpu_tests_step_fits_its_limit_on_an_h200_by_the_estimate() {
+fn the_gpu_tests_step_fits_its_limit_on_a_lent_gpu_by_the_estimate() {
+    for d in lent() {
+        gpu_tests_step_fits(d);
+    }
+}
+
+fn gpu_tests_step_fits(d: &Device) {
     use roofprobe::duration::{human, plan_secs};
     use roofprobe::runner::RunConfig;
-    let h200 = &DEVICES[0];
-    let small = crate::gpu::small_array_bytes_for(h200.free);
-    let (cases, _) = planned_at(h200, 4, SizeRequest::BytesPerArray(small));
+    let small = crate::gpu::small_array_bytes_for(d.free);
+    let (cases, _) = planned_at(d, 4, SizeRequest::BytesPerArray(small));
     assert!(cases.len() > 100, "{} cases", cases.len());
-    let rates = machine_rates(h200);
+    let rates = machine_rates(d);
     let secs = plan_secs(&cases, &RunConfig::quick(), 0.01, &rates);
     let limit = crate::scripts::device_check_steps()
         .into_iter()
@@ -1155,13 +1188,15 @@ fn the_gpu_tests_step_fits_its_limit_on_an_h200_by_the_estimate() {
         .map(|(_, limit)| limit)
         .expect("a gpu-tests step");
     eprintln!(
-        "gpu-tests: {} cases at {small} bytes per array, about {} ({secs:.1} s) as a quick run, of its {limit} s",
+        "{}: gpu-tests: {} cases at {small} bytes per array, about {} ({secs:.1} s) as a quick run, of its {limit} s",
+        d.name,
         cases.len(),
         human(secs)
     );
     assert!(
         secs <= 0.5 * f64::from(limit),
-        "{secs:.1} s by the estimate, over half of the gpu-tests step's {limit} s"
+        "{}: {secs:.1} s by the estimate, over half of the gpu-tests step's {limit} s",
+        d.name
     );
 }
 
