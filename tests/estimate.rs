@@ -62,8 +62,8 @@ fn a_70b_model_in_bf16_does_not_fit_a_24_gb_card() {
 /// Where no batch turns decode compute-bound the table says `never`, and why: on an H200's
 /// sheet (4.8 TB/s, 989.5 TFLOP/s, a ridge of 206.1 FLOP/byte) Llama 3.1 8B at a mean context
 /// of 1024 + 256 / 2 = 1152 tokens does 2 x 7,504,658,432 + 4 x 32 x 1152 x 4096 =
-/// 15,613,296,640 FLOP a sequence a step over 131,072 x 1152 = 150,994,944 bytes of KV cache:
-/// 103.4 FLOP/byte. With a 128-token prompt the limit is far above the ridge, and a batch does
+/// 15,613,296,640 FLOP a sequence a step over 131,072 x 1152 = 150,994,944 bytes of KV cache
+/// and its embedding row's 8,192: 103.4 FLOP/byte. With a 128-token prompt the limit is far above the ridge, and a batch does
 /// turn it.
 #[test]
 fn decode_that_never_turns_compute_bound_says_why() {
@@ -79,14 +79,14 @@ fn decode_that_never_turns_compute_bound_says_why() {
     assert_eq!(row(&table).as_deref(), Some("never"), "{table}");
     assert!(
         table.contains("A: decode never turns compute-bound")
-            && table.contains("its KV-cache read, 103.4 FLOP/byte, under the ridge's 206.1"),
+            && table.contains("embedding row), 103.4 FLOP/byte, under the ridge's 206.1"),
         "{table}"
     );
     let r = json(&long);
     let d = &r["devices"][0]["answer"];
     let limit = d["decode_intensity_limit"].as_f64().unwrap();
     assert!(
-        (limit - 15_613_296_640.0 / 150_994_944.0).abs() < 1e-9,
+        (limit - 15_613_296_640.0 / 151_003_136.0).abs() < 1e-9,
         "{limit}"
     );
     assert!((d["decode_ridge"].as_f64().unwrap() - 989.5e12 / 4.8e12).abs() < 1e-9);
@@ -210,9 +210,10 @@ fn decode_at_batch_one_is_weights_and_kv_over_the_measured_bandwidth() {
         let d = &r["devices"][0]["answer"];
         assert_eq!(d["memory"]["fits"], true);
         assert_eq!(d["decode_step"]["bound"], "bandwidth", "{}", run.display());
-        // by hand: 8,030,261,248 bf16 weights + 131,072 bytes of KV per token × 576 (mean
+        // by hand: 8,030,261,248 bf16 weights, less the untied embedding table (128256 ×
+        // 4096) but the one row a step looks up, + 131,072 bytes of KV per token × 576 (mean
         // context)
-        let bytes = 8_030_261_248.0 * 2.0 + 131_072.0 * 576.0;
+        let bytes = (8_030_261_248.0 - 128_256.0 * 4096.0 + 4096.0) * 2.0 + 131_072.0 * 576.0;
         let (gbps, case) = expected_decode_gbps(run, 4096 * 14336);
         let expect = bytes / (gbps * 1e9);
         let got = d["decode_step"]["time_s"].as_f64().unwrap();
@@ -511,4 +512,34 @@ fn arguments_that_would_be_ignored_are_refused() {
             .any(|l| l.starts_with("fp32 compute (TFLOP/s)")),
         "{table}"
     );
+}
+
+/// Mistral 7B v0.1's 4096-token window bounds its KV cache: 4 sequences of 8192 + 512 tokens
+/// hold 4 × 32 layers × 4096 tokens × 4096 bytes, 2 GiB, and the header says the window.
+#[test]
+fn a_sliding_window_shows_in_the_header_and_the_kv_cache() {
+    let args = [
+        "--model",
+        "mistral-7b-v0.1",
+        "--spec",
+        "H200 SXM 141GB",
+        "--batch",
+        "4",
+        "--prompt",
+        "8192",
+        "--generate",
+        "512",
+    ];
+    let (code, table, err) = estimate(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        table.contains("32 layers, 32 with a 4096-token window;"),
+        "{table}"
+    );
+    let r = json(&args);
+    assert_eq!(r["model"]["sliding_window"], 4096);
+    let kv = r["devices"][0]["answer"]["memory"]["kv_cache_bytes"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(kv, 4.0 * 32.0 * 4096.0 * 4096.0);
 }

@@ -243,6 +243,8 @@ fn model(args: &EstimateArgs) -> Result<Model> {
             gated_ffn: !args.ungated_ffn,
             vocab,
             tied_embeddings: false,
+            sliding_window: None,
+            window_layers: 0,
             source: "given on the command line".into(),
         }
     } else {
@@ -747,8 +749,14 @@ fn table(r: &Report) -> String {
             )
         }
     };
+    let window = match r.model.sliding_window {
+        Some(w) if r.model.window_layers > 0 => {
+            format!(", {} with a {w}-token window", r.model.window_layers)
+        }
+        _ => String::new(),
+    };
     let mut out = format!(
-        "{what} on {} ({:.2} B parameters, {} layers; {dtypes}): {}\n",
+        "{what} on {} ({:.2} B parameters, {} layers{window}; {dtypes}): {}\n",
         r.model.name,
         r.params / 1e9,
         r.model.layers,
@@ -801,7 +809,8 @@ fn table(r: &Report) -> String {
             if let Some((limit, ridge)) = i.never_compute_bound() {
                 out.push_str(&format!(
                     "{l}: decode never turns compute-bound: as the batch grows a step tends to \
-                     one sequence's arithmetic over its KV-cache read, {limit:.1} FLOP/byte, \
+                     one sequence's arithmetic over its own bytes (its KV cache and embedding \
+                     row), {limit:.1} FLOP/byte, \
                      under the ridge's {ridge:.1} (compute over the decode bandwidth)\n"
                 ));
             }

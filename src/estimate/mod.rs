@@ -69,6 +69,11 @@ pub struct Model {
     pub vocab: u64,
     /// Output projection shares the embedding's weights.
     pub tied_embeddings: bool,
+    /// Tokens a sliding-window layer attends to, and keeps in its KV cache (Mistral's rolling
+    /// buffer); None where no layer has a window.
+    pub sliding_window: Option<u64>,
+    /// Layers that attend through the window; the others see the whole context.
+    pub window_layers: u64,
     /// Where the shape comes from (a config file's path, a preset's source).
     pub source: String,
 }
@@ -93,6 +98,15 @@ impl Model {
                     "the model's {name} is {v}; no transformer is that large"
                 ));
             }
+        }
+        if self.window_layers > self.layers
+            || (self.window_layers > 0) != self.sliding_window.is_some_and(|w| w > 0)
+        {
+            return Err(format!(
+                "{} of {} layers have a sliding window of {:?} tokens; a window needs at least \
+                 one token and at most every layer",
+                self.window_layers, self.layers, self.sliding_window
+            ));
         }
         if !self.heads.is_multiple_of(self.kv_heads) {
             return Err(format!(
@@ -136,17 +150,107 @@ impl Model {
         self.layers as f64 * (self.layer_matmul_params() + 2.0 * h) + embedding + h + output
     }
 
-    /// KV cache bytes of one token of one sequence: K and V in every layer.
-    pub fn kv_bytes_per_token(&self, kv: Dtype) -> f64 {
-        2.0 * self.layers as f64 * self.kv_dim() * kv.bytes()
+    /// The embedding table's parameters, `V·h` (the output projection's too, untied).
+    pub fn embedding_params(&self) -> f64 {
+        (self.vocab * self.hidden) as f64
     }
 
-    /// FLOPs for one new token attending to `context` earlier ones: the matrix products with
-    /// every weight (2 per weight) and the attention's scores and weighted sum (2 × 2 per
-    /// context position and query channel, every layer).
-    pub fn flops_per_token(&self, context: f64) -> f64 {
-        2.0 * self.matmul_params() + 4.0 * self.layers as f64 * context * self.q_dim()
+    /// Bytes of every stored weight: the layers' matrices in `weights`; the embedding, the
+    /// output projection and the norms in [`edge_bytes`] (16-bit beside narrower weights, as
+    /// weight-only quantization leaves them).
+    pub fn weight_bytes(&self, weights: Dtype) -> f64 {
+        let matrices = self.layers as f64 * self.layer_matmul_params();
+        matrices * weights.bytes() + (self.params() - matrices) * edge_bytes(weights)
     }
+
+    /// Weight bytes a forward pass of `tokens` reads: every weight once, except an untied
+    /// embedding table, of which a lookup reads only its tokens' rows (at most the table).
+    pub fn weight_read_bytes(&self, weights: Dtype, tokens: f64) -> f64 {
+        let edge = edge_bytes(weights);
+        let table = if self.tied_embeddings {
+            0.0
+        } else {
+            self.embedding_params() * edge
+        };
+        let rows = tokens.min(self.vocab as f64) * self.hidden as f64 * edge;
+        self.weight_bytes(weights) - table + rows
+    }
+
+    /// KV cache bytes of one token in one layer: its K and V.
+    pub fn kv_bytes_per_layer_token(&self, kv: Dtype) -> f64 {
+        2.0 * self.kv_dim() * kv.bytes()
+    }
+
+    /// The window in tokens, for the layers that have one.
+    fn window(&self) -> Option<f64> {
+        self.sliding_window
+            .filter(|_| self.window_layers > 0)
+            .map(|w| w as f64)
+    }
+
+    /// (layers without a window, layers with one).
+    fn layer_split(&self) -> (f64, f64) {
+        let windowed = if self.window().is_some() {
+            self.window_layers as f64
+        } else {
+            0.0
+        };
+        (self.layers as f64 - windowed, windowed)
+    }
+
+    /// Tokens a sequence of `context` tokens holds in its KV cache, summed over layers (a
+    /// windowed layer holds at most its window), and which a new token attends to.
+    pub fn layer_tokens(&self, context: f64) -> f64 {
+        let (full, windowed) = self.layer_split();
+        full * context + windowed * self.window().map_or(0.0, |w| context.min(w))
+    }
+
+    /// [`Model::layer_tokens`] averaged over a decode that grows the context from `prompt` to
+    /// `prompt + generate` tokens.
+    pub fn mean_layer_tokens(&self, prompt: f64, generate: f64) -> f64 {
+        let (full, windowed) = self.layer_split();
+        let mean_windowed = self.window().map_or(0.0, |w| {
+            let end = prompt + generate;
+            if end <= w {
+                prompt + generate / 2.0
+            } else if prompt >= w {
+                w
+            } else {
+                // the mean of min(c, w) for c from the prompt to the end
+                ((w * w - prompt * prompt) / 2.0 + (end - w) * w) / generate
+            }
+        });
+        full * (prompt + generate / 2.0) + windowed * mean_windowed
+    }
+
+    /// (query, key) pairs causal attention over a sequence of `seq` tokens computes, summed
+    /// over layers: half of `seq²` a layer, a windowed layer's queries each seeing at most the
+    /// window.
+    pub fn causal_pairs(&self, seq: f64) -> f64 {
+        let (full, windowed) = self.layer_split();
+        let pairs_windowed = self.window().map_or(0.0, |w| {
+            if seq <= w {
+                seq * seq / 2.0
+            } else {
+                w * seq - w * w / 2.0
+            }
+        });
+        full * seq * seq / 2.0 + windowed * pairs_windowed
+    }
+
+    /// FLOPs for one new token attending to `layer_tokens` earlier ones summed over layers
+    /// ([`Model::layer_tokens`]): the matrix products with every weight (2 per weight) and the
+    /// attention's scores and weighted sum (2 × 2 per attended position and query channel).
+    pub fn flops_per_token(&self, layer_tokens: f64) -> f64 {
+        2.0 * self.matmul_params() + 4.0 * layer_tokens * self.q_dim()
+    }
+}
+
+/// Bytes of the weights quantization leaves wide: the embedding, the output projection and the
+/// norms stay 16-bit beside fp8, int8 or int4 layer weights (GPTQ, AWQ and vLLM's fp8 keep
+/// them so); fp32 weights keep them fp32.
+pub fn edge_bytes(weights: Dtype) -> f64 {
+    weights.bytes().max(2.0)
 }
 
 /// A figure and where it came from (`measured: stream/triad/f64`, `spec sheet "…": …`, `given`).
@@ -330,9 +434,9 @@ pub struct Inference {
     /// (the KV cache read grows as fast as the arithmetic) or a ceiling is unknown.
     pub compute_bound_batch: Option<u64>,
     /// The FLOP per byte a decode step tends to as the batch grows: one sequence's arithmetic
-    /// over its KV-cache read (the weights' read shared by ever more sequences). A decode step
-    /// turns compute-bound at some batch only where this is above the ridge (compute ÷ the
-    /// decode bandwidth); None where the KV cache is empty.
+    /// over its own bytes, its KV-cache read and its embedding row (the weights' read shared by
+    /// ever more sequences). A decode step turns compute-bound at some batch only where this is
+    /// above the ridge (compute ÷ the decode bandwidth).
     pub decode_intensity_limit: Option<f64>,
     /// The ridge a decode step is held against: compute over the decode bandwidth, FLOP/byte.
     pub decode_ridge: Option<f64>,
@@ -371,9 +475,9 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
     let b = w.batch as f64;
     let p = w.prompt as f64;
     let g = w.generate as f64;
-    let weights = model.params() * d.weights.bytes();
-    let kv_token = model.kv_bytes_per_token(d.kv_cache);
-    let kv_cache = kv_token * b * (p + g);
+    let weights = model.weight_bytes(d.weights);
+    let kv_layer_token = model.kv_bytes_per_layer_token(d.kv_cache);
+    let kv_cache = kv_layer_token * b * model.layer_tokens(p + g);
     // The largest live activations of one prefill layer (input, Q/K/V, the FFN's inner
     // tensors; attention by a fused kernel, so no prompt² score matrix), plus fp32 logits of
     // the last token of each sequence.
@@ -391,12 +495,14 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
     let max_batch = largest_batch(capacity, weights, per_seq);
 
     // Prefill: every prompt token through every weight, causal attention over the prompt
-    // (half of p² pairs), the output projection for the last token only; the weights read once
-    // and the prompt's KV written.
-    let prefill_flops = 2.0 * (model.matmul_params() - (model.vocab * model.hidden) as f64) * b * p
-        + 2.0 * model.layers as f64 * b * p * p * model.q_dim()
-        + 2.0 * b * (model.vocab * model.hidden) as f64;
-    let prefill_bytes = weights + kv_token * b * p;
+    // (half of p² pairs, a windowed layer's at most the window), the output projection for
+    // the last token only; the weights read once (of an untied embedding table, the prompt's
+    // rows) and the prompt's K and V written in every layer.
+    let prefill_flops = 2.0 * (model.matmul_params() - model.embedding_params()) * b * p
+        + 4.0 * model.q_dim() * b * model.causal_pairs(p)
+        + 2.0 * b * model.embedding_params();
+    let prefill_bytes =
+        model.weight_read_bytes(d.weights, b * p) + kv_layer_token * model.layers as f64 * b * p;
     // At the measured GEMM efficiency of the prefill's shapes where the run measured GEMMs:
     // the rate of its largest product, the FFN's up projection (B·p × h × f).
     let ffn_gflop = 2.0 * b * p * model.hidden as f64 * model.ffn as f64 / 1e9;
@@ -408,9 +514,14 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
         prefill_compute.as_ref(),
     );
 
-    let context = p + g / 2.0;
-    let step_bytes = weights + kv_token * b * context;
-    let step_flops = b * model.flops_per_token(context);
+    // A decode step at the mean of the decode's contexts: the weights read once for the
+    // batch (each sequence's embedding row apart), each sequence's KV cache and row.
+    let layer_tokens = model.mean_layer_tokens(p, g);
+    let shared_bytes = model.weight_read_bytes(d.weights, 0.0);
+    let seq_bytes = kv_layer_token * layer_tokens + model.hidden as f64 * edge_bytes(d.weights);
+    let seq_flops = model.flops_per_token(layer_tokens);
+    let step_bytes = model.weight_read_bytes(d.weights, b) + kv_layer_token * layer_tokens * b;
+    let step_flops = b * seq_flops;
     // Its products are matrix-vector products at batch 1 (and read the weights once at any
     // batch): their bytes move at the measured rate of one of the FFN's size where the run
     // measured one, which a read-only stream may reach only in part of the DRAM ceiling.
@@ -429,13 +540,12 @@ pub fn inference(model: &Model, d: Dtypes, w: InferenceShape, m: &Machine) -> In
     // B × f / C ≥ (W + B × k) / bw  ⇔  B ≥ (W / bw) / (f / C − k / bw)
     let compute_bound_batch = match (&decode_bandwidth, &m.compute_flops) {
         (Some(bw), Some(c)) => {
-            let per_seq = model.flops_per_token(context) / c.value - kv_token * context / bw.value;
-            (per_seq > 0.0).then(|| ((weights / bw.value) / per_seq).ceil().max(1.0) as u64)
+            let per_seq = seq_flops / c.value - seq_bytes / bw.value;
+            (per_seq > 0.0).then(|| ((shared_bytes / bw.value) / per_seq).ceil().max(1.0) as u64)
         }
         _ => None,
     };
-    let kv_step = kv_token * context;
-    let decode_intensity_limit = (kv_step > 0.0).then(|| model.flops_per_token(context) / kv_step);
+    let decode_intensity_limit = (seq_bytes > 0.0).then(|| seq_flops / seq_bytes);
     let decode_ridge = match (&decode_bandwidth, &m.compute_flops) {
         (Some(bw), Some(c)) if bw.value > 0.0 => Some(c.value / bw.value),
         _ => None,
@@ -501,7 +611,8 @@ pub struct Training {
     pub fits: Option<bool>,
     /// The largest batch (at this sequence length) that fits; 0 if not even one.
     pub max_batch: Option<u64>,
-    /// One step: 6 × params × tokens (8 × with checkpointing) and the states read and written.
+    /// One step: three forward passes' flops (four with checkpointing), a forward pass being
+    /// 2 × the matrix weights × tokens and causal attention; the states read and written.
     pub step: Phase,
     pub tokens_per_s: Option<f64>,
     pub bound: Bound,
@@ -523,17 +634,28 @@ pub fn bytes_per_param(optimizer: Optimizer, mixed: bool) -> f64 {
     copies.iter().sum::<f64>() + moments
 }
 
-/// Activation bytes of one sequence (Korthikanti et al. 2022, "Reducing Activation Recomputation
-/// in Large Transformer Models", §4: s·h·(34 + 5·a·s/h) per layer with 16-bit activations, 2·s·h
-/// per layer when each layer is recomputed, plus one layer's full set during its recomputation),
-/// plus the fp32 logits (s·V·4).
-pub fn activation_bytes_per_sequence(model: &Model, seq: u64, checkpointing: bool) -> f64 {
+/// Activation bytes of one sequence in training: what each layer keeps for its backward pass
+/// (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+/// §4's accounting, applied to a pre-norm decoder with flash attention and no dropout): per
+/// token, the two norms' inputs and outputs (`4h`), Q, K and V (`a·d + 2·k·d`), the attention's
+/// output (`a·d`), the FFN's inner tensors (gated: gate, up, the activation and the product,
+/// `4f`; else `2f`), each of `act_bytes`, and the softmax's fp32 statistics (`4·a` bytes); no
+/// `s²` score matrix (flash attention recomputes it). With full checkpointing each layer keeps
+/// only its input (`h`), plus one layer's full set while it is recomputed. Plus the fp32 logits
+/// (`s·V·4`).
+pub fn activation_bytes_per_sequence(
+    model: &Model,
+    seq: u64,
+    checkpointing: bool,
+    act_bytes: f64,
+) -> f64 {
     let s = seq as f64;
     let h = model.hidden as f64;
-    let a = model.heads as f64;
-    let layer = s * h * (34.0 + 5.0 * a * s / h);
+    let ffn = (if model.gated_ffn { 4.0 } else { 2.0 }) * model.ffn as f64;
+    let elements = 4.0 * h + 2.0 * model.q_dim() + 2.0 * model.kv_dim() + ffn;
+    let layer = s * (elements * act_bytes + 4.0 * model.heads as f64);
     let layers = if checkpointing {
-        model.layers as f64 * 2.0 * s * h + layer
+        model.layers as f64 * s * h * act_bytes + layer
     } else {
         model.layers as f64 * layer
     };
@@ -546,7 +668,9 @@ pub fn training(model: &Model, w: TrainingShape, m: &Machine) -> Training {
     let params = model.params();
     let per_param = bytes_per_param(w.optimizer, w.mixed_precision);
     let states = params * per_param;
-    let per_seq = activation_bytes_per_sequence(model, w.seq, w.checkpointing);
+    // 16-bit activations in mixed precision, fp32 otherwise
+    let act_bytes = if w.mixed_precision { 2.0 } else { 4.0 };
+    let per_seq = activation_bytes_per_sequence(model, w.seq, w.checkpointing, act_bytes);
     let activations = per_seq * w.batch as f64;
     let total = states + activations;
     let capacity = m.memory_bytes.as_ref().map(|c| c.value);
@@ -554,8 +678,11 @@ pub fn training(model: &Model, w: TrainingShape, m: &Machine) -> Training {
     let max_batch = largest_batch(capacity, states, per_seq);
     // in f64: the product of two u64 can pass u64::MAX
     let tokens = w.batch as f64 * w.seq as f64;
-    let passes = if w.checkpointing { 8.0 } else { 6.0 };
-    let flops = passes * model.matmul_params() * tokens;
+    // a forward pass: 2 per weight per token and causal attention (4 per pair and query
+    // channel); the backward pass twice that, and with checkpointing one more forward
+    let forward = 2.0 * model.matmul_params() * tokens
+        + 4.0 * model.q_dim() * w.batch as f64 * model.causal_pairs(w.seq as f64);
+    let flops = if w.checkpointing { 4.0 } else { 3.0 } * forward;
     // each state read and written once by the optimizer step
     let step = phase(
         2.0 * states,
@@ -653,8 +780,9 @@ mod tests {
         // norms 2×4096 = 218,112,000; × 32 = 6,979,584,000; embedding and output
         // 2 × 128256 × 4096 = 1,050,673,152; final norm 4096: 8,030,261,248 ("8B").
         assert_eq!(llama_8b().params(), 8_030_261_248.0);
-        // KV per token: 2 × 32 layers × 1024 × 2 bytes = 131,072
-        assert_eq!(llama_8b().kv_bytes_per_token(Dtype::Bf16), 131_072.0);
+        // KV per token and layer: 2 × 1024 × 2 bytes = 4,096 (131,072 over 32 layers)
+        assert_eq!(llama_8b().kv_bytes_per_layer_token(Dtype::Bf16), 4_096.0);
+        assert_eq!(llama_8b().layer_tokens(1.0), 32.0);
     }
 
     #[test]
@@ -667,21 +795,23 @@ mod tests {
             generate: 200,
         };
         let r = inference(&llama_8b(), BF16, w, &m);
-        // bytes: 8,030,261,248 × 2 + 131,072 × 1100 = 16,204,701,696 → 16.2047 ms
-        assert_eq!(r.decode_step.bytes, 16_204_701_696.0);
+        // bytes: the weights, 8,030,261,248 × 2, but of the untied embedding table
+        // (128256 × 4096 × 2 = 1,050,673,152) one row (4096 × 2), and 131,072 × 1100 of KV:
+        // 15,154,036,736 → 15.154 ms
+        assert_eq!(r.decode_step.bytes, 15_154_036_736.0);
         let t = r.decode_step.time_s.unwrap();
-        assert!((t - 0.016_204_701_696).abs() < 1e-15, "{t}");
+        assert!((t - 0.015_154_036_736).abs() < 1e-15, "{t}");
         assert_eq!(r.decode_step.bound, Bound::Bandwidth);
         assert_eq!(r.bound, Bound::Bandwidth);
         assert_eq!(r.memory.fits, Some(true));
         // flops: 2 × (6,979,321,856 + 525,336,576) + 4 × 32 × 1100 × 4096 = 15,586,033,664
         assert_eq!(r.decode_step.flops, 15_586_033_664.0);
         assert!((r.decode_tokens_per_s.unwrap() - 1.0 / t).abs() < 1e-9);
-        // compute-bound from B = (W/bw) / (f/C − k/bw):
-        // W/bw = 16,060,522,496 / 1e12 = 0.016060522496 s;
-        // f/C = 15,586,033,664 / 1e14 = 1.5586033664e-4; k/bw = 144,179,200 / 1e12 = 1.441792e-4;
-        // B = 0.016060522496 / 1.168113664e-5 = 1374.9 → 1375
-        assert_eq!(r.compute_bound_batch, Some(1375));
+        // compute-bound from B = (W/bw) / (f/C − k/bw), W the weights read once a step
+        // (16,060,522,496 less the table, 15,009,849,344), k a sequence's bytes (its KV,
+        // 144,179,200, and its row, 8,192): W/bw = 0.015009849344 s; f/C = 1.5586033664e-4;
+        // k/bw = 1.44187392e-4; B = 0.015009849344 / 1.167294464e-5 = 1285.9 → 1286
+        assert_eq!(r.compute_bound_batch, Some(1286));
     }
 
     #[test]
@@ -722,12 +852,13 @@ mod tests {
         let ratio = r.decode_step.time_s.unwrap() / ceiling.decode_step.time_s.unwrap();
         assert!((ratio - 1.25).abs() < 1e-12, "{ratio}");
         assert_eq!(r.compute_bound_batch, None);
-        assert_eq!(ceiling.compute_bound_batch, Some(1375));
-        // why never: a sequence's 1.5586e10 FLOP over its 1.441792e8 bytes of KV cache, 108.1
-        // FLOP/byte, under the ridge at 800 GB/s (125) and above the one at 1000 (100)
+        assert_eq!(ceiling.compute_bound_batch, Some(1286));
+        // why never: a sequence's 1.5586e10 FLOP over its 1.441874e8 bytes (KV cache and
+        // embedding row), 108.1 FLOP/byte, under the ridge at 800 GB/s (125) and above the
+        // one at 1000 (100)
         let limit = r.decode_intensity_limit.unwrap();
         assert!(
-            (limit - 15_586_033_664.0 / 144_179_200.0).abs() < 1e-9,
+            (limit - 15_586_033_664.0 / 144_187_392.0).abs() < 1e-9,
             "{limit}"
         );
         assert_eq!(ceiling.decode_intensity_limit, r.decode_intensity_limit);
@@ -755,6 +886,69 @@ mod tests {
         };
         let r = inference(&small, BF16, w, &m);
         assert_eq!(r.decode_bandwidth_bps.unwrap().value, 900e9);
+    }
+
+    /// Weight-only quantization narrows the layers' matrices: the embedding, the output
+    /// projection and the norms stay 16-bit.
+    #[test]
+    fn quantized_weights_leave_the_embeddings_16_bit() {
+        let model = llama_8b();
+        // layers' matrices 32 × 218,103,808 = 6,979,321,856 at ½ byte; the other
+        // 1,050,939,392 (two 128256 × 4096 tables, 65 norms) at 2
+        assert_eq!(model.weight_bytes(Dtype::Int4), 5_591_539_712.0);
+        assert_eq!(model.weight_bytes(Dtype::Bf16), 2.0 * 8_030_261_248.0);
+        assert_eq!(model.weight_bytes(Dtype::Fp32), 4.0 * 8_030_261_248.0);
+        let w = InferenceShape {
+            batch: 1,
+            prompt: 512,
+            generate: 128,
+        };
+        let int4 = Dtypes {
+            weights: Dtype::Int4,
+            ..BF16
+        };
+        let r = inference(&model, int4, w, &machine(24.0, 1000.0, 165.0));
+        assert_eq!(r.memory.weights_bytes, 5_591_539_712.0);
+    }
+
+    /// Mistral 7B v0.1's layers attend through a 4096-token window and keep at most that many
+    /// tokens of KV cache (the paper's rolling buffer).
+    #[test]
+    fn a_sliding_window_bounds_the_kv_cache_and_the_attention() {
+        let model = presets::find("mistral-7b-v0.1").unwrap();
+        let w = InferenceShape {
+            batch: 4,
+            prompt: 8192,
+            generate: 512,
+        };
+        let r = inference(&model, BF16, w, &machine(141.0, 4800.0, 989.5));
+        // 4 sequences × 32 layers × 4096 tokens × 4096 bytes (K and V of 1024, bf16): 2 GiB,
+        // not the 8704 tokens' 4.25
+        assert_eq!(r.memory.kv_cache_bytes, 2.0 * 1024.0 * 1024.0 * 1024.0);
+        // a step reads the weights (less the table but 4 rows) and 4 windows of KV:
+        // 14,483,464,192 − 262,144,000 + 32,768 + 4 × 536,870,912 = 16,368,836,608
+        assert_eq!(r.decode_step.bytes, 16_368_836_608.0);
+        // within the window, all of it; past it, the window; between, the mean of the two
+        assert_eq!(model.mean_layer_tokens(1000.0, 200.0), 32.0 * 1100.0);
+        assert_eq!(model.mean_layer_tokens(8192.0, 512.0), 32.0 * 4096.0);
+        let mean = model.mean_layer_tokens(3000.0, 2000.0) / 32.0;
+        // ((4096² − 3000²) / 2 + 904 × 4096) / 2000 = 3795.696
+        assert!((mean - 3795.696).abs() < 1e-9, "{mean}");
+        // a query past the window sees 4096 keys: 4096 × 8192 − 4096² / 2 pairs a layer
+        assert_eq!(model.causal_pairs(8192.0), 32.0 * 25_165_824.0);
+        assert_eq!(model.causal_pairs(2048.0), 32.0 * 2048.0 * 2048.0 / 2.0);
+        let unwindowed = Model {
+            sliding_window: None,
+            window_layers: 0,
+            ..model.clone()
+        };
+        let full = inference(&unwindowed, BF16, w, &machine(141.0, 4800.0, 989.5));
+        assert_eq!(full.memory.kv_cache_bytes, 4.0 * 32.0 * 8704.0 * 4096.0);
+        let bad = Model {
+            window_layers: 33,
+            ..model
+        };
+        assert!(bad.check().unwrap_err().contains("33 of 32 layers"));
     }
 
     #[test]
@@ -791,15 +985,27 @@ mod tests {
         w.checkpointing = true;
         let ckpt = training(&model, w, &m);
         assert_eq!(plain.states_bytes, 16.0 * 8_030_261_248.0);
-        // 6 × N × T against 8 × N × T
-        assert_eq!(plain.step.flops, 6.0 * model.matmul_params() * 2048.0);
-        assert_eq!(ckpt.step.flops / plain.step.flops, 8.0 / 6.0);
-        // activations per layer (Korthikanti): s·h·(34 + 5·a·s/h)
-        // = 2048 × 4096 × (34 + 5 × 32 × 2048 / 4096) = 2048 × 4096 × 114 = 956,301,312
-        // × 32 layers + logits 2048 × 128256 × 4 = 30,601,641,984 + 1,050,673,152
-        assert_eq!(plain.activations_bytes, 31_652_315_136.0);
-        // checkpointed: 32 × 2 × 2048 × 4096 + 956,301,312 + 1,050,673,152 = 2,543,845,376
-        assert_eq!(ckpt.activations_bytes, 2_543_845_376.0);
+        // three forward passes against four: a forward pass is 2 × N × T (7,504,658,432 ×
+        // 2048 × 2 = 30,739,080,937,472) and causal attention, 4 × 4096 × 32 layers × 2048² / 2
+        // = 1,099,511,627,776: 3 × 31,838,592,565,248 = 95,515,777,695,744 (Megatron's count,
+        // Narayanan et al. eq. 3, counts every pair: 9.88e13)
+        assert_eq!(plain.step.flops, 95_515_777_695_744.0);
+        assert_eq!(ckpt.step.flops / plain.step.flops, 4.0 / 3.0);
+        // activations per layer and token: norms 4 × 4096, Q and the attention's output
+        // 2 × 4096, K and V 2 × 1024, the FFN's four 14336-wide tensors: 83,968 bf16 values
+        // and 32 fp32 softmax statistics, 168,064 bytes; × 2048 tokens = 344,195,072 a layer;
+        // × 32 layers + logits 2048 × 128256 × 4 = 11,014,242,304 + 1,050,673,152
+        assert_eq!(plain.activations_bytes, 12_064_915_456.0);
+        // checkpointed: 32 × 2048 × 4096 × 2 + 344,195,072 + 1,050,673,152 = 1,931,739,136
+        assert_eq!(ckpt.activations_bytes, 1_931_739_136.0);
+        // fp32 training keeps them in fp32: 83,968 × 4 + 128 = 336,000 bytes a token and layer
+        w.checkpointing = false;
+        w.mixed_precision = false;
+        let fp32 = training(&model, w, &m);
+        assert_eq!(
+            fp32.activations_bytes,
+            32.0 * 2048.0 * 336_000.0 + 1_050_673_152.0
+        );
         // 128.5 GB of states do not fit in 80 GiB: capacity-bound, no batch fits
         assert_eq!(plain.fits, Some(false));
         assert_eq!(plain.bound, Bound::Capacity);
@@ -821,11 +1027,18 @@ mod tests {
         let model = llama_8b();
         let t = training(&model, w, &m);
         let tokens = 2f64.powi(64);
-        assert_eq!(t.step.flops, 6.0 * model.matmul_params() * tokens);
+        // 2^32 sequences of 2^32 tokens: the attention's pairs are 2^32 × 32 × 2^64 / 2
+        let attention = 4.0 * 4096.0 * 2f64.powi(32) * 16.0 * 2f64.powi(64);
+        let flops = 3.0 * (2.0 * model.matmul_params() * tokens + attention);
+        assert!(
+            (t.step.flops / flops - 1.0).abs() < 1e-12,
+            "{}",
+            t.step.flops
+        );
         assert_eq!(t.step.bound, Bound::Compute);
         let rate = t.tokens_per_s.unwrap();
         assert!(
-            (rate / (300e12 / (6.0 * model.matmul_params())) - 1.0).abs() < 1e-9,
+            (rate / (300e12 * tokens / flops) - 1.0).abs() < 1e-9,
             "{rate}"
         );
     }

@@ -4,7 +4,8 @@
 use super::Model;
 use serde_json::Value;
 
-/// (preset, layers, hidden, heads, KV heads, FFN, vocabulary, tied embeddings, source)
+/// (preset, layers, hidden, heads, KV heads, FFN, vocabulary, tied embeddings, sliding window
+/// of every layer, source)
 type Row = (
     &'static str,
     u64,
@@ -14,12 +15,14 @@ type Row = (
     u64,
     u64,
     bool,
+    Option<u64>,
     &'static str,
 );
 
 /// Every preset: the shape as the model's own `config.json` on Hugging Face gives it
 /// (`num_hidden_layers`, `hidden_size`, `num_attention_heads`, `num_key_value_heads`,
-/// `intermediate_size`, `vocab_size`, `tie_word_embeddings`); all use a gated (SwiGLU) FFN.
+/// `intermediate_size`, `vocab_size`, `tie_word_embeddings`, `sliding_window`); all use a gated
+/// (SwiGLU) FFN.
 const PRESETS: [Row; 5] = [
     (
         "llama-2-7b",
@@ -30,6 +33,7 @@ const PRESETS: [Row; 5] = [
         11008,
         32000,
         false,
+        None,
         "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json",
     ),
     (
@@ -41,6 +45,7 @@ const PRESETS: [Row; 5] = [
         14336,
         128256,
         false,
+        None,
         "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json",
     ),
     (
@@ -52,6 +57,7 @@ const PRESETS: [Row; 5] = [
         28672,
         128256,
         false,
+        None,
         "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json",
     ),
     (
@@ -63,6 +69,7 @@ const PRESETS: [Row; 5] = [
         14336,
         32000,
         false,
+        Some(4096),
         "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
     ),
     (
@@ -74,6 +81,7 @@ const PRESETS: [Row; 5] = [
         18944,
         152064,
         false,
+        None,
         "https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json",
     ),
 ];
@@ -94,7 +102,7 @@ pub fn find(name: &str) -> Result<Model, String> {
                 names().join(", ")
             )
         })?;
-    let (name, layers, hidden, heads, kv_heads, ffn, vocab, tied, source) = *row;
+    let (name, layers, hidden, heads, kv_heads, ffn, vocab, tied, window, source) = *row;
     Ok(Model {
         name: name.to_string(),
         layers,
@@ -106,6 +114,8 @@ pub fn find(name: &str) -> Result<Model, String> {
         gated_ffn: true,
         vocab,
         tied_embeddings: tied,
+        sliding_window: window,
+        window_layers: if window.is_some() { layers } else { 0 },
         source: source.to_string(),
     })
 }
@@ -161,10 +171,18 @@ pub fn from_hf_config(origin: &str, text: &str) -> Result<Model, String> {
         None => hidden.checked_div(heads).unwrap_or(0),
     };
     let model_type = obj.get("model_type").and_then(Value::as_str).unwrap_or("");
-    let tied = obj
-        .get("tie_word_embeddings")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let flag = |key: &str| -> Result<Option<bool>, String> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => x
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| format!("{origin}: `{key}` is {x}; expected true or false")),
+        }
+    };
+    // absent, the model class's default, as Transformers reads the file
+    let tied = flag("tie_word_embeddings")?.unwrap_or(!UNTIED_BY_DEFAULT.contains(&model_type));
+    let (sliding_window, window_layers) = sliding_window(origin, obj, model_type, layers)?;
     let name = obj
         .get("_name_or_path")
         .and_then(Value::as_str)
@@ -182,10 +200,92 @@ pub fn from_hf_config(origin: &str, text: &str) -> Result<Model, String> {
         gated_ffn: GATED.contains(&model_type),
         vocab,
         tied_embeddings: tied,
+        sliding_window,
+        window_layers,
         source: origin.to_string(),
     };
     model.check().map_err(|e| format!("{origin}: {e}"))?;
     Ok(model)
+}
+
+/// Model types whose Transformers configuration class defaults `tie_word_embeddings` to false;
+/// every other class keeps `PretrainedConfig`'s true (Gemma's, GPT-2's). A `config.json` saved
+/// by Transformers leaves the key out where it equals those defaults.
+const UNTIED_BY_DEFAULT: [&str; 8] = [
+    "llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2", "granite", "gpt_neox",
+];
+
+/// Which layers attend through a sliding window, and its size, as Transformers builds them from
+/// the config: `layer_types` where the file lists them (`sliding_attention` or
+/// `full_attention`); else, where `sliding_window` is set, Qwen2/3's layers from
+/// `max_window_layers` on (only with `use_sliding_window`), Gemma 2's every other layer (the
+/// first of each pair), Gemma 3's all but every `sliding_window_pattern`-th (6), and every
+/// layer for the others (Mistral, Phi-3).
+fn sliding_window(
+    origin: &str,
+    obj: &serde_json::Map<String, Value>,
+    model_type: &str,
+    layers: u64,
+) -> Result<(Option<u64>, u64), String> {
+    let int = |key: &str| -> Result<Option<u64>, String> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => x
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| format!("{origin}: `{key}` is {x}; expected a whole number")),
+        }
+    };
+    let window = int("sliding_window")?.filter(|&w| w > 0);
+    let use_window = obj.get("use_sliding_window").and_then(Value::as_bool);
+    let windowed = if let Some(types) = obj.get("layer_types").filter(|v| !v.is_null()) {
+        let types = types.as_array().ok_or_else(|| {
+            format!("{origin}: `layer_types` is {types}; expected a list of layer types")
+        })?;
+        if types.len() as u64 != layers {
+            return Err(format!(
+                "{origin}: `layer_types` lists {} layers, `num_hidden_layers` says {layers}",
+                types.len()
+            ));
+        }
+        let mut windowed = 0;
+        for t in types {
+            match t.as_str() {
+                Some("full_attention") => {}
+                Some("sliding_attention") => windowed += 1,
+                _ => {
+                    return Err(format!(
+                        "{origin}: layer type {t} is not modelled (estimate takes \
+                         `full_attention` and `sliding_attention` layers)"
+                    ))
+                }
+            }
+        }
+        if windowed > 0 && window.is_none() {
+            return Err(format!(
+                "{origin}: {windowed} layers are `sliding_attention` but `sliding_window` gives \
+                 no window"
+            ));
+        }
+        windowed
+    } else if window.is_none() || use_window == Some(false) {
+        0
+    } else {
+        match model_type {
+            // Qwen2Config: the window only with use_sliding_window (false by default), from
+            // layer max_window_layers (28 by default) on
+            "qwen2" | "qwen3" if use_window != Some(true) => 0,
+            "qwen2" | "qwen3" => layers.saturating_sub(int("max_window_layers")?.unwrap_or(28)),
+            // layers 0, 2, 4, … slide
+            "gemma2" => layers.div_ceil(2),
+            "gemma3" | "gemma3_text" => {
+                let pattern = int("sliding_window_pattern")?.unwrap_or(6).max(1);
+                layers - layers / pattern
+            }
+            _ => layers,
+        }
+    };
+    Ok((window.filter(|_| windowed > 0), windowed))
 }
 
 #[cfg(test)]
@@ -237,5 +337,85 @@ mod tests {
             err(&text.replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 7"))
                 .contains("multiple of KV heads")
         );
+    }
+
+    /// A config without `tie_word_embeddings` takes its class's default, as Transformers does:
+    /// google/gemma-2b's published config.json has no such key, and Gemma ties (2,506,172,416
+    /// parameters); a Llama-class one left without it is untied.
+    #[test]
+    fn an_absent_tie_takes_the_model_classs_default() {
+        let gemma_2b = r#"{"architectures": ["GemmaForCausalLM"], "head_dim": 256,
+            "hidden_size": 2048, "intermediate_size": 16384, "model_type": "gemma",
+            "num_attention_heads": 8, "num_hidden_layers": 18, "num_key_value_heads": 1,
+            "vocab_size": 256000}"#;
+        let m = from_hf_config("gemma-2b.json", gemma_2b).unwrap();
+        assert!(m.tied_embeddings);
+        // 18 × (2048 × 2048 + 2 × 2048 × 256 + 2048 × 2048 + 3 × 2048 × 16384 + 2 × 2048)
+        // + 256000 × 2048 + 2048
+        assert_eq!(m.params(), 2_506_172_416.0);
+        let llama = gemma_2b.replace("\"gemma\"", "\"llama\"");
+        assert!(!from_hf_config("c.json", &llama).unwrap().tied_embeddings);
+        let unknown = gemma_2b.replace("\"gemma\"", "\"somethingnew\"");
+        assert!(from_hf_config("c.json", &unknown).unwrap().tied_embeddings);
+        let said = gemma_2b.replace(
+            "\"vocab_size\"",
+            "\"tie_word_embeddings\": false, \"vocab_size\"",
+        );
+        assert!(!from_hf_config("c.json", &said).unwrap().tied_embeddings);
+    }
+
+    /// Sliding windows as Transformers builds them from a config.
+    #[test]
+    fn a_sliding_window_applies_to_the_layers_the_config_gives_it() {
+        let base = |extra: &str, model_type: &str| {
+            format!(
+                r#"{{"model_type": "{model_type}", "num_hidden_layers": 32, "hidden_size": 4096,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                "vocab_size": 32000{extra}}}"#
+            )
+        };
+        let read = |extra: &str, model_type: &str| {
+            let m = from_hf_config("c.json", &base(extra, model_type))?;
+            Ok::<_, String>((m.sliding_window, m.window_layers))
+        };
+        // Mistral 7B v0.1: every layer, 4096 tokens, as the preset has it
+        let mistral = read(r#", "sliding_window": 4096"#, "mistral").unwrap();
+        assert_eq!(mistral, (Some(4096), 32));
+        let preset = find("mistral-7b-v0.1").unwrap();
+        assert_eq!((preset.sliding_window, preset.window_layers), mistral);
+        assert_eq!(
+            read(r#", "sliding_window": null"#, "mistral"),
+            Ok((None, 0))
+        );
+        // Qwen2.5 ships "sliding_window": 131072 with "use_sliding_window": false
+        let qwen = r#", "sliding_window": 131072, "use_sliding_window": false"#;
+        assert_eq!(read(qwen, "qwen2"), Ok((None, 0)));
+        assert_eq!(read(r#", "sliding_window": 4096"#, "qwen2"), Ok((None, 0)));
+        let on = r#", "sliding_window": 4096, "use_sliding_window": true, "max_window_layers": 28"#;
+        assert_eq!(read(on, "qwen2"), Ok((Some(4096), 4)));
+        assert_eq!(
+            read(r#", "sliding_window": 4096"#, "gemma2"),
+            Ok((Some(4096), 16))
+        );
+        // Gemma 3: five sliding layers in six
+        let gemma3 = r#", "sliding_window": 1024, "sliding_window_pattern": 6"#;
+        assert_eq!(read(gemma3, "gemma3_text"), Ok((Some(1024), 27)));
+        // an explicit list wins
+        let mut types = vec!["\"full_attention\""; 30];
+        types.extend(["\"sliding_attention\""; 2]);
+        let listed = format!(
+            r#", "sliding_window": 512, "layer_types": [{}]"#,
+            types.join(",")
+        );
+        assert_eq!(read(&listed, "gemma2"), Ok((Some(512), 2)));
+        let e = read(&listed.replace("\"full_attention\",", ""), "gemma2").unwrap_err();
+        assert_eq!(
+            e,
+            "c.json: `layer_types` lists 2 layers, `num_hidden_layers` says 32"
+        );
+        let e = read(&listed.replace("512", "null"), "gemma2").unwrap_err();
+        assert!(e.contains("gives no window"), "{e}");
+        let e = read(&listed.replace("full_attention", "chunked_attention"), "x").unwrap_err();
+        assert!(e.contains("is not modelled"), "{e}");
     }
 }
