@@ -582,6 +582,16 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
     );
     assert!(line("NVML").contains("loaded (clocks"), "{listing}");
     assert!(line("kernels/mma.ptx").ends_with("JIT ok"), "{listing}");
+    // the modules a case loads are tried too: every one a default plan on this device runs
+    for module in [
+        "kernels/launch.ptx",
+        "kernels/gemm_simt.ptx",
+        "kernels/gemm.ptx.in#bf16.f32",
+        "kernels/gemm.ptx.in#f16.f32",
+        "kernels/gemm.ptx.in#tf32.f32",
+    ] {
+        assert!(line(module).ends_with("JIT ok"), "{module}: {listing}");
+    }
     let fp8 = line("kernels/mma_sm89.ptx");
     assert!(
         fp8.contains("JIT FAILED") && fp8.contains("JIT log") && fp8.contains("rejects"),

@@ -789,15 +789,19 @@ impl CudaBackend {
                 status(&self.modules.latency),
             ),
         ];
-        // the modules loaded per case: one sweep expansion per precision, and on Hopper its
-        // two GEMMs (a case loads them when it runs; here their JIT is tried now)
-        let mut per_case = Vec::new();
+        // the modules loaded per case: the launch-overhead kernels, the f32 SIMT GEMM, one
+        // sweep expansion per precision and each tensor-core GEMM's, and on Hopper its two
+        // GEMMs (a case loads them when it runs; here their JIT is tried now)
+        let mut per_case = vec![ModuleId::Launch, ModuleId::GemmSimt];
         if cuda_plan::runs_compute_kernels(self.compute_capability) {
             let k = *crate::bench::intensity::KS
                 .last()
                 .expect("the sweep has k values");
             for p in crate::bench::intensity::PRECISIONS {
                 per_case.push(ModuleId::Sweep(p, k));
+            }
+            for p in crate::bench::gemm::TENSOR_PRECISIONS {
+                per_case.push(ModuleId::Gemm(p));
             }
         }
         if cuda_plan::runs_wgmma(self.compute_capability) {
