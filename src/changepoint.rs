@@ -24,6 +24,8 @@
 //!    within a factor of [`MATCH_FACTOR`], each level at most once (the nearest edge wins); a
 //!    plateau is the level of the edge that ends it, and the last plateau is `DRAM` when it
 //!    starts above the largest reported cache. Anything else is unmatched, and said so.
+//! 8. **Level**: a plateau's figure is its median step (the upper of the two middle steps of an
+//!    even count), a step that was measured, not a mean of two.
 //!
 //! This module is pure: points in, plateaus out. It must not read rows, files or devices.
 
@@ -60,8 +62,10 @@ pub struct Plateau {
     pub last: usize,
     pub from_bytes: u64,
     pub to_bytes: u64,
-    /// The median GB/s of its points.
+    /// The GB/s of its median step (the upper of the two middle steps of an even count).
     pub gbps: f64,
+    /// The working set of that step, bytes.
+    pub median_bytes: u64,
     /// Where it ends: the edge to the next plateau, bytes; `None` for the last.
     pub edge_bytes: Option<u64>,
 }
@@ -103,6 +107,14 @@ fn median(values: &mut [f64]) -> f64 {
     } else {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     }
+}
+
+/// The median step of `(bytes, gbps)` points by GB/s: the upper of the two middle ones of an
+/// even count, so always a step that was measured. `points` must not be empty.
+pub fn median_step(points: &[(u64, f64)]) -> (u64, f64) {
+    let mut sorted = points.to_vec();
+    sorted.sort_by(|a, b| a.1.total_cmp(&b.1));
+    sorted[sorted.len() / 2]
 }
 
 /// The noise of `y` ([`NOISE_FLOOR`] at least): the MAD of its first differences.
@@ -223,13 +235,14 @@ pub fn detect(points: &[(u64, f64)]) -> Detected {
     let mut plateaus: Vec<Plateau> = kept
         .iter()
         .map(|&(s, t)| {
-            let mut g: Vec<f64> = points[s..t].iter().map(|p| p.1).collect();
+            let (median_bytes, gbps) = median_step(&points[s..t]);
             Plateau {
                 first: s,
                 last: t - 1,
                 from_bytes: points[s].0,
                 to_bytes: points[t - 1].0,
-                gbps: median(&mut g),
+                gbps,
+                median_bytes,
                 edge_bytes: None,
             }
         })
@@ -467,6 +480,25 @@ mod tests {
         let levels = match_levels(&d.plateaus, &one);
         assert_eq!(levels.iter().filter(|l| **l != Level::Unmatched).count(), 2);
         assert!(matches!(&levels[1], Level::Cache { name, .. } if name == "L2"));
+    }
+
+    /// A plateau's figure is a step it measured: the upper middle of an even count, not the
+    /// mean of the two middle steps.
+    #[test]
+    fn a_plateau_is_its_median_step() {
+        assert_eq!(
+            median_step(&[(1, 10.0), (2, 30.0), (3, 20.0), (4, 40.0)]),
+            (2, 30.0)
+        );
+        assert_eq!(median_step(&[(1, 10.0), (2, 30.0), (3, 20.0)]), (3, 20.0));
+        let points: Vec<(u64, f64)> = (0..12u64)
+            .map(|i| ((16 + i) << 10, 100.0 + (i % 4) as f64))
+            .collect();
+        let d = detect(&points);
+        assert_eq!(d.plateaus.len(), 1);
+        let p = &d.plateaus[0];
+        assert!(points.contains(&(p.median_bytes, p.gbps)), "{p:?}");
+        assert_eq!(p.gbps, 102.0);
     }
 
     #[test]

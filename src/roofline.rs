@@ -9,9 +9,9 @@
 //! - **Cache ceilings** (L1, L2, and the host's L3): where the bandwidth sweep ran
 //!   (`cache/sweep/i32/<KiB>`), the plateaus its curve forms ([`sweep_plateaus`],
 //!   [`crate::changepoint`]): a plateau matched to a reported cache level sets that level's
-//!   ceiling: the median valid step within it (the upper one of an even count; a plateau's
-//!   first steps can still carry the ramp from the level above, so not its best), and the
-//!   ceiling names that step and the plateau.
+//!   ceiling: its median step (the upper one of an even count, the plateau's own figure; a
+//!   plateau's first steps can still carry the ramp from the level above, so not its best),
+//!   and the ceiling names that step and the plateau.
 //!   A level no plateau was matched to falls back to the highest GB/s of any valid `cache` row
 //!   of that level (`cache/l2/i32/<KiB>`: a working set sized to stay in it, see
 //!   [`crate::bench::cache`]). No spec sheet gives cache bandwidth, so they have no efficiency.
@@ -281,18 +281,16 @@ pub fn fit(
         if fit.memory(level).is_some() {
             continue;
         }
-        // The median step, not the best: a plateau's first steps can still carry the ramp
-        // from the level above.
-        let mut within: Vec<(f64, String)> = steps
+        // The median step, the plateau's own figure, not the best: a plateau's first steps
+        // can still carry the ramp from the level above.
+        let measured = steps
             .iter()
             .filter(|r| r.valid)
             .filter(|r| {
                 r.working_set_bytes >= plateau.from_bytes && r.working_set_bytes <= plateau.to_bytes
             })
-            .filter_map(|r| usable(r.gbps).map(|g| (g, r.case_id())))
-            .collect();
-        within.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let measured = within.get(within.len() / 2).cloned();
+            .find(|r| r.gbps == Some(plateau.median_gbps))
+            .map(|r| (plateau.median_gbps, r.case_id()));
         fit.memory_ceilings
             .push(cache_ceiling(level, measured, Some(plateau)));
     }
@@ -949,6 +947,8 @@ pub(crate) mod tests {
             assert!(g >= gbps * 0.97 && g < gbps * 1.03, "{m:?}");
             assert!(m.case.as_deref().unwrap().starts_with("cache/sweep/i32/"));
             let p = m.plateau.as_ref().unwrap();
+            // the ceiling is the plateau's own figure, one median
+            assert_eq!(m.gbps, Some(p.median_gbps));
             let edge = p.edge_bytes.unwrap() as f64 / p.reported_bytes.unwrap() as f64;
             assert!(edge > 0.8 && edge < 1.25, "{p:?}");
         }

@@ -68,7 +68,8 @@ pub struct SweepPlateau {
     /// plateau; absent for the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edge_bytes: Option<u64>,
-    /// The median GB/s of its steps.
+    /// The GB/s of its median step (the upper of the two middle steps of an even count): a step
+    /// that was measured, the one a ceiling from this plateau names.
     pub median_gbps: f64,
     /// How many steps it spans.
     pub steps: u32,
