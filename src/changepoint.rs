@@ -20,10 +20,16 @@
 //!    mean of their levels (interpolated in log–log between the points around the crossing).
 //!    A cache of `C` bytes that holds the working set until it is full puts this crossing near
 //!    `C`.
-//! 7. **Matching**: each edge goes to the reported level whose size is nearest (in octaves)
-//!    within a factor of [`MATCH_FACTOR`], each level at most once (the nearest edge wins); a
-//!    plateau is the level of the edge that ends it, and the last plateau is `DRAM` when it
-//!    starts above the largest reported cache. Anything else is unmatched, and said so.
+//! 7. **Matching**: a plateau qualifies for each reported level whose size lies within a factor
+//!    of [`MATCH_FACTOR`] of the edge that ends it. Each plateau takes at most one level and
+//!    each level goes to at most one plateau: the longest plateau (most steps) first, to the
+//!    nearest (in octaves) of the levels it qualifies for that are left; between plateaus as
+//!    long, the nearer edge first. A short run of steps (a transient dip, or the falling edge
+//!    of a level) thus never takes a level from the plateau that is the level. The last
+//!    plateau is `DRAM` when it starts above the largest reported cache. Anything else is
+//!    unmatched, and says why ([`Unmatched`]).
+//! 8. **Level**: a plateau's figure is its median step (the upper of the two middle steps of an
+//!    even count), a step that was measured, not a mean of two.
 //!
 //! This module is pure: points in, plateaus out. It must not read rows, files or devices.
 
@@ -60,8 +66,10 @@ pub struct Plateau {
     pub last: usize,
     pub from_bytes: u64,
     pub to_bytes: u64,
-    /// The median GB/s of its points.
+    /// The GB/s of its median step (the upper of the two middle steps of an even count).
     pub gbps: f64,
+    /// The working set of that step, bytes.
+    pub median_bytes: u64,
     /// Where it ends: the edge to the next plateau, bytes; `None` for the last.
     pub edge_bytes: Option<u64>,
 }
@@ -80,8 +88,24 @@ pub enum Level {
     Cache { name: String, bytes: u64 },
     /// Beyond the largest reported cache.
     Dram,
+    /// No level: why.
+    Unmatched(Unmatched),
+}
+
+/// Why a plateau was matched to no level.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unmatched {
+    /// No cache level was reported at all.
+    NothingReported,
     /// Nothing reported lies within [`MATCH_FACTOR`] of its edge.
-    Unmatched,
+    NoneNear,
+    /// The last plateau (it has no edge), and it does not start above the largest reported
+    /// cache (or none was reported), so it is not called `DRAM` either.
+    Last,
+    /// Every level within [`MATCH_FACTOR`] of its edge went to another plateau, longer (or as
+    /// long, with a nearer edge): `name` the nearest such level, `by` the index of the plateau
+    /// that took it.
+    Taken { name: String, by: usize },
 }
 
 /// Sum and sum of squares of `y[s..t]` from prefix sums.
@@ -103,6 +127,14 @@ fn median(values: &mut [f64]) -> f64 {
     } else {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     }
+}
+
+/// The median step of `(bytes, gbps)` points by GB/s: the upper of the two middle ones of an
+/// even count, so always a step that was measured. `points` must not be empty.
+pub fn median_step(points: &[(u64, f64)]) -> (u64, f64) {
+    let mut sorted = points.to_vec();
+    sorted.sort_by(|a, b| a.1.total_cmp(&b.1));
+    sorted[sorted.len() / 2]
 }
 
 /// The noise of `y` ([`NOISE_FLOOR`] at least): the MAD of its first differences.
@@ -223,13 +255,14 @@ pub fn detect(points: &[(u64, f64)]) -> Detected {
     let mut plateaus: Vec<Plateau> = kept
         .iter()
         .map(|&(s, t)| {
-            let mut g: Vec<f64> = points[s..t].iter().map(|p| p.1).collect();
+            let (median_bytes, gbps) = median_step(&points[s..t]);
             Plateau {
                 first: s,
                 last: t - 1,
                 from_bytes: points[s].0,
                 to_bytes: points[t - 1].0,
-                gbps: median(&mut g),
+                gbps,
+                median_bytes,
                 edge_bytes: None,
             }
         })
@@ -254,12 +287,12 @@ pub fn detect(points: &[(u64, f64)]) -> Detected {
 }
 
 /// The level each plateau is matched to, given the reported caches as `(name, bytes)` (the
-/// bytes the sweep's workers share: a per-core cache times the cores the run used).
+/// bytes the sweep's workers share: a per-core cache times the cores the run used); step 7 of
+/// the module's method.
 pub fn match_levels(plateaus: &[Plateau], reported: &[(String, u64)]) -> Vec<Level> {
     let distance = |edge: u64, size: u64| ((edge as f64) / (size as f64)).log2().abs();
     let limit = MATCH_FACTOR.log2() + 1e-9;
-    let mut out = vec![Level::Unmatched; plateaus.len()];
-    // Every (edge, level) pair within the factor, nearest first; each side used once.
+    // Every (plateau, level) pair within the factor, with its distance in octaves.
     let mut pairs: Vec<(f64, usize, usize)> = Vec::new();
     for (i, p) in plateaus.iter().enumerate() {
         let Some(edge) = p.edge_bytes else { continue };
@@ -270,21 +303,49 @@ pub fn match_levels(plateaus: &[Plateau], reported: &[(String, u64)]) -> Vec<Lev
             }
         }
     }
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut level_used = vec![false; reported.len()];
-    let mut plateau_done = vec![false; plateaus.len()];
-    for (_, i, k) in pairs {
-        if plateau_done[i] || level_used[k] {
+    // The longest plateau first, then the nearest edge; each side used once.
+    let steps = |i: usize| plateaus[i].last + 1 - plateaus[i].first;
+    pairs.sort_by(|a, b| steps(b.1).cmp(&steps(a.1)).then(a.0.total_cmp(&b.0)));
+    let mut taken_by: Vec<Option<usize>> = vec![None; reported.len()];
+    let mut out: Vec<Option<Level>> = vec![None; plateaus.len()];
+    for &(_, i, k) in &pairs {
+        if out[i].is_some() || taken_by[k].is_some() {
             continue;
         }
-        plateau_done[i] = true;
-        level_used[k] = true;
-        out[i] = Level::Cache {
+        taken_by[k] = Some(i);
+        out[i] = Some(Level::Cache {
             name: reported[k].0.clone(),
             bytes: reported[k].1,
-        };
+        });
     }
     let largest = reported.iter().map(|r| r.1).max().unwrap_or(0);
+    let mut out: Vec<Level> = out
+        .into_iter()
+        .enumerate()
+        .map(|(i, level)| {
+            if let Some(level) = level {
+                return level;
+            }
+            if reported.is_empty() {
+                return Level::Unmatched(Unmatched::NothingReported);
+            }
+            if plateaus[i].edge_bytes.is_none() {
+                return Level::Unmatched(Unmatched::Last);
+            }
+            // The nearest level it qualified for, and who took it.
+            let nearest = pairs
+                .iter()
+                .filter(|p| p.1 == i)
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            match nearest.and_then(|&(_, _, k)| Some((k, taken_by[k]?))) {
+                Some((k, by)) => Level::Unmatched(Unmatched::Taken {
+                    name: reported[k].0.clone(),
+                    by,
+                }),
+                None => Level::Unmatched(Unmatched::NoneNear),
+            }
+        })
+        .collect();
     if let Some(last) = plateaus.last() {
         if largest > 0 && last.from_bytes > largest {
             *out.last_mut().expect("one plateau at least") = Level::Dram;
@@ -378,7 +439,7 @@ mod tests {
             .map(|l| match l {
                 Level::Cache { name, .. } => name.clone(),
                 Level::Dram => "DRAM".into(),
-                Level::Unmatched => "-".into(),
+                Level::Unmatched(_) => "-".into(),
             })
             .collect();
         assert_eq!(names, ["L1d", "L2", "L3", "DRAM"]);
@@ -456,17 +517,99 @@ mod tests {
                 bytes: L1
             }
         );
-        assert_eq!(levels[1], Level::Unmatched);
+        assert_eq!(levels[1], Level::Unmatched(Unmatched::NoneNear));
         assert_eq!(levels[3], Level::Dram);
         // Nothing reported: the last plateau is not called DRAM.
         assert!(match_levels(&d.plateaus, &[])
             .iter()
-            .all(|l| *l == Level::Unmatched));
-        // One reported level near two edges goes to the nearer.
+            .all(|l| *l == Level::Unmatched(Unmatched::NothingReported)));
+        // One reported level: its plateau, and DRAM past it.
         let one = vec![("L2".to_string(), L2)];
         let levels = match_levels(&d.plateaus, &one);
-        assert_eq!(levels.iter().filter(|l| **l != Level::Unmatched).count(), 2);
         assert!(matches!(&levels[1], Level::Cache { name, .. } if name == "L2"));
+        assert_eq!(levels[3], Level::Dram);
+        assert!(matches!(levels[0], Level::Unmatched(Unmatched::NoneNear)));
+    }
+
+    /// A plateau of `steps` steps from `from` bytes at 8 per octave, ending at `edge`.
+    fn plateau(first: usize, steps: usize, from: u64, gbps: f64, edge: Option<u64>) -> Plateau {
+        Plateau {
+            first,
+            last: first + steps - 1,
+            from_bytes: from,
+            to_bytes: (from as f64 * ((steps - 1) as f64 / 8.0).exp2()) as u64,
+            gbps,
+            median_bytes: from,
+            edge_bytes: edge,
+        }
+    }
+
+    /// The Xeon run of 2026-12-04 (b3b7c787): L2's plateau (33 steps, 108 KiB .. 1.7 MiB, edge
+    /// 2.1 MiB) and its falling edge (5 steps at 2.2 .. 3.1 MiB, edge 4.2 MiB) both lie within
+    /// 2x of the 4 MiB reported; the longer is L2 although the short one's edge is nearer, and
+    /// the short one says which plateau took the level.
+    #[test]
+    fn the_longest_plateau_takes_a_level_not_the_nearest_edge() {
+        const KIB: u64 = 1 << 10;
+        let plateaus = [
+            plateau(0, 21, 16 * KIB, 607.0, Some(101 * KIB)),
+            plateau(21, 33, 108 * KIB, 355.0, Some(2150 * KIB)),
+            plateau(55, 5, 2253 * KIB, 252.0, Some(4300 * KIB)),
+            plateau(62, 32, 6860 * KIB, 57.7, Some(135 << 20)),
+            plateau(100, 29, 181 << 20, 30.8, None),
+        ];
+        let reported = vec![
+            ("L1d".to_string(), 96 * KIB),
+            ("L2".to_string(), 4 << 20),
+            ("L3".to_string(), 480 << 20),
+        ];
+        let levels = match_levels(&plateaus, &reported);
+        assert!(matches!(&levels[0], Level::Cache { name, .. } if name == "L1d"));
+        assert!(
+            matches!(&levels[1], Level::Cache { name, .. } if name == "L2"),
+            "{levels:?}"
+        );
+        assert_eq!(
+            levels[2],
+            Level::Unmatched(Unmatched::Taken {
+                name: "L2".into(),
+                by: 1
+            })
+        );
+        // 135 MiB is 3.5x from 480 MiB: nothing near; the last starts below the L3 reported.
+        assert_eq!(levels[3], Level::Unmatched(Unmatched::NoneNear));
+        assert_eq!(levels[4], Level::Unmatched(Unmatched::Last));
+        // As long, the nearer edge wins.
+        let mut even = plateaus.clone();
+        even[2] = plateau(55, 33, 2253 * KIB, 252.0, Some(4300 * KIB));
+        let levels = match_levels(&even, &reported);
+        assert!(matches!(&levels[2], Level::Cache { name, .. } if name == "L2"));
+        assert_eq!(
+            levels[1],
+            Level::Unmatched(Unmatched::Taken {
+                name: "L2".into(),
+                by: 2
+            })
+        );
+    }
+
+    /// A plateau's figure is a step it measured: the upper middle of an even count, not the
+    /// mean of the two middle steps.
+    #[test]
+    fn a_plateau_is_its_median_step() {
+        assert_eq!(
+            median_step(&[(1, 10.0), (2, 30.0), (3, 20.0), (4, 40.0)]),
+            (2, 30.0)
+        );
+        assert_eq!(median_step(&[(1, 10.0), (2, 30.0), (3, 20.0)]), (3, 20.0));
+        let points: Vec<(u64, f64)> = (0..12u64)
+            .map(|i| ((16 + i) << 10, 100.0 + (i % 4) as f64))
+            .collect();
+        let d = detect(&points);
+        assert_eq!(d.plateaus.len(), 1);
+        let p = &d.plateaus[0];
+        assert!(points.contains(&(p.median_bytes, p.gbps)), "{p:?}");
+        assert_eq!(p.gbps, 102.0);
     }
 
     #[test]

@@ -16,7 +16,9 @@ use crate::bench::{Family, Precision};
 use crate::calibration::Calibration;
 use crate::specs::{self, GpuSpec};
 use crate::{Error, Result};
-use roofprobe_calibration::{GemmEfficiency, MemoryLevel, SizeEfficiency, SpecBasis};
+use roofprobe_calibration::{
+    GemmEfficiency, GemmEfficiencyPoint, MemoryLevel, SizeEfficiency, SpecBasis,
+};
 use std::fmt::Write as _;
 
 /// The formats `export` writes.
@@ -816,7 +818,10 @@ pub fn best_gemm_curve(cal: &Calibration, precision: Precision) -> Option<&GemmE
 
 /// Calculon's `gflops_efficiency` from a measured GEMM curve: each measured size (GFLOP of the
 /// product, largest first) at its achieved rate over the written rate, and the smallest size's
-/// efficiency carried down to size 0 (which Calculon's lookup needs; not measured). The rate is
+/// efficiency carried down to size 0 (which Calculon's lookup needs; not measured). Calculon
+/// takes one efficiency a size; where several shapes have the same size (256³ and 1 × 4096 ×
+/// 4096 are both 0.0336 GFLOP), the lowest measured there, as an estimator should not be
+/// promised more than the run measured at that size ([`one_point_per_size`]). The rate is
 /// raised to the fastest GEMM where that beat it, since Calculon refuses efficiencies above 1.
 /// Where no rate was written (a host has no tensor figure), the curve's own ceiling is the rate.
 fn gemm_curve(f: &mut Vec<Field>, x: &Inputs, dtype: &str, curve: &GemmEfficiency) {
@@ -858,19 +863,19 @@ fn gemm_curve(f: &mut Vec<Field>, x: &Inputs, dtype: &str, curve: &GemmEfficienc
             curve.kernel, curve.precision, fastest.shape
         ));
     }
-    let mut points: Vec<(f64, f64)> = Vec::new();
-    for p in curve.points.iter().rev() {
-        if points.last().is_some_and(|(size, _)| *size <= p.gflop) {
-            continue; // Calculon needs sizes strictly falling
-        }
-        points.push((p.gflop, (p.gflops / rate_gflops).min(1.0)));
-    }
+    let per_size = one_point_per_size(&curve.points);
+    // Calculon needs sizes strictly falling
+    let mut points: Vec<(f64, f64)> = per_size
+        .iter()
+        .rev()
+        .map(|p| (p.gflop, (p.gflops / rate_gflops).min(1.0)))
+        .collect();
     if let Some(&(size, eff)) = points.last() {
         if size > 0.0 {
             points.push((0.0, eff));
         }
     }
-    let smallest = &curve.points[0];
+    let (smallest, largest) = (per_size[0], per_size[per_size.len() - 1]);
     f.retain(|g| g.key != rate_key && g.key != curve_key);
     f.push(Field {
         key: rate_key,
@@ -883,15 +888,37 @@ fn gemm_curve(f: &mut Vec<Field>, x: &Inputs, dtype: &str, curve: &GemmEfficienc
         value: Value::Curve(points),
         unit: "[[GFLOP, efficiency]]",
         source: Source::Measured(format!(
-            "gemm/{}/{}: {} sizes, {} to {}; below {} its efficiency carried down (not measured)",
+            "gemm/{}/{}: {} sizes from {} GEMMs (where shapes share a size, the lowest \
+             efficiency), {} to {}; below {} its efficiency carried down (not measured)",
             curve.kernel,
             curve.precision,
+            per_size.len(),
             curve.points.len(),
             smallest.shape,
-            curve.points[curve.points.len() - 1].shape,
+            largest.shape,
             smallest.shape
         )),
     });
+}
+
+/// A GEMM curve's points, one per size (GFLOP of the product), ascending: at a size several
+/// shapes share, the one that ran slowest (the lowest efficiency; the first in the curve's
+/// order among equal rates).
+fn one_point_per_size(points: &[GemmEfficiencyPoint]) -> Vec<&GemmEfficiencyPoint> {
+    let mut sorted: Vec<&GemmEfficiencyPoint> = points.iter().collect();
+    sorted.sort_by(|a, b| a.gflop.total_cmp(&b.gflop));
+    let mut out: Vec<&GemmEfficiencyPoint> = Vec::new();
+    for p in sorted {
+        match out.last_mut() {
+            Some(kept) if kept.gflop == p.gflop => {
+                if p.gflops < kept.gflops {
+                    *kept = p;
+                }
+            }
+            _ => out.push(p),
+        }
+    }
+    out
 }
 
 fn calculon_fields(x: &Inputs) -> Vec<Field> {
@@ -1351,13 +1378,63 @@ mod tests {
             .as_str()
             .unwrap();
         assert!(
-            source.contains("measured: gemm/ptx/f16.f32: 2 sizes"),
+            source.contains("measured: gemm/ptx/f16.f32: 2 sizes from 2 GEMMs"),
             "{source}"
         );
         assert!(source.contains("carried down (not measured)"), "{source}");
         // an A100 has a TF32 figure on its sheet: float32 is the tensor rate, its efficiency
         // from the f32 GEMM against it
         assert_eq!(json["matrix"]["float32"]["tflops"], 156.0);
+    }
+
+    /// Shapes of one size (2·256³ = 2·1·4096·4096 flops) give Calculon one point, the lowest
+    /// efficiency measured there, whichever order the shapes sort in; the source counts the
+    /// sizes written and the GEMMs they came from. The Xeon run b3b7c787 kept 256³ (0.4266) over
+    /// the GEMV beside it (0.0161), carried that down to 0, and said 59 sizes for 24.
+    #[test]
+    fn calculon_takes_the_lowest_efficiency_where_shapes_share_a_size() {
+        use crate::bench::gemm::Shape;
+        use crate::roofline::tests::gemm_row;
+        let gemv = Shape::new(1, 4096, 4096);
+        assert_eq!(gemv.flops(), Shape::square(256).flops());
+        for (square, vector) in [(5_000.0, 200.0), (200.0, 5_000.0)] {
+            let mut rows = synthetic_run();
+            rows.extend([
+                gemm_row("simd", Precision::F32, Shape::square(256), square, true),
+                gemm_row("simd", Precision::F32, gemv, vector, true),
+                gemm_row("simd", Precision::F32, Shape::square(1024), 9_000.0, true),
+            ]);
+            let cal = Calibration::from_records(&rows, None).unwrap();
+            let e = build(&cal, sheet_of(&cal).unwrap(), Format::Calculon, &[]).unwrap();
+            let json: serde_json::Value = serde_json::from_str(&e.text).unwrap();
+            let rate = json["matrix"]["float32"]["tflops"].as_f64().unwrap() * 1e3;
+            let curve: Vec<(f64, f64)> = json["matrix"]["float32"]["gflops_efficiency"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
+                .collect();
+            let small = gemv.flops() as f64 / 1e9;
+            assert_eq!(curve.len(), 3, "{curve:?}");
+            assert!((curve[1].0 - small).abs() < 1e-12, "{curve:?}");
+            assert!((curve[1].1 - 200.0 / rate).abs() < 1e-12, "{curve:?}");
+            assert_eq!(curve[2], (0.0, curve[1].1));
+            let slowest = if square < vector {
+                "256x256x256"
+            } else {
+                "1x4096x4096"
+            };
+            let source = json["roofprobe_sources"]["matrix.float32.gflops_efficiency"]
+                .as_str()
+                .unwrap();
+            assert!(
+                source.contains(&format!(
+                    "measured: gemm/simd/f32: 2 sizes from 3 GEMMs (where shapes share a size, \
+                     the lowest efficiency), {slowest} to 1024x1024x1024; below {slowest}"
+                )),
+                "{source}"
+            );
+        }
     }
 
     #[test]

@@ -7,12 +7,15 @@
 //!   at least 4× the last-level cache (smaller ones are cache figures, listed as excluded),
 //!   whichever kernel and precision set it; the ceiling names that case.
 //! - **Cache ceilings** (L1, L2, and the host's L3): where the bandwidth sweep ran
-//!   (`cache/sweep/i32/<KiB>`), the plateaus its curve forms ([`sweep_plateaus`],
+//!   (`cache/sweep/i32/<KiB>`), the plateaus its curve forms ([`sweep_levels`],
 //!   [`crate::changepoint`]): a plateau matched to a reported cache level sets that level's
-//!   ceiling: the median valid step within it (the upper one of an even count; a plateau's
-//!   first steps can still carry the ramp from the level above, so not its best), and the
-//!   ceiling names that step and the plateau.
-//!   A level no plateau was matched to falls back to the highest GB/s of any valid `cache` row
+//!   ceiling: its median step (the upper one of an even count, the plateau's own figure; a
+//!   plateau's first steps can still carry the ramp from the level above, so not its best),
+//!   and the ceiling names that step and the plateau. A cache is never slower than the levels
+//!   behind it (L1 ≥ L2 ≥ L3 ≥ DRAM): a plateau whose median step lies below the ceiling of an
+//!   outer level (set first, DRAM's then L3's then L2's) is a dip, not its level, and sets
+//!   nothing ([`PlateauRole::BelowOuter`]).
+//!   A level no plateau set falls back to the highest GB/s of any valid `cache` row
 //!   of that level (`cache/l2/i32/<KiB>`: a working set sized to stay in it, see
 //!   [`crate::bench::cache`]). No spec sheet gives cache bandwidth, so they have no efficiency.
 //! - **Compute ceilings**: per family and precision (`peak` f64, f32, f16x2, …; `tensor` f16.f32,
@@ -129,11 +132,45 @@ fn memory_level(name: &str) -> Option<MemoryLevel> {
     }
 }
 
+/// What became of one plateau of the bandwidth sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlateauRole {
+    /// It set the ceiling of its level: its median step.
+    Ceiling(MemoryLevel),
+    /// Matched to `level`, but its median step lies below the ceiling of `outer`, a level
+    /// further out (`outer_gbps`): a cache is never slower than the levels behind it (L1 ≥ L2
+    /// ≥ L3 ≥ DRAM), so the plateau is a dip, not the level, and the level's ceiling comes
+    /// from its fixed-size rows (`fixed_rows`: whether it has any).
+    BelowOuter {
+        level: MemoryLevel,
+        outer: MemoryLevel,
+        outer_gbps: f64,
+        fixed_rows: bool,
+    },
+    /// Matched to a reported level that has no ceiling here (not L1, L2 or L3).
+    NoCeiling,
+    /// The last plateau, past the largest reported cache: DRAM, whose ceiling STREAM sets.
+    Dram,
+    /// Matched to no level ([`crate::changepoint::Unmatched`] says why).
+    Unmatched(crate::changepoint::Unmatched),
+}
+
+/// One plateau of the bandwidth sweep: what it is ([`SweepPlateau`], `matched` the level it
+/// was matched to, if any), the case of its median step, and what became of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepLevel {
+    pub plateau: SweepPlateau,
+    /// The case of its median step (`cache/sweep/i32/861`).
+    pub median_case: String,
+    pub role: PlateauRole,
+}
+
 /// The plateaus of one run's bandwidth sweep (its valid `cache/sweep` rows, GB/s against
-/// working set), each with the reported level it was matched to ([`crate::changepoint`]); the
-/// reported levels are those the rows' notes carry ([`cache::reported_levels`]). Empty where
-/// the sweep did not run or found no plateau.
-pub fn sweep_plateaus(records: &[Record]) -> Vec<SweepPlateau> {
+/// working set), each with the reported level it was matched to ([`crate::changepoint`]; the
+/// reported levels are those the rows' notes carry, [`cache::reported_levels`]), the case of
+/// its median step, and its role as far as matching goes. Empty where the sweep did not run or
+/// found no plateau.
+fn sweep_matches(records: &[Record]) -> Vec<SweepLevel> {
     use crate::changepoint::{detect, match_levels, Level};
     let steps: Vec<&Record> = records
         .iter()
@@ -156,22 +193,119 @@ pub fn sweep_plateaus(records: &[Record]) -> Vec<SweepPlateau> {
         .iter()
         .zip(levels)
         .map(|(p, level)| {
-            let (matched, reported_bytes) = match level {
-                Level::Cache { name, bytes } => (name, Some(bytes)),
-                Level::Dram => ("DRAM".to_string(), None),
-                Level::Unmatched => (String::new(), None),
+            let (matched, reported_bytes, role) = match level {
+                Level::Cache { name, bytes } => {
+                    let role = match memory_level(&name) {
+                        Some(level) => PlateauRole::Ceiling(level),
+                        None => PlateauRole::NoCeiling,
+                    };
+                    (name, Some(bytes), role)
+                }
+                Level::Dram => ("DRAM".to_string(), None, PlateauRole::Dram),
+                Level::Unmatched(why) => (String::new(), None, PlateauRole::Unmatched(why)),
             };
-            SweepPlateau {
-                matched,
-                reported_bytes,
-                from_bytes: p.from_bytes,
-                to_bytes: p.to_bytes,
-                edge_bytes: p.edge_bytes,
-                median_gbps: p.gbps,
-                steps: (p.last + 1 - p.first) as u32,
+            let median_case = steps
+                .iter()
+                .find(|r| r.valid && r.working_set_bytes == p.median_bytes)
+                .map(|r| r.case_id())
+                .unwrap_or_default();
+            SweepLevel {
+                plateau: SweepPlateau {
+                    matched,
+                    reported_bytes,
+                    from_bytes: p.from_bytes,
+                    to_bytes: p.to_bytes,
+                    edge_bytes: p.edge_bytes,
+                    median_gbps: p.gbps,
+                    steps: (p.last + 1 - p.first) as u32,
+                },
+                median_case,
+                role,
             }
         })
         .collect()
+}
+
+/// The plateaus of one run's bandwidth sweep and what became of each: the level whose ceiling
+/// it set, or why it set none (see [`PlateauRole`]; the ceilings are [`fit`]'s). Empty where
+/// the sweep did not run or found no plateau.
+pub fn sweep_levels(records: &[Record]) -> Vec<SweepLevel> {
+    cache_ceilings(records, dram_best(records).map(|d| d.0)).1
+}
+
+/// The cache ceilings of one run, outermost level first as each is held against the levels
+/// behind it, and the sweep's plateaus with what became of each. A level's ceiling is the
+/// sweep's plateau matched to it, unless its median step is below an outer level's ceiling
+/// (`dram_gbps`, or a cache's set before it); else the best of its fixed-size rows. In the
+/// order the fit lists them: the sweep's levels in working-set order, then the fixed rows'.
+fn cache_ceilings(
+    records: &[Record],
+    dram_gbps: Option<f64>,
+) -> (Vec<MemoryCeiling>, Vec<SweepLevel>) {
+    let mut sweep = sweep_matches(records);
+    // (index in the sweep's plateaus, or past them for a fixed row's, and the ceiling)
+    let mut ceilings: Vec<(usize, MemoryCeiling)> = Vec::new();
+    let mut outer: Option<(MemoryLevel, f64)> = dram_gbps.map(|g| (MemoryLevel::Dram, g));
+    for (position, (kernel, level)) in cache::LEVELS.into_iter().enumerate().rev() {
+        let matched = sweep
+            .iter()
+            .position(|s| s.role == PlateauRole::Ceiling(level));
+        let mut fixed = records
+            .iter()
+            .filter(|r| r.family == Family::Cache && r.kernel == kernel)
+            .peekable();
+        let has_fixed = fixed.peek().is_some();
+        let ceiling = match matched {
+            Some(i) => {
+                let s = &mut sweep[i];
+                match outer {
+                    Some((outer, outer_gbps)) if s.plateau.median_gbps < outer_gbps => {
+                        s.role = PlateauRole::BelowOuter {
+                            level,
+                            outer,
+                            outer_gbps,
+                            fixed_rows: has_fixed,
+                        };
+                        has_fixed.then(|| {
+                            let measured = best(fixed, |r| r.gbps);
+                            (sweep.len() + position, cache_ceiling(level, measured, None))
+                        })
+                    }
+                    _ => {
+                        let measured = (s.plateau.median_gbps, s.median_case.clone());
+                        Some((
+                            i,
+                            cache_ceiling(level, Some(measured), Some(s.plateau.clone())),
+                        ))
+                    }
+                }
+            }
+            None => has_fixed.then(|| {
+                let measured = best(fixed, |r| r.gbps);
+                (sweep.len() + position, cache_ceiling(level, measured, None))
+            }),
+        };
+        if let Some((order, c)) = ceiling {
+            if let Some(g) = c.gbps {
+                if outer.is_none_or(|(_, o)| g > o) {
+                    outer = Some((level, g));
+                }
+            }
+            ceilings.push((order, c));
+        }
+    }
+    ceilings.sort_by_key(|(order, _)| *order);
+    (ceilings.into_iter().map(|(_, c)| c).collect(), sweep)
+}
+
+/// The best valid GB/s of the STREAM rows whose working set is a DRAM working set, and its case.
+fn dram_best(records: &[Record]) -> Option<(f64, String)> {
+    best(
+        records
+            .iter()
+            .filter(|r| r.family == Family::Stream && is_dram_working_set(r)),
+        |r| r.gbps,
+    )
 }
 
 /// A cache level's ceiling: its measured GB/s and the case that set it (from the sweep's
@@ -253,7 +387,7 @@ pub fn fit(
         .collect();
     let dram_spec = spec(Family::Stream, Precision::F32);
     if !stream.is_empty() || dram_spec.is_ok() {
-        let measured = best(stream.iter().copied(), |r| r.gbps);
+        let measured = dram_best(records);
         let (spec_gbps, spec_basis) = split_spec(dram_spec);
         let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gbps);
         fit.memory_ceilings.push(MemoryCeiling {
@@ -268,49 +402,11 @@ pub fn fit(
         });
     }
 
-    // Caches: the sweep's plateaus where they were matched to a level, then per level left,
-    // the best fixed-size row of that level.
-    let steps: Vec<&Record> = records
-        .iter()
-        .filter(|r| r.family == Family::Cache && r.kernel == cache::SWEEP)
-        .collect();
-    for plateau in sweep_plateaus(records) {
-        let Some(level) = memory_level(&plateau.matched) else {
-            continue;
-        };
-        if fit.memory(level).is_some() {
-            continue;
-        }
-        // The median step, not the best: a plateau's first steps can still carry the ramp
-        // from the level above.
-        let mut within: Vec<(f64, String)> = steps
-            .iter()
-            .filter(|r| r.valid)
-            .filter(|r| {
-                r.working_set_bytes >= plateau.from_bytes && r.working_set_bytes <= plateau.to_bytes
-            })
-            .filter_map(|r| usable(r.gbps).map(|g| (g, r.case_id())))
-            .collect();
-        within.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let measured = within.get(within.len() / 2).cloned();
-        fit.memory_ceilings
-            .push(cache_ceiling(level, measured, Some(plateau)));
-    }
-    for (kernel, level) in cache::LEVELS {
-        if fit.memory(level).is_some() {
-            continue;
-        }
-        let mut rows = records
-            .iter()
-            .filter(|r| r.family == Family::Cache && r.kernel == kernel)
-            .peekable();
-        if rows.peek().is_none() {
-            continue;
-        }
-        let measured = best(rows, |r| r.gbps);
-        fit.memory_ceilings
-            .push(cache_ceiling(level, measured, None));
-    }
+    // Caches: the sweep's plateau matched to a level where it is no slower than the levels
+    // behind, else the best fixed-size row of that level.
+    let dram_gbps = fit.memory(MemoryLevel::Dram).and_then(|m| m.gbps);
+    fit.memory_ceilings
+        .extend(cache_ceilings(records, dram_gbps).0);
 
     // Compute: per family and precision, measured or on the sheet.
     let mut keys: Vec<(Family, Precision)> = records
@@ -893,7 +989,12 @@ pub(crate) mod tests {
     /// step contributes nothing.
     #[test]
     fn sweep_plateaus_set_the_cache_ceilings() {
-        let caps = [(64u64 << 10, 150.0f64), (2 << 20, 60.0), (32 << 20, 20.0)];
+        // (a GPU-like sweep: every level above the synthetic run's 1500 GB/s DRAM)
+        let caps = [
+            (64u64 << 10, 15_000.0f64),
+            (2 << 20, 6_000.0),
+            (32 << 20, 2_000.0),
+        ];
         let note = cache::sweep_note(&[
             ("L1d".to_string(), 64 << 10),
             ("L2".to_string(), 2 << 20),
@@ -902,7 +1003,7 @@ pub(crate) mod tests {
         let mut records = synthetic_run();
         for bytes in cache::sweep_sizes(cache::MIN_BYTES, 128 << 20, 8) {
             let x = (bytes as f64).log2();
-            let (mut log_g, mut prev) = (400f64.ln(), 400f64);
+            let (mut log_g, mut prev) = (40_000f64.ln(), 40_000f64);
             for (cap, next) in caps {
                 let t = 1.0 / (1.0 + (-(x - (cap as f64).log2()) / 0.25).exp());
                 log_g += t * (next.ln() - prev.ln());
@@ -935,20 +1036,25 @@ pub(crate) mod tests {
             (1u64 << 30) as f64 / 500e9,
             true,
         ));
-        let plateaus = sweep_plateaus(&records);
-        let matched: Vec<&str> = plateaus.iter().map(|p| p.matched.as_str()).collect();
+        let plateaus = sweep_levels(&records);
+        let matched: Vec<&str> = plateaus
+            .iter()
+            .map(|p| p.plateau.matched.as_str())
+            .collect();
         assert_eq!(matched, ["L1d", "L2", "L3", "DRAM"], "{plateaus:?}");
         let fit = fit(&records, &a100_like_spec);
         for (level, gbps) in [
-            (MemoryLevel::L1, 400.0),
-            (MemoryLevel::L2, 150.0),
-            (MemoryLevel::L3, 60.0),
+            (MemoryLevel::L1, 40_000.0),
+            (MemoryLevel::L2, 15_000.0),
+            (MemoryLevel::L3, 6_000.0),
         ] {
             let m = fit.memory(level).unwrap();
             let g = m.gbps.unwrap();
             assert!(g >= gbps * 0.97 && g < gbps * 1.03, "{m:?}");
             assert!(m.case.as_deref().unwrap().starts_with("cache/sweep/i32/"));
             let p = m.plateau.as_ref().unwrap();
+            // the ceiling is the plateau's own figure, one median
+            assert_eq!(m.gbps, Some(p.median_gbps));
             let edge = p.edge_bytes.unwrap() as f64 / p.reported_bytes.unwrap() as f64;
             assert!(edge > 0.8 && edge < 1.25, "{p:?}");
         }
@@ -958,13 +1064,116 @@ pub(crate) mod tests {
         for r in records.iter_mut() {
             r.note.clear();
         }
-        assert!(sweep_plateaus(&records)
+        assert!(sweep_levels(&records)
             .iter()
-            .all(|p| p.matched.is_empty()));
+            .all(|p| p.plateau.matched.is_empty()));
         let fit = super::fit(&records, &a100_like_spec);
         let l1 = fit.memory(MemoryLevel::L1).unwrap();
         assert_eq!(l1.case.as_deref(), Some("cache/l1/i32/32"));
         assert!(l1.plateau.is_none());
+    }
+
+    /// The AMD EPYC run of 2026-12-03 (f90759ee): a 5-step dip at 724 KiB .. 1.0 MiB (75.7
+    /// GB/s) was the only plateau within 2x of the 2 MiB L2, and set an L2 ceiling below the
+    /// 149 GB/s of L3's plateau. A level's plateau below an outer level's ceiling sets nothing:
+    /// the fixed-size rows set the level, and the plateau says why it did not.
+    #[test]
+    fn a_plateau_below_an_outer_level_does_not_set_its_ceiling() {
+        const KIB: u64 = 1 << 10;
+        let note = cache::sweep_note(&[
+            ("L1d".to_string(), 64 * KIB),
+            ("L2".to_string(), 2 << 20),
+            ("L3".to_string(), 32 << 20),
+        ]);
+        // The curve: L1 3000 GB/s to 64 KiB, L2 at 1800 to 512 KiB, a dip at 750 from 724 KiB to
+        // 1 MiB, L3 at 1600 to 24 MiB, then DRAM at 400 (below STREAM's 1500, which no cache
+        // plateau here comes near).
+        let gbps_at = |bytes: u64| match bytes {
+            b if b <= 64 * KIB => 3000.0,
+            b if b <= 512 * KIB => 1800.0,
+            b if b < 724 * KIB => 1200.0,
+            b if b <= 1024 * KIB => 750.0,
+            b if b <= 24 << 20 => 1600.0,
+            _ => 400.0,
+        };
+        let mut records = synthetic_run();
+        for bytes in cache::sweep_sizes(cache::MIN_BYTES, 128 << 20, 8) {
+            let read = 64 * bytes;
+            let mut r = row(
+                Family::Cache,
+                cache::SWEEP,
+                Precision::I32,
+                Some(Param::Count((bytes >> 10) as u32)),
+                (read, 0),
+                read as f64 / (gbps_at(bytes) * 1e9),
+                true,
+            );
+            r.working_set_bytes = bytes;
+            r.note = format!("2 pinned threads; {note}");
+            records.push(r);
+        }
+        let fixed_l2 = |gbps: f64| {
+            row(
+                Family::Cache,
+                "l2",
+                Precision::I32,
+                Some(Param::Count(1024)),
+                (1 << 30, 0),
+                (1u64 << 30) as f64 / (gbps * 1e9),
+                true,
+            )
+        };
+        records.push(fixed_l2(1750.0));
+        let levels = sweep_levels(&records);
+        let dip = levels
+            .iter()
+            .find(|s| s.plateau.matched == "L2")
+            .unwrap_or_else(|| panic!("{levels:?}"));
+        assert_eq!(dip.plateau.from_bytes, 724 * KIB, "{levels:?}");
+        assert!(
+            matches!(
+                dip.role,
+                PlateauRole::BelowOuter {
+                    level: MemoryLevel::L2,
+                    outer: MemoryLevel::L3,
+                    outer_gbps,
+                    fixed_rows: true,
+                } if (outer_gbps - 1600.0).abs() < 1.0
+            ),
+            "{dip:?}"
+        );
+        let fit = fit(&records, &a100_like_spec);
+        let l2 = fit.memory(MemoryLevel::L2).unwrap();
+        assert_eq!(l2.case.as_deref(), Some("cache/l2/i32/1024"), "{l2:?}");
+        assert!(close(l2.gbps, 1750.0));
+        assert!(l2.plateau.is_none());
+        // L1 and L3 still come from their plateaus
+        let l3 = fit.memory(MemoryLevel::L3).unwrap();
+        assert!(close(l3.gbps, 1600.0), "{l3:?}");
+        assert!(fit.memory(MemoryLevel::L1).unwrap().plateau.is_some());
+        // Without a fixed-size row the level has no ceiling: never the dip's.
+        records.pop();
+        let fit = super::fit(&records, &a100_like_spec);
+        assert!(fit.memory(MemoryLevel::L2).is_none());
+        // An L3 plateau below DRAM's ceiling sets no L3 either.
+        for r in records.iter_mut().filter(|r| r.family == Family::Stream) {
+            retime(r, r.bytes as f64 / (1700.0 * 1e9));
+        }
+        let fit = super::fit(&records, &a100_like_spec);
+        assert!(
+            fit.memory(MemoryLevel::L3).is_none(),
+            "{:?}",
+            fit.memory_ceilings
+        );
+        assert!(sweep_levels(&records).iter().any(|s| matches!(
+            s.role,
+            PlateauRole::BelowOuter {
+                level: MemoryLevel::L3,
+                outer: MemoryLevel::Dram,
+                fixed_rows: false,
+                ..
+            }
+        )));
     }
 
     /// On Hopper the tensor ceiling is the `wgmma` rows', even where a `mma.sync` row of the

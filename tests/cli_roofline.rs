@@ -465,3 +465,64 @@ fn report_reads_a_schema_1_csv() {
         "{out}"
     );
 }
+
+/// The ceilings a run's bandwidth sweep sets, on two real runs where they went wrong: on the
+/// AMD EPYC VM (f90759ee) a 5-step dip at 724 KiB .. 1.0 MiB, the only plateau within 2x of
+/// the 2 MiB L2, set an L2 of 75.7 GB/s below the L3's 149; on the Xeon VM (b3b7c787) the
+/// falling edge at 2.2 .. 3.1 MiB (5 steps, 252 GB/s) took L2 from its 33-step plateau (355
+/// GB/s) for its nearer edge, and the plateau was said to have no cache within 2x.
+#[test]
+fn sweep_levels_come_from_their_plateaus_not_a_dip_or_a_falling_edge() {
+    let report = |name: &str| {
+        let csv = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results")
+            .join(name);
+        let dir = tempfile::tempdir().unwrap();
+        let (code, out, err) = run(&["report", s(&csv), "--out", s(dir.path())]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let amd = report("vm-host-amd-epyc-20261203T184829Z-f90759ee.csv");
+    assert!(
+        amd.contains(
+            "plateau 724.0 KiB .. 1.0 MiB: 75.7 GB/s median of 5 steps, edge at 1.0 MiB  -> L2 \
+             (reported 2.0 MiB), but below L3's 149 GB/s, so not its ceiling: L2 from its \
+             fixed-size rows"
+        ),
+        "{amd}"
+    );
+    let l2 = line_of(&amd, "L2 ");
+    assert!(l2.contains("178 GB/s  cache/l2/i32/512"), "{l2}");
+    // (53.0 MiB is 1.7x from the 32 MiB L3: near enough, but a longer plateau took it)
+    assert!(
+        amd.contains(
+            "plateau 29.3 MiB .. 49.4 MiB: 88.8 GB/s median of 7 steps, edge at 53.0 MiB  -> \
+             unmatched: L3 went to the plateau 1.1 MiB .. 17.4 MiB (33 steps to its 7)"
+        ),
+        "{amd}"
+    );
+    let xeon = report("vm-host-intel-r-xeon-r-processor-20261204T215604Z-b3b7c787.csv");
+    let l2 = line_of(&xeon, "L2 ");
+    assert!(l2.contains("355 GB/s  cache/sweep/i32/431"), "{l2}");
+    assert!(
+        xeon.contains(
+            "plateau 108.0 KiB .. 1.7 MiB: 355 GB/s median of 33 steps, edge at 2.1 MiB  -> L2 \
+             (reported 4.0 MiB)"
+        ),
+        "{xeon}"
+    );
+    assert!(
+        xeon.contains(
+            "plateau 2.2 MiB .. 3.1 MiB: 252 GB/s median of 5 steps, edge at 4.2 MiB  -> \
+             unmatched: L2 went to the plateau 108.0 KiB .. 1.7 MiB (33 steps to its 5)"
+        ),
+        "{xeon}"
+    );
+    assert!(
+        xeon.contains(
+            "plateau 181.0 MiB .. 1.9 GiB: 30.8 GB/s median of 29 steps  -> unmatched: the last \
+             plateau, not past the largest cache reported (not DRAM)"
+        ),
+        "{xeon}"
+    );
+}

@@ -56,7 +56,8 @@ pub struct MemoryCeiling {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepPlateau {
     /// The level it was matched to as the device or OS names it (`L1d`, `L2`), `DRAM` beyond
-    /// the largest reported cache, or empty where nothing reported lies within 2x of its edge.
+    /// the largest reported cache, or empty where it was matched to none (nothing reported
+    /// lies within 2x of its edge, or a longer plateau took the level).
     pub matched: String,
     /// The reported size of that level, bytes (summed over the cores or SMs the sweep used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,7 +69,8 @@ pub struct SweepPlateau {
     /// plateau; absent for the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edge_bytes: Option<u64>,
-    /// The median GB/s of its steps.
+    /// The GB/s of its median step (the upper of the two middle steps of an even count): a step
+    /// that was measured, the one a ceiling from this plateau names.
     pub median_gbps: f64,
     /// How many steps it spans.
     pub steps: u32,

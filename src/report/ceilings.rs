@@ -3,6 +3,7 @@
 //! bound and distance to the roof.
 
 use crate::calibration::Calibration;
+use crate::report::ops;
 use crate::report::svg::{arithmetic, bandwidth};
 use crate::report::table::{bytes, figure};
 use crate::roofline::{batch_turns, Bound, MemoryLevel};
@@ -93,9 +94,19 @@ pub fn render(cal: &Calibration) -> String {
         let _ = writeln!(out, "{}", line.trim_end());
     }
     if !cal.compute_ceilings.is_empty() {
+        // integer types count operations, not floating-point ones
+        let unit = if cal
+            .compute_ceilings
+            .iter()
+            .any(|c| c.precision.is_integer())
+        {
+            "FLOP/byte (OP/byte for integer types)"
+        } else {
+            "FLOP/byte"
+        };
         let _ = writeln!(
             out,
-            "  (ridge: FLOP/byte where the DRAM roof meets the ceiling, measured and spec)"
+            "  (ridge: {unit} where the DRAM roof meets the ceiling, measured and spec)"
         );
     }
     for r in &reasons {
@@ -126,9 +137,10 @@ pub fn render(cal: &Calibration) -> String {
         );
         for p in &cal.points {
             let line = format!(
-                "  {:<30} {:>8} FLOP/B {:>14}  {:<13} {:>6} of roof{}",
+                "  {:<30} {:>8} {:<6} {:>14}  {:<13} {:>6} of roof{}",
                 p.case,
                 figure(Some(p.flop_per_byte)),
+                format!("{}/B", ops(p.precision)),
                 arithmetic(p.gflops, p.precision),
                 p.bound.as_str(),
                 percent(p.fraction_of_roof),
@@ -158,10 +170,11 @@ pub fn render(cal: &Calibration) -> String {
                 |r| format!("{:.2}x the ridge", t.flop_per_byte / r),
             );
             let line = format!(
-                "  {:<34} {:>2} points  turn {:>8} FLOP/B  ridge {:>8}  {ratio}",
+                "  {:<34} {:>2} points  turn {:>8} {:<6}  ridge {:>8}  {ratio}",
                 name,
                 t.points,
                 figure(Some(t.flop_per_byte)),
+                format!("{}/B", ops(t.precision)),
                 figure(t.ridge),
             );
             let _ = writeln!(out, "{}", line.trim_end());
@@ -204,6 +217,56 @@ mod tests {
         assert!(crate_line.ends_with("2.00x the ridge"), "{crate_line}");
         // a single point turns nowhere
         assert!(!text.contains("Mx14336x4096"), "{text}");
+    }
+
+    /// Integer types count operations: an integer point's intensity is OP/B (its rate GOP/s),
+    /// and the ridge note says so where an integer ceiling is listed; a float point stays
+    /// FLOP/B.
+    #[test]
+    fn integer_points_and_ridges_say_op_per_byte() {
+        use crate::bench::{Family, Param, Precision};
+        let mut rows = synthetic_run();
+        let bytes: u64 = 8 << 20;
+        for (family, precision, param, (b, flops)) in [
+            (
+                Family::Intensity,
+                Precision::I32,
+                Some(Param::Count(4)),
+                (bytes, 4 << 20),
+            ),
+            (Family::Peak, Precision::I32, None, (0, 1 << 40)),
+        ] {
+            rows.push(crate::roofline::tests::row(
+                family,
+                "fma",
+                precision,
+                param,
+                (b, flops),
+                1e-3,
+                true,
+            ));
+        }
+        let text = render(&Calibration::from_records(&rows, None).unwrap());
+        let point = |case: &str| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("  {case} ")))
+                .unwrap_or_else(|| panic!("no {case} in\n{text}"))
+                .to_string()
+        };
+        let int = point("intensity/fma/i32/4");
+        assert!(
+            int.contains(" 0.50 OP/B  ") && int.contains("GOP/s"),
+            "{int}"
+        );
+        assert!(!int.contains("FLOP"), "{int}");
+        assert!(
+            point("intensity/fma_chain/f32/4").contains(" FLOP/B "),
+            "{text}"
+        );
+        assert!(
+            text.contains("(ridge: FLOP/byte (OP/byte for integer types) where the DRAM roof"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -62,8 +62,18 @@ impl Line {
     }
 }
 
-/// The unit of a case's figure: bandwidth for the families that move bytes (STREAM, and the
-/// cache sweep, whose `i32` is its element type, not arithmetic), else operations per second.
+/// Whether a case's figure is its bandwidth: the families that move bytes (STREAM, and the
+/// cache sweep, whose `i32` is its element type, not arithmetic), and an intensity case that
+/// does no arithmetic (`intensity/fma/f32/0`: k = 0 reads and writes, and has no GFLOP/s).
+fn by_bandwidth(r: &Record) -> bool {
+    matches!(
+        r.family,
+        Family::Stream | Family::Efficiency | Family::Cache | Family::Link
+    ) || (r.family == Family::Intensity && r.flops == 0)
+}
+
+/// The unit of a ceiling's or a case's figure ([`by_bandwidth`] for a case): bandwidth for the
+/// families that move bytes, else operations per second.
 fn unit_of(family: Family, precision: Precision) -> &'static str {
     match family {
         Family::Stream | Family::Efficiency | Family::Cache | Family::Link => "GB/s",
@@ -158,7 +168,8 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
 
     // Cases, from the runs that have rows; each run's rows indexed by case once (linear in the
     // rows, however many cases there are).
-    let mut cases: Vec<(String, Family, Precision)> = Vec::new();
+    // (case, family, precision, its figure a bandwidth)
+    let mut cases: Vec<(String, Family, Precision, bool)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let by_case: Vec<Option<HashMap<String, Vec<&Record>>>> = runs
         .iter()
@@ -176,11 +187,11 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
         for r in run.records.iter().flatten() {
             let id = r.case_id();
             if seen.insert(id.clone()) {
-                cases.push((id, r.family, r.precision));
+                cases.push((id, r.family, r.precision, by_bandwidth(r)));
             }
         }
     }
-    for (id, family, precision) in cases {
+    for (id, family, precision, bandwidth) in cases {
         let cells = runs
             .iter()
             .zip(&by_case)
@@ -190,7 +201,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                 };
                 let rows: &[&Record] = by_case.get(&id).map_or(&[], Vec::as_slice);
                 let figure = |r: &Record| match family {
-                    Family::Stream | Family::Efficiency | Family::Cache | Family::Link => r.gbps,
+                    _ if bandwidth => r.gbps,
                     Family::Latency => r
                         .time_min_s
                         .and_then(|t| crate::bench::latency::ns_per_load(&r.kernel, r.bytes, t)),
@@ -252,7 +263,11 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
         out.push(Line {
             section: "case",
             key: id,
-            unit: unit_of(family, precision),
+            unit: if bandwidth {
+                "GB/s"
+            } else {
+                unit_of(family, precision)
+            },
             cells,
         });
     }
@@ -904,6 +919,18 @@ mod tests {
         assert_eq!(copy_b["status"], "ok");
     }
 
+    /// `r` as a row of the run `first` is of (its run, host, time and device).
+    fn of_run(mut r: Record, first: &Record) -> Record {
+        r.run_id.clone_from(&first.run_id);
+        r.host.clone_from(&first.host);
+        r.timestamp_utc.clone_from(&first.timestamp_utc);
+        r.device_name.clone_from(&first.device_name);
+        r.compute_capability.clone_from(&first.compute_capability);
+        r.isa.clone_from(&first.isa);
+        r.units = first.units;
+        r
+    }
+
     /// Cache rows are bandwidths: GB/s in the lines, the table and the CSV, like the memory
     /// ceilings, never GOP/s for their i32 elements; an integer peak stays GOP/s.
     #[test]
@@ -921,15 +948,10 @@ mod tests {
                 ),
                 (Family::Peak, "fma", None, (0, 1u64 << 40)),
             ] {
-                let mut r = row(family, kernel, Precision::I32, param, work, 1e-3, true);
-                r.run_id.clone_from(&first.run_id);
-                r.host.clone_from(&first.host);
-                r.timestamp_utc.clone_from(&first.timestamp_utc);
-                r.device_name.clone_from(&first.device_name);
-                r.compute_capability.clone_from(&first.compute_capability);
-                r.isa.clone_from(&first.isa);
-                r.units = first.units;
-                rows.push(r);
+                rows.push(of_run(
+                    row(family, kernel, Precision::I32, param, work, 1e-3, true),
+                    &first,
+                ));
             }
             run.calibration = Calibration::from_records(rows, None).unwrap();
         }
@@ -949,6 +971,53 @@ mod tests {
         assert!(csv.contains("case,cache/l2/i32/4096,GB/s,A,"), "{csv}");
         assert!(csv.contains("case,cache/l2/i32/4096,GB/s,B,"), "{csv}");
         assert!(!csv.contains("cache/l2/i32/4096,GOP/s"));
+    }
+
+    /// `intensity/fma/*/0` does no arithmetic (k = 0): it compares its GB/s, as it measured
+    /// them, where it read `no figure` under a GFLOP/s unit; k = 1 stays GFLOP/s.
+    #[test]
+    fn an_intensity_row_without_arithmetic_compares_its_bandwidth() {
+        let mut runs = two_runs();
+        for (i, run) in runs.iter_mut().enumerate() {
+            let rows = run.records.as_mut().unwrap();
+            let first = rows[0].clone();
+            for k in [0u32, 1] {
+                let bytes: u64 = 8 << 20;
+                let r = row(
+                    Family::Intensity,
+                    "fma",
+                    Precision::F32,
+                    Some(crate::bench::Param::Count(k)),
+                    (bytes, u64::from(k) * (1 << 20)),
+                    bytes as f64 / (100e9 * (i + 1) as f64),
+                    true,
+                );
+                rows.push(of_run(r, &first));
+            }
+            run.calibration = Calibration::from_records(rows, None).unwrap();
+        }
+        let lines = lines(&runs);
+        let line = |key: &str| lines.iter().find(|l| l.key == key).unwrap();
+        let k0 = line("intensity/fma/f32/0");
+        assert_eq!(k0.unit, "GB/s");
+        let measured: Vec<Option<f64>> = k0.cells.iter().map(|c| c.measured).collect();
+        assert!(
+            (measured[0].unwrap() - 100.0).abs() < 1e-6
+                && (measured[1].unwrap() - 200.0).abs() < 1e-6,
+            "{measured:?}"
+        );
+        assert!(k0.cells.iter().all(|c| c.status == "ok"));
+        assert_eq!(k0.ratio(1), Some(2.0));
+        assert_eq!(line("intensity/fma/f32/1").unit, "GFLOP/s");
+        let table = table(&runs);
+        let k0_row = table
+            .lines()
+            .find(|l| l.starts_with("intensity/fma/f32/0 "))
+            .unwrap();
+        assert!(
+            k0_row.contains(" GB/s ") && !k0_row.contains("no figure"),
+            "{k0_row}"
+        );
     }
 
     #[test]

@@ -215,14 +215,17 @@ pub fn efficiency_block(rows: &[&Record]) -> String {
 }
 
 /// One device's bandwidth sweep (`cache/sweep` rows) in a few lines: how many steps were valid
-/// over which working sets, then each plateau the curve forms ([`roofline::sweep_plateaus`])
-/// with its median GB/s, where it ends, and the reported cache level it was matched to. Empty
-/// when there are none.
+/// over which working sets, then each plateau the curve forms ([`roofline::sweep_levels`])
+/// with its median step's GB/s, where it ends, and what became of it: the reported cache level
+/// whose ceiling it set, or why it set none. `rows` are all the device's rows (a plateau is
+/// held against the ceilings of the levels behind it). Empty when there are no sweep rows.
 pub fn sweep_block(rows: &[&Record]) -> String {
-    let steps: Vec<Record> = rows
+    use crate::changepoint::Unmatched;
+    use crate::roofline::PlateauRole;
+    let steps: Vec<&Record> = rows
         .iter()
+        .copied()
         .filter(|r| r.family == Family::Cache && r.kernel == cache::SWEEP)
-        .map(|r| (*r).clone())
         .collect();
     let (Some(first), Some(last)) = (
         steps.iter().map(|r| r.working_set_bytes).min(),
@@ -239,24 +242,63 @@ cache/sweep: read-only sum, {valid} of {} steps valid, {} .. {}; plateaus by cha
         bytes(first),
         bytes(last)
     );
-    let plateaus = roofline::sweep_plateaus(&steps);
+    let owned: Vec<Record> = rows.iter().map(|r| (*r).clone()).collect();
+    let plateaus = roofline::sweep_levels(&owned);
     if plateaus.is_empty() {
         out.push_str("  no plateau found\n");
     }
-    for p in plateaus {
+    let span =
+        |p: &roofline::SweepPlateau| format!("{} .. {}", bytes(p.from_bytes), bytes(p.to_bytes));
+    for s in &plateaus {
+        let p = &s.plateau;
         let edge = p
             .edge_bytes
             .map_or_else(String::new, |e| format!(", edge at {}", bytes(e)));
-        let matched = match (p.matched.as_str(), p.reported_bytes) {
-            ("", _) => "unmatched: no reported cache within 2x of its edge".to_string(),
-            (name, Some(b)) => format!("{name} (reported {})", bytes(b)),
-            (name, None) => name.to_string(),
+        let level = match p.reported_bytes {
+            Some(b) => format!("{} (reported {})", p.matched, bytes(b)),
+            None => p.matched.clone(),
+        };
+        let matched = match &s.role {
+            PlateauRole::Ceiling(_) | PlateauRole::NoCeiling | PlateauRole::Dram => level,
+            PlateauRole::BelowOuter {
+                level: l,
+                outer,
+                outer_gbps,
+                fixed_rows,
+            } => format!(
+                "{level}, but below {}'s {} GB/s, so not its ceiling: {}",
+                outer.as_str(),
+                figure(Some(*outer_gbps)),
+                if *fixed_rows {
+                    format!("{} from its fixed-size rows", l.as_str())
+                } else {
+                    format!("no fixed-size row measured {}", l.as_str())
+                }
+            ),
+            PlateauRole::Unmatched(Unmatched::NothingReported) => {
+                "unmatched: no cache size reported".to_string()
+            }
+            PlateauRole::Unmatched(Unmatched::NoneNear) => {
+                "unmatched: no reported cache within 2x of its edge".to_string()
+            }
+            PlateauRole::Unmatched(Unmatched::Last) => {
+                "unmatched: the last plateau, not past the largest cache reported (not DRAM)"
+                    .to_string()
+            }
+            PlateauRole::Unmatched(Unmatched::Taken { name, by }) => {
+                let taker = &plateaus[*by].plateau;
+                format!(
+                    "unmatched: {name} went to the plateau {} ({} steps to its {})",
+                    span(taker),
+                    taker.steps,
+                    p.steps
+                )
+            }
         };
         let _ = writeln!(
             out,
-            "  plateau {} .. {}: {} GB/s median of {} steps{edge}  -> {matched}",
-            bytes(p.from_bytes),
-            bytes(p.to_bytes),
+            "  plateau {}: {} GB/s median of {} steps{edge}  -> {matched}",
+            span(p),
             figure(Some(p.median_gbps)),
             p.steps
         );
