@@ -55,6 +55,13 @@ pub enum Source {
     Measured(String),
     /// The spec sheet's column, for the sheet entry named; nothing in the run measured it.
     Spec { entry: String, column: String },
+    /// The spec sheet's column where the format's field is the rated figure, the run's
+    /// measurement going into the field named (a fraction of this one).
+    Rated {
+        entry: String,
+        column: String,
+        measured_in: String,
+    },
     /// The device's own report (driver, compute capability).
     Device(String),
     /// Given on the command line (`--set`).
@@ -70,6 +77,14 @@ impl Source {
             Source::Spec { entry, column } => {
                 format!("spec sheet \"{entry}\": {column} (not measured)")
             }
+            Source::Rated {
+                entry,
+                column,
+                measured_in,
+            } => format!(
+                "spec sheet \"{entry}\": {column}, the rated figure the format asks for (the \
+                 run's measurement is in {measured_in})"
+            ),
             Source::Device(what) => format!("device report: {what}"),
             Source::Given => "given with --set".to_string(),
             Source::Choice(why) => format!("export choice: {why}"),
@@ -77,7 +92,19 @@ impl Source {
     }
 
     pub fn is_spec(&self) -> bool {
-        matches!(self, Source::Spec { .. })
+        matches!(self, Source::Spec { .. } | Source::Rated { .. })
+    }
+
+    /// A sheet figure this field holds as the rated one, the measurement in `measured_in`.
+    fn rated(self, measured_in: &str) -> Source {
+        match self {
+            Source::Spec { entry, column } => Source::Rated {
+                entry,
+                column,
+                measured_in: measured_in.to_string(),
+            },
+            other => other,
+        }
     }
 }
 
@@ -556,7 +583,10 @@ fn aiconfigurator_fields(x: &Inputs) -> Vec<Field> {
     let spec_bw = x.spec("mem_bandwidth_gbs");
     // mem_bw is the rated figure: the sheet's, else the measured DRAM ceiling
     let rated: Option<(f64, Source)> = match (&dram, spec_bw) {
-        (_, Some((spec, src))) => Some((spec, src)),
+        (Some(_), Some((spec, src))) => {
+            Some((spec, src.rated("gpu.mem_bw_empirical_scaling_factor")))
+        }
+        (None, Some((spec, src))) => Some((spec, src)),
         (Some((gbps, case)), None) => Some((*gbps, Source::Measured(case.clone()))),
         (None, None) => None,
     };
@@ -733,7 +763,7 @@ fn calculon_rate(
     let (rate_value, rate_source, eff, eff_source) = match (measured, rated) {
         (Some((m, case)), Some((r, src))) if m <= r => (
             r,
-            src,
+            src.rated(curve_key),
             m / r,
             Source::Measured(format!("{case}: {} of the rated figure", sig(m / r))),
         ),
@@ -1257,7 +1287,16 @@ mod tests {
         let sets = [("node.num_gpus_per_node".to_string(), Value::Int(8))];
         let e = a100(Format::Aiconfigurator, &sets);
         close(&field(&e, "gpu.mem_bw").value, 2039e9);
+        // the rated figure the format asks for, and where the measurement went: not "not
+        // measured", which the run's DRAM row contradicts
+        let said = field(&e, "gpu.mem_bw").source.describe();
         assert!(field(&e, "gpu.mem_bw").source.is_spec());
+        assert!(
+            said.contains("the rated figure")
+                && said.contains("in gpu.mem_bw_empirical_scaling_factor")
+                && !said.contains("not measured"),
+            "{said}"
+        );
         close(
             &field(&e, "gpu.mem_bw_empirical_scaling_factor").value,
             1500.0 / 2039.0,
@@ -1313,6 +1352,12 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("spec sheet"));
+        // measured, so the rated figure names where the measurement is
+        let said = sources["mem1.GBps"].as_str().unwrap();
+        assert!(
+            said.contains("the rated figure") && said.contains("in mem1.MB_efficiency"),
+            "{said}"
+        );
         assert!(sources["mem1.MB_efficiency"]
             .as_str()
             .unwrap()
