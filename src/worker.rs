@@ -221,7 +221,7 @@ pub fn run(
                 Ok(m) => m,
                 // not ours (a library printing to stdout): shown, not parsed
                 Err(_) => {
-                    eprintln!("{line}");
+                    crate::say!("{line}");
                     continue;
                 }
             };
@@ -322,7 +322,7 @@ pub fn run(
                 job.ordinal
             )));
         }
-        eprintln!(
+        crate::say!(
             "note: cuda:{} {}; continuing the {left} cases left in a fresh process",
             job.ordinal,
             lost.as_deref().map_or_else(

@@ -276,3 +276,44 @@ fn an_endless_input_is_refused() {
         assert!(t.elapsed().as_secs() < 30, "{command}: {:?}", t.elapsed());
     }
 }
+
+
+/// `/dev/full` opened for writing, for a child's stdout or stderr (`None`, and the test says it
+/// skipped, where there is none).
+fn dev_full(test: &str) -> Option<std::fs::File> {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    if full.is_err() {
+        eprintln!("skipped {test}: no /dev/full");
+    }
+    full.ok()
+}
+
+/// The bug: a message on a stderr that fails (a full disk) panicked, exit 101 (`report
+/// missing.csv 2>/dev/full`), and a run with such a stderr died mid-way with no table, JSON or
+/// SVG. Now a message that cannot be shown is lost, never the run.
+#[test]
+fn a_failing_stderr_costs_nothing() {
+    let test = "a_failing_stderr_costs_nothing";
+    let Some(full) = dev_full(test) else { return };
+    let out = roofprobe()
+        .args(["report", "/nonexistent/x.csv"])
+        .stderr(full.try_clone().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let dir = tempfile::tempdir().unwrap();
+    let out = tiny_run(dir.path()).stderr(full).output().unwrap();
+    assert!(finished(out.status), "{:?}", out.status);
+    assert!(
+        text(&out.stdout).contains("results: "),
+        "{}",
+        text(&out.stdout)
+    );
+    for ext in ["csv", "json", "svg"] {
+        assert_eq!(
+            crate::common::files_with_ext(dir.path(), ext).len(),
+            1,
+            "{ext}"
+        );
+    }
+}

@@ -161,7 +161,7 @@ pub fn devices(args: &DevicesArgs) -> Result<i32> {
             .filter(|d| d.backend == BackendKind::Cuda)
             .count();
         if gpus == 0 {
-            eprintln!(
+            crate::say!(
                 "error: --jit-out {}: no CUDA device to compile for (CUDA: {})",
                 dir.display(),
                 crate::text::one_line(&listing.cuda)
@@ -169,7 +169,7 @@ pub fn devices(args: &DevicesArgs) -> Result<i32> {
             return Ok(1);
         }
         if let Some(first) = listing.jit_errors.first() {
-            eprintln!(
+            crate::say!(
                 "error: the driver's code of {} module(s) was not written; the first: {}",
                 listing.jit_errors.len(),
                 crate::text::one_line(first)

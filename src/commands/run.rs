@@ -42,11 +42,11 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
         "auto" => match cuda_all() {
             Ok(t) if !t.is_empty() => Ok(t),
             Ok(_) => {
-                eprintln!("note: the CUDA driver reports no device; measuring the host CPU");
+                crate::say!("note: the CUDA driver reports no device; measuring the host CPU");
                 Ok(vec![Target::Host])
             }
             Err(e) => {
-                eprintln!(
+                crate::say!(
                     "note: no usable GPU: {}; measuring the host CPU",
                     why_no_gpu(&e)
                 );
@@ -183,10 +183,10 @@ impl<'a> DeviceRun<'a> {
                 if self.interactive {
                     let _ = bars.println(&line);
                 } else {
-                    eprintln!("{line}");
+                    crate::say!("{line}");
                 }
             }
-            None => eprintln!("{line}"),
+            None => crate::say!("{line}"),
         }
     }
 
@@ -302,9 +302,10 @@ fn measure_here(
     let planned = runner::plan(backend, cfg)?;
     let info = backend.info().clone();
     if planned.is_empty() {
-        eprintln!(
+        crate::say!(
             "note: no case of {} ({}) matches the filter",
-            info.name, info.id
+            info.name,
+            info.id
         );
         return Ok(None);
     }
@@ -475,7 +476,7 @@ fn measure_all(
         return targets.iter().map(|&t| (t, here(t))).collect();
     }
     let count = gpus.len() as u32;
-    eprintln!(
+    crate::say!(
         "measuring {count} GPU{} at once (--parallel): each in its own process, its rows saying \
          so",
         if count == 1 { "" } else { "s" }
@@ -556,7 +557,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             }
             Err(e) if targets.len() == 1 => return Err(e),
             Err(e) => {
-                eprintln!("error: {target:?}: {e}");
+                crate::say!("error: {target:?}: {e}");
                 failures.push(e);
             }
         }
@@ -568,7 +569,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         if !measured_any {
             return Err(Error::Interrupted("the run".into()));
         }
-        eprintln!(
+        crate::say!(
             "interrupted: the rows measured are written, with their table, calibration and \
              roofline; rerun to measure the rest"
         );
