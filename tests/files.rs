@@ -277,6 +277,258 @@ fn an_endless_input_is_refused() {
     }
 }
 
+/// A checked-in results CSV (one run), copied into `dir` as `name`.
+fn a_run_in(dir: &Path, name: &str) -> PathBuf {
+    let csv = dir.join(name);
+    std::fs::copy(&crate::common::checked_in("csv")[0], &csv).unwrap();
+    csv
+}
+
+/// Whether running as root (device nodes can be made then).
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The bug: `export X.csv -o /dev/stdout --force` replaced the device node (or FIFO, or link)
+/// with a regular file, and without --force refused it as existing; `plot -o -` made a file
+/// named `-`. Now a FIFO or character device is written into, with or without --force, through
+/// a symbolic link too; `-` is stdout; a link to a file is followed and its target replaced.
+#[test]
+fn an_output_that_is_a_stream_is_written_into_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let csv = a_run_in(dir.path(), "a.csv");
+    let export = |out: &Path, force: bool| {
+        let mut c = roofprobe();
+        c.arg("export").arg(&csv).arg("-o").arg(out);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    let is_calibration =
+        |bytes: &[u8]| roofprobe::Calibration::from_json(Path::new("x"), &text(bytes)).is_ok();
+
+    // a FIFO, read by a thread: written into, still a FIFO
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo needs no privilege.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for force in [false, true] {
+        let path = fifo.clone();
+        let reader = std::thread::spawn(move || std::fs::read(path).unwrap());
+        let out = export(&fifo, force);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(is_calibration(&reader.join().unwrap()));
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(kind.is_fifo(), "force {force}: {kind:?}");
+    }
+
+    // stdout through a link to /proc/self/fd/1, and `-`: the JSON on stdout, the link kept
+    let link = dir.path().join("stdout");
+    std::os::unix::fs::symlink("/proc/self/fd/1", &link).unwrap();
+    for (out, force) in [
+        (link.as_path(), true),
+        (link.as_path(), false),
+        (Path::new("-"), false),
+    ] {
+        let o = export(out, force);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert!(is_calibration(&o.stdout), "{}", text(&o.stdout));
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let o = roofprobe()
+        .arg("plot")
+        .arg(&csv)
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).trim_start().starts_with("<svg") || text(&o.stdout).starts_with("<?xml")
+    );
+    assert!(!dir.path().join("-").exists() && !Path::new("-").exists());
+
+    // a character device: through a link to /dev/null, and (as root) a node made here
+    let null = dir.path().join("null");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let mut devices = vec![null.clone()];
+    if is_root() {
+        let node = dir.path().join("null-node");
+        let c = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string; the node is /dev/null's (1, 3), made in a temporary folder.
+        let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        assert_eq!(rc, 0);
+        devices.push(node);
+    } else {
+        eprintln!(
+            "an_output_that_is_a_stream…: not root, no device node made; a link to /dev/null only"
+        );
+    }
+    for d in &devices {
+        let fleet = roofprobe()
+            .arg("fleet")
+            .arg(&csv)
+            .arg("--json")
+            .arg(d)
+            .arg("--force")
+            .output()
+            .unwrap();
+        assert!(
+            !text(&fleet.stderr).contains("error"),
+            "{}",
+            text(&fleet.stderr)
+        );
+        let o = export(d, true);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    }
+    assert!(std::fs::symlink_metadata(&null)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    for d in &devices {
+        assert!(std::fs::metadata(d).unwrap().file_type().is_char_device());
+    }
+
+    // a link to a file: without --force it exists; with it, the target is replaced, the link kept
+    let target = dir.path().join("target.json");
+    std::fs::write(&target, "old").unwrap();
+    let to_file = dir.path().join("to-file.json");
+    std::os::unix::fs::symlink(&target, &to_file).unwrap();
+    let o = export(&to_file, false);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_error_line(&o).contains("exists"));
+    let o = export(&to_file, true);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(std::fs::symlink_metadata(&to_file)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(is_calibration(&std::fs::read(&target).unwrap()));
+
+    // a link that points nowhere: said so, for a file and for run's folder
+    let nowhere = dir.path().join("nowhere");
+    std::os::unix::fs::symlink(dir.path().join("missing/x"), &nowhere).unwrap();
+    let o = export(&nowhere, true);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_error_line(&o).contains("which does not exist"));
+    let o = tiny_run(&nowhere).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let e = one_error_line(&o);
+    assert!(
+        e.contains("symbolic link") && e.contains("does not exist"),
+        "{e}"
+    );
+}
+
+/// The bug: `export a.csv -o a.csv --force` turned the measured CSV into JSON, and `compare
+/// b.csv a.csv --csv b.csv --force` likewise. Now an output that is one of the inputs (the same
+/// file, by any name) is refused, exit 2, and the input is left as it was.
+#[test]
+fn an_output_never_replaces_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = a_run_in(dir.path(), "a.csv");
+    let b = a_run_in(dir.path(), "b.csv");
+    let hard = dir.path().join("hard.csv");
+    std::fs::hard_link(&a, &hard).unwrap();
+    let soft = dir.path().join("soft.csv");
+    std::os::unix::fs::symlink(&a, &soft).unwrap();
+    let before = std::fs::read(&a).unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let (a_, b_) = (s(&a), s(&b));
+    let cases: Vec<Vec<String>> = vec![
+        vec!["export".into(), a_.clone(), "-o".into(), a_.clone()],
+        vec!["export".into(), a_.clone(), "-o".into(), s(&hard)],
+        vec!["export".into(), a_.clone(), "-o".into(), s(&soft)],
+        vec![
+            "compare".into(),
+            b_.clone(),
+            a_.clone(),
+            "--csv".into(),
+            a_.clone(),
+        ],
+        vec![
+            "compare".into(),
+            b_.clone(),
+            a_.clone(),
+            "--svg".into(),
+            a_.clone(),
+        ],
+        vec!["plot".into(), a_.clone(), "-o".into(), a_.clone()],
+        vec![
+            "fleet".into(),
+            a_.clone(),
+            b_.clone(),
+            "--json".into(),
+            a_.clone(),
+        ],
+        vec![
+            "fleet".into(),
+            a_.clone(),
+            b_.clone(),
+            "--csv".into(),
+            s(&hard),
+        ],
+    ];
+    for args in cases {
+        let out = roofprobe().args(&args).arg("--force").output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let e = one_error_line(&out);
+        assert!(
+            e.contains("is the input") && e.contains("never writes over"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&a).unwrap(), before, "{args:?}");
+    }
+    assert!(std::fs::symlink_metadata(&soft)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+/// The bug: three `report a.csv` at once: some failed `a.json exists; … pass --force`, as the
+/// name each chose free was taken before it wrote. Now each takes the next free name.
+#[test]
+fn reports_run_together_each_take_a_free_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = a_run_in(dir.path(), "a.csv");
+    for round in 0..3 {
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                roofprobe()
+                    .arg("report")
+                    .arg(&csv)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "round {round}: {}",
+                text(&out.stderr)
+            );
+        }
+    }
+    let jsons = names(dir.path())
+        .iter()
+        .filter(|n| n.ends_with(".json"))
+        .count();
+    assert_eq!(jsons, 18, "{:?}", names(dir.path()));
+}
 
 /// `/dev/full` opened for writing, for a child's stdout or stderr (`None`, and the test says it
 /// skipped, where there is none).

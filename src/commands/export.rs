@@ -40,12 +40,12 @@ fn choose<T>(args: &ExportArgs, mut runs: Vec<T>, id_of: impl Fn(&T) -> String) 
 
 fn write(args: &ExportArgs, bytes: &[u8], what: &str) -> Result<()> {
     match &args.out {
-        Some(path) => {
+        Some(path) if !crate::files::is_stdout(path) => {
             write_new(path, bytes, Overwrite::from_force(args.force))?;
             crate::say!("{what}: {}", path.display());
             Ok(())
         }
-        None => emit(&String::from_utf8_lossy(bytes)),
+        _ => emit(&String::from_utf8_lossy(bytes)),
     }
 }
 
