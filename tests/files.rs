@@ -569,3 +569,38 @@ fn a_failing_stderr_costs_nothing() {
         );
     }
 }
+
+/// The bug: `path: No space left on device (os error 28)` and nothing more. Now the kind of
+/// error says what to do (written through /dev/full, which an output may now be).
+#[test]
+fn an_io_error_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = a_run_in(dir.path(), "a.csv");
+    if Path::new("/dev/full").exists() {
+        let out = roofprobe()
+            .arg("export")
+            .arg(&csv)
+            .args(["-o", "/dev/full"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let e = one_error_line(&out);
+        assert!(
+            e.contains("No space left on device") && e.contains("free some space"),
+            "{e}"
+        );
+    }
+    let out = roofprobe()
+        .arg("export")
+        .arg(&csv)
+        .arg("-o")
+        .arg(csv.join("x.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = one_error_line(&out);
+    assert!(
+        e.contains("Not a directory") && e.contains("name a folder"),
+        "{e}"
+    );
+}
