@@ -570,6 +570,26 @@ fn a_failing_stderr_costs_nothing() {
     }
 }
 
+/// The bug: `run … >/dev/full` stopped at the table it could not print and wrote the CSV only.
+/// Now the calibration JSON and roofline SVG are written first, then the stdout error reported.
+#[test]
+fn a_failing_stdout_still_leaves_the_roofline_files() {
+    let test = "a_failing_stdout_still_leaves_the_roofline_files";
+    let Some(full) = dev_full(test) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = tiny_run(dir.path()).stdout(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let e = one_error_line(&out);
+    assert!(e.contains("<stdout>: No space left on device"), "{e}");
+    for ext in ["csv", "json", "svg"] {
+        assert_eq!(
+            crate::common::files_with_ext(dir.path(), ext).len(),
+            1,
+            "{ext}"
+        );
+    }
+}
+
 /// The bug: `path: No space left on device (os error 28)` and nothing more. Now the kind of
 /// error says what to do (written through /dev/full, which an output may now be).
 #[test]

@@ -55,7 +55,7 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
         },
         "all" => {
             let mut t = cuda_all().unwrap_or_else(|e| {
-                eprintln!(
+                crate::say!(
                     "note: no usable GPU: {}; measuring the host CPU only",
                     why_no_gpu(&e)
                 );
@@ -402,35 +402,33 @@ fn measure_in_workers(
         .map(|(path, records)| (info, path, records)))
 }
 
-/// Fits the run's roofline and writes its calibration JSON and SVG beside its CSV. The
-/// measurements are already safe in the CSV; an error here says how to write the rest from it.
-fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) -> Result<()> {
+/// Fits the run's roofline and writes its calibration JSON and SVG beside its CSV; returns what
+/// to print of it (the ceilings, and where the files are). The measurements are already safe in
+/// the CSV; an error here says how to write the rest from it.
+fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) -> Result<String> {
     // The run knows the device's attributes (bus width, maximum clocks) that a CSV lacks.
     let written = Calibration::from_records(records, Some(DeviceAttributes::from_info(info)))
         .and_then(|cal| {
-            emit(&ceilings::render(&cal))?;
             let dir = csv.parent().unwrap_or(Path::new("."));
             let stem = csv
                 .file_stem()
                 .map_or_else(|| "roofline".into(), |s| s.to_string_lossy().into_owned());
-            write_calibration_and_svg(dir, &stem, &cal, Overwrite::Never)
-        });
-    match written {
-        Ok((json, svg)) => {
-            emit(&format!(
-                "calibration: {}\nroofline: {}\n",
+            let (json, svg) = write_calibration_and_svg(dir, &stem, &cal, Overwrite::Never)?;
+            Ok(format!(
+                "{}calibration: {}\nroofline: {}\n",
+                ceilings::render(&cal),
                 json.display(),
                 svg.display()
-            ))?;
-            Ok(())
-        }
-        Err(e) => Err(Error::Internal(format!(
+            ))
+        });
+    written.map_err(|e| {
+        Error::Internal(format!(
             "the measurements are in {}, but its roofline was not written: {e}; `roofprobe \
              report {}` writes it again",
             csv.display(),
             csv.display()
-        ))),
-    }
+        ))
+    })
 }
 
 /// The suffix that makes a run id unique: 8 hex digits, random per invocation.
@@ -535,24 +533,32 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut suspect = false;
     let mut measured_any = false;
     let mut failures = Vec::new();
+    let mut stdout_failed = None;
     for (target, outcome) in measure_all(&targets, args, &cfg, &host, &stamp, args.parallel) {
         match outcome {
             Ok(None) => {}
             Ok(Some((info, path, records))) => {
                 measured_any = true;
-                emit(&table::render(&records))?;
-                emit(&format!("results: {}\n", path.display()))?;
                 // a skipped row (a reference library not installed) is no failure
                 all_valid &= records.iter().all(|r| r.valid || r.is_skipped());
                 suspect |= crate::hygiene::any_suspect(&records);
-                if let Err(e) = write_roofline(&info, &path, &records) {
-                    failures.push(e);
+                // The files first: a stdout that fails (a full disk, a closed terminal) must not
+                // cost the calibration and roofline; its error is reported after them.
+                let roofline = write_roofline(&info, &path, &records);
+                let mut text = table::render(&records);
+                text.push_str(&format!("results: {}\n", path.display()));
+                match roofline {
+                    Ok(lines) => text.push_str(&lines),
+                    Err(e) => failures.push(e),
                 }
                 if let Some(note) = crate::hygiene::stability(&records) {
-                    emit(&note)?;
+                    text.push_str(&note);
                 }
                 if let Some(summary) = crate::hygiene::summary(&records) {
-                    emit(&summary)?;
+                    text.push_str(&summary);
+                }
+                if let Err(e) = emit(&text) {
+                    stdout_failed.get_or_insert(e);
                 }
             }
             Err(e) if targets.len() == 1 => return Err(e),
@@ -562,7 +568,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             }
         }
     }
-    if let Some(first) = failures.into_iter().next() {
+    if let Some(first) = failures.into_iter().chain(stdout_failed).next() {
         return Err(first);
     }
     if crate::interrupt::requested() {
