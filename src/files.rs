@@ -206,6 +206,20 @@ pub fn output_folder(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
 }
 
+/// Checks that `dir` takes a new file, before anything is measured into it: writes a temporary
+/// file of about a CSV header's size there and removes it. A read-only, full or foreign folder is an
+/// error now rather than after the first case.
+pub fn probe_folder(dir: &Path) -> Result<()> {
+    let probe = dir.join("probe");
+    let (tmp, file) = write_temporary(&probe, &[b'x'; 512]).map_err(|e| match e {
+        Error::Io { source, .. } => Error::io(dir, source),
+        other => other,
+    })?;
+    drop(file);
+    let _ = std::fs::remove_file(tmp);
+    Ok(())
+}
+
 /// The name was taken when [`publish`] gave it, without `--force`.
 struct Taken;
 

@@ -541,6 +541,7 @@ fn sample_record() -> Record {
 pub struct CsvSink {
     path: std::path::PathBuf,
     file: Option<AppendFile>,
+    rows: usize,
 }
 
 /// One row as CSV bytes, after the header when `with_header`.
@@ -560,21 +561,28 @@ impl CsvSink {
         CsvSink {
             path: path.to_path_buf(),
             file: None,
+            rows: 0,
         }
     }
 
     /// Appends one row and flushes it to the file (creating it, header first, on the first).
     pub fn write(&mut self, record: &Record) -> Result<()> {
         match &mut self.file {
-            Some(file) => file.append(&row_bytes(record, false)?),
+            Some(file) => file.append(&row_bytes(record, false)?)?,
             None => {
                 self.file = Some(AppendFile::create_new(
                     &self.path,
                     &row_bytes(record, true)?,
                 )?);
-                Ok(())
             }
         }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// How many rows the file holds (each written whole).
+    pub fn rows(&self) -> usize {
+        self.rows
     }
 
     pub fn path(&self) -> &Path {

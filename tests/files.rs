@@ -590,6 +590,86 @@ fn a_failing_stdout_still_leaves_the_roofline_files() {
     }
 }
 
+/// `cmd` with its files limited to `bytes` (`RLIMIT_FSIZE`, soft; SIGXFSZ ignored, so a write
+/// past it fails with EFBIG as on a full disk): a disk that fills at a chosen size, with no
+/// privilege. The limit is inherited by what it starts; the hard limit is left, so a child may
+/// raise its own.
+pub fn files_limited_to(cmd: &mut Command, bytes: u64) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only signal and setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit.rlim_cur = bytes as libc::rlim_t;
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The bug: a CSV that could not take its next row lost that row without a word, and an output
+/// folder that takes no file was found only after the first case was measured. Now the folder
+/// is tried before anything is measured, and a row that cannot be written is named with its
+/// figure, beside how many rows the CSV keeps.
+#[test]
+fn a_row_that_cannot_be_written_is_said_with_its_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing fits: refused before the first case is measured (no case line on stderr).
+    let out = files_limited_to(&mut tiny_run(dir.path()), 100)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let e = one_error_line(&out);
+    assert!(
+        e.contains("File too large") && e.contains("ulimit -f"),
+        "{e}"
+    );
+    assert!(
+        !text(&out.stderr).contains("copy/f32"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(csv_in(dir.path()).is_empty(), "{:?}", names(dir.path()));
+
+    // The header and first row fit, the second row does not (their size taken from a run
+    // without the limit; the figures' digits vary by a few bytes, a row is hundreds).
+    let run = |out: &Path| {
+        let mut c = roofprobe();
+        c.args(["run", "--device", "host", "--quick", "--size", "64KiB"])
+            .args(["--filter", "copy/f32", "--filter", "scale/f32", "-o"])
+            .arg(out);
+        c
+    };
+    let free = tempfile::tempdir().unwrap();
+    assert!(finished(run(free.path()).output().unwrap().status));
+    let whole = std::fs::read(&csv_in(free.path())[0]).unwrap();
+    let second_row = whole.iter().enumerate().filter(|(_, &b)| b == b'\n').nth(1);
+    let header_and_row = second_row.unwrap().0 as u64 + 1 + 40;
+    let out = files_limited_to(&mut run(dir.path()), header_and_row)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let e = one_error_line(&out);
+    let csv = csv_in(dir.path());
+    assert_eq!(csv.len(), 1, "{e}");
+    assert_eq!(read_csv(&csv[0]).unwrap().len(), 1, "{e}");
+    assert!(
+        e.contains("the row of stream/scale/f32 was not written (it measured ")
+            && e.contains(" GB/s")
+            && e.contains(&format!("{} keeps the 1 row before it", csv[0].display())),
+        "{e}"
+    );
+}
+
 /// The bug: `path: No space left on device (os error 28)` and nothing more. Now the kind of
 /// error says what to do (written through /dev/full, which an output may now be).
 #[test]

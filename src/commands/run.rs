@@ -16,7 +16,7 @@ use crate::cli::{parse_device, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
 use crate::commands::emit;
 use crate::commands::report::write_calibration_and_svg;
 use crate::commands::{hostname, slug};
-use crate::files::{fresh_path, output_folder, random_u64, Overwrite};
+use crate::files::{fresh_path, output_folder, probe_folder, random_u64, Overwrite};
 use crate::record::{CsvSink, Record, RunIdentity};
 use crate::report::{ceilings, table};
 use crate::runner::{self, Event, RunConfig};
@@ -239,11 +239,28 @@ impl<'a> DeviceRun<'a> {
         self.planned = planned.len();
     }
 
+    /// Writes a row to the CSV. On an error, the error says what the CSV keeps and gives the
+    /// figure of the row that was lost, so that nothing measured goes unsaid.
     fn write(&mut self, record: &Record) -> Result<()> {
-        match &mut self.sink {
-            Some(sink) => sink.write(record),
-            None => Err(Error::Internal("a row before the device's plan".into())),
-        }
+        let Some(sink) = &mut self.sink else {
+            return Err(Error::Internal("a row before the device's plan".into()));
+        };
+        sink.write(record).map_err(|e| {
+            let kept = match sink.rows() {
+                0 => "no CSV was written".to_string(),
+                n => format!(
+                    "{} keeps the {n} row{} before it (`roofprobe report` on it writes their \
+                     table, calibration and roofline)",
+                    sink.path().display(),
+                    if n == 1 { "" } else { "s" }
+                ),
+            };
+            Error::Internal(format!(
+                "{e}; the row of {} was not written (it measured {}); {kept}",
+                record.case_id(),
+                progress_figure(record)
+            ))
+        })
     }
 
     fn event(&mut self, event: Event<'_>) {
@@ -520,6 +537,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     let targets = resolve(&args.device)?;
     output_folder(&args.out)?;
+    // a folder that cannot take a file is found now, not after the first case is measured
+    probe_folder(&args.out)?;
     // From here a signal stops the run after the case that runs, and what it measured is
     // reported and written as at its end.
     crate::interrupt::install_for_run();
