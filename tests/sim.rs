@@ -956,6 +956,38 @@ fn a_driver_that_never_initialises_is_given_up_on() {
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
+/// The bug: after `run` stopped on an error writing a row, its GPU worker went on measuring,
+/// reparented, seconds later still running. Now the worker is killed and reaped on every early
+/// return: nothing of the run's process group outlives it. (Its CSV is limited to its first
+/// row by `RLIMIT_FSIZE`, a full disk that needs no privilege.)
+#[test]
+fn a_run_stopped_by_a_write_error_leaves_no_worker_running() {
+    let sim = Sim::new("");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sim.roofprobe();
+    cmd.args([
+        "run",
+        "--device",
+        "cuda:0",
+        "--samples",
+        "60",
+        "--size",
+        "256KiB",
+    ])
+    .args(["--filter", "stream/", "--out"])
+    .arg(dir.path());
+    let header = roofprobe::record::header().join(",").len() as u64 + 1;
+    // a GPU row is 590 to 650 bytes: the first fits, not the second
+    crate::files::files_limited_to(&mut cmd, header + 900);
+    let run = crate::common::Signalled::start(&mut cmd, Duration::from_secs(240));
+    // finish() fails if anything of its process group is left once it has ended
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("was not written"), "{err}");
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    assert_eq!(rows.len(), 1, "{err}");
+}
+
 /// A CUDA toolkit's stub libcuda on the search path (`cuInit` answering
 /// `CUDA_ERROR_STUB_LIBRARY`, 34) is named as such, with what to do, by `devices` and by a run
 /// asked for the GPU.
