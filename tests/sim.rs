@@ -1442,6 +1442,103 @@ fn devices_writes_the_drivers_own_code_for_every_module_the_device_takes() {
     }
 }
 
+/// A stand-in for ptxas, for the simulated driver's linker: its object is `bytes` zero bytes
+/// (written with its own file-size limit lifted) and its log one `-v` line.
+fn fake_ptxas(dir: &Path, bytes: usize) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(format!("ptxas-{bytes}"));
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nulimit -S -f unlimited 2>/dev/null\nout=\nwhile [ $# -gt 0 ]; do \
+             [ \"$1\" = -o ] && {{ out=$2; shift; }}; shift; done\nhead -c {bytes} /dev/zero \
+             > \"$out\"\necho \"ptxas info    : Used 8 registers\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The bugs: `devices --jit-out` wrote with a plain write, so a full disk left 0-byte and
+/// cut-off `.cubin` files under their real names, an existing file was overwritten without
+/// --force, and a folder that could not be made was "1 module(s) not written" when none was.
+/// Now every file is written whole or not at all, existing ones kept unless --force, and the
+/// count is every module the device takes.
+#[test]
+fn devices_writes_the_drivers_code_whole_and_never_over_a_file() {
+    let tools = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let n = modules_for((8, 9)).len();
+    let devices = |sim: &Sim, dir: &Path, force: bool, limit: Option<u64>| {
+        let mut cmd = sim.roofprobe();
+        cmd.arg("devices").arg("--jit-out").arg(dir);
+        if force {
+            cmd.arg("--force");
+        }
+        if let Some(bytes) = limit {
+            crate::files::files_limited_to(&mut cmd, bytes);
+        }
+        let o = run_limited(&mut cmd, Duration::from_secs(300));
+        (o.status.code(), text(&o.stderr))
+    };
+    let names = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+
+    // a folder that cannot be made: every module the device takes counted
+    let file = out.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let (code, err) = devices(&Sim::new(""), &file.join("sub"), false, None);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: the driver's code of {n} module(s) was not written"
+        )) && err.contains("cannot make the folder"),
+        "{err}"
+    );
+
+    // written, then kept without --force, then replaced with it
+    let small = Sim::new(&format!(
+        "ptxas={}",
+        fake_ptxas(tools.path(), 100).display()
+    ));
+    let dir = out.path().join("code");
+    let (code, err) = devices(&small, &dir, false, None);
+    assert_eq!(code, Some(0), "{err}");
+    let cuda0 = dir.join("cuda0");
+    assert_eq!(names(&cuda0).len(), 2 * n, "{:?}", names(&cuda0));
+    let stream = cuda0.join("stream.ptx.cubin");
+    std::fs::write(&stream, "mine").unwrap();
+    let (code, err) = devices(&small, &dir, false, None);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("exists") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(&stream).unwrap(), b"mine");
+    let (code, err) = devices(&small, &dir, true, None);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(&stream).unwrap().len(), 100);
+    assert_eq!(names(&cuda0).len(), 2 * n, "{:?}", names(&cuda0));
+
+    // a disk that fills (objects of 2 MiB, files limited to 1 MiB): no file cut off
+    let big = Sim::new(&format!(
+        "ptxas={}",
+        fake_ptxas(tools.path(), 2 << 20).display()
+    ));
+    let dir = out.path().join("full");
+    let (code, err) = devices(&big, &dir, false, Some(1 << 20));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    assert_eq!(names(&dir.join("cuda0")), Vec::<String>::new());
+}
+
 /// `devices --jit-out` where the driver's JIT gives no code: the whole listing is still printed,
 /// each failed module named with the driver's error and JIT log, and the command ends with one
 /// error line and exit code 1; a module the JIT refuses fails alone; with no device at all it is
