@@ -704,3 +704,27 @@ fn an_io_error_says_what_to_do() {
         "{e}"
     );
 }
+
+/// The bug: a CSV whose last row was cut off inside its quoted `note` (a run killed mid-write)
+/// read as whole. Now a last row that ends inside quotes, or has fewer fields than the header,
+/// is refused, its line named, as cut off.
+#[test]
+fn a_csv_cut_off_in_its_last_row_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(crate::common::checked_in("csv")[0].clone()).unwrap();
+    assert!(whole.ends_with(b"\"\n"), "the last field is a quoted note");
+    let lines = whole.iter().filter(|&&b| b == b'\n').count();
+    for (cut, what) in [(20, "ends inside a quoted field"), (200, "fields")] {
+        let t = dir.path().join(format!("cut-{cut}.csv"));
+        std::fs::write(&t, &whole[..whole.len() - cut]).unwrap();
+        let out = roofprobe().arg("export").arg(&t).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{cut}");
+        let e = one_error_line(&out);
+        assert!(
+            e.starts_with(&format!("error: {}:{lines}: the last row ", t.display()))
+                && e.contains(what)
+                && e.contains("looks cut off"),
+            "{e}"
+        );
+    }
+}
