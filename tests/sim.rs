@@ -956,6 +956,47 @@ fn a_driver_that_never_initialises_is_given_up_on() {
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
+/// The bug: `ROOFPROBE_CUDA_INIT_TIMEOUT=abc` (or `0`, `-5`) was ignored and 60 s used. Now a
+/// malformed value stops `run` with one line naming the variable and the form it takes, exit 2
+/// (under `--device auto` too, which once took any driver error for "no GPU"); `3s` is 3 s, as
+/// `--kernel-timeout` reads it.
+#[test]
+fn a_malformed_init_timeout_is_refused() {
+    let sim = Sim::new("");
+    let var = roofprobe::backend::cuda::INIT_TIMEOUT_VAR;
+    for (value, device) in [("abc", "cuda:0"), ("0", "auto"), ("-5", "all")] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run_limited(
+            sim.roofprobe()
+                .args(["run", "--quick", "--size", "64KiB", "--device", device])
+                .args(["--filter", "stream/copy/f32", "--out"])
+                .arg(dir.path())
+                .env(var, value),
+            Duration::from_secs(60),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with(&format!(
+                "error: {var}: `{value}` is not a time above 0 in seconds"
+            )) && last.contains(&format!("{var}=120")),
+            "{err}"
+        );
+        assert!(crate::common::files_with_ext(dir.path(), "csv").is_empty());
+    }
+    let listed = run_limited(
+        sim.roofprobe().arg("devices").env(var, "3s"),
+        Duration::from_secs(60),
+    );
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert!(
+        text(&listed.stdout).contains("cuda:0 — "),
+        "{}",
+        text(&listed.stdout)
+    );
+}
+
 /// The bug: after `run` stopped on an error writing a row, its GPU worker went on measuring,
 /// reparented, seconds later still running. Now the worker is killed and reaped on every early
 /// return: nothing of the run's process group outlives it. (Its CSV is limited to its first

@@ -45,6 +45,8 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
                 crate::say!("note: the CUDA driver reports no device; measuring the host CPU");
                 Ok(vec![Target::Host])
             }
+            // a setting of ours that is wrong is the user's to fix, not a reason to skip the GPU
+            Err(e @ Error::Usage(_)) => Err(e),
             Err(e) => {
                 crate::say!(
                     "note: no usable GPU: {}; measuring the host CPU",
@@ -54,7 +56,11 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
             }
         },
         "all" => {
-            let mut t = cuda_all().unwrap_or_else(|e| {
+            let mut t = match cuda_all() {
+                Err(e @ Error::Usage(_)) => return Err(e),
+                found => found,
+            }
+            .unwrap_or_else(|e| {
                 crate::say!(
                     "note: no usable GPU: {}; measuring the host CPU only",
                     why_no_gpu(&e)
