@@ -79,8 +79,12 @@ pub struct DevicesArgs {
     /// Also compile every kernel module with each GPU's driver (its JIT, through its linker) and
     /// write the machine code and the JIT's log to `DIR/cuda<N>/<module>.cubin` and `.log`, for
     /// `scripts/jit-sass`; exit code 1 if a module the device takes could not be written.
+    /// Files there are never overwritten without --force.
     #[arg(long, value_name = "DIR")]
     pub jit_out: Option<std::path::PathBuf>,
+    /// Replace the files --jit-out writes if they exist.
+    #[arg(long, requires = "jit_out")]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -43,8 +43,8 @@ pub enum Error {
         free_bytes: u64,
     },
 
-    /// A file could not be read or written.
-    #[error("{path}: {source}")]
+    /// A file could not be read or written; what to do, by the kind of error ([`io_remedy`]).
+    #[error("{path}: {source}{}", io_remedy(source))]
     Io {
         path: PathBuf,
         #[source]
@@ -113,5 +113,54 @@ impl From<roofprobe_calibration::Error> for Error {
     }
 }
 
+/// What to do about an I/O error, by its kind, as `; …` to follow the OS's message (empty where
+/// the message says it all).
+pub fn io_remedy(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => {
+            "; free some space there, or write somewhere else (another folder with -o)"
+        }
+        Some(libc::EROFS) => "; that file system is read-only: choose a writable folder",
+        Some(libc::EISDIR) => "; that is a folder: name a file",
+        Some(libc::ENOTDIR) => "; part of that path is a file, not a folder: name a folder",
+        Some(libc::EACCES | libc::EPERM) => {
+            "; choose a folder you may write to (or read from), or change its permissions"
+        }
+        Some(libc::EFBIG) => {
+            "; the file reached the largest size allowed here (`ulimit -f`): raise the limit, or \
+             write somewhere else"
+        }
+        Some(libc::ELOOP) => "; a loop of symbolic links: name the file itself",
+        Some(libc::EIO) => "; the device failed: check the disk (`dmesg`), or write elsewhere",
+        Some(libc::ENOENT) => "; check the name, and that its folder exists",
+        _ => "",
+    }
+}
+
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bug: `path: No space left on device (os error 28)` and nothing more. Now each kind
+    /// says what to do.
+    #[test]
+    fn io_errors_say_what_to_do() {
+        let said = |code: i32| Error::io("/x", std::io::Error::from_raw_os_error(code)).to_string();
+        let full = said(libc::ENOSPC);
+        assert!(full.starts_with("/x: No space left on device"), "{full}");
+        assert!(
+            full.contains("free some space") && full.contains("-o"),
+            "{full}"
+        );
+        assert!(said(libc::EROFS).contains("choose a writable folder"));
+        assert!(said(libc::EISDIR).contains("name a file"));
+        assert!(said(libc::ENOTDIR).contains("name a folder"));
+        assert!(said(libc::EACCES).contains("permissions"));
+        assert!(said(libc::EFBIG).contains("ulimit -f"));
+        let plain = Error::io("/x", std::io::Error::other("odd")).to_string();
+        assert_eq!(plain, "/x: odd");
+    }
+}

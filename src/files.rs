@@ -18,6 +18,7 @@ pub use roofprobe_calibration::check::MAX_FILE_BYTES;
 /// Reads an input file of at most [`MAX_FILE_BYTES`] (an endless one, such as `/dev/zero`, is
 /// refused after that many bytes).
 pub fn read_input(path: &Path) -> Result<Vec<u8>> {
+    note_input(path);
     Ok(roofprobe_calibration::check::read_limited(path)?)
 }
 
@@ -102,8 +103,100 @@ fn not_a_folder(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Makes `dir` the folder outputs go to: created if missing; a file there is a usage error.
+/// Whether `path` is `-`, which names stdout where a command writes a single file.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Whether an output path names a stream rather than a file: `-`, or an existing character
+/// device or FIFO (`/dev/stdout`, `/dev/null`, a named pipe), symbolic links followed. What a
+/// command says about a file it wrote goes to stderr then, not into the stream.
+pub fn is_stream(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    is_stdout(path)
+        || std::fs::metadata(path)
+            .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
+}
+
+/// Where an output's bytes go, as the file system has the name now.
+enum Target {
+    /// A regular file, new or (with `--force`) replaced: a temporary file renamed to this name.
+    /// For a symbolic link to a regular file, the link's target: the link stays, and what it
+    /// points to is written (as a shell's `>` would).
+    File(PathBuf),
+    /// An existing character device or FIFO, written into directly: nothing to replace.
+    Stream,
+}
+
+/// Where writing `path` leads: a file to create or replace, or a stream to write into. A name
+/// that is a folder, a link that points nowhere, a block device or a socket is a usage error.
+fn target_of(path: &Path) -> Result<Target> {
+    use std::os::unix::fs::FileTypeExt;
+    let link = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Target::File(path.to_path_buf()))
+        }
+        Err(e) => return Err(Error::io(path, e)),
+        Ok(m) => m,
+    };
+    let is_link = link.file_type().is_symlink();
+    let meta = if is_link {
+        match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(dangling_link(path));
+            }
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    } else {
+        link
+    };
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        not_a_folder(path)?;
+    }
+    if kind.is_char_device() || kind.is_fifo() {
+        return Ok(Target::Stream);
+    }
+    if kind.is_file() {
+        if !is_link {
+            return Ok(Target::File(path.to_path_buf()));
+        }
+        return std::fs::canonicalize(path)
+            .map(Target::File)
+            .map_err(|e| Error::io(path, e));
+    }
+    let what = if kind.is_block_device() {
+        "a block device"
+    } else {
+        "a socket"
+    };
+    Err(Error::Usage(format!(
+        "{} is {what}; roofprobe writes files, FIFOs and character devices: name a file",
+        path.display()
+    )))
+}
+
+/// The error for a symbolic link whose target does not exist.
+fn dangling_link(path: &Path) -> Error {
+    let to = std::fs::read_link(path).map_or_else(|_| "?".to_string(), |t| t.display().to_string());
+    Error::Usage(format!(
+        "{} is a symbolic link to {to}, which does not exist; create {to} first, or name \
+         another path",
+        path.display()
+    ))
+}
+
+/// Makes `dir` the folder outputs go to: created if missing; a file there is a usage error,
+/// and so is a symbolic link that points nowhere.
 pub fn output_folder(dir: &Path) -> Result<()> {
+    if dir
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+        && !dir.exists()
+    {
+        return Err(dangling_link(dir));
+    }
     if dir.exists() && !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{} is a file; -o/--out names a folder here (created if missing)",
@@ -113,21 +206,42 @@ pub fn output_folder(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
 }
 
+/// Checks that `dir` takes a new file, before anything is measured into it: writes a temporary
+/// file of about a CSV header's size there and removes it. A read-only, full or foreign folder is an
+/// error now rather than after the first case.
+pub fn probe_folder(dir: &Path) -> Result<()> {
+    let probe = dir.join("probe");
+    let (tmp, file) = write_temporary(&probe, &[b'x'; 512]).map_err(|e| match e {
+        Error::Io { source, .. } => Error::io(dir, source),
+        other => other,
+    })?;
+    drop(file);
+    let _ = std::fs::remove_file(tmp);
+    Ok(())
+}
+
+/// The name was taken when [`publish`] gave it, without `--force`.
+struct Taken;
+
 /// Gives the complete temporary file `tmp` the name `path`, in one step: without replacing an
 /// existing file (a hard link, which fails if the name exists) unless `overwrite` allows it.
-fn publish(tmp: &Path, path: &Path, overwrite: Overwrite) -> Result<()> {
+fn publish(tmp: &Path, path: &Path, overwrite: Overwrite) -> Result<Result<(), Taken>> {
     match overwrite {
-        Overwrite::Allowed => std::fs::rename(tmp, path).map_err(|e| Error::io(path, e)),
+        Overwrite::Allowed => std::fs::rename(tmp, path)
+            .map(Ok)
+            .map_err(|e| Error::io(path, e)),
         Overwrite::Never => match std::fs::hard_link(tmp, path) {
             Ok(()) => {
                 let _ = std::fs::remove_file(tmp);
-                Ok(())
+                Ok(Ok(()))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(exists_error(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Err(Taken)),
             // A file system without hard links: check, then rename (a narrow race, never a
             // partial file).
-            Err(_) if path.exists() => Err(exists_error(path)),
-            Err(_) => std::fs::rename(tmp, path).map_err(|e| Error::io(path, e)),
+            Err(_) if path.exists() => Ok(Err(Taken)),
+            Err(_) => std::fs::rename(tmp, path)
+                .map(Ok)
+                .map_err(|e| Error::io(path, e)),
         },
     }
 }
@@ -152,21 +266,106 @@ fn write_temporary(path: &Path, bytes: &[u8]) -> Result<(PathBuf, std::fs::File)
     Ok((tmp, file))
 }
 
-/// Writes `bytes` to `path` whole or not at all: a temporary file in the same folder, renamed
-/// into place. With [`Overwrite::Never`] an existing `path` is a usage error and is left as it
-/// was. On any error nothing is left behind.
-pub fn write_new(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<()> {
-    not_a_folder(path)?;
-    if overwrite == Overwrite::Never && path.exists() {
-        return Err(exists_error(path));
+/// Writes `bytes` into an existing character device or FIFO.
+fn write_stream(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut stream = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    stream
+        .write_all(bytes)
+        .and_then(|()| stream.flush())
+        .map_err(|e| Error::io(path, e))
+}
+
+/// [`write_new`], telling a name taken (without `--force`) apart from other errors.
+fn write_or_taken(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<Result<(), Taken>> {
+    if is_stdout(path) {
+        return Err(Error::Usage(
+            "`-` (stdout) names an output only where a command writes one file (export -o, \
+             plot -o); name a file here"
+                .into(),
+        ));
     }
-    let (tmp, file) = write_temporary(path, bytes)?;
-    drop(file);
-    let published = publish(&tmp, path, overwrite);
-    if published.is_err() {
+    let file = match target_of(path)? {
+        Target::Stream => return write_stream(path, bytes).map(Ok),
+        Target::File(file) => file,
+    };
+    not_an_input(path, &file)?;
+    if overwrite == Overwrite::Never && file.exists() {
+        return Ok(Err(Taken));
+    }
+    let (tmp, handle) = write_temporary(&file, bytes)?;
+    drop(handle);
+    let published = publish(&tmp, &file, overwrite);
+    if !matches!(published, Ok(Ok(()))) {
         let _ = std::fs::remove_file(&tmp);
     }
     published
+}
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file in the same folder, renamed
+/// into place. With [`Overwrite::Never`] an existing `path` is a usage error and is left as it
+/// was. On any error nothing is left behind. An existing character device or FIFO
+/// (`/dev/stdout`, a named pipe) is written into as it is, with or without `--force`; a symbolic
+/// link to a file is followed, and its target replaced.
+pub fn write_new(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<()> {
+    write_or_taken(path, bytes, overwrite)?.map_err(|Taken| exists_error(path))
+}
+
+/// Writes `bytes` to a new file `<dir>/<stem>.<ext>`, suffixed `-2`, `-3`, … past names that
+/// exist, and returns its path. A name another process takes between the choice and the write
+/// (several `report`s at once) moves this one on to the next suffix.
+pub fn write_fresh(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> Result<PathBuf> {
+    for _ in 0..1000 {
+        let path = fresh_path(dir, stem, ext);
+        if write_or_taken(&path, bytes, Overwrite::Never)?.is_ok() {
+            return Ok(path);
+        }
+    }
+    Err(Error::Internal(format!(
+        "no free name for {stem}.{ext} in {} after 1000 tries",
+        dir.display()
+    )))
+}
+
+/// The files this process read as inputs ([`read_input`]), by device and inode: an output must
+/// never replace one.
+static INPUTS: std::sync::Mutex<Vec<(u64, u64, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+/// Remembers a regular file read as an input.
+fn note_input(path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(m) = std::fs::metadata(path) {
+        if m.is_file() {
+            if let Ok(mut inputs) = INPUTS.lock() {
+                inputs.push((m.dev(), m.ino(), path.to_path_buf()));
+            }
+        }
+    }
+}
+
+/// Refuses to write `file` (the output `asked`, links followed) when it is a file this process
+/// read as an input: `export a.csv -o a.csv --force` would turn the measurements into JSON.
+fn not_an_input(asked: &Path, file: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(file) else {
+        return Ok(());
+    };
+    let inputs = INPUTS
+        .lock()
+        .map_or_else(|p| p.into_inner().clone(), |i| i.clone());
+    match inputs
+        .iter()
+        .find(|(dev, ino, _)| (*dev, *ino) == (m.dev(), m.ino()))
+    {
+        Some((_, _, input)) => Err(Error::Usage(format!(
+            "{} is the input {}; roofprobe never writes over what it reads: name another output",
+            asked.display(),
+            input.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A file that is created with its first bytes and then grows: each [`append`](Self::append)
@@ -181,13 +380,19 @@ impl AppendFile {
     /// Creates `path` (which must not exist) holding `first`, in one step, as [`write_new`].
     pub fn create_new(path: &Path, first: &[u8]) -> Result<AppendFile> {
         not_a_folder(path)?;
-        if path.exists() {
+        if path.symlink_metadata().is_ok() {
             return Err(exists_error(path));
         }
         let (tmp, file) = write_temporary(path, first)?;
-        if let Err(e) = publish(&tmp, path, Overwrite::Never) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
+        match publish(&tmp, path, Overwrite::Never) {
+            Ok(Ok(())) => {}
+            failed => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(match failed {
+                    Err(e) => e,
+                    Ok(_) => exists_error(path),
+                });
+            }
         }
         Ok(AppendFile {
             path: path.to_path_buf(),

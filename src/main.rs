@@ -9,7 +9,7 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             // One line, whatever a file or a driver put in the message.
-            eprintln!("error: {}", roofprobe::text::one_line(&e.to_string()));
+            roofprobe::say!("error: {}", roofprobe::text::one_line(&e.to_string()));
             let code = match e {
                 roofprobe::Error::Usage(_) => roofprobe::cli::EXIT_USAGE,
                 roofprobe::Error::Interrupted(_) => roofprobe::interrupt::EXIT_INTERRUPTED,

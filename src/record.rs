@@ -541,6 +541,7 @@ fn sample_record() -> Record {
 pub struct CsvSink {
     path: std::path::PathBuf,
     file: Option<AppendFile>,
+    rows: usize,
 }
 
 /// One row as CSV bytes, after the header when `with_header`.
@@ -560,21 +561,28 @@ impl CsvSink {
         CsvSink {
             path: path.to_path_buf(),
             file: None,
+            rows: 0,
         }
     }
 
     /// Appends one row and flushes it to the file (creating it, header first, on the first).
     pub fn write(&mut self, record: &Record) -> Result<()> {
         match &mut self.file {
-            Some(file) => file.append(&row_bytes(record, false)?),
+            Some(file) => file.append(&row_bytes(record, false)?)?,
             None => {
                 self.file = Some(AppendFile::create_new(
                     &self.path,
                     &row_bytes(record, true)?,
                 )?);
-                Ok(())
             }
         }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// How many rows the file holds (each written whole).
+    pub fn rows(&self) -> usize {
+        self.rows
     }
 
     pub fn path(&self) -> &Path {
@@ -1149,6 +1157,20 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
         };
         return Err(Error::parse(path, 1, text::one_line(&message)));
     };
+    // An odd number of quotes: the last row ends inside a quoted field (the `note`), as a file
+    // does whose writer was stopped mid-row (the csv reader takes such a field to the end).
+    let ends_inside_quotes = bytes.iter().filter(|&&b| b == b'"').count() % 2 == 1;
+    let cut_off = |line: u64, what: &str| {
+        Error::parse(
+            path,
+            line,
+            format!(
+                "the last row {what}: the file looks cut off (a run stopped while writing it, \
+                 or a copy that did not finish); delete that line (the rows above it are whole) \
+                 or copy the file again"
+            ),
+        )
+    };
     let mut out = Vec::new();
     let mut lines = Vec::new();
     let mut raw = csv::StringRecord::new();
@@ -1173,6 +1195,19 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             continue;
         }
         let (headers, schema) = layout;
+        let rest = usize::try_from(reader.position().byte())
+            .map_or(&[][..], |at| bytes.get(at..).unwrap_or_default());
+        if rest.iter().all(u8::is_ascii_whitespace) {
+            if ends_inside_quotes {
+                return Err(cut_off(line, "ends inside a quoted field"));
+            }
+            if raw.len() < headers.len() {
+                return Err(cut_off(
+                    line,
+                    &format!("has {} of the header's {} fields", raw.len(), headers.len()),
+                ));
+            }
+        }
         if raw.len() != headers.len() {
             return Err(Error::parse(
                 path,
@@ -1458,10 +1493,11 @@ pub(crate) mod tests {
         let case = StreamKernel::Copy.case(Precision::F32, 10);
         let good = to_csv_bytes(&[measured(&case, 1e-3, true), measured(&case, 1e-3, true)]);
         let text = String::from_utf8(good).unwrap();
-        // truncated last row
+        // truncated last row: said to look cut off
         let cut = &text[..text.len() - 30];
         assert!(
-            err(cut.as_bytes()).starts_with("bad.csv:3: row has"),
+            err(cut.as_bytes()).starts_with("bad.csv:3: the last row has")
+                && err(cut.as_bytes()).contains("looks cut off"),
             "{}",
             err(cut.as_bytes())
         );

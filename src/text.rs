@@ -5,6 +5,34 @@
 //!
 //! This module must not decide what is printed, only how safely.
 
+/// Writes `text` to stderr, ignoring a failure: a message that cannot be shown (stderr on a full
+/// disk, a closed pipe) must never cost the run, as `eprintln!`'s panic did. Every message of
+/// the program goes through here, by [`say!`](crate::say) and [`say_inline!`](crate::say_inline).
+pub fn to_stderr(text: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
+/// `eprintln!` that ignores a failing stderr ([`to_stderr`]).
+#[macro_export]
+macro_rules! say {
+    () => {
+        $crate::text::to_stderr("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::text::to_stderr(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprint!` that ignores a failing stderr ([`to_stderr`]).
+#[macro_export]
+macro_rules! say_inline {
+    ($($arg:tt)*) => {
+        $crate::text::to_stderr(&format!($($arg)*))
+    };
+}
+
 use roofprobe_calibration::check::is_forbidden_char;
 use std::borrow::Cow;
 

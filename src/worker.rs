@@ -163,6 +163,32 @@ fn death(status: std::process::ExitStatus, lost: Option<&str>) -> String {
     }
 }
 
+/// A worker process that is killed and reaped when dropped before it ended: whatever makes the
+/// parent stop reading it early (an error writing a row, a panic), none is left running.
+struct Reaped(std::process::Child);
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// The device and its rows so far, after a signal; an error if the worker had not yet
 /// described the device.
 fn interrupted(
@@ -194,13 +220,17 @@ pub fn run(
         if crate::interrupt::requested() {
             return interrupted(info, records, job.ordinal);
         }
-        let mut child = Command::new(&exe)
-            .arg(SUBCOMMAND)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| Error::io(&exe, e))?;
+        // killed and reaped on every early return below (a row that cannot be written): a
+        // worker must never measure on alone, reparented, after its run has stopped
+        let mut child = Reaped(
+            Command::new(&exe)
+                .arg(SUBCOMMAND)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|e| Error::io(&exe, e))?,
+        );
         // asked to stop after its case by a signal to `run` alone, until it is reaped below
         let _registered = crate::interrupt::Worker::new(child.id());
         {
@@ -221,7 +251,7 @@ pub fn run(
                 Ok(m) => m,
                 // not ours (a library printing to stdout): shown, not parsed
                 Err(_) => {
-                    eprintln!("{line}");
+                    crate::say!("{line}");
                     continue;
                 }
             };
@@ -322,7 +352,7 @@ pub fn run(
                 job.ordinal
             )));
         }
-        eprintln!(
+        crate::say!(
             "note: cuda:{} {}; continuing the {left} cases left in a fresh process",
             job.ordinal,
             lost.as_deref().map_or_else(

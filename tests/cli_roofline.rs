@@ -386,12 +386,13 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
             fails_with(&[command, s(path)], expected);
         }
     }
-    // the truncated file names its last line
+    // the truncated file names its last line, and says it looks cut off
     let lines = text.lines().count();
-    fails_with(
+    let e = fails_with(
         &["report", s(&truncated)],
-        &format!("{}:{lines}: row has", truncated.display()),
+        &format!("{}:{lines}: the last row has 10 of", truncated.display()),
     );
+    assert!(e.contains("looks cut off"), "{e}");
 
     // calibration JSONs: plot and compare read them and refuse other schemas
     for command in ["plot", "compare"] {

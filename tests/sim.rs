@@ -966,6 +966,79 @@ fn a_driver_that_never_initialises_is_given_up_on() {
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
+/// The bug: `ROOFPROBE_CUDA_INIT_TIMEOUT=abc` (or `0`, `-5`) was ignored and 60 s used. Now a
+/// malformed value stops `run` with one line naming the variable and the form it takes, exit 2
+/// (under `--device auto` too, which once took any driver error for "no GPU"); `3s` is 3 s, as
+/// `--kernel-timeout` reads it.
+#[test]
+fn a_malformed_init_timeout_is_refused() {
+    let sim = Sim::new("");
+    let var = roofprobe::backend::cuda::INIT_TIMEOUT_VAR;
+    for (value, device) in [("abc", "cuda:0"), ("0", "auto"), ("-5", "all")] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run_limited(
+            sim.roofprobe()
+                .args(["run", "--quick", "--size", "64KiB", "--device", device])
+                .args(["--filter", "stream/copy/f32", "--out"])
+                .arg(dir.path())
+                .env(var, value),
+            Duration::from_secs(60),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with(&format!(
+                "error: {var}: `{value}` is not a time above 0 in seconds"
+            )) && last.contains(&format!("{var}=120")),
+            "{err}"
+        );
+        assert!(crate::common::files_with_ext(dir.path(), "csv").is_empty());
+    }
+    let listed = run_limited(
+        sim.roofprobe().arg("devices").env(var, "3s"),
+        Duration::from_secs(60),
+    );
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert!(
+        text(&listed.stdout).contains("cuda:0 — "),
+        "{}",
+        text(&listed.stdout)
+    );
+}
+
+/// The bug: after `run` stopped on an error writing a row, its GPU worker went on measuring,
+/// reparented, seconds later still running. Now the worker is killed and reaped on every early
+/// return: nothing of the run's process group outlives it. (Its CSV is limited to its first
+/// row by `RLIMIT_FSIZE`, a full disk that needs no privilege.)
+#[test]
+fn a_run_stopped_by_a_write_error_leaves_no_worker_running() {
+    let sim = Sim::new("");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sim.roofprobe();
+    cmd.args([
+        "run",
+        "--device",
+        "cuda:0",
+        "--samples",
+        "60",
+        "--size",
+        "256KiB",
+    ])
+    .args(["--filter", "stream/", "--out"])
+    .arg(dir.path());
+    let header = roofprobe::record::header().join(",").len() as u64 + 1;
+    // a GPU row is 590 to 650 bytes: the first fits, not the second
+    crate::files::files_limited_to(&mut cmd, header + 900);
+    let run = crate::common::Signalled::start(&mut cmd, Duration::from_secs(240));
+    // finish() fails if anything of its process group is left once it has ended
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("was not written"), "{err}");
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    assert_eq!(rows.len(), 1, "{err}");
+}
+
 /// A CUDA toolkit's stub libcuda on the search path (`cuInit` answering
 /// `CUDA_ERROR_STUB_LIBRARY`, 34) is named as such, with what to do, by `devices` and by a run
 /// asked for the GPU.
@@ -1418,6 +1491,103 @@ fn devices_writes_the_drivers_own_code_for_every_module_the_device_takes() {
             assert!(said.contains("sm_90a, 14 kernels"), "{said}");
         }
     }
+}
+
+/// A stand-in for ptxas, for the simulated driver's linker: its object is `bytes` zero bytes
+/// (written with its own file-size limit lifted) and its log one `-v` line.
+fn fake_ptxas(dir: &Path, bytes: usize) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(format!("ptxas-{bytes}"));
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nulimit -S -f unlimited 2>/dev/null\nout=\nwhile [ $# -gt 0 ]; do \
+             [ \"$1\" = -o ] && {{ out=$2; shift; }}; shift; done\nhead -c {bytes} /dev/zero \
+             > \"$out\"\necho \"ptxas info    : Used 8 registers\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The bugs: `devices --jit-out` wrote with a plain write, so a full disk left 0-byte and
+/// cut-off `.cubin` files under their real names, an existing file was overwritten without
+/// --force, and a folder that could not be made was "1 module(s) not written" when none was.
+/// Now every file is written whole or not at all, existing ones kept unless --force, and the
+/// count is every module the device takes.
+#[test]
+fn devices_writes_the_drivers_code_whole_and_never_over_a_file() {
+    let tools = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let n = modules_for((8, 9)).len();
+    let devices = |sim: &Sim, dir: &Path, force: bool, limit: Option<u64>| {
+        let mut cmd = sim.roofprobe();
+        cmd.arg("devices").arg("--jit-out").arg(dir);
+        if force {
+            cmd.arg("--force");
+        }
+        if let Some(bytes) = limit {
+            crate::files::files_limited_to(&mut cmd, bytes);
+        }
+        let o = run_limited(&mut cmd, Duration::from_secs(300));
+        (o.status.code(), text(&o.stderr))
+    };
+    let names = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+
+    // a folder that cannot be made: every module the device takes counted
+    let file = out.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let (code, err) = devices(&Sim::new(""), &file.join("sub"), false, None);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: the driver's code of {n} module(s) was not written"
+        )) && err.contains("cannot make the folder"),
+        "{err}"
+    );
+
+    // written, then kept without --force, then replaced with it
+    let small = Sim::new(&format!(
+        "ptxas={}",
+        fake_ptxas(tools.path(), 100).display()
+    ));
+    let dir = out.path().join("code");
+    let (code, err) = devices(&small, &dir, false, None);
+    assert_eq!(code, Some(0), "{err}");
+    let cuda0 = dir.join("cuda0");
+    assert_eq!(names(&cuda0).len(), 2 * n, "{:?}", names(&cuda0));
+    let stream = cuda0.join("stream.ptx.cubin");
+    std::fs::write(&stream, "mine").unwrap();
+    let (code, err) = devices(&small, &dir, false, None);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("exists") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(&stream).unwrap(), b"mine");
+    let (code, err) = devices(&small, &dir, true, None);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(&stream).unwrap().len(), 100);
+    assert_eq!(names(&cuda0).len(), 2 * n, "{:?}", names(&cuda0));
+
+    // a disk that fills (objects of 2 MiB, files limited to 1 MiB): no file cut off
+    let big = Sim::new(&format!(
+        "ptxas={}",
+        fake_ptxas(tools.path(), 2 << 20).display()
+    ));
+    let dir = out.path().join("full");
+    let (code, err) = devices(&big, &dir, false, Some(1 << 20));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    assert_eq!(names(&dir.join("cuda0")), Vec::<String>::new());
 }
 
 /// `devices --jit-out` where the driver's JIT gives no code: the whole listing is still printed,

@@ -276,6 +276,26 @@ pub const INIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The environment variable that sets the `cuInit` time limit, in seconds.
 pub const INIT_TIMEOUT_VAR: &str = "ROOFPROBE_CUDA_INIT_TIMEOUT";
 
+/// The `cuInit` time limit: [`INIT_TIMEOUT_VAR`] read as `--kernel-timeout` is
+/// ([`crate::cli::parse_seconds`]: `90`, `2.5s`, up to a week), else [`INIT_TIMEOUT`]. A value
+/// that is set but malformed is a usage error, never a silent 60 s.
+pub fn init_timeout() -> Result<Duration> {
+    let text = match std::env::var(INIT_TIMEOUT_VAR) {
+        Err(std::env::VarError::NotPresent) => return Ok(INIT_TIMEOUT),
+        Err(std::env::VarError::NotUnicode(v)) => v.to_string_lossy().into_owned(),
+        Ok(v) => v,
+    };
+    crate::cli::parse_seconds(&text)
+        .map(Duration::from_secs_f64)
+        .map_err(|why| {
+            Error::Usage(format!(
+                "{INIT_TIMEOUT_VAR}: {why} (the limit on the driver's start, e.g. \
+                 {INIT_TIMEOUT_VAR}=120); unset it for {} s",
+                INIT_TIMEOUT.as_secs()
+            ))
+        })
+}
+
 /// `cuInit`, given up on after [`INIT_TIMEOUT`]. The outcome is kept: after a timeout the call
 /// is still blocked in its thread (nothing can cancel it), and every later call gets the same
 /// error at once instead of another blocked thread.
@@ -284,12 +304,7 @@ fn init_driver() -> Result<()> {
         std::sync::Mutex::new(None);
     let mut outcome = OUTCOME.lock().unwrap_or_else(|e| e.into_inner());
     if outcome.is_none() {
-        let limit = std::env::var(INIT_TIMEOUT_VAR)
-            .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| *s > 0.0)
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .unwrap_or(INIT_TIMEOUT);
+        let limit = init_timeout()?;
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("cuInit".into())

@@ -226,21 +226,26 @@ impl CudaBackend {
     }
 
     /// The driver's code for every module of `kernels::all()` this device takes, written to
-    /// `dir` (made if missing) as `<module>.cubin` and `<module>.log`, and summed up.
-    pub fn write_driver_code(&self, dir: &Path) -> DriverCode {
+    /// `dir` (made if missing) as `<module>.cubin` and `<module>.log`, and summed up. Each file is
+    /// written whole or not at all ([`crate::files::write_new`]); an existing one is replaced
+    /// only with `overwrite` (`--force`).
+    pub fn write_driver_code(&self, dir: &Path, overwrite: crate::files::Overwrite) -> DriverCode {
         let mut code = DriverCode {
             lines: Vec::new(),
             errors: Vec::new(),
         };
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            code.errors
-                .push(format!("{}: cannot make the folder: {e}", dir.display()));
-            return code;
-        }
+        // a folder that cannot be made costs every module the device takes, each counted
+        let no_folder = crate::files::output_folder(dir)
+            .err()
+            .map(|e| format!("cannot make the folder: {e}"));
         let (mut written, mut skipped, mut spilled) = (0, Vec::new(), Vec::new());
         for source in crate::kernels::all() {
             if let Some(why) = not_for_device(&source.ptx, self.compute_capability) {
                 skipped.push(format!("{} ({why})", source.name));
+                continue;
+            }
+            if let Some(why) = &no_folder {
+                code.errors.push(format!("kernels/{}: {why}", source.name));
                 continue;
             }
             let object = match self.driver_object(&source.ptx, &source.name) {
@@ -253,11 +258,11 @@ impl CudaBackend {
             let stem = file_stem(&source.name);
             let cubin = dir.join(format!("{stem}.cubin"));
             let log = dir.join(format!("{stem}.log"));
-            let wrote = std::fs::write(&cubin, &object.cubin)
-                .and_then(|()| std::fs::write(&log, format!("{}\n", object.log)));
+            let wrote = crate::files::write_new(&cubin, &object.cubin, overwrite).and_then(|()| {
+                crate::files::write_new(&log, format!("{}\n", object.log).as_bytes(), overwrite)
+            });
             if let Err(e) = wrote {
-                code.errors
-                    .push(format!("{}: cannot write: {e}", cubin.display()));
+                code.errors.push(format!("kernels/{}: {e}", source.name));
                 continue;
             }
             written += 1;

@@ -17,11 +17,12 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     at_most(&inputs, MAX_RUNS, "compare")?;
     let runs: Vec<Run> = inputs.into_iter().map(|i| i.run).collect();
     let overwrite = Overwrite::from_force(args.force);
-    // With --json, stdout holds the JSON alone: what was written is said on stderr.
+    // With --json, stdout holds the JSON alone, and a stream written to (`--csv /dev/stdout`)
+    // its bytes alone: what was written is said on stderr then.
     let written = |what: &str, path: &std::path::Path| {
         let line = format!("{what}: {}\n", path.display());
-        if args.json {
-            eprint!("{}", crate::text::printable(&line, true));
+        if args.json || crate::files::is_stream(path) {
+            crate::say_inline!("{}", crate::text::printable(&line, true));
             Ok(())
         } else {
             emit(&line)

@@ -104,7 +104,7 @@ pub struct Listing {
 
 /// Every CUDA device the driver reports, then the host; with `jit_out`, each GPU's driver code
 /// for every module written under it (`cuda<N>/`).
-pub fn listing(jit_out: Option<&std::path::Path>) -> Listing {
+pub fn listing(jit_out: Option<&std::path::Path>, overwrite: crate::files::Overwrite) -> Listing {
     let mut out = Listing {
         cuda: String::new(),
         driver: None,
@@ -123,7 +123,8 @@ pub fn listing(jit_out: Option<&std::path::Path>) -> Listing {
                         let mut info = b.info().clone();
                         info.extra.extend(b.jit_report());
                         if let Some(dir) = jit_out {
-                            let code = b.write_driver_code(&dir.join(format!("cuda{i}")));
+                            let code =
+                                b.write_driver_code(&dir.join(format!("cuda{i}")), overwrite);
                             info.extra.extend(code.lines);
                             out.jit_errors
                                 .extend(code.errors.into_iter().map(|e| format!("cuda:{i}: {e}")));
@@ -148,7 +149,10 @@ pub fn listing(jit_out: Option<&std::path::Path>) -> Listing {
 }
 
 pub fn devices(args: &DevicesArgs) -> Result<i32> {
-    let listing = listing(args.jit_out.as_deref());
+    let listing = listing(
+        args.jit_out.as_deref(),
+        crate::files::Overwrite::from_force(args.force),
+    );
     // Everything is printed first; then a request for the driver's code that came to nothing,
     // or to less than the devices take, is an error.
     let jit_outcome = || -> Result<i32> {
@@ -161,7 +165,7 @@ pub fn devices(args: &DevicesArgs) -> Result<i32> {
             .filter(|d| d.backend == BackendKind::Cuda)
             .count();
         if gpus == 0 {
-            eprintln!(
+            crate::say!(
                 "error: --jit-out {}: no CUDA device to compile for (CUDA: {})",
                 dir.display(),
                 crate::text::one_line(&listing.cuda)
@@ -169,7 +173,7 @@ pub fn devices(args: &DevicesArgs) -> Result<i32> {
             return Ok(1);
         }
         if let Some(first) = listing.jit_errors.first() {
-            eprintln!(
+            crate::say!(
                 "error: the driver's code of {} module(s) was not written; the first: {}",
                 listing.jit_errors.len(),
                 crate::text::one_line(first)

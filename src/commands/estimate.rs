@@ -104,7 +104,7 @@ fn note_unused_memory_gib(args: &EstimateArgs, machines: &[Machine]) {
     };
     for (i, m) in machines.iter().enumerate() {
         if let Some(mem) = m.memory_bytes.as_ref().filter(|s| s.source != GIVEN_MEMORY) {
-            eprintln!(
+            crate::say!(
                 "note: --memory-gib {g} is not used for {} ({}): it has {} GiB, {}",
                 letter(i),
                 m.name,

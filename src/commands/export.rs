@@ -40,12 +40,12 @@ fn choose<T>(args: &ExportArgs, mut runs: Vec<T>, id_of: impl Fn(&T) -> String) 
 
 fn write(args: &ExportArgs, bytes: &[u8], what: &str) -> Result<()> {
     match &args.out {
-        Some(path) => {
+        Some(path) if !crate::files::is_stdout(path) => {
             write_new(path, bytes, Overwrite::from_force(args.force))?;
-            eprintln!("{what}: {}", path.display());
+            crate::say!("{what}: {}", path.display());
             Ok(())
         }
-        None => emit(&String::from_utf8_lossy(bytes)),
+        _ => emit(&String::from_utf8_lossy(bytes)),
     }
 }
 
@@ -71,7 +71,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let export = exports::build(cal, sheet, args.format, &sets)?;
     // Say it before writing, so a reader of stderr knows what the file holds.
     for f in export.spec_fields() {
-        eprintln!(
+        crate::say!(
             "{}: `{}` is the spec sheet's figure, not a measurement ({})",
             args.format.as_str(),
             f.key,
@@ -79,7 +79,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         );
     }
     if !export.missing.is_empty() {
-        eprintln!(
+        crate::say!(
             "{}: left out (nothing measured them and the sheet has none): {}; give them with \
              --set KEY=VALUE where the tool needs them",
             args.format.as_str(),
@@ -89,7 +89,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     for f in export.fields.iter() {
         let source = f.source.describe();
         if source.contains(exports::SUSPECT) {
-            eprintln!("{}: `{}` is {source}", args.format.as_str(), f.key);
+            crate::say!("{}: `{}` is {source}", args.format.as_str(), f.key);
         }
     }
     write(args, export.text.as_bytes(), args.format.as_str())?;

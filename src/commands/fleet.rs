@@ -4,7 +4,7 @@
 
 use crate::cli::{FleetArgs, EXIT_SUSPECT};
 use crate::commands::emit;
-use crate::files::{fresh_path, output_folder, write_new, Overwrite};
+use crate::files::{is_stream, output_folder, write_fresh, write_new, Overwrite};
 use crate::inputs::load_inputs;
 use crate::report::fleet;
 use crate::Result;
@@ -17,14 +17,25 @@ pub fn fleet(args: &FleetArgs) -> Result<i32> {
     );
     let overwrite = Overwrite::from_force(args.force);
     emit(&fleet::table(&report))?;
+    // What was written is said on stdout, after the table; on stderr where the file is a
+    // stream (`--json /dev/stdout`), which must hold its bytes alone.
+    let written = |what: &str, path: &std::path::Path| {
+        let line = format!("{what}: {}\n", path.display());
+        if is_stream(path) {
+            crate::say_inline!("{}", crate::text::printable(&line, true));
+            Ok(())
+        } else {
+            emit(&line)
+        }
+    };
     // The numbers first: if a plot cannot be written, the CSV and JSON already are.
     if let Some(path) = &args.csv {
         write_new(path, &fleet::csv(&report), overwrite)?;
-        emit(&format!("fleet csv: {}\n", path.display()))?;
+        written("fleet csv", path)?;
     }
     if let Some(path) = &args.json {
         write_new(path, fleet::json(&report).as_bytes(), overwrite)?;
-        emit(&format!("fleet json: {}\n", path.display()))?;
+        written("fleet json", path)?;
     }
     if let Some(dir) = &args.out {
         output_folder(dir)?;
@@ -34,10 +45,13 @@ pub fn fleet(args: &FleetArgs) -> Result<i32> {
             };
             let stem = fleet::strip_stem(&metric);
             let path = match overwrite {
-                Overwrite::Never => fresh_path(dir, &stem, "svg"),
-                Overwrite::Allowed => dir.join(format!("{stem}.svg")),
+                Overwrite::Never => write_fresh(dir, &stem, "svg", svg.as_bytes())?,
+                Overwrite::Allowed => {
+                    let path = dir.join(format!("{stem}.svg"));
+                    write_new(&path, svg.as_bytes(), overwrite)?;
+                    path
+                }
             };
-            write_new(&path, svg.as_bytes(), overwrite)?;
             emit(&format!("strip plot: {}\n", path.display()))?;
         }
     }

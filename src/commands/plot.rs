@@ -3,7 +3,7 @@
 
 use crate::cli::PlotArgs;
 use crate::commands::emit;
-use crate::files::{fresh_path, write_new, Overwrite};
+use crate::files::{is_stdout, is_stream, write_fresh, write_new, Overwrite};
 use crate::inputs::{at_most, load_inputs};
 use crate::report::svg;
 use crate::Result;
@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 pub const MAX_RUNS: usize = 26;
 
 /// Where the plot goes when `--out` is not given: beside the first input, `<stem>.svg` for one
-/// run, `<stem>-overlay.svg` for several (suffixed rather than overwriting).
-pub fn default_out(first: &Path, runs: usize) -> PathBuf {
+/// run, `<stem>-overlay.svg` for several (suffixed rather than overwriting): the folder and stem.
+fn default_name(first: &Path, runs: usize) -> (PathBuf, String) {
     let dir = first.parent().unwrap_or(Path::new("."));
     let stem = first.file_stem().map_or_else(
         || "roofline".to_string(),
@@ -25,7 +25,7 @@ pub fn default_out(first: &Path, runs: usize) -> PathBuf {
     } else {
         stem
     };
-    fresh_path(dir, &stem, "svg")
+    (dir.to_path_buf(), stem)
 }
 
 pub fn plot(args: &PlotArgs) -> Result<i32> {
@@ -34,10 +34,22 @@ pub fn plot(args: &PlotArgs) -> Result<i32> {
     let calibrations: Vec<_> = inputs.iter().map(|i| i.run.calibration.clone()).collect();
     let text = svg::render(&calibrations)?;
     let out = match &args.out {
-        Some(p) => p.clone(),
-        None => default_out(&inputs[0].path, inputs.len()),
+        // `-o -`: the SVG is stdout's alone
+        Some(p) if is_stdout(p) => return emit(&text).map(|()| 0),
+        Some(p) => {
+            write_new(p, text.as_bytes(), Overwrite::from_force(args.force))?;
+            p.clone()
+        }
+        None => {
+            let (dir, stem) = default_name(&inputs[0].path, inputs.len());
+            write_fresh(&dir, &stem, "svg", text.as_bytes())?
+        }
     };
-    write_new(&out, text.as_bytes(), Overwrite::from_force(args.force))?;
-    emit(&format!("roofline: {}\n", out.display()))?;
+    let line = format!("roofline: {}\n", out.display());
+    if is_stream(&out) {
+        crate::say_inline!("{}", crate::text::printable(&line, true));
+    } else {
+        emit(&line)?;
+    }
     Ok(0)
 }

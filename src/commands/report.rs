@@ -6,7 +6,7 @@
 use crate::calibration::Calibration;
 use crate::cli::ReportArgs;
 use crate::commands::emit;
-use crate::files::{fresh_path, output_folder, write_new, Overwrite};
+use crate::files::{output_folder, write_fresh, write_new, Overwrite};
 use crate::inputs::load_inputs;
 use crate::report::{ceilings, json, svg, table};
 use crate::Result;
@@ -21,16 +21,18 @@ pub fn write_calibration_and_svg(
     calibration: &Calibration,
     overwrite: Overwrite,
 ) -> Result<(PathBuf, PathBuf)> {
-    let path = |ext: &str| match overwrite {
-        Overwrite::Never => fresh_path(dir, stem, ext),
-        Overwrite::Allowed => dir.join(format!("{stem}.{ext}")),
+    let write = |ext: &str, bytes: &[u8]| match overwrite {
+        // a name another process takes meanwhile moves this one on to the next suffix
+        Overwrite::Never => write_fresh(dir, stem, ext, bytes),
+        Overwrite::Allowed => {
+            let path = dir.join(format!("{stem}.{ext}"));
+            write_new(&path, bytes, overwrite).map(|()| path)
+        }
     };
     // The JSON first: if the picture cannot be drawn, the numbers are still written.
-    let json_path = path("json");
-    write_new(&json_path, &json::render(calibration), overwrite)?;
+    let json_path = write("json", &json::render(calibration))?;
     let svg_text = svg::render(std::slice::from_ref(calibration))?;
-    let svg_path = path("svg");
-    write_new(&svg_path, svg_text.as_bytes(), overwrite)?;
+    let svg_path = write("svg", svg_text.as_bytes())?;
     Ok((json_path, svg_path))
 }
 

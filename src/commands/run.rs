@@ -16,7 +16,7 @@ use crate::cli::{parse_device, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
 use crate::commands::emit;
 use crate::commands::report::write_calibration_and_svg;
 use crate::commands::{hostname, slug};
-use crate::files::{fresh_path, output_folder, random_u64, Overwrite};
+use crate::files::{fresh_path, output_folder, probe_folder, random_u64, Overwrite};
 use crate::record::{CsvSink, Record, RunIdentity};
 use crate::report::{ceilings, table};
 use crate::runner::{self, Event, RunConfig};
@@ -42,11 +42,13 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
         "auto" => match cuda_all() {
             Ok(t) if !t.is_empty() => Ok(t),
             Ok(_) => {
-                eprintln!("note: the CUDA driver reports no device; measuring the host CPU");
+                crate::say!("note: the CUDA driver reports no device; measuring the host CPU");
                 Ok(vec![Target::Host])
             }
+            // a setting of ours that is wrong is the user's to fix, not a reason to skip the GPU
+            Err(e @ Error::Usage(_)) => Err(e),
             Err(e) => {
-                eprintln!(
+                crate::say!(
                     "note: no usable GPU: {}; measuring the host CPU",
                     why_no_gpu(&e)
                 );
@@ -54,8 +56,12 @@ pub fn resolve(device: &str) -> Result<Vec<Target>> {
             }
         },
         "all" => {
-            let mut t = cuda_all().unwrap_or_else(|e| {
-                eprintln!(
+            let mut t = match cuda_all() {
+                Err(e @ Error::Usage(_)) => return Err(e),
+                found => found,
+            }
+            .unwrap_or_else(|e| {
+                crate::say!(
                     "note: no usable GPU: {}; measuring the host CPU only",
                     why_no_gpu(&e)
                 );
@@ -183,10 +189,10 @@ impl<'a> DeviceRun<'a> {
                 if self.interactive {
                     let _ = bars.println(&line);
                 } else {
-                    eprintln!("{line}");
+                    crate::say!("{line}");
                 }
             }
-            None => eprintln!("{line}"),
+            None => crate::say!("{line}"),
         }
     }
 
@@ -239,11 +245,28 @@ impl<'a> DeviceRun<'a> {
         self.planned = planned.len();
     }
 
+    /// Writes a row to the CSV. On an error, the error says what the CSV keeps and gives the
+    /// figure of the row that was lost, so that nothing measured goes unsaid.
     fn write(&mut self, record: &Record) -> Result<()> {
-        match &mut self.sink {
-            Some(sink) => sink.write(record),
-            None => Err(Error::Internal("a row before the device's plan".into())),
-        }
+        let Some(sink) = &mut self.sink else {
+            return Err(Error::Internal("a row before the device's plan".into()));
+        };
+        sink.write(record).map_err(|e| {
+            let kept = match sink.rows() {
+                0 => "no CSV was written".to_string(),
+                n => format!(
+                    "{} keeps the {n} row{} before it (`roofprobe report` on it writes their \
+                     table, calibration and roofline)",
+                    sink.path().display(),
+                    if n == 1 { "" } else { "s" }
+                ),
+            };
+            Error::Internal(format!(
+                "{e}; the row of {} was not written (it measured {}); {kept}",
+                record.case_id(),
+                progress_figure(record)
+            ))
+        })
     }
 
     fn event(&mut self, event: Event<'_>) {
@@ -302,9 +325,10 @@ fn measure_here(
     let planned = runner::plan(backend, cfg)?;
     let info = backend.info().clone();
     if planned.is_empty() {
-        eprintln!(
+        crate::say!(
             "note: no case of {} ({}) matches the filter",
-            info.name, info.id
+            info.name,
+            info.id
         );
         return Ok(None);
     }
@@ -401,35 +425,33 @@ fn measure_in_workers(
         .map(|(path, records)| (info, path, records)))
 }
 
-/// Fits the run's roofline and writes its calibration JSON and SVG beside its CSV. The
-/// measurements are already safe in the CSV; an error here says how to write the rest from it.
-fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) -> Result<()> {
+/// Fits the run's roofline and writes its calibration JSON and SVG beside its CSV; returns what
+/// to print of it (the ceilings, and where the files are). The measurements are already safe in
+/// the CSV; an error here says how to write the rest from it.
+fn write_roofline(info: &DeviceInfo, csv: &Path, records: &[Record]) -> Result<String> {
     // The run knows the device's attributes (bus width, maximum clocks) that a CSV lacks.
     let written = Calibration::from_records(records, Some(DeviceAttributes::from_info(info)))
         .and_then(|cal| {
-            emit(&ceilings::render(&cal))?;
             let dir = csv.parent().unwrap_or(Path::new("."));
             let stem = csv
                 .file_stem()
                 .map_or_else(|| "roofline".into(), |s| s.to_string_lossy().into_owned());
-            write_calibration_and_svg(dir, &stem, &cal, Overwrite::Never)
-        });
-    match written {
-        Ok((json, svg)) => {
-            emit(&format!(
-                "calibration: {}\nroofline: {}\n",
+            let (json, svg) = write_calibration_and_svg(dir, &stem, &cal, Overwrite::Never)?;
+            Ok(format!(
+                "{}calibration: {}\nroofline: {}\n",
+                ceilings::render(&cal),
                 json.display(),
                 svg.display()
-            ))?;
-            Ok(())
-        }
-        Err(e) => Err(Error::Internal(format!(
+            ))
+        });
+    written.map_err(|e| {
+        Error::Internal(format!(
             "the measurements are in {}, but its roofline was not written: {e}; `roofprobe \
              report {}` writes it again",
             csv.display(),
             csv.display()
-        ))),
-    }
+        ))
+    })
 }
 
 /// The suffix that makes a run id unique: 8 hex digits, random per invocation.
@@ -475,7 +497,7 @@ fn measure_all(
         return targets.iter().map(|&t| (t, here(t))).collect();
     }
     let count = gpus.len() as u32;
-    eprintln!(
+    crate::say!(
         "measuring {count} GPU{} at once (--parallel): each in its own process, its rows saying \
          so",
         if count == 1 { "" } else { "s" }
@@ -521,6 +543,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     let targets = resolve(&args.device)?;
     output_folder(&args.out)?;
+    // a folder that cannot take a file is found now, not after the first case is measured
+    probe_folder(&args.out)?;
     // From here a signal stops the run after the case that runs, and what it measured is
     // reported and written as at its end.
     crate::interrupt::install_for_run();
@@ -534,41 +558,49 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut suspect = false;
     let mut measured_any = false;
     let mut failures = Vec::new();
+    let mut stdout_failed = None;
     for (target, outcome) in measure_all(&targets, args, &cfg, &host, &stamp, args.parallel) {
         match outcome {
             Ok(None) => {}
             Ok(Some((info, path, records))) => {
                 measured_any = true;
-                emit(&table::render(&records))?;
-                emit(&format!("results: {}\n", path.display()))?;
                 // a skipped row (a reference library not installed) is no failure
                 all_valid &= records.iter().all(|r| r.valid || r.is_skipped());
                 suspect |= crate::hygiene::any_suspect(&records);
-                if let Err(e) = write_roofline(&info, &path, &records) {
-                    failures.push(e);
+                // The files first: a stdout that fails (a full disk, a closed terminal) must not
+                // cost the calibration and roofline; its error is reported after them.
+                let roofline = write_roofline(&info, &path, &records);
+                let mut text = table::render(&records);
+                text.push_str(&format!("results: {}\n", path.display()));
+                match roofline {
+                    Ok(lines) => text.push_str(&lines),
+                    Err(e) => failures.push(e),
                 }
                 if let Some(note) = crate::hygiene::stability(&records) {
-                    emit(&note)?;
+                    text.push_str(&note);
                 }
                 if let Some(summary) = crate::hygiene::summary(&records) {
-                    emit(&summary)?;
+                    text.push_str(&summary);
+                }
+                if let Err(e) = emit(&text) {
+                    stdout_failed.get_or_insert(e);
                 }
             }
             Err(e) if targets.len() == 1 => return Err(e),
             Err(e) => {
-                eprintln!("error: {target:?}: {e}");
+                crate::say!("error: {target:?}: {e}");
                 failures.push(e);
             }
         }
     }
-    if let Some(first) = failures.into_iter().next() {
+    if let Some(first) = failures.into_iter().chain(stdout_failed).next() {
         return Err(first);
     }
     if crate::interrupt::requested() {
         if !measured_any {
             return Err(Error::Interrupted("the run".into()));
         }
-        eprintln!(
+        crate::say!(
             "interrupted: the rows measured are written, with their table, calibration and \
              roofline; rerun to measure the rest"
         );
