@@ -162,6 +162,8 @@ pub struct Export {
     pub format: Format,
     pub fields: Vec<Field>,
     pub missing: Vec<&'static str>,
+    /// Keys left out that the tool does without (its own default or a derived figure).
+    pub defaulted: Vec<&'static str>,
     pub text: String,
 }
 
@@ -492,7 +494,7 @@ pub fn build(
             .unwrap_or(order.len())
     };
     fields.sort_by_key(|f| rank(&f.key));
-    let missing: Vec<&'static str> = order
+    let (defaulted, missing): (Vec<&'static str>, Vec<&'static str>) = order
         .iter()
         .copied()
         .filter(|k| {
@@ -500,8 +502,7 @@ pub fn build(
                 .iter()
                 .any(|f| f.key == *k || f.key.starts_with(&format!("{k}.")))
         })
-        .filter(|k| !optional_in_tool(format, k))
-        .collect();
+        .partition(|k| optional_in_tool(format, k));
     let header = header_lines(cal, &inputs);
     let text = match format {
         Format::Aiconfigurator => render_yaml(&header, &fields),
@@ -514,6 +515,7 @@ pub fn build(
         format,
         fields,
         missing,
+        defaulted,
         text,
     })
 }

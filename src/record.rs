@@ -1175,12 +1175,21 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
     let mut lines = Vec::new();
     let mut raw = csv::StringRecord::new();
     loop {
-        let next_line = raw.position().map_or(2, |p| p.line() + 1);
+        // lines counted from the bytes: the reader's own count falls one short per CRLF row
+        // (a CRLF row's record starts at the `\n` the one before left: skip to its first byte)
+        let line_at = |p: &csv::Position| {
+            let mut at = usize::try_from(p.byte()).map_or(bytes.len(), |b| b.min(bytes.len()));
+            while bytes.get(at).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
+                at += 1;
+            }
+            1 + bytes[..at].iter().filter(|&&b| b == b'\n').count() as u64
+        };
+        let next_line = raw.position().map_or(2, |p| line_at(p) + 1);
         match reader.read_record(&mut raw) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
-                let line = e.position().map_or(next_line, |p| p.line());
+                let line = e.position().map_or(next_line, line_at);
                 let what = match e.kind() {
                     csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
                     other => format!("unreadable row: {other:?}"),
@@ -1188,7 +1197,7 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
                 return Err(Error::parse(path, line, what));
             }
         }
-        let line = raw.position().map_or(next_line, |p| p.line());
+        let line = raw.position().map_or(next_line, line_at);
         if let Some(next) = layouts.iter().find(|(h, _)| raw.iter().eq(h.iter())) {
             // `cat a.csv b.csv`: b's header in the middle, of either schema
             layout = next;
@@ -1505,6 +1514,20 @@ pub(crate) mod tests {
         let broken = text.replacen(",10,80,80,", ",lots,80,80,", 1);
         let e = err(broken.as_bytes());
         assert!(e.starts_with("bad.csv:2: column `elements`"), "{e}");
+        // the same line with Windows line ends (the reader's own count said 1, the header)
+        let e = err(broken.replace('\n', "\r\n").as_bytes());
+        assert!(e.starts_with("bad.csv:2: column `elements`"), "{e}");
+        // in the second row, either way
+        let at = text.rfind(",10,80,80,").unwrap();
+        let second = format!(
+            "{}{}",
+            &text[..at],
+            text[at..].replacen(",10,", ",lots,", 1)
+        );
+        for text in [second.clone(), second.replace('\n', "\r\n")] {
+            let e = err(text.as_bytes());
+            assert!(e.starts_with("bad.csv:3: column `elements`"), "{e}");
+        }
         // another schema
         let other = text.replace(SCHEMA, "roofprobe-csv/9");
         assert!(err(other.as_bytes()).contains("schema `roofprobe-csv/9` is not supported"));

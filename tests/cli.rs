@@ -808,6 +808,22 @@ fn bad_input_gets_one_clear_line() {
         ],
         "no case matches --filter no-such-case",
     );
+    // nor the folder it would have made
+    let fresh = dir.path().join("fresh");
+    fails_cleanly(
+        2,
+        &[
+            "run",
+            "--device",
+            "host",
+            "--filter",
+            "no-such-case",
+            "--out",
+            fresh.to_str().unwrap(),
+        ],
+        "no case matches --filter no-such-case",
+    );
+    assert!(!fresh.exists(), "a failed run left the folder it made");
     if roofprobe::backend::cuda::device_count().is_err() {
         fails_cleanly(
             1,

@@ -55,6 +55,13 @@ fn every_format_exports_the_checked_in_host_run() {
             // but nothing gave is named on stderr
             assert!(!err.contains("spec sheet"), "{format}: {err}");
             assert!(err.contains("left out"), "{format}: {err}");
+            // every key the file lacks is named, the ones the tool defaults too
+            if format == "llm-analysis" {
+                for key in ["peak_i8_TFLOPS", "inter_node_bandwidth_in_GB_per_sec"] {
+                    assert!(!out.contains(key), "{format}: {key} in\n{out}");
+                    assert!(err.contains(key), "{format}: {key} unnamed in\n{err}");
+                }
+            }
         }
     }
     // a --set value goes in, marked as given

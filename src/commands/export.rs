@@ -86,6 +86,14 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             export.missing.join(", ")
         );
     }
+    if !export.defaulted.is_empty() {
+        crate::say!(
+            "{}: left out (nothing measured them and the sheet has none), where the tool has a \
+             default of its own: {}; give them with --set KEY=VALUE to set them",
+            args.format.as_str(),
+            export.defaulted.join(", ")
+        );
+    }
     for f in export.fields.iter() {
         let source = f.source.describe();
         if source.contains(exports::SUSPECT) {

@@ -534,6 +534,17 @@ fn measure_all(
 }
 
 pub fn run(args: &RunArgs) -> Result<i32> {
+    // A run that fails before it writes anything (no case matches the filter, no driver)
+    // leaves no folder it made behind: `remove_dir` takes only an empty one.
+    let made_folder = !args.out.exists();
+    let result = run_into_folder(args);
+    if made_folder && result.is_err() {
+        let _ = std::fs::remove_dir(&args.out);
+    }
+    result
+}
+
+fn run_into_folder(args: &RunArgs) -> Result<i32> {
     let cfg = config(args)?;
     if args.parallel && !matches!(args.device.as_str(), "all" | "auto") {
         return Err(Error::Usage(format!(
