@@ -984,6 +984,24 @@ pub(crate) mod tests {
         assert!(fit.points.iter().all(|p| p.family != Family::Cache));
     }
 
+    /// One valid step of the cache sweep: `bytes` of working set read 64 times at `gbps`, its
+    /// note the run's cache list.
+    fn sweep_step(bytes: u64, gbps: f64, note: &str) -> Record {
+        let read = 64 * bytes;
+        let mut r = row(
+            Family::Cache,
+            cache::SWEEP,
+            Precision::I32,
+            Some(Param::Count((bytes >> 10) as u32)),
+            (read, 0),
+            read as f64 / (gbps * 1e9),
+            true,
+        );
+        r.working_set_bytes = bytes;
+        r.note = format!("2 pinned threads; {note}");
+        r
+    }
+
     /// A sweep whose curve has three caches sets the L1, L2 and L3 ceilings from its
     /// plateaus, names the plateau each came from, and wins over a fixed-size row; an invalid
     /// step contributes nothing.
@@ -1009,19 +1027,7 @@ pub(crate) mod tests {
                 log_g += t * (next.ln() - prev.ln());
                 prev = next;
             }
-            let read = 64 * bytes;
-            let mut r = row(
-                Family::Cache,
-                cache::SWEEP,
-                Precision::I32,
-                Some(Param::Count((bytes >> 10) as u32)),
-                (read, 0),
-                read as f64 / (log_g.exp() * 1e9),
-                true,
-            );
-            r.working_set_bytes = bytes;
-            r.note = format!("2 pinned threads; {note}");
-            records.push(r);
+            records.push(sweep_step(bytes, log_g.exp(), &note));
         }
         // a disturbed step that failed its check: its figure counts nowhere
         let bad = records.len() - 60;
@@ -1098,19 +1104,7 @@ pub(crate) mod tests {
         };
         let mut records = synthetic_run();
         for bytes in cache::sweep_sizes(cache::MIN_BYTES, 128 << 20, 8) {
-            let read = 64 * bytes;
-            let mut r = row(
-                Family::Cache,
-                cache::SWEEP,
-                Precision::I32,
-                Some(Param::Count((bytes >> 10) as u32)),
-                (read, 0),
-                read as f64 / (gbps_at(bytes) * 1e9),
-                true,
-            );
-            r.working_set_bytes = bytes;
-            r.note = format!("2 pinned threads; {note}");
-            records.push(r);
+            records.push(sweep_step(bytes, gbps_at(bytes), &note));
         }
         let fixed_l2 = |gbps: f64| {
             row(

@@ -794,35 +794,24 @@ fn bad_input_gets_one_clear_line() {
         &["run", "--device", "host", "-o", file.to_str().unwrap()],
         "not-a-dir is a file; -o/--out names a folder",
     );
-    // a filter that matches nothing: a usage error, and no empty CSV
-    fails_cleanly(
-        2,
-        &[
-            "run",
-            "--device",
-            "host",
-            "--filter",
-            "no-such-case",
-            "--out",
-            out,
-        ],
-        "no case matches --filter no-such-case",
-    );
-    // nor the folder it would have made
+    // a filter that matches nothing: a usage error, no empty CSV, nor the folder it would have
+    // made
     let fresh = dir.path().join("fresh");
-    fails_cleanly(
-        2,
-        &[
-            "run",
-            "--device",
-            "host",
-            "--filter",
-            "no-such-case",
-            "--out",
-            fresh.to_str().unwrap(),
-        ],
-        "no case matches --filter no-such-case",
-    );
+    for folder in [out, fresh.to_str().unwrap()] {
+        fails_cleanly(
+            2,
+            &[
+                "run",
+                "--device",
+                "host",
+                "--filter",
+                "no-such-case",
+                "--out",
+                folder,
+            ],
+            "no case matches --filter no-such-case",
+        );
+    }
     assert!(!fresh.exists(), "a failed run left the folder it made");
     if roofprobe::backend::cuda::device_count().is_err() {
         fails_cleanly(

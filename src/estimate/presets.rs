@@ -143,15 +143,7 @@ pub fn from_hf_config(origin: &str, text: &str) -> Result<Model, String> {
             ));
         }
     }
-    let int = |key: &str| -> Result<Option<u64>, String> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(x) => x
-                .as_u64()
-                .map(Some)
-                .ok_or_else(|| format!("{origin}: `{key}` is {x}; expected a whole number")),
-        }
-    };
+    let int = |key: &str| whole_number(origin, obj, key);
     let need = |key: &str| -> Result<u64, String> {
         int(key)?.ok_or_else(|| {
             format!(
@@ -208,6 +200,22 @@ pub fn from_hf_config(origin: &str, text: &str) -> Result<Model, String> {
     Ok(model)
 }
 
+/// A config's whole-number `key`: None where it is absent or null, an error naming it where it
+/// is something else.
+fn whole_number(
+    origin: &str,
+    obj: &serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<u64>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => x
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{origin}: `{key}` is {x}; expected a whole number")),
+    }
+}
+
 /// Model types whose Transformers configuration class defaults `tie_word_embeddings` to false;
 /// every other class keeps `PretrainedConfig`'s true (Gemma's, GPT-2's). A `config.json` saved
 /// by Transformers leaves the key out where it equals those defaults.
@@ -227,15 +235,7 @@ fn sliding_window(
     model_type: &str,
     layers: u64,
 ) -> Result<(Option<u64>, u64), String> {
-    let int = |key: &str| -> Result<Option<u64>, String> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(x) => x
-                .as_u64()
-                .map(Some)
-                .ok_or_else(|| format!("{origin}: `{key}` is {x}; expected a whole number")),
-        }
-    };
+    let int = |key: &str| whole_number(origin, obj, key);
     let window = int("sliding_window")?.filter(|&w| w > 0);
     let use_window = obj.get("use_sliding_window").and_then(Value::as_bool);
     let windowed = if let Some(types) = obj.get("layer_types").filter(|v| !v.is_null()) {
