@@ -1174,22 +1174,29 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
     let mut out = Vec::new();
     let mut lines = Vec::new();
     let mut raw = csv::StringRecord::new();
+    // Lines counted from the bytes: the reader's own count falls one short per CRLF row (a CRLF
+    // row's record starts at the `\n` the one before left: skip to its first byte). Counted on
+    // from the last position asked, which only moves forward, so the file is scanned once.
+    let mut counted = (0usize, 1u64);
+    let mut line_at = |p: &csv::Position| {
+        let mut at = usize::try_from(p.byte()).map_or(bytes.len(), |b| b.min(bytes.len()));
+        while bytes.get(at).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
+            at += 1;
+        }
+        if at < counted.0 {
+            counted = (0, 1);
+        }
+        counted.1 += bytes[counted.0..at].iter().filter(|&&b| b == b'\n').count() as u64;
+        counted.0 = at;
+        counted.1
+    };
     loop {
-        // lines counted from the bytes: the reader's own count falls one short per CRLF row
-        // (a CRLF row's record starts at the `\n` the one before left: skip to its first byte)
-        let line_at = |p: &csv::Position| {
-            let mut at = usize::try_from(p.byte()).map_or(bytes.len(), |b| b.min(bytes.len()));
-            while bytes.get(at).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
-                at += 1;
-            }
-            1 + bytes[..at].iter().filter(|&&b| b == b'\n').count() as u64
-        };
         let next_line = raw.position().map_or(2, |p| line_at(p) + 1);
         match reader.read_record(&mut raw) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
-                let line = e.position().map_or(next_line, line_at);
+                let line = e.position().map_or(next_line, &mut line_at);
                 let what = match e.kind() {
                     csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
                     other => format!("unreadable row: {other:?}"),
@@ -1197,7 +1204,7 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
                 return Err(Error::parse(path, line, what));
             }
         }
-        let line = raw.position().map_or(next_line, line_at);
+        let line = raw.position().map_or(next_line, &mut line_at);
         if let Some(next) = layouts.iter().find(|(h, _)| raw.iter().eq(h.iter())) {
             // `cat a.csv b.csv`: b's header in the middle, of either schema
             layout = next;
