@@ -255,36 +255,35 @@ fn cache_ceilings(
             .filter(|r| r.family == Family::Cache && r.kernel == kernel)
             .peekable();
         let has_fixed = fixed.peek().is_some();
-        let ceiling = match matched {
-            Some(i) => {
-                let s = &mut sweep[i];
-                match outer {
-                    Some((outer, outer_gbps)) if s.plateau.median_gbps < outer_gbps => {
-                        s.role = PlateauRole::BelowOuter {
-                            level,
-                            outer,
-                            outer_gbps,
-                            fixed_rows: has_fixed,
-                        };
-                        has_fixed.then(|| {
-                            let measured = best(fixed, |r| r.gbps);
-                            (sweep.len() + position, cache_ceiling(level, measured, None))
-                        })
-                    }
-                    _ => {
-                        let measured = (s.plateau.median_gbps, s.median_case.clone());
-                        Some((
-                            i,
-                            cache_ceiling(level, Some(measured), Some(s.plateau.clone())),
-                        ))
-                    }
+        // the matched plateau's median step, unless it lies below an outer level's ceiling
+        let from_sweep = matched.and_then(|i| {
+            let s = &mut sweep[i];
+            match outer {
+                Some((outer, outer_gbps)) if s.plateau.median_gbps < outer_gbps => {
+                    s.role = PlateauRole::BelowOuter {
+                        level,
+                        outer,
+                        outer_gbps,
+                        fixed_rows: has_fixed,
+                    };
+                    None
+                }
+                _ => {
+                    let measured = (s.plateau.median_gbps, s.median_case.clone());
+                    Some((
+                        i,
+                        cache_ceiling(level, Some(measured), Some(s.plateau.clone())),
+                    ))
                 }
             }
-            None => has_fixed.then(|| {
+        });
+        // else the best of the level's fixed-size rows
+        let ceiling = from_sweep.or_else(|| {
+            has_fixed.then(|| {
                 let measured = best(fixed, |r| r.gbps);
                 (sweep.len() + position, cache_ceiling(level, measured, None))
-            }),
-        };
+            })
+        });
         if let Some((order, c)) = ceiling {
             if let Some(g) = c.gbps {
                 if outer.is_none_or(|(_, o)| g > o) {
