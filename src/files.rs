@@ -329,6 +329,25 @@ pub fn write_fresh(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> Result<Pa
     )))
 }
 
+/// Writes `bytes` to `<dir>/<stem>.<ext>` and returns the path: replacing that file with
+/// `--force` ([`Overwrite::Allowed`]), else to a fresh name beside any that exist
+/// ([`write_fresh`]).
+pub fn write_named(
+    dir: &Path,
+    stem: &str,
+    ext: &str,
+    bytes: &[u8],
+    overwrite: Overwrite,
+) -> Result<PathBuf> {
+    match overwrite {
+        Overwrite::Never => write_fresh(dir, stem, ext, bytes),
+        Overwrite::Allowed => {
+            let path = dir.join(format!("{stem}.{ext}"));
+            write_new(&path, bytes, overwrite).map(|()| path)
+        }
+    }
+}
+
 /// The files this process read as inputs ([`read_input`]), by device and inode: an output must
 /// never replace one.
 static INPUTS: std::sync::Mutex<Vec<(u64, u64, PathBuf)>> = std::sync::Mutex::new(Vec::new());

@@ -2,7 +2,7 @@
 //! spec ratios; optionally the overlaid roofline SVG and the comparison as tidy CSV.
 
 use crate::cli::CompareArgs;
-use crate::commands::{emit, emit_json};
+use crate::commands::{emit, emit_json, say_written};
 use crate::files::{write_new, Overwrite};
 use crate::inputs::{at_most, load_inputs};
 use crate::report::compare::{self, Run};
@@ -17,17 +17,8 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     at_most(&inputs, MAX_RUNS, "compare")?;
     let runs: Vec<Run> = inputs.into_iter().map(|i| i.run).collect();
     let overwrite = Overwrite::from_force(args.force);
-    // With --json, stdout holds the JSON alone, and a stream written to (`--csv /dev/stdout`)
-    // its bytes alone: what was written is said on stderr then.
-    let written = |what: &str, path: &std::path::Path| {
-        let line = format!("{what}: {}\n", path.display());
-        if args.json || crate::files::is_stream(path) {
-            crate::say_inline!("{}", crate::text::printable(&line, true));
-            Ok(())
-        } else {
-            emit(&line)
-        }
-    };
+    // With --json, stdout holds the JSON alone: what was written is said on stderr then.
+    let written = |what: &str, path: &std::path::Path| say_written(what, path, args.json);
     if args.json {
         emit_json(&compare::json(&runs))?;
     } else {

@@ -3,8 +3,8 @@
 //! `compare` reads them); this module prints the table and writes the files.
 
 use crate::cli::{FleetArgs, EXIT_SUSPECT};
-use crate::commands::emit;
-use crate::files::{is_stream, output_folder, write_fresh, write_new, Overwrite};
+use crate::commands::{emit, say_written};
+use crate::files::{output_folder, write_named, write_new, Overwrite};
 use crate::inputs::load_inputs;
 use crate::report::fleet;
 use crate::Result;
@@ -17,17 +17,8 @@ pub fn fleet(args: &FleetArgs) -> Result<i32> {
     );
     let overwrite = Overwrite::from_force(args.force);
     emit(&fleet::table(&report))?;
-    // What was written is said on stdout, after the table; on stderr where the file is a
-    // stream (`--json /dev/stdout`), which must hold its bytes alone.
-    let written = |what: &str, path: &std::path::Path| {
-        let line = format!("{what}: {}\n", path.display());
-        if is_stream(path) {
-            crate::say_inline!("{}", crate::text::printable(&line, true));
-            Ok(())
-        } else {
-            emit(&line)
-        }
-    };
+    // What was written is said after the table ([`say_written`]).
+    let written = |what: &str, path: &std::path::Path| say_written(what, path, false);
     // The numbers first: if a plot cannot be written, the CSV and JSON already are.
     if let Some(path) = &args.csv {
         write_new(path, &fleet::csv(&report), overwrite)?;
@@ -44,14 +35,7 @@ pub fn fleet(args: &FleetArgs) -> Result<i32> {
                 continue;
             };
             let stem = fleet::strip_stem(&metric);
-            let path = match overwrite {
-                Overwrite::Never => write_fresh(dir, &stem, "svg", svg.as_bytes())?,
-                Overwrite::Allowed => {
-                    let path = dir.join(format!("{stem}.svg"));
-                    write_new(&path, svg.as_bytes(), overwrite)?;
-                    path
-                }
-            };
+            let path = write_named(dir, &stem, "svg", svg.as_bytes(), overwrite)?;
             emit(&format!("strip plot: {}\n", path.display()))?;
         }
     }

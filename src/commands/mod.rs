@@ -31,6 +31,19 @@ fn emit_raw(text: &str) -> crate::Result<()> {
     }
 }
 
+/// Says which file was written (`what: path`): on stdout, unless stdout must hold something
+/// else alone (`to_stderr`: a JSON document) or the file is itself a stream (`--json
+/// /dev/stdout`), which must hold its bytes alone; then on stderr.
+pub fn say_written(what: &str, path: &std::path::Path, to_stderr: bool) -> crate::Result<()> {
+    let line = format!("{what}: {}\n", path.display());
+    if to_stderr || crate::files::is_stream(path) {
+        crate::say_inline!("{}", crate::text::printable(&line, true));
+        Ok(())
+    } else {
+        emit(&line)
+    }
+}
+
 /// Prints a JSON document to stdout, as [`emit`] does but with characters a terminal must not
 /// see escaped the JSON way ([`crate::text::printable_json`]), so it still parses.
 pub fn emit_json(json: &str) -> crate::Result<()> {

@@ -2,8 +2,8 @@
 //! or calibration JSONs.
 
 use crate::cli::PlotArgs;
-use crate::commands::emit;
-use crate::files::{is_stdout, is_stream, write_fresh, write_new, Overwrite};
+use crate::commands::{emit, say_written};
+use crate::files::{is_stdout, write_fresh, write_new, Overwrite};
 use crate::inputs::{at_most, load_inputs};
 use crate::report::svg;
 use crate::Result;
@@ -45,11 +45,6 @@ pub fn plot(args: &PlotArgs) -> Result<i32> {
             write_fresh(&dir, &stem, "svg", text.as_bytes())?
         }
     };
-    let line = format!("roofline: {}\n", out.display());
-    if is_stream(&out) {
-        crate::say_inline!("{}", crate::text::printable(&line, true));
-    } else {
-        emit(&line)?;
-    }
+    say_written("roofline", &out, false)?;
     Ok(0)
 }

@@ -6,7 +6,7 @@
 use crate::calibration::Calibration;
 use crate::cli::ReportArgs;
 use crate::commands::emit;
-use crate::files::{output_folder, write_fresh, write_new, Overwrite};
+use crate::files::{output_folder, write_named, Overwrite};
 use crate::inputs::load_inputs;
 use crate::report::{ceilings, json, svg, table};
 use crate::Result;
@@ -21,14 +21,7 @@ pub fn write_calibration_and_svg(
     calibration: &Calibration,
     overwrite: Overwrite,
 ) -> Result<(PathBuf, PathBuf)> {
-    let write = |ext: &str, bytes: &[u8]| match overwrite {
-        // a name another process takes meanwhile moves this one on to the next suffix
-        Overwrite::Never => write_fresh(dir, stem, ext, bytes),
-        Overwrite::Allowed => {
-            let path = dir.join(format!("{stem}.{ext}"));
-            write_new(&path, bytes, overwrite).map(|()| path)
-        }
-    };
+    let write = |ext: &str, bytes: &[u8]| write_named(dir, stem, ext, bytes, overwrite);
     // The JSON first: if the picture cannot be drawn, the numbers are still written.
     let json_path = write("json", &json::render(calibration))?;
     let svg_text = svg::render(std::slice::from_ref(calibration))?;
@@ -94,6 +87,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
 mod tests {
     use super::*;
     use crate::calibration::FromRecords;
+    use crate::files::write_new;
     use crate::roofline::tests::synthetic_run;
 
     #[test]
