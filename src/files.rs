@@ -266,6 +266,16 @@ fn write_temporary(path: &Path, bytes: &[u8]) -> Result<(PathBuf, std::fs::File)
     Ok((tmp, file))
 }
 
+/// [`publish`], and the temporary file removed where it was not published: nothing is left
+/// behind.
+fn publish_or_remove(tmp: &Path, path: &Path, overwrite: Overwrite) -> Result<Result<(), Taken>> {
+    let published = publish(tmp, path, overwrite);
+    if !matches!(published, Ok(Ok(()))) {
+        let _ = std::fs::remove_file(tmp);
+    }
+    published
+}
+
 /// Writes `bytes` into an existing character device or FIFO.
 fn write_stream(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut stream = std::fs::OpenOptions::new()
@@ -297,11 +307,7 @@ fn write_or_taken(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<Res
     }
     let (tmp, handle) = write_temporary(&file, bytes)?;
     drop(handle);
-    let published = publish(&tmp, &file, overwrite);
-    if !matches!(published, Ok(Ok(()))) {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    published
+    publish_or_remove(&tmp, &file, overwrite)
 }
 
 /// Writes `bytes` to `path` whole or not at all: a temporary file in the same folder, renamed
@@ -403,16 +409,7 @@ impl AppendFile {
             return Err(exists_error(path));
         }
         let (tmp, file) = write_temporary(path, first)?;
-        match publish(&tmp, path, Overwrite::Never) {
-            Ok(Ok(())) => {}
-            failed => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(match failed {
-                    Err(e) => e,
-                    Ok(_) => exists_error(path),
-                });
-            }
-        }
+        publish_or_remove(&tmp, path, Overwrite::Never)?.map_err(|Taken| exists_error(path))?;
         Ok(AppendFile {
             path: path.to_path_buf(),
             file,
