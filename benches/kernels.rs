@@ -10,8 +10,13 @@
 //! case is benchmarked its output is checked; an invalid kernel aborts the bench rather than
 //! report a number.
 //!
-//! `ROOFPROBE_BENCH_SIZE` (bytes per array, default 64 MiB) sets the arrays' size, and the
-//! largest matrix a GEMM shape may have.
+//! `ROOFPROBE_BENCH_SIZE` (bytes per array) sets the arrays' size, and the largest matrix a GEMM
+//! shape may have: 64 MiB by default under `cargo bench`, 1 MiB where criterion only checks each
+//! benchmark once (`cargo test`, which runs this target as a test, or `-- --test`): there the
+//! point is that every case prepares, runs and validates, not its speed. A case whose module
+//! the driver refuses is skipped with its reason, and the others run. A case that fails to run
+//! or to check, or is invalid, ends the bench with one `error:` line and exit code 1, never a
+//! number.
 //!
 //! Only the cases criterion's filter lets run are prepared (`cargo bench -- gemm/`): with every
 //! case prepared, `cargo bench -- peak/fma/f32` took 43 s on the host, 3 s without
@@ -22,7 +27,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roofprobe::backend::cuda::{device_count, CudaBackend};
 use roofprobe::backend::host::HostBackend;
 use roofprobe::backend::{Backend, SizeRequest};
-use roofprobe::cli::{bench_filter, BenchFilter};
+use roofprobe::bench::Family;
+use roofprobe::cli::{bench_filter, bench_measures, BenchFilter};
 use std::time::Duration;
 
 /// Whether criterion's filter on this command line lets the benchmark `id` (group/function)
@@ -55,71 +61,105 @@ fn backend() -> Box<dyn Backend> {
     Box::new(HostBackend::new())
 }
 
-fn size() -> u64 {
+/// Bytes per array: `ROOFPROBE_BENCH_SIZE`, else 64 MiB where criterion measures and 1 MiB
+/// where it only checks each benchmark once.
+fn size(measures: bool) -> u64 {
     let Ok(text) = std::env::var("ROOFPROBE_BENCH_SIZE") else {
-        return 64 << 20;
+        return if measures { 64 << 20 } else { 1 << 20 };
     };
     roofprobe::cli::parse_bytes(&text).unwrap_or_else(|e| {
-        eprintln!("error: ROOFPROBE_BENCH_SIZE: {e}");
-        std::process::exit(2)
+        fail(&format!(
+            "ROOFPROBE_BENCH_SIZE: {e} (bytes per array, e.g. 64M)"
+        ))
     })
 }
 
+/// Ends the bench with one line saying what happened (exit code 1).
+fn fail(what: &str) -> ! {
+    eprintln!("error: {}", roofprobe::text::one_line(what));
+    std::process::exit(1)
+}
+
 fn kernels(c: &mut Criterion) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let bytes = size(bench_measures(&args));
     let mut backend = backend();
     let device = backend.info().name.clone();
     let planned = backend
-        .cases(SizeRequest::BytesPerArray(size()))
-        .expect("the bench size fits in memory; set ROOFPROBE_BENCH_SIZE smaller");
+        .cases(SizeRequest::BytesPerArray(bytes))
+        .unwrap_or_else(|e| {
+            fail(&format!(
+                "planning the cases at {bytes} bytes per array: {e}; set ROOFPROBE_BENCH_SIZE \
+                 smaller"
+            ))
+        });
     let runs = filter();
-    let mut group = c.benchmark_group(device.clone());
+    let (mut tried, mut skipped) = (0, 0);
     for p in planned {
         let case = p.case;
-        if !runs(&format!("{device}/{}", case.id())) {
+        let id = case.id();
+        if !runs(&format!("{device}/{id}")) {
             continue;
         }
+        // One group a case, named after the device, so that a case with no work to count (a
+        // launch; a capacity, whose one reading is no bandwidth) reports no throughput rather
+        // than the one before it, or 0 elem/s.
+        let mut group = c.benchmark_group(device.clone());
         // Bandwidth cases in bytes; compute ceilings and the sweep's points with arithmetic in
         // operations (the roofline's y axis), as elements.
-        let compute = case.family != roofprobe::bench::Family::Stream && case.work.flops > 0;
-        let throughput = if case.work.bytes() > 0 && !compute {
-            Throughput::BytesDecimal(case.work.bytes())
+        let compute = case.family != Family::Stream && case.work.flops > 0;
+        let throughput = if case.family == Family::Capacity {
+            None
+        } else if case.work.bytes() > 0 && !compute {
+            Some(Throughput::BytesDecimal(case.work.bytes()))
+        } else if case.work.flops > 0 {
+            Some(Throughput::Elements(case.work.flops))
         } else {
-            Throughput::Elements(case.work.flops)
+            None
         };
-        group.throughput(throughput);
+        if let Some(throughput) = throughput {
+            group.throughput(throughput);
+        }
         // A case planned with the reason it cannot run (a module the driver refused) says so
         // and the other cases still run.
+        tried += 1;
         let mut prepared = match backend.prepare(&case) {
             Ok(prepared) => prepared,
             Err(e) => {
-                eprintln!("skipped {}: {e}", case.id());
+                skipped += 1;
+                eprintln!(
+                    "skipped {id}: {}",
+                    roofprobe::text::one_line(&e.to_string())
+                );
                 continue;
             }
         };
         // A benchmark filtered out on the command line (`cargo bench -- peak`) never runs, and
         // its poisoned output must not be checked.
         let mut ran = false;
-        group.bench_function(case.id(), |b| {
+        group.bench_function(&id, |b| {
             ran = true;
             b.iter_custom(|iters| {
-                let secs = prepared
-                    .run(iters.min(u32::MAX as u64) as u32)
-                    .expect("running a case");
-                Duration::from_secs_f64(secs)
+                let launches = u32::try_from(iters).unwrap_or(u32::MAX);
+                match prepared.run(launches) {
+                    Ok(secs) => Duration::from_secs_f64(secs),
+                    Err(e) => fail(&format!("{id}: running it: {e}")),
+                }
             })
         });
+        group.finish();
         if !ran {
             continue;
         }
-        let verdict = prepared.verify().expect("checking a case");
-        assert!(
-            verdict.valid,
-            "{} is invalid: {}",
-            case.id(),
-            verdict.detail
-        );
+        match prepared.verify() {
+            Ok(verdict) if verdict.valid => {}
+            Ok(verdict) => fail(&format!("{id} is invalid: {}", verdict.detail)),
+            Err(e) => fail(&format!("{id}: checking its output: {e}")),
+        }
     }
-    group.finish();
+    if skipped > 0 {
+        eprintln!("skipped {skipped} of {tried} cases (each one's reason above)");
+    }
 }
 
 criterion_group! {

@@ -541,6 +541,15 @@ pub fn bench_filter<S: AsRef<str>>(args: &[S]) -> BenchFilter {
     }
 }
 
+/// Whether criterion (0.8) measures on this command line (the program's name left out):
+/// `cargo bench` passes `--bench`. Without it (`cargo test`, which runs a bench target once as a
+/// test), or with `--test` or `--list`, criterion runs each benchmark once to check it, or lists
+/// them, and measures nothing.
+pub fn bench_measures<S: AsRef<str>>(args: &[S]) -> bool {
+    let has = |flag: &str| args.iter().any(|a| a.as_ref() == flag);
+    has("--bench") && !has("--test") && !has("--list")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -632,6 +641,18 @@ mod tests {
     fn cli_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    /// criterion measures under `cargo bench` alone; `cargo test` runs each benchmark once.
+    #[test]
+    fn a_bench_measures_only_under_cargo_bench() {
+        assert!(bench_measures(&["--bench"]));
+        assert!(bench_measures(&["--bench", "gemm/", "--sample-size", "10"]));
+        // `cargo test` runs the bench target with no arguments, or with a filter
+        assert!(!bench_measures::<&str>(&[]));
+        assert!(!bench_measures(&["gemm/"]));
+        assert!(!bench_measures(&["--bench", "--test"]));
+        assert!(!bench_measures(&["--bench", "--list"]));
     }
 
     /// The filter is criterion's positional argument, past the options and their values.

@@ -1686,3 +1686,134 @@ fn devices_says_which_modules_the_drivers_jit_gave_no_code_for() {
         "{listing}"
     );
 }
+
+/// The bench target (benches/kernels.rs) as `cargo test` built it beside this binary (its
+/// `kernels-HASH`), or `None` after saying why the caller skips (a failure in CI): not built
+/// (`cargo test --test suite` builds only this binary), or older than the library it links,
+/// which a run of this binary alone rebuilt without it.
+fn bench_binary(test: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().expect("the test binary");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let newest = |prefix: &str, ext: Option<&str>| {
+        std::fs::read_dir(deps)
+            .expect("the deps folder")
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let path = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.starts_with(prefix) && path.extension().and_then(|x| x.to_str()) == ext
+            })
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .max()
+    };
+    let why = match (
+        newest("kernels-", None),
+        newest("libroofprobe-", Some("rlib")),
+    ) {
+        (None, _) => "the bench target is not built: run `cargo test` (every target)".to_string(),
+        (Some((built, _)), Some((lib, lib_path))) if built < lib => format!(
+            "the bench target is older than {}: run `cargo test` (every target)",
+            lib_path.display()
+        ),
+        (Some((_, path)), _) => return Some(path),
+    };
+    crate::tools::skip(test, &why);
+    None
+}
+
+/// `cargo bench` on a GPU: the bench target, run as `cargo test` runs it (criterion's test
+/// mode: every benchmark once, its output checked), in its own process against the simulated
+/// Hopper. Every case of the plan prepares, runs and validates through the CUDA backend (no
+/// worker process here: the bench opens the device itself), none is skipped, and the device is
+/// the GPU, not the host the bench falls back to. A case that faults ends the bench with one
+/// `error:` line naming it, never a panic or a figure.
+#[test]
+fn the_bench_runs_every_case_on_the_simulated_gpu() {
+    let Some(bench) = bench_binary("sim::the_bench_runs_every_case_on_the_simulated_gpu") else {
+        return;
+    };
+    let sim = Sim::new("cc=9.0,memory=16M");
+    let out = run_limited(
+        sim.command(&bench).env("ROOFPROBE_BENCH_SIZE", "256K"),
+        Duration::from_secs(600),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{:?}: {stderr}", out.status.code());
+    assert!(!stderr.contains("skipped"), "{stderr}");
+    let tested: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("Testing "))
+        .collect();
+    let on_gpu: Vec<&str> = tested
+        .iter()
+        .filter_map(|id| id.strip_prefix("roofprobe simulated GPU/"))
+        .collect();
+    assert_eq!(on_gpu.len(), tested.len(), "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| *l == "Success").count(),
+        tested.len(),
+        "{stdout}"
+    );
+    // every family but the size sweep (whose smallest array is above 256 KiB), and the cases
+    // only a Hopper plans
+    let families: std::collections::BTreeSet<&str> = on_gpu
+        .iter()
+        .filter_map(|id| id.split('/').next())
+        .collect();
+    for family in roofprobe::bench::Family::ALL {
+        let expected = family != roofprobe::bench::Family::Efficiency;
+        assert_eq!(
+            families.contains(family.as_str()),
+            expected,
+            "{family:?}: {stdout}"
+        );
+    }
+    for kind in ["gemm/ptx/", "gemm/cublas/", "tensor/wgmma"] {
+        assert!(
+            on_gpu.iter().any(|id| id.starts_with(kind)),
+            "{kind}: {stdout}"
+        );
+    }
+    // the size sweep at 1 MiB, alone: criterion's filter, which the bench reads too, keeps the
+    // other cases from being prepared (at 1 MiB the intensity sweep's longest kernels would
+    // pass the interpreter's 10 s limit)
+    let out = run_limited(
+        sim.command(&bench)
+            .env("ROOFPROBE_BENCH_SIZE", "1M")
+            .arg("efficiency/"),
+        Duration::from_secs(120),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{:?}: {stderr}", out.status.code());
+    let swept: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("Testing roofprobe simulated GPU/"))
+        .collect();
+    assert!(
+        !swept.is_empty() && swept.iter().all(|id| id.starts_with("efficiency/")),
+        "{stdout}{stderr}"
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| *l == "Success").count(),
+        swept.len(),
+        "{stdout}"
+    );
+
+    // a fault: one line, exit 1
+    let sim = Sim::new("cc=9.0,memory=16M,fault=scale_f32");
+    let out = run_limited(
+        sim.command(&bench)
+            .env("ROOFPROBE_BENCH_SIZE", "256K")
+            .arg("stream/scale/f32"),
+        Duration::from_secs(120),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: stream/scale/f32: running it:")
+            && last.contains("CUDA_ERROR_ILLEGAL_ADDRESS"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
