@@ -1068,6 +1068,101 @@ fn a_stub_driver_is_named_with_what_to_do() {
     assert!(stderr.contains(hint), "{stderr}");
 }
 
+/// A copy of libsimcuda.so at `path`, cut at half of what the loader maps (the end of its last
+/// `PT_LOAD` segment): the loader maps it and dies touching a page past its end (`SIGBUS`),
+/// as it does on a damaged install or a copy cut short.
+fn truncated_library(path: &Path) {
+    let bytes = std::fs::read(library()).unwrap();
+    let at = |offset: usize, len: usize| {
+        let mut word = [0u8; 8];
+        word[..len].copy_from_slice(&bytes[offset..offset + len]);
+        u64::from_le_bytes(word) as usize
+    };
+    // ELF64: e_phoff, e_phentsize, e_phnum; each header's p_type, p_offset, p_filesz
+    let (table, size, count) = (at(0x20, 8), at(0x36, 2), at(0x38, 2));
+    let mapped_end = (0..count)
+        .map(|i| table + i * size)
+        .filter(|&h| at(h, 4) == 1)
+        .map(|h| at(h + 8, 8) + at(h + 32, 8))
+        .max()
+        .expect("a PT_LOAD segment");
+    std::fs::write(path, &bytes[..mapped_end / 2]).unwrap();
+}
+
+/// `roofprobe ARGS` under `sim`: it must end 1 with one line saying `said`.
+fn one_line_error(sim: &Sim, args: &[&str], said: &str) {
+    let out = run_limited(sim.roofprobe().args(args), Duration::from_secs(60));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with(said), "{args:?}: {stderr}");
+}
+
+/// A damaged or truncated NVIDIA library on the loader's path (the driver's libcuda, NVML,
+/// cuBLAS) makes the loader die of `SIGBUS` inside `dlopen`: each is one line naming the
+/// library and what to do, and exit code 1, not `Bus error (core dumped)`; and the host is
+/// still measured with `--device host`, which loads none of them.
+#[test]
+fn a_truncated_library_is_one_line_not_a_crash() {
+    let crashed = "crashed the loader (a damaged or truncated file on the loader's path?): ";
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("run");
+    let out = out_dir.to_str().unwrap();
+    // the driver: `devices`, and a run that looks for GPUs
+    let sim = Sim::driver_alone("");
+    let cuda = sim.dir.path().join("libcuda.so.1");
+    std::fs::remove_file(&cuda).unwrap();
+    truncated_library(&cuda);
+    std::fs::remove_file(sim.dir.path().join("libcuda.so")).unwrap();
+    std::os::unix::fs::symlink("libcuda.so.1", sim.dir.path().join("libcuda.so")).unwrap();
+    let said = format!(
+        "error: loading the CUDA driver's libcuda {crashed}reinstall the NVIDIA driver, or \
+         measure the host CPU with --device host"
+    );
+    one_line_error(&sim, &["devices"], &said);
+    let quick = [
+        "run",
+        "--quick",
+        "--filter",
+        "stream/copy/f32",
+        "--out",
+        out,
+    ];
+    one_line_error(&sim, &quick, &said);
+    assert!(!out_dir.exists(), "the run left its folder");
+    let on_host = run_limited(
+        sim.roofprobe().args(quick).args(["--device", "host"]),
+        Duration::from_secs(120),
+    );
+    assert!(
+        matches!(on_host.status.code(), Some(0 | 4)),
+        "{}",
+        text(&on_host.stderr)
+    );
+    // NVML, beside a driver that loads
+    let sim = Sim::without_cublas("");
+    let nvml = sim.dir.path().join("libnvidia-ml.so.1");
+    std::fs::remove_file(&nvml).unwrap();
+    truncated_library(&nvml);
+    one_line_error(
+        &sim,
+        &["devices"],
+        &format!("error: loading NVML (libnvidia-ml.so.1) {crashed}reinstall the NVIDIA driver"),
+    );
+    // cuBLAS, where ROOFPROBE_CUBLAS names it
+    let cublas = dir.path().join("libcublas.so.13");
+    truncated_library(&cublas);
+    let sim = Sim::without_cublas("").with_env("ROOFPROBE_CUBLAS", &cublas);
+    one_line_error(
+        &sim,
+        &["devices"],
+        &format!(
+            "error: loading {} {crashed}set ROOFPROBE_CUBLAS to another cuBLAS, or reinstall it",
+            cublas.display()
+        ),
+    );
+}
+
 /// The one CSV a run wrote into `dir`.
 pub fn csv_in(dir: &Path) -> PathBuf {
     let csvs = crate::common::files_with_ext(dir, "csv");

@@ -420,6 +420,17 @@ impl std::fmt::Debug for Cublas {
 
 /// Loads `candidate` and resolves the entry points, or says why not.
 fn load(candidate: &Candidate) -> Result<Cublas, String> {
+    // a file that crashes the loader ends the process with one line
+    let what = candidate.describe();
+    super::loading::guarded(
+        &what,
+        "set ROOFPROBE_CUBLAS to another cuBLAS, or reinstall it",
+        || load_unguarded(candidate),
+    )
+}
+
+/// [`load`], the loads themselves.
+fn load_unguarded(candidate: &Candidate) -> Result<Cublas, String> {
     // cuBLAS needs cuBLASLt; from a folder that is not on the search path, load the one beside
     // it first so the loader finds it.
     let lt = match candidate {

@@ -262,10 +262,21 @@ impl Health {
     }
 }
 
-/// Whether the CUDA driver library can be loaded at all.
+/// Whether the CUDA driver library can be loaded at all. A library that crashes the loader
+/// (damaged, truncated) ends the process with one line ([`super::loading::guarded`]).
 pub fn driver_present() -> bool {
-    // SAFETY: only tries to dlopen libcuda; no driver call is made.
-    quietly(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
+    static LOADED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if LOADED.load(std::sync::atomic::Ordering::Relaxed) {
+        return true;
+    }
+    let present = super::loading::guarded(
+        "the CUDA driver's libcuda",
+        "reinstall the NVIDIA driver, or measure the host CPU with --device host",
+        // SAFETY: only tries to dlopen libcuda; no driver call is made.
+        || quietly(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false),
+    );
+    LOADED.store(present, std::sync::atomic::Ordering::Relaxed);
+    present
 }
 
 /// How long `cuInit` may take before the driver is given up on, unless
@@ -435,6 +446,9 @@ pub fn cuda_version_text(v: i32) -> String {
 /// The driver's CUDA version as `cuDriverGetVersion` gives it (`12040` for 12.4); `None` where
 /// no driver loads.
 pub fn driver_cuda_number() -> Option<i32> {
+    if !driver_present() {
+        return None;
+    }
     let mut v: std::ffi::c_int = 0;
     // SAFETY: writes one int.
     let r = guard("reading the driver version", || unsafe {
@@ -455,7 +469,11 @@ fn nvml() -> Option<&'static nvml_wrapper::Nvml> {
                 .or_else(|_| nvml_wrapper::Nvml::init())
                 .ok()
         };
-        quietly(attempt).ok().flatten()
+        super::loading::guarded(
+            "NVML (libnvidia-ml.so.1)",
+            "reinstall the NVIDIA driver, or measure the host CPU with --device host",
+            || quietly(attempt).ok().flatten(),
+        )
     })
     .as_ref()
 }

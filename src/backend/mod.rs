@@ -23,6 +23,7 @@ pub mod host_launch;
 pub mod host_stream;
 pub mod host_tensor;
 pub mod launch;
+pub mod loading;
 pub mod pool;
 
 use crate::bench::{Case, Verdict};

@@ -1,0 +1,118 @@
+//! Loading NVIDIA's shared libraries (the driver's libcuda, NVML, cuBLAS) with a crash inside
+//! the loader turned into one line.
+//!
+//! A damaged or truncated library on the loader's path does not make `dlopen` fail: the loader
+//! maps the file and touches pages past its end, and the process dies of `SIGBUS` (or `SIGSEGV`
+//! on a mangled header) before any error can be returned: `roofprobe devices` printed `Bus
+//! error (core dumped)` for a `libcuda.so.1` cut to half its size. Nothing can be recovered
+//! after such a fault (the loader's lock is held), so [`guarded`] installs, for the duration
+//! of one load only, handlers that write one line saying which library it was and what to do,
+//! and end the process with exit code 1: what every other error does, where the shell would
+//! otherwise say `Bus error`. No measurement is lost: the libraries are loaded before any case
+//! runs (the driver when devices are listed, NVML and cuBLAS when a device is opened or listed).
+
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The line the handler writes: set before the handlers are installed, for one load at a time.
+static LINE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+static LINE_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// One guarded load at a time (the handlers and the line are the process's).
+static LOADING: Mutex<()> = Mutex::new(());
+
+/// The signals a load that crashes dies of.
+const FAULTS: [libc::c_int; 2] = [libc::SIGBUS, libc::SIGSEGV];
+
+/// Writes the line and ends the process. Only async-signal-safe calls: `write` and `_exit`.
+extern "C" fn on_fault(_signal: libc::c_int) {
+    let line = LINE.load(Ordering::SeqCst);
+    let len = LINE_LEN.load(Ordering::SeqCst);
+    // SAFETY: `line` points to `len` bytes leaked for the process's life (or is null).
+    unsafe {
+        if !line.is_null() {
+            libc::write(2, line.cast(), len);
+        }
+        libc::_exit(1);
+    }
+}
+
+/// The line a crash while loading `library` prints: what happened and `remedy`.
+pub fn crash_line(library: &str, remedy: &str) -> String {
+    format!(
+        "error: loading {library} crashed the loader (a damaged or truncated file on the \
+         loader's path?): {remedy}\n"
+    )
+}
+
+/// Runs `load` (a `dlopen` of `library`, and what it runs) with `SIGBUS` and `SIGSEGV` ending
+/// the process with [`crash_line`]`(library, remedy)` and exit code 1; the handlers before it
+/// are put back after it.
+pub fn guarded<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
+    let _one = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+    with_handlers(library, remedy, load)
+}
+
+/// [`guarded`] once [`LOADING`] is held.
+fn with_handlers<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
+    let line: &'static mut str = crash_line(library, remedy).leak();
+    LINE_LEN.store(line.len(), Ordering::SeqCst);
+    LINE.store(line.as_mut_ptr(), Ordering::SeqCst);
+    // SAFETY: `sigaction` with a zeroed action but for the handler, flags and an empty mask;
+    // the old actions are kept and restored below.
+    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_fault as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // on the alternate stack Rust gives its threads, where there is one
+        action.sa_flags = libc::SA_ONSTACK;
+        libc::sigemptyset(&mut action.sa_mask);
+        for (signal, old) in FAULTS.iter().zip(old.iter_mut()) {
+            libc::sigaction(*signal, &action, old);
+        }
+    }
+    let out = load();
+    // SAFETY: puts back the actions saved above.
+    unsafe {
+        for (signal, old) in FAULTS.iter().zip(old.iter()) {
+            libc::sigaction(*signal, old, std::ptr::null_mut());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line names the library and the remedy, on one line ending in a newline.
+    #[test]
+    fn the_crash_line_is_one_line() {
+        let line = crash_line("libcuda", "reinstall the NVIDIA driver");
+        assert!(line.starts_with("error: loading libcuda crashed the loader"));
+        assert!(line.ends_with(": reinstall the NVIDIA driver\n"));
+        assert_eq!(line.matches('\n').count(), 1);
+    }
+
+    /// A load that does not crash returns its value, the handlers are ours while it runs, and
+    /// those before are put back (read with the lock held: other tests load libraries too).
+    #[test]
+    fn a_load_returns_and_the_handlers_are_put_back() {
+        let _one = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+        let before = FAULTS.map(handler);
+        let ours = on_fault as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        let during = with_handlers("nothing", "nothing", || FAULTS.map(handler));
+        assert_eq!(during, [ours; 2]);
+        assert_eq!(FAULTS.map(handler), before);
+        assert!(before.iter().all(|h| *h != ours));
+    }
+
+    fn handler(signal: libc::c_int) -> libc::sighandler_t {
+        // SAFETY: reads the current action only.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut old);
+            old.sa_sigaction
+        }
+    }
+}
