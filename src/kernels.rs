@@ -99,6 +99,16 @@ pub fn all() -> Vec<Source> {
     out
 }
 
+/// The PTX ISA `.version` a module declares (`8.4` as `(8, 4)`), if any.
+pub fn ptx_version(ptx: &str) -> Option<(u32, u32)> {
+    let line = ptx
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix(".version"))?;
+    let (major, minor) = line.trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.trim().parse().ok()?))
+}
+
 /// The `.target` a module declares (`sm_80`, `sm_89`, `sm_90a`), if any.
 pub fn target(ptx: &str) -> Option<&str> {
     ptx.lines()

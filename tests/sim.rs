@@ -1499,6 +1499,89 @@ fn modules_for(cc: (u32, u32)) -> Vec<String> {
         .collect()
 }
 
+/// A module newer than the driver's JIT reads (an R535 driver, CUDA 12.2, reads PTX ISA 8.2;
+/// the fp8 mma.sync module is 8.4), which the driver would refuse with
+/// `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`: `devices` says it is not loaded and why, a run's fp8
+/// tensor row on an Ada says so while the others are valid, and `devices --jit-out` on a
+/// Hopper names it under `not for this driver` and succeeds with every other module written
+/// (it exited 1 there). The simulated driver's table of what each CUDA version reads is the
+/// backend's.
+#[test]
+fn a_module_newer_than_the_drivers_jit_is_named_not_failed() {
+    use roofprobe::backend::cuda::jit_driver::newest_ptx_isa;
+    for cuda in [
+        11080, 12000, 12020, 12040, 12050, 12060, 12070, 12080, 12090, 13000, 13010,
+    ] {
+        let sim = simcuda::config::Config::parse(&format!("driver={cuda}")).unwrap();
+        assert_eq!(sim.max_ptx_version(), newest_ptx_isa(cuda), "CUDA {cuda}");
+    }
+    let why = "its PTX ISA 8.4 is newer than the 8.2 this driver (CUDA 12.2) compiles: update \
+               the NVIDIA driver";
+    let sim = Sim::new("cc=8.9,driver=12020");
+    let listing = devices(&sim);
+    assert!(
+        line_of(&listing, "kernels/mma_sm89.ptx").ends_with(&format!("not loaded: {why}")),
+        "{listing}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args(["run", "--quick", "--device", "cuda:0"])
+            .args(["--filter", "tensor/mma_m16n8k32/e4m3.f32"])
+            .args(["--filter", "tensor/mma_m16n8k16/bf16.f32", "--out"])
+            .arg(dir.path()),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(
+        ids,
+        [
+            "tensor/mma_m16n8k16/bf16.f32",
+            "tensor/mma_m16n8k32/e4m3.f32"
+        ]
+    );
+    assert!(rows[0].valid, "{}", rows[0].status);
+    assert!(
+        !rows[1].valid && rows[1].status.contains(why),
+        "{}",
+        rows[1].status
+    );
+
+    let test = "a_module_newer_than_the_drivers_jit_is_named_not_failed";
+    let Some(ptxas) = crate::tools::or_skip("ptxas", "PTXAS", test) else {
+        return;
+    };
+    let sim = Sim::new(&format!("cc=9.0,driver=12020,ptxas={}", ptxas.display()));
+    let out = tempfile::tempdir().unwrap();
+    let listed = run_limited(
+        sim.roofprobe()
+            .arg("devices")
+            .arg("--jit-out")
+            .arg(out.path()),
+        Duration::from_secs(300),
+    );
+    let listing = text(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{}\n{listing}",
+        text(&listed.stderr)
+    );
+    // the one module, after the key's padding
+    assert!(
+        line_of(&listing, "not for this driver").ends_with(&format!("  mma_sm89.ptx ({why})")),
+        "{listing}"
+    );
+    let wanted = modules_for((9, 0)).len() - 1;
+    assert!(
+        line_of(&listing, "driver's code")
+            .contains(&format!("{wanted} modules compiled by the driver's JIT")),
+        "{listing}"
+    );
+    assert!(!listing.contains("FAILED"), "{listing}");
+}
+
 /// `devices --jit-out DIR` writes the driver's own machine code for every module the device
 /// takes, compiled through the driver's linker (the simulated one runs ptxas for the device's
 /// architecture, as a driver's JIT compiles): a CUDA ELF object and the JIT's log (registers,

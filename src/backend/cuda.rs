@@ -552,15 +552,18 @@ struct Modules {
 /// A module that is loaded, or why not.
 enum Loaded {
     Yes(Arc<CudaModule>),
-    /// The device cannot run it (older than 8.0; no native fp8).
-    Unsupported(&'static str),
-    /// The driver refused it (a driver older than the PTX ISA 8.4 that mma_sm89.ptx needs, a
-    /// JIT error): the driver's message.
+    /// The device cannot run it (older than 8.0; no native fp8), or the driver's JIT cannot
+    /// compile its PTX ISA version ([`jit_driver::not_for_driver`]).
+    Unsupported(String),
+    /// The driver refused it (a JIT error): the driver's message.
     Failed(String),
 }
 
 impl Loaded {
     fn load(ctx: &Arc<CudaContext>, id: ModuleId, unsupported: Option<&'static str>) -> Loaded {
+        let unsupported = unsupported
+            .map(str::to_string)
+            .or_else(|| jit_driver::not_for_driver(&id.ptx(), driver_cuda_number()));
         match unsupported {
             Some(why) => Loaded::Unsupported(why),
             None => match load_module(ctx, id) {
@@ -640,6 +643,13 @@ impl Drop for CudaBackend {
 fn load_module(ctx: &Arc<CudaContext>, id: ModuleId) -> Result<Arc<CudaModule>> {
     let ptx = id.ptx();
     let during = format!("loading kernels/{}", id.file());
+    // what the driver would refuse with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, said plainly
+    if let Some(why) = jit_driver::not_for_driver(&ptx, driver_cuda_number()) {
+        return Err(Error::Driver {
+            during,
+            message: why,
+        });
+    }
     guard(&during, || ctx.load_module(Ptx::from_src(ptx.as_ref())))
         .map_err(|e| with_jit_error_log(ctx, &ptx, e))
 }
@@ -845,7 +855,15 @@ impl CudaBackend {
                 ModuleId::GemmTma(p, true),
             ]);
         }
+        let driver = driver_cuda_number();
         for id in per_case {
+            if let Some(why) = jit_driver::not_for_driver(&id.ptx(), driver) {
+                lines.push((
+                    format!("kernels/{}", id.file()),
+                    format!("not loaded: {why}"),
+                ));
+                continue;
+            }
             let outcome = match load_module(&self.ctx, id) {
                 Ok(_) => "JIT ok".to_string(),
                 Err(Error::Driver { message, .. }) => format!("JIT FAILED: {message}"),

@@ -68,6 +68,44 @@ pub fn not_for_device(ptx: &str, cc: (u32, u32)) -> Option<String> {
     }
 }
 
+/// The newest PTX ISA version the JIT of a driver of CUDA version `cuda` (as
+/// `cuDriverGetVersion` numbers it: `12020` for 12.2) compiles: CUDA 11.x reads up to 7.8, 12.0
+/// reads 8.0 and each 12.x release one more to 12.5's 8.5, 12.6 stays at 8.5, 12.7 reads 8.6,
+/// 12.8 8.7, 12.9 8.8 and 13.x 9.x (the PTX ISA's release history, in its introduction).
+pub fn newest_ptx_isa(cuda: i32) -> (u32, u32) {
+    let (major, minor) = (cuda / 1000, (cuda % 1000) / 10);
+    match (major, minor) {
+        (..=11, _) => (7, 8),
+        (12, 0..=5) => (8, minor as u32),
+        (12, 6) => (8, 5),
+        (12, 7) => (8, 6),
+        (12, 8) => (8, 7),
+        (12, _) => (8, 8),
+        (_, m) => (9, m as u32),
+    }
+}
+
+/// Why a driver of CUDA version `cuda` (`None`: unknown) cannot compile `ptx`: its PTX ISA
+/// `.version` is newer than the driver's JIT reads, which it would refuse with
+/// `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (kernels/mma_sm89.ptx, PTX ISA 8.4, needs CUDA 12.4: an
+/// R535 driver, CUDA 12.2, refuses it). `None` where it can, or either version is unknown.
+pub fn not_for_driver(ptx: &str, cuda: Option<i32>) -> Option<String> {
+    let cuda = cuda?;
+    let version = crate::kernels::ptx_version(ptx)?;
+    let newest = newest_ptx_isa(cuda);
+    (version > newest).then(|| {
+        format!(
+            "its PTX ISA {}.{} is newer than the {}.{} this driver (CUDA {}) compiles: update \
+             the NVIDIA driver",
+            version.0,
+            version.1,
+            newest.0,
+            newest.1,
+            super::cuda_version_text(cuda)
+        )
+    })
+}
+
 /// Per-function (stack, spill stores, spill loads) bytes from a JIT info log, which reads as
 /// `ptxas -v` output does (`Function properties for f`, then `N bytes stack frame, N bytes
 /// spill stores, N bytes spill loads`).
@@ -239,9 +277,15 @@ impl CudaBackend {
             .err()
             .map(|e| format!("cannot make the folder: {e}"));
         let (mut written, mut skipped, mut spilled) = (0, Vec::new(), Vec::new());
+        let mut too_new = Vec::new();
+        let driver = super::driver_cuda_number();
         for source in crate::kernels::all() {
             if let Some(why) = not_for_device(&source.ptx, self.compute_capability) {
                 skipped.push(format!("{} ({why})", source.name));
+                continue;
+            }
+            if let Some(why) = not_for_driver(&source.ptx, driver) {
+                too_new.push(format!("{} ({why})", source.name));
                 continue;
             }
             if let Some(why) = &no_folder {
@@ -290,6 +334,10 @@ impl CudaBackend {
             code.lines
                 .push(("not for this device".to_string(), skipped.join(", ")));
         }
+        if !too_new.is_empty() {
+            code.lines
+                .push(("not for this driver".to_string(), too_new.join(", ")));
+        }
         for e in &code.errors {
             code.lines
                 .push(("driver's code FAILED".to_string(), e.clone()));
@@ -301,6 +349,61 @@ impl CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each CUDA release's JIT reads its own PTX ISA and older ones: every module compiles on a
+    /// CUDA 12.4 driver; on 12.2 (R535) all but the fp8 mma.sync module (PTX ISA 8.4); on 11.8
+    /// not Hopper's sm_90a modules (8.0) either.
+    #[test]
+    fn a_module_newer_than_the_drivers_ptx_isa_is_not_for_it() {
+        let cases = [
+            (11080, (7, 8)),
+            (12000, (8, 0)),
+            (12020, (8, 2)),
+            (12040, (8, 4)),
+            (12060, (8, 5)),
+            (12080, (8, 7)),
+            (12090, (8, 8)),
+            (13000, (9, 0)),
+        ];
+        for (cuda, isa) in cases {
+            assert_eq!(newest_ptx_isa(cuda), isa, "CUDA {cuda}");
+        }
+        for source in crate::kernels::all() {
+            let version = crate::kernels::ptx_version(&source.ptx)
+                .unwrap_or_else(|| panic!("{}: no .version", source.name));
+            assert_eq!(
+                not_for_driver(&source.ptx, Some(12040)),
+                None,
+                "{}",
+                source.name
+            );
+            for (cuda, isa) in cases {
+                assert_eq!(
+                    not_for_driver(&source.ptx, Some(cuda)).is_some(),
+                    version > isa,
+                    "{} on CUDA {cuda}",
+                    source.name
+                );
+            }
+            assert_eq!(not_for_driver(&source.ptx, None), None);
+        }
+        let fp8 = crate::kernels::all()
+            .into_iter()
+            .find(|s| s.name == "mma_sm89.ptx")
+            .expect("the fp8 mma.sync module");
+        assert_eq!(
+            not_for_driver(&fp8.ptx, Some(12020)).as_deref(),
+            Some(
+                "its PTX ISA 8.4 is newer than the 8.2 this driver (CUDA 12.2) compiles: update \
+                 the NVIDIA driver"
+            )
+        );
+        assert_eq!(
+            crate::kernels::ptx_version(".version 8.4\n.target sm_89"),
+            Some((8, 4))
+        );
+        assert_eq!(crate::kernels::ptx_version(".target sm_89"), None);
+    }
 
     #[test]
     fn file_stems_keep_only_plain_characters() {
