@@ -282,9 +282,18 @@ fn is_timer(case: &Case) -> bool {
         && launch_rows::What::parse(&case.kernel) == Some(launch_rows::What::Timer)
 }
 
+/// The compute capability of the modelled device named `name`.
+pub fn device_cc(name: &str) -> (u32, u32) {
+    DEVICES
+        .iter()
+        .find(|d| d.name == name)
+        .unwrap_or_else(|| panic!("{name} is not a modelled device"))
+        .cc
+}
+
 /// Every PTX launch the CUDA backend plans on the modelled devices (cuBLAS rows launch no PTX
 /// of ours), each once by device, id and occupancy, with the grid it was planned for.
-fn every_planned_case() -> Vec<(String, Case, u32)> {
+pub fn every_planned_case() -> Vec<(String, Case, u32)> {
     let mut out: BTreeMap<String, (String, Case, u32)> = BTreeMap::new();
     for d in DEVICES {
         for per_sm in [1, 4, 8] {

@@ -364,6 +364,114 @@ fn every_kernel_assembles_for_every_arch_without_spills() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Registers a thread (`Used N registers`) and static shared memory (`N bytes smem`) of each
+/// entry, from a `ptxas -v` log.
+fn entry_resources(log: &str) -> BTreeMap<String, (u32, u32)> {
+    let mut out = BTreeMap::new();
+    let mut entry: Option<String> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            entry = rest.split('\'').next().map(str::to_string);
+        } else if let (Some(name), Some(rest)) = (&entry, line.split("Used ").nth(1)) {
+            let registers = rest.split_whitespace().next().and_then(|n| n.parse().ok());
+            let smem = line
+                .split(", ")
+                .find_map(|part| part.trim().strip_suffix(" bytes smem")?.parse().ok())
+                .unwrap_or(0);
+            if let Some(registers) = registers {
+                out.insert(name.clone(), (registers, smem));
+            }
+        }
+    }
+    out
+}
+
+/// The shared memory one block may opt into on compute capability `cc`, bytes (CUDA C++
+/// Programming Guide, "Features and Technical Specifications"): 163 KiB on 8.0 and 8.7, 227 KiB
+/// on 9.0 and 10.0, 99 KiB on 8.6, 8.9 and 12.x, 64 KiB on 7.5.
+fn shared_opt_in_bytes(cc: (u32, u32)) -> u32 {
+    match cc {
+        (8, 0) | (8, 7) => 163 << 10,
+        (9, 0) | (10, _) => 227 << 10,
+        (7, _) => 64 << 10,
+        _ => 99 << 10,
+    }
+}
+
+/// Registers one block of `threads` takes: each warp's allocated in units of 256 (8 a thread).
+fn block_registers(registers_per_thread: u32, threads: u32) -> u32 {
+    threads.div_ceil(32) * (registers_per_thread * 32).next_multiple_of(256)
+}
+
+/// Every launch the CUDA backend plans on the modelled devices fits one block of its device:
+/// registers (ptxas's count for the device's architecture, sm_90 standing in for the newer
+/// ones) within the 65,536 a block may have, and static plus dynamic shared memory within what
+/// a block may opt into. The driver refuses a launch past either (`CUDA_ERROR_LAUNCH_OUT_OF_
+/// RESOURCES`, `CUDA_ERROR_INVALID_VALUE`); neither the simulated driver nor the interpreter
+/// counts registers. The TMA GEMM's 384 threads are why its `.maxnreg` is 168: 168 × 384 is
+/// 64,512.
+#[test]
+fn every_planned_launch_fits_one_block_of_its_device() {
+    let Some((_, builds)) = setup("every_planned_launch_fits_one_block_of_its_device", false)
+    else {
+        return;
+    };
+    assert_eq!(block_registers(168, 384), 64_512);
+    assert_eq!(block_registers(169, 384), 67_584);
+    assert_eq!(block_registers(255, 256), 65_536);
+    let resources = entry_resources(
+        "ptxas info    : Compiling entry function 'k' for 'sm_90'\n\
+         ptxas info    : Used 154 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]",
+    );
+    assert_eq!(resources.get("k"), Some(&(154, 1024)));
+    let sources: BTreeMap<String, String> = kernels::all()
+        .into_iter()
+        .map(|s| (s.name, s.ptx))
+        .collect();
+    let (mut failures, mut checked) = (Vec::new(), 0);
+    for (device, case, grid) in crate::launch::every_planned_case() {
+        let cc = crate::launch::device_cc(&device);
+        let launch = roofprobe::backend::launch::plan(&case, grid)
+            .unwrap_or_else(|e| panic!("{device} {}: {e}", case.id()));
+        let module = launch.entry.module.file();
+        let ptx = sources
+            .get(&module)
+            .unwrap_or_else(|| panic!("{module} is not among kernels::all()"));
+        let target = kernels::target(ptx).expect("every module declares .target");
+        let own = format!("sm_{}{}", cc.0, cc.1);
+        let archs = archs_for(target);
+        let arch = archs
+            .iter()
+            .find(|a| **a == own || a.strip_suffix('a') == Some(own.as_str()))
+            .or_else(|| archs.last())
+            .expect("an architecture");
+        let build = built(builds, &module, arch);
+        let Some(&(registers, static_shared)) = entry_resources(&build.log).get(&launch.entry.name)
+        else {
+            failures.push(format!(
+                "{module}: no ptxas report for {}",
+                launch.entry.name
+            ));
+            continue;
+        };
+        let block = block_registers(registers, launch.block);
+        let shared = static_shared + launch.dynamic_shared_bytes;
+        if block > 65_536 || shared > shared_opt_in_bytes(cc) {
+            failures.push(format!(
+                "{device} {}: {} on {arch}, {} threads of {registers} registers ({block} a \
+                 block), {shared} bytes of shared memory (at most {})",
+                case.id(),
+                launch.entry.name,
+                launch.block,
+                shared_opt_in_bytes(cc)
+            ));
+        }
+        checked += 1;
+    }
+    assert!(checked > 1000, "{checked} launches");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn stream_kernels_use_128_bit_global_accesses() {
     let Some((tools, builds)) = setup("stream_kernels_use_128_bit_global_accesses", true) else {

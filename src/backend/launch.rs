@@ -525,7 +525,7 @@ pub struct Launch {
     pub grid: u32,
     /// Threads per block (`blockDim.x`).
     pub block: u32,
-    /// Dynamic shared memory per block: none of the kernels declares `.extern .shared`.
+    /// Dynamic shared memory per block: the GEMM kernels' (`.extern .shared`), else none.
     pub dynamic_shared_bytes: u32,
     /// The device arrays, each role once.
     pub buffers: Vec<Buffer>,
