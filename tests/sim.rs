@@ -11,6 +11,7 @@
 //! simulated cuBLAS). This process never loads it.
 
 use crate::common::text;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -272,6 +273,47 @@ fn the_size_sweep_runs_on_the_simulated_gpu() {
     let cal = roofprobe::Calibration::load(csv.with_extension("json")).unwrap();
     assert_eq!(cal.size_efficiency.len(), 1);
     assert_eq!(cal.size_efficiency[0].points.len(), 2);
+}
+
+/// A wider device: 8 SMs of 4 blocks each, a one-wave grid of 32 blocks where every other test
+/// has 2 (an H200's is up to 1,056), so the grid-sized buffers (the dot product's partial sums,
+/// the peak and sweep kernels' block records, the cache kernels' blocks) go through the driver
+/// at more than the smallest size: the rows are valid and the grid is what the occupancy query
+/// gave.
+#[test]
+fn a_run_on_a_wider_simulated_gpu_is_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let sim = Sim::new(&format!(
+        "cc=9.0,sms=8,blocks_per_sm=4,memory=2M,trace={}",
+        trace.display()
+    ));
+    let out = dir.path().join("run");
+    let filters = [
+        "stream/copy/f32",
+        "stream/dot/f64",
+        "peak/fma/f32",
+        "intensity/fma/f32/4",
+        "cache/l1/i32/128",
+        "cache/l2/i32/16",
+    ];
+    let (_, rows) = run_filtered(&sim, &out, &filters);
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(ids.len(), filters.len(), "{ids:?}");
+    for r in &rows {
+        assert!(r.valid && r.units == 8, "{}: {}", r.case_id(), r.status);
+    }
+    // the one-wave kernels (all but the cache kernels' fixed grids) ran 32 blocks
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    for entry in ["copy_f32 ", "dot_f64 ", "fma_f32 "] {
+        let grids: BTreeSet<&str> = trace
+            .lines()
+            .filter_map(|l| l.strip_prefix("launch "))
+            .filter(|l| l.starts_with(entry))
+            .filter_map(|l| l.split(" grid ").nth(1)?.split(' ').next())
+            .collect();
+        assert_eq!(grids, BTreeSet::from(["32x1x1"]), "{entry}: {trace}");
+    }
 }
 
 /// `devices` and a quick filtered `run` on cuda:0 through the binary: one case of every family,
