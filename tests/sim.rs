@@ -1541,6 +1541,21 @@ fn modules_for(cc: (u32, u32)) -> Vec<String> {
         .collect()
 }
 
+/// `devices --jit-out DIR` under `sim`, which must succeed: what it listed.
+fn jit_out(sim: &Sim, dir: &Path) -> String {
+    let listed = run_limited(
+        sim.roofprobe().arg("devices").arg("--jit-out").arg(dir),
+        Duration::from_secs(300),
+    );
+    let listing = text(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{}\n{listing}",
+        text(&listed.stderr)
+    );
+    listing
+}
+
 /// A module newer than the driver's JIT reads (an R535 driver, CUDA 12.2, reads PTX ISA 8.2;
 /// the fp8 mma.sync module is 8.4), which the driver would refuse with
 /// `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`: `devices` says it is not loaded and why, a run's fp8
@@ -1597,19 +1612,7 @@ fn a_module_newer_than_the_drivers_jit_is_named_not_failed() {
     };
     let sim = Sim::new(&format!("cc=9.0,driver=12020,ptxas={}", ptxas.display()));
     let out = tempfile::tempdir().unwrap();
-    let listed = run_limited(
-        sim.roofprobe()
-            .arg("devices")
-            .arg("--jit-out")
-            .arg(out.path()),
-        Duration::from_secs(300),
-    );
-    let listing = text(&listed.stdout);
-    assert!(
-        listed.status.success(),
-        "{}\n{listing}",
-        text(&listed.stderr)
-    );
+    let listing = jit_out(&sim, out.path());
     // the one module, after the key's padding
     assert!(
         line_of(&listing, "not for this driver").ends_with(&format!("  mma_sm89.ptx ({why})")),
@@ -1638,19 +1641,7 @@ fn devices_writes_the_drivers_own_code_for_every_module_the_device_takes() {
     for cc in [(9, 0), (8, 0)] {
         let sim = Sim::new(&format!("cc={}.{},ptxas={}", cc.0, cc.1, ptxas.display()));
         let out = tempfile::tempdir().unwrap();
-        let listed = run_limited(
-            sim.roofprobe()
-                .arg("devices")
-                .arg("--jit-out")
-                .arg(out.path()),
-            Duration::from_secs(300),
-        );
-        let listing = text(&listed.stdout);
-        assert!(
-            listed.status.success(),
-            "{}\n{listing}",
-            text(&listed.stderr)
-        );
+        let listing = jit_out(&sim, out.path());
         let wanted = modules_for(cc);
         let dir = out.path().join("cuda0");
         let mut files: Vec<String> = std::fs::read_dir(&dir)
