@@ -1932,21 +1932,16 @@ fn bench_binary(test: &str) -> Option<PathBuf> {
     None
 }
 
-/// `cargo bench` on a GPU: the bench target, run as `cargo test` runs it (criterion's test
-/// mode: every benchmark once, its output checked), in its own process against the simulated
-/// Hopper. Every case of the plan prepares, runs and validates through the CUDA backend (no
-/// worker process here: the bench opens the device itself), none is skipped, and the device is
-/// the GPU, not the host the bench falls back to. A case that faults ends the bench with one
-/// `error:` line naming it, never a panic or a figure.
-#[test]
-fn the_bench_runs_every_case_on_the_simulated_gpu() {
-    let Some(bench) = bench_binary("sim::the_bench_runs_every_case_on_the_simulated_gpu") else {
-        return;
-    };
-    let sim = Sim::new("cc=9.0,memory=16M");
+/// The bench target run once in criterion's test mode under `sim` at `size` bytes per array,
+/// with criterion's `filter` if any: it must end 0, skip nothing, and test every benchmark on
+/// the simulated GPU (the bench falls back to the host without a word otherwise). The ids it
+/// tested, the device's name left out.
+fn bench_cases(bench: &Path, sim: &Sim, size: &str, filter: Option<&str>) -> Vec<String> {
     let out = run_limited(
-        sim.command(&bench).env("ROOFPROBE_BENCH_SIZE", "256K"),
-        Duration::from_secs(600),
+        sim.command(bench)
+            .env("ROOFPROBE_BENCH_SIZE", size)
+            .args(filter),
+        Duration::from_secs(300),
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{:?}: {stderr}", out.status.code());
@@ -1955,63 +1950,85 @@ fn the_bench_runs_every_case_on_the_simulated_gpu() {
         .lines()
         .filter_map(|l| l.strip_prefix("Testing "))
         .collect();
-    let on_gpu: Vec<&str> = tested
+    let on_gpu: Vec<String> = tested
         .iter()
         .filter_map(|id| id.strip_prefix("roofprobe simulated GPU/"))
+        .map(str::to_string)
         .collect();
-    assert_eq!(on_gpu.len(), tested.len(), "{stdout}");
+    assert!(
+        !on_gpu.is_empty() && on_gpu.len() == tested.len(),
+        "{stdout}"
+    );
     assert_eq!(
         stdout.lines().filter(|l| *l == "Success").count(),
         tested.len(),
         "{stdout}"
     );
-    // every family but the size sweep (whose smallest array is above 256 KiB), and the cases
-    // only a Hopper plans
-    let families: std::collections::BTreeSet<&str> = on_gpu
-        .iter()
-        .filter_map(|id| id.split('/').next())
-        .collect();
+    on_gpu
+}
+
+/// `cargo bench` on a GPU: the bench target, run as `cargo test` runs it (criterion's test
+/// mode: every benchmark once, its output checked), in its own process against the simulated
+/// driver. Every case of the plan prepares, runs and validates through the CUDA backend (no
+/// worker process here: the bench opens the device itself), none is skipped, and the device is
+/// the GPU, not the host the bench falls back to: the whole plan on the simulated Ada (its
+/// longest case about 3 s of the 10 s a launch may take in the interpreter), the size sweep at
+/// 1 MiB alone (its smallest array is above 256 KiB), and on a simulated Hopper what only a
+/// Hopper plans, a wgmma peak of each A source and the wgmma and TMA GEMMs (its mma.sync peaks,
+/// sized for the wgmma rate, take some 9 s each there). A case that faults ends the bench with
+/// one `error:` line naming it, never a panic or a figure.
+#[test]
+fn the_bench_runs_every_case_on_the_simulated_gpu() {
+    let Some(bench) = bench_binary("sim::the_bench_runs_every_case_on_the_simulated_gpu") else {
+        return;
+    };
+    let ada = Sim::new("memory=16M");
+    let cases = bench_cases(&bench, &ada, "256K", None);
+    // every family but the size sweep
+    let families: BTreeSet<&str> = cases.iter().filter_map(|id| id.split('/').next()).collect();
     for family in roofprobe::bench::Family::ALL {
         let expected = family != roofprobe::bench::Family::Efficiency;
         assert_eq!(
             families.contains(family.as_str()),
             expected,
-            "{family:?}: {stdout}"
+            "{family:?}: {cases:?}"
         );
     }
-    for kind in ["gemm/ptx/", "gemm/cublas/", "tensor/wgmma"] {
+    for kind in ["gemm/ptx/", "gemm/cublas/", "tensor/mma_m16n8k32/e4m3"] {
         assert!(
-            on_gpu.iter().any(|id| id.starts_with(kind)),
-            "{kind}: {stdout}"
+            cases.iter().any(|id| id.starts_with(kind)),
+            "{kind}: {cases:?}"
         );
     }
-    // the size sweep at 1 MiB, alone: criterion's filter, which the bench reads too, keeps the
-    // other cases from being prepared (at 1 MiB the intensity sweep's longest kernels would
-    // pass the interpreter's 10 s limit)
-    let out = run_limited(
-        sim.command(&bench)
-            .env("ROOFPROBE_BENCH_SIZE", "1M")
-            .arg("efficiency/"),
-        Duration::from_secs(120),
-    );
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{:?}: {stderr}", out.status.code());
-    let swept: Vec<&str> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("Testing roofprobe simulated GPU/"))
-        .collect();
+    // criterion's filter, which the bench reads too, keeps the other cases from being prepared
+    let swept = bench_cases(&bench, &ada, "1M", Some("efficiency/"));
     assert!(
-        !swept.is_empty() && swept.iter().all(|id| id.starts_with("efficiency/")),
-        "{stdout}{stderr}"
+        swept.iter().all(|id| id.starts_with("efficiency/")),
+        "{swept:?}"
     );
-    assert_eq!(
-        stdout.lines().filter(|l| *l == "Success").count(),
-        swept.len(),
-        "{stdout}"
+    let hopper = Sim::new("cc=9.0,memory=16M");
+    let only_hopper = bench_cases(
+        &bench,
+        &hopper,
+        "256K",
+        Some("wgmma_m64n256k16(_rs)?/bf16|gemm/(wgmma|tma)"),
     );
+    for kind in [
+        "tensor/wgmma_m64n256k16/",
+        "tensor/wgmma_m64n256k16_rs/",
+        "gemm/wgmma/",
+        "gemm/tma/bf16",
+        "gemm/tma/e4m3",
+        "gemm/tma-cluster/",
+    ] {
+        assert!(
+            only_hopper.iter().any(|id| id.starts_with(kind)),
+            "{kind}: {only_hopper:?}"
+        );
+    }
 
     // a fault: one line, exit 1
-    let sim = Sim::new("cc=9.0,memory=16M,fault=scale_f32");
+    let sim = Sim::new("memory=16M,fault=scale_f32");
     let out = run_limited(
         sim.command(&bench)
             .env("ROOFPROBE_BENCH_SIZE", "256K")
