@@ -8,8 +8,10 @@
 //! after such a fault (the loader's lock is held), so [`guarded`] installs, for the duration
 //! of one load only, handlers that write one line saying which library it was and what to do,
 //! and end the process with exit code 1: what every other error does, where the shell would
-//! otherwise say `Bus error`. No measurement is lost: the libraries are loaded before any case
-//! runs (the driver when devices are listed, NVML and cuBLAS when a device is opened or listed).
+//! otherwise say `Bus error`. The driver and NVML are loaded before any case runs (when devices
+//! are listed or one is opened). cuBLAS is loaded by `devices`, and in a run when its first row
+//! is prepared, in the GPU worker ([`crate::worker`]): a worker that ends there costs that row,
+//! which says so, and the run goes on in a fresh one with the rows written kept.
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
