@@ -1606,6 +1606,31 @@ fn a_module_newer_than_the_drivers_jit_is_named_not_failed() {
         rows[1].status
     );
 
+    // a module a case loads itself (Hopper's wgmma GEMM, PTX ISA 8.0) on a CUDA 11.8 driver (7.8)
+    let why_80 = "its PTX ISA 8.0 is newer than the 7.8 this driver (CUDA 11.8) compiles: \
+                  update the NVIDIA driver";
+    let sim = Sim::new("cc=9.0,memory=16M,driver=11080");
+    let listing = devices(&sim);
+    assert!(
+        line_of(&listing, "kernels/gemm_wgmma.ptx.in#bf16.f32")
+            .ends_with(&format!("not loaded: {why_80}")),
+        "{listing}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_limited(
+        sim.roofprobe()
+            .args(["run", "--quick", "--device", "cuda:0"])
+            .args(["--filter", "gemm/wgmma/bf16.f32", "--out"])
+            .arg(dir.path()),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert!(!r.valid && r.status.contains(why_80), "{}", r.status);
+    }
+
     let test = "a_module_newer_than_the_drivers_jit_is_named_not_failed";
     let Some(ptxas) = crate::tools::or_skip("ptxas", "PTXAS", test) else {
         return;

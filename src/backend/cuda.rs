@@ -643,13 +643,6 @@ impl Drop for CudaBackend {
 fn load_module(ctx: &Arc<CudaContext>, id: ModuleId) -> Result<Arc<CudaModule>> {
     let ptx = id.ptx();
     let during = format!("loading kernels/{}", id.file());
-    // what the driver would refuse with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, said plainly
-    if let Some(why) = jit_driver::not_for_driver(&ptx, driver_cuda_number()) {
-        return Err(Error::Driver {
-            during,
-            message: why,
-        });
-    }
     guard(&during, || ctx.load_module(Ptx::from_src(ptx.as_ref())))
         .map_err(|e| with_jit_error_log(ctx, &ptx, e))
 }
@@ -855,20 +848,8 @@ impl CudaBackend {
                 ModuleId::GemmTma(p, true),
             ]);
         }
-        let driver = driver_cuda_number();
         for id in per_case {
-            if let Some(why) = jit_driver::not_for_driver(&id.ptx(), driver) {
-                lines.push((
-                    format!("kernels/{}", id.file()),
-                    format!("not loaded: {why}"),
-                ));
-                continue;
-            }
-            let outcome = match load_module(&self.ctx, id) {
-                Ok(_) => "JIT ok".to_string(),
-                Err(Error::Driver { message, .. }) => format!("JIT FAILED: {message}"),
-                Err(e) => format!("JIT FAILED: {e}"),
-            };
+            let outcome = status(&Loaded::load(&self.ctx, id, None));
             lines.push((format!("kernels/{}", id.file()), outcome));
         }
         lines
@@ -917,6 +898,11 @@ impl CudaBackend {
             | ModuleId::Launch => {
                 let during = format!("loading kernels/{}", id.file());
                 let ptx = id.ptx();
+                // what the driver would refuse with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, said
+                // as for the modules loaded with the device
+                if let Some(why) = jit_driver::not_for_driver(&ptx, driver_cuda_number()) {
+                    return Loaded::Unsupported(why).get(id);
+                }
                 self.call(&during, || {
                     self.ctx.load_module(Ptx::from_src(ptx.as_ref()))
                 })
