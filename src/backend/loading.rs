@@ -30,7 +30,8 @@ const FAULTS: [libc::c_int; 2] = [libc::SIGBUS, libc::SIGSEGV];
 extern "C" fn on_fault(_signal: libc::c_int) {
     let line = LINE.load(Ordering::SeqCst);
     let len = LINE_LEN.load(Ordering::SeqCst);
-    // SAFETY: `line` points to `len` bytes leaked for the process's life (or is null).
+    // SAFETY: while this handler is installed, `line` points to the `len` bytes of the live
+    // `Installed`'s line (or is null).
     unsafe {
         if !line.is_null() {
             libc::write(2, line.cast(), len);
@@ -57,30 +58,52 @@ pub fn guarded<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
 
 /// [`guarded`] once [`LOADING`] is held.
 fn with_handlers<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
-    let line: &'static mut str = crash_line(library, remedy).leak();
-    LINE_LEN.store(line.len(), Ordering::SeqCst);
-    LINE.store(line.as_mut_ptr(), Ordering::SeqCst);
-    // SAFETY: `sigaction` with a zeroed action but for the handler, flags and an empty mask;
-    // the old actions are kept and restored below.
-    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_fault as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        // on the alternate stack Rust gives its threads, where there is one
-        action.sa_flags = libc::SA_ONSTACK;
-        libc::sigemptyset(&mut action.sa_mask);
-        for (signal, old) in FAULTS.iter().zip(old.iter_mut()) {
-            libc::sigaction(*signal, &action, old);
+    let _installed = Installed::new(crash_line(library, remedy));
+    load()
+}
+
+/// Our handlers, installed for as long as it lives, and the line they write: dropping it (after
+/// the load, or when the load unwinds) puts the handlers before it back, and only then lets go
+/// of the line, so a load costs no memory after it (each one leaked its line before).
+struct Installed {
+    old: [libc::sigaction; 2],
+    /// What [`LINE`] points to while the handlers are ours (dropped after `drop` below).
+    _line: String,
+}
+
+impl Installed {
+    fn new(line: String) -> Self {
+        LINE_LEN.store(line.len(), Ordering::SeqCst);
+        LINE.store(line.as_ptr().cast_mut(), Ordering::SeqCst);
+        // SAFETY: `sigaction` with a zeroed action but for the handler, flags and an empty
+        // mask; the old actions are kept and restored in `drop`.
+        let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_fault as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            // on the alternate stack Rust gives its threads, where there is one
+            action.sa_flags = libc::SA_ONSTACK;
+            libc::sigemptyset(&mut action.sa_mask);
+            for (signal, old) in FAULTS.iter().zip(old.iter_mut()) {
+                libc::sigaction(*signal, &action, old);
+            }
         }
+        Installed { old, _line: line }
     }
-    let out = load();
-    // SAFETY: puts back the actions saved above.
-    unsafe {
-        for (signal, old) in FAULTS.iter().zip(old.iter()) {
-            libc::sigaction(*signal, old, std::ptr::null_mut());
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        // SAFETY: puts back the actions saved in `new`.
+        unsafe {
+            for (signal, old) in FAULTS.iter().zip(self.old.iter()) {
+                libc::sigaction(*signal, old, std::ptr::null_mut());
+            }
         }
+        // No handler of ours can start now: the line may go.
+        LINE.store(std::ptr::null_mut(), Ordering::SeqCst);
+        LINE_LEN.store(0, Ordering::SeqCst);
     }
-    out
 }
 
 #[cfg(test)]
@@ -107,6 +130,24 @@ mod tests {
         assert_eq!(during, [ours; 2]);
         assert_eq!(FAULTS.map(handler), before);
         assert!(before.iter().all(|h| *h != ours));
+    }
+
+    /// The line lives only while the handlers are ours: none is kept after a load, and a load
+    /// that unwinds puts the handlers back too.
+    #[test]
+    fn the_line_and_the_handlers_go_with_the_load() {
+        let _one = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+        let before = FAULTS.map(handler);
+        let during = with_handlers("nothing", "nothing", || LINE_LEN.load(Ordering::SeqCst));
+        assert_eq!(during, crash_line("nothing", "nothing").len());
+        assert!(LINE.load(Ordering::SeqCst).is_null());
+        assert_eq!(LINE_LEN.load(Ordering::SeqCst), 0);
+        let unwound = std::panic::catch_unwind(|| {
+            with_handlers("nothing", "nothing", || panic!("the load failed"))
+        });
+        assert!(unwound.is_err());
+        assert_eq!(FAULTS.map(handler), before);
+        assert!(LINE.load(Ordering::SeqCst).is_null());
     }
 
     fn handler(signal: libc::c_int) -> libc::sighandler_t {
