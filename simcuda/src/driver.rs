@@ -17,6 +17,10 @@
 //!   copied in when a kernel starts, and the bytes the kernel changed are written back to the
 //!   host when it ends (so a host write elsewhere in the buffer meanwhile is not undone).
 //!
+//! A launch that its entry's directives forbid (a block other than `.reqntid`'s, above
+//! `.maxntid`'s, a grid of no whole `.reqnctapercluster` clusters) fails at `cuLaunchKernel`,
+//! as a driver's does, and nothing is queued.
+//!
 //! A kernel fault (out-of-bounds or misaligned access, trap, anything the interpreter refuses
 //! while running) sets the device's sticky error: every later call on that context returns it.
 //! A kernel that never ends runs forever, as on a GPU: its stream never completes and the
@@ -52,6 +56,7 @@ pub mod code {
     pub const MISALIGNED_ADDRESS: u32 = 716;
     pub const LAUNCH_FAILED: u32 = 719;
     pub const NOT_SUPPORTED: u32 = 801;
+    pub const INVALID_CLUSTER_SIZE: u32 = 912;
     pub const UNKNOWN: u32 = 999;
 
     /// `cuGetErrorName` and `cuGetErrorString` of the codes this driver returns, NUL-terminated.
@@ -100,6 +105,10 @@ pub mod code {
                 b"unspecified launch failure\0",
             ),
             NOT_SUPPORTED => (b"CUDA_ERROR_NOT_SUPPORTED\0", b"operation not supported\0"),
+            INVALID_CLUSTER_SIZE => (
+                b"CUDA_ERROR_INVALID_CLUSTER_SIZE\0",
+                b"invalid cluster size\0",
+            ),
             UNKNOWN => (b"CUDA_ERROR_UNKNOWN\0", b"unknown error\0"),
             _ => return None,
         })
@@ -1048,6 +1057,7 @@ impl Driver {
         if dynamic_shared > f.max_dynamic_shared.load(Ordering::SeqCst) {
             return Err(code::INVALID_VALUE);
         }
+        refused_by_entry(k, grid, block)?;
         if !k.params.is_empty() && params.is_null() {
             return Err(code::INVALID_VALUE);
         }
@@ -1300,6 +1310,34 @@ fn trace_args(args: &[Arg]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// What a driver refuses at `cuLaunchKernel` for the entry's own directives, where the
+/// interpreter would refuse it only when the kernel runs (a sticky fault, which a real driver
+/// does not give for these): a block other than `.reqntid`'s or above `.maxntid`'s threads
+/// (`CUDA_ERROR_INVALID_VALUE`), and a grid that is not a whole number of `.reqnctapercluster`'s
+/// clusters, or a cluster above 8 CTAs (`CUDA_ERROR_INVALID_CLUSTER_SIZE`).
+fn refused_by_entry(k: &ptxsim::Kernel, grid: (u32, u32, u32), block: (u32, u32, u32)) -> Res {
+    let threads = u64::from(block.0) * u64::from(block.1) * u64::from(block.2);
+    if k.reqntid.is_some_and(|r| r != block)
+        || k.maxntid
+            .is_some_and(|(x, y, z)| threads > u64::from(x) * u64::from(y) * u64::from(z))
+    {
+        return Err(code::INVALID_VALUE);
+    }
+    if let Some((x, y, z)) = k.reqnctapercluster {
+        let ctas = u64::from(x) * u64::from(y) * u64::from(z);
+        let whole = x > 0
+            && y > 0
+            && z > 0
+            && grid.0.is_multiple_of(x)
+            && grid.1.is_multiple_of(y)
+            && grid.2.is_multiple_of(z);
+        if !whole || ctas > 8 {
+            return Err(code::INVALID_CLUSTER_SIZE);
+        }
+    }
+    Ok(())
 }
 
 fn param_arg(p: &ptxsim::KernelParam, raw: &[u8]) -> Option<Arg> {
@@ -1758,5 +1796,59 @@ mod tests {
         assert!(target_refused("sm_90a", (9, 0)).is_none());
         assert!(target_refused("sm_90a", (10, 0)).unwrap().contains("only"));
         assert!(target_refused("sm_52", (8, 0)).is_none());
+    }
+
+    /// A launch that an entry's `.reqntid`, `.maxntid` or `.reqnctapercluster` forbids fails at
+    /// the call, with the code a driver gives, and leaves the context working: the same entries
+    /// launched as they declare then run. (The interpreter alone would refuse such a launch
+    /// only when the kernel runs, as a sticky fault.) The one test here that makes the
+    /// process's driver.
+    #[test]
+    fn a_launch_its_entry_forbids_is_refused_at_the_call() {
+        let config = Config {
+            cc: (9, 0),
+            ..Config::default()
+        };
+        let d = DRIVER
+            .get_or_init(|| Ok(Driver::new(config)))
+            .as_ref()
+            .unwrap();
+        let ctx = d.retain(0).unwrap();
+        d.set_current(ctx).unwrap();
+        let ptx = "\
+.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry req() .reqntid 64 { ret; }
+.visible .entry most() .maxntid 64, 1, 1 { ret; }
+.visible .entry pair() .reqnctapercluster 2, 1, 1 { ret; }
+";
+        let module = d.load_module(ptx).unwrap();
+        let f = |name: &str| d.get_function(module, name).unwrap();
+        let launch = |name: &str, grid: u32, block: (u32, u32, u32)| {
+            // SAFETY: the entries take no parameters.
+            unsafe { d.launch(f(name), (grid, 1, 1), block, 0, 0, std::ptr::null()) }
+        };
+        assert_eq!(launch("req", 1, (32, 1, 1)), Err(code::INVALID_VALUE));
+        assert_eq!(
+            launch("req", 1, (32, 2, 1)),
+            Err(code::INVALID_VALUE),
+            "64 threads, not 64 x 1"
+        );
+        assert_eq!(launch("most", 1, (65, 1, 1)), Err(code::INVALID_VALUE));
+        assert_eq!(
+            launch("pair", 3, (32, 1, 1)),
+            Err(code::INVALID_CLUSTER_SIZE)
+        );
+        assert_eq!(
+            d.synchronize_context(),
+            Ok(()),
+            "no launch was queued but valid ones"
+        );
+        assert_eq!(launch("req", 1, (64, 1, 1)), Ok(()));
+        assert_eq!(launch("most", 2, (64, 1, 1)), Ok(()));
+        assert_eq!(launch("pair", 4, (32, 1, 1)), Ok(()));
+        assert_eq!(d.synchronize_context(), Ok(()));
+        assert!(code::describe(code::INVALID_CLUSTER_SIZE).is_some());
     }
 }
