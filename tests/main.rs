@@ -1,5 +1,5 @@
-//! The one integration-test binary (ripgrep's layout): each module is one layer of DESIGN.md's
-//! testing plan.
+//! The one integration-test binary (ripgrep's layout): each module is one layer of the
+//! testing plan (the README's "Testing" section).
 
 mod cli;
 mod cli_roofline;

@@ -1143,7 +1143,8 @@ fn one_line_error(sim: &Sim, args: &[&str], said: &str) {
 /// A damaged or truncated NVIDIA library on the loader's path (the driver's libcuda, NVML,
 /// cuBLAS) makes the loader die of `SIGBUS` inside `dlopen`: each is one line naming the
 /// library and what to do, and exit code 1, not `Bus error (core dumped)`; and the host is
-/// still measured with `--device host`, which loads none of them.
+/// still measured with `--device host`, which loads none of them. In a run, a crashing cuBLAS
+/// costs only the row that loads it.
 #[test]
 fn a_truncated_library_is_one_line_not_a_crash() {
     let crashed = "crashed the loader (a damaged or truncated file on the loader's path?): ";
@@ -1203,6 +1204,38 @@ fn a_truncated_library_is_one_line_not_a_crash() {
             cublas.display()
         ),
     );
+    // in a run, cuBLAS is loaded by its first row, in the GPU worker: the crash costs that row
+    // (exit 3, the line said), and ours runs after it in a fresh worker
+    let shape = "bf16.f32/256x256x256";
+    let gemm_dir = dir.path().join("gemm");
+    let mut cmd = sim.roofprobe();
+    cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
+        .arg(&gemm_dir);
+    for kernel in ["cublas", "ptx"] {
+        cmd.args(["--filter", &format!("gemm/{kernel}/{shape}")]);
+    }
+    let ran = run_limited(&mut cmd, Duration::from_secs(300));
+    let stderr = text(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!("error: loading {} {crashed}", cublas.display())),
+        "{stderr}"
+    );
+    let rows = roofprobe::record::read_csv(&csv_in(&gemm_dir)).unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(
+        ids,
+        [format!("gemm/cublas/{shape}"), format!("gemm/ptx/{shape}")]
+    );
+    assert!(
+        !rows[0].valid
+            && rows[0]
+                .status
+                .contains("the measuring process exited (1) while it ran this case"),
+        "{}",
+        rows[0].status
+    );
+    assert!(rows[1].valid, "{}", rows[1].status);
 }
 
 /// The one CSV a run wrote into `dir`.
