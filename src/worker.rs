@@ -48,10 +48,15 @@ pub struct Job {
     /// says so); `None` when it is measured alone.
     #[serde(default)]
     pub parallel_devices: Option<u32>,
+    /// Why cuBLAS must not be loaded: an earlier worker of the run crashed loading it (the
+    /// loader's line). Its rows are then skipped, saying so, instead of each costing a worker.
+    #[serde(default)]
+    pub cublas_crashed: Option<String>,
 }
 
 /// What a worker reports, one JSON line each, in this order: `Info`, `Planned`, then per case
-/// `Started` and `Record`, and `Lost` if its device became unusable.
+/// `Started` and `Record`, and `Lost` if its device became unusable, `Crashed` if a library
+/// crashed the loader.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Message {
     Info(Box<DeviceInfo>),
@@ -63,6 +68,12 @@ pub enum Message {
     Lost {
         cause: String,
         runaway: bool,
+    },
+    /// A library crashed the loader ([`crate::backend::loading`]): which, and the line said.
+    /// Written by the crash handler itself, just before the worker ends.
+    Crashed {
+        library: String,
+        cause: String,
     },
     /// The worker could not measure at all (no such device, the sizes do not fit): what `run`
     /// would have said, and whether it was the user's mistake (exit 2) or not.
@@ -91,6 +102,19 @@ pub fn serve(job: Job) -> i32 {
     };
     // a signal lets the case that runs finish and its row reach `run` (crate::interrupt)
     crate::interrupt::install_for_worker();
+    // a library that crashes the loader is named to the parent, for the row it costs
+    crate::backend::loading::report_crashes(|library, cause| {
+        let m = Message::Crashed {
+            library: library.to_string(),
+            cause: cause.to_string(),
+        };
+        serde_json::to_string(&m).expect("messages are plain data") + "\n"
+    });
+    if let Some(why) = &job.cublas_crashed {
+        crate::backend::cublas::refuse(format!(
+            "{why} (in an earlier process of this run, whose row says so)"
+        ));
+    }
     let mut backend = match CudaBackend::open(job.ordinal) {
         Ok(b) => b,
         Err(e) => return failed(e),
@@ -148,9 +172,13 @@ pub fn serve(job: Job) -> i32 {
     }
 }
 
-/// Why a worker ended without a row for the case it was running.
-fn death(status: std::process::ExitStatus, lost: Option<&str>) -> String {
+/// Why a worker ended without a row for the case it was running: the library that crashed it,
+/// the device it lost, or how it ended.
+fn death(status: std::process::ExitStatus, crashed: Option<&str>, lost: Option<&str>) -> String {
     use std::os::unix::process::ExitStatusExt;
+    if let Some(cause) = crashed {
+        return format!("the measuring process ended: {cause}");
+    }
     match (lost, status.signal(), status.code()) {
         (Some(cause), _, _) => format!("the device became unusable: {cause}"),
         (None, Some(signal), _) => {
@@ -244,6 +272,7 @@ pub fn run(
         let before = records.len();
         let mut running: Option<String> = None;
         let mut lost: Option<String> = None;
+        let mut crashed: Option<String> = None;
         let mut failed: Option<Error> = None;
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
@@ -287,6 +316,7 @@ pub fn run(
                     records.push(*r);
                 }
                 Message::Lost { cause, .. } => lost = Some(cause),
+                Message::Crashed { cause, .. } => crashed = Some(cause),
                 Message::Failed { message, usage } => {
                     failed = Some(if usage {
                         Error::Usage(message)
@@ -320,7 +350,11 @@ pub fn run(
                     device: device.clone(),
                     parallel_devices: job.parallel_devices,
                 };
-                let why = death(status, lost.as_deref());
+                let why = death(status, crashed.as_deref(), lost.as_deref());
+                // a cuBLAS that crashed this worker would crash the next: its rows are skipped
+                if crashed.is_some() && p.case.kernel == crate::bench::gemm::GPU_REFERENCE {
+                    job.cublas_crashed = crashed.clone();
+                }
                 let record = Record::new(
                     &identity,
                     runner::now_utc(),
@@ -355,10 +389,11 @@ pub fn run(
         crate::say!(
             "note: cuda:{} {}; continuing the {left} cases left in a fresh process",
             job.ordinal,
-            lost.as_deref().map_or_else(
-                || format!("its process ended ({status})"),
-                |c| format!("became unusable ({c})")
-            )
+            match (&crashed, &lost) {
+                (Some(c), _) => format!("lost its process ({c})"),
+                (None, Some(c)) => format!("became unusable ({c})"),
+                (None, None) => format!("its process ended ({status})"),
+            }
         );
     }
 }
@@ -387,8 +422,13 @@ mod tests {
     fn a_dead_worker_says_how_it_died() {
         use std::os::unix::process::ExitStatusExt;
         let killed = std::process::ExitStatus::from_raw(9);
-        assert!(death(killed, None).contains("signal 9"));
+        assert!(death(killed, None, None).contains("signal 9"));
         let lost = std::process::ExitStatus::from_raw(EXIT_LOST << 8);
-        assert!(death(lost, Some("x did not finish")).contains("unusable: x did not finish"));
+        assert!(death(lost, None, Some("x did not finish")).contains("unusable: x did not finish"));
+        let crashed = "loading y crashed the loader (…): reinstall it";
+        assert_eq!(
+            death(lost, Some(crashed), None),
+            format!("the measuring process ended: {crashed}")
+        );
     }
 }

@@ -1144,7 +1144,8 @@ fn one_line_error(sim: &Sim, args: &[&str], said: &str) {
 /// cuBLAS) makes the loader die of `SIGBUS` inside `dlopen`: each is one line naming the
 /// library and what to do, and exit code 1, not `Bus error (core dumped)`; and the host is
 /// still measured with `--device host`, which loads none of them. In a run, a crashing cuBLAS
-/// costs only the row that loads it.
+/// costs only the row that loads it, which says why, and the run's later cuBLAS rows are
+/// skipped, saying why.
 #[test]
 fn a_truncated_library_is_one_line_not_a_crash() {
     let crashed = "crashed the loader (a damaged or truncated file on the loader's path?): ";
@@ -1205,37 +1206,58 @@ fn a_truncated_library_is_one_line_not_a_crash() {
         ),
     );
     // in a run, cuBLAS is loaded by its first row, in the GPU worker: the crash costs that row
-    // (exit 3, the line said), and ours runs after it in a fresh worker
-    let shape = "bf16.f32/256x256x256";
+    // (exit 3), which says why; ours runs after it in a fresh worker, and the next cuBLAS row
+    // is skipped, saying why, instead of crashing another worker
+    let shapes = ["bf16.f32/256x256x256", "f16.f32/256x256x256"];
     let gemm_dir = dir.path().join("gemm");
     let mut cmd = sim.roofprobe();
     cmd.args(["run", "--quick", "--device", "cuda:0", "--out"])
         .arg(&gemm_dir);
-    for kernel in ["cublas", "ptx"] {
-        cmd.args(["--filter", &format!("gemm/{kernel}/{shape}")]);
+    for shape in shapes {
+        for kernel in ["cublas", "ptx"] {
+            cmd.args(["--filter", &format!("gemm/{kernel}/{shape}")]);
+        }
     }
     let ran = run_limited(&mut cmd, Duration::from_secs(300));
     let stderr = text(&ran.stderr);
     assert_eq!(ran.status.code(), Some(3), "{stderr}");
-    assert!(
-        stderr.contains(&format!("error: loading {} {crashed}", cublas.display())),
+    let said = format!("loading {} {crashed}", cublas.display());
+    assert_eq!(
+        stderr.matches(&format!("error: {said}")).count(),
+        1,
         "{stderr}"
     );
     let rows = roofprobe::record::read_csv(&csv_in(&gemm_dir)).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
-    assert_eq!(
-        ids,
-        [format!("gemm/cublas/{shape}"), format!("gemm/ptx/{shape}")]
+    let expected: Vec<String> = shapes
+        .iter()
+        .flat_map(|shape| ["cublas", "ptx"].map(|kernel| format!("gemm/{kernel}/{shape}")))
+        .collect();
+    assert_eq!(ids, expected);
+    let [first, ours, second, ours_too] = &rows[..] else {
+        unreachable!("four rows")
+    };
+    assert!(
+        !first.valid
+            && first
+                .status
+                .contains(&format!("the measuring process ended: {said}")),
+        "{}",
+        first.status
     );
     assert!(
-        !rows[0].valid
-            && rows[0]
-                .status
-                .contains("the measuring process exited (1) while it ran this case"),
+        !second.valid
+            && second.status.starts_with(&format!("skipped: {said}"))
+            && second.status.contains("in an earlier process of this run"),
         "{}",
-        rows[0].status
+        second.status
     );
-    assert!(rows[1].valid, "{}", rows[1].status);
+    assert!(
+        ours.valid && ours_too.valid,
+        "{} / {}",
+        ours.status,
+        ours_too.status
+    );
 }
 
 /// The one CSV a run wrote into `dir`.

@@ -552,10 +552,18 @@ fn driver_too_old(cublas_major: i32, driver_cuda: i32) -> bool {
     cublas_major * 1000 > driver_cuda
 }
 
+/// The cuBLAS of this process, or why there is none.
+static FOUND: OnceLock<Result<Cublas, String>> = OnceLock::new();
+
 /// cuBLAS for this process: searched once, on first use.
 pub fn get() -> &'static Result<Cublas, String> {
-    static FOUND: OnceLock<Result<Cublas, String>> = OnceLock::new();
     FOUND.get_or_init(|| find_in(&SearchEnv::current()))
+}
+
+/// Makes this process use no cuBLAS, for `why`, unless it already searched: a GPU worker whose
+/// predecessor in the run crashed loading it ([`crate::worker`]) must not load it again.
+pub fn refuse(why: String) {
+    let _ = FOUND.set(Err(why));
 }
 
 /// One line for `devices`: which cuBLAS the GPU GEMM rows would use, or why there is none.

@@ -11,14 +11,25 @@
 //! otherwise say `Bus error`. The driver and NVML are loaded before any case runs (when devices
 //! are listed or one is opened). cuBLAS is loaded by `devices`, and in a run when its first row
 //! is prepared, in the GPU worker ([`crate::worker`]): a worker that ends there costs that row,
-//! which says so, and the run goes on in a fresh one with the rows written kept.
+//! which says so, and the run goes on in a fresh one with the rows written kept. A worker has
+//! the handler also tell its parent, on stdout, what crashed ([`report_crashes`]), so that the
+//! row says why, and a cuBLAS that crashed one worker is not loaded by the next.
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// The line the handler writes: set before the handlers are installed, for one load at a time.
 static LINE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 static LINE_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// What the handler also writes on stdout, in a process that reports crashes there (a GPU
+/// worker, whose parent reads its stdout: [`report_crashes`]); null elsewhere.
+static REPORT: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+static REPORT_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// How this process reports a crash on stdout: the library and the crash line (without
+/// `error: ` and the newline) to the text written there.
+static REPORTER: OnceLock<fn(&str, &str) -> String> = OnceLock::new();
 
 /// One guarded load at a time (the handlers and the line are the process's).
 static LOADING: Mutex<()> = Mutex::new(());
@@ -30,14 +41,25 @@ const FAULTS: [libc::c_int; 2] = [libc::SIGBUS, libc::SIGSEGV];
 extern "C" fn on_fault(_signal: libc::c_int) {
     let line = LINE.load(Ordering::SeqCst);
     let len = LINE_LEN.load(Ordering::SeqCst);
-    // SAFETY: while this handler is installed, `line` points to the `len` bytes of the live
-    // `Installed`'s line (or is null).
+    // SAFETY: while this handler is installed, `line` and the report point to the bytes of the
+    // live `Installed`'s line and report (or are null).
     unsafe {
         if !line.is_null() {
             libc::write(2, line.cast(), len);
         }
+        let report = REPORT.load(Ordering::SeqCst);
+        if !report.is_null() {
+            libc::write(1, report.cast(), REPORT_LEN.load(Ordering::SeqCst));
+        }
         libc::_exit(1);
     }
+}
+
+/// From now on a crash while loading is also written on stdout, as `report(library, line)`
+/// says (once per process; a later call changes nothing): a GPU worker's parent then learns why
+/// the worker ended, which the crash's row says ([`crate::worker`]).
+pub fn report_crashes(report: fn(&str, &str) -> String) {
+    let _ = REPORTER.set(report);
 }
 
 /// The line a crash while loading `library` prints: what happened and `remedy`.
@@ -58,7 +80,12 @@ pub fn guarded<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
 
 /// [`guarded`] once [`LOADING`] is held.
 fn with_handlers<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
-    let _installed = Installed::new(crash_line(library, remedy));
+    let line = crash_line(library, remedy);
+    let report = REPORTER.get().map(|report| {
+        let said = line.trim_end().strip_prefix("error: ").unwrap_or(&line);
+        report(library, said)
+    });
+    let _installed = Installed::new(line, report);
     load()
 }
 
@@ -69,12 +96,18 @@ struct Installed {
     old: [libc::sigaction; 2],
     /// What [`LINE`] points to while the handlers are ours (dropped after `drop` below).
     _line: String,
+    /// What [`REPORT`] points to meanwhile, where this process reports crashes.
+    _report: Option<String>,
 }
 
 impl Installed {
-    fn new(line: String) -> Self {
+    fn new(line: String, report: Option<String>) -> Self {
         LINE_LEN.store(line.len(), Ordering::SeqCst);
         LINE.store(line.as_ptr().cast_mut(), Ordering::SeqCst);
+        if let Some(r) = &report {
+            REPORT_LEN.store(r.len(), Ordering::SeqCst);
+            REPORT.store(r.as_ptr().cast_mut(), Ordering::SeqCst);
+        }
         // SAFETY: `sigaction` with a zeroed action but for the handler, flags and an empty
         // mask; the old actions are kept and restored in `drop`.
         let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
@@ -88,7 +121,11 @@ impl Installed {
                 libc::sigaction(*signal, &action, old);
             }
         }
-        Installed { old, _line: line }
+        Installed {
+            old,
+            _line: line,
+            _report: report,
+        }
     }
 }
 
@@ -103,6 +140,8 @@ impl Drop for Installed {
         // No handler of ours can start now: the line may go.
         LINE.store(std::ptr::null_mut(), Ordering::SeqCst);
         LINE_LEN.store(0, Ordering::SeqCst);
+        REPORT.store(std::ptr::null_mut(), Ordering::SeqCst);
+        REPORT_LEN.store(0, Ordering::SeqCst);
     }
 }
 
@@ -148,6 +187,27 @@ mod tests {
         assert!(unwound.is_err());
         assert_eq!(FAULTS.map(handler), before);
         assert!(LINE.load(Ordering::SeqCst).is_null());
+    }
+
+    /// Where a process reports crashes (a GPU worker), the report is ready while a load runs,
+    /// with the library and the line, and let go after it.
+    #[test]
+    fn a_report_is_ready_while_a_load_runs() {
+        let _one = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+        report_crashes(|library, cause| format!("{library} | {cause}\n"));
+        let during = with_handlers("libx", "fix it", || {
+            let (at, len) = (
+                REPORT.load(Ordering::SeqCst),
+                REPORT_LEN.load(Ordering::SeqCst),
+            );
+            // SAFETY: the live `Installed`'s report, `len` bytes.
+            String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(at, len) }).into_owned()
+        });
+        let line = crash_line("libx", "fix it");
+        let said = line.trim_end().strip_prefix("error: ").unwrap();
+        assert_eq!(during, format!("libx | {said}\n"));
+        assert!(REPORT.load(Ordering::SeqCst).is_null());
+        assert_eq!(REPORT_LEN.load(Ordering::SeqCst), 0);
     }
 
     fn handler(signal: libc::c_int) -> libc::sighandler_t {

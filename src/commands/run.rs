@@ -383,6 +383,7 @@ fn measure_in_workers(
         skip: Default::default(),
         kernel_timeout_secs: args.kernel_timeout,
         parallel_devices: together.map(|(_, n)| n),
+        cublas_crashed: None,
     };
     let mut device_run = DeviceRun::new(cfg, &args.out, host, stamp);
     if let Some((bars, _)) = together {
