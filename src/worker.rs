@@ -69,10 +69,9 @@ pub enum Message {
         cause: String,
         runaway: bool,
     },
-    /// A library crashed the loader ([`crate::backend::loading`]): which, and the line said.
-    /// Written by the crash handler itself, just before the worker ends.
+    /// A library crashed the loader ([`crate::backend::loading`]): what its line said (which
+    /// library, what to do). Written by the crash handler itself, just before the worker ends.
     Crashed {
-        library: String,
         cause: String,
     },
     /// The worker could not measure at all (no such device, the sizes do not fit): what `run`
@@ -103,9 +102,8 @@ pub fn serve(job: Job) -> i32 {
     // a signal lets the case that runs finish and its row reach `run` (crate::interrupt)
     crate::interrupt::install_for_worker();
     // a library that crashes the loader is named to the parent, for the row it costs
-    crate::backend::loading::report_crashes(|library, cause| {
+    crate::backend::loading::report_crashes(|cause| {
         let m = Message::Crashed {
-            library: library.to_string(),
             cause: cause.to_string(),
         };
         serde_json::to_string(&m).expect("messages are plain data") + "\n"
@@ -316,7 +314,7 @@ pub fn run(
                     records.push(*r);
                 }
                 Message::Lost { cause, .. } => lost = Some(cause),
-                Message::Crashed { cause, .. } => crashed = Some(cause),
+                Message::Crashed { cause } => crashed = Some(cause),
                 Message::Failed { message, usage } => {
                     failed = Some(if usage {
                         Error::Usage(message)

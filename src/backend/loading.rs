@@ -27,9 +27,9 @@ static LINE_LEN: AtomicUsize = AtomicUsize::new(0);
 static REPORT: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 static REPORT_LEN: AtomicUsize = AtomicUsize::new(0);
 
-/// How this process reports a crash on stdout: the library and the crash line (without
-/// `error: ` and the newline) to the text written there.
-static REPORTER: OnceLock<fn(&str, &str) -> String> = OnceLock::new();
+/// How this process reports a crash on stdout: the crash's [`crash_cause`] to the text written
+/// there.
+static REPORTER: OnceLock<fn(&str) -> String> = OnceLock::new();
 
 /// One guarded load at a time (the handlers and the line are the process's).
 static LOADING: Mutex<()> = Mutex::new(());
@@ -55,19 +55,29 @@ extern "C" fn on_fault(_signal: libc::c_int) {
     }
 }
 
-/// From now on a crash while loading is also written on stdout, as `report(library, line)`
-/// says (once per process; a later call changes nothing): a GPU worker's parent then learns why
-/// the worker ended, which the crash's row says ([`crate::worker`]).
-pub fn report_crashes(report: fn(&str, &str) -> String) {
+/// From now on a crash while loading is also written on stdout, as `report(cause)` says (once
+/// per process; a later call changes nothing): a GPU worker's parent then learns why the worker
+/// ended, which the crash's row says ([`crate::worker`]).
+pub fn report_crashes(report: fn(&str) -> String) {
     let _ = REPORTER.set(report);
 }
 
-/// The line a crash while loading `library` prints: what happened and `remedy`.
-pub fn crash_line(library: &str, remedy: &str) -> String {
+/// What a crash while loading `library` says: what happened and `remedy`.
+pub fn crash_cause(library: &str, remedy: &str) -> String {
     format!(
-        "error: loading {library} crashed the loader (a damaged or truncated file on the \
-         loader's path?): {remedy}\n"
+        "loading {library} crashed the loader (a damaged or truncated file on the loader's \
+         path?): {remedy}"
     )
+}
+
+/// The line a crash while loading `library` prints: its [`crash_cause`] as an error.
+pub fn crash_line(library: &str, remedy: &str) -> String {
+    error_line(&crash_cause(library, remedy))
+}
+
+/// `cause` as the one line an error prints.
+fn error_line(cause: &str) -> String {
+    format!("error: {cause}\n")
 }
 
 /// Runs `load` (a `dlopen` of `library`, and what it runs) with `SIGBUS` and `SIGSEGV` ending
@@ -80,12 +90,9 @@ pub fn guarded<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
 
 /// [`guarded`] once [`LOADING`] is held.
 fn with_handlers<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
-    let line = crash_line(library, remedy);
-    let report = REPORTER.get().map(|report| {
-        let said = line.trim_end().strip_prefix("error: ").unwrap_or(&line);
-        report(library, said)
-    });
-    let _installed = Installed::new(line, report);
+    let cause = crash_cause(library, remedy);
+    let report = REPORTER.get().map(|report| report(&cause));
+    let _installed = Installed::new(error_line(&cause), report);
     load()
 }
 
@@ -194,7 +201,7 @@ mod tests {
     #[test]
     fn a_report_is_ready_while_a_load_runs() {
         let _one = LOADING.lock().unwrap_or_else(|e| e.into_inner());
-        report_crashes(|library, cause| format!("{library} | {cause}\n"));
+        report_crashes(|cause| format!("crashed | {cause}\n"));
         let during = with_handlers("libx", "fix it", || {
             let (at, len) = (
                 REPORT.load(Ordering::SeqCst),
@@ -204,8 +211,11 @@ mod tests {
             String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(at, len) }).into_owned()
         });
         let line = crash_line("libx", "fix it");
-        let said = line.trim_end().strip_prefix("error: ").unwrap();
-        assert_eq!(during, format!("libx | {said}\n"));
+        assert_eq!(line, format!("error: {}\n", crash_cause("libx", "fix it")));
+        assert_eq!(
+            during,
+            format!("crashed | {}\n", crash_cause("libx", "fix it"))
+        );
         assert!(REPORT.load(Ordering::SeqCst).is_null());
         assert_eq!(REPORT_LEN.load(Ordering::SeqCst), 0);
     }
