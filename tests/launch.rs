@@ -28,7 +28,7 @@ use ptxsim::{Arg as SimArg, Memory, Module};
 use roofprobe::backend::cuda_plan::{self, DeviceModel, TARGET_LAUNCH_SECS};
 use roofprobe::backend::host::HostBackend;
 use roofprobe::backend::launch::{
-    self, Arg, Launch, ModuleId, ParamKind, Role, BLOCK, BLOCK_RECORD_WORDS, MAX_GRID,
+    self, Arg, Entry, Launch, ModuleId, ParamKind, Role, BLOCK, BLOCK_RECORD_WORDS, MAX_GRID,
     RECORD_WORK_WORD,
 };
 use roofprobe::backend::pool::allowed_cpus;
@@ -1560,7 +1560,6 @@ fn gemm_planted_mistakes_are_caught() {
         let mut cache = BTreeMap::new();
         let good = module(launch.entry.module, &mut cache);
         assert!(gemm_verdict(&case, good).unwrap().valid, "{p}");
-        let name = &launch.entry.name;
         let mutants = [
             (
                 "a wrong .trans",
@@ -1578,17 +1577,29 @@ fn gemm_planted_mistakes_are_caught() {
                 "",
             ),
         ];
-        for (what, from, to) in mutants {
-            let m = mutated(launch.entry.module, name, from, to);
-            match gemm_verdict(&case, &m) {
-                Ok(v) => assert!(!v.valid, "{p}: {what} was not caught"),
-                // a read of a tile before it landed is a shared-memory race between the warp
-                // whose copy it was and the reader (the interpreter names it)
-                Err(e) => assert!(
-                    e.contains("race") || e.contains("poison"),
-                    "{p}: {what}: refused for another reason: {e}"
-                ),
-            }
+        // (a read of a tile before it landed is a shared-memory race between the warp whose copy
+        // it was and the reader)
+        gemm_mutants_are_caught(&case, &launch.entry, &format!("{p}: "), &mutants);
+    }
+}
+
+/// Each mutant (what it plants, the text it replaces in `entry`, and its replacement) gives the
+/// GEMM `case` an invalid row under the interpreter, or is refused for a race or a poisoned read
+/// (which the interpreter names); `label` starts each failure's message.
+fn gemm_mutants_are_caught(
+    case: &Case,
+    entry: &Entry,
+    label: &str,
+    mutants: &[(&str, &str, &str)],
+) {
+    for &(what, from, to) in mutants {
+        let m = mutated(entry.module, &entry.name, from, to);
+        match gemm_verdict(case, &m) {
+            Ok(v) => assert!(!v.valid, "{label}{what} was not caught"),
+            Err(e) => assert!(
+                e.contains("race") || e.contains("poison"),
+                "{label}{what}: refused for another reason: {e}"
+            ),
         }
     }
 }
@@ -1607,7 +1618,6 @@ fn simt_gemm_planted_mistakes_are_caught() {
     let mut cache = BTreeMap::new();
     let good = module(launch.entry.module, &mut cache);
     assert!(gemm_verdict(&case, good).unwrap().valid, "{p}");
-    let name = &launch.entry.name;
     let mutants = [
         (
             "a K loop one tile short",
@@ -1630,18 +1640,8 @@ fn simt_gemm_planted_mistakes_are_caught() {
             "bra.uni tile_loop;",
         ),
     ];
-    for (what, from, to) in mutants {
-        let m = mutated(launch.entry.module, name, from, to);
-        match gemm_verdict(&case, &m) {
-            Ok(v) => assert!(!v.valid, "{what} was not caught"),
-            // a stage read while another thread writes it is a shared-memory race (the
-            // interpreter names it)
-            Err(e) => assert!(
-                e.contains("race") || e.contains("poison"),
-                "{what}: refused for another reason: {e}"
-            ),
-        }
-    }
+    // (a stage read while another thread writes it is a shared-memory race)
+    gemm_mutants_are_caught(&case, &launch.entry, "", &mutants);
 }
 
 /// The empty kernel under the interpreter, launched as the backend launches it, several times
