@@ -70,19 +70,14 @@ pub fn crash_cause(library: &str, remedy: &str) -> String {
     )
 }
 
-/// The line a crash while loading `library` prints: its [`crash_cause`] as an error.
-pub fn crash_line(library: &str, remedy: &str) -> String {
-    error_line(&crash_cause(library, remedy))
-}
-
-/// `cause` as the one line an error prints.
+/// `cause` as the one line an error prints (a crash's: [`crash_cause`]).
 fn error_line(cause: &str) -> String {
     format!("error: {cause}\n")
 }
 
 /// Runs `load` (a `dlopen` of `library`, and what it runs) with `SIGBUS` and `SIGSEGV` ending
-/// the process with [`crash_line`]`(library, remedy)` and exit code 1; the handlers before it
-/// are put back after it.
+/// the process with one line, `error: ` and [`crash_cause`]`(library, remedy)`, and exit code 1;
+/// the handlers before it are put back after it.
 pub fn guarded<T>(library: &str, remedy: &str, load: impl FnOnce() -> T) -> T {
     let _one = LOADING.lock().unwrap_or_else(|e| e.into_inner());
     with_handlers(library, remedy, load)
@@ -159,7 +154,7 @@ mod tests {
     /// The line names the library and the remedy, on one line ending in a newline.
     #[test]
     fn the_crash_line_is_one_line() {
-        let line = crash_line("libcuda", "reinstall the NVIDIA driver");
+        let line = error_line(&crash_cause("libcuda", "reinstall the NVIDIA driver"));
         assert!(line.starts_with("error: loading libcuda crashed the loader"));
         assert!(line.ends_with(": reinstall the NVIDIA driver\n"));
         assert_eq!(line.matches('\n').count(), 1);
@@ -185,7 +180,7 @@ mod tests {
         let _one = LOADING.lock().unwrap_or_else(|e| e.into_inner());
         let before = FAULTS.map(handler);
         let during = with_handlers("nothing", "nothing", || LINE_LEN.load(Ordering::SeqCst));
-        assert_eq!(during, crash_line("nothing", "nothing").len());
+        assert_eq!(during, error_line(&crash_cause("nothing", "nothing")).len());
         assert!(LINE.load(Ordering::SeqCst).is_null());
         assert_eq!(LINE_LEN.load(Ordering::SeqCst), 0);
         let unwound = std::panic::catch_unwind(|| {
@@ -210,7 +205,7 @@ mod tests {
             // SAFETY: the live `Installed`'s report, `len` bytes.
             String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(at, len) }).into_owned()
         });
-        let line = crash_line("libx", "fix it");
+        let line = error_line(&crash_cause("libx", "fix it"));
         assert_eq!(line, format!("error: {}\n", crash_cause("libx", "fix it")));
         assert_eq!(
             during,
