@@ -151,10 +151,13 @@ impl Drop for Installed {
 mod tests {
     use super::*;
 
-    /// The line names the library and the remedy, on one line ending in a newline.
+    /// The line is `error: ` and the cause, which names the library and the remedy, on one line
+    /// ending in a newline.
     #[test]
     fn the_crash_line_is_one_line() {
-        let line = error_line(&crash_cause("libcuda", "reinstall the NVIDIA driver"));
+        let cause = crash_cause("libcuda", "reinstall the NVIDIA driver");
+        let line = error_line(&cause);
+        assert_eq!(line, format!("error: {cause}\n"));
         assert!(line.starts_with("error: loading libcuda crashed the loader"));
         assert!(line.ends_with(": reinstall the NVIDIA driver\n"));
         assert_eq!(line.matches('\n').count(), 1);
@@ -205,8 +208,6 @@ mod tests {
             // SAFETY: the live `Installed`'s report, `len` bytes.
             String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(at, len) }).into_owned()
         });
-        let line = error_line(&crash_cause("libx", "fix it"));
-        assert_eq!(line, format!("error: {}\n", crash_cause("libx", "fix it")));
         assert_eq!(
             during,
             format!("crashed | {}\n", crash_cause("libx", "fix it"))
