@@ -28,7 +28,7 @@ use ptxsim::{Arg as SimArg, Memory, Module};
 use roofprobe::backend::cuda_plan::{self, DeviceModel, TARGET_LAUNCH_SECS};
 use roofprobe::backend::host::HostBackend;
 use roofprobe::backend::launch::{
-    self, Arg, Entry, Launch, ModuleId, ParamKind, Role, BLOCK, BLOCK_RECORD_WORDS, MAX_GRID,
+    self, Arg, Launch, ModuleId, ParamKind, Role, BLOCK, BLOCK_RECORD_WORDS, MAX_GRID,
     RECORD_WORK_WORD,
 };
 use roofprobe::backend::pool::allowed_cpus;
@@ -1255,17 +1255,37 @@ fn gemm_failure(case: &Case, m: &Module) -> Option<String> {
 }
 
 /// Each planted mistake (what it is; the text of `case`'s entry replaced, and by what) makes
-/// the launch fail under the interpreter or its check; prints how it was caught.
-fn assert_gemm_mutants_caught(case: &Case, mutants: &[(&str, String, String)]) {
+/// the launch fail under the interpreter or its check; prints how it was caught. Where
+/// `refusals` names words, a refusal by the interpreter (rather than an invalid row) must name
+/// one of them, so a mutant that broke the module some other way is not counted as caught.
+fn assert_gemm_mutants_caught<S: AsRef<str>>(
+    case: &Case,
+    mutants: &[(&str, S, S)],
+    refusals: Option<&[&str]>,
+) {
     let launch = launch::plan(case, 1).unwrap();
+    let id = case.id();
     for (what, from, to) in mutants {
-        let m = mutated(launch.entry.module, &launch.entry.name, from, to);
+        let m = mutated(
+            launch.entry.module,
+            &launch.entry.name,
+            from.as_ref(),
+            to.as_ref(),
+        );
         match gemm_verdict(case, &m) {
             Ok(v) => {
-                assert!(!v.valid, "{what}: the planted mistake passed");
-                eprintln!("{what}: {}", v.detail);
+                assert!(!v.valid, "{id}: {what}: the planted mistake passed");
+                eprintln!("{id}: {what}: {}", v.detail);
             }
-            Err(e) => eprintln!("{what}: {e}"),
+            Err(e) => {
+                if let Some(words) = refusals {
+                    assert!(
+                        words.iter().any(|w| e.contains(w)),
+                        "{id}: {what}: refused for another reason: {e}"
+                    );
+                }
+                eprintln!("{id}: {what}: {e}");
+            }
         }
     }
 }
@@ -1368,7 +1388,7 @@ fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
             "cp.async.wait_group 2;".to_string(),
         ),
     ];
-    assert_gemm_mutants_caught(&case, &mutants);
+    assert_gemm_mutants_caught(&case, &mutants, None);
 }
 
 /// Hopper's TMA-fed GEMM (`gemm_tma_*`: bf16, f16, e4m3) as the backend launches it (128 × 256 tiles, 384
@@ -1485,7 +1505,7 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
             String::new(),
         ),
     ];
-    assert_gemm_mutants_caught(&case, &mutants);
+    assert_gemm_mutants_caught(&case, &mutants, None);
     // the cluster kernel's own mistakes
     let clustered = gemm::case(
         gemm::GPU_TMA_CLUSTER,
@@ -1525,7 +1545,7 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
             String::new(),
         ),
     ];
-    assert_gemm_mutants_caught(&clustered, &cluster_mutants);
+    assert_gemm_mutants_caught(&clustered, &cluster_mutants, None);
     // B's tensor map without the swizzle its descriptors read
     let launch = launch::plan(&case, 1).unwrap();
     let mut unswizzled = launch.clone();
@@ -1578,29 +1598,8 @@ fn gemm_planted_mistakes_are_caught() {
             ),
         ];
         // (a read of a tile before it landed is a shared-memory race between the warp whose copy
-        // it was and the reader)
-        gemm_mutants_are_caught(&case, &launch.entry, &format!("{p}: "), &mutants);
-    }
-}
-
-/// Each mutant (what it plants, the text it replaces in `entry`, and its replacement) gives the
-/// GEMM `case` an invalid row under the interpreter, or is refused for a race or a poisoned read
-/// (which the interpreter names); `label` starts each failure's message.
-fn gemm_mutants_are_caught(
-    case: &Case,
-    entry: &Entry,
-    label: &str,
-    mutants: &[(&str, &str, &str)],
-) {
-    for &(what, from, to) in mutants {
-        let m = mutated(entry.module, &entry.name, from, to);
-        match gemm_verdict(case, &m) {
-            Ok(v) => assert!(!v.valid, "{label}{what} was not caught"),
-            Err(e) => assert!(
-                e.contains("race") || e.contains("poison"),
-                "{label}{what}: refused for another reason: {e}"
-            ),
-        }
+        // it was and the reader, which the interpreter names)
+        assert_gemm_mutants_caught(&case, &mutants, Some(&["race", "poison"]));
     }
 }
 
@@ -1640,8 +1639,9 @@ fn simt_gemm_planted_mistakes_are_caught() {
             "bra.uni tile_loop;",
         ),
     ];
-    // (a stage read while another thread writes it is a shared-memory race)
-    gemm_mutants_are_caught(&case, &launch.entry, "", &mutants);
+    // (a stage read while another thread writes it is a shared-memory race, which the
+    // interpreter names)
+    assert_gemm_mutants_caught(&case, &mutants, Some(&["race", "poison"]));
 }
 
 /// The empty kernel under the interpreter, launched as the backend launches it, several times
