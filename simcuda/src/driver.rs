@@ -258,11 +258,17 @@ impl Device {
         self.retains.load(Ordering::SeqCst) > 0
     }
 
+    /// Makes `code` the device's sticky error, after noting the fault on stderr. The note comes
+    /// first, and as one write: once the error is set, the process that reads it may print its
+    /// own last line at once, and `eprintln!` writes its pieces one by one (this library's
+    /// stderr lock is not the process's), so a note written after, or in pieces, could split or
+    /// follow that line.
     fn fault(&self, code: u32, what: &str) {
+        let note = format!("simcuda: device {} faulted: {what}\n", self.ordinal);
+        let _ = std::io::stderr().write_all(note.as_bytes());
         let _ = self
             .sticky
             .compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst);
-        eprintln!("simcuda: device {} faulted: {what}", self.ordinal);
         driver().trace(&format!("fault {code} {what}"));
     }
 }
