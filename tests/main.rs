@@ -12,6 +12,7 @@ mod files;
 mod fleet;
 mod fragments;
 mod fuzz;
+mod golden;
 mod gpu;
 mod interp;
 mod launch;
