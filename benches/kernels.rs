@@ -27,7 +27,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roofprobe::backend::cuda::{device_count, CudaBackend};
 use roofprobe::backend::host::HostBackend;
 use roofprobe::backend::{Backend, SizeRequest};
-use roofprobe::bench::Family;
+use roofprobe::cases::Family;
 use roofprobe::cli::{bench_filter, bench_measures, BenchFilter};
 use std::time::Duration;
 

@@ -5,13 +5,14 @@
 //! command or option, or a value not of its form; or a value that makes no sense: an unknown
 //! device, a filter that matches nothing, an output that exists); 3 the run finished but at
 //! least one case was invalid or failed; 4 the run finished, every case valid, but some figures
-//! are suspect (flagged, see [`crate::hygiene`]); 130 `run` was stopped by a signal, after the
-//! case that ran, and wrote what it measured ([`crate::interrupt`]).
+//! are suspect (flagged, see [`crate::analysis::suspect`]); 130 `run` was stopped by a signal, after the
+//! case that ran, and wrote what it measured ([`crate::run::interrupt`]).
 //!
 //! `-o/--out` means one thing everywhere: a folder where a command writes several files (`run`,
 //! `report`), the file itself where it writes one (`export`, `plot`). No command overwrites a
 //! file unless given `--force`.
 
+use crate::units::{parse_percent, parse_seconds};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -66,7 +67,7 @@ pub enum Command {
     /// Print a completion script for a shell: `roofprobe completions bash > roofprobe.bash`.
     Completions(CompletionsArgs),
     /// Internal: measures one GPU for a parent `run` (a job on stdin, one JSON line per event
-    /// on stdout; see `roofprobe::worker`).
+    /// on stdout; see `roofprobe::run::worker`).
     #[command(name = "__worker", hide = true)]
     Worker,
 }
@@ -115,7 +116,7 @@ pub struct ExportArgs {
     /// The file to write: roofprobe's calibration JSON, or another estimator's own hardware
     /// file (docs/exports.md says where each field comes from).
     #[arg(long, value_enum, default_value = "roofprobe")]
-    pub format: crate::exports::Format,
+    pub format: crate::render::exports::Format,
     /// Give a field no run measures (`node.num_gpus_per_node=8`), or override one; repeatable.
     /// The keys are the format's own (docs/exports.md).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -171,19 +172,19 @@ pub struct EstimateArgs {
     pub ungated_ffn: bool,
     /// Inference or training.
     #[arg(long, value_enum, default_value = "inference")]
-    pub mode: crate::commands::estimate::Mode,
+    pub mode: crate::analysis::estimate::Mode,
     // Each mode's own arguments are options without a clap default, so that the other mode
     // can refuse them when given (`commands::estimate::check_workload`) rather than ignore them.
     /// Inference: the weights' dtype [default: bf16].
     #[arg(long, value_enum)]
-    pub weights: Option<crate::estimate::Dtype>,
+    pub weights: Option<crate::analysis::estimate::Dtype>,
     /// The arithmetic's dtype: its ceiling is the one used [default: bf16]. Training: bf16 or
     /// f16 (mixed precision), fp32 with --fp32-training.
     #[arg(long, value_enum)]
-    pub activations: Option<crate::estimate::Dtype>,
+    pub activations: Option<crate::analysis::estimate::Dtype>,
     /// Inference: the KV cache's dtype [default: bf16].
     #[arg(long, value_enum)]
-    pub kv_cache: Option<crate::estimate::Dtype>,
+    pub kv_cache: Option<crate::analysis::estimate::Dtype>,
     /// Sequences at once.
     #[arg(long, default_value_t = 1)]
     pub batch: u64,
@@ -198,7 +199,7 @@ pub struct EstimateArgs {
     pub seq: Option<u64>,
     /// Training: the optimizer [default: adam].
     #[arg(long, value_enum)]
-    pub optimizer: Option<crate::estimate::Optimizer>,
+    pub optimizer: Option<crate::analysis::estimate::Optimizer>,
     /// Training: everything in fp32 (default: mixed precision, 16-bit with fp32 master weights).
     #[arg(long)]
     pub fp32_training: bool,
@@ -356,34 +357,6 @@ pub struct RunArgs {
     pub parallel: bool,
 }
 
-/// Parses a duration in seconds, `15` or `15s`, `0.5s`; it must be above 0.
-pub fn parse_seconds(s: &str) -> Result<f64, String> {
-    let number = s.trim().trim_end_matches('s').trim();
-    match number.parse::<f64>() {
-        // (a limit past a week is no limit, and past 2^64 s no `Duration` holds it)
-        Ok(secs) if secs > MAX_SECONDS => Err(format!(
-            "`{s}` seconds is more than a week ({MAX_SECONDS} s); give a time up to that"
-        )),
-        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(secs),
-        _ => Err(format!(
-            "`{s}` is not a time above 0 in seconds; write e.g. 15 or 2.5s"
-        )),
-    }
-}
-
-/// The longest time [`parse_seconds`] takes: a week.
-pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
-
-/// Parses a percentage, `5%` or `5`, `0.5%`, into a fraction (0.05); it must be above 0.
-pub fn parse_percent(s: &str) -> Result<f64, String> {
-    let number = s.trim().trim_end_matches('%').trim();
-    match number.parse::<f64>() {
-        Ok(p) if p.is_finite() && p > 0.0 => Ok(p / 100.0),
-        Ok(_) => Err(format!("`{s}` must be a percentage above 0")),
-        Err(_) => Err(format!("`{s}` is not a percentage; write e.g. 5% or 0.5%")),
-    }
-}
-
 /// Parses `--device`: `auto`, `host`, `all` or `cuda:N`. Whether `cuda:N` exists is for the run
 /// to find out.
 pub fn parse_device(s: &str) -> Result<String, String> {
@@ -468,13 +441,13 @@ pub fn dispatch(cli: Cli) -> crate::Result<i32> {
             let mut text = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
                 .map_err(|e| crate::Error::io("<stdin>", e))?;
-            let job: crate::worker::Job = serde_json::from_str(&text).map_err(|e| {
+            let job: crate::run::worker::Job = serde_json::from_str(&text).map_err(|e| {
                 crate::Error::Usage(format!(
                     "`{}` is roofprobe's own: `roofprobe run` starts it with a job ({e})",
-                    crate::worker::SUBCOMMAND
+                    crate::run::worker::SUBCOMMAND
                 ))
             })?;
-            Ok(crate::worker::serve(job))
+            Ok(crate::run::worker::serve(job))
         }
     }
 }
@@ -608,33 +581,6 @@ mod tests {
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn seconds() {
-        assert_eq!(parse_seconds("15"), Ok(15.0));
-        assert_eq!(parse_seconds("2.5s"), Ok(2.5));
-        assert!(parse_seconds("0").is_err());
-        assert!(parse_seconds("soon").is_err());
-        // a week at most (1e300 s once panicked in the worker, making its deadline)
-        assert_eq!(parse_seconds("604800"), Ok(604800.0));
-        assert!(parse_seconds("1e300")
-            .unwrap_err()
-            .contains("more than a week"));
-        assert!(parse_seconds("inf").is_err());
-    }
-
-    #[test]
-    fn percentages() {
-        assert_eq!(parse_percent("5%"), Ok(0.05));
-        assert_eq!(parse_percent("5"), Ok(0.05));
-        assert_eq!(parse_percent(" 0.5 %"), Ok(0.005));
-        assert!(parse_percent("0").is_err());
-        assert!(parse_percent("-3%").is_err());
-        assert!(parse_percent("NaN").is_err());
-        assert!(parse_percent("lots")
-            .unwrap_err()
-            .contains("not a percentage"));
     }
 
     #[test]

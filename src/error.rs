@@ -33,8 +33,8 @@ pub enum Error {
     /// The data for a case does not fit in the memory that is free.
     #[error(
         "{case} needs {} ({needed_bytes} bytes) but only {} of {device} memory is free ({free_bytes} bytes); pass a smaller --size (for the cases it sizes), or free memory on {device}",
-        crate::report::table::bytes(*needed_bytes),
-        crate::report::table::bytes(*free_bytes)
+        crate::units::bytes(*needed_bytes),
+        crate::units::bytes(*free_bytes)
     )]
     OutOfMemory {
         case: String,

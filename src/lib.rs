@@ -8,31 +8,22 @@
 //! `roofprobe-calibration` crate). Whatever is read back ([`inputs`]) is checked before it is
 //! used ([`record::check_row`]), and every file is written whole or not at all ([`files`]).
 
+pub mod analysis;
 pub mod backend;
-pub mod bench;
-pub mod calibration;
-pub mod changepoint;
+pub mod cases;
 pub mod cli;
 pub mod commands;
-pub mod duration;
+pub mod device;
 pub mod error;
-pub mod estimate;
-pub mod exports;
 pub mod files;
-pub mod fit;
-pub mod hygiene;
-pub mod inputs;
-pub mod interrupt;
 pub mod kernels;
-pub mod record;
-pub mod report;
-pub mod roofline;
-pub mod runner;
-pub mod sampler;
+pub mod render;
+pub mod results;
+pub mod run;
 pub mod specs;
 pub mod stats;
 pub mod text;
-pub mod worker;
+pub mod units;
 
-pub use calibration::{Calibration, FromRecords};
+pub use analysis::calibration::{Calibration, FromRecords};
 pub use error::{Error, Result};

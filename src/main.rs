@@ -12,7 +12,7 @@ fn main() {
             roofprobe::say!("error: {}", roofprobe::text::one_line(&e.to_string()));
             let code = match e {
                 roofprobe::Error::Usage(_) => roofprobe::cli::EXIT_USAGE,
-                roofprobe::Error::Interrupted(_) => roofprobe::interrupt::EXIT_INTERRUPTED,
+                roofprobe::Error::Interrupted(_) => roofprobe::run::interrupt::EXIT_INTERRUPTED,
                 _ => 1,
             };
             std::process::exit(code);

@@ -109,6 +109,35 @@ pub fn field(text: &str) -> String {
     spreadsheet_safe(&one_line(text)).into_owned()
 }
 
+/// `a, b, c` or `a, b, c … and 47 more`: a list of names that stays one readable line.
+pub fn some_of(names: &[String]) -> String {
+    const SHOWN: usize = 8;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" … and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
+/// A run's letter: A, B, …, Z, then AA, AB, ….
+pub fn letter(i: usize) -> String {
+    let mut n = i;
+    let mut s = String::new();
+    loop {
+        s.insert(0, (b'A' + (n % 26) as u8) as char);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -4,7 +4,7 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-use roofprobe::record::read_csv;
+use roofprobe::results::record::read_csv;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -72,7 +72,7 @@ fn host_run_writes_a_valid_csv_and_a_table() {
     // reference crate and by our kernel, ours with its ratio to the reference; and where the
     // matrix unit may run bf16, 256² and 512² on it (`amx`, no reference line)
     let amx_gemm =
-        roofprobe::backend::host_tensor::available(roofprobe::backend::host_amx_gemm::PRECISION)
+        roofprobe::backend::host::tensor::available(roofprobe::backend::host::amx_gemm::PRECISION)
             .is_ok();
     let amx_rows: Vec<String> = rows
         .iter()
@@ -117,15 +117,15 @@ fn host_run_writes_a_valid_csv_and_a_table() {
         .unwrap();
     assert_eq!(
         wake.reps,
-        roofprobe::bench::launch::WAKE_ROUNDS_PER_SAMPLE,
+        roofprobe::cases::launch::WAKE_ROUNDS_PER_SAMPLE,
         "{}",
         wake.note
     );
     assert!(wake.time_median_s.is_some_and(|t| t > 0.0 && t < 1.0));
     // the matrix unit, in every precision this CPU and OS grant (AMX), each its own row
-    let amx: Vec<String> = roofprobe::backend::host_tensor::PRECISIONS
+    let amx: Vec<String> = roofprobe::backend::host::tensor::PRECISIONS
         .into_iter()
-        .filter(|&p| roofprobe::backend::host_tensor::available(p).is_ok())
+        .filter(|&p| roofprobe::backend::host::tensor::available(p).is_ok())
         .map(|p| format!("tensor/amx/{p}"))
         .collect();
     let tensor: Vec<String> = rows
@@ -682,9 +682,9 @@ fn devices_lists_the_host() {
         .iter()
         .find(|l| l.trim_start().starts_with("matrix unit"))
         .unwrap_or_else(|| panic!("no `matrix unit` in {text}"));
-    let any_amx = roofprobe::backend::host_tensor::PRECISIONS
+    let any_amx = roofprobe::backend::host::tensor::PRECISIONS
         .into_iter()
-        .any(|p| roofprobe::backend::host_tensor::available(p).is_ok());
+        .any(|p| roofprobe::backend::host::tensor::available(p).is_ok());
     assert_eq!(unit.contains("AMX ("), any_amx, "{unit}");
     assert_eq!(unit.contains("none: "), !any_amx, "{unit}");
     // whether large arrays ask for huge pages, as the OS's mode allows
@@ -692,8 +692,8 @@ fn devices_lists_the_host() {
         .iter()
         .find(|l| l.trim_start().starts_with("huge pages"))
         .unwrap_or_else(|| panic!("no `huge pages` in {text}"));
-    let thp = roofprobe::backend::pool::thp_mode();
-    let asked = roofprobe::backend::pool::thp_asks(thp);
+    let thp = roofprobe::backend::host::pool::thp_mode();
+    let asked = roofprobe::backend::host::pool::thp_asks(thp);
     assert_eq!(
         huge.contains("asked for on arrays of 4 MiB"),
         asked,

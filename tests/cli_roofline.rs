@@ -190,8 +190,8 @@ fn a_host_run_writes_json_and_svg_and_report_regenerates_them() {
     let svg = dir.path().join(format!("{stem}.svg"));
 
     let cal = Calibration::load(&json).expect("the run's calibration loads");
-    assert_eq!(cal.schema, roofprobe::calibration::SCHEMA);
-    assert_eq!(cal.device.backend, roofprobe::backend::BackendKind::Host);
+    assert_eq!(cal.schema, roofprobe::analysis::calibration::SCHEMA);
+    assert_eq!(cal.device.backend, roofprobe::device::BackendKind::Host);
     assert!(cal.dram_gbps().is_some_and(|g| g > 0.0));
     assert!(cal.spec.describe().starts_with("no spec (host CPU"));
     let svg_text = std::fs::read_to_string(&svg).unwrap();
@@ -345,7 +345,7 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
     let header_only = write("header.csv", &format!("{}\n", text.lines().next().unwrap()));
     let other_schema = write(
         "other.csv",
-        &text.replace(roofprobe::record::SCHEMA, "roofprobe-csv/7"),
+        &text.replace(roofprobe::results::record::SCHEMA, "roofprobe-csv/7"),
     );
     let json = good.with_extension("json");
     let json_text = std::fs::read_to_string(&json).unwrap();

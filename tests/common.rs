@@ -54,10 +54,10 @@ pub fn dram_gbps(path: &Path) -> f64 {
 /// the FP64 tensor rate): a note the plan means, not a module that failed to load. The GPU tests
 /// and the H200 plan checks take it from here alike.
 pub fn is_legacy_mma_note(p: &roofprobe::backend::PlannedCase, cc: (u32, u32)) -> bool {
-    p.case.family == roofprobe::bench::Family::Tensor
+    p.case.family == roofprobe::cases::Family::Tensor
         && cc == (9, 0)
-        && roofprobe::bench::tensor::Mma::of_case(&p.case).is_ok_and(|m| {
-            Some(p.note.as_str()) == roofprobe::backend::cuda_plan::tensor_note(cc, m)
+        && roofprobe::cases::tensor::Mma::of_case(&p.case).is_ok_and(|m| {
+            Some(p.note.as_str()) == roofprobe::backend::cuda::plan::tensor_note(cc, m)
         })
 }
 

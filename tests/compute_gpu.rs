@@ -4,7 +4,7 @@
 
 use roofprobe::backend::cuda::CudaBackend;
 use roofprobe::backend::{Backend, SizeRequest};
-use roofprobe::bench::{gemm, Family};
+use roofprobe::cases::{gemm, Family};
 use roofprobe::specs::theory::parse_compute_capability;
 use std::io::Write;
 

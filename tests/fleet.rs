@@ -4,8 +4,8 @@
 //! one run flagged, with exit code 4; the same files without it flag nothing.
 
 use assert_cmd::Command;
-use roofprobe::bench::Family;
-use roofprobe::record::{read_csv, to_csv_bytes, SCHEMA};
+use roofprobe::cases::Family;
+use roofprobe::results::record::{read_csv, to_csv_bytes, SCHEMA};
 use std::path::{Path, PathBuf};
 
 fn roofprobe() -> Command {

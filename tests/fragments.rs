@@ -3,7 +3,7 @@
 //! each (thread, value) → matrix-offset layout) from `include/cute/atom/mma_traits_sm80.hpp`,
 //! `mma_traits_sm89.hpp`, `mma_traits_sm90.hpp` and `copy_traits_sm75.hpp`.
 //!
-//! The interpreter (`ptxsim::mma`) and the host (`roofprobe::bench::tensor`, which places the
+//! The interpreter (`ptxsim::mma`) and the host (`roofprobe::cases::tensor`, which places the
 //! tensor cases' inputs in registers) each compute the layouts from the PTX ISA's formulas; the
 //! kernel tests compare one with the other, so a permutation both shared would pass them. This
 //! table is a third source, written down apart from both and in another form (CuTe's
@@ -19,7 +19,7 @@
 
 use ptxsim::mma::{ldmatrix_source, Layout};
 use ptxsim::Ty;
-use roofprobe::bench::{tensor, Precision};
+use roofprobe::cases::{tensor, Precision};
 
 /// One layout: its thread modes and value modes, each (size, stride).
 #[derive(Clone, Copy, Debug)]

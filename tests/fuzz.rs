@@ -22,9 +22,9 @@
 //! another seed. A failing input is saved under the test's temporary folder and named in the
 //! failure with its seed and iteration.
 
-use roofprobe::calibration::FromRecords;
-use roofprobe::record::{parse_csv, Record};
-use roofprobe::report::{ceilings, compare, svg, table};
+use roofprobe::analysis::calibration::FromRecords;
+use roofprobe::render::{ceilings, compare, svg, table};
+use roofprobe::results::record::{parse_csv, Record};
 use roofprobe::Calibration;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -525,7 +525,7 @@ fn mutate_csv(rng: &mut Rng, bytes: &[u8], others: &[&[u8]]) -> Vec<u8> {
             // a schema-2 file cut down to schema 1: the columns added since dropped, its rows
             // saying schema 1 (or, some of the time, still 2)
             let keep: Vec<usize> = (0..header.len())
-                .filter(|&i| !roofprobe::record::ADDED_IN_2.contains(&header[i].as_str()))
+                .filter(|&i| !roofprobe::results::record::ADDED_IN_2.contains(&header[i].as_str()))
                 .collect();
             let relabel = rng.chance(80);
             for r in rows.iter_mut() {
@@ -1068,7 +1068,10 @@ fn in_process(ext: &str, bytes: &[u8]) -> Result<bool, String> {
                 .map_err(|e| format!("the CSV reader accepted a bad row ({}): {e}", r.case_id()))?;
         }
         let mut out = Vec::new();
-        for rows in roofprobe::inputs::split_runs(records).into_iter().take(8) {
+        for rows in roofprobe::analysis::inputs::split_runs(records)
+            .into_iter()
+            .take(8)
+        {
             let mut devices: Vec<_> = rows
                 .iter()
                 .map(|r| {
@@ -1122,10 +1125,10 @@ fn in_process(ext: &str, bytes: &[u8]) -> Result<bool, String> {
         }
         unit_figures(&text)?;
     }
-    let runs: Vec<compare::Run> = cals
+    let runs: Vec<roofprobe::analysis::inputs::Run> = cals
         .iter()
         .take(3)
-        .map(|(c, r)| compare::Run {
+        .map(|(c, r)| roofprobe::analysis::inputs::Run {
             calibration: c.clone(),
             records: r.clone(),
         })
@@ -1296,7 +1299,7 @@ fn input(seed: u64, i: u64, corpus: &[(String, Vec<u8>)]) -> (String, Vec<u8>) {
     let current: Vec<&(String, Vec<u8>)> = corpus
         .iter()
         .filter(|(_, b)| {
-            b.starts_with(roofprobe::record::header().join(",").as_bytes())
+            b.starts_with(roofprobe::results::record::header().join(",").as_bytes())
                 || String::from_utf8_lossy(b).contains("\"identity\"")
         })
         .collect();

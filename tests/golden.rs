@@ -20,7 +20,11 @@ fn the_readers_outputs_on_the_committed_runs_are_unchanged() {
     assert!(status.success(), "scripts/golden-outputs failed: {status}");
     let got = std::fs::read_to_string(dir.path().join("golden.sha256")).unwrap();
     let want = std::fs::read_to_string(top.join("tests/golden-outputs.sha256")).unwrap();
-    let lines = |s: &str| s.lines().map(str::to_string).collect::<std::collections::BTreeSet<_>>();
+    let lines = |s: &str| {
+        s.lines()
+            .map(str::to_string)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
     let (got, want) = (lines(&got), lines(&want));
     let changed: Vec<_> = got.symmetric_difference(&want).collect();
     assert!(
@@ -29,7 +33,15 @@ fn the_readers_outputs_on_the_committed_runs_are_unchanged() {
          new list, or only in the old):\n{}",
         changed.len(),
         want.len(),
-        changed.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
+        changed
+            .iter()
+            .map(|l| format!("  {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
-    assert!(want.len() > 200, "the golden list is short: {} files", want.len());
+    assert!(
+        want.len() > 200,
+        "the golden list is short: {} files",
+        want.len()
+    );
 }

@@ -11,8 +11,8 @@
 
 use roofprobe::backend::cuda::{device_count, CudaBackend};
 use roofprobe::backend::{Backend, SizeRequest};
-use roofprobe::bench::stream::{self, StreamKernel};
-use roofprobe::bench::{peak, Precision};
+use roofprobe::cases::stream::{self, StreamKernel};
+use roofprobe::cases::{peak, Precision};
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -104,9 +104,9 @@ fn planned_cases_fit_and_validate_at_a_small_size() {
             // a note on a case here is a module that did not load: say which, and why (a sweep
             // step's note is the caches the device reports, and on Hopper a mma.sync tensor
             // row's says its theory is the wgmma rate; nothing else)
-            let sweep_note = roofprobe::bench::cache::is_sweep_step(&planned.case)
+            let sweep_note = roofprobe::cases::cache::is_sweep_step(&planned.case)
                 && planned.note.starts_with("caches reported")
-                && !roofprobe::bench::cache::reported_levels(&planned.note).is_empty();
+                && !roofprobe::cases::cache::reported_levels(&planned.note).is_empty();
             let legacy_mma = crate::common::is_legacy_mma_note(&planned, gpu.compute_capability());
             assert!(
                 planned.note.is_empty() || sweep_note || legacy_mma,
@@ -193,7 +193,7 @@ fn an_abandoned_batch_frees_nothing_under_queued_launches() {
     let mut gpu = CudaBackend::open(0).expect("opening the device");
     let cc = roofprobe::specs::theory::parse_compute_capability(&gpu.info().compute_capability);
     let case = if cc >= Some((8, 0)) {
-        roofprobe::bench::intensity::case(Precision::F32, 16, 4099)
+        roofprobe::cases::intensity::case(Precision::F32, 16, 4099)
     } else {
         StreamKernel::Triad.case(Precision::F32, 4099)
     };
@@ -426,8 +426,8 @@ fn gemm_launches_read_each_copy_of_b_in_turn() {
     }
     let trace = std::fs::read_to_string(&trace).expect("the simulated driver's trace");
     // B is the second argument of our kernel, and cuBLAS's A: its column-major product is
-    // Cᵀ = op(B) · A (roofprobe::backend::cublas's gemm_tn)
-    let entry = roofprobe::bench::gemm::entry_name(Precision::Bf16F32);
+    // Cᵀ = op(B) · A (roofprobe::backend::cuda::cublas's gemm_tn)
+    let entry = roofprobe::cases::gemm::entry_name(Precision::Bf16F32);
     let ours: Vec<&str> = trace
         .lines()
         .filter_map(|l| l.strip_prefix(&format!("args {entry} ")))
@@ -439,7 +439,7 @@ fn gemm_launches_read_each_copy_of_b_in_turn() {
         .filter_map(|l| l.split(" a ").nth(1)?.split(' ').next())
         .collect();
     // the TMA kernel's B is its second tensor map
-    let tma_entry = roofprobe::bench::gemm::tma_entry_name(Precision::Bf16F32, false);
+    let tma_entry = roofprobe::cases::gemm::tma_entry_name(Precision::Bf16F32, false);
     let tma: Vec<&str> = trace
         .lines()
         .filter_map(|l| l.strip_prefix(&format!("args {tma_entry} ")))
@@ -470,7 +470,7 @@ fn gemm_launches_read_each_copy_of_b_in_turn() {
 #[test]
 #[ignore = "run in a child process by gemm_launches_read_each_copy_of_b_in_turn"]
 fn gemm_rotation_child() {
-    use roofprobe::bench::gemm;
+    use roofprobe::cases::gemm;
     if !in_child("gemm_rotation_child") {
         return;
     }
@@ -580,7 +580,7 @@ fn a_quick_run_on_the_gpu_writes_valid_rows() {
             "no .{ext} in {files:?}"
         );
     }
-    let rows = roofprobe::record::read_csv(csv).unwrap();
+    let rows = roofprobe::results::record::read_csv(csv).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     let compute = rows
         .first()
@@ -593,7 +593,7 @@ fn a_quick_run_on_the_gpu_writes_valid_rows() {
         assert!(r.time_median_s.is_some_and(|t| t > 0.0), "{}", r.case_id());
         if matches!(
             r.family,
-            roofprobe::bench::Family::Peak | roofprobe::bench::Family::Tensor
+            roofprobe::cases::Family::Peak | roofprobe::cases::Family::Tensor
         ) {
             assert!(r.clock_mhz.is_some(), "{}: no clock", r.case_id());
             assert!(r.note.contains("trips"), "{}: {}", r.case_id(), r.note);

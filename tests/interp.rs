@@ -29,7 +29,7 @@
 use std::path::{Path, PathBuf};
 
 use ptxsim::{Arg, Element, LaunchConfig, Memory, Module, Schedule, UniformBranchPolicy};
-use roofprobe::bench::{
+use roofprobe::cases::{
     arith, cache, gemm, intensity, latency, peak, tensor, wgmma, Precision as P,
 };
 
@@ -1093,7 +1093,7 @@ fn run_empty(
         divergent.extend(stats.divergent_uniform_branches);
     }
     let count = mem.read::<u32>(pcount, 1).map_err(|e| e.to_string())?[0];
-    let verdict = roofprobe::bench::launch::check_count(u64::from(count), u64::from(launches));
+    let verdict = roofprobe::cases::launch::check_count(u64::from(count), u64::from(launches));
     if !verdict.valid {
         return Err(verdict.detail);
     }
@@ -1655,7 +1655,7 @@ fn sweep_step_loop_one_trip_short_is_caught() {
     let targets = sweep_entries_containing("_main_steps:");
     let looped = intensity::KS
         .iter()
-        .filter(|&&k| k > intensity::UNROLLED_STEPS)
+        .filter(|&&k| k > roofprobe::kernels::intensity::UNROLLED_STEPS)
         .count();
     assert!(looped > 0);
     let short = |body: &str| {
@@ -1666,7 +1666,7 @@ fn sweep_step_loop_one_trip_short_is_caught() {
                 Some(rest) => {
                     let (k, comment) = rest.split_once(';').unwrap();
                     let k: u32 = k.parse().unwrap();
-                    let k = k - intensity::UNROLLED_STEPS;
+                    let k = k - roofprobe::kernels::intensity::UNROLLED_STEPS;
                     out.push_str(&format!("    add.u32 %r13, %r12, {k};{comment}\n"));
                 }
                 None => out.push_str(&format!("{line}\n")),
@@ -1695,7 +1695,7 @@ fn sweep_step_loop_one_trip_short_is_caught() {
 #[test]
 fn sweep_with_steps_left_over_runs_in_the_interpreter() {
     for (p, k) in [(P::F32, 130), (P::I32, 65), (P::F64, 191)] {
-        let module = Module::parse(&intensity::expand(p, k)).unwrap();
+        let module = Module::parse(&roofprobe::kernels::intensity::expand(p, k)).unwrap();
         let entry = intensity::entry_name(p, k);
         for &(n, grid, block) in SWEEP_SHAPES {
             let run = Run {

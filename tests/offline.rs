@@ -28,9 +28,9 @@
 //! `ROOFPROBE_REQUIRE_TOOLS=1` (CI), where a missing tool fails.
 
 use crate::tools;
-use roofprobe::backend::cuda::jit_driver;
-use roofprobe::bench::stream::StreamKernel;
-use roofprobe::bench::{gemm, intensity, peak, tensor, wgmma, Precision};
+use roofprobe::backend::cuda::jit;
+use roofprobe::cases::stream::StreamKernel;
+use roofprobe::cases::{gemm, intensity, peak, tensor, wgmma, Precision};
 use roofprobe::kernels;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -342,7 +342,7 @@ fn every_kernel_assembles_for_every_arch_without_spills() {
                     source.name
                 )),
                 Some(Ok(build)) => {
-                    let usage = jit_driver::resource_usage(&build.log);
+                    let usage = jit::resource_usage(&build.log);
                     for entry in kernels::entries(&source.ptx) {
                         match usage.get(&entry) {
                             None => failures.push(format!(
@@ -429,9 +429,9 @@ fn every_planned_launch_fits_one_block_of_its_device() {
         .map(|s| (s.name, s.ptx))
         .collect();
     let (mut failures, mut checked) = (Vec::new(), 0);
-    for (device, case, grid) in crate::launch::every_planned_case() {
-        let cc = crate::launch::device_cc(&device);
-        let launch = roofprobe::backend::launch::plan(&case, grid)
+    for (device, case, grid) in crate::kernel_args::every_planned_case() {
+        let cc = crate::kernel_args::device_cc(&device);
+        let launch = roofprobe::backend::cuda::args::plan(&case, grid)
             .unwrap_or_else(|e| panic!("{device} {}: {e}", case.id()));
         let module = launch.entry.module.file();
         let ptx = sources
@@ -761,7 +761,7 @@ fn compute_loops_are_the_instruction_measured() {
                 if module == "mma_sm89.ptx" && arch == "sm_90" {
                     // sm_90 has no fp8 mma.sync: ptxas unpacks e4m3 to f16, hoists A·B out of
                     // the loop and accumulates with FADD. The CUDA backend therefore runs this
-                    // kernel only where it is native (cuda_plan::native_fp8_mma); pin that.
+                    // kernel only where it is native (backend::cuda::plan::native_fp8_mma); pin that.
                     let mma = lp
                         .iter()
                         .filter(|(_, op, _)| is_family(op, &["QMMA", "HMMA"]))
@@ -1123,7 +1123,7 @@ fn sweep_variants_keep_k_fmas_per_word() {
             let is_fma = |op: &str| is_family(op, family);
             let fmas = body.iter().filter(|(_, op, _)| is_fma(op)).count();
             let vec = if p == Precision::F64 { 2 } else { 4 };
-            let step = intensity::UNROLLED_STEPS as usize;
+            let step = roofprobe::kernels::intensity::UNROLLED_STEPS as usize;
             let unrolled = if k as usize > step { step } else { k as usize };
             // main loop (2 vectors), remainder (1 vector), tail (1 word); ptxas also uses IMAD
             // for address arithmetic and HFMA2.MMA for moves, so there may be a few more
@@ -1355,7 +1355,7 @@ fn the_drivers_sass_stands_in_for_ptxas_for_its_arch() {
 #[test]
 fn parsers_read_tool_output() {
     let log = "ptxas info    : Function properties for copy_f32\n    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\nptxas info    : Function properties for add_f32\n    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
-    let u = jit_driver::resource_usage(log);
+    let u = jit::resource_usage(log);
     assert_eq!(u["copy_f32"], (0, 8, 4));
     assert_eq!(u["add_f32"], (16, 0, 0));
     let text = "\t\tFunction : fma_f32\n\

@@ -47,7 +47,7 @@ impl Sim {
     pub fn new(settings: &str) -> Sim {
         let sim = Sim::without_cublas(settings);
         let lib = library();
-        for cublas in roofprobe::backend::cublas::NAMES {
+        for cublas in roofprobe::backend::cuda::cublas::NAMES {
             for name in [
                 cublas.to_string(),
                 cublas.replace("libcublas", "libcublasLt"),
@@ -145,7 +145,7 @@ fn run_filtered(
     sim: &Sim,
     dir: &Path,
     filters: &[&str],
-) -> (PathBuf, Vec<roofprobe::record::Record>) {
+) -> (PathBuf, Vec<roofprobe::results::record::Record>) {
     let (csv, rows, _) = run_quick(sim, dir, &[], filters);
     (csv, rows)
 }
@@ -156,7 +156,7 @@ fn run_quick(
     dir: &Path,
     extra: &[&str],
     filters: &[&str],
-) -> (PathBuf, Vec<roofprobe::record::Record>, String) {
+) -> (PathBuf, Vec<roofprobe::results::record::Record>, String) {
     let mut cmd = sim.roofprobe();
     cmd.args(["run", "--quick", "--device", "cuda:0"])
         .args(extra)
@@ -173,7 +173,7 @@ fn run_quick(
         text(&out.stderr)
     );
     let csv = csv_in(dir);
-    let rows = roofprobe::record::read_csv(&csv).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv).unwrap();
     (csv, rows, text(&out.stdout))
 }
 
@@ -249,8 +249,9 @@ fn the_size_sweep_runs_on_the_simulated_gpu() {
     let sweep = |dir: &Path| run_quick(&sim, dir, &["--size", "2MiB"], &["efficiency/copy/"]);
     let (mut csv, mut rows, mut stdout) = sweep(dir.path());
     let fitted = |stdout: &str| stdout.contains("size efficiency/copy/f32: t = a + bytes/BW");
-    let noisy =
-        |rows: &[roofprobe::record::Record]| rows.iter().any(|r| r.flags.contains("high_cv"));
+    let noisy = |rows: &[roofprobe::results::record::Record]| {
+        rows.iter().any(|r| r.flags.contains("high_cv"))
+    };
     if !fitted(&stdout) && noisy(&rows) {
         eprintln!(
             "the size sweep's times were too noisy to fit (a busy machine): once more\n{stdout}"
@@ -362,7 +363,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         .expect("the mma.sync row");
     assert!(!mma.note.contains("legacy"), "{}", mma.note);
     // link: planned at the device's free memory as the context was created (896 KiB)
-    let link_cases = roofprobe::backend::cuda_plan::link_cases(896 << 10, &[]).len();
+    let link_cases = roofprobe::backend::cuda::plan::link_cases(896 << 10, &[]).len();
     assert!(link_cases >= 10, "{link_cases}");
     // capacity's 4 figures, the sweep's 4 steps, launch's 2 and the link's copies under one
     // filter each
@@ -387,7 +388,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     );
     let step = rows.iter().find(|r| r.kernel == "sweep").unwrap();
     assert_eq!(
-        roofprobe::bench::cache::reported_levels(&step.note),
+        roofprobe::cases::cache::reported_levels(&step.note),
         [
             ("L1".to_string(), 2 * (128 << 10)),
             ("L2".to_string(), 32 << 10)
@@ -452,7 +453,7 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
     let (empty, timer) = (launch("empty"), launch("timer"));
     assert_eq!(
         (empty.reps, timer.reps),
-        (roofprobe::bench::launch::LAUNCHES_PER_SAMPLE, 1)
+        (roofprobe::cases::launch::LAUNCHES_PER_SAMPLE, 1)
     );
     assert_eq!((empty.gbps, empty.gflops), (None, None));
     let l = cal.launch.expect("a launch section");
@@ -468,16 +469,16 @@ fn a_run_on_the_simulated_gpu_gives_valid_rows_for_every_family() {
         assert_eq!(r.backend.as_str(), "cuda");
         assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
         assert_eq!(r.device_name, "roofprobe simulated GPU");
-        if r.family == roofprobe::bench::Family::Gemm {
+        if r.family == roofprobe::cases::Family::Gemm {
             // the simulated cuBLAS beside the driver: its product checked like ours, and ours
             // given its ratio to it
-            if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
+            if r.kernel == roofprobe::cases::gemm::GPU_REFERENCE {
                 assert!(r.note.contains("cublasGemmEx TN"), "{}", r.note);
             } else {
                 assert!(r.ratio_to_reference.is_some(), "{}", r.case_id());
             }
         }
-        use roofprobe::bench::Family;
+        use roofprobe::cases::Family;
         let measures_its_clock = match r.family {
             Family::Peak | Family::Tensor | Family::Latency => true,
             Family::Intensity => r.flops > 0,
@@ -538,7 +539,7 @@ fn tf32_and_f32_gemm_rows_are_valid_on_the_simulated_gpu() {
     for r in &rows {
         assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
         assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
-        if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
+        if r.kernel == roofprobe::cases::gemm::GPU_REFERENCE {
             let fast = r.note.contains("f32 (fast tf32) compute");
             assert_eq!(fast, r.precision.to_string() == "tf32.f32", "{}", r.note);
         } else {
@@ -579,7 +580,7 @@ fn cublas_rows_are_checked_and_skipped_without_cublas() {
 
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-libcublas.so");
-    let sim = Sim::without_cublas("").with_env(roofprobe::backend::cublas::ENV, &missing);
+    let sim = Sim::without_cublas("").with_env(roofprobe::backend::cuda::cublas::ENV, &missing);
     // (a skipped row is not a failed one)
     let (_, rows) = run_filtered(
         &sim,
@@ -591,7 +592,7 @@ fn cublas_rows_are_checked_and_skipped_without_cublas() {
     );
     assert_eq!(rows.len(), 2);
     for r in &rows {
-        if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
+        if r.kernel == roofprobe::cases::gemm::GPU_REFERENCE {
             assert!(
                 !r.valid
                     && r.status.starts_with("skipped: ")
@@ -653,7 +654,7 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
         Duration::from_secs(300),
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
     let by_id = |id: &str| rows.iter().find(|r| r.case_id() == id).unwrap();
     let fp8 = by_id("tensor/mma_m16n8k32/e4m3.f32");
     assert!(
@@ -693,7 +694,7 @@ fn a_gemm_the_jit_refuses_leaves_its_cublas_row_standing() {
             Duration::from_secs(300),
         );
         assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-        let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+        let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
         let by_id = |id: &str| rows.iter().find(|r| r.case_id() == id).unwrap();
         let refused = by_id(ours);
         assert!(
@@ -754,7 +755,7 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
     for r in &rows {
         assert!(r.valid, "{}: {} ({})", r.case_id(), r.status, r.note);
         assert!(r.gflops.is_some_and(|g| g > 0.0), "{:?}", r.gflops);
-        if r.kernel == roofprobe::bench::gemm::GPU_REFERENCE {
+        if r.kernel == roofprobe::cases::gemm::GPU_REFERENCE {
             // bf16 through cublasGemmEx, fp8 through cuBLASLt (TN, its heuristic's algorithm
             // and workspace), on the simulated cuBLAS
             let call = if r.precision.to_string() == "e4m3.f32" {
@@ -763,7 +764,7 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
                 "cublasGemmEx TN"
             };
             assert!(r.note.contains(call), "{}: {}", r.case_id(), r.note);
-        } else if r.family == roofprobe::bench::Family::Gemm {
+        } else if r.family == roofprobe::cases::Family::Gemm {
             // beside the reference of its type on the same square
             assert!(r.ratio_to_reference.is_some(), "{}", r.case_id());
         } else if r.kernel.starts_with("wgmma_") {
@@ -772,7 +773,7 @@ fn hopper_runs_the_wgmma_peaks_on_the_simulated_gpu() {
             // Hopper's own f64 shape (kernels/mma_sm90.ptx): no wgmma covers f64
             assert!(
                 r.note
-                    .ends_with(roofprobe::backend::cuda_plan::HOPPER_F64_SHAPE_NOTE),
+                    .ends_with(roofprobe::backend::cuda::plan::HOPPER_F64_SHAPE_NOTE),
                 "{}: {}",
                 r.case_id(),
                 r.note
@@ -806,11 +807,11 @@ const SIMULATED_PCIE: &str = "PCIe Gen5 x16 (NVML current; max Gen5 x16): 63.0 G
 
 /// Every host-link row of `rows` (a copy between the host and the device) is valid and its note
 /// says `what` of its link; there is one at least.
-fn host_links_say(rows: &[roofprobe::record::Record], what: &str) {
+fn host_links_say(rows: &[roofprobe::results::record::Record], what: &str) {
     let host_links: Vec<_> = rows
         .iter()
         .filter(|r| {
-            r.family == roofprobe::bench::Family::Link
+            r.family == roofprobe::cases::Family::Link
                 && (r.kernel.starts_with("host_to_device")
                     || r.kernel.starts_with("device_to_host"))
         })
@@ -1003,7 +1004,7 @@ fn a_driver_that_never_initialises_is_given_up_on() {
         stderr.contains("cuInit did not return") && stderr.contains("measuring the host CPU"),
         "{stderr}"
     );
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
     assert!(rows.iter().all(|r| r.backend.as_str() == "host" && r.valid));
     assert!(started.elapsed() < Duration::from_secs(60));
 }
@@ -1069,7 +1070,7 @@ fn a_run_stopped_by_a_write_error_leaves_no_worker_running() {
     ])
     .args(["--filter", "stream/", "--out"])
     .arg(dir.path());
-    let header = roofprobe::record::header().join(",").len() as u64 + 1;
+    let header = roofprobe::results::record::header().join(",").len() as u64 + 1;
     // a GPU row is 590 to 650 bytes: the first fits, not the second
     crate::files::files_limited_to(&mut cmd, header + 900);
     let run = crate::common::Signalled::start(&mut cmd, Duration::from_secs(240));
@@ -1077,7 +1078,7 @@ fn a_run_stopped_by_a_write_error_leaves_no_worker_running() {
     let (code, _, err) = run.finish();
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("was not written"), "{err}");
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
     assert_eq!(rows.len(), 1, "{err}");
 }
 
@@ -1227,7 +1228,7 @@ fn a_truncated_library_is_one_line_not_a_crash() {
         1,
         "{stderr}"
     );
-    let rows = roofprobe::record::read_csv(&csv_in(&gemm_dir)).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(&gemm_dir)).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     let expected: Vec<String> = shapes
         .iter()
@@ -1292,7 +1293,7 @@ fn a_fault_costs_its_case_and_the_run_goes_on_in_a_fresh_process() {
         stderr.contains("continuing the 1 cases left in a fresh process"),
         "{stderr}"
     );
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     assert_eq!(
         ids,
@@ -1333,7 +1334,7 @@ fn a_signal_to_run_alone_reaches_its_worker() {
     run.signal(libc::SIGTERM);
     let (code, _, err) = run.finish();
     assert_eq!(code, Some(130), "{err}");
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
     assert!(
         (before..=before + 1).contains(&rows.len()),
         "{before} rows at the signal, {} after: {err}",
@@ -1359,7 +1360,7 @@ fn run_with_a_runaway(
     settings: &str,
     filters: &[&str],
     limit: Duration,
-) -> (Vec<roofprobe::record::Record>, String) {
+) -> (Vec<roofprobe::results::record::Record>, String) {
     let sim = Sim::new(settings);
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = sim.roofprobe();
@@ -1379,18 +1380,18 @@ fn run_with_a_runaway(
     let out = run_limited(&mut cmd, limit);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
     (rows, stderr)
 }
 
 /// Whether a row says its work was given up on after the 2 s deadline.
-fn given_up(r: &roofprobe::record::Record) -> bool {
+fn given_up(r: &roofprobe::results::record::Record) -> bool {
     !r.valid && r.status.contains("did not finish within 2 s")
 }
 
 /// The rows of a run of two cases, `ids`: the first given up on, the second valid after it.
 fn the_second_ran_after_the_first(
-    rows: &[roofprobe::record::Record],
+    rows: &[roofprobe::results::record::Record],
     stderr: &str,
     ids: [&str; 2],
 ) {
@@ -1467,7 +1468,7 @@ fn the_peer_matrix_runs_between_two_simulated_gpus() {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
         assert_eq!(
             r.param,
-            Some(roofprobe::bench::Param::Count(1)),
+            Some(roofprobe::cases::Param::Count(1)),
             "{}",
             r.case_id()
         );
@@ -1526,7 +1527,7 @@ fn parallel_measures_every_gpu_at_once_and_says_so_on_every_row() {
         if path.extension().is_none_or(|e| e != "csv") {
             continue;
         }
-        let rows = roofprobe::record::read_csv(&path).unwrap();
+        let rows = roofprobe::results::record::read_csv(&path).unwrap();
         let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
         assert_eq!(
             ids,
@@ -1569,7 +1570,7 @@ fn parallel_measures_every_gpu_at_once_and_says_so_on_every_row() {
     );
     for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
         if entry.path().extension().is_some_and(|e| e == "csv") {
-            let rows = roofprobe::record::read_csv(&entry.path()).unwrap();
+            let rows = roofprobe::results::record::read_csv(&entry.path()).unwrap();
             assert!(rows.iter().all(|r| r.parallel_devices.is_none()));
         }
     }
@@ -1620,7 +1621,7 @@ fn jit_out(sim: &Sim, dir: &Path) -> String {
 /// backend's.
 #[test]
 fn a_module_newer_than_the_drivers_jit_is_named_not_failed() {
-    use roofprobe::backend::cuda::jit_driver::newest_ptx_isa;
+    use roofprobe::backend::cuda::jit::newest_ptx_isa;
     for cuda in [
         11080, 12000, 12020, 12040, 12050, 12060, 12070, 12080, 12090, 13000, 13010,
     ] {
@@ -1645,7 +1646,7 @@ fn a_module_newer_than_the_drivers_jit_is_named_not_failed() {
         Duration::from_secs(120),
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     assert_eq!(
         ids,
@@ -1680,7 +1681,7 @@ fn a_module_newer_than_the_drivers_jit_is_named_not_failed() {
         Duration::from_secs(120),
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let rows = roofprobe::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
     assert!(!rows.is_empty());
     for r in &rows {
         assert!(!r.valid && r.status.contains(why_80), "{}", r.status);
@@ -1731,7 +1732,7 @@ fn devices_writes_the_drivers_own_code_for_every_module_the_device_takes() {
         files.sort();
         assert_eq!(files.len(), 2 * wanted.len(), "{cc:?}: {files:?}");
         for name in &wanted {
-            let stem = roofprobe::backend::cuda::jit_driver::file_stem(name);
+            let stem = roofprobe::backend::cuda::jit::file_stem(name);
             let cubin = std::fs::read(dir.join(format!("{stem}.cubin")))
                 .unwrap_or_else(|e| panic!("{name}: {e}: {files:?}"));
             assert!(cubin.starts_with(b"\x7fELF"), "{name}: not an ELF object");
@@ -2066,8 +2067,8 @@ fn the_bench_runs_every_case_on_the_simulated_gpu() {
     let cases = bench_cases(&bench, &ada, "256K", None);
     // every family but the size sweep
     let families: BTreeSet<&str> = cases.iter().filter_map(|id| id.split('/').next()).collect();
-    for family in roofprobe::bench::Family::ALL {
-        let expected = family != roofprobe::bench::Family::Efficiency;
+    for family in roofprobe::cases::Family::ALL {
+        let expected = family != roofprobe::cases::Family::Efficiency;
         assert_eq!(
             families.contains(family.as_str()),
             expected,

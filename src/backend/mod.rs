@@ -9,147 +9,13 @@
 //! A backend must never print or exit; it returns [`crate::Error`]s whose messages tell the user
 //! what to do.
 
-pub mod cublas;
 pub mod cuda;
-pub mod cuda_plan;
 pub mod host;
-pub mod host_amx_gemm;
-pub mod host_cache;
-pub mod host_capacity;
-pub mod host_compute;
-pub mod host_gemm;
-pub mod host_latency;
-pub mod host_launch;
-pub mod host_stream;
-pub mod host_tensor;
-pub mod launch;
-pub mod loading;
-pub mod pool;
 
-use crate::bench::{Case, Verdict};
+use crate::cases::{Case, Verdict};
+use crate::device::{ConditionProbe, Conditions, DeviceInfo};
 use crate::Result;
 use serde::{Deserialize, Serialize};
-
-// The names a calibration shares with the rows (the device's kind and identity) live in the
-// lean calibration crate, so an estimator that loads a calibration builds none of roofprobe.
-pub use roofprobe_calibration::{BackendKind, Identity};
-
-/// One level of a cache hierarchy.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CacheLevel {
-    /// `L1d`, `L2`, `L3`, …
-    pub name: String,
-    pub size_bytes: u64,
-    /// How many instances of this cache the device has (per core, per cluster, one shared).
-    pub instances: u32,
-}
-
-/// What a device is, as reported by the driver or the operating system.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DeviceInfo {
-    pub backend: BackendKind,
-    /// How to select it: `cuda:0`, `host`.
-    pub id: String,
-    /// The name the driver or CPU reports (`NVIDIA H200`, `AMD EPYC 9B45`).
-    pub name: String,
-    /// `9.0`; empty for the host.
-    pub compute_capability: String,
-    /// Streaming multiprocessors, or CPU cores (logical CPUs this process may use).
-    pub units: u32,
-    /// Maximum SM / core clock the device reports, if it does.
-    pub clock_mhz: Option<f64>,
-    /// Memory clock the device reports, if it does.
-    pub memory_clock_mhz: Option<f64>,
-    pub memory_bus_bits: Option<u32>,
-    /// The last-level cache: L2 on a GPU, the largest CPU cache on the host.
-    pub llc_bytes: u64,
-    pub caches: Vec<CacheLevel>,
-    pub memory_total_bytes: u64,
-    pub memory_free_bytes: u64,
-    /// Driver version (`CUDA 12.4, driver 550.54.15`) or the OS kernel for the host.
-    pub driver: String,
-    /// What tells this device from another of the same name.
-    #[serde(default)]
-    pub identity: Identity,
-    /// Anything else worth listing, in display order.
-    pub extra: Vec<(String, String)>,
-}
-
-/// Reads the run conditions now, from any thread: what [`crate::sampler`] calls while a case's
-/// samples run.
-pub type ConditionProbe = std::sync::Arc<dyn Fn() -> Conditions + Send + Sync>;
-
-/// Run conditions observed around a case: clocks, power, temperature, throttling.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Conditions {
-    pub clock_mhz: Option<f64>,
-    pub memory_clock_mhz: Option<f64>,
-    pub power_w: Option<f64>,
-    pub temperature_c: Option<f64>,
-    /// Throttle reasons active at any observation (`sw_power_cap`, …), `;`-separated;
-    /// empty when none were reported or they cannot be read.
-    pub throttle: String,
-    /// The host's CPU time counters at an observation (host backend only); two of them, before
-    /// and after a case, give [`Conditions::other_cpus_busy`].
-    #[serde(skip)]
-    pub cpu_times: Option<host::cpu::CpuTimes>,
-    /// Between two observations: CPUs' worth of time other processes (and a hypervisor's
-    /// steal) used on the host ([`host::cpu::CpuTimes::others_busy_cpus`]).
-    pub other_cpus_busy: Option<f64>,
-    /// Compute and graphics processes on the GPU other than this one (NVML), the most seen.
-    pub other_gpu_processes: Option<u32>,
-    /// The board's energy counter at an observation (NVML, Volta and later): readings of it
-    /// through a case's samples give their mean power ([`crate::sampler::summarise`]).
-    #[serde(skip)]
-    pub energy: Option<EnergyReading>,
-}
-
-/// A reading of a GPU's energy counter: millijoules since the driver loaded, and when it was
-/// read.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EnergyReading {
-    pub millijoules: u64,
-    pub at: std::time::Instant,
-}
-
-impl Conditions {
-    /// Combines the observations before and after a case: clocks and power averaged,
-    /// temperature the highest, throttle reasons the union, other processes' CPU time the
-    /// difference of the counters, other GPU processes the most seen.
-    pub fn merge(before: &Conditions, after: &Conditions) -> Conditions {
-        fn mean(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-            match (a, b) {
-                (Some(a), Some(b)) => Some((a + b) / 2.0),
-                (a, b) => a.or(b),
-            }
-        }
-        let mut reasons: Vec<&str> = before
-            .throttle
-            .split(';')
-            .chain(after.throttle.split(';'))
-            .filter(|s| !s.is_empty())
-            .collect();
-        reasons.sort_unstable();
-        reasons.dedup();
-        Conditions {
-            clock_mhz: mean(before.clock_mhz, after.clock_mhz),
-            memory_clock_mhz: mean(before.memory_clock_mhz, after.memory_clock_mhz),
-            power_w: mean(before.power_w, after.power_w),
-            temperature_c: match (before.temperature_c, after.temperature_c) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            },
-            throttle: reasons.join(";"),
-            cpu_times: None,
-            other_cpus_busy: match (&before.cpu_times, &after.cpu_times) {
-                (Some(b), Some(a)) => host::cpu::CpuTimes::others_busy_cpus(b, a),
-                _ => None,
-            },
-            other_gpu_processes: before.other_gpu_processes.max(after.other_gpu_processes),
-            energy: None,
-        }
-    }
-}
 
 /// How large the DRAM cases' arrays should be.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -317,7 +183,7 @@ pub fn plan_arrays(
         .collect())
 }
 
-/// The size sweep's cases ([`crate::bench::efficiency`]): arrays from 1 MiB doubling up to
+/// The size sweep's cases ([`crate::cases::efficiency`]): arrays from 1 MiB doubling up to
 /// `max_array_bytes`, to the three arrays of a triad within `usable_bytes`, and to `--size`
 /// where one was given (none below 1 MiB). Where memory, not the cap, stopped it, the largest
 /// case's note says so.
@@ -326,7 +192,7 @@ pub fn efficiency_cases(
     usable_bytes: u64,
     max_array_bytes: u64,
 ) -> Vec<PlannedCase> {
-    use crate::bench::efficiency;
+    use crate::cases::efficiency;
     let fits = usable_bytes / 3;
     let asked = match size {
         SizeRequest::Auto => max_array_bytes,
@@ -373,8 +239,8 @@ mod tests {
     #[test]
     fn planned_arrays_follow_the_size_request() {
         let one = |bytes: u64| {
-            vec![crate::bench::stream::StreamKernel::Copy
-                .case(crate::bench::Precision::F32, bytes / 4)]
+            vec![crate::cases::stream::StreamKernel::Copy
+                .case(crate::cases::Precision::F32, bytes / 4)]
         };
         let auto = plan_arrays(SizeRequest::Auto, 1 << 20, 2, 1 << 30, "host", "x", one).unwrap();
         assert_eq!(
@@ -425,48 +291,5 @@ mod tests {
             one,
         );
         assert!(wraps.is_err());
-    }
-
-    #[test]
-    fn conditions_merge() {
-        let a = Conditions {
-            clock_mhz: Some(1000.0),
-            temperature_c: Some(50.0),
-            throttle: "sw_power_cap".into(),
-            ..Default::default()
-        };
-        let b = Conditions {
-            clock_mhz: Some(2000.0),
-            temperature_c: Some(60.0),
-            power_w: Some(300.0),
-            throttle: "hw_slowdown;sw_power_cap".into(),
-            ..Default::default()
-        };
-        let m = Conditions::merge(&a, &b);
-        assert_eq!(m.clock_mhz, Some(1500.0));
-        assert_eq!(m.temperature_c, Some(60.0));
-        assert_eq!(m.power_w, Some(300.0));
-        assert_eq!(m.throttle, "hw_slowdown;sw_power_cap");
-        assert_eq!((m.other_cpus_busy, m.other_gpu_processes), (None, None));
-        // CPU counters before and after: others used 40 of 200 ticks on 2 CPUs
-        let ticks = |busy, total, own| host::cpu::CpuTimes {
-            busy_ticks: busy,
-            total_ticks: total,
-            cpus: 2,
-            own_ticks: own,
-        };
-        let a = Conditions {
-            cpu_times: Some(ticks(1000, 5000, 100)),
-            other_gpu_processes: Some(1),
-            ..a
-        };
-        let b = Conditions {
-            cpu_times: Some(ticks(1190, 5200, 250)),
-            other_gpu_processes: Some(0),
-            ..b
-        };
-        let m = Conditions::merge(&a, &b);
-        assert!((m.other_cpus_busy.unwrap() - 0.4).abs() < 1e-12);
-        assert_eq!(m.other_gpu_processes, Some(1));
     }
 }

@@ -1,12 +1,13 @@
 //! `roofprobe compare FILE…`: the same measurements across runs side by side, with measured and
 //! spec ratios; optionally the overlaid roofline SVG and the comparison as tidy CSV.
 
+use crate::analysis::inputs::Run;
+use crate::analysis::inputs::{at_most, load_inputs};
 use crate::cli::CompareArgs;
 use crate::commands::{emit, emit_json, say_written};
 use crate::files::{write_new, Overwrite};
-use crate::inputs::{at_most, load_inputs};
-use crate::report::compare::{self, Run};
-use crate::report::svg;
+use crate::render::compare;
+use crate::render::svg;
 use crate::Result;
 
 /// The most runs one comparison lays side by side (the table grows a column per run).

@@ -2,10 +2,11 @@
 
 use crate::backend::cuda::{device_count, driver_library, CudaBackend};
 use crate::backend::host::host_info;
-use crate::backend::{Backend, BackendKind, DeviceInfo};
+use crate::backend::Backend;
 use crate::cli::DevicesArgs;
 use crate::commands::{emit, emit_json};
-use crate::report::table::bytes;
+use crate::device::{BackendKind, DeviceInfo};
+use crate::units::bytes;
 use crate::Result;
 
 /// Renders one device as `key: value` lines, each fact once: its identity, then its size,
@@ -143,7 +144,7 @@ pub fn listing(jit_out: Option<&std::path::Path>, overwrite: crate::files::Overw
     out.driver = driver_library();
     // (after the driver: each device's `libcuda` line names the path the loader knows the
     // driver's file by, the first it was opened under, and that must be the driver's own)
-    out.cublas = crate::backend::cublas::describe();
+    out.cublas = crate::backend::cuda::cublas::describe();
     out.devices.push(host_info());
     out
 }

@@ -1,29 +1,23 @@
 //! `roofprobe estimate`: will a transformer fit, and is each phase bound by capacity, bandwidth
 //! or compute, on measured ceilings (runs) or spec entries, several devices side by side.
 //!
-//! This command gathers the workload and the devices ([`crate::estimate::Machine`]: each
-//! figure with its source) and prints; the arithmetic is [`crate::estimate`]'s.
+//! This command gathers the workload and the devices ([`crate::analysis::estimate::Machine`]: each
+//! figure with its source) and prints; the arithmetic is [`crate::analysis::estimate`]'s.
 
-use crate::bench::capacity::Figure;
-use crate::bench::{Family, Precision};
-use crate::calibration::Calibration;
+use crate::analysis::calibration::Calibration;
+use crate::analysis::estimate::{
+    self, presets, Answer, DeviceAnswer, Dtype, Dtypes, InferenceShape, Machine, Mode, Model,
+    Report, Sourced, TrainingShape,
+};
+use crate::analysis::inputs::load_inputs;
+use crate::cases::capacity::Figure;
+use crate::cases::{Family, Precision};
 use crate::cli::EstimateArgs;
 use crate::commands::{emit, emit_json};
-use crate::estimate::{
-    self, presets, Bound, Dtype, Dtypes, InferenceShape, Machine, Model, Phase, Sourced,
-    TrainingShape,
-};
-use crate::inputs::load_inputs;
+use crate::render::estimate::{gib, table};
 use crate::specs::{self, GpuSpec};
+use crate::text::letter;
 use crate::{Error, Result};
-use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Inference,
-    Training,
-}
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -69,7 +63,7 @@ fn memory(
                 "{} ({})",
                 measured_source(
                     cal,
-                    &Some(crate::bench::capacity::case(Figure::Free, free).id())
+                    &Some(crate::cases::capacity::case(Figure::Free, free).id())
                 ),
                 if cal.device.backend == roofprobe_calibration::BackendKind::Host {
                     "the OS's MemAvailable when the run read it"
@@ -90,11 +84,6 @@ fn memory(
 
 /// The source of a capacity taken from `--memory-gib`.
 const GIVEN_MEMORY: &str = "given with --memory-gib";
-
-/// A device's column in the table and the notes: A, B, … (the first the base of the ratios).
-fn letter(i: usize) -> char {
-    (b'A' + (i % 26) as u8) as char
-}
 
 /// Says on stderr where `--memory-gib` was given but a device took a measured or sheet
 /// capacity instead, so the flag is never ignored silently.
@@ -119,7 +108,7 @@ fn note_unused_memory_gib(args: &EstimateArgs, machines: &[Machine]) {
 fn measured_source(cal: &Calibration, case: &Option<String>) -> String {
     let case = case.clone().unwrap_or_default();
     if cal.is_suspect(&case) {
-        format!("measured: {case} ({})", crate::exports::SUSPECT)
+        format!("measured: {case} ({})", crate::render::exports::SUSPECT)
     } else {
         format!("measured: {case}")
     }
@@ -127,7 +116,7 @@ fn measured_source(cal: &Calibration, case: &Option<String>) -> String {
 
 /// A device measured: its ceilings, the sheet's figures where it measured nothing.
 fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Machine> {
-    let sheet = crate::exports::sheet_of(cal)?;
+    let sheet = crate::render::exports::sheet_of(cal)?;
     let bandwidth_bps = cal
         .memory_ceilings
         .iter()
@@ -150,8 +139,8 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
             })
             .or_else(|| from_sheet(sheet, column, 1e12))
     });
-    let curve =
-        ceiling.and_then(|(_, precision, _)| crate::exports::best_gemm_curve(cal, precision));
+    let curve = ceiling
+        .and_then(|(_, precision, _)| crate::render::exports::best_gemm_curve(cal, precision));
     let gemv = ceiling.map_or_else(Vec::new, |(_, precision, _)| {
         matrix_vector_products(cal, precision)
     });
@@ -357,36 +346,6 @@ fn compute_dtype(args: &EstimateArgs) -> Dtype {
     }
 }
 
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Answer {
-    Inference(estimate::Inference),
-    Training(estimate::Training),
-}
-
-#[derive(Serialize)]
-struct DeviceAnswer {
-    machine: Machine,
-    answer: Answer,
-}
-
-#[derive(Serialize)]
-struct Report {
-    mode: Mode,
-    model: Model,
-    params: f64,
-    /// The arithmetic's dtype (its ceiling is the compute one).
-    compute_dtype: Dtype,
-    /// Inference's dtypes; training's follow from `training.mixed_precision`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dtypes: Option<Dtypes>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    inference: Option<InferenceShape>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    training: Option<TrainingShape>,
-    devices: Vec<DeviceAnswer>,
-}
-
 pub fn estimate(args: &EstimateArgs) -> Result<i32> {
     check_workload(args)?;
     let model = model(args)?;
@@ -453,384 +412,6 @@ pub fn estimate(args: &EstimateArgs) -> Result<i32> {
         emit(&table(&report))?;
     }
     Ok(0)
-}
-
-fn gib(v: f64) -> String {
-    format!("{:.2}", v / GIB)
-}
-
-fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    v.map_or_else(|| "unknown".to_string(), f)
-}
-
-fn ms(v: Option<f64>) -> String {
-    opt(v, |s| format!("{:.3}", s * 1e3))
-}
-
-fn phase_rows(rows: &mut Vec<Row>, name: &str, p: &[&Phase]) {
-    rows.push(Row::new(
-        &format!("{name} time (ms)"),
-        p.iter().map(|x| x.time_s).collect(),
-        ms,
-    ));
-    rows.push(Row::text(
-        &format!("{name} bound"),
-        p.iter().map(|x| x.bound.as_str().to_string()).collect(),
-    ));
-    rows.push(Row::new(
-        &format!("{name}: bytes / bandwidth (ms)"),
-        p.iter().map(|x| x.memory_s).collect(),
-        ms,
-    ));
-    rows.push(Row::new(
-        &format!("{name}: flops / compute (ms)"),
-        p.iter().map(|x| x.compute_s).collect(),
-        ms,
-    ));
-}
-
-/// One table row: a figure per device (kept for the ratios) and its text.
-struct Row {
-    label: String,
-    values: Vec<Option<f64>>,
-    cells: Vec<String>,
-}
-
-impl Row {
-    fn new(label: &str, values: Vec<Option<f64>>, f: impl Fn(Option<f64>) -> String) -> Row {
-        Row {
-            label: label.into(),
-            cells: values.iter().map(|v| f(*v)).collect(),
-            values,
-        }
-    }
-
-    fn text(label: &str, cells: Vec<String>) -> Row {
-        Row {
-            label: label.into(),
-            values: vec![None; cells.len()],
-            cells,
-        }
-    }
-}
-
-/// The row of the largest batch that fits, per device (`unknown` where the capacity is).
-fn largest_batch(batches: impl Iterator<Item = Option<u64>>) -> Row {
-    Row::text(
-        "largest batch that fits",
-        batches
-            .map(|b| b.map_or_else(|| "unknown".into(), |b| b.to_string()))
-            .collect(),
-    )
-}
-
-fn table(r: &Report) -> String {
-    let m: Vec<&Machine> = r.devices.iter().map(|d| &d.machine).collect();
-    let mut rows = vec![
-        Row::new(
-            "memory (GiB)",
-            m.iter()
-                .map(|x| x.memory_bytes.as_ref().map(|s| s.value))
-                .collect(),
-            |v| opt(v, gib),
-        ),
-        Row::new(
-            "DRAM bandwidth (GB/s)",
-            m.iter()
-                .map(|x| x.bandwidth_bps.as_ref().map(|s| s.value))
-                .collect(),
-            |v| opt(v, |b| format!("{:.1}", b / 1e9)),
-        ),
-        Row::new(
-            &format!("{} compute (TFLOP/s)", r.compute_dtype.as_str()),
-            m.iter()
-                .map(|x| x.compute_flops.as_ref().map(|s| s.value))
-                .collect(),
-            |v| opt(v, |c| format!("{:.2}", c / 1e12)),
-        ),
-    ];
-    let fits = |f: Option<bool>| match f {
-        Some(true) => "yes".to_string(),
-        Some(false) => "NO".to_string(),
-        None => "unknown (no capacity: --memory-gib)".to_string(),
-    };
-    let inference: Vec<&estimate::Inference> = r
-        .devices
-        .iter()
-        .filter_map(|d| match &d.answer {
-            Answer::Inference(i) => Some(i),
-            Answer::Training(_) => None,
-        })
-        .collect();
-    let training: Vec<&estimate::Training> = r
-        .devices
-        .iter()
-        .filter_map(|d| match &d.answer {
-            Answer::Training(t) => Some(t),
-            Answer::Inference(_) => None,
-        })
-        .collect();
-    if !inference.is_empty() {
-        let i = &inference;
-        rows.push(Row::new(
-            "weights (GiB)",
-            i.iter().map(|x| Some(x.memory.weights_bytes)).collect(),
-            |v| opt(v, gib),
-        ));
-        rows.push(Row::new(
-            "KV cache (GiB)",
-            i.iter().map(|x| Some(x.memory.kv_cache_bytes)).collect(),
-            |v| opt(v, gib),
-        ));
-        rows.push(Row::new(
-            "workspace (GiB)",
-            i.iter().map(|x| Some(x.memory.workspace_bytes)).collect(),
-            |v| opt(v, gib),
-        ));
-        rows.push(Row::new(
-            "total (GiB)",
-            i.iter().map(|x| Some(x.memory.total_bytes)).collect(),
-            |v| opt(v, gib),
-        ));
-        rows.push(Row::text(
-            "fits",
-            i.iter().map(|x| fits(x.memory.fits)).collect(),
-        ));
-        rows.push(Row::new(
-            "prefill compute (TFLOP/s)",
-            i.iter()
-                .map(|x| x.prefill_compute_flops.as_ref().map(|s| s.value))
-                .collect(),
-            |v| opt(v, |c| format!("{:.2}", c / 1e12)),
-        ));
-        phase_rows(
-            &mut rows,
-            "prefill",
-            &i.iter().map(|x| &x.prefill).collect::<Vec<_>>(),
-        );
-        rows.push(Row::new(
-            "decode bandwidth (GB/s)",
-            i.iter()
-                .map(|x| x.decode_bandwidth_bps.as_ref().map(|s| s.value))
-                .collect(),
-            |v| opt(v, |b| format!("{:.1}", b / 1e9)),
-        ));
-        phase_rows(
-            &mut rows,
-            "decode step",
-            &i.iter().map(|x| &x.decode_step).collect::<Vec<_>>(),
-        );
-        rows.push(Row::new(
-            "decode tokens/s",
-            i.iter().map(|x| x.decode_tokens_per_s).collect(),
-            |v| opt(v, |t| format!("{t:.1}")),
-        ));
-        rows.push(Row::new(
-            "total time (s)",
-            i.iter().map(|x| x.total_s).collect(),
-            |v| opt(v, |t| format!("{t:.3}")),
-        ));
-        rows.push(largest_batch(i.iter().map(|x| x.max_batch)));
-        rows.push(Row::text(
-            "decode compute-bound from batch",
-            i.iter()
-                .map(|x| match (x.compute_bound_batch, x.never_compute_bound()) {
-                    (Some(b), _) => b.to_string(),
-                    (None, Some(_)) => "never".to_string(),
-                    (None, None) => "unknown".to_string(),
-                })
-                .collect(),
-        ));
-        rows.push(Row::text(
-            "bound",
-            i.iter().map(|x| x.bound.as_str().to_string()).collect(),
-        ));
-    }
-    if !training.is_empty() {
-        let t = &training;
-        rows.push(Row::text(
-            "bytes per parameter",
-            t.iter().map(|x| format!("{}", x.bytes_per_param)).collect(),
-        ));
-        rows.push(Row::new(
-            "weights+grads+optimizer (GiB)",
-            t.iter().map(|x| Some(x.states_bytes)).collect(),
-            |v| opt(v, gib),
-        ));
-        rows.push(Row::new(
-            "activations (GiB)",
-            t.iter().map(|x| Some(x.activations_bytes)).collect(),
-            |v| opt(v, gib),
-        ));
-        rows.push(Row::new(
-            "total (GiB)",
-            t.iter().map(|x| Some(x.total_bytes)).collect(),
-            |v| opt(v, gib),
-        ));
-        rows.push(Row::text("fits", t.iter().map(|x| fits(x.fits)).collect()));
-        rows.push(largest_batch(t.iter().map(|x| x.max_batch)));
-        phase_rows(
-            &mut rows,
-            "step",
-            &t.iter().map(|x| &x.step).collect::<Vec<_>>(),
-        );
-        rows.push(Row::new(
-            "tokens/s",
-            t.iter().map(|x| x.tokens_per_s).collect(),
-            |v| opt(v, |s| format!("{s:.1}")),
-        ));
-        rows.push(Row::text(
-            "bound",
-            t.iter().map(|x| x.bound.as_str().to_string()).collect(),
-        ));
-    }
-
-    // columns: the figure, each device, then each device over the first
-    let letters: Vec<String> = (0..m.len()).map(|i| letter(i).to_string()).collect();
-    let mut header = vec!["".to_string()];
-    header.extend(letters.iter().cloned());
-    for l in letters.iter().skip(1) {
-        header.push(format!("{l}/A"));
-    }
-    let mut grid = vec![header];
-    for row in &rows {
-        let mut line = vec![row.label.clone()];
-        line.extend(row.cells.iter().cloned());
-        for v in row.values.iter().skip(1) {
-            line.push(match (row.values[0], v) {
-                (Some(a), Some(b)) if a > 0.0 => format!("{:.3}", b / a),
-                _ => String::new(),
-            });
-        }
-        grid.push(line);
-    }
-    let widths: Vec<usize> = (0..grid[0].len())
-        .map(|c| grid.iter().map(|l| l[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let (what, dtypes) = match r.mode {
-        Mode::Inference => {
-            let (s, d) = (
-                r.inference.expect("inference shape"),
-                r.dtypes.expect("dtypes"),
-            );
-            (
-                format!(
-                    "inference, batch {}, prompt {}, generate {}",
-                    s.batch, s.prompt, s.generate
-                ),
-                format!(
-                    "weights {}, activations {}, KV {}",
-                    d.weights.as_str(),
-                    d.activations.as_str(),
-                    d.kv_cache.as_str()
-                ),
-            )
-        }
-        Mode::Training => {
-            let s = r.training.expect("training shape");
-            (
-                format!(
-                    "training, batch {}, sequence {}, {:?}, {}{}",
-                    s.batch,
-                    s.seq,
-                    s.optimizer,
-                    if s.mixed_precision {
-                        "mixed precision"
-                    } else {
-                        "fp32"
-                    },
-                    if s.checkpointing {
-                        ", checkpointing"
-                    } else {
-                        ""
-                    }
-                ),
-                format!("compute {}", r.compute_dtype.as_str()),
-            )
-        }
-    };
-    let window = match r.model.sliding_window {
-        Some(w) if r.model.window_layers > 0 => {
-            format!(", {} with a {w}-token window", r.model.window_layers)
-        }
-        _ => String::new(),
-    };
-    let mut out = format!(
-        "{what} on {} ({:.2} B parameters, {} layers{window}; {dtypes}): {}\n",
-        r.model.name,
-        r.params / 1e9,
-        r.model.layers,
-        r.model.source,
-    );
-    for line in &grid {
-        let cells: Vec<String> = line
-            .iter()
-            .enumerate()
-            .map(|(c, s)| {
-                if c == 0 {
-                    format!("{s:<w$}", w = widths[c])
-                } else {
-                    format!("{s:>w$}", w = widths[c])
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out.push('\n');
-    for (l, d) in letters.iter().zip(&r.devices) {
-        let x = &d.machine;
-        let src = |s: &Option<Sourced>| {
-            s.as_ref()
-                .map_or_else(|| "none".to_string(), |s| s.source.clone())
-        };
-        out.push_str(&format!(
-            "{l}: {} — {}; memory: {}; bandwidth: {}; compute: {}{}{}\n",
-            x.name,
-            x.basis,
-            src(&x.memory_bytes),
-            src(&x.bandwidth_bps),
-            src(&x.compute_flops),
-            if x.gemm.is_empty() {
-                String::new()
-            } else {
-                format!("; prefill at the measured GEMM {}", x.gemm_source)
-            },
-            match &d.answer {
-                Answer::Inference(i) if !x.gemv.is_empty() => {
-                    format!("; decode at {}", src(&i.decode_bandwidth_bps))
-                }
-                _ => String::new(),
-            }
-        ));
-    }
-    for (l, d) in letters.iter().zip(&r.devices) {
-        if let Answer::Inference(i) = &d.answer {
-            if let Some((limit, ridge)) = i.never_compute_bound() {
-                out.push_str(&format!(
-                    "{l}: decode never turns compute-bound: as the batch grows a step tends to \
-                     one sequence's arithmetic over its own bytes (its KV cache and embedding \
-                     row), {limit:.1} FLOP/byte, \
-                     under the ridge's {ridge:.1} (compute over the decode bandwidth)\n"
-                ));
-            }
-            if let (Some(turn), Some(fit)) = (i.compute_bound_batch, i.max_batch) {
-                if turn > fit {
-                    out.push_str(&format!(
-                        "{l}: decode turns compute-bound at batch {turn}, but at most {fit} \
-                         sequences of this length fit in memory: capacity runs out first\n"
-                    ));
-                }
-            }
-        }
-    }
-    if r.devices.iter().any(|d| match &d.answer {
-        Answer::Inference(i) => i.bound == Bound::Capacity,
-        Answer::Training(t) => t.bound == Bound::Capacity,
-    }) {
-        out.push_str("capacity-bound: the workload does not fit in that device's memory\n");
-    }
-    out
 }
 
 #[cfg(test)]

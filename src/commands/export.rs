@@ -1,17 +1,18 @@
 //! `roofprobe export FILE`: the calibration JSON of a run (from its CSV), or another estimator's
 //! hardware file (`--format`, from a CSV or a calibration JSON), to stdout or a new file.
 //!
-//! The fields and their sources are [`crate::exports`]'; this command reads, chooses the run,
+//! The fields and their sources are [`crate::render::exports`]'; this command reads, chooses the run,
 //! writes whole-or-nothing, and says on stderr which fields came from the spec sheet and which
 //! the tool needs but nothing gave.
 
-use crate::calibration::{Calibration, FromRecords};
+use crate::analysis::calibration::{Calibration, FromRecords};
+use crate::analysis::inputs::{load_inputs, read_records, split_runs};
 use crate::cli::ExportArgs;
 use crate::commands::emit;
-use crate::exports::{self, Format};
 use crate::files::{write_new, Overwrite};
-use crate::inputs::{load_inputs, read_records, some_of, split_runs};
-use crate::report::json;
+use crate::render::exports::{self, Format};
+use crate::render::json;
+use crate::text::some_of;
 use crate::{Error, Result};
 
 /// One run out of a list of them: the one `--run` names, or the only one.

@@ -1,12 +1,12 @@
 //! `roofprobe fleet FILE…`: many runs read as a fleet, the slow ones flagged. The analysis is
-//! [`crate::report::fleet`]'s; reading the inputs [`crate::inputs`]'s (every file checked, as
+//! [`crate::render::fleet`]'s; reading the inputs [`crate::analysis::inputs`]'s (every file checked, as
 //! `compare` reads them); this module prints the table and writes the files.
 
+use crate::analysis::inputs::load_inputs;
 use crate::cli::{FleetArgs, EXIT_SUSPECT};
 use crate::commands::{emit, say_written};
 use crate::files::{output_folder, write_named, write_new, Overwrite};
-use crate::inputs::load_inputs;
-use crate::report::fleet;
+use crate::render::fleet;
 use crate::Result;
 
 pub fn fleet(args: &FleetArgs) -> Result<i32> {

@@ -1,11 +1,11 @@
 //! `roofprobe plot FILE…`: the roofline SVG of one run, or several overlaid, from results CSVs
 //! or calibration JSONs.
 
+use crate::analysis::inputs::{at_most, load_inputs};
 use crate::cli::PlotArgs;
 use crate::commands::{emit, say_written};
 use crate::files::{is_stdout, write_fresh, write_new, Overwrite};
-use crate::inputs::{at_most, load_inputs};
-use crate::report::svg;
+use crate::render::svg;
 use crate::Result;
 use std::path::{Path, PathBuf};
 

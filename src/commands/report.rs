@@ -1,14 +1,14 @@
 //! `roofprobe report FILE…`: from CSVs alone, on any machine, regenerate what a run printed and
 //! wrote: the table, the roofline summary, the calibration JSON and the roofline SVG.
 //!
-//! Reading the inputs is [`crate::inputs`]'s job, writing files [`crate::files`]'s.
+//! Reading the inputs is [`crate::analysis::inputs`]'s job, writing files [`crate::files`]'s.
 
-use crate::calibration::Calibration;
+use crate::analysis::calibration::Calibration;
+use crate::analysis::inputs::load_inputs;
 use crate::cli::ReportArgs;
 use crate::commands::emit;
 use crate::files::{output_folder, write_named, Overwrite};
-use crate::inputs::load_inputs;
-use crate::report::{ceilings, json, svg, table};
+use crate::render::{ceilings, json, svg, table};
 use crate::Result;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ pub fn output_stem(csv: &Path, run_id: &str, runs_in_file: usize) -> String {
         |s| s.to_string_lossy().into_owned(),
     );
     if runs_in_file > 1 {
-        format!("{stem}-{}", crate::commands::slug(run_id))
+        format!("{stem}-{}", crate::units::slug(run_id))
     } else {
         stem
     }
@@ -58,7 +58,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         let cal = &input.run.calibration;
         emit(&table::render(records))?;
         emit(&ceilings::render(cal))?;
-        if let Some(summary) = crate::hygiene::summary(records) {
+        if let Some(summary) = crate::analysis::suspect::summary(records) {
             emit(&summary)?;
         }
         let dir = match &args.out {
@@ -86,9 +86,9 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibration::FromRecords;
+    use crate::analysis::calibration::FromRecords;
+    use crate::analysis::roofline::tests::synthetic_run;
     use crate::files::write_new;
-    use crate::roofline::tests::synthetic_run;
 
     #[test]
     fn stems_and_never_overwriting() {

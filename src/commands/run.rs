@@ -8,19 +8,21 @@
 //! stem. An existing file is never overwritten: a clashing name gets a `-2`, `-3`, … suffix.
 //! A filter that matches no case on any device is a usage error, before anything is written.
 
+use crate::analysis::calibration::{Calibration, FromRecords};
 use crate::backend::cuda::device_count;
 use crate::backend::host::HostBackend;
-use crate::backend::{Backend, BackendKind, DeviceInfo, PlannedCase, SizeRequest};
-use crate::calibration::{Calibration, FromRecords};
+use crate::backend::{Backend, PlannedCase, SizeRequest};
 use crate::cli::{parse_device, RunArgs, EXIT_INVALID, EXIT_SUSPECT};
 use crate::commands::emit;
 use crate::commands::report::write_calibration_and_svg;
-use crate::commands::{hostname, slug};
+use crate::device::hostname;
+use crate::device::{BackendKind, DeviceInfo};
 use crate::files::{fresh_path, output_folder, probe_folder, random_u64, Overwrite};
-use crate::record::{CsvSink, Record, RunIdentity};
-use crate::report::{ceilings, table};
-use crate::runner::{self, Event, RunConfig};
+use crate::render::{ceilings, table};
+use crate::results::record::{CsvSink, Record, RunIdentity};
+use crate::run::runner::{self, Event, RunConfig};
 use crate::specs::DeviceAttributes;
+use crate::units::slug;
 use crate::{Error, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -94,14 +96,6 @@ fn why_no_gpu(e: &Error) -> String {
     }
 }
 
-/// The file-name part naming a device: `cuda0-nvidia-h200`, `host-amd-epyc`.
-pub fn device_slug(info: &crate::backend::DeviceInfo) -> String {
-    match info.backend {
-        BackendKind::Cuda => format!("{}-{}", slug(&info.id), slug(&info.name)),
-        BackendKind::Host => format!("host-{}", slug(&info.name)),
-    }
-}
-
 fn config(args: &RunArgs) -> Result<RunConfig> {
     let mut cfg = if args.quick {
         RunConfig::quick()
@@ -123,18 +117,12 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
             limit_secs: args.stable_limit,
         };
     }
-    cfg.thresholds = crate::hygiene::Thresholds {
+    cfg.thresholds = crate::analysis::suspect::Thresholds {
         max_cv: args.max_cv,
         min_of_theory: args.min_of_theory,
         max_other_load: args.max_other_load,
     };
     Ok(cfg)
-}
-
-/// The run id of a device's rows: `<host>-<device>-<stamp>` (the stamp carries the run's random
-/// suffix). Every worker of a run computes the same one.
-pub fn run_id(host: &str, info: &DeviceInfo, stamp: &str) -> String {
-    format!("{host}-{}-{stamp}", device_slug(info))
 }
 
 /// One device's run as the user sees it: its CSV, created with its first row; its progress
@@ -199,7 +187,7 @@ impl<'a> DeviceRun<'a> {
     /// The device and its plan are known: names the CSV, says what will run and for about how
     /// long, and starts the progress bar. Nothing is created before a case has a row.
     fn begin(&mut self, info: &DeviceInfo, planned: &[PlannedCase], min_sample_secs: f64) {
-        let run_id = run_id(self.host, info, self.stamp);
+        let run_id = crate::device::run_id(self.host, info, self.stamp);
         let path = fresh_path(self.out, &run_id, "csv");
         let label = match info.backend {
             BackendKind::Cuda => "GPU",
@@ -211,12 +199,12 @@ impl<'a> DeviceRun<'a> {
             info.id,
             path.display()
         ));
-        if let Some(rates) = crate::duration::Rates::for_gpu(info) {
-            let secs = crate::duration::plan_secs(planned, self.cfg, min_sample_secs, &rates);
+        if let Some(rates) = crate::run::forecast::Rates::for_gpu(info) {
+            let secs = crate::run::forecast::plan_secs(planned, self.cfg, min_sample_secs, &rates);
             self.say(&format!(
                 "plan: {} cases, about {} by the device's rated speeds",
                 planned.len(),
-                crate::duration::human(secs)
+                crate::units::human(secs)
             ));
         }
         if self.interactive {
@@ -296,12 +284,12 @@ impl<'a> DeviceRun<'a> {
         self.say(&format!(
             "time: {} in all, {} timing launches, {} outside them ({:.0} %: preparing and \
              checking the arrays, conditions, starting processes)",
-            crate::duration::human(wall),
-            crate::duration::human(self.secs.measuring),
-            crate::duration::human(outside),
+            crate::units::human(wall),
+            crate::units::human(self.secs.measuring),
+            crate::units::human(outside),
             100.0 * outside / wall.max(1e-9)
         ));
-        if crate::interrupt::requested() && records.len() < self.planned {
+        if crate::run::interrupt::requested() && records.len() < self.planned {
             self.say(&format!(
                 "interrupted after {} of {} cases: the {} left were not run",
                 records.len(),
@@ -337,7 +325,7 @@ fn measure_here(
         .borrow_mut()
         .begin(&info, &planned, backend.min_sample_secs());
     let identity = RunIdentity {
-        run_id: run_id(host, &info, stamp),
+        run_id: crate::device::run_id(host, &info, stamp),
         host: host.to_string(),
         device: info.clone(),
         parallel_devices: None,
@@ -363,7 +351,7 @@ fn measure_here(
         .map(|(path, records)| (info, path, records)))
 }
 
-/// Measures GPU `ordinal` in worker processes ([`crate::worker`]): a fault or a runaway kernel
+/// Measures GPU `ordinal` in worker processes ([`crate::run::worker`]): a fault or a runaway kernel
 /// costs its case, and the cases left run in a fresh process.
 /// With `together`, it is one of that many GPUs measured at once (`--parallel`): its rows say
 /// so, and its lines and progress bar name it.
@@ -375,7 +363,7 @@ fn measure_in_workers(
     stamp: &str,
     together: Option<(&MultiProgress, u32)>,
 ) -> Result<Option<(DeviceInfo, PathBuf, Vec<Record>)>> {
-    let job = crate::worker::Job {
+    let job = crate::run::worker::Job {
         ordinal,
         cfg: cfg.clone(),
         host: host.to_string(),
@@ -391,7 +379,7 @@ fn measure_in_workers(
     }
     let device_run = std::cell::RefCell::new(device_run);
     let device: std::cell::RefCell<Option<DeviceInfo>> = Default::default();
-    let outcome = crate::worker::run(
+    let outcome = crate::run::worker::run(
         job,
         &mut |info| {
             *device.borrow_mut() = Some(info.clone());
@@ -475,8 +463,8 @@ fn measure_all(
     parallel: bool,
 ) -> Vec<(Target, Measured)> {
     let here = |target: Target| -> Measured {
-        // after a signal (crate::interrupt) no further device is started
-        if crate::interrupt::requested() {
+        // after a signal (crate::run::interrupt) no further device is started
+        if crate::run::interrupt::requested() {
             return Ok(None);
         }
         match target {
@@ -559,7 +547,7 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
     probe_folder(&args.out)?;
     // From here a signal stops the run after the case that runs, and what it measured is
     // reported and written as at its end.
-    crate::interrupt::install_for_run();
+    crate::run::interrupt::install_for_run();
     let host = slug(&hostname());
     let stamp = format!(
         "{}-{}",
@@ -578,7 +566,7 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
                 measured_any = true;
                 // a skipped row (a reference library not installed) is no failure
                 all_valid &= records.iter().all(|r| r.valid || r.is_skipped());
-                suspect |= crate::hygiene::any_suspect(&records);
+                suspect |= crate::analysis::suspect::any_suspect(&records);
                 // The files first: a stdout that fails (a full disk, a closed terminal) must not
                 // cost the calibration and roofline; its error is reported after them.
                 let roofline = write_roofline(&info, &path, &records);
@@ -588,10 +576,10 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
                     Ok(lines) => text.push_str(&lines),
                     Err(e) => failures.push(e),
                 }
-                if let Some(note) = crate::hygiene::stability(&records) {
+                if let Some(note) = crate::analysis::suspect::stability(&records) {
                     text.push_str(&note);
                 }
-                if let Some(summary) = crate::hygiene::summary(&records) {
+                if let Some(summary) = crate::analysis::suspect::summary(&records) {
                     text.push_str(&summary);
                 }
                 if let Err(e) = emit(&text) {
@@ -608,7 +596,7 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
     if let Some(first) = failures.into_iter().chain(stdout_failed).next() {
         return Err(first);
     }
-    if crate::interrupt::requested() {
+    if crate::run::interrupt::requested() {
         if !measured_any {
             return Err(Error::Interrupted("the run".into()));
         }
@@ -616,7 +604,7 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
             "interrupted: the rows measured are written, with their table, calibration and \
              roofline; rerun to measure the rest"
         );
-        return Ok(crate::interrupt::EXIT_INTERRUPTED);
+        return Ok(crate::run::interrupt::EXIT_INTERRUPTED);
     }
     if !measured_any && !cfg.filter.is_empty() {
         return Err(Error::Usage(format!(
@@ -639,13 +627,13 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
 /// where it has one (a GEMM's or a sweep point's both, as the table gives them), else its
 /// status.
 fn progress_figure(record: &Record) -> String {
-    let size = (record.family == crate::bench::Family::Capacity && record.valid)
-        .then(|| crate::report::table::bytes(record.working_set_bytes));
+    let size = (record.family == crate::cases::Family::Capacity && record.valid)
+        .then(|| crate::units::bytes(record.working_set_bytes));
     let launch = record
         .valid
-        .then(|| crate::report::table::launch_figure(record))
+        .then(|| crate::render::table::launch_figure(record))
         .flatten();
-    let ops = crate::report::ops(record.precision);
+    let ops = crate::cases::ops(record.precision);
     let rates = [
         record.gbps.map(|g| format!("{g:.2} GB/s")),
         record
@@ -662,8 +650,8 @@ fn progress_figure(record: &Record) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{peak, stream::StreamKernel, Precision};
-    use crate::record::tests::measured;
+    use crate::cases::{peak, stream::StreamKernel, Precision};
+    use crate::results::record::tests::measured;
 
     /// Bandwidth rows print GB/s, float peaks GFLOP/s, integer peaks GOP/s (an i32 multiply-add
     /// is not a floating-point operation), a row with both both (a triad does 2 flops an

@@ -19,9 +19,8 @@
 
 pub mod theory;
 
-use crate::backend::{BackendKind, DeviceInfo};
-use crate::bench::{Family, Precision};
-use crate::record::Record;
+use crate::cases::{Family, Precision};
+use crate::device::{BackendKind, DeviceInfo};
 use crate::{Error, Result};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeSet;
@@ -361,16 +360,9 @@ pub struct DeviceAttributes {
     pub memory_bus_bits: Option<u32>,
 }
 
-fn parse_cc(cc: &str) -> Option<(u32, u32)> {
+pub fn parse_cc(cc: &str) -> Option<(u32, u32)> {
     let (a, b) = cc.trim().split_once('.')?;
     Some((a.parse().ok()?, b.parse().ok()?))
-}
-
-fn max_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    values
-        .flatten()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .reduce(f64::max)
 }
 
 impl DeviceAttributes {
@@ -383,23 +375,6 @@ impl DeviceAttributes {
             clock_mhz: info.clock_mhz,
             memory_clock_mhz: info.memory_clock_mhz,
             memory_bus_bits: info.memory_bus_bits,
-        }
-    }
-
-    /// From the rows of one run (all rows describe the same device).
-    pub fn from_records(records: &[Record]) -> Self {
-        let Some(first) = records.first() else {
-            return DeviceAttributes::default();
-        };
-        let is_gpu = first.backend == BackendKind::Cuda;
-        DeviceAttributes {
-            is_gpu,
-            name: first.device_name.clone(),
-            compute_capability: parse_cc(&first.compute_capability),
-            sms: is_gpu.then_some(first.units),
-            clock_mhz: max_of(records.iter().map(|r| r.clock_mhz)),
-            memory_clock_mhz: max_of(records.iter().map(|r| r.memory_clock_mhz)),
-            memory_bus_bits: first.memory_bus_bits,
         }
     }
 }

@@ -15,14 +15,14 @@
 //! Instruction paths: on Hopper (9.0) the whitepaper's dense tensor rates are those of `wgmma`
 //! (the warpgroup MMA, sm_90a). No NVIDIA source states the rate of the older `mma.sync` there,
 //! so the table has one rate per (capability, precision), the `wgmma` one, and a `mma.sync` row
-//! on 9.0 is measured against it and says so in its note (`cuda_plan::LEGACY_MMA_NOTE`); the
+//! on 9.0 is measured against it and says so in its note (`backend::cuda::plan::LEGACY_MMA_NOTE`); the
 //! roofline's tensor ceilings on Hopper come from the `wgmma` rows (`roofline::is_wgmma`).
 //!
 //! Conventions: a rate is dense FMA per clock per SM, counted per lane (an `fma.rn.f16x2` is two
 //! lanes; an `mma.sync` m16n8k16 is 16·8·16 FMAs), and a FMA is 2 operations, as in every vendor
 //! sheet. Sparsity is never counted.
 
-use crate::bench::Precision;
+use crate::cases::Precision;
 
 /// Market segment, which matters for one thing: GeForce (and TITAN) parts of compute capability
 /// 7.5, 8.6, 8.9 and 12.0 run tensor-core MMAs that accumulate in FP32 at half the rate of the

@@ -3,11 +3,11 @@
 //! time the machine and this process have used (to tell other processes' load from ours). Also
 //! the testing hook the host kernels share.
 //!
-//! The lowest module of the host backend: it imports nothing from `host`, `host_compute` or
-//! `host_cache`, which all use it, so they need not import each other for a helper. It reads
+//! The lowest module of the host backend: it imports nothing from `host`, `host::compute` or
+//! `host::cache`, which all use it, so they need not import each other for a helper. It reads
 //! files and the environment; it must not measure or run anything.
 
-use crate::bench::Case;
+use crate::cases::Case;
 use crate::specs::theory::{self, HostFma};
 
 /// Reads a whole small file as trimmed text.
@@ -201,75 +201,6 @@ pub fn cpu_id(cpuinfo: &str) -> CpuId {
     }
 }
 
-/// CPU time counters at one moment, in clock ticks (`USER_HZ`): the whole machine's from
-/// `/proc/stat`, this process's (all its threads) from `/proc/self/stat`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    /// Busy time of every CPU summed: user, nice, system, irq, softirq and steal (time a
-    /// hypervisor gave this VM's CPUs to someone else).
-    pub busy_ticks: u64,
-    /// Busy plus idle and iowait, every CPU summed.
-    pub total_ticks: u64,
-    /// CPUs the counters cover.
-    pub cpus: u32,
-    /// This process's user and system time.
-    pub own_ticks: u64,
-}
-
-impl CpuTimes {
-    /// The counters now; `None` where `/proc` does not have them.
-    pub fn now() -> Option<CpuTimes> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let own = std::fs::read_to_string("/proc/self/stat").ok()?;
-        CpuTimes::parse(&stat, &own)
-    }
-
-    /// The counters in a `/proc/stat` text and a `/proc/<pid>/stat` text.
-    pub fn parse(proc_stat: &str, self_stat: &str) -> Option<CpuTimes> {
-        let mut lines = proc_stat.lines();
-        let all: Vec<u64> = lines
-            .next()?
-            .strip_prefix("cpu ")?
-            .split_whitespace()
-            .map(|v| v.parse().ok())
-            .collect::<Option<_>>()?;
-        let at = |i: usize| all.get(i).copied().unwrap_or(0);
-        // user nice system idle iowait irq softirq steal (guest time is inside user already)
-        let busy_ticks = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
-        let cpus = lines
-            .filter(|l| {
-                l.strip_prefix("cpu")
-                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
-            })
-            .count() as u32;
-        // Fields after the command name, which is in parentheses and may hold spaces: state
-        // is field 3, utime field 14 and stime field 15.
-        let after_name: Vec<&str> = self_stat.rsplit_once(')')?.1.split_whitespace().collect();
-        let ticks = |field: usize| after_name.get(field - 3)?.parse::<u64>().ok();
-        Some(CpuTimes {
-            busy_ticks,
-            total_ticks: busy_ticks + at(3) + at(4),
-            cpus: cpus.max(1),
-            own_ticks: ticks(14)? + ticks(15)?,
-        })
-    }
-
-    /// How many CPUs' worth of time other processes (and the hypervisor) were busy between
-    /// `before` and `after`: the machine's busy time less this process's, over the time that
-    /// passed. `None` when no tick passed. Tick counts are coarse (10 ms), so a case of a few
-    /// hundred milliseconds reads others' use to within a few hundredths of a CPU.
-    pub fn others_busy_cpus(before: &CpuTimes, after: &CpuTimes) -> Option<f64> {
-        let total = after.total_ticks.checked_sub(before.total_ticks)?;
-        if total == 0 {
-            return None;
-        }
-        let busy = after.busy_ticks.saturating_sub(before.busy_ticks) as f64;
-        let own = after.own_ticks.saturating_sub(before.own_ticks) as f64;
-        let per_cpu = total as f64 / f64::from(after.cpus.max(1));
-        Some(((busy - own) / per_cpu).max(0.0))
-    }
-}
-
 /// Testing hook: `ROOFPROBE_INJECT_FAULT=<case id>` makes that host case compute one wrong
 /// value, so the path that reports an invalid case (row, table, exit code) is tested end to end.
 pub const FAULT_ENV: &str = "ROOFPROBE_INJECT_FAULT";
@@ -360,117 +291,5 @@ mod tests {
         assert_eq!(cpuinfo_mhz(GENOA, &[0, 1]), Some((2596.138 + 2400.0) / 2.0));
         assert_eq!(cpuinfo_mhz(GENOA, &[7]), None);
         assert_eq!(cpuinfo_mhz(GRACE, &[0]), None);
-    }
-
-    const SELF_STAT: &str = "4242 (roof probe) R 1 2 3 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0";
-
-    #[test]
-    fn cpu_times_from_proc_text() {
-        let stat = "cpu  1000 10 200 5000 40 5 15 30 7 0\ncpu0 500 5 100 2500 20 2 7 15 3 0\n\
-                    cpu1 500 5 100 2500 20 3 8 15 4 0\nintr 1 2 3\nctxt 99\n";
-        let t = CpuTimes::parse(stat, SELF_STAT).unwrap();
-        assert_eq!(
-            t,
-            CpuTimes {
-                busy_ticks: 1000 + 10 + 200 + 5 + 15 + 30,
-                total_ticks: 1000 + 10 + 200 + 5 + 15 + 30 + 5000 + 40,
-                cpus: 2,
-                own_ticks: 300,
-            }
-        );
-        assert_eq!(CpuTimes::parse("intr 1\n", SELF_STAT), None);
-        assert_eq!(CpuTimes::parse(stat, "4242 (x) R 1"), None);
-    }
-
-    #[test]
-    fn others_are_the_machine_less_this_process() {
-        let before = CpuTimes {
-            busy_ticks: 1000,
-            total_ticks: 5000,
-            cpus: 2,
-            own_ticks: 100,
-        };
-        // 1 s on 2 CPUs (200 ticks): we used 150, the machine 190 → others 40 ticks = 0.4 CPU
-        let after = CpuTimes {
-            busy_ticks: 1190,
-            total_ticks: 5200,
-            cpus: 2,
-            own_ticks: 250,
-        };
-        let others = CpuTimes::others_busy_cpus(&before, &after).unwrap();
-        assert!((others - 0.4).abs() < 1e-12, "{others}");
-        // our own time counted slightly over the machine's (tick rounding) is no one else's
-        let rounded = CpuTimes {
-            own_ticks: 300,
-            ..after
-        };
-        assert_eq!(CpuTimes::others_busy_cpus(&before, &rounded), Some(0.0));
-        assert_eq!(CpuTimes::others_busy_cpus(&before, &before), None);
-    }
-
-    /// A process that spins while we watch is someone else's load: what the machine's counters
-    /// give as others' use covers the CPU time the spinner itself was given (its own counters,
-    /// read from `/proc/<pid>/stat`), whatever else the machine did.
-    ///
-    /// The watcher is an idle `sleep` process: others' use is read as it would read it, the
-    /// machine's time less the sleeper's own. Watched from this process, the other tests'
-    /// threads are our own time, and the kernel's per-process time (scaled to the exact run
-    /// time) and its machine-wide ticks (sampled) disagree by a few ticks when many threads come
-    /// and go: on a loaded 2-vCPU machine that read others at 0.52 CPUs beside a spinner given
-    /// 0.65. (Held to a fixed half CPU before that, it failed once with the spinner at 0.49.) A
-    /// child of this test binary would do as well, but not under qemu-user (the AArch64 check),
-    /// where the binary cannot start itself.
-    #[test]
-    fn a_spinning_process_is_seen_as_another_s_load() {
-        let Some(_) = CpuTimes::now() else {
-            eprintln!("skipped: no /proc/stat on this system");
-            return;
-        };
-        let spawn = |script: &str| {
-            std::process::Command::new("sh")
-                .args(["-c", script])
-                .spawn()
-                .expect("sh runs")
-        };
-        let mut watcher = spawn("exec sleep 60");
-        let watcher_stat = format!("/proc/{}/stat", watcher.id());
-        let mut tries = Vec::new();
-        // a spinner starved below a fifth of a CPU proves little: up to three tries
-        for _ in 0..3 {
-            let mut child = spawn("while :; do :; done");
-            let child_stat = format!("/proc/{}/stat", child.id());
-            let read = || {
-                let stat = std::fs::read_to_string("/proc/stat").unwrap();
-                let own = std::fs::read_to_string(&watcher_stat).unwrap();
-                let spinner = std::fs::read_to_string(&child_stat).unwrap();
-                (
-                    CpuTimes::parse(&stat, &own).unwrap(),
-                    CpuTimes::parse(&stat, &spinner).unwrap(),
-                )
-            };
-            let (before, spinner_before) = read();
-            std::thread::sleep(std::time::Duration::from_millis(600));
-            let (after, spinner_after) = read();
-            child.kill().unwrap();
-            child.wait().unwrap();
-            let others = CpuTimes::others_busy_cpus(&before, &after).unwrap();
-            let per_cpu =
-                (after.total_ticks - before.total_ticks) as f64 / f64::from(after.cpus.max(1));
-            let spinner = (spinner_after.own_ticks - spinner_before.own_ticks) as f64 / per_cpu;
-            let own = (after.own_ticks - before.own_ticks) as f64 / per_cpu;
-            tries.push(format!(
-                "others busy {others:.2} CPUs, the spinner {spinner:.2}, the watcher {own:.2}"
-            ));
-            if spinner >= 0.2 {
-                watcher.kill().unwrap();
-                watcher.wait().unwrap();
-                // ticks are 10 ms: a few of them either way
-                assert!(others >= spinner - 0.1, "{tries:?}");
-                return;
-            }
-        }
-        watcher.kill().unwrap();
-        watcher.wait().unwrap();
-        panic!("the spinner never had a fifth of a CPU: {tries:?}");
     }
 }

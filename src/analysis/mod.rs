@@ -1,0 +1,8 @@
+//! What the rows mean: the empirical roofline, the suspect flags, the calibration built from a
+//! run, the runs read back from files, and the estimates made from them.
+
+pub mod calibration;
+pub mod estimate;
+pub mod inputs;
+pub mod roofline;
+pub mod suspect;

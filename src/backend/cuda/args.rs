@@ -1,0 +1,1836 @@
+//! What every CUDA launch passes, as data: for a case, the PTX entry and the module it lives in,
+//! the device arrays it needs (with their sizes and starting contents), its argument list
+//! ([`Param`]s, in the entry's `.param` order, each with its kind and value), the grid, and how
+//! its output and its block records are checked.
+//!
+//! Why this exists: `cuLaunchKernel` takes an array of untyped pointers. An argument list that
+//! does not match the entry's `.param` declarations in count, order or width is not an error on
+//! a GPU: the kernel reads garbage (a loop count from a float's bits, an address from a count)
+//! and corrupts memory or never ends. So the list is described here once, as a pure function
+//! of the case ([`plan`]); the CUDA backend pushes exactly these arguments, in this order and at
+//! these widths (it has no argument list of its own), and the offline tests compare every
+//! description with the `.param` declarations parsed from the PTX and run it, buffers, values
+//! and checks included, under the PTX interpreter.
+//!
+//! This module must not call the driver: it is what can be checked without a GPU.
+
+use crate::cases::stream::{self, StreamKernel};
+use crate::cases::{
+    arith, cache, gemm, intensity, latency, peak, tensor, wgmma, Case, Family, Precision, Verdict,
+    Work,
+};
+use std::borrow::Cow;
+
+/// Threads per block of every launch: a multiple of 32 (the reductions and the tensor kernels
+/// work in warps), at most 1024, small enough that several blocks fit on every SM.
+pub const BLOCK: u32 = 256;
+
+/// The largest `gridDim.x` the driver accepts (2^31 − 1).
+pub const MAX_GRID: u32 = i32::MAX as u32;
+
+/// u64 words of one block record, written by thread 0 of every block of a peak, tensor or sweep
+/// kernel: `(clock64 start, clock64 end, globaltimer start, globaltimer end, work done, steps)`.
+/// The work done is counted by the kernel's own loops (peak and tensor: loop trips; sweep: the
+/// words the block moved). The sixth word is the sweep's FMA steps per chain by thread 0
+/// ([`RECORD_STEPS_WORD`]); elsewhere it is padding that keeps every record 16-byte aligned,
+/// never written.
+pub const BLOCK_RECORD_WORDS: usize = 6;
+
+/// Bytes of one block record.
+pub const BLOCK_RECORD_BYTES: u64 = 8 * BLOCK_RECORD_WORDS as u64;
+
+/// The word of a block record that holds the work the block did.
+pub const RECORD_WORK_WORD: usize = 4;
+
+/// The word of a sweep kernel's block record that holds the FMA steps per chain its thread 0
+/// completed ([`intensity::gpu_thread_steps`]).
+pub const RECORD_STEPS_WORD: usize = 5;
+
+/// A PTX module the CUDA backend loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleId {
+    /// kernels/stream.ptx
+    Stream,
+    /// kernels/peak.ptx
+    Peak,
+    /// kernels/mma.ptx
+    Mma,
+    /// kernels/mma_sm89.ptx (fp8; loaded only where fp8 `mma.sync` is native)
+    MmaSm89,
+    /// kernels/mma_sm90.ptx (Hopper's f64 m16n8k16; loaded only from compute capability 9.0)
+    MmaSm90,
+    /// kernels/wgmma.ptx.in, expanded (sm_90a; loaded only on compute capability 9.0)
+    Wgmma,
+    /// kernels/cache.ptx
+    Cache,
+    /// kernels/latency.ptx
+    Latency,
+    /// kernels/launch.ptx
+    Launch,
+    /// One expansion of kernels/intensity.ptx.in: (precision, k).
+    Sweep(Precision, u32),
+    /// One expansion of kernels/gemm.ptx.in: its input and accumulator types.
+    Gemm(Precision),
+    /// kernels/gemm_simt.ptx (the f32 GEMM on the ALUs)
+    GemmSimt,
+    /// One expansion of kernels/gemm_wgmma.ptx.in (Hopper's GEMM, sm_90a): its input type.
+    GemmWgmma(Precision),
+    /// One expansion of kernels/gemm_tma.ptx.in (Hopper's TMA-fed GEMM, sm_90a): its input type,
+    /// and whether it is the expansion in clusters of two CTAs.
+    GemmTma(Precision, bool),
+}
+
+impl ModuleId {
+    /// The name of the module as `kernels::all()` lists it (`peak.ptx`,
+    /// `intensity.ptx.in#k=64,f32`).
+    pub fn file(self) -> String {
+        match self {
+            ModuleId::Stream => "stream.ptx".into(),
+            ModuleId::Peak => "peak.ptx".into(),
+            ModuleId::Mma => "mma.ptx".into(),
+            ModuleId::MmaSm89 => "mma_sm89.ptx".into(),
+            ModuleId::MmaSm90 => "mma_sm90.ptx".into(),
+            ModuleId::Wgmma => "wgmma.ptx.in#sm_90a".into(),
+            ModuleId::Cache => "cache.ptx".into(),
+            ModuleId::Latency => "latency.ptx".into(),
+            ModuleId::Launch => "launch.ptx".into(),
+            ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
+            ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
+            ModuleId::GemmSimt => "gemm_simt.ptx".into(),
+            ModuleId::GemmWgmma(p) => format!("gemm_wgmma.ptx.in#{p}"),
+            ModuleId::GemmTma(p, false) => format!("gemm_tma.ptx.in#{p}"),
+            ModuleId::GemmTma(p, true) => format!("gemm_tma.ptx.in#cluster2,{p}"),
+        }
+    }
+
+    /// The PTX text handed to the driver.
+    pub fn ptx(self) -> Cow<'static, str> {
+        use crate::kernels;
+        match self {
+            ModuleId::Stream => Cow::Borrowed(kernels::STREAM),
+            ModuleId::Peak => Cow::Borrowed(kernels::PEAK),
+            ModuleId::Mma => Cow::Borrowed(kernels::MMA),
+            ModuleId::MmaSm89 => Cow::Borrowed(kernels::MMA_SM89),
+            ModuleId::MmaSm90 => Cow::Borrowed(kernels::MMA_SM90),
+            ModuleId::Wgmma => Cow::Owned(kernels::wgmma::expand()),
+            ModuleId::Cache => Cow::Borrowed(kernels::CACHE),
+            ModuleId::Latency => Cow::Borrowed(kernels::LATENCY),
+            ModuleId::Launch => Cow::Borrowed(kernels::LAUNCH),
+            ModuleId::Sweep(p, k) => Cow::Owned(kernels::intensity::expand(p, k)),
+            ModuleId::Gemm(p) => Cow::Owned(kernels::gemm::expand(p)),
+            ModuleId::GemmSimt => Cow::Borrowed(kernels::GEMM_SIMT),
+            ModuleId::GemmWgmma(p) => Cow::Owned(kernels::gemm::expand_wgmma(p)),
+            ModuleId::GemmTma(p, cluster) => Cow::Owned(kernels::gemm::expand_tma(p, cluster)),
+        }
+    }
+}
+
+/// A kernel entry: its name and the module that defines it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub module: ModuleId,
+    pub name: String,
+}
+
+/// The kind of one kernel parameter as the launch passes it, which fixes its width and its PTX
+/// declaration ([`ParamKind::ptx_type`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A global-memory address (a device array), declared `.u64`.
+    GlobalPtr,
+    U64,
+    U32,
+    F32,
+    F64,
+    /// 32 raw register bits (a packed f16x2, an f32 or an i32 passed as bits).
+    B32,
+    /// 64 raw register bits.
+    B64,
+    /// A tensor map (`CUtensorMap`, 128 opaque bytes), declared `.param .align 64 .b8 p[128]`.
+    TensorMap,
+}
+
+impl ParamKind {
+    /// The `.param` type the entry must declare for an argument of this kind.
+    pub fn ptx_type(self) -> &'static str {
+        match self {
+            ParamKind::GlobalPtr | ParamKind::U64 => "u64",
+            ParamKind::U32 => "u32",
+            ParamKind::F32 => "f32",
+            ParamKind::F64 => "f64",
+            ParamKind::B32 => "b32",
+            ParamKind::B64 => "b64",
+            ParamKind::TensorMap => "b8",
+        }
+    }
+
+    /// Bytes the driver copies for an argument of this kind.
+    pub fn bytes(self) -> u32 {
+        match self {
+            ParamKind::U32 | ParamKind::F32 | ParamKind::B32 => 4,
+            ParamKind::TensorMap => TENSOR_MAP_BYTES,
+            _ => 8,
+        }
+    }
+
+    /// Elements of the `.param` array the entry declares for this kind; `None` for a scalar.
+    pub fn array(self) -> Option<u64> {
+        (self == ParamKind::TensorMap).then_some(u64::from(TENSOR_MAP_BYTES))
+    }
+}
+
+/// Which device array a pointer argument is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// The i-th input array (read only).
+    Input(u8),
+    /// The array the kernel writes (for a reduction, its per-block partial sums).
+    Output,
+    /// The block records: clocks and work done (peak, tensor and sweep kernels).
+    Clocks,
+}
+
+/// Bytes of a tensor map (`CUtensorMap`): opaque, 64-byte aligned.
+pub const TENSOR_MAP_BYTES: u32 = 128;
+
+/// A rank-2 tiled tensor map over one of the launch's arrays, as `cuTensorMapEncodeTiled` makes
+/// it once the array has its device address: 16-bit floating-point or 8-bit elements (fp8 is
+/// copied as bytes, `UINT8`), no interleave,
+/// element strides 1, out-of-bounds elements read as zero. The kernel's
+/// `cp.async.bulk.tensor.2d` copies one box of it to shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMap {
+    /// The array it reaches.
+    pub role: Role,
+    /// The element type: bf16 for [`Precision::Bf16F32`], f16 for [`Precision::F16F32`], bytes
+    /// for [`Precision::E4m3F32`].
+    pub precision: Precision,
+    /// Extent in elements, innermost (contiguous) first.
+    pub dims: [u64; 2],
+    /// Bytes from one row (dimension 1) to the next.
+    pub row_bytes: u64,
+    /// The box one copy moves, in elements, innermost first.
+    pub box_dims: [u32; 2],
+    /// The shared-memory swizzle, in bytes (128: each 128-byte row's 16-byte chunks permuted).
+    pub swizzle_bytes: u32,
+}
+
+impl TensorMap {
+    /// Bytes per element.
+    pub fn element_bytes(&self) -> u64 {
+        gemm::input_bytes(self.precision)
+    }
+}
+
+/// One argument's value. Scalars carry their value here, so their width is their kind's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg {
+    Buffer(Role),
+    U64(u64),
+    U32(u32),
+    F32(f32),
+    F64(f64),
+    B32(u32),
+    B64(u64),
+    /// A tensor map over an array, encoded once the array is on the device.
+    TensorMap(TensorMap),
+}
+
+impl Arg {
+    pub fn kind(&self) -> ParamKind {
+        match self {
+            Arg::Buffer(_) => ParamKind::GlobalPtr,
+            Arg::U64(_) => ParamKind::U64,
+            Arg::U32(_) => ParamKind::U32,
+            Arg::F32(_) => ParamKind::F32,
+            Arg::F64(_) => ParamKind::F64,
+            Arg::B32(_) => ParamKind::B32,
+            Arg::B64(_) => ParamKind::B64,
+            Arg::TensorMap(_) => ParamKind::TensorMap,
+        }
+    }
+
+    /// Raw register bits `bits` as a `.b32` or `.b64` argument.
+    fn bits(bits: u64, wide: bool) -> Arg {
+        if wide {
+            Arg::B64(bits)
+        } else {
+            Arg::B32(bits as u32)
+        }
+    }
+}
+
+/// One kernel parameter: its name (the `.param` is declared `<entry>_<name>`) and its value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Param {
+    pub name: &'static str,
+    pub arg: Arg,
+}
+
+/// What a device array holds before the first launch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Init {
+    /// Input array `array` of a STREAM kernel (`stream::input`), in the case's precision.
+    Stream {
+        kernel: StreamKernel,
+        array: u64,
+        precision: Precision,
+    },
+    /// The sweep's input words (`intensity::input`).
+    Sweep(Precision),
+    /// The cache sweep's words (`cache::input`).
+    Cache,
+    /// The latency ring: `lines` lines of `line_bytes`, the first (64-bit) word of line l the
+    /// device address of line `next[l]` ([`latency::successors`]): the array's own address plus
+    /// that line's byte offset, so the chase loads its next address with no add between two
+    /// loads. Every other word 0.
+    Chase {
+        next: std::sync::Arc<Vec<u32>>,
+        line_bytes: u64,
+    },
+    /// These words (tensor-core fragments).
+    Words(Vec<u64>),
+    /// A GEMM input (`matrix` 0: A, 1: B) of `shape`, row stride `ld` elements, two 16-bit
+    /// elements or one f32 per word (`gemm::operand_word`).
+    GemmOperand {
+        precision: Precision,
+        shape: gemm::Shape,
+        matrix: u64,
+        ld: u64,
+    },
+    /// A NaN with a recognisable payload in every word, so an element the kernel never wrote
+    /// fails the check.
+    Poison,
+    Zero,
+}
+
+/// One device array a launch needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    pub role: Role,
+    /// Elements (words) in the array.
+    pub words: u64,
+    /// Bytes per word: 4 or 8.
+    pub word_bytes: u64,
+    pub init: Init,
+}
+
+/// The poison word: an f32 quiet NaN (also NaN in both lanes of an f16x2 or bf16x2), or an f64
+/// one.
+pub fn poison(word_bytes: u64) -> u64 {
+    if word_bytes == 8 {
+        0x7FF8_0000_DEAD_BEEF
+    } else {
+        0x7FC0_DEAD
+    }
+}
+
+impl Buffer {
+    pub fn bytes(&self) -> u64 {
+        self.words.saturating_mul(self.word_bytes)
+    }
+
+    /// Word `i` of the array's starting contents, as bits in the low `word_bytes` bytes, when
+    /// the array lies at device address `base` (only the latency ring's words depend on it:
+    /// they are addresses within it).
+    pub fn word(&self, i: u64, base: u64) -> u64 {
+        match &self.init {
+            Init::Stream {
+                kernel,
+                array,
+                precision,
+            } => {
+                let x = stream::input(*kernel, *array, i);
+                if *precision == Precision::F64 {
+                    x.to_bits()
+                } else {
+                    (x as f32).to_bits() as u64
+                }
+            }
+            Init::Sweep(p) => intensity::input(*p, i),
+            Init::Cache => cache::input(i) as u64,
+            Init::Chase { next, line_bytes } => {
+                let words_per_line = line_bytes / self.word_bytes;
+                match (i % words_per_line, next.get((i / words_per_line) as usize)) {
+                    (0, Some(&n)) => base + u64::from(n) * line_bytes,
+                    _ => 0,
+                }
+            }
+            Init::Words(w) => w.get(i as usize).copied().unwrap_or(0),
+            Init::GemmOperand {
+                precision,
+                shape,
+                matrix,
+                ld,
+            } => gemm::operand_word(*precision, *shape, *matrix, *ld, i),
+            Init::Poison => poison(self.word_bytes),
+            Init::Zero => 0,
+        }
+    }
+}
+
+/// How a launch's output is checked, with everything the check needs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Check {
+    /// A STREAM map kernel's output array.
+    StreamArray {
+        kernel: StreamKernel,
+        precision: Precision,
+    },
+    /// A STREAM reduction's partial sums (one per block).
+    StreamSum {
+        kernel: StreamKernel,
+        precision: Precision,
+        n: u64,
+        /// Most elements one block adds in the kernel's precision.
+        largest_block_terms: u64,
+    },
+    /// Every thread's checksum of its FMA chains after `steps` FMAs each.
+    Peak { precision: Precision, steps: u64 },
+    /// Every warp's D fragments equal C + A·B.
+    Tensor { mma: tensor::Mma, warps: u64 },
+    /// Every warpgroup's `wgmma` accumulator equals C + A·B.
+    Wgmma {
+        precision: Precision,
+        warpgroups: u64,
+    },
+    /// Every output word is its input after k FMAs.
+    Sweep { precision: Precision, k: u32 },
+    /// Every thread's sum is `passes ×` the sum of its grid-stride share of the n words.
+    Cache { n: u64, passes: u64 },
+    /// The chase's state (`[byte offset, hops since line 0]`) stands where that many hops from
+    /// line 0 through a ring of `lines` lines of `line_bytes` end, after whole launches of `hops`.
+    Latency {
+        lines: u64,
+        line_bytes: u64,
+        hops: u64,
+    },
+    /// C (f32 words, row-major) is the exact product of the GEMM's inputs (`gemm::check`).
+    Gemm {
+        precision: Precision,
+        shape: gemm::Shape,
+    },
+    /// The empty kernel's count (one u32 word): one add per launch, so after n launches from 0
+    /// it is n (`launch::check_count`, which the backend calls with the launches it issued,
+    /// and `launch::check_batch` on the clocks of each batch; [`Launch::verify_output`] checks the word's presence).
+    Launches,
+}
+
+/// What every block's record must show it did, and how a block's count turns into work.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Owed {
+    /// Every block ran `trips` trips of the peak loop, each of its threads
+    /// [`peak::GPU_FMAS_PER_ITERATION`] FMAs per trip.
+    PeakTrips { precision: Precision, trips: u64 },
+    /// Every block ran `trips` trips of the tensor loop, each of its warps
+    /// [`tensor::mmas_per_warp`]`(trips)` MMAs.
+    TensorTrips { mma: tensor::Mma, trips: u64 },
+    /// Every block ran `trips` trips of the `wgmma` loop, each of its warpgroups
+    /// [`wgmma::wgmmas_per_warpgroup`]`(trips)` instructions.
+    WgmmaTrips { precision: Precision, trips: u64 },
+    /// Block b moved its threads' grid-stride shares of the `n` words
+    /// ([`intensity::gpu_block_words`]): each read once, k FMAs on it, written once.
+    SweepWords {
+        precision: Precision,
+        k: u32,
+        n: u64,
+    },
+    /// The one block's thread took `hops` dependent loads, each returning
+    /// [`latency::GPU_POINTER_BYTES`].
+    ChaseHops { hops: u64 },
+}
+
+impl Owed {
+    /// What block `index` of a grid of `grid` blocks of `block` threads must record.
+    pub fn per_block(&self, grid: u32, block: u32, index: u64) -> u64 {
+        match *self {
+            Owed::PeakTrips { trips, .. }
+            | Owed::TensorTrips { trips, .. }
+            | Owed::WgmmaTrips { trips, .. } => trips,
+            Owed::ChaseHops { hops } => hops,
+            Owed::SweepWords { precision, n, .. } => intensity::gpu_block_words(
+                precision,
+                n,
+                grid as u64 * block as u64,
+                block as u64,
+                index,
+            ),
+        }
+    }
+
+    /// What thread 0 of block `index` must record as its FMA steps per chain, where the kernel
+    /// records them (the sweep, whose k steps run as a loop for large k).
+    pub fn thread0_steps(&self, grid: u32, block: u32, index: u64) -> Option<u64> {
+        match *self {
+            Owed::SweepWords { precision, k, n } => Some(intensity::gpu_thread_steps(
+                precision,
+                k,
+                n,
+                grid as u64 * block as u64,
+                index * block as u64,
+            )),
+            _ => None,
+        }
+    }
+
+    /// The work a block of `block` threads did, by its recorded count.
+    pub fn work(&self, block: u32, count: u64) -> Work {
+        let block = block as u64;
+        match *self {
+            Owed::PeakTrips { precision, .. } => Work {
+                flops: peak::flops(precision, block, count, peak::GPU_FMAS_PER_ITERATION),
+                ..Work::default()
+            },
+            Owed::TensorTrips { mma, .. } => Work {
+                flops: block / tensor::WARP as u64
+                    * tensor::mmas_per_warp(count)
+                    * tensor::flops_per_mma(mma),
+                ..Work::default()
+            },
+            Owed::WgmmaTrips { precision, .. } => Work {
+                flops: block / wgmma::WARPGROUP as u64
+                    * wgmma::wgmmas_per_warpgroup(count)
+                    * wgmma::flops_per_wgmma(precision),
+                ..Work::default()
+            },
+            Owed::SweepWords { precision, k, .. } => Work {
+                bytes_read: count * arith::word_bytes(precision),
+                bytes_written: count * arith::word_bytes(precision),
+                flops: 2 * k as u64 * arith::lanes(precision) * count,
+            },
+            Owed::ChaseHops { .. } => Work {
+                bytes_read: count * latency::GPU_POINTER_BYTES,
+                ..Work::default()
+            },
+        }
+    }
+
+    /// What the count is, in words: `loop trips`, `words`.
+    fn unit(&self) -> &'static str {
+        match self {
+            Owed::PeakTrips { .. } | Owed::TensorTrips { .. } | Owed::WgmmaTrips { .. } => {
+                "loop trips"
+            }
+            Owed::SweepWords { .. } => "words",
+            Owed::ChaseHops { .. } => "hops",
+        }
+    }
+}
+
+/// Everything one launch of a case needs, in data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub entry: Entry,
+    /// Blocks (`gridDim.x`); `gridDim.y = gridDim.z = 1`.
+    pub grid: u32,
+    /// Threads per block (`blockDim.x`).
+    pub block: u32,
+    /// Dynamic shared memory per block: the GEMM kernels' (`.extern .shared`), else none.
+    pub dynamic_shared_bytes: u32,
+    /// The device arrays, each role once.
+    pub buffers: Vec<Buffer>,
+    /// The arguments, in the entry's `.param` order.
+    pub params: Vec<Param>,
+    pub check: Check,
+    /// Loop trips of a peak or tensor kernel, passes of a cache kernel (recorded in the launch
+    /// note).
+    pub iterations: Option<u32>,
+    /// What every block's record must show, for a kernel that writes block records.
+    pub owed: Option<Owed>,
+    /// The work the case's row counts (`case.work`): the records must add up to it.
+    pub work: Work,
+    /// Copies of one input array that successive launches read in turn: a GEMM decode step's
+    /// weight, kept out of the cache by copies up to the DRAM rule ([`gemm::rotate_weights`]).
+    /// `None` for one array that every launch reads.
+    pub rotation: Option<Rotation>,
+}
+
+/// Copies of one of a launch's arrays: launch `i` (counted over the case's whole life) reads
+/// copy `i mod copies`, each a separate device array of the same contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rotation {
+    /// The array copied: its argument (a pointer or a tensor map) points into the copy of the
+    /// launch.
+    pub role: Role,
+    /// Copies in all, the planned array included: at least 2.
+    pub copies: u64,
+}
+
+impl Rotation {
+    /// What a row's note says of it.
+    pub fn note(&self) -> String {
+        format!(
+            "B in {} copies, one per launch in turn, so that each launch reads its weight from \
+             memory, not the L2",
+            self.copies
+        )
+    }
+}
+
+impl Launch {
+    /// The argument kinds, in order.
+    pub fn kinds(&self) -> Vec<ParamKind> {
+        self.params.iter().map(|p| p.arg.kind()).collect()
+    }
+
+    /// The array of `role`, if the launch has one.
+    pub fn buffer(&self, role: Role) -> Option<&Buffer> {
+        self.buffers.iter().find(|b| b.role == role)
+    }
+
+    /// Bytes of device memory the arrays take, every copy of a rotated one included.
+    pub fn device_bytes(&self) -> u64 {
+        self.buffers.iter().fold(0u64, |sum, b| {
+            sum.saturating_add(b.bytes().saturating_mul(self.copies_of(b.role)))
+        })
+    }
+
+    /// Copies of the array of `role` on the device: 1 unless it rotates.
+    pub fn copies_of(&self, role: Role) -> u64 {
+        match self.rotation {
+            Some(r) if r.role == role => r.copies,
+            _ => 1,
+        }
+    }
+
+    /// Copies of the rotated array, 1 where none rotates: launch `i` reads copy `i mod` this.
+    pub fn copies(&self) -> u64 {
+        self.rotation.map_or(1, |r| r.copies)
+    }
+
+    /// Threads in the grid.
+    pub fn threads(&self) -> u64 {
+        self.grid as u64 * self.block as u64
+    }
+
+    /// Launch geometry for the record: `grid 1056x256`, plus the loop of a compute kernel.
+    pub fn note(&self) -> String {
+        let grid = format!("grid {}x{}", self.grid, self.block);
+        match (&self.check, self.iterations) {
+            (Check::Peak { .. }, Some(trips)) => format!(
+                "{grid}, {trips} trips of {} FMAs",
+                peak::GPU_FMAS_PER_ITERATION
+            ),
+            (Check::Tensor { .. }, Some(trips)) => {
+                format!("{grid}, {} chains x {trips} trips", tensor::CHAINS)
+            }
+            (Check::Wgmma { .. }, Some(trips)) => format!(
+                "{grid}, one accumulator a warpgroup x {trips} trips of {} wgmma",
+                2 * wgmma::UNROLL
+            ),
+            (Check::Cache { .. }, Some(passes)) => format!("{grid}, {passes} passes"),
+            (Check::Launches, _) => format!(
+                "{grid}, empty but one counting add, {} launches between two events",
+                crate::cases::launch::LAUNCHES_PER_SAMPLE
+            ),
+            (Check::Latency { line_bytes, .. }, Some(hops)) => {
+                format!("{grid}, one thread, {hops} dependent loads per launch, {line_bytes}-byte lines")
+            }
+            (Check::Gemm { .. }, _) => match self.rotation {
+                Some(r) => format!("{grid}, {}", r.note()),
+                None => grid,
+            },
+            _ => grid,
+        }
+    }
+
+    /// Checks a launch as the CUDA backend reads it back: the output array (`output`: its words,
+    /// low bits) against the gold values, then the block records (`records`: the words of the
+    /// [`Role::Clocks`] array; empty for a launch without one) against the work the row counts
+    /// ([`Launch::verify_records`]). Both must pass; a read-back of the wrong length is a failed
+    /// check, not a panic.
+    pub fn verify(&self, output: &[u64], records: &[u64]) -> Verdict {
+        let output = self.verify_output(output);
+        let records = self.verify_records(records);
+        match (output.valid, records.valid) {
+            (true, _) => records,
+            (false, true) => output,
+            (false, false) => Verdict::invalid(format!("{}; {}", output.detail, records.detail)),
+        }
+    }
+
+    /// Checks the block records: every block's work count (counted by the kernel's own loops) is
+    /// what the launch owes ([`Owed::per_block`]), and the counts add up to the work the case's
+    /// row counts, so the row's operations and bytes are work that was done. A converged chain
+    /// (the peak kernels' f16x2 and bf16x2 after a few thousand steps) or a tensor D that is
+    /// the same after any number of trips cannot show a short loop; this does.
+    pub fn verify_records(&self, records: &[u64]) -> Verdict {
+        let expected = self
+            .buffer(Role::Clocks)
+            .map_or(0, |b| b.words * b.word_bytes / 8);
+        if records.len() as u64 != expected {
+            return Verdict::invalid(format!(
+                "read back {} record words, expected {expected}",
+                records.len()
+            ));
+        }
+        let Some(owed) = self.owed else {
+            return Verdict::valid();
+        };
+        let mut wrong = Vec::new();
+        let mut count = 0;
+        let (mut wrong_steps, mut short_steps) = (Vec::new(), 0);
+        let mut done = Work::default();
+        let blocks = records.len() / BLOCK_RECORD_WORDS;
+        for (b, record) in records.chunks_exact(BLOCK_RECORD_WORDS).enumerate() {
+            let (is, should) = (
+                record[RECORD_WORK_WORD],
+                owed.per_block(self.grid, self.block, b as u64),
+            );
+            if is != should {
+                count += 1;
+                if wrong.len() < 3 {
+                    wrong.push(format!("block {b}: is {is}, should be {should}"));
+                }
+            }
+            if let Some(steps) = owed.thread0_steps(self.grid, self.block, b as u64) {
+                let is = record[RECORD_STEPS_WORD];
+                if is != steps {
+                    short_steps += 1;
+                    if wrong_steps.len() < 3 {
+                        wrong_steps.push(format!("block {b}: is {is}, should be {steps}"));
+                    }
+                }
+            }
+            let w = owed.work(self.block, is);
+            done.bytes_read = done.bytes_read.saturating_add(w.bytes_read);
+            done.bytes_written = done.bytes_written.saturating_add(w.bytes_written);
+            done.flops = done.flops.saturating_add(w.flops);
+        }
+        if count > 0 {
+            return Verdict::invalid(format!(
+                "{count} of {blocks} blocks recorded other {} than the row counts: {}",
+                owed.unit(),
+                wrong.join("; ")
+            ));
+        }
+        if short_steps > 0 {
+            return Verdict::invalid(format!(
+                "{short_steps} of {blocks} blocks' thread 0 recorded other FMA steps per chain \
+                 than the row counts: {}",
+                wrong_steps.join("; ")
+            ));
+        }
+        if done != self.work {
+            return Verdict::invalid(format!(
+                "the blocks' records add up to {} bytes and {} operations, the row counts {} \
+                 bytes and {} operations",
+                done.bytes(),
+                done.flops,
+                self.work.bytes(),
+                self.work.flops
+            ));
+        }
+        Verdict::valid()
+    }
+
+    /// Checks the output array (`words`: its words, low bits, as read back) against the gold
+    /// values. A read-back of the wrong length is a failed check, not a panic.
+    pub fn verify_output(&self, words: &[u64]) -> Verdict {
+        let expected = self.buffer(Role::Output).map_or(0, |b| b.words);
+        if words.len() as u64 != expected {
+            return Verdict::invalid(format!(
+                "read back {} output words, expected {expected}",
+                words.len()
+            ));
+        }
+        match self.check {
+            Check::StreamArray { kernel, precision } => {
+                if precision == Precision::F64 {
+                    let v: Vec<f64> = words.iter().map(|&w| f64::from_bits(w)).collect();
+                    stream::check_array(kernel, &v)
+                } else {
+                    let v: Vec<f32> = words.iter().map(|&w| f32::from_bits(w as u32)).collect();
+                    stream::check_array(kernel, &v)
+                }
+            }
+            Check::StreamSum {
+                kernel,
+                precision,
+                n,
+                largest_block_terms,
+            } => {
+                if precision == Precision::F64 {
+                    let total = words.iter().map(|&w| f64::from_bits(w)).sum();
+                    stream::check_sum::<f64>(kernel, n, total, largest_block_terms)
+                } else {
+                    let total = words.iter().map(|&w| f32::from_bits(w as u32) as f64).sum();
+                    stream::check_sum::<f32>(kernel, n, total, largest_block_terms)
+                }
+            }
+            Check::Peak { precision, steps } => {
+                peak::check_threads(precision, peak::GPU_CHAINS, steps, words.len(), |i| {
+                    words[i]
+                })
+            }
+            Check::Tensor { mma, warps } => tensor::check(mma, warps as usize, |i| words[i]),
+            Check::Wgmma {
+                precision,
+                warpgroups,
+            } => wgmma::check(precision, warpgroups as usize, |i| words[i]),
+            Check::Sweep { precision, k } => {
+                intensity::check(precision, k, words.len(), |i| words[i])
+            }
+            // The count against the launches issued is the backend's check (it alone knows
+            // them); here, that some launch ran at all.
+            Check::Launches => match words[0] {
+                0 => Verdict::invalid("the count is 0: no launch ran"),
+                _ => Verdict::valid(),
+            },
+            Check::Gemm { precision, shape } => gemm::check(
+                precision,
+                shape,
+                |i, k| gemm::a_value(shape, i, k),
+                |j, k| gemm::b_value(shape, j, k),
+                |i, j| f32::from_bits(words[(i * shape.n + j) as usize] as u32) as f64,
+            ),
+            Check::Cache { n, passes } => {
+                let threads = words.len() as u64;
+                cache::check_sums(passes, words, |t| {
+                    cache::gpu_thread_sum(n, threads, t as u64)
+                })
+            }
+            Check::Latency {
+                lines,
+                line_bytes,
+                hops,
+            } => {
+                let (offset, total) = (words[0], words[1]);
+                if total == 0 || total % hops.max(1) != 0 {
+                    Verdict::invalid(format!(
+                        "the chase took {total} hops in all; it should be a positive multiple \
+                         of {hops} (hops per launch)"
+                    ))
+                } else if offset % line_bytes != 0 || offset / line_bytes >= lines {
+                    Verdict::invalid(format!(
+                        "the chase stands at byte {offset}, not the start of one of {lines} lines"
+                    ))
+                } else {
+                    latency::check_end(&latency::order(lines), total, offset / line_bytes)
+                }
+            }
+        }
+    }
+}
+
+/// The entry a case runs, or why this build has none for it.
+pub fn entry(case: &Case) -> Result<Entry, String> {
+    let p = case.precision;
+    let none = || format!("the CUDA backend has no kernel for {}", case.id());
+    match case.family {
+        Family::Gemm => {
+            if case.kernel == gemm::GPU_WGMMA && gemm::WGMMA_PRECISIONS.contains(&p) {
+                return Ok(Entry {
+                    module: ModuleId::GemmWgmma(p),
+                    name: gemm::wgmma_entry_name(p),
+                });
+            }
+            if let Some(cluster) = gemm::tma_kernel(&case.kernel) {
+                if gemm::TMA_PRECISIONS.contains(&p) {
+                    return Ok(Entry {
+                        module: ModuleId::GemmTma(p, cluster),
+                        name: gemm::tma_entry_name(p, cluster),
+                    });
+                }
+            }
+            if case.kernel != gemm::GPU_OURS || !gemm::GPU_PRECISIONS.contains(&p) {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: if p == gemm::SIMT_PRECISION {
+                    ModuleId::GemmSimt
+                } else {
+                    ModuleId::Gemm(p)
+                },
+                name: gemm::entry_name(p),
+            })
+        }
+        // the size sweep runs the STREAM kernels themselves (copy and triad)
+        Family::Stream | Family::Efficiency => {
+            let kernel = StreamKernel::from_name(&case.kernel).ok_or_else(none)?;
+            let swept = case.family == Family::Stream
+                || crate::cases::efficiency::kernel_of(&case.kernel).is_some();
+            if !stream::PRECISIONS.contains(&p) || !swept {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Stream,
+                name: format!("{}_{p}", kernel.name()),
+            })
+        }
+        Family::Peak => {
+            if case.kernel != peak::KERNEL || !peak::PRECISIONS.contains(&p) {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Peak,
+                name: format!("{}_{p}", peak::KERNEL),
+            })
+        }
+        Family::Tensor => {
+            if wgmma::source_of(p, &case.kernel).is_some() {
+                return Ok(Entry {
+                    module: ModuleId::Wgmma,
+                    name: wgmma::entry_name(p, wgmma::source_of(p, &case.kernel).expect("above")),
+                });
+            }
+            let mma = tensor::Mma::of_case(case).map_err(|_| none())?;
+            Ok(Entry {
+                module: if mma.needs_sm90() {
+                    ModuleId::MmaSm90
+                } else if tensor::needs_sm89(p) {
+                    ModuleId::MmaSm89
+                } else {
+                    ModuleId::Mma
+                },
+                name: tensor::entry_name(mma),
+            })
+        }
+        Family::Intensity => {
+            let k = case
+                .count()
+                .ok_or_else(|| format!("{} has no k", case.id()))?;
+            if case.kernel != intensity::KERNEL
+                || !intensity::PRECISIONS.contains(&p)
+                || !intensity::KS.contains(&k)
+            {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Sweep(p, k),
+                name: intensity::entry_name(p, k),
+            })
+        }
+        Family::Cache => {
+            // The GPU has an L1 and an L2 kernel; an `l3` case is the host's.
+            // The sweep reads with the caching loads, so its curve shows L1 as well as L2.
+            let kernel = match case.kernel.as_str() {
+                cache::SWEEP => "l1",
+                k @ ("l1" | "l2") => k,
+                _ => return Err(none()),
+            };
+            if p != cache::PRECISION {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Cache,
+                name: format!("{kernel}_{p}"),
+            })
+        }
+        Family::Latency => {
+            if !matches!(case.kernel.as_str(), "ca" | "cg") || p != latency::PRECISION {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Latency,
+                name: format!("{}_{p}", case.kernel),
+            })
+        }
+        // a capacity case is driver calls, no kernel (`CudaBackend::prepare` runs it); so is a
+        // link case (copies)
+        Family::Capacity | Family::Link => Err(none()),
+        // the timer's row records events and launches nothing; the host's row is the host's
+        Family::Launch => {
+            if case.kernel != crate::cases::launch::What::Empty.as_str()
+                || p != crate::cases::launch::PRECISION
+            {
+                return Err(none());
+            }
+            Ok(Entry {
+                module: ModuleId::Launch,
+                name: format!("{}_{p}", case.kernel),
+            })
+        }
+    }
+}
+
+/// The shared-memory carveout an entry's function asks for
+/// (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`, percent of the unified L1/shared
+/// storage given to shared memory), where it matters: the L1 cache kernel asks for 0, so the L1
+/// is as large as the device allows and its working sets, sized to half of it, stay in it.
+/// `None` leaves the driver's default.
+pub fn shared_carveout_percent(entry: &Entry) -> Option<i32> {
+    (entry.module == ModuleId::Cache && entry.name.starts_with("l1_")).then_some(0)
+}
+
+/// Whether `family`'s launches take the one-wave grid (the driver's occupancy of the kernel in
+/// blocks of [`BLOCK`] threads): not a GEMM, whose grid and block are its shape's and its
+/// kernel's (Hopper's TMA kernel declares `.reqntid 384` and runs in clusters), nor the latency
+/// chase or the empty kernel, one block each. Their occupancy is not asked for: a query for
+/// blocks the kernel cannot run need not answer at all.
+pub fn grid_is_one_wave(family: Family) -> bool {
+    !matches!(family, Family::Gemm | Family::Latency | Family::Launch)
+}
+
+/// The launch of `case` on a grid of `grid` blocks of [`BLOCK`] threads, or why it cannot be
+/// launched (a case this build did not plan, a grid the driver refuses, a peak or tensor case
+/// planned for another grid).
+///
+/// `grid` is the grid that fills the device once (every SM at the kernel's occupancy). The
+/// STREAM and sweep kernels stride over any n with it; a peak or tensor case was planned for
+/// exactly that many threads (one wave, no grid stride) and must match it. A GEMM's grid is
+/// its shape's (one block of [`gemm::GPU_BLOCK`] threads per 128 × 128 tile of C), whatever
+/// `grid` says.
+pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
+    if grid == 0 || grid > MAX_GRID {
+        return Err(format!(
+            "{}: a grid of {grid} blocks is outside 1 ..= {MAX_GRID}",
+            case.id()
+        ));
+    }
+    let entry = entry(case)?;
+    let p = case.precision;
+    let threads = grid as u64 * BLOCK as u64;
+    let launch = |buffers, params, check, iterations, owed| Launch {
+        entry: entry.clone(),
+        grid,
+        block: BLOCK,
+        dynamic_shared_bytes: 0,
+        buffers,
+        params,
+        check,
+        iterations,
+        owed,
+        work: case.work,
+        rotation: None,
+    };
+    let clocks = Buffer {
+        role: Role::Clocks,
+        words: grid as u64 * BLOCK_RECORD_WORDS as u64,
+        word_bytes: 8,
+        init: Init::Zero,
+    };
+    let trips = |i: u64| {
+        u32::try_from(i).map_err(|_| format!("{}: {i} loop trips do not fit in .u32", case.id()))
+    };
+    let param = |name, arg| Param { name, arg };
+    match case.family {
+        Family::Gemm => {
+            // One block per 128 × 128 tile of C: the grid is the shape's, not `grid`.
+            let shape = gemm::shape_of(case)?;
+            let (lda, ldb) = (
+                gemm::gpu_leading_dimension(p, shape.k),
+                gemm::gpu_leading_dimension(p, shape.k),
+            );
+            gemm::check_operands(p, shape, lda, ldb)?;
+            let operand = |i: u8, matrix: u64, rows: u64, ld: u64| Buffer {
+                role: Role::Input(i),
+                // two 16-bit elements or one f32 per word; ld is even
+                words: gemm::operand_words(p, rows, ld),
+                word_bytes: 4,
+                init: Init::GemmOperand {
+                    precision: p,
+                    shape,
+                    matrix,
+                    ld,
+                },
+            };
+            let buffers = vec![
+                operand(0, 0, shape.m, lda),
+                operand(1, 1, shape.n, ldb),
+                Buffer {
+                    role: Role::Output,
+                    words: shape.m * shape.n,
+                    word_bytes: 4,
+                    init: Init::Poison,
+                },
+            ];
+            let dim = |v: u64| Arg::U32(v as u32); // check_operands: all fit
+            let tma = gemm::tma_kernel(&case.kernel);
+            let params = if let Some(cluster) = tma {
+                // A and B through tensor maps (their row strides are in the maps)
+                let map = |i: u8, matrix: u64, rows: u64, ld: u64| {
+                    Arg::TensorMap(TensorMap {
+                        role: Role::Input(i),
+                        precision: p,
+                        dims: [shape.k, rows],
+                        row_bytes: ld * gemm::input_bytes(p),
+                        box_dims: gemm::tma_box(p, matrix, cluster),
+                        swizzle_bytes: gemm::TMA_SWIZZLE_BYTES,
+                    })
+                };
+                vec![
+                    param("tmap_a", map(0, 0, shape.m, lda)),
+                    param("tmap_b", map(1, 1, shape.n, ldb)),
+                    param("c", Arg::Buffer(Role::Output)),
+                    param("m", dim(shape.m)),
+                    param("n", dim(shape.n)),
+                    param("k", dim(shape.k)),
+                ]
+            } else {
+                vec![
+                    param("a", Arg::Buffer(Role::Input(0))),
+                    param("b", Arg::Buffer(Role::Input(1))),
+                    param("c", Arg::Buffer(Role::Output)),
+                    param("m", dim(shape.m)),
+                    param("n", dim(shape.n)),
+                    param("k", dim(shape.k)),
+                    param("lda", dim(lda)),
+                    param("ldb", dim(ldb)),
+                ]
+            };
+            // Hopper's kernels have their own tile, block and shared memory
+            let (blocks, block, dynamic_shared_bytes) = if let Some(cluster) = tma {
+                (
+                    gemm::tma_blocks(shape, cluster),
+                    gemm::TMA_BLOCK,
+                    gemm::TMA_SHARED_BYTES,
+                )
+            } else if case.kernel == gemm::GPU_WGMMA {
+                (
+                    gemm::wgmma_blocks(shape),
+                    gemm::WGMMA_BLOCK,
+                    gemm::WGMMA_SHARED_BYTES,
+                )
+            } else {
+                (
+                    gemm::gpu_blocks(shape),
+                    gemm::GPU_BLOCK,
+                    gemm::gpu_dynamic_shared_bytes(p),
+                )
+            };
+            Ok(Launch {
+                entry: entry.clone(),
+                grid: blocks as u32,
+                block,
+                dynamic_shared_bytes,
+                buffers,
+                params,
+                check: Check::Gemm {
+                    precision: p,
+                    shape,
+                },
+                iterations: None,
+                owed: None,
+                work: case.work,
+                // a decode step's weight in copies, one per launch (gemm::rotate_weights)
+                rotation: match gemm::weight_copies(case) {
+                    1 => None,
+                    copies => Some(Rotation {
+                        role: Role::Input(1),
+                        copies,
+                    }),
+                },
+            })
+        }
+        Family::Stream | Family::Efficiency => {
+            let kernel = StreamKernel::from_name(&case.kernel).ok_or("unreachable")?;
+            let n = case.elements;
+            let word_bytes = stream::element_bytes(p);
+            let mut buffers: Vec<Buffer> = (0..kernel.inputs())
+                .map(|array| Buffer {
+                    role: Role::Input(array as u8),
+                    words: n,
+                    word_bytes,
+                    init: Init::Stream {
+                        kernel,
+                        array,
+                        precision: p,
+                    },
+                })
+                .collect();
+            // A reduction writes one partial sum per block: `partials[blockIdx.x]`.
+            let out_words = if kernel.is_reduction() {
+                grid as u64
+            } else {
+                n
+            };
+            buffers.push(Buffer {
+                role: Role::Output,
+                words: out_words,
+                word_bytes,
+                init: Init::Poison,
+            });
+            // kernels/README.md: inputs (`a`, `b`), then the output (`partials` of a
+            // reduction; else the next letter), then `n`, then the scalar.
+            const LETTERS: [&str; 3] = ["a", "b", "c"];
+            let mut params: Vec<Param> = (0..kernel.inputs() as usize)
+                .map(|i| param(LETTERS[i], Arg::Buffer(Role::Input(i as u8))))
+                .collect();
+            let out_name = if kernel.is_reduction() {
+                "partials"
+            } else {
+                LETTERS[kernel.inputs() as usize]
+            };
+            params.push(param(out_name, Arg::Buffer(Role::Output)));
+            params.push(param("n", Arg::U64(n)));
+            if kernel.has_scalar() {
+                let s = if kernel == StreamKernel::Write {
+                    stream::FILL
+                } else {
+                    stream::SCALAR
+                };
+                params.push(param(
+                    "scalar",
+                    if p == Precision::F64 {
+                        Arg::F64(s)
+                    } else {
+                        Arg::F32(s as f32)
+                    },
+                ));
+            }
+            let check = if kernel.is_reduction() {
+                Check::StreamSum {
+                    kernel,
+                    precision: p,
+                    n,
+                    largest_block_terms: largest_block_terms(n, word_bytes, threads),
+                }
+            } else {
+                Check::StreamArray {
+                    kernel,
+                    precision: p,
+                }
+            };
+            Ok(launch(buffers, params, check, None, None))
+        }
+        Family::Peak => {
+            if threads != case.elements {
+                return Err(format!(
+                    "{} was planned for {} threads, this device runs {threads}",
+                    case.id(),
+                    case.elements
+                ));
+            }
+            let iterations = trips(peak::iterations_of(case, peak::GPU_FMAS_PER_ITERATION)?)?;
+            let wide = p == Precision::F64;
+            let map = peak::map(p);
+            let buffers = vec![
+                Buffer {
+                    role: Role::Output,
+                    words: threads,
+                    word_bytes: arith::word_bytes(p),
+                    init: Init::Poison,
+                },
+                clocks,
+            ];
+            let params = vec![
+                param("out", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("n", Arg::U64(threads)),
+                param("iterations", Arg::U32(iterations)),
+                param("x0", Arg::bits(peak::x0(p), wide)),
+                param("a", Arg::bits(map.a, wide)),
+                param("b", Arg::bits(map.b, wide)),
+            ];
+            let check = Check::Peak {
+                precision: p,
+                steps: iterations as u64 * peak::GPU_UNROLL,
+            };
+            let owed = Owed::PeakTrips {
+                precision: p,
+                trips: iterations as u64,
+            };
+            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
+        }
+        Family::Tensor if wgmma::source_of(p, &case.kernel).is_some() => {
+            let a = wgmma::source_of(p, &case.kernel).ok_or("unreachable")?;
+            let warpgroups = threads / wgmma::WARPGROUP as u64;
+            if warpgroups != case.elements || !BLOCK.is_multiple_of(wgmma::WARPGROUP as u32) {
+                return Err(format!(
+                    "{} was planned for {} warpgroups, this device runs {threads} threads in blocks of {BLOCK}",
+                    case.id(),
+                    case.elements
+                ));
+            }
+            let iterations = trips(wgmma::iterations_of(case)?)?;
+            let input = |i: u8, words: Vec<u64>| Buffer {
+                role: Role::Input(i),
+                words: words.len() as u64,
+                word_bytes: 4,
+                init: Init::Words(words),
+            };
+            let buffers = vec![
+                input(0, wgmma::a_words(p, a)),
+                input(1, wgmma::b_image(p)),
+                input(2, wgmma::c_registers(p)),
+                Buffer {
+                    role: Role::Output,
+                    words: warpgroups * wgmma::d_registers(p).len() as u64,
+                    word_bytes: 4,
+                    init: Init::Poison,
+                },
+                clocks,
+            ];
+            let params = vec![
+                param("a", Arg::Buffer(Role::Input(0))),
+                param("b", Arg::Buffer(Role::Input(1))),
+                param("c", Arg::Buffer(Role::Input(2))),
+                param("d", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("n", Arg::U64(warpgroups)),
+                param("iterations", Arg::U32(iterations)),
+            ];
+            let check = Check::Wgmma {
+                precision: p,
+                warpgroups,
+            };
+            let owed = Owed::WgmmaTrips {
+                precision: p,
+                trips: iterations as u64,
+            };
+            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
+        }
+        Family::Tensor => {
+            let warps = threads / tensor::WARP as u64;
+            if warps != case.elements {
+                return Err(format!(
+                    "{} was planned for {} warps, this device runs {warps}",
+                    case.id(),
+                    case.elements
+                ));
+            }
+            let mma = tensor::Mma::of_case(case)?;
+            let iterations = trips(tensor::iterations_of(case)?)?;
+            let word_bytes = tensor::register_bits(p) as u64 / 8;
+            let input = |i: u8, words: Vec<u64>| Buffer {
+                role: Role::Input(i),
+                words: words.len() as u64,
+                word_bytes,
+                init: Init::Words(words),
+            };
+            let buffers = vec![
+                input(0, tensor::a_fragments(mma)),
+                input(1, tensor::b_fragments(mma, false)),
+                input(2, tensor::b_fragments(mma, true)),
+                input(3, tensor::c_fragments(mma)),
+                Buffer {
+                    role: Role::Output,
+                    words: warps * tensor::d_fragments(mma).len() as u64,
+                    word_bytes,
+                    init: Init::Poison,
+                },
+                clocks,
+            ];
+            let params = vec![
+                param("a", Arg::Buffer(Role::Input(0))),
+                param("b", Arg::Buffer(Role::Input(1))),
+                param("bneg", Arg::Buffer(Role::Input(2))),
+                param("c", Arg::Buffer(Role::Input(3))),
+                param("d", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("n", Arg::U64(warps)),
+                param("iterations", Arg::U32(iterations)),
+            ];
+            let check = Check::Tensor { mma, warps };
+            let owed = Owed::TensorTrips {
+                mma,
+                trips: iterations as u64,
+            };
+            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
+        }
+        Family::Intensity => {
+            let k = case.count().ok_or("unreachable")?;
+            let n = case.elements;
+            let wide = p == Precision::F64;
+            let word_bytes = arith::word_bytes(p);
+            let map = intensity::map(p);
+            let buffers = vec![
+                Buffer {
+                    role: Role::Input(0),
+                    words: n,
+                    word_bytes,
+                    init: Init::Sweep(p),
+                },
+                Buffer {
+                    role: Role::Output,
+                    words: n,
+                    word_bytes,
+                    init: Init::Poison,
+                },
+                clocks,
+            ];
+            let params = vec![
+                param("in", Arg::Buffer(Role::Input(0))),
+                param("out", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("n", Arg::U64(n)),
+                param("a", Arg::bits(map.a, wide)),
+                param("b", Arg::bits(map.b, wide)),
+            ];
+            let owed = Owed::SweepWords { precision: p, k, n };
+            Ok(launch(
+                buffers,
+                params,
+                Check::Sweep { precision: p, k },
+                None,
+                Some(owed),
+            ))
+        }
+        Family::Cache => {
+            let n = case.elements;
+            let passes = cache::passes(case);
+            // kernels/cache.ptx indexes the vectors and the threads in 32 bits, and reads whole
+            // vectors only
+            if !n.is_multiple_of(4)
+                || n / 4 > cache::GPU_MAX_INDEX
+                || threads > cache::GPU_MAX_INDEX
+            {
+                return Err(format!(
+                    "{}: the GPU cache kernels read whole 16-byte vectors (n a multiple of 4), \
+                     fewer than 2^31 of them, with fewer than 2^31 threads; n = {n} words, \
+                     {threads} threads",
+                    case.id()
+                ));
+            }
+            let buffers = vec![
+                Buffer {
+                    role: Role::Input(0),
+                    words: n,
+                    word_bytes: cache::WORD_BYTES,
+                    init: Init::Cache,
+                },
+                // One sum per thread: `sums[gid]`.
+                Buffer {
+                    role: Role::Output,
+                    words: threads,
+                    word_bytes: cache::WORD_BYTES,
+                    init: Init::Poison,
+                },
+            ];
+            let params = vec![
+                param("a", Arg::Buffer(Role::Input(0))),
+                param("sums", Arg::Buffer(Role::Output)),
+                param("n", Arg::U64(n)),
+                param("passes", Arg::U32(trips(passes)?)),
+            ];
+            Ok(launch(
+                buffers,
+                params,
+                Check::Cache { n, passes },
+                Some(trips(passes)?),
+                None,
+            ))
+        }
+        Family::Latency => {
+            // One thread of one block chases, whatever grid fills the device.
+            let (lines, line_bytes, hops) = (
+                case.elements,
+                latency::line_bytes(case),
+                latency::hops(case),
+            );
+            if line_bytes != latency::GPU_LINE_BYTES {
+                return Err(format!(
+                    "{}: the GPU chase needs {}-byte lines",
+                    case.id(),
+                    latency::GPU_LINE_BYTES
+                ));
+            }
+            let next = std::sync::Arc::new(latency::successors(&latency::order(lines)));
+            let buffers = vec![
+                Buffer {
+                    role: Role::Input(0),
+                    words: lines * line_bytes / latency::GPU_POINTER_BYTES,
+                    word_bytes: latency::GPU_POINTER_BYTES,
+                    init: Init::Chase { next, line_bytes },
+                },
+                // [byte offset the chase stands on, hops since line 0]
+                Buffer {
+                    role: Role::Output,
+                    words: 2,
+                    word_bytes: 8,
+                    init: Init::Zero,
+                },
+                Buffer {
+                    words: BLOCK_RECORD_WORDS as u64,
+                    ..clocks
+                },
+            ];
+            let params = vec![
+                param("ring", Arg::Buffer(Role::Input(0))),
+                param("state", Arg::Buffer(Role::Output)),
+                param("clocks", Arg::Buffer(Role::Clocks)),
+                param("hops", Arg::U32(trips(hops)?)),
+            ];
+            Ok(Launch {
+                grid: 1,
+                block: 1,
+                ..launch(
+                    buffers,
+                    params,
+                    Check::Latency {
+                        lines,
+                        line_bytes,
+                        hops,
+                    },
+                    Some(trips(hops)?),
+                    Some(Owed::ChaseHops { hops }),
+                )
+            })
+        }
+        Family::Capacity => Err(format!("{}: a capacity case launches no kernel", case.id())),
+        Family::Launch => {
+            // One block of one thread, whatever grid fills the device: the launch is the figure.
+            let buffers = vec![Buffer {
+                role: Role::Output,
+                words: 1,
+                word_bytes: 4,
+                init: Init::Zero,
+            }];
+            let params = vec![param("count", Arg::Buffer(Role::Output))];
+            Ok(Launch {
+                grid: 1,
+                block: 1,
+                ..launch(buffers, params, Check::Launches, None, None)
+            })
+        }
+        Family::Link => Err(format!(
+            "{}: a link case copies, it launches no kernel",
+            case.id()
+        )),
+    }
+}
+
+/// Most elements one block of a STREAM reduction adds in the kernel's precision: its threads'
+/// grid-stride share of whole 16-byte vectors, plus the scalar tail (which block 0 takes).
+fn largest_block_terms(n: u64, element_bytes: u64, threads: u64) -> u64 {
+    let width = 16 / element_bytes;
+    let vectors = n / width;
+    vectors.div_ceil(threads.max(1)) * width * BLOCK as u64 + width
+}
+
+/// SM clocks a block's record may give, in MHz: anything else is a record too short for the
+/// timer's granularity (`%globaltimer` ticks every 32 ns to 1 µs, depending on the GPU), not a
+/// clock.
+pub const PLAUSIBLE_CLOCK_MHZ: std::ops::Range<f64> = 50.0..10_000.0;
+
+/// The fewest timer ticks a block's interval must span for its clock to count, where the
+/// launch shows its timer's tick ([`timer_tick_ns`]): one tick is then at most 5 % of it.
+pub const MIN_RECORD_TICKS: u64 = 20;
+
+/// Blocks with an interval a launch needs before [`timer_tick_ns`] reads a tick from it: with
+/// fewer (a latency chase is one block), every interval counts as before.
+pub const TICK_SAMPLE_BLOCKS: usize = 16;
+
+/// The tick of the timer that stamped `intervals` (`(start, end)` nanoseconds), where there are
+/// [`TICK_SAMPLE_BLOCKS`] or more: the greatest common divisor of every stamp's distance from
+/// the first. A timer that ticks every `T` ns gives stamps a multiple of `T` apart, so this is
+/// `T` (or a multiple of it, with few stamps: stricter, never looser); an exact nanosecond timer
+/// gives 1 or a few. `None` with too few blocks.
+pub fn timer_tick_ns(intervals: &[(u64, u64)]) -> Option<u64> {
+    if intervals.len() < TICK_SAMPLE_BLOCKS {
+        return None;
+    }
+    let first = intervals[0].0;
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let tick = intervals
+        .iter()
+        .flat_map(|&(start, end)| [start, end])
+        .fold(0, |g, stamp| gcd(g, stamp.abs_diff(first)));
+    (tick > 0).then_some(tick)
+}
+
+/// The SM clock, in MHz, from the block records of a launch: the median over blocks of cycles
+/// per nanosecond. Where the launch shows its timer's tick, only blocks that spanned at least
+/// [`MIN_RECORD_TICKS`] of them count: a block of a few microseconds timed by a timer that ticks
+/// every microsecond reads its clock a third too high or low (the PTX ISA promises nanoseconds,
+/// not their resolution). `None` when no block recorded a usable interval (or the records are
+/// not whole records, as a short read-back would be).
+pub fn clock_from_records(records: &[u64]) -> Option<f64> {
+    if !records.len().is_multiple_of(BLOCK_RECORD_WORDS) {
+        return None;
+    }
+    let blocks: Vec<(u64, (u64, u64))> = records
+        .chunks_exact(BLOCK_RECORD_WORDS)
+        .filter(|r| r[1] > r[0] && r[3] > r[2])
+        .map(|r| (r[1] - r[0], (r[2], r[3])))
+        .collect();
+    let intervals: Vec<(u64, u64)> = blocks.iter().map(|&(_, i)| i).collect();
+    let shortest = timer_tick_ns(&intervals).map_or(1, |tick| tick * MIN_RECORD_TICKS);
+    let mut mhz: Vec<f64> = blocks
+        .iter()
+        .filter(|&&(_, (start, end))| end - start >= shortest)
+        .map(|&(cycles, (start, end))| cycles as f64 / (end - start) as f64 * 1e3)
+        .filter(|m| PLAUSIBLE_CLOCK_MHZ.contains(m))
+        .collect();
+    if mhz.is_empty() {
+        return None;
+    }
+    mhz.sort_by(f64::total_cmp);
+    Some(mhz[mhz.len() / 2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_l1_kernel_asks_for_the_largest_l1() {
+        let entry = |module, name: &str| Entry {
+            module,
+            name: name.to_string(),
+        };
+        assert_eq!(
+            shared_carveout_percent(&entry(ModuleId::Cache, "l1_i32")),
+            Some(0)
+        );
+        assert_eq!(
+            shared_carveout_percent(&entry(ModuleId::Cache, "l2_i32")),
+            None
+        );
+        assert_eq!(
+            shared_carveout_percent(&entry(ModuleId::Stream, "copy_f32")),
+            None
+        );
+    }
+
+    #[test]
+    fn clock_records_give_the_median_block() {
+        // blocks at 1000, 1500 and 2000 MHz over 1 ms; one empty record
+        let records = [
+            0, 1_000_000, 5, 1_000_005, 7, 0, //
+            10, 1_500_010, 0, 1_000_000, 7, 0, //
+            0, 2_000_000, 0, 1_000_000, 7, 0, //
+            0, 0, 0, 0, 0, 0,
+        ];
+        assert_eq!(clock_from_records(&records), Some(1500.0));
+        assert_eq!(clock_from_records(&[0; 12]), None);
+        assert_eq!(clock_from_records(&records[..3]), None);
+        // not whole records: a short read-back
+        assert_eq!(clock_from_records(&records[..16]), None);
+        // 1000 cycles in one 1 µs timer tick read as 32 ns: not a clock
+        assert_eq!(clock_from_records(&[0, 1000, 0, 32, 1, 0]), None);
+    }
+
+    /// Blocks of 1.5 µs at 2000 MHz (3000 cycles) timed by a timer that ticks every 1000 ns read
+    /// 1 or 2 ticks: alone they would give 3000 or 1500 MHz. With the launch showing its tick,
+    /// only blocks of 20 ticks or more count, so such a launch gives no clock, or the long
+    /// blocks' clock; a fine timer's short blocks still count, and so does a launch of too few
+    /// blocks to show a tick.
+    #[test]
+    fn a_coarse_timer_s_short_blocks_give_no_clock() {
+        // `blocks` blocks of `cycles` each, stamped by a 1000 ns timer: starts a tick or two
+        // apart, intervals of `ticks` or one more, as a block straddles a tick or not
+        let coarse = |blocks: u64, cycles: u64, ticks: u64, spread: bool| -> Vec<u64> {
+            (0..blocks)
+                .flat_map(|b| {
+                    let start = 5_000_000 + b % 3 * 1000;
+                    let end = start + (ticks + u64::from(spread) * (b % 2)) * 1000;
+                    [0, cycles, start, end, 1, 0]
+                })
+                .collect()
+        };
+        let short = coarse(32, 3000, 1, true);
+        assert_eq!(timer_tick_ns(&[(5_000_000, 5_001_000); 32]), Some(1000));
+        assert_eq!(clock_from_records(&short), None);
+        // the same launch with 8 blocks of 40 µs beside them: their clock, not the short ones'
+        let mixed = [short, coarse(8, 80_000, 40, false)].concat();
+        assert_eq!(clock_from_records(&mixed), Some(2000.0));
+        // a timer of whole nanoseconds: 1.5 µs blocks are 1500 ticks
+        let fine: Vec<u64> = (0..32)
+            .flat_map(|b| [0, 3000, 1_000 + b * 7, 2_500 + b * 7, 1, 0])
+            .collect();
+        assert_eq!(clock_from_records(&fine), Some(2000.0));
+        // too few blocks to show a tick: every interval counts (a one-block latency chase)
+        assert_eq!(clock_from_records(&coarse(1, 3000, 1, true)), Some(3000.0));
+    }
+
+    /// Records of `launch` whose blocks did `count(b)` and ran at 1 GHz, with the FMA steps the
+    /// plan owes where the kernel records them.
+    fn records_of(launch: &Launch, count: impl Fn(u64) -> u64) -> Vec<u64> {
+        let steps = |b| {
+            launch
+                .owed
+                .and_then(|o| o.thread0_steps(launch.grid, launch.block, b))
+        };
+        (0..launch.grid as u64)
+            .flat_map(|b| [0, 1_000_000, 0, 1_000_000, count(b), steps(b).unwrap_or(0)])
+            .collect()
+    }
+
+    /// Every block's count must be what the row counts: a block one trip short, a block with an
+    /// extra sweep word, a plan whose owed trips disagree with the row, and records of the wrong
+    /// length are all invalid, naming is and should.
+    #[test]
+    fn block_records_must_show_the_work_the_row_counts() {
+        use crate::cases::Precision as P;
+        let case = peak::case(
+            P::Bf16x2,
+            3 * BLOCK as u64,
+            40,
+            peak::GPU_FMAS_PER_ITERATION,
+        );
+        let launch = plan(&case, 3).unwrap();
+        assert_eq!(
+            launch.owed,
+            Some(Owed::PeakTrips {
+                precision: P::Bf16x2,
+                trips: 40
+            })
+        );
+        assert!(launch.verify_records(&records_of(&launch, |_| 40)).valid);
+        let short = launch.verify_records(&records_of(&launch, |b| 40 - (b == 2) as u64));
+        assert!(!short.valid);
+        assert!(
+            short.detail.contains("1 of 3 blocks")
+                && short.detail.contains("block 2: is 39, should be 40"),
+            "{}",
+            short.detail
+        );
+        // the plan owes what the row counts: a launch whose owed trips drifted from the row's
+        // work is caught by the sum, even when every block matches the plan
+        let mut drifted = launch.clone();
+        drifted.owed = Some(Owed::PeakTrips {
+            precision: P::Bf16x2,
+            trips: 39,
+        });
+        let v = drifted.verify_records(&records_of(&drifted, |_| 39));
+        assert!(
+            !v.valid && v.detail.contains("the row counts"),
+            "{}",
+            v.detail
+        );
+        // a short read-back
+        assert!(
+            !launch
+                .verify_records(&records_of(&launch, |_| 40)[1..])
+                .valid
+        );
+
+        let tensor_launch = plan(&tensor::case(P::F16F32, 2 * BLOCK as u64 / 32, 7), 2).unwrap();
+        assert!(
+            tensor_launch
+                .verify_records(&records_of(&tensor_launch, |_| 7))
+                .valid
+        );
+        assert!(
+            !tensor_launch
+                .verify_records(&records_of(&tensor_launch, |_| 8))
+                .valid
+        );
+
+        let sweep = plan(&intensity::case(P::F64, 16, 4099), 2).unwrap();
+        let share = |b| intensity::gpu_block_words(P::F64, 4099, 2 * BLOCK as u64, BLOCK as u64, b);
+        assert!(sweep.verify_records(&records_of(&sweep, share)).valid);
+        let extra = sweep.verify_records(&records_of(&sweep, |b| share(b) + (b == 0) as u64));
+        assert!(
+            !extra.valid && extra.detail.contains("words"),
+            "{}",
+            extra.detail
+        );
+        // thread 0's FMA steps: k per trip of its loops (block 1's thread 0, thread 256 of 512,
+        // has vectors 256 and 768, then 1280 and 1792, of 2049: two main-loop trips, no tail
+        // word); one block of steps short is invalid
+        assert_eq!(sweep.owed.unwrap().thread0_steps(2, BLOCK, 1), Some(16 * 2));
+        let mut records = records_of(&sweep, share);
+        records[BLOCK_RECORD_WORDS + RECORD_STEPS_WORD] -= 16;
+        let short = sweep.verify_records(&records);
+        assert!(
+            !short.valid && short.detail.contains("block 1: is 16, should be 32"),
+            "{}",
+            short.detail
+        );
+
+        // a launch without records takes none
+        let copy = plan(&StreamKernel::Copy.case(P::F32, 100), 1).unwrap();
+        assert!(copy.verify_records(&[]).valid);
+        assert!(!copy.verify_records(&[0; 6]).valid);
+    }
+
+    /// The kernels' loop constants are the ones the work tables count: the peak loop runs
+    /// `GPU_FMAS_PER_ITERATION` FMAs per trip, the tensor loop `CHAINS` × 2 × `UNROLL` MMAs per
+    /// trip and `CHAINS` more after it.
+    #[test]
+    fn ptx_loops_match_the_work_tables() {
+        let body_of = |ptx: &'static str, name: &str| -> &'static str {
+            let body = ptx
+                .split(&format!(".visible .entry {name}("))
+                .nth(1)
+                .unwrap();
+            body.split(".visible .entry").next().unwrap()
+        };
+        let between = |text: &'static str, from: &str, to: &str| -> &'static str {
+            text.split(from).nth(1).unwrap().split(to).next().unwrap()
+        };
+        for p in peak::PRECISIONS {
+            let name = format!("{}_{p}", peak::KERNEL);
+            let case = peak::case(p, BLOCK as u64, 1, peak::GPU_FMAS_PER_ITERATION);
+            let ptx = entry(&case).unwrap().module.ptx();
+            let Cow::Borrowed(ptx) = ptx else {
+                panic!("peak.ptx is a file")
+            };
+            let loop_body = between(body_of(ptx, &name), &format!("{name}_loop:"), "sub.u32");
+            let fmas = loop_body
+                .lines()
+                .filter(|l| {
+                    l.trim_start()
+                        .starts_with(crate::kernels::intensity::fma_instruction(p))
+                })
+                .count() as u64;
+            assert_eq!(fmas, peak::GPU_FMAS_PER_ITERATION, "{p}");
+        }
+        for p in tensor::PRECISIONS {
+            let name = tensor::entry_name(p);
+            let Cow::Borrowed(ptx) = entry(&tensor::case(p, 8, 1)).unwrap().module.ptx() else {
+                panic!("mma*.ptx are files")
+            };
+            let body = body_of(ptx, &name);
+            let loop_body = between(body, &format!("{name}_loop:"), "sub.u32");
+            let mmas = loop_body.matches("mma.sync").count() as u64;
+            assert_eq!(mmas, tensor::CHAINS * 2 * tensor::UNROLL, "{p}");
+            let after = between(body, &format!("{name}_loop_done:"), "ret;");
+            assert_eq!(
+                after.matches("mma.sync").count() as u64,
+                tensor::CHAINS,
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
+    fn plans_refuse_what_this_build_did_not_plan() {
+        use crate::cases::Precision as P;
+        // a tensor precision asked of the peak kernel, an unknown k, an unknown STREAM kernel
+        let mut bad = peak::case(P::F32, BLOCK as u64, 1, peak::GPU_FMAS_PER_ITERATION);
+        bad.precision = P::F16F32;
+        assert!(plan(&bad, 1).unwrap_err().contains("no kernel"));
+        assert!(entry(&intensity::case(P::F32, 3, 10))
+            .unwrap_err()
+            .contains("no kernel"));
+        let mut nonsense = StreamKernel::Copy.case(P::F32, 10);
+        nonsense.kernel = "gemv".into();
+        assert!(entry(&nonsense).is_err());
+        nonsense = StreamKernel::Copy.case(P::I32, 10);
+        assert!(entry(&nonsense).is_err());
+        // a loop count past .u32
+        let huge = peak::case(P::F32, BLOCK as u64, 1 << 33, peak::GPU_FMAS_PER_ITERATION);
+        assert!(plan(&huge, 1).unwrap_err().contains("do not fit in .u32"));
+        // the cache kernels' whole 32-bit-indexed vectors: a working set of 4 KiB plans, one
+        // word more does not, nor 2^31 vectors, nor 2^31 threads
+        let cache_case = |bytes| crate::cases::cache::case("l1", bytes, 1);
+        assert!(plan(&cache_case(4096), 1).is_ok());
+        let odd = Case {
+            elements: 1025,
+            ..cache_case(4096)
+        };
+        assert!(plan(&odd, 1).unwrap_err().contains("whole 16-byte vectors"));
+        assert!(plan(&cache_case(16 << 30), 1).is_ok());
+        assert!(plan(&cache_case(32 << 30), 1).is_err());
+        assert!(plan(&cache_case(4096), (1 << 31) / BLOCK).is_err());
+        assert!(plan(&cache_case(4096), (1 << 31) / BLOCK - 1).is_ok());
+    }
+
+    #[test]
+    fn reductions_get_one_partial_per_block_and_notes_say_the_loop() {
+        let dot = plan(
+            &StreamKernel::Dot.case(crate::cases::Precision::F64, 1000),
+            7,
+        )
+        .unwrap();
+        assert_eq!(dot.buffer(Role::Output).unwrap().words, 7);
+        assert_eq!(dot.kinds().last(), Some(&ParamKind::U64));
+        let t = plan(&tensor::case(crate::cases::Precision::S8S32, 16, 5), 2).unwrap();
+        assert_eq!(t.note(), "grid 2x256, 8 chains x 5 trips");
+        assert_eq!(
+            t.buffer(Role::Clocks).unwrap().bytes(),
+            2 * BLOCK_RECORD_BYTES
+        );
+        // a short read-back is an invalid check, not a panic
+        assert!(!t.verify(&[1, 2, 3], &records_of(&t, |_| 5)).valid);
+    }
+}

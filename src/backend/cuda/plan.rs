@@ -1,0 +1,1101 @@
+//! Which cases a CUDA device runs, and how big: pure functions of what the driver reports about
+//! the device ([`DeviceModel`]) and of each kernel's one-wave grid, so that a test can plan for
+//! an H200, an A100 or an RTX 3090 on a machine with no GPU.
+//!
+//! Sizes: the STREAM arrays and the sweep's follow the DRAM rule (4 × L2 and at least 256 MiB
+//! per array, capped by free memory). A peak or tensor launch fills every SM to the kernel's
+//! occupancy once (one wave) and loops long enough to last about [`TARGET_LAUNCH_SECS`] at the
+//! device's theoretical peak at its maximum clock; where no source gives that rate, at the
+//! slowest rate known for the device (so a launch is short rather than seconds long), and 1
+//! TFLOP where nothing is known about the device.
+//!
+//! This module must not call the driver: the CUDA backend ([`super::cuda`]) asks the driver and
+//! hands the answers in.
+
+use super::args::{self, Entry, BLOCK};
+use crate::backend::{dram_rule_bytes, efficiency_cases, plan_arrays, PlannedCase, SizeRequest};
+use crate::cases::{
+    arith, cache, capacity, gemm, intensity, latency, launch as launch_rows, link, peak, stream,
+    tensor, wgmma, Case, Precision,
+};
+use crate::device::DeviceInfo;
+use crate::specs::theory;
+use crate::Result;
+
+/// How long one peak or tensor launch should last at the theoretical peak: long enough that
+/// launch gaps and the clock reads around the loop are far below 1 % (the runner batches
+/// launches into ≥ 10 ms samples on top of this).
+pub const TARGET_LAUNCH_SECS: f64 = 2e-3;
+
+/// Operations of one launch where nothing is known about the device's rates.
+pub const UNKNOWN_RATE_FLOPS: f64 = 1e12;
+
+/// Bytes per SM per clock the cache sweep's launch length is sized for: the 128 bytes an SM's
+/// L1 returns per clock (CUDA C++ Programming Guide, "Compute Capabilities"; Ampere and Hopper
+/// tuning guides), so an L1 launch lasts about [`CACHE_LAUNCH_SECS`] and an L2 one a few times
+/// longer.
+pub const CACHE_BYTES_PER_SM_CLOCK: f64 = 128.0;
+
+/// How long one L1 cache-sweep launch should last at that rate (the runner batches launches
+/// into samples either way).
+pub const CACHE_LAUNCH_SECS: f64 = 1e-3;
+
+/// Bytes one cache-sweep launch reads: [`CACHE_LAUNCH_SECS`] at [`CACHE_BYTES_PER_SM_CLOCK`] on
+/// every SM at the device's maximum clock (about 32 GiB on an H100: 132 SMs at 1.98 GHz), so a
+/// launch is as long on a small GPU as on a large one.
+pub fn cache_bytes_per_launch(info: &DeviceInfo) -> u64 {
+    let mhz = info.clock_mhz.unwrap_or(FALLBACK_CLOCK_MHZ);
+    (f64::from(info.units) * mhz * 1e6 * CACHE_BYTES_PER_SM_CLOCK * CACHE_LAUNCH_SECS) as u64
+}
+
+/// The unified L1 data cache / shared memory of one SM, in bytes, by compute capability: what an
+/// L1-resident working set may fill when a kernel uses no shared memory. CUDA C++ Programming
+/// Guide, "Compute Capabilities": 192 KB per SM on 8.0 and 8.7, 128 KB on 8.6 and 8.9, 256 KB on
+/// 9.0 and 10.x, 128 KB on 12.x. `None` where the guide gives no figure this table carries.
+pub fn l1_bytes_per_sm(compute_capability: (u32, u32)) -> Option<u64> {
+    match compute_capability {
+        (8, 0) | (8, 7) => Some(192 << 10),
+        (8, 6) | (8, 9) | (12, _) => Some(128 << 10),
+        (9, 0) | (10, _) => Some(256 << 10),
+        _ => None,
+    }
+}
+
+/// The cache sweep of a device: L1 working sets within the SMs' L1s together (each SM's blocks
+/// read their own part of the array again on every pass), and L2 ones within the L2 (read with
+/// `ld.global.cg`, which skips L1). Nothing for L1 where [`l1_bytes_per_sm`] has no figure.
+pub fn cache_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<Case> {
+    let l1 = l1_bytes_per_sm(cc).map_or(0, |b| b * u64::from(info.units));
+    [("l1", l1), ("l2", info.llc_bytes)]
+        .into_iter()
+        .flat_map(|(level, capacity)| {
+            cache::level_cases(level, 0, capacity, cache_bytes_per_launch(info))
+        })
+        .collect()
+}
+
+/// Threads an SM runs at most (2,048 on every GPU since Volta but Turing's 1,024 and the 12.x
+/// parts' 1,536): with a 16-byte vector each, the smallest working set of a GPU's sweep (below
+/// it threads idle and the launch, not the cache, sets the time).
+pub const SWEEP_MAX_THREADS_PER_SM: u64 = 2048;
+
+/// The cache levels a GPU reports, as the sweep's plateaus are matched to them: `L1` (each SM's
+/// unified L1 from [`l1_bytes_per_sm`], times the SMs; left out where the table has no figure)
+/// and `L2` (the driver's).
+pub fn gpu_cache_levels(info: &DeviceInfo, cc: (u32, u32)) -> Vec<(String, u64)> {
+    let l1 = l1_bytes_per_sm(cc).map(|b| ("L1".to_string(), b * u64::from(info.units)));
+    l1.into_iter()
+        .chain((info.llc_bytes > 0).then(|| ("L2".to_string(), info.llc_bytes)))
+        .collect()
+}
+
+/// The bandwidth sweep of a device: [`cache::GPU_STEPS_PER_OCTAVE`] steps per octave with the
+/// caching (`l1`) loads, from one vector per thread of a full device
+/// ([`SWEEP_MAX_THREADS_PER_SM`]) to 4 × the L2, each noting the levels the plateaus are
+/// matched to ([`gpu_cache_levels`]).
+pub fn sweep_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<PlannedCase> {
+    let from = u64::from(info.units) * SWEEP_MAX_THREADS_PER_SM * 16;
+    let note = cache::sweep_note(&gpu_cache_levels(info, cc));
+    cache::sweep_cases(
+        from,
+        4 * info.llc_bytes,
+        cache::GPU_STEPS_PER_OCTAVE,
+        cache_bytes_per_launch(info),
+    )
+    .into_iter()
+    .map(|case| PlannedCase {
+        case,
+        note: note.clone(),
+    })
+    .collect()
+}
+
+/// Longest one GEMM launch may last at the device's theoretical tensor peak: 16384³ in bf16 on
+/// an H200 is about 9 ms there; on a small GPU the largest squares are left out.
+pub const GEMM_MAX_LAUNCH_SECS: f64 = 0.5;
+
+/// Square sides the tf32 GEMM runs on: the smallest (the simulated driver's row) and the
+/// largest bf16's headline shape; a default run on an H200 must fit in four minutes, so tf32
+/// gets two points, not a sweep.
+pub const GEMM_TF32_SQUARE: [u64; 2] = [256, 8192];
+
+/// Square sides the f16 GEMM runs on: f16 and bf16 inputs run at one tensor rate on every GPU
+/// roofprobe knows, so bf16 carries the sweep and f16 two points beside it (the simulated
+/// driver's row, and a large square), which a default H200 run's four minutes have room for
+/// beside the memory families.
+pub const GEMM_F16_SQUARE: [u64; 2] = [256, 4096];
+
+/// The f32 SIMT GEMM's one square: 4096³ (about 2 ms at an H200's f32 FMA peak), or on a
+/// device too small for it the largest square of the sweep that fits (the simulated driver's
+/// 256³). One point, not tf32's two: by the estimate a default H200 run has room for one more
+/// pair of rows (cuBLAS and ours), not two (`tests/kernel_args.rs`, four minutes).
+pub const GEMM_F32_MAX_SQUARE: u64 = 4096;
+
+/// The GEMM cases of a device: for bf16.f32 the square sweep and the batch sweep, for f16.f32
+/// the squares of [`GEMM_F16_SQUARE`], for tf32.f32 those of [`GEMM_TF32_SQUARE`] and for f32 (the SIMT kernel)
+/// the largest square up to [`GEMM_F32_MAX_SQUARE`]; each shape by cuBLAS (the
+/// reference, planned whether or not cuBLAS is there: its row then says `skipped: <why>`) and
+/// then by our kernel.
+/// Shapes are capped by `usable_bytes` (the PTX launch's padded A and B, and C), by an explicit
+/// `--size` (no matrix larger), and by [`GEMM_MAX_LAUNCH_SECS`] at the theoretical peak.
+pub fn gemm_cases(device: &DeviceModel, size: SizeRequest) -> Vec<Case> {
+    let info = device.info;
+    let mut out = Vec::new();
+    for p in gemm::GPU_PRECISIONS {
+        let limits = gemm::Limits {
+            // room for the padding of A's and B's rows (at most 7 elements each)
+            usable_bytes: device.usable_bytes / 10 * 9,
+            max_matrix_bytes: match size {
+                SizeRequest::Auto => None,
+                SizeRequest::BytesPerArray(b) => Some(b),
+            },
+            max_flops: target_flops(info, device.compute_capability, p) / TARGET_LAUNCH_SECS
+                * GEMM_MAX_LAUNCH_SECS,
+        };
+        // f16 and tf32: their listed squares; f32: its one square, the largest that fits up
+        // to 4096³
+        let sides: Option<Vec<u64>> = match p {
+            Precision::F16F32 => Some(GEMM_F16_SQUARE.to_vec()),
+            Precision::Tf32F32 => Some(GEMM_TF32_SQUARE.to_vec()),
+            gemm::SIMT_PRECISION => gemm::square_shapes(p, &limits)
+                .into_iter()
+                .map(|s| s.m)
+                .filter(|&m| m <= GEMM_F32_MAX_SQUARE)
+                .max()
+                .map(|m| vec![m])
+                .or(Some(Vec::new())),
+            _ => None,
+        };
+        out.extend(
+            gemm::cases(
+                gemm::GPU_OURS,
+                Some(gemm::GPU_REFERENCE),
+                p,
+                &limits,
+                p == Precision::Bf16F32,
+            )
+            .into_iter()
+            .filter(|c| {
+                sides.as_ref().is_none_or(|sides| {
+                    gemm::shape_of(c)
+                        .is_ok_and(|s| s.m == s.n && s.n == s.k && sides.contains(&s.m))
+                })
+            }),
+        );
+    }
+    // Every weight of the batch sweep smaller than the DRAM rule's working set rotates through
+    // copies up to it, one per launch: a model's step reads each weight once from memory, and
+    // a GPU's L2 would hold a small one across launches (an H200's 60 MB holds a 4096 × 4096
+    // bf16 weight whole). All M, not only decode steps: a larger M changes how much each read
+    // weighs, not where the weight comes from. An explicit --size is the working set asked for.
+    let dram = match size {
+        SizeRequest::Auto => dram_rule_bytes(info.llc_bytes),
+        SizeRequest::BytesPerArray(b) => b,
+    };
+    gemm::rotate_weights(&mut out, u64::MAX, dram, device.usable_bytes / 10 * 9);
+    if runs_wgmma(device.compute_capability) {
+        // Hopper's two bf16 GEMMs (wgmma fed by cp.async, and by TMA with a producer warpgroup) on
+        // the square their judgement names, 8192³ bf16, or on a device too small for it the
+        // largest bf16 square planned (the simulated driver's 256³), right after the cuBLAS row
+        // of that square (their ratio is to the reference measured before them); the batch
+        // sweep stays the mma.sync kernel's until these have run on a GPU (the default run has
+        // no room for both: this plan's H200 estimate is held under 4 minutes).
+        let square = |c: &Case| {
+            c.kernel == gemm::GPU_REFERENCE
+                && c.precision == Precision::Bf16F32
+                && gemm::shape_of(c).is_ok_and(|s| s.m == s.n && s.n == s.k)
+        };
+        let side = |c: &Case| gemm::shape_of(c).map_or(0, |s| s.m);
+        let at = out
+            .iter()
+            .position(|c| square(c) && side(c) == WGMMA_GEMM_SIDE)
+            .or_else(|| {
+                out.iter()
+                    .enumerate()
+                    .filter(|(_, c)| square(c) && side(c) < WGMMA_GEMM_SIDE)
+                    .max_by_key(|(_, c)| side(c))
+                    .map(|(i, _)| i)
+            });
+        // and the fp8 (e4m3) pair on the same square: cuBLASLt, then the TMA kernel
+        if let Some(at) = at {
+            let shape = gemm::shape_of(&out[at]).expect("a square");
+            let fp8 = Precision::E4m3F32;
+            let added = HOPPER_GEMMS
+                .into_iter()
+                .map(|kernel| gemm::case(kernel, Precision::Bf16F32, shape))
+                .chain([
+                    gemm::case(gemm::GPU_REFERENCE, fp8, shape),
+                    gemm::case(gemm::GPU_TMA, fp8, shape),
+                    gemm::case(gemm::GPU_TMA_CLUSTER, fp8, shape),
+                ]);
+            out.splice(at + 1..at + 1, added);
+        }
+    }
+    out
+}
+
+/// Hopper's GEMM kernels, in the order they run after cuBLAS.
+pub const HOPPER_GEMMS: [&str; 3] = [gemm::GPU_WGMMA, gemm::GPU_TMA, gemm::GPU_TMA_CLUSTER];
+
+/// The side of the square the Hopper GEMM (`gemm/wgmma`) runs on in the default run: 8192³ bf16,
+/// the size the Hopper GEMM is held to against cuBLAS.
+pub const WGMMA_GEMM_SIDE: u64 = 8192;
+
+/// SM clock assumed for sizing where the device reports none.
+pub const FALLBACK_CLOCK_MHZ: f64 = 1500.0;
+
+/// What planning needs to know about a device.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceModel<'a> {
+    /// Id, name (for the GeForce rates), SM count, maximum SM clock, L2 size.
+    pub info: &'a DeviceInfo,
+    pub compute_capability: (u32, u32),
+    /// Bytes of device memory the cases may use.
+    pub usable_bytes: u64,
+    /// The ordinals of the other GPUs this one can reach peer to peer (`cuDeviceCanAccessPeer`):
+    /// the peer copies' partners.
+    pub peers: &'a [u32],
+}
+
+/// Whether `mma.sync` with e4m3 inputs runs on the tensor cores: sm_89 (QMMA) and the
+/// GeForce/workstation Blackwell parts (12.x). sm_90 accepts the PTX but ptxas emulates it
+/// (e4m3 unpacked to f16 with F2FP, most of the product hoisted out of the loop, accumulation
+/// with FADD; pinned by tests/offline.rs), so a figure there would not be a tensor-core fp8 peak:
+/// Hopper's fp8 needs `wgmma`. sm_100 is left out until its SASS is checked.
+pub fn native_fp8_mma(compute_capability: (u32, u32)) -> bool {
+    compute_capability == (8, 9) || compute_capability.0 >= 12
+}
+
+/// Whether Hopper's f64 tensor shape (kernels/mma_sm90.ptx, `.target sm_90`: `mma.sync`
+/// m16n8k16 f64) runs: compute capability 9.0 and later.
+pub fn runs_mma_sm90(compute_capability: (u32, u32)) -> bool {
+    compute_capability >= (9, 0)
+}
+
+/// Whether the `wgmma` peaks (kernels/wgmma.ptx.in, `.target sm_90a`) run: compute capability
+/// 9.0 only (arch-specific sm_90a code runs on no other device, later ones included).
+pub fn runs_wgmma(compute_capability: (u32, u32)) -> bool {
+    compute_capability == (9, 0)
+}
+
+/// The note of a `mma.sync` tensor row on a device where `wgmma` is the dense tensor path
+/// (Hopper): its theory is the `wgmma` rate, since no source gives `mma.sync`'s.
+pub const LEGACY_MMA_NOTE: &str = "legacy mma.sync path: %theory is against the wgmma dense rate (no source states mma.sync's rate on sm_90; the tensor ceiling comes from the wgmma rows)";
+
+/// The note of the f64 tensor row on Hopper, which no `wgmma` covers (the warpgroup MMA has no
+/// f64): its kernel is Ampere's `mma.sync.m8n8k4` (ptxas emits `DMMA.8x8x4` for sm_90), beside
+/// the m16n8k16 row PTX ISA 7.8 gave sm_90 ([`HOPPER_F64_SHAPE_NOTE`]); the row's theory is the
+/// whitepaper's FP64 tensor rate, and the better of the two f64 rows sets the f64 ceiling.
+pub const HOPPER_F64_MMA_NOTE: &str = "mma.sync m8n8k4 f64, Ampere's shape (DMMA.8x8x4 on sm_90; Hopper's m16n8k16 is the mma_m16n8k16 f64 row): %theory is against the FP64 tensor rate, which no wgmma covers";
+
+/// The note of the f64 tensor row at Hopper's shape.
+pub const HOPPER_F64_SHAPE_NOTE: &str = "mma.sync m16n8k16 f64, Hopper's shape (DMMA.16x8x16 on sm_90, 8x the work of m8n8k4's DMMA.8x8x4): %theory is against the FP64 tensor rate, which no wgmma covers";
+
+/// The note a tensor row of form `mma` gets on a device of `compute_capability`, where the
+/// plan means one: on Hopper, every `mma.sync` row's.
+pub fn tensor_note(
+    compute_capability: (u32, u32),
+    mma: impl Into<tensor::Mma>,
+) -> Option<&'static str> {
+    let mma = mma.into();
+    if !runs_wgmma(compute_capability) {
+        None
+    } else if wgmma::PRECISIONS.contains(&mma.precision) {
+        Some(LEGACY_MMA_NOTE)
+    } else if mma == tensor::HOPPER_F64 {
+        Some(HOPPER_F64_SHAPE_NOTE)
+    } else {
+        Some(HOPPER_F64_MMA_NOTE)
+    }
+}
+
+/// Whether the compute kernels (peak, tensor, sweep: `.target sm_80`) can run at all.
+pub fn runs_compute_kernels(compute_capability: (u32, u32)) -> bool {
+    compute_capability >= (8, 0)
+}
+
+/// The theoretical peak of `precision` on this device at `mhz`, in GFLOP/s.
+pub fn theory_gflops(
+    info: &DeviceInfo,
+    cc: (u32, u32),
+    precision: Precision,
+    mhz: f64,
+) -> Option<f64> {
+    theory::peak_gflops_for(&info.name, cc, info.units, mhz, precision)
+}
+
+/// Operations one launch should do: [`TARGET_LAUNCH_SECS`] at the theoretical peak at the
+/// device's maximum clock. Where the table has no rate for `precision` on this device, the
+/// slowest rate it has for the device stands in (a launch then lasts at most the target: an
+/// unknown tensor-core rate is not slower than the device's slowest CUDA-core one, and the
+/// runner batches short launches anyway); [`UNKNOWN_RATE_FLOPS`] where it has none.
+pub fn target_flops(info: &DeviceInfo, cc: (u32, u32), precision: Precision) -> f64 {
+    let mhz = info.clock_mhz.unwrap_or(FALLBACK_CLOCK_MHZ);
+    theory_gflops(info, cc, precision, mhz)
+        .or_else(|| {
+            Precision::ALL
+                .into_iter()
+                .filter_map(|q| theory_gflops(info, cc, q, mhz))
+                .min_by(f64::total_cmp)
+        })
+        .map_or(UNKNOWN_RATE_FLOPS, |g| g * 1e9 * TARGET_LAUNCH_SECS)
+}
+
+/// Every case of a CUDA device, sized: STREAM, then (compute capability 8.0 and later) the FMA
+/// peaks, the tensor-core peaks (fp8 only where it is native), the intensity sweep and the cache
+/// sweep.
+///
+/// `one_wave(entry)` is the grid that fills the device once with `entry` (every SM at the
+/// kernel's occupancy), or why that is unknown (its module did not load, say); a peak or tensor
+/// case whose grid is unknown is planned anyway, with the reason as its note, so its row says
+/// why it did not run.
+pub fn plan_cases(
+    device: &DeviceModel,
+    size: SizeRequest,
+    one_wave: &mut dyn FnMut(&Entry) -> Result<u32>,
+) -> Result<Vec<PlannedCase>> {
+    let info = device.info;
+    let cc = device.compute_capability;
+    let mut planned = plan_arrays(
+        size,
+        dram_rule_bytes(info.llc_bytes),
+        3,
+        device.usable_bytes,
+        &info.id,
+        "stream cases",
+        |bytes| stream::cases(|p| (bytes / stream::element_bytes(p)).max(1)),
+    )?;
+    // Capacity first: `largest` searches the memory the run starts with.
+    planned.splice(0..0, capacity_cases(info));
+    // The size sweep runs the STREAM kernels, so wherever they run.
+    planned.extend(efficiency_cases(
+        size,
+        device.usable_bytes,
+        efficiency_max_array_bytes(info),
+    ));
+    planned.extend(link_cases(info.memory_free_bytes, device.peers));
+    if !runs_compute_kernels(cc) {
+        return Ok(planned);
+    }
+    let mut planned_or_why = |case: Case, sized: &mut dyn FnMut(u64) -> Case| {
+        let sized_case = args::entry(&case)
+            .map_err(crate::Error::Internal)
+            .and_then(|entry| one_wave(&entry));
+        match sized_case {
+            Ok(grid) => PlannedCase {
+                case: sized(grid as u64 * BLOCK as u64),
+                note: String::new(),
+            },
+            // planned anyway, so its row says why it could not run
+            Err(why) => PlannedCase {
+                case,
+                note: why.to_string(),
+            },
+        }
+    };
+    for p in peak::PRECISIONS {
+        let placeholder = peak::case(p, BLOCK as u64, 1, peak::GPU_FMAS_PER_ITERATION);
+        planned.push(planned_or_why(placeholder, &mut |threads| {
+            let iterations = peak::iterations_for(
+                p,
+                threads,
+                peak::GPU_FMAS_PER_ITERATION,
+                target_flops(info, cc, p),
+            );
+            peak::case(p, threads, iterations, peak::GPU_FMAS_PER_ITERATION)
+        }));
+    }
+    for mma in tensor::forms() {
+        if tensor::needs_sm89(mma.precision) && !native_fp8_mma(cc) {
+            continue; // no native fp8 mma.sync on this device
+        }
+        if mma.needs_sm90() && !runs_mma_sm90(cc) {
+            continue; // Hopper's own f64 shape (beside Ampere's m8n8k4): sm_90 and later
+        }
+        let placeholder = tensor::case(mma, BLOCK as u64 / tensor::WARP as u64, 1);
+        let mut planned_case = planned_or_why(placeholder, &mut |threads| {
+            let warps = threads / tensor::WARP as u64;
+            let target = target_flops(info, cc, mma.precision);
+            tensor::case(mma, warps, tensor::iterations_for(mma, warps, target))
+        });
+        if let Some(note) = tensor_note(cc, mma).filter(|_| planned_case.note.is_empty()) {
+            planned_case.note = note.to_string();
+        }
+        planned.push(planned_case);
+    }
+    if runs_wgmma(cc) {
+        for p in wgmma::PRECISIONS {
+            for a in wgmma::SOURCES {
+                let groups = BLOCK as u64 / wgmma::WARPGROUP as u64;
+                let placeholder = wgmma::case(p, a, groups, 1);
+                planned.push(planned_or_why(placeholder, &mut |threads| {
+                    let groups = threads / wgmma::WARPGROUP as u64;
+                    let iterations = wgmma::iterations_for(p, groups, target_flops(info, cc, p));
+                    wgmma::case(p, a, groups, iterations)
+                }));
+            }
+        }
+    }
+    planned.extend(plan_arrays(
+        size,
+        dram_rule_bytes(info.llc_bytes),
+        2,
+        device.usable_bytes,
+        &info.id,
+        "the intensity sweep",
+        |bytes| {
+            intensity::cases(&intensity::PRECISIONS, |p| {
+                (bytes / arith::word_bytes(p)).max(1)
+            })
+        },
+    )?);
+    planned.extend(cache_cases(info, cc).into_iter().map(|case| PlannedCase {
+        case,
+        note: String::new(),
+    }));
+    planned.extend(sweep_cases(info, cc));
+    planned.extend(
+        gemm_cases(device, size)
+            .into_iter()
+            .map(|case| PlannedCase {
+                case,
+                note: String::new(),
+            }),
+    );
+    planned.extend(
+        latency_cases(info, device.usable_bytes)
+            .into_iter()
+            .map(|case| PlannedCase {
+                case,
+                note: String::new(),
+            }),
+    );
+    // The launch overhead: the empty kernel (kernels/launch.ptx, sm_80 like the rest) and the
+    // event timer, sized by nothing.
+    planned.extend(launch_rows::GPU_ROWS.map(|what| PlannedCase {
+        case: launch_rows::case(what),
+        note: String::new(),
+    }));
+    Ok(planned)
+}
+
+/// The largest array a GPU's size sweep uses: the STREAM cases' own (the DRAM rule: 4 × the
+/// L2 and at least 256 MiB), not the whole memory. A time cap: the host generates every
+/// array's inputs and checks every output (the plan's estimate charges that at
+/// [`crate::run::forecast::HOST_PREP_BYTES_PER_SEC`]), so arrays of tens of GiB would cost minutes;
+/// filling and checking them on the device is not built yet.
+pub fn efficiency_max_array_bytes(info: &DeviceInfo) -> u64 {
+    dram_rule_bytes(info.llc_bytes)
+}
+
+/// The capacity figures of a GPU, planned at what the driver reported as the context was
+/// created (the run records what it reads; `largest` is found by a search up to `free`).
+pub fn capacity_cases(info: &DeviceInfo) -> Vec<PlannedCase> {
+    let (total, free) = (info.memory_total_bytes, info.memory_free_bytes);
+    capacity::GPU_FIGURES
+        .map(|figure| PlannedCase {
+            case: capacity::case(
+                figure,
+                match figure {
+                    capacity::Figure::Total => total,
+                    capacity::Figure::Context => total.saturating_sub(free),
+                    _ => free,
+                },
+            ),
+            note: String::new(),
+        })
+        .to_vec()
+}
+
+/// The link family's copies ([`link::sizes`]), each capped so its device buffers take at most
+/// half of `free_bytes`, the device's free memory; the peer copies once per peer in `peers`
+/// (a peer holds as many buffers as this device, and is assumed to have as much free memory).
+pub fn link_cases(free_bytes: u64, peers: &[u32]) -> Vec<PlannedCase> {
+    link::Transfer::ALL
+        .into_iter()
+        .flat_map(|t| {
+            let cap = free_bytes / 2 / t.device_buffers();
+            let partners: Vec<Option<u32>> = if t.peer() {
+                peers.iter().copied().map(Some).collect()
+            } else {
+                vec![None]
+            };
+            link::sizes(t, cap).into_iter().flat_map(move |bytes| {
+                partners.clone().into_iter().map(move |peer| PlannedCase {
+                    case: match peer {
+                        Some(p) => link::peer_case(t, bytes, p),
+                        None => link::case(t, bytes),
+                    },
+                    note: String::new(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// The fewest and the most dependent loads one latency launch takes (see [`latency_hops`]).
+pub const LATENCY_HOPS: std::ops::RangeInclusive<u64> = 4096..=(1 << 17);
+
+/// Loads per latency launch: enough that the first launches of a case (the discarded one, the
+/// one that sizes the samples, the warm-up) touch twice the L2 in fresh lines, so a DRAM ring's
+/// lines that the upload left in L2 are gone before the samples; within [`LATENCY_HOPS`], so a
+/// launch from HBM lasts about a tenth of a second at most.
+pub fn latency_hops(info: &DeviceInfo) -> u64 {
+    (2 * info.llc_bytes / latency::GPU_LINE_BYTES / 6)
+        .clamp(*LATENCY_HOPS.start(), *LATENCY_HOPS.end())
+}
+
+/// The latency chase of a device, one working set per level: `ca` at 16 KiB (in any L1), `cg`
+/// at the largest of 4 KiB × 4^i within a quarter of the L2 (in L2, past L1), and `cg` at the
+/// first power of two at least 4 × the L2 (DRAM), each within `usable_bytes`. Three points, not
+/// a sweep: every case costs the runner's case budget (about 2 s), and a default run on an H200
+/// must stay within its four-minute estimate.
+pub fn latency_cases(info: &DeviceInfo, usable_bytes: u64) -> Vec<Case> {
+    let hops = latency_hops(info);
+    let mut l2 = latency::MIN_BYTES;
+    while l2 * 4 <= info.llc_bytes / 4 {
+        l2 *= 4;
+    }
+    let dram = latency::sizes(4 * info.llc_bytes)
+        .last()
+        .copied()
+        .unwrap_or(latency::MIN_BYTES);
+    [("ca", 16 << 10), ("cg", l2), ("cg", dram)]
+        .into_iter()
+        .filter(|&(_, b)| b <= usable_bytes)
+        .map(|(k, b)| latency::case(k, latency::GPU_LINE_BYTES, b, hops))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::BackendKind;
+
+    /// On Hopper every mma.sync tensor row carries a note: the legacy path where a wgmma row of
+    /// its type sets the ceiling, and for f64 (no wgmma) what its kernel is; elsewhere none.
+    #[test]
+    fn hopper_notes_each_mma_sync_row_by_what_covers_its_type() {
+        assert!(!wgmma::PRECISIONS.contains(&Precision::F64F64));
+        for p in tensor::PRECISIONS {
+            let note = tensor_note((9, 0), p);
+            if p == Precision::F64F64 {
+                assert_eq!(note, Some(HOPPER_F64_MMA_NOTE));
+            } else {
+                assert_eq!(note, Some(LEGACY_MMA_NOTE), "{p}");
+            }
+            assert_eq!(tensor_note((8, 0), p), None);
+            assert_eq!(tensor_note((8, 9), p), None);
+        }
+        assert_eq!(
+            tensor_note((9, 0), tensor::HOPPER_F64),
+            Some(HOPPER_F64_SHAPE_NOTE)
+        );
+        assert_eq!(tensor_note((8, 0), tensor::HOPPER_F64), None);
+    }
+
+    /// Hopper's own f64 shape is a row from compute capability 9.0 on, beside Ampere's m8n8k4,
+    /// with its note, its module (kernels/mma_sm90.ptx) and the flops of m16n8k16; before 9.0
+    /// there is no such row.
+    #[test]
+    fn hopper_plans_its_f64_shape_beside_amperes() {
+        let h200 = h200();
+        let planned = plan_cases(&h200_model(&h200), SizeRequest::Auto, &mut |_| Ok(132)).unwrap();
+        let row = |id: &str| planned.iter().find(|p| p.case.id() == id);
+        let hopper = row("tensor/mma_m16n8k16/f64.f64").expect("Hopper's f64 row");
+        let ampere = row("tensor/mma_m8n8k4/f64.f64").expect("Ampere's f64 row");
+        assert_eq!(hopper.note, HOPPER_F64_SHAPE_NOTE);
+        assert_eq!(ampere.note, HOPPER_F64_MMA_NOTE);
+        assert_eq!(
+            args::entry(&hopper.case).unwrap(),
+            args::Entry {
+                module: args::ModuleId::MmaSm90,
+                name: "mma_m16n8k16_f64_f64".into()
+            }
+        );
+        assert_eq!(tensor::flops_per_mma(tensor::HOPPER_F64), 4096);
+        assert_eq!(tensor::iterations_of(&hopper.case).map(|i| i > 0), Ok(true));
+        let a100 = info("NVIDIA A100-SXM4-80GB", 108, Some(1410.0));
+        let a100_model = DeviceModel {
+            compute_capability: (8, 0),
+            ..h200_model(&a100)
+        };
+        let planned = plan_cases(&a100_model, SizeRequest::Auto, &mut |_| Ok(108)).unwrap();
+        assert!(planned
+            .iter()
+            .all(|p| p.case.kernel != "mma_m16n8k16" || p.case.precision != Precision::F64F64));
+    }
+
+    /// A cache launch reads about a millisecond's worth at 128 bytes per SM per clock: some
+    /// 32 GiB on an H100, proportionally less on a smaller or slower device.
+    #[test]
+    fn cache_launches_scale_with_the_device() {
+        let h100 = info("NVIDIA H100 80GB HBM3", 132, Some(1980.0));
+        let bytes = cache_bytes_per_launch(&h100);
+        assert!((33.0e9..34.0e9).contains(&(bytes as f64)), "{bytes}");
+        let small = info("small", 2, Some(100.0));
+        assert_eq!(cache_bytes_per_launch(&small), 25_600_000);
+    }
+
+    /// On an H200 (60 MiB of L2, so the DRAM rule's 256 MiB) every weight of the batch sweep
+    /// under 256 MiB rotates through copies up to it, in our kernel's row and cuBLAS's alike,
+    /// and the launch reads them in turn; the largest weight, the squares and Hopper's GEMMs
+    /// keep one B. A smaller --size asks for fewer copies.
+    #[test]
+    fn batch_sweep_weights_rotate_up_to_the_dram_rule_on_a_gpu() {
+        let h200 = h200();
+        let model = h200_model(&h200);
+        let cases = gemm_cases(&model, SizeRequest::Auto);
+        let copies = |id: &str| {
+            let case = cases
+                .iter()
+                .find(|c| c.id() == id)
+                .unwrap_or_else(|| panic!("{id} is not planned"));
+            gemm::weight_copies(case)
+        };
+        // B of 4096 × 4096 bf16 is 32 MiB: 8 copies (A and C add a few KiB)
+        assert_eq!(copies("gemm/ptx/bf16.f32/1x4096x4096"), 8);
+        assert_eq!(copies("gemm/cublas/bf16.f32/1x4096x4096"), 8);
+        // 112 MiB: 3 copies; 448 MiB: one
+        assert_eq!(copies("gemm/ptx/bf16.f32/16x14336x4096"), 3);
+        assert_eq!(copies("gemm/ptx/bf16.f32/1x28672x8192"), 1);
+        // M = 2048: A 16 MiB and C 32 MiB beside B, 7 copies reach 256 MiB
+        assert_eq!(copies("gemm/ptx/bf16.f32/2048x4096x4096"), 7);
+        for id in [
+            "gemm/ptx/bf16.f32/4096x4096x4096",
+            "gemm/ptx/bf16.f32/256x256x256",
+            "gemm/wgmma/bf16.f32/8192x8192x8192",
+            "gemm/tma/e4m3.f32/8192x8192x8192",
+        ] {
+            assert_eq!(copies(id), 1, "{id}");
+        }
+        let decode = cases
+            .iter()
+            .find(|c| c.id() == "gemm/ptx/bf16.f32/1x4096x4096")
+            .unwrap();
+        let launch = crate::backend::cuda::args::plan(decode, 1).unwrap();
+        let rotation = launch.rotation.expect("a rotating B");
+        assert_eq!(
+            (rotation.role, rotation.copies),
+            (crate::backend::cuda::args::Role::Input(1), 8)
+        );
+        assert!(
+            launch.device_bytes() >= 256 << 20,
+            "{}",
+            launch.device_bytes()
+        );
+        assert!(launch.note().contains("B in 8 copies"), "{}", launch.note());
+        // an explicit size: the working set asked for
+        let sized = gemm_cases(&model, SizeRequest::BytesPerArray(64 << 20));
+        let decode = sized
+            .iter()
+            .find(|c| c.id() == "gemm/ptx/bf16.f32/1x4096x4096")
+            .unwrap();
+        assert_eq!(gemm::weight_copies(decode), 2);
+    }
+
+    /// An H200 plans every square from 256³ to 16384³ in bf16 and f16, the whole batch sweep
+    /// in bf16, 256³ and 8192³ in tf32, and 4096³ in f32 (the SIMT kernel), cuBLAS before ours
+    /// on each shape.
+    #[test]
+    fn gemm_cases_cover_the_sweeps_on_a_big_gpu() {
+        let h200 = h200();
+        let model = h200_model(&h200);
+        let cases = gemm_cases(&model, SizeRequest::Auto);
+        let count = |kernel: &str, p: Precision| {
+            cases
+                .iter()
+                .filter(|c| c.kernel == kernel && c.precision == p)
+                .count()
+        };
+        // the squares, and the batch sweep less its two squares (4096³ and 8192³), once each
+        assert_eq!(count("ptx", Precision::Bf16F32), 7 + 5 * 14 - 2);
+        assert_eq!(count("cublas", Precision::Bf16F32), 7 + 5 * 14 - 2);
+        // Hopper's GEMMs: 8192³ bf16, right after cuBLAS on it (cp.async-fed, then TMA-fed,
+        // alone and in clusters of two); on no other device
+        let at = cases
+            .iter()
+            .position(|c| c.kernel == "wgmma")
+            .expect("a wgmma GEMM on Hopper");
+        assert_eq!(cases[at - 1].id(), "gemm/cublas/bf16.f32/8192x8192x8192");
+        assert_eq!(cases[at].id(), "gemm/wgmma/bf16.f32/8192x8192x8192");
+        assert_eq!(cases[at + 1].id(), "gemm/tma/bf16.f32/8192x8192x8192");
+        assert_eq!(
+            cases[at + 2].id(),
+            "gemm/tma-cluster/bf16.f32/8192x8192x8192"
+        );
+        assert_eq!(cases[at + 3].id(), "gemm/cublas/e4m3.f32/8192x8192x8192");
+        assert_eq!(cases[at + 4].id(), "gemm/tma/e4m3.f32/8192x8192x8192");
+        assert_eq!(
+            cases[at + 5].id(),
+            "gemm/tma-cluster/e4m3.f32/8192x8192x8192"
+        );
+        assert_eq!(count("wgmma", Precision::Bf16F32), 1);
+        assert_eq!(count("tma", Precision::Bf16F32), 1);
+        assert_eq!(count("tma", Precision::E4m3F32), 1);
+        assert_eq!(count("tma-cluster", Precision::Bf16F32), 1);
+        assert_eq!(count("tma-cluster", Precision::E4m3F32), 1);
+        assert_eq!(count("cublas", Precision::E4m3F32), 1);
+        let a100 = DeviceModel {
+            compute_capability: (8, 0),
+            ..model
+        };
+        assert!(gemm_cases(&a100, SizeRequest::Auto)
+            .iter()
+            .all(
+                |c| !HOPPER_GEMMS.contains(&c.kernel.as_str()) && c.precision != Precision::E4m3F32
+            ));
+        // a Hopper too small for 8192³ (the simulated driver's): its largest bf16 square
+        let tiny = DeviceModel {
+            usable_bytes: 64 << 20,
+            ..model
+        };
+        let hopper: Vec<String> = gemm_cases(&tiny, SizeRequest::Auto)
+            .iter()
+            .filter(|c| {
+                HOPPER_GEMMS.contains(&c.kernel.as_str()) || c.precision == Precision::E4m3F32
+            })
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(
+            hopper,
+            [
+                "gemm/wgmma/bf16.f32/2048x2048x2048",
+                "gemm/tma/bf16.f32/2048x2048x2048",
+                "gemm/tma-cluster/bf16.f32/2048x2048x2048",
+                "gemm/cublas/e4m3.f32/2048x2048x2048",
+                "gemm/tma/e4m3.f32/2048x2048x2048",
+                "gemm/tma-cluster/e4m3.f32/2048x2048x2048",
+            ]
+        );
+        let mut ids: Vec<String> = cases.iter().map(|c| c.id()).collect();
+        ids.sort();
+        let all = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), all, "a GEMM case planned twice");
+        assert_eq!(count("ptx", Precision::F16F32), 2);
+        assert!(cases
+            .iter()
+            .any(|c| c.id() == "gemm/ptx/f16.f32/4096x4096x4096"));
+        assert_eq!(count("ptx", Precision::Tf32F32), 2);
+        assert_eq!(count("cublas", Precision::Tf32F32), 2);
+        assert!(cases
+            .iter()
+            .any(|c| c.id() == "gemm/ptx/tf32.f32/8192x8192x8192"));
+        let f32_ids: Vec<String> = cases
+            .iter()
+            .filter(|c| c.precision == Precision::F32)
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(
+            f32_ids,
+            [
+                "gemm/cublas/f32/4096x4096x4096",
+                "gemm/ptx/f32/4096x4096x4096",
+            ]
+        );
+        assert_eq!(cases[0].id(), "gemm/cublas/bf16.f32/256x256x256");
+        assert_eq!(cases[1].id(), "gemm/ptx/bf16.f32/256x256x256");
+        // a --size of 32 MiB: no Llama weight in bf16 above it (4096² is 32 MiB)
+        let small = gemm_cases(&model, SizeRequest::BytesPerArray(32 << 20));
+        assert!(small.iter().all(|c| {
+            let s = gemm::shape_of(c).unwrap();
+            s.n * s.k * 2 <= 32 << 20 && s.m * s.n * 4 <= 32 << 20
+        }));
+    }
+
+    /// The f32 SIMT GEMM's one square is the largest that fits up to 4096³: a device with 2 MiB
+    /// to spare (the simulated driver's) plans 256³ (768 KiB of f32; 512³ is 3 MiB), a --size of
+    /// 32 MiB 2048³ (16 MiB a matrix; 4096³'s A is 64 MiB), an H200 4096³ and nothing larger.
+    #[test]
+    fn f32_gemm_squares_fit_the_device() {
+        let small = info("simulated", 2, Some(1000.0));
+        let model = DeviceModel {
+            info: &small,
+            compute_capability: (8, 0),
+            usable_bytes: 2 << 20,
+            peers: &[],
+        };
+        let ids: Vec<String> = gemm_cases(&model, SizeRequest::Auto)
+            .iter()
+            .filter(|c| c.precision == gemm::SIMT_PRECISION)
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(
+            ids,
+            ["gemm/cublas/f32/256x256x256", "gemm/ptx/f32/256x256x256"]
+        );
+        let h200 = h200();
+        let model = h200_model(&h200);
+        let f32_ids = |size| -> Vec<String> {
+            gemm_cases(&model, size)
+                .iter()
+                .filter(|c| c.precision == gemm::SIMT_PRECISION)
+                .map(|c| c.id())
+                .collect()
+        };
+        assert_eq!(
+            f32_ids(SizeRequest::BytesPerArray(32 << 20)),
+            [
+                "gemm/cublas/f32/2048x2048x2048",
+                "gemm/ptx/f32/2048x2048x2048"
+            ]
+        );
+        assert_eq!(
+            f32_ids(SizeRequest::Auto),
+            [
+                "gemm/cublas/f32/4096x4096x4096",
+                "gemm/ptx/f32/4096x4096x4096"
+            ]
+        );
+        // a device with room for no square plans no f32 GEMM
+        let none = DeviceModel {
+            usable_bytes: 64 << 10,
+            peers: &[],
+            ..model
+        };
+        assert!(
+            f32_ids(SizeRequest::Auto).len() == 2 && {
+                gemm_cases(&none, SizeRequest::Auto)
+                    .iter()
+                    .all(|c| c.precision != gemm::SIMT_PRECISION)
+            }
+        );
+    }
+
+    #[test]
+    fn fp8_only_where_native() {
+        assert!(native_fp8_mma((8, 9)));
+        assert!(native_fp8_mma((12, 0)));
+        assert!(!native_fp8_mma((9, 0)));
+        assert!(!native_fp8_mma((8, 6)));
+        assert!(!native_fp8_mma((8, 0)));
+        assert!(!native_fp8_mma((10, 0)));
+    }
+
+    /// An H200 (132 SMs × 256 KiB of L1, 60 MiB of L2 as reported) gets L1 and L2 working
+    /// sets inside each; a device the L1 table does not know gets L2 cases only.
+    #[test]
+    fn cache_cases_fit_their_level() {
+        let h200 = h200();
+        let cases = cache_cases(&h200, (9, 0));
+        let ids: Vec<String> = cases.iter().map(Case::id).collect();
+        assert_eq!(
+            ids,
+            [
+                "cache/l1/i32/2048",
+                "cache/l1/i32/4096",
+                "cache/l1/i32/8192",
+                "cache/l1/i32/16384",
+                "cache/l2/i32/2048",
+                "cache/l2/i32/4096",
+                "cache/l2/i32/8192",
+                "cache/l2/i32/16384",
+            ]
+        );
+        for c in &cases {
+            let passes = cache::passes(c);
+            assert!(passes >= 1 && passes <= u64::from(u32::MAX), "{}", c.id());
+            assert_eq!(c.work.bytes_read, passes * c.working_set_bytes);
+        }
+        assert!(cache_cases(&h200, (7, 5)).iter().all(|c| c.kernel == "l2"));
+        assert_eq!(l1_bytes_per_sm((8, 6)), Some(128 << 10));
+        assert_eq!(l1_bytes_per_sm((7, 0)), None);
+    }
+
+    /// An H200's sweep: 3 steps per octave from 4 MiB (132 SMs × 2,048 threads × 16 bytes) to
+    /// 4 × its L2, with the caching loads, noting its L1s and L2.
+    #[test]
+    fn the_sweep_spans_l1_to_beyond_the_l2() {
+        let h200 = h200();
+        let planned = sweep_cases(&h200, (9, 0));
+        let sizes: Vec<u64> = planned.iter().map(|p| p.case.working_set_bytes).collect();
+        assert_eq!(sizes[0], 132 * 2048 * 16);
+        assert_eq!(*sizes.last().unwrap(), 240 << 20);
+        assert_eq!(sizes.len(), 19);
+        assert!(planned.iter().all(|p| cache::is_sweep_step(&p.case)));
+        assert_eq!(
+            cache::reported_levels(&planned[0].note),
+            [
+                ("L1".to_string(), 132 * (256 << 10)),
+                ("L2".to_string(), 60 << 20)
+            ]
+        );
+        let passes = cache::passes(&planned[0].case);
+        assert!(passes > 1 && passes <= u64::from(u32::MAX));
+    }
+
+    /// An H200 as its driver reports it: 132 SMs, 1980 MHz at most, 60 MiB of L2.
+    fn h200() -> DeviceInfo {
+        DeviceInfo {
+            llc_bytes: 60 << 20,
+            ..info("NVIDIA H200", 132, Some(1980.0))
+        }
+    }
+
+    /// What planning knows of `h200`: compute capability 9.0, 120 GiB to use, no peers.
+    fn h200_model(h200: &DeviceInfo) -> DeviceModel<'_> {
+        DeviceModel {
+            info: h200,
+            compute_capability: (9, 0),
+            usable_bytes: 120 << 30,
+            peers: &[],
+        }
+    }
+
+    fn info(name: &str, sms: u32, mhz: Option<f64>) -> DeviceInfo {
+        DeviceInfo {
+            backend: BackendKind::Cuda,
+            id: "cuda:0".into(),
+            name: name.into(),
+            compute_capability: String::new(),
+            units: sms,
+            clock_mhz: mhz,
+            memory_clock_mhz: None,
+            memory_bus_bits: None,
+            llc_bytes: 40 << 20,
+            caches: Vec::new(),
+            memory_total_bytes: 0,
+            memory_free_bytes: 0,
+            driver: String::new(),
+            identity: Default::default(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// An H200 (60 MiB of L2) chases at 16 KiB through L1, at 4 MiB through L2 only, and at
+    /// 256 MiB (the first size at least 4 × its L2), 131072 hops a launch; a small device takes
+    /// the fewest hops; a size beyond the memory the cases may use is left out.
+    #[test]
+    fn latency_cases_cover_l1_l2_and_dram() {
+        let h200 = h200();
+        let ids: Vec<String> = latency_cases(&h200, 100 << 30)
+            .iter()
+            .map(Case::id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "latency/ca/i32/16",
+                "latency/cg/i32/4096",
+                "latency/cg/i32/262144"
+            ]
+        );
+        assert!(latency_cases(&h200, 100 << 30)
+            .iter()
+            .all(|c| latency::hops(c) == 1 << 17
+                && latency::line_bytes(c) == latency::GPU_LINE_BYTES));
+        let mut small = info("small", 2, Some(100.0));
+        small.llc_bytes = 32 << 10;
+        let few = latency_cases(&small, 1 << 30);
+        assert!(few.iter().all(|c| latency::hops(c) == 4096));
+        assert_eq!(
+            few.iter().filter_map(Case::count).collect::<Vec<_>>(),
+            [16, 4, 128]
+        );
+        assert_eq!(latency_cases(&h200, 100 << 20).len(), 2, "256 MiB left out");
+    }
+
+    /// An RTX 3090 has no table rate for its f64 tensor-core MMA: the launch is sized at its
+    /// slowest known rate (f64 on the CUDA cores), not at a 1 TFLOP guess that would make one
+    /// launch last about two seconds.
+    #[test]
+    fn an_unknown_rate_sizes_at_the_slowest_known_one() {
+        let rtx3090 = info("NVIDIA GeForce RTX 3090", 82, Some(1695.0));
+        let f64_cores = theory_gflops(&rtx3090, (8, 6), Precision::F64, 1695.0).unwrap();
+        assert!(theory_gflops(&rtx3090, (8, 6), Precision::F64F64, 1695.0).is_none());
+        assert_eq!(
+            target_flops(&rtx3090, (8, 6), Precision::F64F64),
+            f64_cores * 1e9 * TARGET_LAUNCH_SECS
+        );
+        let future = info("NVIDIA Future", 200, None);
+        assert_eq!(
+            target_flops(&future, (15, 0), Precision::F32),
+            UNKNOWN_RATE_FLOPS
+        );
+    }
+
+    #[test]
+    fn a_grid_that_is_unknown_plans_the_case_with_the_reason() {
+        let a100 = info("NVIDIA A100-SXM4-80GB", 108, Some(1410.0));
+        let device = DeviceModel {
+            info: &a100,
+            compute_capability: (8, 0),
+            usable_bytes: 8 << 30,
+            peers: &[],
+        };
+        let planned = plan_cases(&device, SizeRequest::Auto, &mut |entry| {
+            if entry.module == args::ModuleId::Mma {
+                Err(crate::Error::Internal("mma.ptx did not load".into()))
+            } else {
+                Ok(108 * 4)
+            }
+        })
+        .unwrap();
+        let tensor: Vec<_> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::cases::Family::Tensor)
+            .collect();
+        assert_eq!(tensor.len(), 6, "no fp8 on 8.0");
+        assert!(tensor.iter().all(|p| p.note == "mma.ptx did not load"));
+        let peak = planned
+            .iter()
+            .find(|p| p.case.id() == "peak/fma/f32")
+            .unwrap();
+        assert_eq!(
+            (peak.case.elements, peak.note.as_str()),
+            (108 * 4 * 256, "")
+        );
+        // an older device plans the capacity figures (driver calls, no kernel), the STREAM
+        // cases and the size sweep (STREAM kernels: copy and triad, 1 MiB to 256 MiB per
+        // array, the DRAM rule's 4 × 40 MiB L2 being below 256 MiB) only
+        let old = DeviceModel {
+            compute_capability: (7, 5),
+            ..device
+        };
+        let planned = plan_cases(&old, SizeRequest::Auto, &mut |_| unreachable!()).unwrap();
+        assert_eq!(planned.len(), 4 + 14 + 2 * 9);
+        let sweep: Vec<String> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::cases::Family::Efficiency)
+            .map(|p| p.case.id())
+            .collect();
+        assert_eq!(sweep.first().unwrap(), "efficiency/copy/f32/1024");
+        assert_eq!(sweep.last().unwrap(), "efficiency/triad/f32/262144");
+        // a device with less free memory: three arrays must fit, and the largest size says so
+        let small = DeviceModel {
+            usable_bytes: 100 << 20,
+            peers: &[],
+            ..old
+        };
+        let planned = plan_cases(
+            &small,
+            SizeRequest::BytesPerArray(16 << 20),
+            &mut |_| unreachable!(),
+        )
+        .unwrap();
+        let sweep: Vec<&PlannedCase> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::cases::Family::Efficiency)
+            .collect();
+        assert_eq!(sweep.len(), 2 * 5, "1 to 16 MiB");
+        assert!(sweep.iter().all(|p| p.note.is_empty()));
+        let planned = plan_cases(&small, SizeRequest::Auto, &mut |_| unreachable!());
+        // the STREAM cases are reduced to fit; the sweep stops at 32 MiB (3 × 32 MiB ≤ 100 MiB)
+        let planned = planned.unwrap();
+        let sweep: Vec<&PlannedCase> = planned
+            .iter()
+            .filter(|p| p.case.family == crate::cases::Family::Efficiency)
+            .collect();
+        assert_eq!(sweep.len(), 2 * 6, "1 to 32 MiB");
+        assert!(
+            sweep[5].note.contains("larger sizes left out"),
+            "{}",
+            sweep[5].note
+        );
+        assert!(sweep[4].note.is_empty());
+        assert!(planned[..4]
+            .iter()
+            .all(|p| p.case.family == crate::cases::Family::Capacity));
+    }
+}

@@ -1,0 +1,1334 @@
+//! General matrix products (`gemm/<implementation>/<precision>/<M>x<N>x<K>`): where real
+//! workloads sit on the roofline. A large square product sits far right; a decode step at batch
+//! 1 is a matrix-vector product far left; the batch sweep between them shows where inference
+//! stops being bandwidth-bound.
+//!
+//! # What is computed
+//!
+//! `C = A · Bᵀ`, with every matrix row-major:
+//!
+//! | matrix | shape | layout |
+//! | --- | --- | --- |
+//! | A (activations) | M × K | row-major, K contiguous |
+//! | B (weights) | N × K | row-major, K contiguous: a weight as a linear layer stores it (`out_features × in_features`), so `C = A · Bᵀ` is `y = x · Wᵀ` |
+//! | C (output) | M × N | row-major, N contiguous, written once (no β·C term: C is not read) |
+//!
+//! In BLAS terms (column-major) this is `C' = op(B') · A'` with `op = T`; for `mma.sync` it is
+//! the `.row.col` operand order.
+//!
+//! # Work (one source of truth)
+//!
+//! - operations: `2·M·N·K` (one multiply and one add per multiply-add);
+//! - minimum bytes: A and B read once and C written once, each in its own type ([`input_bytes`],
+//!   [`output_bytes`]); what a kernel re-reads from cache does not count, as the STREAM counting
+//!   leaves out write-allocate. So the intensity is the product's, not a kernel's.
+//!
+//! # Shapes
+//!
+//! - **Square**: M = N = K from 256 to 16384 ([`SQUARE`]), capped by memory (A, B and C must
+//!   fit) and by time (a launch at the device's theoretical peak may last at most the planner's
+//!   limit).
+//! - **LLM projections**: M tokens in a batch, 1, 2, 4 … 8192 ([`BATCH`]), against the weight
+//!   shapes N × K of [`WEIGHTS`], the projections of Llama 3 8B (model dimension 4096, FFN
+//!   dimension 14336) and Llama 3 70B (model dimension 8192, FFN dimension 28672), from "The Llama
+//!   3 Herd of Models" (Llama Team, AI @ Meta, 2024, arXiv:2407.21783, Table 3). M = 1 is one
+//!   decode step (a matrix-vector product), large M a prefill.
+//!
+//! # Inputs and the check
+//!
+//! A and B hold pseudo-random non-zero small integers, ±1 … ±4 ([`input`]): exact in every
+//! input type (f64, f32, tf32, bf16, f16, s8), and every product and partial sum is an integer
+//! below 16·K in magnitude, exact in an f32 accumulator (and so in any order of summation) while
+//! 16·K < 2^24, i.e. K < 2^20 ([`exact_accumulation`]). Then C must equal the exact product,
+//! element for element, and the check ([`check`]) demands equality:
+//!
+//! 1. every element of C is a finite integer (poison, NaN, a half-written tile fail here);
+//! 2. Freivalds' test on both sides, in exact integer arithmetic: `C·r = A·(Bᵀ·r)` and
+//!    `sᵀ·C = (sᵀ·A)·Bᵀ` for pseudo-random non-zero integer vectors r and s. Any single wrong
+//!    element changes one entry of each side, so the whole of C is checked in O(MN + MK + NK)
+//!    operations, not O(MNK); a mismatch names its row and column, and the element there is
+//!    computed exactly for the message (is / should / diff).
+//!
+//! Where the accumulation could not be exact ([`exact_accumulation`] false: K ≥ 2^20, or an
+//! accumulator narrower than f32), the check is a relative Frobenius error against an f64
+//! reference on sampled rows and columns (every element of up to [`SAMPLED_LINES`] rows and as
+//! many columns, chosen spread over the matrix), at most [`frobenius_tolerance`] per type.
+//!
+//! Small integers toggle fewer bits than random floats, so a power-limited GPU may clock a
+//! little higher here than under a real workload; the row records the clock it ran at.
+//!
+//! This module must not launch or time anything.
+
+use super::{input_bits, Case, Family, Param, Precision, Verdict, Work};
+
+/// One product's dimensions (`MxNxK`): defined with the other names a calibration shares with
+/// the rows, in the calibration crate.
+pub use roofprobe_calibration::Shape;
+
+/// Our host kernel: blocked, packed SIMD ([`crate::backend::host::gemm`]).
+pub const HOST_OURS: &str = "simd";
+/// The host's matrix unit: bf16 on Intel AMX tiles ([`crate::backend::host::amx_gemm`]); it has
+/// no reference line (the reference crate has no bf16 kernel).
+pub const HOST_AMX: &str = "amx";
+/// The host's reference line: the `gemm` crate (faer's kernel), a well-kept blocked GEMM.
+pub const HOST_REFERENCE: &str = "gemm-crate";
+/// Our GPU kernels: hand-written PTX (`kernels/gemm.ptx.in`, `kernels/gemm_simt.ptx`).
+pub const GPU_OURS: &str = "ptx";
+/// The GPU's reference line: cuBLAS / cuBLASLt, loaded at run time.
+pub const GPU_REFERENCE: &str = "cublas";
+/// Our Hopper GEMM: `wgmma` (`kernels/gemm_wgmma.ptx.in`, sm_90a), on compute capability 9.0.
+pub const GPU_WGMMA: &str = "wgmma";
+/// Our Hopper GEMM fed by TMA through mbarriers, with a producer warpgroup
+/// (`kernels/gemm_tma.ptx.in`, sm_90a), on compute capability 9.0.
+pub const GPU_TMA: &str = "tma";
+/// The TMA GEMM in clusters of [`TMA_CLUSTER`] CTAs that share B's tile through TMA multicast
+/// (the cluster expansion of `kernels/gemm_tma.ptx.in`), on compute capability 9.0: beside
+/// `tma` in the same run, so the rows say whether the cluster helps.
+pub const GPU_TMA_CLUSTER: &str = "tma-cluster";
+
+/// The implementation an implementation's row is held against: ours against the reference that
+/// runs on the same shape in the same run; `None` for a reference itself.
+pub fn reference_of(kernel: &str) -> Option<&'static str> {
+    match kernel {
+        HOST_OURS => Some(HOST_REFERENCE),
+        GPU_OURS | GPU_WGMMA | GPU_TMA | GPU_TMA_CLUSTER => Some(GPU_REFERENCE),
+        _ => None,
+    }
+}
+
+/// Square sides, 256 to 16384.
+pub const SQUARE: [u64; 7] = [256, 512, 1024, 2048, 4096, 8192, 16384];
+
+/// Tokens in a batch: 1, 2, 4 … 8192.
+pub const BATCH: [u64; 14] = [
+    1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192,
+];
+
+/// A weight shape of the batch sweep: N × K, and what it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Weight {
+    pub n: u64,
+    pub k: u64,
+    pub what: &'static str,
+}
+
+/// Llama-class projections (arXiv:2407.21783, Table 3: Llama 3 8B has model dimension 4096 and
+/// FFN dimension 14336; Llama 3 70B 8192 and 28672).
+pub const WEIGHTS: [Weight; 5] = [
+    Weight {
+        n: 4096,
+        k: 4096,
+        what: "Llama 3 8B attention q/o projection",
+    },
+    Weight {
+        n: 14336,
+        k: 4096,
+        what: "Llama 3 8B FFN gate/up projection",
+    },
+    Weight {
+        n: 4096,
+        k: 14336,
+        what: "Llama 3 8B FFN down projection",
+    },
+    Weight {
+        n: 8192,
+        k: 8192,
+        what: "Llama 3 70B attention q/o projection",
+    },
+    Weight {
+        n: 28672,
+        k: 8192,
+        what: "Llama 3 70B FFN gate/up projection",
+    },
+];
+
+/// The weight shape a shape belongs to, if it is one of the batch sweep's (a square shape
+/// whose side is a weight's N = K, 4096³ and 8192³, is both).
+pub fn weight_of(shape: Shape) -> Option<Weight> {
+    WEIGHTS
+        .into_iter()
+        .find(|w| w.n == shape.n && w.k == shape.k && BATCH.contains(&shape.m))
+}
+
+/// Bytes of one element of A and B.
+pub fn input_bytes(precision: Precision) -> u64 {
+    match precision {
+        Precision::F64 | Precision::F64F64 => 8,
+        Precision::F32 | Precision::Tf32F32 | Precision::I32 => 4,
+        Precision::F16F16 | Precision::F16F32 | Precision::Bf16F32 => 2,
+        Precision::S8S32 | Precision::E4m3F32 | Precision::E5m2F32 | Precision::U8 => 1,
+        Precision::F16x2 | Precision::Bf16x2 => 4,
+    }
+}
+
+/// Bytes of one element of C: the accumulator's type (f64, f32, s32; f16 for f16.f16).
+pub fn output_bytes(precision: Precision) -> u64 {
+    match precision {
+        Precision::F64 | Precision::F64F64 => 8,
+        Precision::F16F16 => 2,
+        _ => 4,
+    }
+}
+
+/// Bytes of A, B and C together: the minimum a product moves, and its working set.
+pub fn matrix_bytes(precision: Precision, shape: Shape) -> u64 {
+    let input = input_bytes(precision);
+    (shape.m * shape.k + shape.n * shape.k) * input + shape.m * shape.n * output_bytes(precision)
+}
+
+/// The case of `kernel` (an implementation) in `precision` on `shape`.
+pub fn case(kernel: &str, precision: Precision, shape: Shape) -> Case {
+    let input = input_bytes(precision);
+    Case {
+        family: Family::Gemm,
+        kernel: kernel.to_string(),
+        precision,
+        param: Some(Param::Shape(shape)),
+        elements: shape.m * shape.n,
+        working_set_bytes: matrix_bytes(precision, shape),
+        work: Work {
+            bytes_read: (shape.m * shape.k + shape.n * shape.k) * input,
+            bytes_written: shape.m * shape.n * output_bytes(precision),
+            flops: shape.flops(),
+        },
+    }
+}
+
+/// Bytes of B (the weight, N × K) in `precision`.
+pub fn weight_bytes(precision: Precision, shape: Shape) -> u64 {
+    shape.n * shape.k * input_bytes(precision)
+}
+
+/// How many copies of B `case` rotates through, one per launch in turn: 1, unless planned
+/// otherwise by [`rotate_weights`], which says so in the case's working set.
+pub fn weight_copies(case: &Case) -> u64 {
+    match case.param {
+        Some(Param::Shape(s)) if case.family == Family::Gemm => {
+            let extra = case
+                .working_set_bytes
+                .saturating_sub(matrix_bytes(case.precision, s));
+            1 + extra / weight_bytes(case.precision, s).max(1)
+        }
+        _ => 1,
+    }
+}
+
+/// Gives each GEMM case with M ≤ `max_m` whose matrices are smaller than `dram_bytes` enough
+/// copies of B to rotate through that its working set reaches `dram_bytes`, as far as
+/// `usable_bytes` allows; its `working_set_bytes` says how many. A square (M = N = K) is the
+/// square sweep's compute point, not a weight's: it keeps its one B.
+///
+/// A decode step (small M) reads a weight once from memory, and that is what its point on the
+/// roofline stands for. Launched again and again on one B that fits in the last-level cache,
+/// it reads the cache instead: on this project's AVX-512 VM (480 MiB L3) the 64 MiB
+/// `1x4096x4096` f32 product ran at 114 % of the DRAM roof (2026-12-02), and an H200's 60 MB L2
+/// holds a 4096 × 4096 bf16 weight whole. The design's rule for a DRAM figure (a working set of
+/// 4 × the last-level cache) applied to B through copies keeps each launch's B cold.
+pub fn rotate_weights(cases: &mut [Case], max_m: u64, dram_bytes: u64, usable_bytes: u64) {
+    for case in cases.iter_mut() {
+        let Ok(s) = shape_of(case) else { continue };
+        let (matrices, weight) = (
+            matrix_bytes(case.precision, s),
+            weight_bytes(case.precision, s),
+        );
+        let square = s.m == s.n && s.n == s.k;
+        if square || s.m > max_m || matrices >= dram_bytes || weight == 0 {
+            continue;
+        }
+        let others = matrices - weight;
+        let wanted = (dram_bytes - others).div_ceil(weight);
+        let room = usable_bytes.saturating_sub(others) / weight;
+        let copies = wanted.min(room).max(1);
+        case.working_set_bytes = others + copies * weight;
+    }
+}
+
+/// The edge shapes every GEMM kernel is checked at (issue: M, N and K of 1, 17 and 129): the 27
+/// products of those sides, each below, at and past a tile's edge for every kernel here.
+pub fn edge_shapes() -> Vec<Shape> {
+    let sides = [1, 17, 129];
+    sides
+        .into_iter()
+        .flat_map(|m| {
+            sides
+                .into_iter()
+                .flat_map(move |n| sides.into_iter().map(move |k| Shape::new(m, n, k)))
+        })
+        .collect()
+}
+
+/// The shape of a GEMM case, or why it has none.
+pub fn shape_of(case: &Case) -> Result<Shape, String> {
+    match case.param {
+        Some(Param::Shape(s)) if case.family == Family::Gemm => Ok(s),
+        _ => Err(format!(
+            "{} is not a GEMM case with an MxNxK shape",
+            case.id()
+        )),
+    }
+}
+
+/// What bounds the shapes a device plans.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// Bytes of memory A, B and C together may take.
+    pub usable_bytes: u64,
+    /// The largest matrix any one of A, B, C may be (an explicit `--size`), if any.
+    pub max_matrix_bytes: Option<u64>,
+    /// Most operations one launch may do: the longest launch allowed at the theoretical peak.
+    pub max_flops: f64,
+}
+
+impl Limits {
+    /// Whether `shape` in `precision` fits.
+    pub fn allow(&self, precision: Precision, shape: Shape) -> bool {
+        let (i, o) = (input_bytes(precision), output_bytes(precision));
+        let largest = (shape.m * shape.k * i)
+            .max(shape.n * shape.k * i)
+            .max(shape.m * shape.n * o);
+        matrix_bytes(precision, shape) <= self.usable_bytes
+            && self.max_matrix_bytes.is_none_or(|cap| largest <= cap)
+            && shape.flops() as f64 <= self.max_flops
+    }
+}
+
+/// The square sides that fit `limits` in `precision`, ascending.
+pub fn square_shapes(precision: Precision, limits: &Limits) -> Vec<Shape> {
+    SQUARE
+        .into_iter()
+        .map(Shape::square)
+        .filter(|s| limits.allow(precision, *s))
+        .collect()
+}
+
+/// The batch sweep that fits `limits` in `precision`: for each weight shape, M ascending.
+pub fn batch_shapes(precision: Precision, limits: &Limits) -> Vec<Shape> {
+    WEIGHTS
+        .into_iter()
+        .flat_map(|w| BATCH.into_iter().map(move |m| Shape::new(m, w.n, w.k)))
+        .filter(|s| limits.allow(precision, *s))
+        .collect()
+}
+
+/// Every shape of `precision` (square sweep, then the batch sweep if `batch`), each with the
+/// reference implementation first and ours after it, so our row can carry its ratio to the
+/// reference measured just before on the same shape.
+pub fn cases(
+    ours: &str,
+    reference: Option<&str>,
+    precision: Precision,
+    limits: &Limits,
+    batch: bool,
+) -> Vec<Case> {
+    let mut shapes = square_shapes(precision, limits);
+    if batch {
+        // a square whose side is a weight's N = K (4096³, 8192³) is in both sweeps: once
+        for s in batch_shapes(precision, limits) {
+            if !shapes.contains(&s) {
+                shapes.push(s);
+            }
+        }
+    }
+    shapes
+        .into_iter()
+        .flat_map(|s| {
+            reference
+                .map(|r| case(r, precision, s))
+                .into_iter()
+                .chain([case(ours, precision, s)])
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The PTX kernels (kernels/gemm.ptx.in, kernels/gemm_simt.ptx)
+
+/// The precisions of the PTX GEMM kernels, f32 accumulation and output: the tensor-core ones
+/// ([`TENSOR_PRECISIONS`]) and f32 on the ALUs ([`SIMT_PRECISION`]).
+pub const GPU_PRECISIONS: [Precision; 4] = [
+    Precision::Bf16F32,
+    Precision::F16F32,
+    Precision::Tf32F32,
+    SIMT_PRECISION,
+];
+
+/// The tensor-core GEMMs, expansions of [`TEMPLATE`]: bf16 and f16 inputs
+/// (`mma.sync.m16n8k16`), and f32 inputs rounded to tf32 (`mma.sync.m16n8k8`).
+pub const TENSOR_PRECISIONS: [Precision; 3] =
+    [Precision::Bf16F32, Precision::F16F32, Precision::Tf32F32];
+
+/// The SIMT GEMM's precision (`kernels/gemm_simt.ptx`): f32 inputs, one FFMA per product, f32
+/// accumulation; named `f32` like the host's f32 GEMM and held against the f32 FMA peak, not a
+/// tensor peak (`roofprobe_calibration::gemm_ceiling_family`).
+pub const SIMT_PRECISION: Precision = Precision::F32;
+
+/// The SIMT kernel's block tile: 128 × 128 of C (as the tensor-core kernels' [`GPU_TILE_M`] ×
+/// [`GPU_TILE_N`]), K in steps of 8, 256 threads of 8 × 8 outputs each.
+pub const SIMT_TILE_K: u64 = 8;
+/// The SIMT kernel's static shared memory: two stages of A's and B's tiles, transposed
+/// (k-major), 8 rows of 128 + 4 f32 each (the padding keeps the transposing stores off each
+/// other's banks).
+pub const SIMT_SHARED_BYTES: u32 = 2 * 2 * (SIMT_TILE_K as u32) * (GPU_TILE_M as u32 + 4) * 4;
+
+/// Block tile of the PTX kernels: 128 × 128 of C per block, K in steps of
+/// [`GPU_TILE_K_BYTES`] ([`gpu_tile_k`] elements).
+pub const GPU_TILE_M: u64 = 128;
+pub const GPU_TILE_N: u64 = 128;
+/// Bytes of one row of a K tile: four 16-byte chunks (32 16-bit elements, or 16 f32).
+pub const GPU_TILE_K_BYTES: u64 = 64;
+/// Threads per block (8 warps: 2 along M × 4 along N, each 64 × 32 of C).
+pub const GPU_BLOCK: u32 = 256;
+/// Pipeline stages, each an A and a B tile of 128 rows × [`GPU_TILE_K_BYTES`].
+pub const GPU_STAGES: u32 = 4;
+/// Dynamic shared memory per block: 64 KiB, above the 48 KiB default (the launch raises it).
+pub const GPU_SHARED_BYTES: u32 = GPU_STAGES * 2 * (GPU_TILE_M as u32) * (GPU_TILE_K_BYTES as u32);
+/// Elements the rows of A and B are padded to: the kernels' `cp.async` copies 16-byte chunks
+/// from 16-byte aligned rows (8 elements are 16 bytes of bf16/f16 and 32 of f32; one rule for
+/// every type).
+pub const GPU_ROW_ALIGN: u64 = 8;
+
+/// Elements of K in one tile of `precision`'s PTX kernel: 32 (bf16, f16), 16 (tf32) or 8 (the
+/// SIMT f32 kernel).
+pub fn gpu_tile_k(precision: Precision) -> u64 {
+    if precision == SIMT_PRECISION {
+        return SIMT_TILE_K;
+    }
+    GPU_TILE_K_BYTES / input_bytes(precision)
+}
+
+/// Dynamic shared memory a launch of `precision`'s PTX kernel asks for: the tensor-core
+/// kernels' [`GPU_SHARED_BYTES`]; none for the SIMT kernel, whose 16.5 KiB are static.
+pub fn gpu_dynamic_shared_bytes(precision: Precision) -> u32 {
+    if precision == SIMT_PRECISION {
+        0
+    } else {
+        GPU_SHARED_BYTES
+    }
+}
+
+/// The type name of a PTX GEMM's inputs: `bf16`, `f16`, `tf32`, `f32` (SIMT).
+pub fn input_type(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Bf16F32 => "bf16",
+        Precision::F16F32 => "f16",
+        Precision::Tf32F32 => "tf32",
+        SIMT_PRECISION => "f32",
+        Precision::E4m3F32 => "e4m3",
+        other => panic!("{other} has no PTX GEMM kernel"),
+    }
+}
+
+/// The PTX entry of `precision`'s GEMM: `gemm_bf16_f32`, `gemm_f32_f32` (SIMT).
+pub fn entry_name(precision: Precision) -> String {
+    format!("gemm_{}_f32", input_type(precision))
+}
+
+/// The Hopper GEMM's input types (f32 accumulation and output).
+pub const WGMMA_PRECISIONS: [Precision; 2] = [Precision::Bf16F32, Precision::F16F32];
+/// The Hopper GEMM's block tile: 128 × 256 of C (two warpgroups of 64 × 256), K in steps of
+/// 64 elements (128 bytes: one line of the 128-byte swizzle).
+pub const WGMMA_TILE_M: u64 = 128;
+pub const WGMMA_TILE_N: u64 = 256;
+pub const WGMMA_TILE_K: u64 = 64;
+/// Its pipeline stages, each A's 128 and B's 256 rows of 128 bytes.
+pub const WGMMA_STAGES: u32 = 4;
+/// Its dynamic shared memory: 4 × 48 KiB, raised above the default per function.
+pub const WGMMA_SHARED_BYTES: u32 =
+    WGMMA_STAGES * ((WGMMA_TILE_M + WGMMA_TILE_N) as u32) * 2 * (WGMMA_TILE_K as u32);
+/// The fixed bits of the Hopper GEMMs' matrix descriptors, ORed onto a tile's address / 16:
+/// the 128-byte swizzle (1 in bits 62-63), SBO 1024 bytes (64 in bits 32-45), LBO 1.
+pub const WGMMA_DESC_BITS: u64 = (1 << 62) | (64 << 32) | (1 << 16);
+/// Threads of a Hopper GEMM block: two warpgroups.
+pub const WGMMA_BLOCK: u32 = 256;
+
+/// The PTX entry of the Hopper GEMM: `gemm_wgmma_bf16_f32`.
+pub fn wgmma_entry_name(precision: Precision) -> String {
+    format!("gemm_wgmma_{}_f32", input_type(precision))
+}
+
+/// Blocks of a Hopper GEMM launch: one per 128 × 256 tile of C.
+pub fn wgmma_blocks(shape: Shape) -> u64 {
+    shape.m.div_ceil(WGMMA_TILE_M) * shape.n.div_ceil(WGMMA_TILE_N)
+}
+
+/// Threads of a TMA GEMM block: a producer warpgroup and two consumers.
+pub const TMA_BLOCK: u32 = 384;
+/// Its dynamic shared memory: the 4 stages, then 4 full and 4 empty barriers.
+pub const TMA_SHARED_BYTES: u32 = WGMMA_SHARED_BYTES + 64;
+
+/// The shared-memory swizzle of the TMA GEMM's tensor maps, in bytes: one 64-element K row
+/// of a tile is one 128-byte swizzle line, which the `wgmma` descriptors read (mode 1).
+pub const TMA_SWIZZLE_BYTES: u32 = 128;
+
+/// The TMA GEMM's input types (f32 accumulation and output): the Hopper GEMM's, and fp8 e4m3.
+pub const TMA_PRECISIONS: [Precision; 3] =
+    [Precision::Bf16F32, Precision::F16F32, Precision::E4m3F32];
+
+/// Bytes of K in one K tile of the TMA GEMM: one 128-byte swizzle line per row.
+pub const TMA_TILE_K_BYTES: u64 = 128;
+
+/// Elements of K in one K tile of the TMA GEMM: 64 of a 16-bit type, 128 of fp8.
+pub fn tma_tile_k(precision: Precision) -> u64 {
+    TMA_TILE_K_BYTES / input_bytes(precision)
+}
+
+/// CTAs in a cluster of the cluster TMA GEMM ([`GPU_TMA_CLUSTER`]): two, on adjacent row
+/// tiles of one column tile.
+pub const TMA_CLUSTER: u64 = 2;
+
+/// Whether `kernel` is one of the TMA GEMMs, and whether it is the cluster one.
+pub fn tma_kernel(kernel: &str) -> Option<bool> {
+    match kernel {
+        GPU_TMA => Some(false),
+        GPU_TMA_CLUSTER => Some(true),
+        _ => None,
+    }
+}
+
+/// The box one TMA load of the TMA GEMM copies, in elements, K first: a K tile of A's 128 rows
+/// (`matrix` 0) or of B's 256 (`matrix` 1); in the cluster kernel, of half of B's (each CTA
+/// loads one half and multicasts it to both).
+pub fn tma_box(precision: Precision, matrix: u64, cluster: bool) -> [u32; 2] {
+    let rows = match (matrix, cluster) {
+        (0, _) => WGMMA_TILE_M,
+        (_, false) => WGMMA_TILE_N,
+        (_, true) => WGMMA_TILE_N / TMA_CLUSTER,
+    };
+    [tma_tile_k(precision) as u32, rows as u32]
+}
+
+/// The PTX entry of the TMA GEMM: `gemm_tma_bf16_f32`, or the cluster one's
+/// `gemm_tma_cluster2_bf16_f32`.
+pub fn tma_entry_name(precision: Precision, cluster: bool) -> String {
+    format!("gemm_tma_{}_f32", tma_name(precision, cluster))
+}
+
+/// The middle of the TMA GEMM's names: the input type, after `cluster2_` for the cluster one.
+pub fn tma_name(precision: Precision, cluster: bool) -> String {
+    let ty = input_type(precision);
+    if cluster {
+        format!("cluster{TMA_CLUSTER}_{ty}")
+    } else {
+        ty.to_string()
+    }
+}
+
+/// Blocks of a TMA GEMM launch: one per 128 × 256 tile of C; in the cluster kernel, whole
+/// clusters (an odd count of row tiles gets a CTA past M, which loads zeros and stores nothing).
+pub fn tma_blocks(shape: Shape, cluster: bool) -> u64 {
+    if !cluster {
+        return wgmma_blocks(shape);
+    }
+    let pairs = shape.m.div_ceil(WGMMA_TILE_M * TMA_CLUSTER);
+    pairs * TMA_CLUSTER * shape.n.div_ceil(WGMMA_TILE_N)
+}
+
+/// Elements a PTX GEMM's rows of A and B are padded to a multiple of: [`GPU_ROW_ALIGN`], or 16
+/// for fp8 inputs (16-byte rows either way for f16, bf16 and fp8; 32 for f32).
+pub fn gpu_row_align(precision: Precision) -> u64 {
+    if input_bytes(precision) == 1 {
+        16
+    } else {
+        GPU_ROW_ALIGN
+    }
+}
+
+/// The leading dimension (row stride, elements) the PTX kernels get for A and B: K rounded up
+/// to [`gpu_row_align`]; the padding holds zeros the kernel never reads.
+pub fn gpu_leading_dimension(precision: Precision, k: u64) -> u64 {
+    let align = gpu_row_align(precision);
+    k.div_ceil(align) * align
+}
+
+/// Blocks of a PTX GEMM launch: one per 128 × 128 tile of C.
+pub fn gpu_blocks(shape: Shape) -> u64 {
+    shape.m.div_ceil(GPU_TILE_M) * shape.n.div_ceil(GPU_TILE_N)
+}
+
+/// What the PTX kernels need of their operands, checked before a launch: dimensions that fit
+/// the kernel's `.u32` parameters and 2^31 − 1 blocks, leading dimensions that are multiples of
+/// [`gpu_row_align`] and at least K (16-byte aligned rows; the device arrays themselves are
+/// 256-byte aligned).
+pub fn check_operands(
+    precision: Precision,
+    shape: Shape,
+    lda: u64,
+    ldb: u64,
+) -> Result<(), String> {
+    let fits = |v: u64| v <= u32::MAX as u64;
+    if !(fits(shape.m) && fits(shape.n) && fits(shape.k) && fits(lda) && fits(ldb)) {
+        return Err(format!(
+            "{shape}: dimensions past 2^32 do not fit the kernel's .u32"
+        ));
+    }
+    if gpu_blocks(shape) > i32::MAX as u64 {
+        return Err(format!(
+            "{shape}: more tiles than the driver's 2^31 - 1 blocks"
+        ));
+    }
+    let align = gpu_row_align(precision);
+    for (name, ld) in [("lda", lda), ("ldb", ldb)] {
+        if ld < shape.k || ld % align != 0 {
+            return Err(format!(
+                "{shape}: {name} = {ld} must be at least K and a multiple of {align} \
+                 elements (16-byte rows for cp.async and TMA)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Bits of the 16-bit input element `v` (a small integer, exact) in `precision`'s input type.
+pub fn input_bits16(precision: Precision, v: i64) -> u16 {
+    match precision {
+        Precision::Bf16F32 => super::arith::bf16_bits(v as f64),
+        Precision::F16F32 => super::arith::f16_bits(v as f64),
+        other => panic!("{other} has no 16-bit inputs"),
+    }
+}
+
+/// Bits of the fp8 input element `v` (a small integer, ±1 … ±4: exact) in `precision`'s type.
+pub fn input_bits8(precision: Precision, v: i64) -> u8 {
+    assert_eq!(
+        precision,
+        Precision::E4m3F32,
+        "{precision} has no 8-bit GEMM inputs"
+    );
+    // e4m3: exponent bias 7, 3 mantissa bits
+    let magnitude = match v.abs() {
+        0 => 0x00,
+        1 => 0x38, // 2^0
+        2 => 0x40, // 2^1
+        3 => 0x44, // 2^1 × 1.5
+        4 => 0x48, // 2^2
+        _ => panic!("{v} is not a GEMM input"),
+    };
+    magnitude | if v < 0 { 0x80 } else { 0 }
+}
+
+/// 32-bit words of a PTX GEMM input of `rows` rows of `ld` elements: four fp8 elements or two
+/// 16-bit elements per word, or one f32 (tf32 and SIMT f32 inputs are f32 in memory).
+pub fn operand_words(precision: Precision, rows: u64, ld: u64) -> u64 {
+    rows * ld * input_bytes(precision) / 4
+}
+
+/// Word `i` (32 bits: four fp8 or two 16-bit elements, the lower address low, or one f32) of
+/// input `matrix`
+/// (0: A, 1: B) of `shape`, stored row-major with row stride `ld` elements, zero in the
+/// padding.
+pub fn operand_word(precision: Precision, shape: Shape, matrix: u64, ld: u64, i: u64) -> u64 {
+    let rows = if matrix == 0 { shape.m } else { shape.n };
+    let value = |e: u64| -> Option<i64> {
+        let (row, col) = (e / ld, e % ld);
+        (row < rows && col < shape.k).then(|| input(matrix, row * shape.k + col))
+    };
+    if matches!(precision, Precision::Tf32F32 | SIMT_PRECISION) {
+        // a small integer is exact in f32 and in tf32 (10-bit mantissa)
+        return value(i).map_or(0, |v| (v as f32).to_bits() as u64);
+    }
+    if input_bytes(precision) == 1 {
+        let element = |e: u64| value(e).map_or(0, |v| input_bits8(precision, v) as u64);
+        return (0..4).fold(0, |w, j| w | element(4 * i + j) << (8 * j));
+    }
+    let element = |e: u64| value(e).map_or(0, |v| input_bits16(precision, v) as u64);
+    element(2 * i) | element(2 * i + 1) << 16
+}
+
+/// Hash streams of the two inputs.
+const A_ARRAY: u64 = 0x6A;
+const B_ARRAY: u64 = 0x6B;
+
+/// Element `index` of input `matrix` (0: A, 1: B): a non-zero integer ±1 … ±4.
+pub fn input(matrix: u64, index: u64) -> i64 {
+    let bits = input_bits(if matrix == 0 { A_ARRAY } else { B_ARRAY }, index);
+    let magnitude = (bits & 3) as i64 + 1;
+    if bits & 4 == 0 {
+        magnitude
+    } else {
+        -magnitude
+    }
+}
+
+/// `A[i][k]` of `shape` (row-major, K contiguous).
+pub fn a_value(shape: Shape, i: u64, k: u64) -> i64 {
+    input(0, i * shape.k + k)
+}
+
+/// `B[n][k]` of `shape` (row-major, K contiguous).
+pub fn b_value(shape: Shape, n: u64, k: u64) -> i64 {
+    input(1, n * shape.k + k)
+}
+
+/// The largest |input|.
+pub const MAX_INPUT: i64 = 4;
+
+/// Significand bits Hopper's fp8 tensor cores keep while they accumulate into f32: about 14,
+/// not f32's 24 (DeepSeek-V3 technical report, arXiv:2412.19437, section 3.3.2, measured on
+/// H800), so an fp8 GEMM is held to that, not to f32's rounding.
+pub const FP8_ACCUMULATION_BITS: i32 = 14;
+
+/// Whether an accumulator of `precision` sums the products of K terms exactly: every partial
+/// sum is an integer below `MAX_INPUT² · K`, exact in f32 below 2^24, in f64 below 2^53, in s32
+/// below 2^31, in f16 below 2^11, in fp8's accumulation below 2^14.
+pub fn exact_accumulation(precision: Precision, k: u64) -> bool {
+    let bound = (MAX_INPUT * MAX_INPUT) as u64 * k;
+    let limit: u64 = match precision {
+        Precision::F64 | Precision::F64F64 => 1 << 53,
+        Precision::F16F16 => 1 << 11,
+        Precision::E4m3F32 | Precision::E5m2F32 => 1 << FP8_ACCUMULATION_BITS,
+        Precision::S8S32 | Precision::I32 => 1 << 31,
+        _ => 1 << 24,
+    };
+    bound < limit
+}
+
+/// The relative Frobenius error allowed where the accumulation is not exact: a few units of the
+/// accumulator's rounding times the sum's growth, √K (a random walk of rounding errors), with
+/// room to spare. f16.f16: 11-bit significand; fp8 inputs [`FP8_ACCUMULATION_BITS`]; other
+/// f32-accumulating types 24 bits; f64 53.
+pub fn frobenius_tolerance(precision: Precision, k: u64) -> f64 {
+    let unit = match precision {
+        Precision::F16F16 => 2f64.powi(-11),
+        Precision::E4m3F32 | Precision::E5m2F32 => 2f64.powi(-FP8_ACCUMULATION_BITS),
+        Precision::F64 | Precision::F64F64 => 2f64.powi(-53),
+        _ => 2f64.powi(-24),
+    };
+    8.0 * unit * (k.max(1) as f64).sqrt()
+}
+
+/// Rows (and columns) whose every element the Frobenius check compares.
+pub const SAMPLED_LINES: u64 = 16;
+
+/// `count` indices spread over `0..len`: the first, the last and evenly between.
+fn spread(len: u64, count: u64) -> Vec<u64> {
+    if len <= count {
+        return (0..len).collect();
+    }
+    let mut v: Vec<u64> = (0..count)
+        .map(|i| i * (len - 1) / (count - 1).max(1))
+        .collect();
+    v.dedup();
+    v
+}
+
+/// The weights of Freivalds' test: non-zero integers ±1 … ±3 (`side` 0: over columns, 1: over
+/// rows).
+fn weight(side: u64, index: u64) -> i64 {
+    let bits = input_bits(0xF0 + side, index);
+    let magnitude = (bits % 3) as i64 + 1;
+    if bits & 8 == 0 {
+        magnitude
+    } else {
+        -magnitude
+    }
+}
+
+/// Checks C of a product of `shape` in `precision`. `a(i, k)` and `b(n, k)` give the inputs
+/// as the device received them (integers), `c(i, j)` the output element as a value.
+pub fn check(
+    precision: Precision,
+    shape: Shape,
+    a: impl Fn(u64, u64) -> i64 + Sync,
+    b: impl Fn(u64, u64) -> i64 + Sync,
+    c: impl Fn(u64, u64) -> f64 + Sync,
+) -> Verdict {
+    if exact_accumulation(precision, shape.k) {
+        check_exact(shape, a, b, c)
+    } else {
+        check_frobenius(precision, shape, a, b, c)
+    }
+}
+
+/// Input pairs [`check`] generates and multiplies for a product of `shape` in `precision`: the
+/// exact check's pass over C and its Freivalds passes (A and B twice each), or the sampled
+/// check's dot products (every element of up to [`SAMPLED_LINES`] rows and columns).
+pub fn check_terms(precision: Precision, shape: Shape) -> u64 {
+    let Shape { m, n, k } = shape;
+    if exact_accumulation(precision, k) {
+        m * n + 2 * (m + n) * k
+    } else {
+        (SAMPLED_LINES.min(m) * n + SAMPLED_LINES.min(n) * m) * k
+    }
+}
+
+/// The exact element `(A·Bᵀ)[i][j]`.
+fn exact_element(
+    shape: Shape,
+    a: &impl Fn(u64, u64) -> i64,
+    b: &impl Fn(u64, u64) -> i64,
+    i: u64,
+    j: u64,
+) -> i64 {
+    (0..shape.k).map(|k| a(i, k) * b(j, k)).sum()
+}
+
+fn show(v: f64) -> String {
+    if v.is_finite() && v == v.trunc() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+fn check_exact(
+    shape: Shape,
+    a: impl Fn(u64, u64) -> i64 + Sync,
+    b: impl Fn(u64, u64) -> i64 + Sync,
+    c: impl Fn(u64, u64) -> f64 + Sync,
+) -> Verdict {
+    let Shape { m, n, k } = shape;
+    // Every loop below runs on all host cores (`par_map_heavy`): at 8192³ each is tens of
+    // millions of generated inputs, seconds on one core, and a device check's GEMM step has a
+    // minute.
+    // 1. Every element a finite integer; C as integers, in blocks of rows, with both Freivalds
+    // sums (C·r per row; sᵀ·C per column, summed over the blocks).
+    const ROWS: u64 = 64;
+    let r: Vec<i128> = (0..n).map(|j| weight(0, j) as i128).collect();
+    let blocks = crate::cases::par_map_heavy(m.div_ceil(ROWS) as usize, |blk| {
+        let mut not_integers = 0u64;
+        let mut first = Vec::new();
+        let mut c_r = Vec::new();
+        let mut s_c = vec![0i128; n as usize];
+        for i in blk as u64 * ROWS..((blk as u64 + 1) * ROWS).min(m) {
+            let s = weight(1, i) as i128;
+            let mut row = 0i128;
+            for (j, &r) in (0..n).zip(&r) {
+                let v = c(i, j);
+                if !(v.is_finite() && v == v.trunc() && v.abs() < 1e18) {
+                    not_integers += 1;
+                    if first.len() < 3 {
+                        first.push((i, j, v));
+                    }
+                    continue;
+                }
+                let v = v as i128;
+                row += v * r;
+                s_c[j as usize] += s * v;
+            }
+            c_r.push(row);
+        }
+        (not_integers, first, c_r, s_c)
+    });
+    let mut not_integers = 0u64;
+    let mut first = Vec::new();
+    let mut c_r = Vec::with_capacity(m as usize); // C·r
+    let mut s_c = vec![0i128; n as usize]; // sᵀ·C
+    for (count, firsts, rows, cols) in blocks {
+        not_integers += count;
+        first.extend(firsts);
+        c_r.extend(rows);
+        for (total, part) in s_c.iter_mut().zip(cols) {
+            *total += part;
+        }
+    }
+    if not_integers > 0 {
+        let first: Vec<String> = first
+            .into_iter()
+            .take(3)
+            .map(|(i, j, v)| {
+                format!(
+                    "C[{i}][{j}] is {v}, should be {}",
+                    exact_element(shape, &a, &b, i, j)
+                )
+            })
+            .collect();
+        return Verdict::invalid(format!(
+            "{not_integers} of {} elements of C are not the integers the product gives: {}",
+            m * n,
+            first.join("; ")
+        ));
+    }
+    // 2. Freivalds: t = Bᵀ·r (K), then A·t against C·r; u = sᵀ·A (K), then u·Bᵀ against sᵀ·C.
+    let s: Vec<i128> = (0..m).map(|i| weight(1, i) as i128).collect();
+    let t = crate::cases::par_map_heavy(k as usize, |kk| {
+        (0..n)
+            .map(|j| r[j as usize] * b(j, kk as u64) as i128)
+            .sum::<i128>()
+    });
+    let u = crate::cases::par_map_heavy(k as usize, |kk| {
+        (0..m)
+            .map(|i| s[i as usize] * a(i, kk as u64) as i128)
+            .sum::<i128>()
+    });
+    let row_ok = crate::cases::par_map_heavy(m as usize, |i| {
+        let want: i128 = (0..k)
+            .map(|kk| a(i as u64, kk) as i128 * t[kk as usize])
+            .sum();
+        want == c_r[i]
+    });
+    let col_ok = crate::cases::par_map_heavy(n as usize, |j| {
+        let want: i128 = (0..k)
+            .map(|kk| u[kk as usize] * b(j as u64, kk) as i128)
+            .sum();
+        want == s_c[j]
+    });
+    let bad = |ok: Vec<bool>| -> Vec<u64> {
+        ok.iter()
+            .enumerate()
+            .filter(|(_, ok)| !**ok)
+            .map(|(i, _)| i as u64)
+            .collect()
+    };
+    let (bad_rows, bad_cols) = (bad(row_ok), bad(col_ok));
+    if bad_rows.is_empty() && bad_cols.is_empty() {
+        return Verdict::valid();
+    }
+    // Name the wrong elements where a wrong row meets a wrong column.
+    let mut wrong = Vec::new();
+    'found: for &i in &bad_rows {
+        for &j in &bad_cols {
+            let (is, should) = (c(i, j), exact_element(shape, &a, &b, i, j));
+            if is != should as f64 {
+                wrong.push(format!(
+                    "C[{i}][{j}] is {}, should be {should}, diff {}",
+                    show(is),
+                    show(is - should as f64)
+                ));
+                if wrong.len() == 3 {
+                    break 'found;
+                }
+            }
+        }
+    }
+    Verdict::invalid(format!(
+        "C differs from A·Bᵀ in {} of {m} rows and {} of {n} columns (Freivalds' test){}{}",
+        bad_rows.len(),
+        bad_cols.len(),
+        if wrong.is_empty() { "" } else { ": " },
+        wrong.join("; ")
+    ))
+}
+
+fn check_frobenius(
+    precision: Precision,
+    shape: Shape,
+    a: impl Fn(u64, u64) -> i64 + Sync,
+    b: impl Fn(u64, u64) -> i64 + Sync,
+    c: impl Fn(u64, u64) -> f64 + Sync,
+) -> Verdict {
+    let rows = spread(shape.m, SAMPLED_LINES);
+    let cols = spread(shape.n, SAMPLED_LINES);
+    let mut elements: Vec<(u64, u64)> = rows
+        .iter()
+        .flat_map(|&i| (0..shape.n).map(move |j| (i, j)))
+        .chain(cols.iter().flat_map(|&j| (0..shape.m).map(move |i| (i, j))))
+        .collect();
+    elements.sort_unstable();
+    elements.dedup();
+    // each a K-term dot product (at 8192³, 2 × 16 lines of 8192 elements: on all host cores)
+    let pairs = crate::cases::par_map_heavy(elements.len(), |e| {
+        let (i, j) = elements[e];
+        (exact_element(shape, &a, &b, i, j) as f64, c(i, j))
+    });
+    let (mut err2, mut ref2) = (0.0f64, 0.0f64);
+    let mut first_bad = None;
+    for (&(i, j), &(want, is)) in elements.iter().zip(&pairs) {
+        if !is.is_finite() && first_bad.is_none() {
+            first_bad = Some(format!("C[{i}][{j}] is {is}, should be {}", show(want)));
+        }
+        err2 += (is - want) * (is - want);
+        ref2 += want * want;
+    }
+    let tolerance = frobenius_tolerance(precision, shape.k);
+    let relative = if ref2 > 0.0 {
+        (err2 / ref2).sqrt()
+    } else {
+        err2.sqrt()
+    };
+    match first_bad {
+        Some(bad) => Verdict::invalid(bad),
+        None if relative <= tolerance => Verdict::valid(),
+        None => Verdict::invalid(format!(
+            "relative Frobenius error {relative:.3e} on {} sampled elements is above the {tolerance:.3e} \
+             allowed for {precision} with K = {}",
+            elements.len(),
+            shape.k
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::gemm::{expand, expand_tma};
+
+    #[test]
+    fn shapes_name_themselves_and_parse_back() {
+        let s = Shape::new(1, 14336, 4096);
+        assert_eq!(s.to_string(), "1x14336x4096");
+        assert_eq!("1x14336x4096".parse::<Shape>().unwrap(), s);
+        assert!("1x2".parse::<Shape>().unwrap_err().contains("MxNxK"));
+        assert!("0x2x3".parse::<Shape>().unwrap_err().contains("positive"));
+        assert_eq!(Shape::square(8192).flops(), 2 * 8192u64.pow(3));
+    }
+
+    /// The work is 2MNK operations, A and B read and C written once in their own types.
+    #[test]
+    fn work_counts_each_matrix_once_in_its_type() {
+        let c = case(GPU_OURS, Precision::Bf16F32, Shape::new(1, 4096, 4096));
+        assert_eq!(c.id(), "gemm/ptx/bf16.f32/1x4096x4096");
+        assert_eq!(c.work.flops, 2 * 4096 * 4096);
+        assert_eq!(c.work.bytes_read, (4096 + 4096 * 4096) * 2);
+        assert_eq!(c.work.bytes_written, 4096 * 4);
+        // a GEMV moves about one byte per operation in bf16: intensity just under 1
+        let i = c.work.intensity().unwrap();
+        assert!((0.99..1.0).contains(&i), "{i}");
+        let f = case(HOST_OURS, Precision::F64, Shape::square(256));
+        assert_eq!(f.work.bytes(), 3 * 256 * 256 * 8);
+        assert_eq!(f.working_set_bytes, f.work.bytes());
+        assert_eq!(shape_of(&f), Ok(Shape::square(256)));
+    }
+
+    #[test]
+    fn shapes_are_capped_by_memory_time_and_size() {
+        let open = Limits {
+            usable_bytes: u64::MAX,
+            max_matrix_bytes: None,
+            max_flops: f64::INFINITY,
+        };
+        assert_eq!(square_shapes(Precision::F32, &open).len(), 7);
+        assert_eq!(batch_shapes(Precision::F32, &open).len(), 5 * 14);
+        // 1 GiB for the three f32 matrices: 8192² f32 is 256 MiB each, 768 MiB in all
+        let memory = Limits {
+            usable_bytes: 1 << 30,
+            ..open
+        };
+        assert_eq!(
+            square_shapes(Precision::F32, &memory).last(),
+            Some(&Shape::square(8192))
+        );
+        // time: 2·2048³ = 1.7e10 fits, 4096³ does not
+        let time = Limits {
+            max_flops: 2e10,
+            ..open
+        };
+        assert_eq!(
+            square_shapes(Precision::F32, &time).last(),
+            Some(&Shape::square(2048))
+        );
+        // a --size of 1 MiB per matrix: 512² f32, and no Llama weight
+        let size = Limits {
+            max_matrix_bytes: Some(1 << 20),
+            ..open
+        };
+        assert_eq!(square_shapes(Precision::F32, &size).len(), 2);
+        assert!(batch_shapes(Precision::F32, &size).is_empty());
+        // reference first, then ours, shape by shape
+        let ids: Vec<String> = cases(HOST_OURS, Some(HOST_REFERENCE), Precision::F32, &size, true)
+            .iter()
+            .map(Case::id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "gemm/gemm-crate/f32/256x256x256",
+                "gemm/simd/f32/256x256x256",
+                "gemm/gemm-crate/f32/512x512x512",
+                "gemm/simd/f32/512x512x512",
+            ]
+        );
+        assert_eq!(reference_of("simd"), Some("gemm-crate"));
+        assert_eq!(reference_of("cublas"), None);
+        assert_eq!(
+            weight_of(Shape::new(64, 28672, 8192)).unwrap().what,
+            "Llama 3 70B FFN gate/up projection"
+        );
+        assert!(weight_of(Shape::new(3, 4096, 4096)).is_none());
+    }
+
+    #[test]
+    fn gpu_operands_are_padded_aligned_and_checked() {
+        assert_eq!(gpu_leading_dimension(Precision::Bf16F32, 1), 8);
+        assert_eq!(gpu_leading_dimension(Precision::Bf16F32, 129), 136);
+        assert_eq!(gpu_leading_dimension(Precision::E4m3F32, 1), 16);
+        assert_eq!(gpu_leading_dimension(Precision::E4m3F32, 129), 144);
+        assert_eq!(gpu_blocks(Shape::new(129, 1, 17)), 2);
+        assert_eq!(GPU_SHARED_BYTES, 64 << 10);
+        let s = Shape::new(3, 2, 5);
+        let bf16 = Precision::Bf16F32;
+        assert!(check_operands(bf16, s, 8, 8).is_ok());
+        assert!(check_operands(bf16, s, 5, 8)
+            .unwrap_err()
+            .contains("multiple of 8"));
+        assert!(check_operands(bf16, s, 8, 0).unwrap_err().contains("ldb"));
+        // fp8 rows are 16-byte aligned too: 16 elements
+        assert!(check_operands(Precision::E4m3F32, s, 8, 16)
+            .unwrap_err()
+            .contains("multiple of 16"));
+        assert!(check_operands(Precision::E4m3F32, s, 16, 16).is_ok());
+        // word 0 of A: elements (0,0) and (0,1); the padding past K reads as zero
+        let w = operand_word(Precision::Bf16F32, s, 0, 8, 0);
+        let lo = crate::cases::arith::bf16_value(w as u16);
+        assert_eq!(lo as i64, input(0, 0));
+        assert_eq!(
+            operand_word(Precision::F16F32, s, 1, 8, 3) >> 16,
+            0,
+            "column 7 > K"
+        );
+        assert!(expand(Precision::F16F32).contains(".visible .entry gemm_f16_f32("));
+        // e4m3: four elements a word, the lowest address lowest; ±1 … ±4 exact
+        let e4m3 = Precision::E4m3F32;
+        assert_eq!(operand_words(e4m3, 3, 16), 12);
+        let w = operand_word(e4m3, s, 0, 16, 1);
+        for j in 0..4 {
+            let bits = (w >> (8 * j)) as u8;
+            let want = if 4 + j < s.k {
+                input_bits8(e4m3, input(0, 4 + j))
+            } else {
+                0
+            };
+            assert_eq!(bits, want, "element {}", 4 + j);
+        }
+        assert_eq!(
+            [1, 2, 3, 4, -1, -4].map(|v| input_bits8(e4m3, v)),
+            [0x38, 0x40, 0x44, 0x48, 0xB8, 0xC8]
+        );
+        // fp8's accumulation is held to 14 bits: exact while 16·K < 2^14
+        assert!(exact_accumulation(e4m3, 1023));
+        assert!(!exact_accumulation(e4m3, 1024));
+        assert!(exact_accumulation(Precision::Bf16F32, 1024));
+        assert!(frobenius_tolerance(e4m3, 1024) > frobenius_tolerance(bf16, 1024));
+        // the TMA kernel's K tile is 128 bytes: 64 bf16, 128 e4m3
+        assert_eq!((tma_tile_k(bf16), tma_tile_k(e4m3)), (64, 128));
+        assert_eq!(tma_box(e4m3, 1, false), [128, 256]);
+        assert_eq!(tma_box(bf16, 1, true), [64, 128]);
+        let fp8 = expand_tma(e4m3, false);
+        assert!(fp8.contains("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
+        assert!(fp8.contains("shl.b32 %r38, %r29, 7;"));
+        assert!(expand_tma(bf16, false).contains("shl.b32 %r38, %r29, 6;"));
+        // the cluster expansion: its own entry, clusters of two, every placeholder filled, the
+        // empty barriers taking 16 arrivals (256 alone), and whole clusters of CTAs: 3 row tiles
+        // take 2 clusters (a CTA past M), 2 column tiles twice that
+        for p in TMA_PRECISIONS {
+            for cluster in [false, true] {
+                let text = expand_tma(p, cluster);
+                let placeholder = text
+                    .split('@')
+                    .skip(1)
+                    .any(|t| t.starts_with(|c: char| c.is_ascii_uppercase()));
+                assert!(!placeholder, "{p} (cluster {cluster}): a placeholder left");
+                assert!(text.contains(&format!(".visible .entry {}(", tma_entry_name(p, cluster))));
+                assert_eq!(
+                    text.contains("\n.reqnctapercluster 2, 1, 1\n"),
+                    cluster,
+                    "{p}"
+                );
+                let releases = if cluster { "], 16;" } else { "], 256;" };
+                assert_eq!(text.matches(releases).count(), 4, "{p}");
+            }
+        }
+        assert_eq!(tma_entry_name(bf16, true), "gemm_tma_cluster2_bf16_f32");
+        let three_by_two = Shape::new(257, 300, 64);
+        assert_eq!(tma_blocks(three_by_two, false), 3 * 2);
+        assert_eq!(tma_blocks(three_by_two, true), 4 * 2);
+        assert_eq!(
+            (tma_kernel("tma"), tma_kernel("tma-cluster")),
+            (Some(false), Some(true))
+        );
+        assert_eq!(tma_kernel("wgmma"), None);
+        assert_eq!(reference_of(GPU_TMA_CLUSTER), Some(GPU_REFERENCE));
+        // tf32: one f32 per word, exact; the padding is zero
+        assert_eq!(operand_words(Precision::Tf32F32, 3, 8), 24);
+        assert_eq!(operand_words(Precision::Bf16F32, 3, 8), 12);
+        let w = operand_word(Precision::Tf32F32, s, 1, 8, 9);
+        assert_eq!(f32::from_bits(w as u32) as i64, input(1, 5 + 1));
+        assert_eq!(
+            operand_word(Precision::Tf32F32, s, 1, 8, 13),
+            0,
+            "column 5 = K"
+        );
+        assert_eq!(
+            (
+                gpu_tile_k(Precision::Bf16F32),
+                gpu_tile_k(Precision::Tf32F32)
+            ),
+            (32, 16)
+        );
+        // the SIMT kernel: f32 in memory like tf32, K tiles of 8, its shared memory static
+        assert_eq!(
+            operand_word(SIMT_PRECISION, s, 1, 8, 9),
+            operand_word(Precision::Tf32F32, s, 1, 8, 9)
+        );
+        assert_eq!(operand_words(SIMT_PRECISION, 3, 8), 24);
+        assert_eq!(gpu_tile_k(SIMT_PRECISION), 8);
+        assert_eq!(entry_name(SIMT_PRECISION), "gemm_f32_f32");
+        assert_eq!(SIMT_SHARED_BYTES, 16896);
+        assert_eq!(
+            (
+                gpu_dynamic_shared_bytes(SIMT_PRECISION),
+                gpu_dynamic_shared_bytes(Precision::Tf32F32)
+            ),
+            (0, 64 << 10)
+        );
+        assert!(crate::kernels::GEMM_SIMT.contains(&format!(
+            ".shared .align 16 .b8 gemm_f32_f32_smem[{SIMT_SHARED_BYTES}]"
+        )));
+        assert!(std::panic::catch_unwind(|| expand(SIMT_PRECISION)).is_err());
+        for p in TENSOR_PRECISIONS {
+            let text = expand(p);
+            let placeholder = text
+                .split('@')
+                .skip(1)
+                .any(|t| t.starts_with(|c: char| c.is_ascii_uppercase()));
+            assert!(!placeholder, "{p}: a placeholder left");
+        }
+        let text = expand(Precision::Bf16F32);
+        assert!(!text.contains("cvt.rna.tf32.f32 %") && text.contains("m16n8k16.row.col.f32.bf16"));
+        let text = expand(Precision::Tf32F32);
+        assert!(text.contains(".visible .entry gemm_tf32_f32("));
+        assert_eq!(text.matches("cvt.rna.tf32.f32 %").count(), 2 * 24);
+        assert_eq!(
+            text.matches("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+                .count(),
+            32
+        );
+    }
+
+    /// Decode-step shapes smaller than the DRAM rule get copies of B up to it, as far as
+    /// memory allows; larger M, and shapes already that large, keep one copy.
+    #[test]
+    fn small_m_cases_rotate_copies_of_b_up_to_the_dram_rule() {
+        let decode = Shape::new(1, 4096, 4096); // B: 64 MiB in f32
+        let batch = Shape::new(64, 4096, 4096);
+        let big = Shape::new(1, 28672, 8192); // B: 896 MiB
+        let mut cases = [
+            case(HOST_OURS, Precision::F32, decode),
+            case(HOST_OURS, Precision::F32, batch),
+            case(HOST_OURS, Precision::F32, big),
+        ];
+        rotate_weights(&mut cases, 16, 512 << 20, u64::MAX);
+        let weight = weight_bytes(Precision::F32, decode);
+        let others = matrix_bytes(Precision::F32, decode) - weight;
+        assert_eq!(weight_copies(&cases[0]), 8); // 8 × 64 MiB + A and C ≥ 512 MiB
+        assert_eq!(cases[0].working_set_bytes, others + 8 * weight);
+        assert!(cases[0].working_set_bytes >= 512 << 20);
+        assert_eq!(weight_copies(&cases[1]), 1);
+        assert_eq!(
+            cases[1].working_set_bytes,
+            matrix_bytes(Precision::F32, batch)
+        );
+        assert_eq!(weight_copies(&cases[2]), 1);
+        // memory for 3 copies only
+        let mut capped = [case(HOST_REFERENCE, Precision::F32, decode)];
+        rotate_weights(&mut capped, 16, 512 << 20, others + 3 * weight + 5);
+        assert_eq!(weight_copies(&capped[0]), 3);
+        // a square is a compute point, whatever its size: one B
+        let mut square = [case(HOST_OURS, Precision::F32, Shape::square(256))];
+        rotate_weights(&mut square, u64::MAX, 512 << 20, u64::MAX);
+        assert_eq!(weight_copies(&square[0]), 1);
+        // other families are never touched
+        let mut stream = [crate::cases::stream::cases(|_| 1 << 20).remove(0)];
+        let before = stream[0].working_set_bytes;
+        rotate_weights(&mut stream, 16, 512 << 20, u64::MAX);
+        assert_eq!(
+            (stream[0].working_set_bytes, weight_copies(&stream[0])),
+            (before, 1)
+        );
+    }
+
+    #[test]
+    fn inputs_are_small_non_zero_integers_and_exact() {
+        let v: Vec<i64> = (0..10_000).map(|i| input(0, i)).collect();
+        assert!(v.iter().all(|&x| x != 0 && x.abs() <= MAX_INPUT));
+        for x in -4..=4 {
+            assert!(v.contains(&x) || x == 0, "{x} never drawn");
+        }
+        assert_ne!(input(0, 5), input(1, 5) + 100); // distinct streams exist
+        assert!(exact_accumulation(Precision::Bf16F32, 16384));
+        assert!(exact_accumulation(Precision::F32, (1 << 20) - 1));
+        assert!(!exact_accumulation(Precision::F32, 1 << 20));
+        assert!(!exact_accumulation(Precision::F16F16, 256));
+    }
+
+    /// C computed exactly, as f64 values.
+    fn product(shape: Shape) -> Vec<f64> {
+        let mut c = vec![0.0; (shape.m * shape.n) as usize];
+        for i in 0..shape.m {
+            for j in 0..shape.n {
+                c[(i * shape.n + j) as usize] = exact_element(
+                    shape,
+                    &|i, k| a_value(shape, i, k),
+                    &|n, k| b_value(shape, n, k),
+                    i,
+                    j,
+                ) as f64;
+            }
+        }
+        c
+    }
+
+    fn verdict(p: Precision, shape: Shape, c: &[f64]) -> Verdict {
+        check(
+            p,
+            shape,
+            |i, k| a_value(shape, i, k),
+            |n, k| b_value(shape, n, k),
+            |i, j| c[(i * shape.n + j) as usize],
+        )
+    }
+
+    /// The exact product passes; one element off by one, a NaN left by an unwritten tile, and
+    /// a transposed C fail, naming the element where they can.
+    #[test]
+    fn the_check_demands_the_exact_product() {
+        for shape in [
+            Shape::new(1, 17, 129),
+            Shape::new(17, 1, 33),
+            Shape::new(33, 29, 7),
+        ] {
+            let good = product(shape);
+            assert!(verdict(Precision::F32, shape, &good).valid, "{shape}");
+            let mut off = good.clone();
+            let last = off.len() - 1;
+            off[last] += 1.0;
+            let v = verdict(Precision::F32, shape, &off);
+            assert!(!v.valid, "{shape}");
+            let (i, j) = (shape.m - 1, shape.n - 1);
+            assert!(
+                v.detail
+                    .contains(&format!("C[{i}][{j}] is {}", off[last] as i64))
+                    && v.detail.contains("diff 1"),
+                "{shape}: {}",
+                v.detail
+            );
+            let mut nan = good.clone();
+            nan[0] = f64::NAN;
+            let v = verdict(Precision::Bf16F32, shape, &nan);
+            assert!(
+                !v.valid && v.detail.contains("C[0][0] is NaN"),
+                "{}",
+                v.detail
+            );
+        }
+        let shape = Shape::new(9, 9, 40);
+        let good = product(shape);
+        let transposed: Vec<f64> = (0..81).map(|x| good[(x % 9) * 9 + x / 9]).collect();
+        assert!(!verdict(Precision::F32, shape, &transposed).valid);
+        // two errors that cancel in one row are still seen by the columns
+        let mut pair = good.clone();
+        pair[0] += 2.0 * weight(0, 1) as f64;
+        pair[1] -= 2.0 * weight(0, 0) as f64;
+        assert!(!verdict(Precision::F32, shape, &pair).valid);
+    }
+
+    /// Where the accumulation is not exact, a relative Frobenius error within the type's
+    /// tolerance passes and one above it fails.
+    #[test]
+    fn inexact_accumulation_is_held_to_a_frobenius_tolerance() {
+        let shape = Shape::new(20, 20, 300);
+        assert!(!exact_accumulation(Precision::F16F16, shape.k));
+        let good = product(shape);
+        let tol = frobenius_tolerance(Precision::F16F16, shape.k);
+        let nudged: Vec<f64> = good.iter().map(|v| v * (1.0 + tol / 4.0)).collect();
+        assert!(verdict(Precision::F16F16, shape, &nudged).valid);
+        let wrong: Vec<f64> = good.iter().map(|v| v * (1.0 + tol * 4.0)).collect();
+        let v = verdict(Precision::F16F16, shape, &wrong);
+        assert!(
+            !v.valid && v.detail.contains("relative Frobenius error"),
+            "{}",
+            v.detail
+        );
+        assert_eq!(spread(100, 4), [0, 33, 66, 99]);
+        assert_eq!(spread(3, 16), [0, 1, 2]);
+    }
+}

@@ -1,0 +1,451 @@
+//! The arithmetic-intensity sweep (`intensity/fma/<precision>/<k>`): read a word, apply k FMAs,
+//! write it; k = 0, 1, 2, 4, …, 1024. Low k is bound by memory bandwidth, high k by the FMA pipes,
+//! and the points between trace the roofline's ridge (mixbench's and the Empirical Roofline
+//! Toolkit's experiment, validated and per precision).
+//!
+//! | per word | read | written | operations |
+//! | --- | --- | --- | --- |
+//! | f32, i32 | 4 B | 4 B | 2k |
+//! | f16x2, bf16x2 | 4 B | 4 B | 4k (two lanes) |
+//! | f64 | 8 B | 8 B | 2k |
+//!
+//! so the intensity is k/4, k/2 or k/8 operations per byte.
+//!
+//! The FMA is the map of [`arith::map`] (`x ← x·a + b`, every step rounding), so the check is
+//! exact: each output word must equal the input word iterated k times in the same precision.
+//! Inputs come from a small set of distinct values (4096 for f32/f64, 1024 per f16 lane, 128 per
+//! bf16 lane), so the gold values are a table computed once per case, and checking n words costs
+//! n look-ups, not n·k FMAs. Integer words are arbitrary: the integer map has a closed form.
+//!
+//! This module also owns the PTX template `kernels/intensity.ptx.in` and its expansion
+//! ([`expand`]), which the CUDA backend loads and the PTX interpreter's tests run. It must not
+//! launch or time anything.
+
+use super::arith::{self, FmaMap};
+use super::{input_bits, Case, Family, Precision, Verdict, Work};
+
+/// FMAs per word, 0 and the powers of two up to 1024.
+pub const KS: [u32; 12] = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+/// The precisions of the GPU sweep.
+pub const PRECISIONS: [Precision; 5] = [
+    Precision::F32,
+    Precision::F64,
+    Precision::F16x2,
+    Precision::Bf16x2,
+    Precision::I32,
+];
+
+/// The kernel name in ids: `intensity/fma/f32/64`.
+pub const KERNEL: &str = "fma";
+
+/// The array the inputs are drawn from, for [`input_bits`].
+const INPUT_ARRAY: u64 = 0x1D;
+
+/// The case sweeping `precision` at `k` FMAs per word over `n` words.
+pub fn case(precision: Precision, k: u32, n: u64) -> Case {
+    let bytes = arith::word_bytes(precision);
+    Case {
+        family: Family::Intensity,
+        kernel: KERNEL.to_string(),
+        precision,
+        param: Some(super::Param::Count(k)),
+        elements: n,
+        working_set_bytes: 2 * n * bytes,
+        work: Work {
+            bytes_read: n * bytes,
+            bytes_written: n * bytes,
+            flops: 2 * k as u64 * arith::lanes(precision) * n,
+        },
+    }
+}
+
+/// Every sweep case for `precisions`, `n_for(precision)` words each, k ascending.
+pub fn cases(precisions: &[Precision], n_for: impl Fn(Precision) -> u64) -> Vec<Case> {
+    precisions
+        .iter()
+        .flat_map(|&p| {
+            let n = n_for(p);
+            KS.into_iter().map(move |k| case(p, k, n))
+        })
+        .collect()
+}
+
+/// The map every sweep kernel applies (its `a` and `b` parameters).
+pub fn map(precision: Precision) -> FmaMap {
+    arith::map(precision)
+}
+
+/// Distinct values per lane of each float input.
+fn distinct(precision: Precision) -> u64 {
+    match precision {
+        Precision::F16x2 => 1024,
+        Precision::Bf16x2 => 128,
+        _ => 4096,
+    }
+}
+
+/// The lane value for table index `m`: 1 + m / distinct, exact in the precision.
+fn lane_value(precision: Precision, m: u64) -> u64 {
+    let x = 1.0 + m as f64 / distinct(precision) as f64;
+    match precision {
+        Precision::F64 => x.to_bits(),
+        Precision::F32 => (x as f32).to_bits() as u64,
+        Precision::F16x2 => arith::f16_bits(x) as u64,
+        Precision::Bf16x2 => arith::bf16_bits(x) as u64,
+        other => panic!("{other} has no float lanes"),
+    }
+}
+
+/// Table indices (lane 0, lane 1) of input word `i`.
+fn input_index(precision: Precision, i: u64) -> (u64, u64) {
+    let bits = input_bits(INPUT_ARRAY, i);
+    let d = distinct(precision);
+    (bits % d, (bits >> 20) % d)
+}
+
+/// Input word `i` as register bits.
+pub fn input(precision: Precision, i: u64) -> u64 {
+    match precision {
+        Precision::I32 => input_bits(INPUT_ARRAY, i) as u32 as u64,
+        Precision::F16x2 | Precision::Bf16x2 => {
+            let (lo, hi) = input_index(precision, i);
+            arith::pack2(
+                lane_value(precision, lo) as u16,
+                lane_value(precision, hi) as u16,
+            )
+        }
+        _ => lane_value(precision, input_index(precision, i).0),
+    }
+}
+
+/// k FMAs on one word: the reference result of one sweep element.
+pub fn expected_word(precision: Precision, k: u32, x: u64) -> u64 {
+    arith::iterate(precision, x, map(precision), k as u64)
+}
+
+/// Gold values of a (precision, k) case, tabulated over the distinct inputs.
+pub struct Gold {
+    precision: Precision,
+    k: u32,
+    /// f^k of each distinct value: the whole word for f32/f64, lane 0 for the packed formats.
+    lane0: Vec<u64>,
+    /// Lane 1 of the packed formats.
+    lane1: Vec<u64>,
+}
+
+impl Gold {
+    pub fn new(precision: Precision, k: u32) -> Gold {
+        let (mut lane0, mut lane1) = (Vec::new(), Vec::new());
+        if precision != Precision::I32 {
+            for m in 0..distinct(precision) {
+                let v = lane_value(precision, m);
+                match precision {
+                    Precision::F16x2 | Precision::Bf16x2 => {
+                        let w = expected_word(precision, k, arith::pack2(v as u16, v as u16));
+                        let (lo, hi) = arith::lanes2(w);
+                        lane0.push(lo as u64);
+                        lane1.push(hi as u64);
+                    }
+                    _ => lane0.push(expected_word(precision, k, v)),
+                }
+            }
+        }
+        Gold {
+            precision,
+            k,
+            lane0,
+            lane1,
+        }
+    }
+
+    /// The gold value of output word `i`.
+    pub fn expected(&self, i: u64) -> u64 {
+        match self.precision {
+            Precision::I32 => expected_word(self.precision, self.k, input(self.precision, i)),
+            Precision::F16x2 | Precision::Bf16x2 => {
+                let (lo, hi) = input_index(self.precision, i);
+                arith::pack2(self.lane(lo, 0), self.lane(hi, 1))
+            }
+            _ => self.lane0[input_index(self.precision, i).0 as usize],
+        }
+    }
+
+    /// Entry `m` of the table of lane `lane`.
+    fn lane(&self, m: u64, lane: u32) -> u16 {
+        let table = if lane == 0 { &self.lane0 } else { &self.lane1 };
+        table[m as usize] as u16
+    }
+}
+
+/// Words in one 16-byte vector of the GPU kernel: 4, or 2 in f64.
+pub fn words_per_vector(precision: Precision) -> u64 {
+    16 / arith::word_bytes(precision)
+}
+
+/// How many of `first`, `first + stride`, … are below `limit` (a thread's grid-stride share).
+fn strided_count(first: u64, stride: u64, limit: u64) -> u64 {
+    if first < limit {
+        (limit - first - 1) / stride.max(1) + 1
+    } else {
+        0
+    }
+}
+
+/// The whole vectors and the tail words below n that the sweep kernel's grid-stride loops give
+/// GPU thread `t` of `threads`: `(vectors, tail words)`.
+fn gpu_thread_share(precision: Precision, n: u64, threads: u64, t: u64) -> (u64, u64) {
+    let width = words_per_vector(precision);
+    let vectors = n / width;
+    (
+        strided_count(t, threads, vectors),
+        strided_count(t, threads, n - vectors * width),
+    )
+}
+
+/// The words GPU thread `t` of `threads` moves over `n` words (kernels/intensity.ptx.in): the
+/// whole vectors `t`, `t + threads`, … (two per main-loop trip, then one at a time), and the tail
+/// words `vectors · width + t`, `+ threads`, … below n.
+pub fn gpu_thread_words(precision: Precision, n: u64, threads: u64, t: u64) -> u64 {
+    let (vectors, tail) = gpu_thread_share(precision, n, threads, t);
+    vectors * words_per_vector(precision) + tail
+}
+
+/// The trips thread `t` of `threads` makes through the sweep kernel's three loops over `n` words
+/// (two vectors per main-loop trip, then one vector, then one tail word per trip): each trip
+/// runs k FMA steps per chain.
+pub fn gpu_thread_trips(precision: Precision, n: u64, threads: u64, t: u64) -> u64 {
+    let threads = threads.max(1);
+    let (vectors, tail) = gpu_thread_share(precision, n, threads, t);
+    // main-loop trips: one per second vector t + threads, t + 3·threads, … below n's vectors
+    let pairs = strided_count(t + threads, 2 * threads, n / words_per_vector(precision));
+    vectors - pairs + tail
+}
+
+/// The FMA steps per chain thread `t` counts (`%r12` of kernels/intensity.ptx.in, which thread 0
+/// of each block records): k per trip of its loops ([`gpu_thread_trips`]), modulo 2^32 (the
+/// count is a 32-bit register).
+pub fn gpu_thread_steps(precision: Precision, k: u32, n: u64, threads: u64, t: u64) -> u64 {
+    (u64::from(k) * gpu_thread_trips(precision, n, threads, t)) & u64::from(u32::MAX)
+}
+
+/// The words block `block_index` (of `block` threads, in a grid of `threads`) moves: what its
+/// threads' records must add up to.
+pub fn gpu_block_words(
+    precision: Precision,
+    n: u64,
+    threads: u64,
+    block: u64,
+    block_index: u64,
+) -> u64 {
+    (block_index * block..(block_index + 1) * block)
+        .map(|t| gpu_thread_words(precision, n, threads, t))
+        .sum()
+}
+
+/// Checks `n` output words (`got(i)`: the bits of word i) against the gold values.
+pub fn check(precision: Precision, k: u32, n: usize, got: impl Fn(usize) -> u64 + Sync) -> Verdict {
+    let gold = Gold::new(precision, k);
+    arith::check_words(precision, n, got, |i| gold.expected(i as u64))
+}
+
+/// The PTX entry name of a sweep kernel: `fma_f32_k64`.
+pub fn entry_name(precision: Precision, k: u32) -> String {
+    format!("{KERNEL}_{}_k{k}", precision.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::intensity::{expand, fma_instruction};
+
+    #[test]
+    fn work_table_gives_the_documented_intensities() {
+        let n = 1000;
+        for (p, per_k) in [
+            (Precision::F32, 0.25),
+            (Precision::I32, 0.25),
+            (Precision::F16x2, 0.5),
+            (Precision::Bf16x2, 0.5),
+            (Precision::F64, 0.125),
+        ] {
+            assert_eq!(case(p, 0, n).work.intensity(), Some(0.0));
+            assert_eq!(case(p, 64, n).work.intensity(), Some(64.0 * per_k));
+            assert_eq!(case(p, 64, n).id(), format!("intensity/fma/{p}/64"));
+        }
+        let c = case(Precision::F64, 8, n);
+        assert_eq!((c.work.bytes(), c.working_set_bytes), (16 * n, 16 * n));
+        assert_eq!(cases(&PRECISIONS, |_| 10).len(), 60);
+    }
+
+    #[test]
+    fn inputs_are_exact_and_varied() {
+        for p in PRECISIONS {
+            let words: Vec<u64> = (0..2000).map(|i| input(p, i)).collect();
+            let mut distinct_words = words.clone();
+            distinct_words.sort();
+            distinct_words.dedup();
+            assert!(distinct_words.len() > 100, "{p}: {}", distinct_words.len());
+        }
+        // f32 inputs are the f64 inputs' values
+        for i in 0..100 {
+            let f = f32::from_bits(input(Precision::F32, i) as u32);
+            assert!((1.0..2.0).contains(&f));
+        }
+    }
+
+    /// The table gives what iterating each word does, for every precision and several k.
+    #[test]
+    fn gold_table_equals_direct_iteration() {
+        for p in PRECISIONS {
+            for k in [0u32, 1, 5, 64] {
+                let gold = Gold::new(p, k);
+                for i in (0..5000).step_by(7) {
+                    assert_eq!(
+                        gold.expected(i),
+                        expected_word(p, k, input(p, i)),
+                        "{p} k={k} word {i}"
+                    );
+                }
+            }
+            // k = 0 is a copy
+            assert_eq!(Gold::new(p, 0).expected(3), input(p, 3));
+        }
+    }
+
+    #[test]
+    fn check_finds_an_off_by_one_k() {
+        let p = Precision::Bf16x2;
+        let good = |i: usize| expected_word(p, 16, input(p, i as u64));
+        assert!(check(p, 16, 300, good).valid);
+        let v = check(p, 16, 300, |i| {
+            if i == 200 {
+                expected_word(p, 15, input(p, 200))
+            } else {
+                good(i)
+            }
+        });
+        assert!(!v.valid, "15 FMAs instead of 16 must show");
+        assert!(v.detail.contains("[200]"), "{}", v.detail);
+    }
+
+    /// The threads' shares cover every word once, whatever n, grid and block.
+    #[test]
+    fn gpu_shares_cover_every_word_once() {
+        for p in [Precision::F32, Precision::F64] {
+            for n in [0u64, 1, 3, 5, 17, 257, 4099, 10_007] {
+                for (grid, block) in [(1u64, 32u64), (3, 64), (2, 256)] {
+                    let threads = grid * block;
+                    let mut owner = vec![0u32; n as usize];
+                    let width = words_per_vector(p);
+                    for t in 0..threads {
+                        let mut v = t;
+                        while v < n / width {
+                            (v * width..(v + 1) * width).for_each(|w| owner[w as usize] += 1);
+                            v += threads;
+                        }
+                        let mut w = n / width * width + t;
+                        while w < n {
+                            owner[w as usize] += 1;
+                            w += threads;
+                        }
+                    }
+                    assert!(owner.iter().all(|&c| c == 1), "{p} n={n}");
+                    let blocks: u64 = (0..grid)
+                        .map(|b| gpu_block_words(p, n, threads, block, b))
+                        .sum();
+                    assert_eq!(blocks, n, "{p} n={n} grid={grid}");
+                }
+            }
+        }
+        // f32, 4099 words over 2 x 256 threads: 1024 vectors, 3 tail words; thread 0 has vectors
+        // 0 and 512 and tail word 4096
+        assert_eq!(gpu_thread_words(Precision::F32, 4099, 512, 0), 9);
+        assert_eq!(gpu_thread_words(Precision::F32, 4099, 512, 3), 8);
+        assert_eq!(gpu_block_words(Precision::F32, 4099, 512, 256, 1), 256 * 8);
+    }
+
+    /// The trips and steps of a thread are the kernel's loops followed one trip at a time.
+    #[test]
+    fn thread_trips_follow_the_kernels_loops() {
+        for p in [Precision::F32, Precision::F64] {
+            let width = words_per_vector(p);
+            for n in [0u64, 1, 3, 5, 8, 17, 257, 4099, 10_007] {
+                for threads in [1u64, 3, 32, 96, 512] {
+                    for t in 0..threads {
+                        let vectors = n / width;
+                        let (mut trips, mut v) = (0, t);
+                        while v + threads < vectors {
+                            (trips, v) = (trips + 1, v + 2 * threads);
+                        }
+                        while v < vectors {
+                            (trips, v) = (trips + 1, v + threads);
+                        }
+                        let mut w = vectors * width + t;
+                        while w < n {
+                            (trips, w) = (trips + 1, w + threads);
+                        }
+                        assert_eq!(
+                            gpu_thread_trips(p, n, threads, t),
+                            trips,
+                            "{p} n={n} T={threads} t={t}"
+                        );
+                        assert_eq!(gpu_thread_steps(p, 1024, n, threads, t), 1024 * trips);
+                    }
+                }
+            }
+        }
+        // the steps are a 32-bit count
+        let trips = gpu_thread_trips(Precision::F32, 1 << 36, 1, 0);
+        assert_eq!(trips, (1 << 34) - (1 << 33));
+        assert_eq!(gpu_thread_steps(Precision::F32, 1024, 1 << 36, 1, 0), 0);
+    }
+
+    #[test]
+    fn expansion_unrolls_k_fmas_per_word() {
+        for p in PRECISIONS {
+            for k in [0u32, 1, 3, 64, 65, 128, 130, 1024] {
+                let ptx = expand(p, k);
+                let unexpanded = ptx.split('@').skip(1).step_by(2).any(|w| {
+                    !w.is_empty()
+                        && w.chars()
+                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                });
+                assert!(!unexpanded, "unexpanded placeholder in {p} k={k}");
+                let fmas = ptx
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with(fma_instruction(p)))
+                    .count();
+                let vec = if p == Precision::F64 { 2 } else { 4 };
+                // a block of 64 steps in a loop above 64, and the steps left over
+                let (looped, unrolled) = match k {
+                    0..=64 => (0, k),
+                    _ => (k / 64 * 64, 64 + k % 64),
+                };
+                // main (2 vectors) + remainder (1 vector) + tail (1 word)
+                assert_eq!(fmas, unrolled as usize * (3 * vec + 1), "{p} k={k}");
+                let loops = ptx.matches("_steps;").count();
+                assert_eq!(loops, if looped > 0 { 3 } else { 0 }, "{p} k={k}");
+                if looped > 0 {
+                    assert_eq!(
+                        ptx.matches(&format!("add.u32 %r13, %r12, {looped};"))
+                            .count(),
+                        3,
+                        "{p} k={k}"
+                    );
+                }
+                // every loop trip counts k steps
+                let counted: u32 = ptx
+                    .lines()
+                    .filter_map(|l| l.trim_start().strip_prefix("add.u32 %r12, %r12, "))
+                    .map(|v| v.trim_end_matches(';').parse::<u32>().unwrap())
+                    .sum();
+                let per_loop = if looped > 0 { 64 + k % 64 } else { k };
+                assert_eq!(counted, 3 * per_loop, "{p} k={k}");
+                assert!(ptx.contains(&format!(".visible .entry {}(", entry_name(p, k))));
+            }
+        }
+        assert!(expand(Precision::F64, 2).contains("ld.global.v2.b64 {%x0, %x1}"));
+        assert!(expand(Precision::I32, 2).contains("mad.lo.s32 %x7, %x7, %xa, %xb;"));
+    }
+}

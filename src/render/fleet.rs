@@ -1,0 +1,1052 @@
+//! The fleet report: many runs of the same kind of device read as peers, to find the slow one.
+//!
+//! Runs are grouped by backend, device model and driver (for the host: CPU model and OS
+//! kernel); per metric (each memory level's bandwidth, each compute ceiling) a group's median
+//! and MAD (median absolute deviation) are taken over its runs, and a run below `threshold` ×
+//! the median is flagged. A median of fewer than [`MIN_PEERS`] runs cannot say which of them is
+//! the slow one: such a metric is shown, never flagged. The same run given twice (its run id
+//! twice: a CSV and its JSON, a file passed twice) counts once. A flagged run's verdict says
+//! when its rows show throttling or other processes on the GPU or CPUs, since that is a
+//! different fault from a slow memory system.
+//!
+//! Pure: runs in; a table, tidy CSV, JSON and SVG strip plots out. It must not read or write
+//! files; `commands::fleet` does.
+
+use crate::analysis::calibration::Calibration;
+use crate::analysis::inputs::Run;
+use crate::results::record::Record;
+use crate::text::field;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// Below this fraction of its peers' median, a run is flagged (`--threshold`).
+pub const DEFAULT_THRESHOLD: f64 = 0.9;
+
+/// The fewest runs with a metric for their median to judge one of them: of two, the median is
+/// their mean and cannot say which is slow.
+pub const MIN_PEERS: usize = 3;
+
+/// Throttle reasons that are settings, not a limit hit while running.
+const NOT_THROTTLING: [&str; 3] = ["applications_clocks", "sync_boost", "display_clock"];
+
+/// A run's figure for one metric, against its group.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunMetric {
+    /// `DRAM`, `L2`, `f32`, `tensor f16.f32`.
+    pub metric: String,
+    pub unit: &'static str,
+    pub value: f64,
+    /// value / the group's median for the metric; `None` with fewer than [`MIN_PEERS`] peers.
+    pub ratio: Option<f64>,
+    pub flagged: bool,
+}
+
+/// One run as the fleet sees it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FleetRun {
+    pub run_id: String,
+    pub host: String,
+    pub device_id: String,
+    /// The files it was read from (more than one: a duplicate, counted once).
+    pub files: Vec<PathBuf>,
+    pub metrics: Vec<RunMetric>,
+    /// What its rows say of the conditions: `throttled (sw_power_cap)`, `other GPU processes
+    /// (2)`, `other CPUs busy (1.5 CPUs)`; empty when nothing, or nothing known.
+    pub conditions: Vec<String>,
+    /// Whether per-row conditions were there to read (a CSV), not a calibration JSON alone.
+    pub has_rows: bool,
+    pub flagged: bool,
+    pub verdict: String,
+}
+
+/// A metric's median and spread over a group.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricStat {
+    pub metric: String,
+    pub unit: &'static str,
+    pub runs: usize,
+    pub median: f64,
+    /// Median absolute deviation from the median, in the metric's unit.
+    pub mad: f64,
+}
+
+/// Runs of one device model and driver.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Group {
+    pub backend: String,
+    pub device_name: String,
+    pub driver: String,
+    pub metrics: Vec<MetricStat>,
+    pub runs: Vec<FleetRun>,
+}
+
+/// A run id given more than once.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Duplicate {
+    pub run_id: String,
+    pub files: Vec<PathBuf>,
+    /// Whether the copies' figures differ (then the first copy with rows is the one used).
+    pub differ: bool,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fleet {
+    pub schema: &'static str,
+    pub threshold: f64,
+    pub min_peers: usize,
+    pub groups: Vec<Group>,
+    pub duplicates: Vec<Duplicate>,
+}
+
+impl Fleet {
+    pub fn flagged(&self) -> impl Iterator<Item = &FleetRun> {
+        self.groups
+            .iter()
+            .flat_map(|g| &g.runs)
+            .filter(|r| r.flagged)
+    }
+
+    pub fn run_count(&self) -> usize {
+        self.groups.iter().map(|g| g.runs.len()).sum()
+    }
+}
+
+/// The median of `values` (`None` when empty); NaN is never given (the readers refuse it).
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The median absolute deviation from the median.
+pub fn mad(values: &[f64]) -> Option<f64> {
+    let m = median(values)?;
+    median(&values.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
+}
+
+/// The metrics a calibration measured: memory levels' bandwidth, then compute ceilings, then
+/// the host link's pinned host-to-device and device-to-host bandwidths (their fits' asymptotes).
+fn metrics_of(cal: &Calibration) -> Vec<(String, &'static str, f64)> {
+    let memory = cal
+        .memory_ceilings
+        .iter()
+        .filter_map(|m| Some((m.level.as_str().to_string(), "GB/s", m.gbps?)));
+    let compute = cal.compute_ceilings.iter().filter_map(|c| {
+        let unit = if c.precision.is_integer() {
+            "GOP/s"
+        } else {
+            "GFLOP/s"
+        };
+        Some((c.label(), unit, c.gflops?))
+    });
+    // the host link's pinned asymptotes, one metric per direction
+    let link = cal.link.iter().flat_map(|l| {
+        crate::cases::link::Transfer::FITTED
+            .into_iter()
+            .filter_map(|t| {
+                let fit = l.transfer(t.as_str())?;
+                Some((format!("link {}", t.as_str()), "GB/s", fit.bandwidth_gbps))
+            })
+    });
+    memory.chain(compute).chain(link).collect()
+}
+
+/// What a run's rows (or, for a calibration JSON, its clocks) say of the conditions it ran in.
+fn conditions_of(cal: &Calibration, records: Option<&[Record]>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut throttle: Vec<String> = cal.clocks_seen.throttle.clone();
+    let mut gpu_processes = 0;
+    let mut busy_cpus: Option<f64> = None;
+    for r in records.unwrap_or_default() {
+        throttle.extend(r.throttle.split(';').map(str::to_string));
+        gpu_processes = gpu_processes.max(r.other_gpu_processes.unwrap_or(0));
+        if r.flags.contains("busy_host") {
+            busy_cpus = Some(
+                busy_cpus
+                    .unwrap_or(0.0)
+                    .max(r.other_cpus_busy.unwrap_or(0.0)),
+            );
+        }
+    }
+    throttle.retain(|t| !t.is_empty() && !NOT_THROTTLING.contains(&t.as_str()));
+    throttle.sort();
+    throttle.dedup();
+    if !throttle.is_empty() {
+        out.push(format!("throttled ({})", throttle.join(";")));
+    }
+    if gpu_processes > 0 {
+        out.push(format!("other GPU processes ({gpu_processes})"));
+    }
+    if let Some(cpus) = busy_cpus {
+        out.push(format!("other CPUs busy ({cpus:.2} CPUs)"));
+    }
+    out
+}
+
+/// The fleet report over `runs` (each with the file it came from), in input order.
+pub fn analyse(runs: Vec<(PathBuf, Run)>, threshold: f64) -> Fleet {
+    // One copy per run id: the first with rows, else the first.
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut kept: Vec<(Vec<PathBuf>, Run, bool)> = Vec::new();
+    for (path, run) in runs {
+        let id = run.calibration.run.run_id.clone();
+        match index.get(&id) {
+            Some(&i) => {
+                let (files, first, differ) = &mut kept[i];
+                files.push(path);
+                *differ |= metrics_of(&first.calibration) != metrics_of(&run.calibration);
+                if first.records.is_none() && run.records.is_some() {
+                    *first = run;
+                }
+            }
+            None => {
+                index.insert(id, kept.len());
+                kept.push((vec![path], run, false));
+            }
+        }
+    }
+    let duplicates = kept
+        .iter()
+        .filter(|(files, _, _)| files.len() > 1)
+        .map(|(files, run, differ)| Duplicate {
+            run_id: run.calibration.run.run_id.clone(),
+            files: files.clone(),
+            differ: *differ,
+        })
+        .collect();
+
+    let mut groups: Vec<Group> = Vec::new();
+    for (files, run, _) in kept {
+        let cal = &run.calibration;
+        let (backend, name, driver) = (
+            cal.device.backend.to_string(),
+            cal.device.name.clone(),
+            cal.device.driver.clone(),
+        );
+        let fleet_run = FleetRun {
+            run_id: cal.run.run_id.clone(),
+            host: cal.device.host.clone(),
+            device_id: cal.device.id.clone(),
+            files,
+            metrics: metrics_of(cal)
+                .into_iter()
+                .map(|(metric, unit, value)| RunMetric {
+                    metric,
+                    unit,
+                    value,
+                    ratio: None,
+                    flagged: false,
+                })
+                .collect(),
+            conditions: conditions_of(cal, run.records.as_deref()),
+            has_rows: run.records.is_some(),
+            flagged: false,
+            verdict: String::new(),
+        };
+        let group = match groups
+            .iter_mut()
+            .position(|g| (&g.backend, &g.device_name, &g.driver) == (&backend, &name, &driver))
+        {
+            Some(i) => &mut groups[i],
+            None => {
+                groups.push(Group {
+                    backend,
+                    device_name: name,
+                    driver,
+                    metrics: Vec::new(),
+                    runs: Vec::new(),
+                });
+                groups.last_mut().expect("just pushed")
+            }
+        };
+        group.runs.push(fleet_run);
+    }
+    for group in &mut groups {
+        judge(group, threshold);
+    }
+    Fleet {
+        schema: "roofprobe-fleet/1",
+        threshold,
+        min_peers: MIN_PEERS,
+        groups,
+        duplicates,
+    }
+}
+
+/// The group's medians and spreads, each run's ratios, flags and verdict.
+fn judge(group: &mut Group, threshold: f64) {
+    let mut names: Vec<(String, &'static str)> = Vec::new();
+    for run in &group.runs {
+        for m in &run.metrics {
+            if !names.iter().any(|(n, _)| *n == m.metric) {
+                names.push((m.metric.clone(), m.unit));
+            }
+        }
+    }
+    // bandwidths first, then arithmetic, each in order of first appearance
+    names.sort_by_key(|(_, unit)| *unit != "GB/s");
+    for (metric, unit) in names {
+        let values: Vec<f64> = group
+            .runs
+            .iter()
+            .flat_map(|r| r.metrics.iter().filter(|m| m.metric == metric))
+            .map(|m| m.value)
+            .collect();
+        let (Some(med), Some(spread)) = (median(&values), mad(&values)) else {
+            continue;
+        };
+        if values.len() >= MIN_PEERS && med > 0.0 {
+            for m in group
+                .runs
+                .iter_mut()
+                .flat_map(|r| r.metrics.iter_mut().filter(|m| m.metric == metric))
+            {
+                let ratio = m.value / med;
+                m.ratio = Some(ratio);
+                m.flagged = ratio < threshold;
+            }
+        }
+        group.metrics.push(MetricStat {
+            metric,
+            unit,
+            runs: values.len(),
+            median: med,
+            mad: spread,
+        });
+    }
+    for run in &mut group.runs {
+        let slow: Vec<String> = run
+            .metrics
+            .iter()
+            .filter(|m| m.flagged)
+            .map(|m| format!("{} {:.2}", m.metric, m.ratio.unwrap_or(0.0)))
+            .collect();
+        run.flagged = !slow.is_empty();
+        run.verdict = if run.flagged {
+            let mut v = format!("SLOW: {} of the peer median", slow.join(", "));
+            if !run.conditions.is_empty() {
+                let _ = write!(
+                    v,
+                    "; its rows show {}: a fault of the conditions, not only of the device",
+                    run.conditions.join(", ")
+                );
+            } else if !run.has_rows {
+                v.push_str("; a calibration JSON: no rows to tell throttling or load from");
+            }
+            v
+        } else if run.metrics.iter().all(|m| m.ratio.is_none()) {
+            if run.metrics.is_empty() {
+                "no measured ceiling to compare".into()
+            } else {
+                format!(
+                    "not judged: fewer than {MIN_PEERS} runs of this device and driver measured \
+                     the same metrics"
+                )
+            }
+        } else {
+            "ok".into()
+        };
+    }
+}
+
+/// A figure for the table: 3 significant digits or so.
+fn num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The report as text: per group, the metrics' medians and spreads, then each run's lowest
+/// ratio and verdict.
+pub fn table(fleet: &Fleet) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "fleet: {} run(s) in {} group(s); flagged below {:.2} of the peer median (judged with at \
+         least {MIN_PEERS} runs)",
+        fleet.run_count(),
+        fleet.groups.len(),
+        fleet.threshold
+    );
+    for d in &fleet.duplicates {
+        let _ = writeln!(
+            s,
+            "duplicate: run {} given {} times ({}), counted once{}",
+            d.run_id,
+            d.files.len(),
+            d.files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if d.differ {
+                "; the copies' figures DIFFER, the first with rows is used"
+            } else {
+                ""
+            }
+        );
+    }
+    for g in &fleet.groups {
+        let _ = writeln!(
+            s,
+            "\n{} ({}, driver {}): {} run(s)",
+            g.device_name,
+            g.backend,
+            if g.driver.is_empty() { "?" } else { &g.driver },
+            g.runs.len()
+        );
+        let _ = writeln!(
+            s,
+            "  {:<18} {:>8} {:>5} {:>10} {:>9} {:>7}",
+            "metric", "unit", "runs", "median", "MAD", "lowest"
+        );
+        for m in &g.metrics {
+            let lowest = g
+                .runs
+                .iter()
+                .flat_map(|r| r.metrics.iter().filter(|x| x.metric == m.metric))
+                .filter_map(|x| x.ratio)
+                .min_by(f64::total_cmp)
+                .map_or_else(|| "-".into(), |r| format!("{r:.2}"));
+            let _ = writeln!(
+                s,
+                "  {:<18} {:>8} {:>5} {:>10} {:>9} {:>7}",
+                m.metric,
+                m.unit,
+                m.runs,
+                num(m.median),
+                num(m.mad),
+                lowest
+            );
+        }
+        let width = g.runs.iter().map(|r| r.run_id.len()).max().unwrap_or(0);
+        let width = width.clamp(6, crate::render::compare::MAX_KEY_WIDTH + 20);
+        let _ = writeln!(s, "  {:<width$} {:<8} verdict", "run", "device");
+        for r in &g.runs {
+            let _ = writeln!(s, "  {:<width$} {:<8} {}", r.run_id, r.device_id, r.verdict);
+        }
+    }
+    let flagged = fleet.flagged().count();
+    let _ = writeln!(
+        s,
+        "\n{}",
+        if flagged == 0 {
+            "no run flagged".to_string()
+        } else {
+            format!("{flagged} run(s) flagged")
+        }
+    );
+    s
+}
+
+/// One line of `--csv`: a run's figure for a metric against its group.
+#[derive(Serialize)]
+struct CsvRow<'a> {
+    device_name: String,
+    backend: &'a str,
+    driver: String,
+    run_id: String,
+    host: String,
+    device_id: String,
+    metric: String,
+    unit: &'a str,
+    value: f64,
+    peer_median: Option<f64>,
+    peer_mad: Option<f64>,
+    peers: usize,
+    ratio: Option<f64>,
+    flagged: bool,
+    run_flagged: bool,
+    conditions: String,
+    verdict: String,
+}
+
+/// The columns of `--csv`, in `CsvRow`'s order: written first even when no run has a
+/// measured metric, so the file is never empty.
+pub const CSV_HEADER: [&str; 17] = [
+    "device_name",
+    "backend",
+    "driver",
+    "run_id",
+    "host",
+    "device_id",
+    "metric",
+    "unit",
+    "value",
+    "peer_median",
+    "peer_mad",
+    "peers",
+    "ratio",
+    "flagged",
+    "run_flagged",
+    "conditions",
+    "verdict",
+];
+
+/// The report as tidy CSV: a row per run and metric; text fields spreadsheet-safe.
+pub fn csv(fleet: &Fleet) -> Vec<u8> {
+    let mut w = super::csv_with_header(&CSV_HEADER);
+    for g in &fleet.groups {
+        for r in &g.runs {
+            for m in &r.metrics {
+                let stat = g.metrics.iter().find(|s| s.metric == m.metric);
+                w.serialize(CsvRow {
+                    device_name: field(&g.device_name),
+                    backend: &g.backend,
+                    driver: field(&g.driver),
+                    run_id: field(&r.run_id),
+                    host: field(&r.host),
+                    device_id: field(&r.device_id),
+                    metric: field(&m.metric),
+                    unit: m.unit,
+                    value: m.value,
+                    peer_median: stat.map(|s| s.median),
+                    peer_mad: stat.map(|s| s.mad),
+                    peers: stat.map_or(0, |s| s.runs),
+                    ratio: m.ratio,
+                    flagged: m.flagged,
+                    run_flagged: r.flagged,
+                    conditions: field(&r.conditions.join("; ")),
+                    verdict: field(&r.verdict),
+                })
+                .expect("serialising to memory cannot fail");
+            }
+        }
+    }
+    w.into_inner().expect("flushing to memory cannot fail")
+}
+
+/// The report as JSON (the [`Fleet`] itself).
+pub fn json(fleet: &Fleet) -> String {
+    let mut text = serde_json::to_string_pretty(fleet).expect("serialising to memory cannot fail");
+    text.push('\n');
+    text
+}
+
+/// Every metric any group has, in order of first appearance.
+pub fn metric_names(fleet: &Fleet) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = Vec::new();
+    for g in &fleet.groups {
+        for m in &g.metrics {
+            if !out.iter().any(|(n, _)| *n == m.metric) {
+                out.push((m.metric.clone(), m.unit));
+            }
+        }
+    }
+    out
+}
+
+const STRIP_WIDTH: i32 = 1000;
+const LEFT: i32 = 300;
+const RIGHT: i32 = 40;
+const ROW: i32 = 70;
+const TOP: i32 = 70;
+const OK_COLOR: &str = "#1f77b4";
+const FLAG_COLOR: &str = "#d62728";
+/// Pixels per line of the list of flagged runs under a strip plot.
+const LIST_LINE: i32 = 16;
+/// The most flagged runs a strip plot names; the rest are counted.
+const MAX_LISTED: usize = 20;
+
+/// The strip plot of one metric: a strip per group, each run a dot at its value over its
+/// group's median (so groups of different devices share the axis), the median at 1 and the
+/// threshold dashed; flagged runs red and crossed, and named in a list under the axis (beside
+/// their dots, names of runs that lie close together would cover each other and the dots).
+/// Runs of a group too small to judge are drawn hollow. `None` when no group measured the
+/// metric.
+pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
+    let groups: Vec<(&Group, &MetricStat)> = fleet
+        .groups
+        .iter()
+        .filter_map(|g| Some((g, g.metrics.iter().find(|m| m.metric == metric)?)))
+        .collect();
+    let unit = groups.first()?.1.unit;
+    let ratios = groups.iter().flat_map(|(g, stat)| {
+        g.runs
+            .iter()
+            .flat_map(|r| r.metrics.iter().filter(|m| m.metric == metric))
+            .map(move |m| m.value / stat.median)
+    });
+    let (mut lo, mut hi) = (fleet.threshold.min(1.0), 1.0f64);
+    for r in ratios.filter(|r| r.is_finite()) {
+        lo = lo.min(r);
+        hi = hi.max(r);
+    }
+    let pad = ((hi - lo) * 0.08).max(0.02);
+    let (lo, hi) = (lo - pad, hi + pad);
+    let plot_w = STRIP_WIDTH - LEFT - RIGHT;
+    let x = |r: f64| LEFT as f64 + (r - lo) / (hi - lo) * plot_w as f64;
+    // the flagged runs, slowest first, each a line under the axis
+    let mut flagged: Vec<(f64, String)> = Vec::new();
+    for (g, stat) in &groups {
+        let group = if groups.len() > 1 {
+            format!("{}: ", shorten(&g.device_name, 28))
+        } else {
+            String::new()
+        };
+        for r in &g.runs {
+            for m in r.metrics.iter().filter(|m| m.metric == metric && m.flagged) {
+                let ratio = m.value / stat.median;
+                let line = format!(
+                    "{group}{} ({}): {} {unit}, {ratio:.3} of the median",
+                    shorten(&r.run_id, 48),
+                    shorten(&r.host, 20),
+                    num(m.value),
+                );
+                flagged.push((ratio, line));
+            }
+        }
+    }
+    flagged.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let listed = flagged.len().min(MAX_LISTED);
+    // the list's title and lines, and a margin under the last
+    let list_px = if flagged.is_empty() {
+        0
+    } else {
+        LIST_LINE * (2 + listed as i32 + i32::from(flagged.len() > MAX_LISTED))
+    };
+    let height = TOP + ROW * groups.len() as i32 + 60 + list_px;
+    let esc = crate::render::svg::picture::xml_escape;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_WIDTH}" height="{height}" viewBox="0 0 {STRIP_WIDTH} {height}" font-family="{}">"#,
+        crate::render::svg::picture::FONT
+    );
+    let _ = writeln!(
+        s,
+        r##"<rect width="{STRIP_WIDTH}" height="{height}" fill="white"/>
+<text x="{}" y="28" font-size="18" text-anchor="middle">{} ({}): each run over its peers' median</text>
+<text x="{}" y="50" font-size="13" text-anchor="middle" fill="#555">red, crossed: below {:.2} of the median (flagged); hollow: fewer than {MIN_PEERS} peers, not judged</text>"##,
+        STRIP_WIDTH / 2,
+        esc(metric),
+        esc(unit),
+        STRIP_WIDTH / 2,
+        fleet.threshold
+    );
+    let bottom = TOP + ROW * groups.len() as i32;
+    // axis ticks, some 10 to 15 of them whatever the range (an outlier can be far off)
+    let _ = writeln!(
+        s,
+        r##"<line x1="{LEFT}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="#333"/>"##,
+        STRIP_WIDTH - RIGHT
+    );
+    let step = tick_step(hi - lo);
+    let first = (lo / step).ceil();
+    for t in (0..=16)
+        .map(|k| (first + k as f64) * step)
+        .take_while(|t| *t <= hi)
+    {
+        let label = format!("{t:.3}");
+        let label = label.trim_end_matches('0').trim_end_matches('.');
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle" fill="#555">{label}</text>"##,
+            bottom + 5,
+            bottom + 34,
+            x = x(t)
+        );
+    }
+    let _ = writeln!(
+        s,
+        r##"<text x="{}" y="{}" font-size="13" text-anchor="middle">run / peer median</text>"##,
+        LEFT + plot_w / 2,
+        bottom + 52
+    );
+    for (row, (g, stat)) in groups.iter().enumerate() {
+        let y0 = TOP + ROW * row as i32;
+        let mid = y0 + ROW / 2;
+        let fill = if row % 2 == 0 { "#f4f4f4" } else { "#ffffff" };
+        let _ = writeln!(
+            s,
+            r##"<rect x="{LEFT}" y="{y0}" width="{plot_w}" height="{ROW}" fill="{fill}"/>
+<text x="{}" y="{}" font-size="13" text-anchor="end">{}</text>
+<text x="{}" y="{}" font-size="11" text-anchor="end" fill="#555">{} · {} run(s)</text>
+<text x="{}" y="{}" font-size="11" text-anchor="end" fill="#555">median {} {} · MAD {}</text>"##,
+            LEFT - 8,
+            mid - 12,
+            esc(&shorten(&g.device_name, 36)),
+            LEFT - 8,
+            mid + 4,
+            esc(&shorten(&g.driver, 28)),
+            stat.runs,
+            LEFT - 8,
+            mid + 19,
+            num(stat.median),
+            esc(unit),
+            num(stat.mad)
+        );
+        let mut k = 0;
+        for r in &g.runs {
+            for m in r.metrics.iter().filter(|m| m.metric == metric) {
+                // spread the dots of a strip over five heights so that equal ones stay visible
+                let y = y0 + 14 + (k % 5) * (ROW - 28) / 4;
+                k += 1;
+                let cx = x(m.value / stat.median);
+                let tip = format!(
+                    "{} ({}): {} {}{}",
+                    r.run_id,
+                    r.host,
+                    num(m.value),
+                    unit,
+                    m.ratio
+                        .map_or_else(String::new, |q| format!(", {q:.3} of the median"))
+                );
+                if m.flagged {
+                    let _ = writeln!(
+                        s,
+                        r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="6" fill="{FLAG_COLOR}"/><path d="M{:.1} {} l12 12 m0 -12 l-12 12" stroke="{FLAG_COLOR}" stroke-width="2"/></g>"#,
+                        esc(&tip),
+                        cx - 6.0,
+                        y - 6,
+                    );
+                } else {
+                    let fill = if m.ratio.is_some() { OK_COLOR } else { "none" };
+                    let _ = writeln!(
+                        s,
+                        r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="5" fill="{fill}" fill-opacity="0.8" stroke="{OK_COLOR}" stroke-width="1.5"/></g>"#,
+                        esc(&tip)
+                    );
+                }
+            }
+        }
+    }
+    // the median and the threshold, over the strips
+    for (r, dash, label) in [
+        (1.0, "", "median".to_string()),
+        (
+            fleet.threshold,
+            r#" stroke-dasharray="6,4""#,
+            format!("{:.2}", fleet.threshold),
+        ),
+    ] {
+        let color = if dash.is_empty() { "#333" } else { FLAG_COLOR };
+        let _ = writeln!(
+            s,
+            r#"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}" stroke="{color}"{dash}/>
+<text x="{x:.1}" y="{}" font-size="12" text-anchor="middle" fill="{color}">{}</text>"#,
+            TOP - 6,
+            esc(&label),
+            x = x(r)
+        );
+    }
+    // the flagged runs by name, under the axis's title
+    let mut y = bottom + 52 + LIST_LINE + 8;
+    if !flagged.is_empty() {
+        let _ = writeln!(
+            s,
+            r#"<text x="{LEFT}" y="{y}" font-size="12" fill="{FLAG_COLOR}">flagged, slowest first:</text>"#
+        );
+        for (_, line) in flagged.iter().take(MAX_LISTED) {
+            y += LIST_LINE;
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{y}" font-size="11" fill="{FLAG_COLOR}">{}</text>"#,
+                LEFT + 12,
+                esc(line)
+            );
+        }
+        if flagged.len() > MAX_LISTED {
+            y += LIST_LINE;
+            let _ = writeln!(
+                s,
+                r##"<text x="{}" y="{y}" font-size="11" fill="#555">… and {} more (see the table or --csv)</text>"##,
+                LEFT + 12,
+                flagged.len() - MAX_LISTED
+            );
+        }
+    }
+    s.push_str("</svg>\n");
+    Some(s)
+}
+
+/// A round step (1, 2, 2.5 or 5 times a power of ten) that cuts `range` into at most 15.
+fn tick_step(range: f64) -> f64 {
+    let raw = (range / 15.0).max(1e-6);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|step| *step >= raw)
+        .unwrap_or(10.0 * magnitude)
+}
+
+/// At most `max` characters, `…` at the cut.
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max - 1).collect();
+        out.push('…');
+        out
+    }
+}
+
+/// The file name of a metric's strip plot: `fleet-dram.svg`, `fleet-tensor-f16-f32.svg`.
+pub fn strip_stem(metric: &str) -> String {
+    format!("fleet-{}", crate::units::slug(metric))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::analysis::calibration::FromRecords;
+    use crate::analysis::roofline::tests::synthetic_run;
+
+    #[test]
+    fn ticks_stay_few_whatever_the_range() {
+        assert!((tick_step(0.9) - 0.1).abs() < 1e-12);
+        assert!((tick_step(0.35) - 0.025).abs() < 1e-12);
+        for range in [0.04, 0.9, 3.0, 1e3, 1e12, 1e300] {
+            let n = range / tick_step(range);
+            assert!((1.0..=15.0).contains(&n), "{range}: {n} ticks");
+        }
+    }
+
+    #[test]
+    fn median_and_mad() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0]), Some(3.0));
+        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        // |x - 3| = 2, 0, 0, 97 → median of 0, 0, 2, 97 = 1
+        assert_eq!(mad(&[1.0, 3.0, 3.0, 100.0]), Some(1.0));
+        assert_eq!(mad(&[7.0, 7.0, 7.0]), Some(0.0));
+    }
+
+    /// A run of the synthetic device, every figure scaled by `scale`, under its own run id.
+    pub(crate) fn run(id: &str, scale: f64) -> (PathBuf, Run) {
+        let mut rows = synthetic_run();
+        for r in &mut rows {
+            r.run_id = id.into();
+            r.scale_speed(scale);
+        }
+        let calibration = Calibration::from_records(&rows, None).unwrap();
+        (
+            PathBuf::from(format!("{id}.csv")),
+            Run {
+                calibration,
+                records: Some(rows),
+            },
+        )
+    }
+
+    #[test]
+    fn the_slow_run_is_flagged_and_its_peers_are_not() {
+        let fleet = analyse(
+            vec![
+                run("a", 1.0),
+                run("b", 1.02),
+                run("c", 0.99),
+                run("slow", 0.8),
+            ],
+            DEFAULT_THRESHOLD,
+        );
+        assert_eq!(fleet.groups.len(), 1);
+        let g = &fleet.groups[0];
+        let dram = g.metrics.iter().find(|m| m.metric == "DRAM").unwrap();
+        let base = run("a", 1.0).1.calibration.memory_ceilings[0].gbps.unwrap();
+        // median of 0.8, 0.99, 1.0, 1.02 = 0.995
+        assert!((dram.median / base - 0.995).abs() < 1e-9, "{dram:?}");
+        assert!((dram.mad / base - 0.015).abs() < 1e-9, "{dram:?}");
+        let flagged: Vec<&str> = fleet.flagged().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(flagged, ["slow"]);
+        let slow = &g.runs[3];
+        assert!(
+            slow.verdict.starts_with("SLOW: DRAM 0.80"),
+            "{}",
+            slow.verdict
+        );
+        assert!(g.runs[..3].iter().all(|r| r.verdict == "ok"));
+        // a looser threshold flags nothing
+        let fleet = analyse(vec![run("a", 1.0), run("b", 1.0), run("s", 0.8)], 0.75);
+        assert_eq!(fleet.flagged().count(), 0);
+    }
+
+    /// The host link's pinned asymptotes are fleet metrics, one per direction, judged like the
+    /// others: a run whose host-to-device bandwidth trails its peers' is flagged for it.
+    #[test]
+    fn link_bandwidths_are_metrics_and_a_slow_link_is_flagged() {
+        let with_link = |id: &str, h2d: f64| {
+            let (path, mut r) = run(id, 1.0);
+            r.calibration.link = Some(roofprobe_calibration::Link {
+                pcie: "PCIe Gen5 x16".into(),
+                nominal_gbps: Some(63.0),
+                transfers: [
+                    "host_to_device_memcpy_ce",
+                    "device_to_host_memcpy_ce",
+                    "host_to_device_pageable_memcpy_ce",
+                ]
+                .iter()
+                .map(|k| roofprobe_calibration::LinkTransfer {
+                    kernel: k.to_string(),
+                    latency_s: 1e-5,
+                    bandwidth_gbps: if k.starts_with("host_to_device_memcpy") {
+                        h2d
+                    } else {
+                        50.0
+                    },
+                    sizes: 10,
+                })
+                .collect(),
+            });
+            (path, r)
+        };
+        let fleet = analyse(
+            vec![
+                with_link("a", 52.0),
+                with_link("b", 53.0),
+                with_link("c", 51.0),
+                with_link("x16-at-x4", 13.0),
+            ],
+            DEFAULT_THRESHOLD,
+        );
+        let names: Vec<String> = metric_names(&fleet).into_iter().map(|(m, _)| m).collect();
+        assert!(
+            names.contains(&"link host_to_device_memcpy_ce".to_string()),
+            "{names:?}"
+        );
+        assert!(
+            names.contains(&"link device_to_host_memcpy_ce".to_string()),
+            "{names:?}"
+        );
+        assert!(!names.iter().any(|n| n.contains("pageable")), "{names:?}");
+        let flagged: Vec<&str> = fleet.flagged().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(flagged, ["x16-at-x4"]);
+        let slow = fleet.groups[0]
+            .runs
+            .iter()
+            .find(|r| r.run_id == "x16-at-x4")
+            .unwrap();
+        assert!(
+            slow.verdict.contains("link host_to_device_memcpy_ce"),
+            "{}",
+            slow.verdict
+        );
+    }
+
+    #[test]
+    fn two_runs_are_not_judged_and_duplicates_count_once() {
+        let fleet = analyse(vec![run("a", 1.0), run("slow", 0.5)], DEFAULT_THRESHOLD);
+        assert_eq!(fleet.flagged().count(), 0);
+        assert!(fleet.groups[0].runs[1].verdict.starts_with("not judged"));
+        // the slow run given three times is one run: of three, it is the one flagged
+        let fleet = analyse(
+            vec![
+                run("a", 1.0),
+                run("slow", 0.5),
+                run("slow", 0.5),
+                run("b", 1.0),
+                run("slow", 0.5),
+            ],
+            DEFAULT_THRESHOLD,
+        );
+        assert_eq!(fleet.run_count(), 3);
+        assert_eq!(fleet.duplicates.len(), 1);
+        assert_eq!(fleet.duplicates[0].files.len(), 3);
+        assert!(!fleet.duplicates[0].differ);
+        assert_eq!(fleet.flagged().count(), 1);
+        // the same run id with other figures: said so
+        let fleet = analyse(vec![run("a", 1.0), run("a", 0.5)], DEFAULT_THRESHOLD);
+        assert!(fleet.duplicates[0].differ);
+    }
+
+    #[test]
+    fn groups_by_device_and_driver_and_verdicts_name_the_conditions() {
+        let mut other = run("other-driver", 0.5);
+        other.1.calibration.device.driver = "999.1".into();
+        let (path, mut throttled) = run("hot", 0.7);
+        if let Some(rows) = &mut throttled.records {
+            rows[0].throttle = "sw_power_cap;applications_clocks".into();
+            rows[1].other_gpu_processes = Some(2);
+        }
+        let fleet = analyse(
+            vec![run("a", 1.0), other, run("b", 1.0), (path, throttled)],
+            DEFAULT_THRESHOLD,
+        );
+        assert_eq!(fleet.groups.len(), 2);
+        assert_eq!(fleet.groups[1].runs[0].run_id, "other-driver");
+        let hot = fleet.flagged().next().unwrap();
+        assert_eq!(hot.run_id, "hot");
+        assert!(
+            hot.verdict
+                .contains("throttled (sw_power_cap), other GPU processes (2)"),
+            "{}",
+            hot.verdict
+        );
+    }
+
+    #[test]
+    fn outputs_carry_every_run_and_the_plot_is_well_formed() {
+        let mut fleet = analyse(
+            vec![run("a", 1.0), run("b", 1.0), run("<slow&\"", 0.8)],
+            DEFAULT_THRESHOLD,
+        );
+        fleet.groups[0].device_name = "=cmd|' /C calc'!A0".into();
+        let csv = String::from_utf8(csv(&fleet)).unwrap();
+        let rows = csv.lines().count() - 1;
+        let metrics: usize = fleet.groups[0].runs.iter().map(|r| r.metrics.len()).sum();
+        assert_eq!(rows, metrics);
+        assert!(csv.contains("'=cmd"), "spreadsheet-safe: {csv}");
+        // the written header is the one serde would write for the rows
+        let mut serde_header = csv::Writer::from_writer(Vec::new());
+        let r = &fleet.groups[0].runs[0];
+        serde_header
+            .serialize(CsvRow {
+                device_name: String::new(),
+                backend: "",
+                driver: String::new(),
+                run_id: String::new(),
+                host: String::new(),
+                device_id: String::new(),
+                metric: String::new(),
+                unit: "",
+                value: r.metrics[0].value,
+                peer_median: None,
+                peer_mad: None,
+                peers: 0,
+                ratio: None,
+                flagged: false,
+                run_flagged: false,
+                conditions: String::new(),
+                verdict: String::new(),
+            })
+            .unwrap();
+        let serde_header = String::from_utf8(serde_header.into_inner().unwrap()).unwrap();
+        assert_eq!(csv.lines().next(), serde_header.lines().next());
+        let back: serde_json::Value = serde_json::from_str(&json(&fleet)).unwrap();
+        assert_eq!(back["groups"][0]["runs"][2]["flagged"], true);
+        let svg = strip_svg(&fleet, "DRAM").unwrap();
+        assert!(svg.contains("&lt;slow&amp;&quot;"), "{svg}");
+        assert!(!svg.contains("<slow"));
+        assert!(svg.matches(FLAG_COLOR).count() > 2);
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
+        let dots = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("circle"))
+            .count();
+        assert_eq!(dots, 3);
+        assert!(strip_svg(&fleet, "no such metric").is_none());
+        assert_eq!(strip_stem("tensor f16.f32"), "fleet-tensor-f16-f32");
+        // no measured metric anywhere: the header alone, never an empty file
+        for g in &mut fleet.groups {
+            for r in &mut g.runs {
+                r.metrics.clear();
+            }
+        }
+        let empty = String::from_utf8(super::csv(&fleet)).unwrap();
+        assert_eq!(empty, format!("{}\n", CSV_HEADER.join(",")));
+    }
+}

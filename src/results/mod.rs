@@ -1,0 +1,5 @@
+//! What a run leaves behind: the [`record::Record`] (one CSV row), and its CSV reading and
+//! writing.
+
+pub mod flags;
+pub mod record;

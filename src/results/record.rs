@@ -1,0 +1,1931 @@
+//! The results row: one [`Record`] per measurement, the single source of truth for the CSV
+//! columns (the header is derived from this struct, never written by hand).
+//!
+//! Rows are tidy: device identity and run conditions repeat on every row, so files from many
+//! machines concatenate and `compare` can read any mix of them. Every row carries the schema
+//! version; a reader refuses rows of another schema with the file and line, except the one
+//! before ([`SCHEMA_1`]), whose files read with the columns added since left empty.
+//!
+//! An invalid or failed case keeps its row (`valid = false`, the reason in `status`) but has
+//! no figures: time, GB/s and GFLOP/s are empty, never a number.
+//!
+//! Reading trusts nothing ([`check_row`]): every figure is checked against what it derives from
+//! (`gbps` = bytes / median time, `gflops` likewise, `cv`, `intensity`, a GEMM's work from its
+//! `MxNxK` shape), times, clocks and sizes must be finite and positive, a row is valid exactly
+//! when its status is `ok`, no field holds a control character, the rows of one run id must come
+//! from one device, and a `ratio_to_reference` must be our figure over the reference row's where
+//! that row is in the file ([`check_rows`]). Files concatenated with their headers
+//! (`cat a.csv b.csv`) read as one.
+
+use crate::cases::{gemm, Case, Family, Param, Precision, Verdict, Work};
+use crate::device::{BackendKind, Conditions, DeviceInfo, Identity};
+use crate::files::AppendFile;
+use crate::stats::{Stopped, Summary};
+use crate::text;
+use crate::{Error, Result};
+use roofprobe_calibration::check::{
+    agrees, first_forbidden, is_positive, MAX_CELSIUS, MAX_CPUS, MAX_MHZ, MAX_RATE, MAX_WATTS,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The CSV schema this build writes and reads.
+pub const SCHEMA: &str = "roofprobe-csv/2";
+
+/// The schema before, which this build still reads: its files lack the columns of
+/// [`ADDED_IN_2`], which read as empty.
+pub const SCHEMA_1: &str = "roofprobe-csv/1";
+
+/// How a skipped row's status starts: a case not run for a reason that is no fault (a reference
+/// library that is not installed).
+pub const SKIPPED: &str = "skipped: ";
+
+/// No implementation runs a million times faster or slower than another on the same product: a
+/// `ratio_to_reference` beyond this either way is damage.
+pub const MAX_RATIO: f64 = 1e6;
+
+/// The columns [`SCHEMA`] added to [`SCHEMA_1`]: the device's identity, why sampling stopped,
+/// the load other processes put on the machine, the flags of a suspect figure, a GEMM's ratio to
+/// its reference implementation, and whether the device was measured while others were
+/// (`--parallel`). ([`SCHEMA`] also lets `param` hold an `MxNxK` shape, where [`SCHEMA_1`] held
+/// counts only.)
+pub const ADDED_IN_2: [&str; 19] = [
+    "vendor",
+    "cpu_family",
+    "cpu_model",
+    "microarch",
+    "isa",
+    "uuid",
+    "pci_bus_id",
+    "vbios",
+    "ecc",
+    "mig",
+    "power_limit_w",
+    "app_clock_mhz",
+    "app_memory_clock_mhz",
+    "stopped_by",
+    "flags",
+    "other_cpus_busy",
+    "other_gpu_processes",
+    "ratio_to_reference",
+    "parallel_devices",
+];
+
+/// One measurement: a case on a device, its statistics, figures, validity and conditions.
+///
+/// Field order is column order. Units are in the names: `_s` seconds, `_bytes` bytes,
+/// `gbps` 10^9 bytes per second, `gflops` 10^9 operations per second, `_mhz`, `_w`, `_c`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// `<host>-<device>-<UTC stamp>`: the rows of one run of one device share it.
+    pub run_id: String,
+    /// When this row was measured, RFC 3339 UTC.
+    pub timestamp_utc: String,
+    pub host: String,
+    pub backend: BackendKind,
+    /// `cuda:0` or `host`.
+    pub device_id: String,
+    pub device_name: String,
+    /// `9.0`; empty on the host.
+    pub compute_capability: String,
+    /// SMs, or CPU threads used.
+    pub units: u32,
+    /// The last-level cache (L2 on a GPU), bytes: DRAM figures need working sets ≥ 4× this.
+    pub llc_bytes: u64,
+    /// Memory bus width the device reports, for a theoretical DRAM figure; empty on the host.
+    pub memory_bus_bits: Option<u32>,
+    pub driver: String,
+    /// The device's identity ([`Identity`]): CPU vendor, family, model, microarchitecture and
+    /// the ISA the kernels ran; a GPU's UUID, PCI bus id, VBIOS, ECC and MIG modes, power
+    /// limit and application clocks. Empty where unknown or not applicable.
+    #[serde(default)]
+    pub vendor: String,
+    #[serde(default)]
+    pub cpu_family: String,
+    #[serde(default)]
+    pub cpu_model: String,
+    #[serde(default)]
+    pub microarch: String,
+    #[serde(default)]
+    pub isa: String,
+    #[serde(default)]
+    pub uuid: String,
+    #[serde(default)]
+    pub pci_bus_id: String,
+    #[serde(default)]
+    pub vbios: String,
+    #[serde(default)]
+    pub ecc: String,
+    #[serde(default)]
+    pub mig: String,
+    #[serde(default)]
+    pub power_limit_w: Option<f64>,
+    #[serde(default)]
+    pub app_clock_mhz: Option<f64>,
+    #[serde(default)]
+    pub app_memory_clock_mhz: Option<f64>,
+    pub family: Family,
+    pub kernel: String,
+    pub precision: Precision,
+    /// The family's parameter: operations per element in the intensity sweep, KiB of working
+    /// set in the cache sweep, `MxNxK` of a GEMM; else empty.
+    pub param: Option<Param>,
+    /// Elements per array.
+    pub elements: u64,
+    pub working_set_bytes: u64,
+    /// Bytes read + bytes written by one launch (STREAM counting: each element once, no
+    /// write-allocate).
+    pub bytes: u64,
+    /// Arithmetic operations of one launch (2 per FMA per lane).
+    pub flops: u64,
+    /// Launches timed back to back per sample.
+    pub reps: u32,
+    pub samples: u32,
+    /// Why sampling stopped: `count` (the number fixed up front), `stable` (`--until-stable`:
+    /// the CV fell to the target), `time_limit` (it did not within the limit) or `interrupted`
+    /// (a signal stopped the run first); empty for a case that was not measured.
+    #[serde(default)]
+    pub stopped_by: String,
+    pub time_min_s: Option<f64>,
+    pub time_median_s: Option<f64>,
+    pub time_mean_s: Option<f64>,
+    pub time_max_s: Option<f64>,
+    pub time_stddev_s: Option<f64>,
+    /// Coefficient of variation of the per-launch time.
+    pub cv: Option<f64>,
+    /// bytes / median time / 10^9.
+    pub gbps: Option<f64>,
+    /// flops / median time / 10^9.
+    pub gflops: Option<f64>,
+    /// The theoretical peak of the case's arithmetic at `clock_mhz` (units × FMA lanes × 2 ×
+    /// clock; `specs::theory`), GFLOP/s; empty where the device's rate is not known, for cases
+    /// without arithmetic, and for invalid rows.
+    pub theory_gflops: Option<f64>,
+    /// Our implementation's GFLOP/s over the reference implementation's on the same shape and
+    /// precision, measured just before it in the same run (`gemm`: `simd` over `gemm-crate` on
+    /// the host, `ptx` over `cublas` on a GPU); empty where no valid reference ran, and on
+    /// reference rows themselves.
+    #[serde(default)]
+    pub ratio_to_reference: Option<f64>,
+    /// flops / bytes; empty when the case moves no bytes.
+    pub intensity: Option<f64>,
+    pub valid: bool,
+    /// `ok`, `invalid: …`, `error: …` or `skipped: …` (not run, no fault).
+    pub status: String,
+    /// Why a valid figure is suspect, `;`-separated (`high_cv(12.3%)`, `below_theory(48.0%)`,
+    /// `above_roof(139.0%)`, `busy_host(1.02 CPUs)`, `busy_gpu(2 processes)`; see
+    /// [`crate::analysis::suspect`]); empty when nothing is.
+    #[serde(default)]
+    pub flags: String,
+    /// SM / core clock: the one the case measured while it ran where it measures one (GPU peak,
+    /// tensor and sweep kernels: `%clock64` against `%globaltimer` in their block records; host
+    /// compute cases: a dependent-add chain on the same cores right after the samples), else
+    /// the median of NVML's readings while the samples ran, else observed around the case.
+    pub clock_mhz: Option<f64>,
+    pub memory_clock_mhz: Option<f64>,
+    pub power_w: Option<f64>,
+    pub temperature_c: Option<f64>,
+    /// Throttle reasons seen, `;`-separated.
+    pub throttle: String,
+    /// Host rows: CPUs' worth of time other processes (and a hypervisor) used while the case
+    /// ran, from `/proc/stat` less this process's own time.
+    #[serde(default)]
+    pub other_cpus_busy: Option<f64>,
+    /// GPU rows: compute and graphics processes on the device other than roofprobe (NVML).
+    #[serde(default)]
+    pub other_gpu_processes: Option<u32>,
+    /// `run --parallel`: how many GPUs were measured at the same time, this one included (their
+    /// workers started together and shared the host's link and CPUs); empty when the device was
+    /// measured alone, one after another.
+    #[serde(default)]
+    pub parallel_devices: Option<u32>,
+    /// Launch geometry or threads, and how the size was chosen.
+    pub note: String,
+}
+
+/// A clock reading as a row keeps it: a reading that is not a clock (0, negative, NaN, above
+/// [`MAX_MHZ`]) is no clock, so nothing derived from it (a theoretical peak) is 0 or NaN.
+pub fn kept_clock(mhz: Option<f64>) -> Option<f64> {
+    mhz.filter(|v| is_positive(*v) && *v <= MAX_MHZ)
+}
+
+/// Everything about the run that is the same for every row of one device.
+#[derive(Clone, Debug)]
+pub struct RunIdentity {
+    pub run_id: String,
+    pub host: String,
+    pub device: DeviceInfo,
+    /// How many GPUs `run --parallel` measured at once, this one included; `None` when alone.
+    pub parallel_devices: Option<u32>,
+}
+
+/// How a case ended.
+pub enum Outcome<'a> {
+    /// Timed and checked.
+    Measured {
+        summary: &'a Summary,
+        reps: u32,
+        stopped: Stopped,
+        verdict: &'a Verdict,
+    },
+    /// Could not be prepared, run or checked.
+    Failed { error: &'a str },
+    /// Not run, for a reason that is no fault (a reference library that is not installed).
+    Skipped { why: &'a str },
+}
+
+impl Record {
+    /// Builds a row. Figures are filled only for a measured case whose verdict is valid.
+    pub fn new(
+        identity: &RunIdentity,
+        timestamp_utc: String,
+        case: &Case,
+        outcome: Outcome<'_>,
+        conditions: &Conditions,
+        note: String,
+    ) -> Record {
+        let d = &identity.device;
+        let Work { flops, .. } = case.work;
+        let bytes = case.work.bytes();
+        // Text from the driver and the OS is stored printable and spreadsheet-safe, and a
+        // reading that is not a clock is no clock: the row must pass `check_row` when read back.
+        let clock = kept_clock;
+        let reading =
+            |x: Option<f64>, max: f64| x.filter(|v| v.is_finite() && *v >= 0.0 && *v <= max);
+        let id = &d.identity;
+        let mut r = Record {
+            schema: SCHEMA.to_string(),
+            run_id: text::field(&identity.run_id),
+            timestamp_utc,
+            host: text::field(&identity.host),
+            backend: d.backend,
+            device_id: text::field(&d.id),
+            device_name: text::field(&d.name),
+            compute_capability: text::field(&d.compute_capability),
+            units: d.units,
+            llc_bytes: d.llc_bytes,
+            memory_bus_bits: d.memory_bus_bits,
+            driver: text::field(&d.driver),
+            vendor: text::field(&id.vendor),
+            cpu_family: text::field(&id.cpu_family),
+            cpu_model: text::field(&id.cpu_model),
+            microarch: text::field(&id.microarch),
+            isa: text::field(&id.isa),
+            uuid: text::field(&id.uuid),
+            pci_bus_id: text::field(&id.pci_bus_id),
+            vbios: text::field(&id.vbios),
+            ecc: text::field(&id.ecc),
+            mig: text::field(&id.mig),
+            power_limit_w: id
+                .power_limit_w
+                .filter(|w| is_positive(*w) && *w <= MAX_WATTS),
+            app_clock_mhz: clock(id.app_clock_mhz),
+            app_memory_clock_mhz: clock(id.app_memory_clock_mhz),
+            family: case.family,
+            kernel: case.kernel.clone(),
+            precision: case.precision,
+            param: case.param,
+            elements: case.elements,
+            working_set_bytes: case.working_set_bytes,
+            bytes,
+            flops,
+            reps: 0,
+            samples: 0,
+            stopped_by: String::new(),
+            time_min_s: None,
+            time_median_s: None,
+            time_mean_s: None,
+            time_max_s: None,
+            time_stddev_s: None,
+            cv: None,
+            gbps: None,
+            gflops: None,
+            theory_gflops: None,
+            ratio_to_reference: None,
+            intensity: case.work.intensity(),
+            valid: false,
+            status: String::new(),
+            flags: String::new(),
+            clock_mhz: clock(conditions.clock_mhz),
+            memory_clock_mhz: clock(conditions.memory_clock_mhz),
+            power_w: reading(conditions.power_w, MAX_WATTS),
+            temperature_c: reading(conditions.temperature_c, MAX_CELSIUS),
+            throttle: text::field(&conditions.throttle),
+            other_cpus_busy: reading(conditions.other_cpus_busy, MAX_CPUS),
+            other_gpu_processes: conditions.other_gpu_processes,
+            parallel_devices: identity.parallel_devices.filter(|n| *n > 0),
+            note: text::field(&note),
+        };
+        match outcome {
+            Outcome::Measured {
+                summary,
+                reps,
+                stopped,
+                verdict,
+            } => {
+                r.reps = reps;
+                r.samples = summary.samples as u32;
+                r.stopped_by = stopped.as_str().to_string();
+                if verdict.valid {
+                    let t = summary.median_secs;
+                    r.valid = true;
+                    r.status = "ok".to_string();
+                    r.time_min_s = Some(summary.min_secs);
+                    r.time_median_s = Some(t);
+                    r.time_mean_s = Some(summary.mean_secs);
+                    r.time_max_s = Some(summary.max_secs);
+                    r.time_stddev_s = Some(summary.stddev_secs);
+                    r.cv = Some(summary.cv);
+                    r.gbps = (bytes > 0).then(|| bytes as f64 / t / 1e9);
+                    r.gflops = (flops > 0).then(|| flops as f64 / t / 1e9);
+                } else {
+                    r.status = text::field(&format!("invalid: {}", verdict.detail));
+                }
+            }
+            Outcome::Failed { error } => {
+                r.status = text::field(&format!("error: {error}"));
+            }
+            Outcome::Skipped { why } => {
+                r.status = text::field(&format!("{SKIPPED}{why}"));
+            }
+        }
+        r
+    }
+
+    /// Whether the case was skipped (not run, no fault: `skipped: <why>`), not failed.
+    pub fn is_skipped(&self) -> bool {
+        !self.valid && self.status.starts_with(SKIPPED)
+    }
+
+    /// The device's identity, as the row records it.
+    pub fn identity(&self) -> Identity {
+        Identity {
+            vendor: self.vendor.clone(),
+            cpu_family: self.cpu_family.clone(),
+            cpu_model: self.cpu_model.clone(),
+            microarch: self.microarch.clone(),
+            isa: self.isa.clone(),
+            uuid: self.uuid.clone(),
+            pci_bus_id: self.pci_bus_id.clone(),
+            vbios: self.vbios.clone(),
+            ecc: self.ecc.clone(),
+            mig: self.mig.clone(),
+            power_limit_w: self.power_limit_w,
+            app_clock_mhz: self.app_clock_mhz,
+            app_memory_clock_mhz: self.app_memory_clock_mhz,
+        }
+    }
+
+    /// The row less what [`SCHEMA`] added ([`ADDED_IN_2`]), as a [`SCHEMA_1`] file holds it.
+    fn without_added_in_2(&self) -> Record {
+        Record {
+            vendor: String::new(),
+            cpu_family: String::new(),
+            cpu_model: String::new(),
+            microarch: String::new(),
+            isa: String::new(),
+            uuid: String::new(),
+            pci_bus_id: String::new(),
+            vbios: String::new(),
+            ecc: String::new(),
+            mig: String::new(),
+            power_limit_w: None,
+            app_clock_mhz: None,
+            app_memory_clock_mhz: None,
+            stopped_by: String::new(),
+            flags: String::new(),
+            other_cpus_busy: None,
+            other_gpu_processes: None,
+            ratio_to_reference: None,
+            parallel_devices: None,
+            ..self.clone()
+        }
+    }
+
+    /// The same work done `factor` times as fast: every time divided by it, the figures derived
+    /// from them (GB/s, GFLOP/s) multiplied, so a reader's checks still hold. For planting a
+    /// slow or fast run in tests of the readers and the fleet.
+    pub fn scale_speed(&mut self, factor: f64) {
+        for t in [
+            &mut self.time_min_s,
+            &mut self.time_median_s,
+            &mut self.time_mean_s,
+            &mut self.time_max_s,
+            &mut self.time_stddev_s,
+        ] {
+            *t = t.map(|t| t / factor);
+        }
+        self.gbps = self.gbps.map(|g| g * factor);
+        self.gflops = self.gflops.map(|g| g * factor);
+    }
+
+    /// `family/kernel/precision[/param]`, as [`Case::id`].
+    pub fn case_id(&self) -> String {
+        match self.param {
+            Some(p) => format!("{}/{}/{}/{}", self.family, self.kernel, self.precision, p),
+            None => format!("{}/{}/{}", self.family, self.kernel, self.precision),
+        }
+    }
+
+    /// A launch row's figure, in seconds (`bench::launch`): the timer's least sample (its
+    /// resolution), else the median time per launch or round; `None` for another family's row.
+    pub fn launch_secs(&self) -> Option<f64> {
+        use crate::cases::launch::What;
+        if self.family != Family::Launch {
+            return None;
+        }
+        match What::parse(&self.kernel) {
+            Some(What::Timer) => self.time_min_s,
+            _ => self.time_median_s,
+        }
+    }
+}
+
+/// The CSV header, derived from [`Record`]'s fields.
+pub fn header() -> Vec<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.serialize(sample_record())
+        .expect("serialising a record to memory cannot fail");
+    let bytes = w.into_inner().expect("flushing to memory cannot fail");
+    let text = String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8");
+    let line = text.lines().next().unwrap_or_default();
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(line.as_bytes())
+        .records()
+        .next()
+        .and_then(|r| r.ok())
+        .map(|r| r.iter().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// The header of a [`SCHEMA_1`] file: [`header`] less the columns added since.
+pub fn header_1() -> Vec<String> {
+    header()
+        .into_iter()
+        .filter(|c| !ADDED_IN_2.contains(&c.as_str()))
+        .collect()
+}
+
+fn sample_record() -> Record {
+    Record {
+        schema: SCHEMA.into(),
+        run_id: String::new(),
+        timestamp_utc: String::new(),
+        host: String::new(),
+        backend: BackendKind::Host,
+        device_id: String::new(),
+        device_name: String::new(),
+        compute_capability: String::new(),
+        units: 0,
+        llc_bytes: 0,
+        memory_bus_bits: None,
+        driver: String::new(),
+        vendor: String::new(),
+        cpu_family: String::new(),
+        cpu_model: String::new(),
+        microarch: String::new(),
+        isa: String::new(),
+        uuid: String::new(),
+        pci_bus_id: String::new(),
+        vbios: String::new(),
+        ecc: String::new(),
+        mig: String::new(),
+        power_limit_w: None,
+        app_clock_mhz: None,
+        app_memory_clock_mhz: None,
+        family: Family::Stream,
+        kernel: String::new(),
+        precision: Precision::F32,
+        param: None,
+        elements: 0,
+        working_set_bytes: 0,
+        bytes: 0,
+        flops: 0,
+        reps: 0,
+        samples: 0,
+        stopped_by: String::new(),
+        time_min_s: None,
+        time_median_s: None,
+        time_mean_s: None,
+        time_max_s: None,
+        time_stddev_s: None,
+        cv: None,
+        gbps: None,
+        gflops: None,
+        theory_gflops: None,
+        ratio_to_reference: None,
+        intensity: None,
+        valid: false,
+        status: String::new(),
+        flags: String::new(),
+        clock_mhz: None,
+        memory_clock_mhz: None,
+        power_w: None,
+        temperature_c: None,
+        throttle: String::new(),
+        other_cpus_busy: None,
+        other_gpu_processes: None,
+        parallel_devices: None,
+        note: String::new(),
+    }
+}
+
+/// Writes rows to a CSV file, each flushed as soon as it is written, so an interrupted run keeps
+/// everything it measured. The file is created with its first row, whole (a run that measures
+/// nothing leaves no file), and each later row lands whole or not at all (a full disk leaves the
+/// rows before it, never half a row). Never overwrites: the file must not exist.
+pub struct CsvSink {
+    path: std::path::PathBuf,
+    file: Option<AppendFile>,
+    rows: usize,
+}
+
+/// One row as CSV bytes, after the header when `with_header`.
+fn row_bytes(record: &Record, with_header: bool) -> Result<Vec<u8>> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(with_header)
+        .from_writer(Vec::new());
+    w.serialize(record)
+        .map_err(|e| Error::Internal(format!("serialising a row: {e}")))?;
+    w.into_inner()
+        .map_err(|e| Error::Internal(format!("serialising a row: {e}")))
+}
+
+impl CsvSink {
+    /// A sink for `path`; nothing is created until the first row.
+    pub fn new(path: &Path) -> CsvSink {
+        CsvSink {
+            path: path.to_path_buf(),
+            file: None,
+            rows: 0,
+        }
+    }
+
+    /// Appends one row and flushes it to the file (creating it, header first, on the first).
+    pub fn write(&mut self, record: &Record) -> Result<()> {
+        match &mut self.file {
+            Some(file) => file.append(&row_bytes(record, false)?)?,
+            None => {
+                self.file = Some(AppendFile::create_new(
+                    &self.path,
+                    &row_bytes(record, true)?,
+                )?);
+            }
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// How many rows the file holds (each written whole).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether any row was written (and so the file exists).
+    pub fn written(&self) -> bool {
+        self.file.is_some()
+    }
+}
+
+/// Serialises rows to CSV bytes (header included), as files are written.
+pub fn to_csv_bytes(records: &[Record]) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in records {
+        w.serialize(r)
+            .expect("serialising a record to memory cannot fail");
+    }
+    if records.is_empty() {
+        w.write_record(header())
+            .expect("writing to memory cannot fail");
+    }
+    w.into_inner().expect("flushing to memory cannot fail")
+}
+
+/// Reads a roofprobe CSV (at most [`crate::files::MAX_FILE_BYTES`]), checking its header and
+/// every row ([`parse_csv`]). Errors name the file, the line and what was expected.
+pub fn read_csv(path: &Path) -> Result<Vec<Record>> {
+    let bytes = crate::files::read_input(path)?;
+    parse_csv(path, &bytes)
+}
+
+/// The columns that name the device a row was measured on, identity included: every row of one
+/// run id must agree on all of them (add a new identity column here).
+fn device_columns(r: &Record) -> [(&'static str, String); 22] {
+    let text = |x: Option<f64>| x.map_or_else(String::new, |v| v.to_string());
+    [
+        ("host", r.host.clone()),
+        ("backend", r.backend.to_string()),
+        ("device_id", r.device_id.clone()),
+        ("device_name", r.device_name.clone()),
+        ("compute_capability", r.compute_capability.clone()),
+        ("units", r.units.to_string()),
+        ("llc_bytes", r.llc_bytes.to_string()),
+        (
+            "memory_bus_bits",
+            r.memory_bus_bits
+                .map_or_else(String::new, |b| b.to_string()),
+        ),
+        ("driver", r.driver.clone()),
+        ("vendor", r.vendor.clone()),
+        ("cpu_family", r.cpu_family.clone()),
+        ("cpu_model", r.cpu_model.clone()),
+        ("microarch", r.microarch.clone()),
+        ("isa", r.isa.clone()),
+        ("uuid", r.uuid.clone()),
+        ("pci_bus_id", r.pci_bus_id.clone()),
+        ("vbios", r.vbios.clone()),
+        ("ecc", r.ecc.clone()),
+        ("mig", r.mig.clone()),
+        ("power_limit_w", text(r.power_limit_w)),
+        ("app_clock_mhz", text(r.app_clock_mhz)),
+        ("app_memory_clock_mhz", text(r.app_memory_clock_mhz)),
+    ]
+}
+
+/// The first row (by index) whose device differs from an earlier row of the same run id:
+/// `(earlier index, index, message)`.
+fn mixed_device(records: &[Record]) -> Option<(usize, usize, String)> {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let j = *first.entry(r.run_id.as_str()).or_insert(i);
+        if j == i {
+            continue;
+        }
+        let (a, b) = (device_columns(&records[j]), device_columns(r));
+        if let Some(((column, was), (_, is))) = a.iter().zip(&b).find(|(x, y)| x.1 != y.1) {
+            return Some((
+                j,
+                i,
+                format!(
+                    "run `{}` mixes devices: `{column}` is `{is}` here but `{was}`",
+                    r.run_id
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// Checks rows held in memory as a reader checks them: each row ([`check_row`]) and one device
+/// per run id. The error names the row (0-based) and what is wrong.
+pub fn check_rows(records: &[Record]) -> std::result::Result<(), String> {
+    for (i, r) in records.iter().enumerate() {
+        check_row(r).map_err(|e| format!("row {i} ({}): {e}", r.case_id()))?;
+    }
+    if let Some((j, i, message)) = mixed_device(records) {
+        return Err(format!("row {i}: {message} on row {j}"));
+    }
+    if let Some((i, message)) = reference_mismatch(records) {
+        return Err(format!("row {i} ({}): {message}", records[i].case_id()));
+    }
+    Ok(())
+}
+
+/// A figure that must be present exactly when what it derives from is (`expected`), and agree
+/// with it.
+fn derived(
+    column: &str,
+    found: Option<f64>,
+    expected: Option<f64>,
+    how: &str,
+) -> std::result::Result<(), String> {
+    match (found, expected) {
+        (None, None) => Ok(()),
+        (Some(f), Some(e)) if agrees(f, e) => Ok(()),
+        (Some(f), Some(e)) => Err(format!("`{column}` is {f} but {how} is {e}")),
+        (Some(f), None) => Err(format!("`{column}` is {f} but {how} is empty")),
+        (None, Some(e)) => Err(format!("`{column}` is empty but {how} is {e}")),
+    }
+}
+
+/// A time, clock or rate: finite, positive, at most `max`.
+fn positive(column: &str, x: Option<f64>, max: f64) -> std::result::Result<(), String> {
+    match x {
+        Some(v) if !(is_positive(v) && v <= max) => Err(format!(
+            "`{column}` is {v}; it must be finite, positive and at most {max:e}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A reading that may be zero (power, temperature): finite, in 0..=max.
+fn reading(column: &str, x: Option<f64>, max: f64) -> std::result::Result<(), String> {
+    match x {
+        Some(v) if !(v.is_finite() && (0.0..=max).contains(&v)) => Err(format!(
+            "`{column}` is {v}; it must be finite and in 0..={max}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The first column [`SCHEMA`] added that a row fills, if any: a [`SCHEMA_1`] row has none.
+fn first_added_in_2(r: &Record) -> Option<&'static str> {
+    let bare = r.without_added_in_2();
+    if bare == *r {
+        return None;
+    }
+    let fields = |x: &Record| -> Vec<String> {
+        let bytes = row_bytes(x, false).unwrap_or_default();
+        csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(bytes.as_slice())
+            .records()
+            .next()
+            .and_then(|f| f.ok())
+            .map(|f| f.iter().map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let (a, b) = (fields(r), fields(&bare));
+    let differs = header()
+        .into_iter()
+        .zip(a.iter().zip(&b))
+        .find(|(_, (x, y))| x != y)
+        .map(|(column, _)| column);
+    Some(
+        ADDED_IN_2
+            .into_iter()
+            .find(|c| differs.as_deref() == Some(*c))
+            .unwrap_or(ADDED_IN_2[0]),
+    )
+}
+
+/// What a row must be to be read (the reader's whole trust in it): text free of control
+/// characters; valid exactly when the status is `ok` (else `invalid: …` or `error: …`, with no
+/// figures and no flags); sizes positive; on a valid row, times finite, positive and ordered,
+/// and `gbps`, `gflops`, `cv` and `intensity` equal to what they derive from (within
+/// [`roofprobe_calibration::check::TOLERANCE`]); clocks (the identity's application clocks
+/// too) finite and positive; power and temperature readings and other processes' CPU time
+/// finite and not negative; no rate beyond any device ([`MAX_RATE`]); `stopped_by` one of the
+/// reasons a run writes (on a valid row of [`SCHEMA`], never empty); `flags` as
+/// [`crate::analysis::suspect`] writes them; `param` an `MxNxK` shape exactly on a GEMM row, whose
+/// `flops`, `bytes`, `elements` and `working_set_bytes` are the shape's ([`gemm::case`]);
+/// `ratio_to_reference` finite and positive, and only on a valid row of an implementation that
+/// has a reference ([`gemm::reference_of`]). A [`SCHEMA_1`] row has none of the columns added
+/// since, and no shape. (Whether a ratio agrees with its reference row is [`check_rows`]'s.)
+pub fn check_row(r: &Record) -> std::result::Result<(), String> {
+    if r.schema == SCHEMA_1 {
+        if let Some(column) = first_added_in_2(r) {
+            return Err(format!(
+                "a row of {SCHEMA_1} holds `{column}`, a column {SCHEMA} added; give the row \
+                 schema {SCHEMA}"
+            ));
+        }
+        if let Some(Param::Shape(shape)) = r.param {
+            return Err(format!(
+                "a row of {SCHEMA_1} has the shape `{shape}` as `param`; {SCHEMA_1} held counts \
+                 only (shapes came with {SCHEMA})"
+            ));
+        }
+    } else if r.schema != SCHEMA {
+        return Err(format!(
+            "schema `{}` is not supported; this roofprobe reads {SCHEMA} and {SCHEMA_1}",
+            r.schema
+        ));
+    }
+    for (column, value) in [
+        ("run_id", &r.run_id),
+        ("timestamp_utc", &r.timestamp_utc),
+        ("host", &r.host),
+        ("device_id", &r.device_id),
+        ("device_name", &r.device_name),
+        ("compute_capability", &r.compute_capability),
+        ("driver", &r.driver),
+        ("vendor", &r.vendor),
+        ("cpu_family", &r.cpu_family),
+        ("cpu_model", &r.cpu_model),
+        ("microarch", &r.microarch),
+        ("isa", &r.isa),
+        ("uuid", &r.uuid),
+        ("pci_bus_id", &r.pci_bus_id),
+        ("vbios", &r.vbios),
+        ("ecc", &r.ecc),
+        ("mig", &r.mig),
+        ("kernel", &r.kernel),
+        ("stopped_by", &r.stopped_by),
+        ("status", &r.status),
+        ("flags", &r.flags),
+        ("throttle", &r.throttle),
+        ("note", &r.note),
+    ] {
+        if let Some(c) = first_forbidden(value) {
+            return Err(format!(
+                "`{column}` holds the control character U+{:04X}",
+                c as u32
+            ));
+        }
+    }
+    match (r.valid, r.status.as_str()) {
+        (true, "ok") => {}
+        (true, s) => {
+            return Err(format!(
+            "`valid` is true but `status` is `{s}`: a row is valid exactly when its status is `ok`"
+        ))
+        }
+        (false, s)
+            if s.starts_with("invalid: ") || s.starts_with("error: ") || s.starts_with(SKIPPED) => {
+        }
+        (false, s) => {
+            return Err(format!(
+                "`valid` is false but `status` is `{s}`; expected `invalid: …`, `error: …` or \
+                 `{SKIPPED}…`"
+            ))
+        }
+    }
+    check_param(r)?;
+    // A launch row's figure is its time: it does no work, and the timer's holds no memory.
+    let launch = r.family == Family::Launch;
+    for (column, value) in [
+        ("units", u64::from(r.units)),
+        ("elements", r.elements),
+        (
+            "working_set_bytes",
+            r.working_set_bytes.max(u64::from(launch)),
+        ),
+    ] {
+        if value == 0 {
+            return Err(format!("`{column}` is 0; it must be positive"));
+        }
+    }
+    if r.bytes == 0 && r.flops == 0 && !launch {
+        return Err("`bytes` and `flops` are both 0: the case did no work".into());
+    }
+    if launch && (r.bytes > 0 || r.flops > 0) {
+        return Err(format!(
+            "a launch row does no work, but `bytes` is {} and `flops` {}",
+            r.bytes, r.flops
+        ));
+    }
+    if r.memory_bus_bits == Some(0) {
+        return Err("`memory_bus_bits` is 0; it must be positive or empty".into());
+    }
+    if r.parallel_devices == Some(0) {
+        return Err(
+            "`parallel_devices` is 0; it counts the GPUs measured at once (at least 1) or is \
+             empty"
+                .into(),
+        );
+    }
+    derived(
+        "intensity",
+        r.intensity,
+        (r.bytes > 0).then(|| r.flops as f64 / r.bytes as f64),
+        "flops / bytes",
+    )?;
+    positive("clock_mhz", r.clock_mhz, MAX_MHZ)?;
+    positive("memory_clock_mhz", r.memory_clock_mhz, MAX_MHZ)?;
+    reading("power_w", r.power_w, MAX_WATTS)?;
+    reading("temperature_c", r.temperature_c, MAX_CELSIUS)?;
+    positive("power_limit_w", r.power_limit_w, MAX_WATTS)?;
+    positive("app_clock_mhz", r.app_clock_mhz, MAX_MHZ)?;
+    positive("app_memory_clock_mhz", r.app_memory_clock_mhz, MAX_MHZ)?;
+    reading("other_cpus_busy", r.other_cpus_busy, MAX_CPUS)?;
+    let reasons = Stopped::ALL.map(Stopped::as_str);
+    if !r.stopped_by.is_empty() && !reasons.contains(&r.stopped_by.as_str()) {
+        return Err(format!(
+            "`stopped_by` is `{}`; expected {} or empty",
+            r.stopped_by,
+            reasons.join(", ")
+        ));
+    }
+    crate::results::flags::check_column(&r.flags)?;
+
+    let figures = [
+        ("time_min_s", r.time_min_s),
+        ("time_median_s", r.time_median_s),
+        ("time_mean_s", r.time_mean_s),
+        ("time_max_s", r.time_max_s),
+        ("time_stddev_s", r.time_stddev_s),
+        ("cv", r.cv),
+        ("gbps", r.gbps),
+        ("gflops", r.gflops),
+        ("theory_gflops", r.theory_gflops),
+        ("ratio_to_reference", r.ratio_to_reference),
+    ];
+    if !r.valid {
+        return match figures.iter().find(|(_, v)| v.is_some()) {
+            Some((column, Some(v))) => Err(format!(
+                "the row is not valid (`{}`) but `{column}` is {v}; an invalid row has no figures",
+                r.status
+            )),
+            _ if !r.flags.is_empty() => Err(format!(
+                "the row is not valid (`{}`) but `flags` is `{}`; an invalid row has no figure \
+                 to flag",
+                r.status, r.flags
+            )),
+            _ => Ok(()),
+        };
+    }
+    if r.schema == SCHEMA && r.stopped_by.is_empty() {
+        return Err(format!(
+            "a valid row of {SCHEMA} with an empty `stopped_by`; a measured case says why its \
+             sampling stopped"
+        ));
+    }
+    if r.reps == 0 || r.samples == 0 {
+        return Err(format!(
+            "a valid row with {} reps and {} samples; both must be positive",
+            r.reps, r.samples
+        ));
+    }
+    // A time of a day or more per launch is not a kernel's.
+    const MAX_SECS: f64 = 86_400.0;
+    let time = |column: &str, x: Option<f64>| -> std::result::Result<f64, String> {
+        let v = x.ok_or_else(|| format!("a valid row needs `{column}`; it is empty"))?;
+        positive(column, Some(v), MAX_SECS)?;
+        Ok(v)
+    };
+    let min = time("time_min_s", r.time_min_s)?;
+    let median = time("time_median_s", r.time_median_s)?;
+    let mean = time("time_mean_s", r.time_mean_s)?;
+    let max = time("time_max_s", r.time_max_s)?;
+    let within = |v: f64| v >= min * (1.0 - 1e-9) && v <= max * (1.0 + 1e-9);
+    if !(min <= max && within(median) && within(mean)) {
+        return Err(format!(
+            "times out of order: min {min}, median {median}, mean {mean}, max {max}; expected \
+             min <= median, mean <= max"
+        ));
+    }
+    let stddev = r
+        .time_stddev_s
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| {
+            format!(
+                "`time_stddev_s` is {:?}; a valid row needs a finite spread of 0 or more",
+                r.time_stddev_s
+            )
+        })?;
+    // cv is stddev over the unclamped mean, which the clamped `time_mean_s` may differ from by
+    // rounding only.
+    derived(
+        "cv",
+        r.cv,
+        Some(stddev / mean),
+        "time_stddev_s / time_mean_s",
+    )?;
+    derived(
+        "gbps",
+        r.gbps,
+        (r.bytes > 0).then(|| r.bytes as f64 / median / 1e9),
+        "bytes / time_median_s / 1e9",
+    )?;
+    derived(
+        "gflops",
+        r.gflops,
+        (r.flops > 0).then(|| r.flops as f64 / median / 1e9),
+        "flops / time_median_s / 1e9",
+    )?;
+    positive("gbps", r.gbps, MAX_RATE)?;
+    positive("gflops", r.gflops, MAX_RATE)?;
+    positive("theory_gflops", r.theory_gflops, MAX_RATE)?;
+    if let Some(ratio) = r.ratio_to_reference {
+        positive("ratio_to_reference", Some(ratio), MAX_RATIO)?;
+        let reference = (r.family == Family::Gemm)
+            .then(|| gemm::reference_of(&r.kernel))
+            .flatten();
+        if reference.is_none() {
+            return Err(format!(
+                "`ratio_to_reference` is {ratio} on {}, which has no reference implementation \
+                 (only GEMM rows of {} have one)",
+                r.case_id(),
+                [
+                    gemm::HOST_OURS,
+                    gemm::GPU_OURS,
+                    gemm::GPU_WGMMA,
+                    gemm::GPU_TMA,
+                    gemm::GPU_TMA_CLUSTER
+                ]
+                .join(", ")
+            ));
+        }
+        if r.gflops.is_none() {
+            return Err(format!(
+                "`ratio_to_reference` is {ratio} but `gflops` is empty; the ratio is of two \
+                 GFLOP/s figures"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `param` as the family has it: an `MxNxK` shape exactly on a GEMM row, and then the row's work
+/// and sizes those of the shape (the work table's [`gemm::case`]).
+fn check_param(r: &Record) -> std::result::Result<(), String> {
+    match (r.family, r.param) {
+        (Family::Gemm, Some(Param::Shape(shape))) => {
+            let case = gemm::case(&r.kernel, r.precision, shape);
+            for (column, found, expected) in [
+                ("flops", r.flops, case.work.flops),
+                ("bytes", r.bytes, case.work.bytes()),
+                ("elements", r.elements, case.elements),
+            ] {
+                if found != expected {
+                    return Err(format!(
+                        "`{column}` is {found} but a {} GEMM of {shape} has {expected}",
+                        r.precision
+                    ));
+                }
+            }
+            // A, B and C, and any further copies of B the launches took in turn
+            // (gemm::rotate_weights).
+            let (found, least) = (r.working_set_bytes, case.working_set_bytes);
+            let weight = gemm::weight_bytes(r.precision, shape).max(1);
+            if found < least || (found - least) % weight != 0 {
+                return Err(format!(
+                    "`working_set_bytes` is {found} but a {} GEMM of {shape} has {least}, plus \
+                     whole copies of B ({weight} bytes each) where its launches rotate through them",
+                    r.precision
+                ));
+            }
+            Ok(())
+        }
+        (Family::Gemm, other) => Err(format!(
+            "a GEMM row needs its shape as `param` (MxNxK); it is `{}`",
+            other.map_or_else(String::new, |p| p.to_string())
+        )),
+        (family, Some(Param::Shape(shape))) => Err(format!(
+            "`param` is the shape `{shape}` on a {family} row; only GEMM rows have a shape"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The first GEMM row (by index) whose `ratio_to_reference` disagrees with its reference row in
+/// `records`: the last row before it of the same run, precision and shape whose kernel is its
+/// reference (as the runner finds it). Where such rows are there, the ratio must be present
+/// exactly when one of them is valid, and equal our GFLOP/s over that one's; where none is (a
+/// file cut down by hand), it cannot be checked. `(index, message)`.
+fn reference_mismatch(records: &[Record]) -> Option<(usize, String)> {
+    for (i, r) in records.iter().enumerate() {
+        if r.family != Family::Gemm || !r.valid {
+            continue;
+        }
+        let Some(reference) = gemm::reference_of(&r.kernel) else {
+            continue;
+        };
+        let mut references = records[..i].iter().filter(|x| {
+            x.run_id == r.run_id
+                && x.family == r.family
+                && x.kernel == reference
+                && x.precision == r.precision
+                && x.param == r.param
+        });
+        let Some(first) = references.next() else {
+            continue;
+        };
+        let valid = std::iter::once(first).chain(references).rfind(|x| x.valid);
+        let expected = valid.and_then(|x| Some((x.case_id(), r.gflops? / x.gflops?)));
+        let problem = match (r.ratio_to_reference, expected) {
+            (None, None) => None,
+            (Some(f), Some((_, e))) if agrees(f, e) => None,
+            (Some(f), Some((case, e))) => Some(format!(
+                "`ratio_to_reference` is {f} but `gflops` over that of {case} (the reference \
+                 row before it) is {e}"
+            )),
+            (Some(f), None) => Some(format!(
+                "`ratio_to_reference` is {f} but no {reference} row of this shape before it is \
+                 valid; a ratio needs a valid reference"
+            )),
+            (None, Some((case, e))) => Some(format!(
+                "`ratio_to_reference` is empty but `gflops` over that of {case} (the reference \
+                 row before it) is {e}"
+            )),
+        };
+        if let Some(message) = problem {
+            return Some((i, message));
+        }
+    }
+    None
+}
+
+/// As [`read_csv`], from bytes already read (`path` names them in errors). A UTF-8 byte-order
+/// mark is skipped. A header line further down (files concatenated, `cat a.csv b.csv`) is
+/// skipped, and the rows after it read by it: files of [`SCHEMA`] and [`SCHEMA_1`] concatenate
+/// in any order.
+pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(Error::parse(
+            path,
+            1,
+            "empty file; expected a roofprobe CSV with a header line",
+        ));
+    }
+    // Flexible: a header of the other schema in the middle has another number of fields; each
+    // row's length is checked against the header in force below.
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
+    let found: Vec<String> = reader
+        .headers()
+        .map_err(|e| Error::parse(path, 1, format!("unreadable header: {e}")))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    // Each schema read, by its header.
+    let layouts: [(csv::StringRecord, &str); 2] = [
+        (csv::StringRecord::from(header()), SCHEMA),
+        (csv::StringRecord::from(header_1()), SCHEMA_1),
+    ];
+    let Some(mut layout) = layouts.iter().find(|(h, _)| h.iter().eq(found.iter())) else {
+        let expected = header();
+        let missing: Vec<&str> = expected
+            .iter()
+            .filter(|c| !found.contains(c))
+            .map(String::as_str)
+            .collect();
+        let message = if found.first().map(String::as_str) != Some("schema") {
+            format!(
+                "not a roofprobe results CSV: expected a header starting `schema,run_id,…` ({SCHEMA})"
+            )
+        } else if !missing.is_empty() {
+            format!(
+                "header lacks column(s) {}; this file is not of schema {SCHEMA} (nor of \
+                 {SCHEMA_1}, which lacks the columns {SCHEMA} added)",
+                crate::text::some_of(&missing.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            )
+        } else {
+            format!(
+                "header columns differ from schema {SCHEMA}: expected {}",
+                expected.join(",")
+            )
+        };
+        return Err(Error::parse(path, 1, text::one_line(&message)));
+    };
+    // An odd number of quotes: the last row ends inside a quoted field (the `note`), as a file
+    // does whose writer was stopped mid-row (the csv reader takes such a field to the end).
+    let ends_inside_quotes = bytes.iter().filter(|&&b| b == b'"').count() % 2 == 1;
+    let cut_off = |line: u64, what: &str| {
+        Error::parse(
+            path,
+            line,
+            format!(
+                "the last row {what}: the file looks cut off (a run stopped while writing it, \
+                 or a copy that did not finish); delete that line (the rows above it are whole) \
+                 or copy the file again"
+            ),
+        )
+    };
+    let mut out = Vec::new();
+    let mut lines = Vec::new();
+    let mut raw = csv::StringRecord::new();
+    // Lines counted from the bytes: the reader's own count falls one short per CRLF row (a CRLF
+    // row's record starts at the `\n` the one before left: skip to its first byte). Counted on
+    // from the last position asked, which only moves forward, so the file is scanned once.
+    let mut counted = (0usize, 1u64);
+    let mut line_at = |p: &csv::Position| {
+        let mut at = usize::try_from(p.byte()).map_or(bytes.len(), |b| b.min(bytes.len()));
+        while bytes.get(at).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
+            at += 1;
+        }
+        if at < counted.0 {
+            counted = (0, 1);
+        }
+        counted.1 += bytes[counted.0..at].iter().filter(|&&b| b == b'\n').count() as u64;
+        counted.0 = at;
+        counted.1
+    };
+    loop {
+        let next_line = raw.position().map_or(2, |p| line_at(p) + 1);
+        match reader.read_record(&mut raw) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                let line = e.position().map_or(next_line, &mut line_at);
+                let what = match e.kind() {
+                    csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
+                    other => format!("unreadable row: {other:?}"),
+                };
+                return Err(Error::parse(path, line, what));
+            }
+        }
+        let line = raw.position().map_or(next_line, &mut line_at);
+        if let Some(next) = layouts.iter().find(|(h, _)| raw.iter().eq(h.iter())) {
+            // `cat a.csv b.csv`: b's header in the middle, of either schema
+            layout = next;
+            continue;
+        }
+        let (headers, schema) = layout;
+        let rest = usize::try_from(reader.position().byte())
+            .map_or(&[][..], |at| bytes.get(at..).unwrap_or_default());
+        if rest.iter().all(u8::is_ascii_whitespace) {
+            if ends_inside_quotes {
+                return Err(cut_off(line, "ends inside a quoted field"));
+            }
+            if raw.len() < headers.len() {
+                return Err(cut_off(
+                    line,
+                    &format!("has {} of the header's {} fields", raw.len(), headers.len()),
+                ));
+            }
+        }
+        if raw.len() != headers.len() {
+            return Err(Error::parse(
+                path,
+                line,
+                format!(
+                    "row has {} fields, expected {} (truncated or damaged file?)",
+                    raw.len(),
+                    headers.len()
+                ),
+            ));
+        }
+        let column = |i: usize| headers.get(i).unwrap_or("?");
+        if let Some((i, c)) = raw
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| first_forbidden(f).map(|c| (i, c)))
+        {
+            return Err(Error::parse(
+                path,
+                line,
+                format!(
+                    "column `{}` holds the control character U+{:04X}; a results file holds \
+                     printable text only (damaged or not written by roofprobe?)",
+                    column(i),
+                    c as u32
+                ),
+            ));
+        }
+        let record: Record = raw.deserialize(Some(headers)).map_err(|e| {
+            let what = match e.kind() {
+                csv::ErrorKind::Deserialize { err, .. } => match err.field() {
+                    Some(f) => format!("column `{}`: {}", column(f as usize), err.kind()),
+                    None => err.kind().to_string(),
+                },
+                other => format!("{other:?}"),
+            };
+            Error::parse(path, line, what)
+        })?;
+        if record.schema != *schema {
+            return Err(Error::parse(
+                path,
+                line,
+                format!(
+                    "schema `{}` is not supported here; this roofprobe reads {SCHEMA} (and \
+                     {SCHEMA_1}, whose header lacks the columns {SCHEMA} added), and the header \
+                     above this row is of {schema}",
+                    record.schema
+                ),
+            ));
+        }
+        check_row(&record).map_err(|e| {
+            Error::parse(
+                path,
+                line,
+                format!(
+                    "{}: {e}; the file is damaged or hand-edited",
+                    record.case_id()
+                ),
+            )
+        })?;
+        out.push(record);
+        lines.push(line);
+    }
+    if out.is_empty() {
+        return Err(Error::parse(
+            path,
+            2,
+            "the file has a header but no measurements",
+        ));
+    }
+    if let Some((j, i, message)) = mixed_device(&out) {
+        return Err(Error::parse(
+            path,
+            lines[i],
+            format!(
+                "{message} on line {}; a run id names one device's run (give each device's \
+                 rows their own run id)",
+                lines[j]
+            ),
+        ));
+    }
+    if let Some((i, message)) = reference_mismatch(&out) {
+        return Err(Error::parse(
+            path,
+            lines[i],
+            format!(
+                "{}: {message}; the file is damaged or hand-edited",
+                out[i].case_id()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::cases::stream::StreamKernel;
+
+    pub(crate) fn identity() -> RunIdentity {
+        RunIdentity {
+            run_id: "box-host-20260101T000000Z".into(),
+            host: "box".into(),
+            device: crate::backend::host::host_info(),
+            parallel_devices: None,
+        }
+    }
+
+    pub(crate) fn measured(case: &Case, median: f64, valid: bool) -> Record {
+        let summary = Summary::from_secs(&[median * 0.9, median, median * 1.1]).unwrap();
+        let verdict = if valid {
+            Verdict::valid()
+        } else {
+            Verdict::invalid("[3] is 1, should be 2, diff -1")
+        };
+        Record::new(
+            &identity(),
+            "2026-01-01T00:00:00Z".into(),
+            case,
+            Outcome::Measured {
+                summary: &summary,
+                reps: 4,
+                stopped: Stopped::Count,
+                verdict: &verdict,
+            },
+            &Conditions::default(),
+            String::new(),
+        )
+    }
+
+    #[test]
+    fn figures_come_from_the_median_and_the_work_table() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1_000_000);
+        let r = measured(&case, 1e-3, true);
+        assert_eq!(r.bytes, 12_000_000);
+        assert_eq!(r.flops, 2_000_000);
+        assert!((r.gbps.unwrap() - 12.0).abs() < 1e-9);
+        assert!((r.gflops.unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(r.status, "ok");
+        assert_eq!(r.case_id(), case.id());
+    }
+
+    /// A launch row does no work and its figure is its time: it reads back with no bytes or
+    /// flops (and the timer's with no working set), but one that claims work is refused, and
+    /// another family's row without work still is.
+    #[test]
+    fn a_launch_row_has_no_work_and_no_other_row_may() {
+        use crate::cases::launch::{self, What};
+        let timer = measured(&launch::case(What::Timer), 1e-6, true);
+        assert_eq!(
+            (timer.bytes, timer.flops, timer.gbps, timer.gflops),
+            (0, 0, None, None)
+        );
+        check_row(&timer).unwrap();
+        check_row(&measured(&launch::case(What::Empty), 4e-6, true)).unwrap();
+        let mut worked = timer.clone();
+        worked.bytes = 8;
+        assert!(check_row(&worked)
+            .unwrap_err()
+            .contains("a launch row does no work"));
+        let mut stream = measured(&StreamKernel::Copy.case(Precision::F32, 1000), 1e-3, true);
+        (stream.bytes, stream.flops, stream.gbps, stream.intensity) = (0, 0, None, None);
+        assert!(check_row(&stream)
+            .unwrap_err()
+            .contains("the case did no work"));
+    }
+
+    #[test]
+    fn invalid_rows_carry_no_numbers() {
+        let case = StreamKernel::Copy.case(Precision::F64, 1000);
+        let r = measured(&case, 1e-3, false);
+        assert!(!r.valid);
+        assert!(r.status.starts_with("invalid: [3] is 1"));
+        assert_eq!(
+            (r.gbps, r.gflops, r.time_median_s, r.cv),
+            (None, None, None, None)
+        );
+        let failed = Record::new(
+            &identity(),
+            "t".into(),
+            &case,
+            Outcome::Failed {
+                error: "out of memory",
+            },
+            &Conditions::default(),
+            String::new(),
+        );
+        assert_eq!(failed.status, "error: out of memory");
+        assert_eq!(failed.gbps, None);
+    }
+
+    #[test]
+    fn header_is_derived_and_starts_with_schema() {
+        let h = header();
+        assert_eq!(h[0], "schema");
+        assert!(h.contains(&"gbps".to_string()));
+        assert_eq!(h.len(), 40 + ADDED_IN_2.len());
+        for added in ADDED_IN_2 {
+            assert!(h.iter().any(|c| c == added), "{added}");
+        }
+    }
+
+    #[test]
+    fn csv_round_trips() {
+        let records: Vec<Record> = crate::cases::stream::cases(|_| 1000)
+            .iter()
+            .enumerate()
+            .map(|(i, c)| measured(c, 1e-4 * (i + 1) as f64, i % 5 != 0))
+            .collect();
+        let bytes = to_csv_bytes(&records);
+        let back = parse_csv(Path::new("x.csv"), &bytes).unwrap();
+        assert_eq!(back, records);
+    }
+
+    /// A file of the schema before (no identity columns) still reads, its identity empty; its
+    /// rows must say that schema.
+    #[test]
+    fn schema_1_files_still_read() {
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        let mut row = measured(&case, 1e-3, true);
+        row.schema = SCHEMA_1.into();
+        let text = String::from_utf8(to_csv_bytes(&[row.clone()])).unwrap();
+        let columns: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let values: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(columns.len(), values.len(), "no quoted commas in this row");
+        let keep: Vec<usize> = (0..columns.len())
+            .filter(|&i| !ADDED_IN_2.contains(&columns[i]))
+            .collect();
+        let pick = |fields: &[&str]| {
+            keep.iter()
+                .map(|&i| fields[i])
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let old = format!("{}\n{}\n", pick(&columns), pick(&values));
+        assert_eq!(old.lines().next().unwrap().split(',').count(), 40);
+        let back = parse_csv(Path::new("old.csv"), old.as_bytes()).unwrap();
+        let mut want = row.clone();
+        want.vendor.clear();
+        want.cpu_family.clear();
+        want.cpu_model.clear();
+        want.microarch.clear();
+        want.isa.clear();
+        want.stopped_by.clear();
+        assert_eq!(back, vec![want]);
+        // a schema-1 header with rows that claim another schema is refused
+        let claims_2 = old.replace(SCHEMA_1, SCHEMA);
+        let e = parse_csv(Path::new("old.csv"), claims_2.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("old.csv:2: schema `roofprobe-csv/2`"), "{e}");
+    }
+
+    #[test]
+    fn csv_sink_creates_with_the_first_row_flushes_each_and_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.csv");
+        let mut sink = CsvSink::new(&path);
+        // nothing measured, nothing written
+        assert!(!path.exists() && !sink.written());
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        sink.write(&measured(&case, 1e-3, true)).unwrap();
+        // readable before the sink is dropped
+        assert_eq!(read_csv(&path).unwrap().len(), 1);
+        sink.write(&measured(&case, 2e-3, false)).unwrap();
+        assert_eq!(read_csv(&path).unwrap().len(), 2);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let mut again = CsvSink::new(&path);
+        let e = again.write(&measured(&case, 1e-3, true)).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{e}");
+        assert_eq!(read_csv(&path).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn bad_files_name_file_line_and_expectation() {
+        let p = Path::new("bad.csv");
+        let err = |b: &[u8]| parse_csv(p, b).unwrap_err().to_string();
+        assert_eq!(
+            err(b""),
+            "bad.csv:1: empty file; expected a roofprobe CSV with a header line"
+        );
+        assert!(err(b"a,b\n1,2\n").starts_with("bad.csv:1: not a roofprobe results CSV"));
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        let good = to_csv_bytes(&[measured(&case, 1e-3, true), measured(&case, 1e-3, true)]);
+        let text = String::from_utf8(good).unwrap();
+        // truncated last row: said to look cut off
+        let cut = &text[..text.len() - 30];
+        assert!(
+            err(cut.as_bytes()).starts_with("bad.csv:3: the last row has")
+                && err(cut.as_bytes()).contains("looks cut off"),
+            "{}",
+            err(cut.as_bytes())
+        );
+        // a number that is not one
+        let broken = text.replacen(",10,80,80,", ",lots,80,80,", 1);
+        let e = err(broken.as_bytes());
+        assert!(e.starts_with("bad.csv:2: column `elements`"), "{e}");
+        // the same line with Windows line ends (the reader's own count said 1, the header)
+        let e = err(broken.replace('\n', "\r\n").as_bytes());
+        assert!(e.starts_with("bad.csv:2: column `elements`"), "{e}");
+        // in the second row, either way
+        let at = text.rfind(",10,80,80,").unwrap();
+        let second = format!(
+            "{}{}",
+            &text[..at],
+            text[at..].replacen(",10,", ",lots,", 1)
+        );
+        for text in [second.clone(), second.replace('\n', "\r\n")] {
+            let e = err(text.as_bytes());
+            assert!(e.starts_with("bad.csv:3: column `elements`"), "{e}");
+        }
+        // another schema
+        let other = text.replace(SCHEMA, "roofprobe-csv/9");
+        assert!(err(other.as_bytes()).contains("schema `roofprobe-csv/9` is not supported"));
+        // a header without rows
+        let head_only = text.lines().next().unwrap().to_string() + "\n";
+        assert!(err(head_only.as_bytes()).contains("no measurements"));
+        // a column missing
+        let fewer = text.replacen("schema,run_id", "schema,runid", 1);
+        assert!(err(fewer.as_bytes()).contains("lacks column(s) run_id"));
+    }
+
+    fn one_row_error(r: &Record) -> String {
+        let bytes = to_csv_bytes(std::slice::from_ref(r));
+        parse_csv(Path::new("r.csv"), &bytes)
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// What fuzzing found `export` accepting (`gbps = 1e30`, `invalid:` rows counted as valid, a
+    /// clock of -4000 MHz) and `report` printing (NaN, inf, negative GB/s on `ok` rows): each is
+    /// A row made twice as fast still reads (its figures follow its times), with twice the
+    /// bandwidth and half the median time.
+    #[test]
+    fn a_speed_scaled_row_stays_consistent() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1000);
+        let good = measured(&case, 1e-3, true);
+        let mut fast = good.clone();
+        fast.scale_speed(2.0);
+        check_row(&fast).unwrap();
+        assert_eq!(fast.gbps.unwrap(), good.gbps.unwrap() * 2.0);
+        assert_eq!(
+            fast.time_median_s.unwrap(),
+            good.time_median_s.unwrap() / 2.0
+        );
+    }
+
+    /// refused, with its line and what it should have been.
+    #[test]
+    fn figures_that_cannot_be_are_refused() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1000);
+        let good = measured(&case, 1e-3, true);
+        check_row(&good).unwrap();
+        type Mutation = Box<dyn Fn(&mut Record)>;
+        let cases: Vec<(Mutation, &str)> = vec![
+            (Box::new(|r| r.gbps = Some(1e30)), "`gbps` is 1000000000000000000000000000000 but bytes / time_median_s / 1e9 is 0.012"),
+            (Box::new(|r| r.gbps = Some(f64::NAN)), "`gbps` is NaN"),
+            (Box::new(|r| r.gbps = Some(f64::INFINITY)), "`gbps` is inf"),
+            (Box::new(|r| r.gbps = Some(-0.012)), "`gbps` is -0.012"),
+            (Box::new(|r| r.gflops = None), "`gflops` is empty but flops / time_median_s / 1e9 is"),
+            (Box::new(|r| {
+                r.time_median_s = Some(-1e-3);
+            }), "`time_median_s` is -0.001; it must be finite, positive"),
+            (Box::new(|r| r.time_max_s = Some(1e-4)), "times out of order"),
+            (Box::new(|r| r.cv = Some(0.5)), "`cv` is 0.5 but time_stddev_s / time_mean_s"),
+            (Box::new(|r| r.clock_mhz = Some(-4000.0)), "`clock_mhz` is -4000"),
+            (Box::new(|r| r.temperature_c = Some(f64::NAN)), "`temperature_c` is NaN"),
+            (Box::new(|r| r.status = "invalid: [0] is 1, should be 2".into()), "`valid` is true but `status` is `invalid: [0] is 1"),
+            (Box::new(|r| r.valid = false), "`valid` is false but `status` is `ok`"),
+            (Box::new(|r| {
+                r.valid = false;
+                r.status = "invalid: x".into();
+            }), "the row is not valid (`invalid: x`) but `time_min_s` is"),
+            (Box::new(|r| r.elements = 0), "`elements` is 0"),
+            (Box::new(|r| r.intensity = Some(2.0)), "`intensity` is 2 but flops / bytes is"),
+            (Box::new(|r| r.theory_gflops = Some(-5.0)), "`theory_gflops` is -5"),
+        ];
+        for (mutate, message) in cases {
+            let mut r = good.clone();
+            mutate(&mut r);
+            let e = one_row_error(&r);
+            assert!(e.starts_with("r.csv:2: stream/triad/f32: "), "{e}");
+            assert!(e.contains(message), "`{message}` not in {e}");
+            // and a calibration built in memory refuses the row too
+            use crate::analysis::calibration::FromRecords;
+            assert!(crate::Calibration::from_records(&[r], None).is_err());
+        }
+    }
+
+    /// A GEMM row's working set is its A, B and C, plus whole copies of B where its launches
+    /// rotated through them; anything else is refused.
+    #[test]
+    fn a_gemm_working_set_is_its_matrices_and_whole_copies_of_b() {
+        let shape = crate::cases::gemm::Shape::new(1, 64, 32);
+        let case = crate::cases::gemm::case("simd", Precision::F32, shape);
+        let weight = crate::cases::gemm::weight_bytes(Precision::F32, shape);
+        let good = measured(&case, 1e-3, true);
+        check_row(&good).unwrap();
+        let mut rotated = good.clone();
+        rotated.working_set_bytes += 29 * weight;
+        check_row(&rotated).unwrap();
+        for bad in [good.working_set_bytes - 4, rotated.working_set_bytes + 4] {
+            let mut r = good.clone();
+            r.working_set_bytes = bad;
+            let e = one_row_error(&r);
+            assert!(
+                e.contains(&format!(
+                    "`working_set_bytes` is {bad} but a f32 GEMM of 1x64x32"
+                )) && e.contains("whole copies of B"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn control_characters_in_fields_are_refused() {
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        for bad in ["a\0b", "\x1b[31mred", "ok\nerror: forged", "\u{202e}x"] {
+            let mut r = measured(&case, 1e-3, true);
+            r.device_name = bad.to_string();
+            let e = one_row_error(&r);
+            assert!(
+                e.starts_with("r.csv:2: column `device_name` holds the control character U+")
+                    || e.starts_with("r.csv:2:") && e.contains("control character"),
+                "{e}"
+            );
+        }
+        // what a run writes is printable and spreadsheet-safe, whatever the driver said
+        let mut id = identity();
+        id.device.name = "=HYPERLINK(\"x\")\n".into();
+        let r = Record::new(
+            &id,
+            "t".into(),
+            &case,
+            Outcome::Failed {
+                error: "line one\nerror: line two",
+            },
+            &Conditions {
+                clock_mhz: Some(0.0),
+                ..Conditions::default()
+            },
+            String::new(),
+        );
+        assert_eq!(r.device_name, "'=HYPERLINK(\"x\")\\u{a}");
+        assert_eq!(r.status, "error: line one\\u{a}error: line two");
+        assert_eq!(r.clock_mhz, None, "0 MHz is no clock");
+        check_row(&r).unwrap();
+    }
+
+    /// A file of rows cut down to schema 1, as a run before schema 2 wrote it.
+    fn as_schema_1(records: &[Record]) -> Vec<u8> {
+        let rows: Vec<Record> = records
+            .iter()
+            .map(|r| Record {
+                schema: SCHEMA_1.into(),
+                ..r.without_added_in_2()
+            })
+            .collect();
+        let bytes = to_csv_bytes(&rows);
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(bytes.as_slice());
+        let all: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+        let keep: Vec<usize> = (0..all[0].len())
+            .filter(|&i| !ADDED_IN_2.contains(&&all[0][i]))
+            .collect();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for r in &all {
+            w.write_record(keep.iter().map(|&i| &r[i])).unwrap();
+        }
+        w.into_inner().unwrap()
+    }
+
+    /// `cat old.csv new.csv old.csv`: files of both schemas concatenate, each header read as the
+    /// layout of the rows under it.
+    #[test]
+    fn schema_1_and_2_files_concatenate_in_either_order() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1000);
+        let new = measured(&case, 1e-3, true);
+        let mut old = measured(&case, 2e-3, true);
+        old.run_id = "box-host-20251231T000000Z".into();
+        let (a, b) = (
+            to_csv_bytes(std::slice::from_ref(&new)),
+            as_schema_1(std::slice::from_ref(&old)),
+        );
+        assert!(String::from_utf8_lossy(&b).starts_with(&header_1().join(",")));
+        for joined in [
+            [a.as_slice(), &b].concat(),
+            [b.as_slice(), &a, &b].concat(),
+            [b"\xEF\xBB\xBF".as_slice(), &b, &b, &a, &a].concat(),
+        ] {
+            let rows = parse_csv(Path::new("ab.csv"), &joined).unwrap();
+            assert!(rows.iter().any(|r| r.schema == SCHEMA_1));
+            for r in &rows {
+                if r.schema == SCHEMA {
+                    assert_eq!(*r, new);
+                } else {
+                    assert_eq!(r.run_id, old.run_id);
+                    assert_eq!(r.stopped_by, "");
+                    assert_eq!(r.isa, "");
+                }
+            }
+        }
+        // the rows under a schema-1 header are read by it: one of schema 2's width is damage
+        let wide = [
+            b.as_slice(),
+            &a[a.iter().position(|&c| c == b'\n').unwrap() + 1..],
+        ]
+        .concat();
+        let e = parse_csv(Path::new("w.csv"), &wide)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "w.csv:3: row has {} fields, expected {}",
+                header().len(),
+                header_1().len()
+            )),
+            "{e}"
+        );
+    }
+
+    /// Two machines of one name (two VMs both "AMD EPYC" on host "vm") under one run id: the
+    /// identity columns tell them apart, and the reader refuses to take them for one device.
+    #[test]
+    fn identity_columns_count_as_device_columns() {
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        let a = measured(&case, 1e-3, true);
+        for (column, change) in [
+            // other than whatever this machine is (a fixed "AVX2+FMA" was no change on a Zen 3)
+            (
+                "isa",
+                Box::new(|r: &mut Record| r.isa = format!("{}, other", r.isa))
+                    as Box<dyn Fn(&mut Record)>,
+            ),
+            (
+                "microarch",
+                Box::new(|r: &mut Record| r.microarch = format!("{}, other", r.microarch)),
+            ),
+            (
+                "uuid",
+                Box::new(|r: &mut Record| r.uuid = "GPU-5a1c2b3d".into()),
+            ),
+            (
+                "power_limit_w",
+                Box::new(|r: &mut Record| r.power_limit_w = Some(700.0)),
+            ),
+        ] {
+            let mut b = measured(&case, 2e-3, true);
+            change(&mut b);
+            let joined = [to_csv_bytes(std::slice::from_ref(&a)), to_csv_bytes(&[b])].concat();
+            let e = parse_csv(Path::new("ab.csv"), &joined)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "ab.csv:4: run `box-host-20260101T000000Z` mixes devices: `{column}` is"
+                )),
+                "{e}"
+            );
+        }
+    }
+
+    /// What schema 2 added is checked like every other column: numbers finite and in range,
+    /// `stopped_by` and `flags` as a run writes them, no flag on an invalid row, nothing of
+    /// schema 2 in a row that says schema 1.
+    #[test]
+    fn the_columns_of_schema_2_are_checked() {
+        let case = StreamKernel::Triad.case(Precision::F32, 1000);
+        let mut good = measured(&case, 1e-3, true);
+        good.flags = "high_cv(12.3%);busy_host(1.02 CPUs)".into();
+        good.other_cpus_busy = Some(1.02);
+        good.power_limit_w = Some(700.0);
+        good.app_clock_mhz = Some(1980.0);
+        good.parallel_devices = Some(8);
+        check_row(&good).unwrap();
+        assert_eq!(
+            parse_csv(Path::new("r.csv"), &to_csv_bytes(&[good.clone()])).unwrap(),
+            [good.clone()]
+        );
+        type Mutation = Box<dyn Fn(&mut Record)>;
+        let cases: Vec<(Mutation, &str)> = vec![
+            (
+                Box::new(|r| r.power_limit_w = Some(-700.0)),
+                "`power_limit_w` is -700",
+            ),
+            (
+                Box::new(|r| r.power_limit_w = Some(0.0)),
+                "`power_limit_w` is 0",
+            ),
+            (
+                Box::new(|r| r.app_clock_mhz = Some(f64::NAN)),
+                "`app_clock_mhz` is NaN",
+            ),
+            (
+                Box::new(|r| r.app_memory_clock_mhz = Some(1e9)),
+                "`app_memory_clock_mhz` is 1000000000",
+            ),
+            (
+                Box::new(|r| r.other_cpus_busy = Some(-0.5)),
+                "`other_cpus_busy` is -0.5",
+            ),
+            (
+                Box::new(|r| r.other_cpus_busy = Some(f64::INFINITY)),
+                "`other_cpus_busy` is inf",
+            ),
+            (
+                Box::new(|r| r.stopped_by = "forever".into()),
+                "`stopped_by` is `forever`",
+            ),
+            (
+                Box::new(|r| r.stopped_by.clear()),
+                "with an empty `stopped_by`",
+            ),
+            (
+                Box::new(|r| r.flags = "=HYPERLINK(\"x\")".into()),
+                "`flags` holds `=HYPERLINK",
+            ),
+            (
+                Box::new(|r| r.flags = "fast(1%)".into()),
+                "`flags` holds `fast(1%)`",
+            ),
+            (
+                Box::new(|r| r.isa = "AVX\u{1b}[2J".into()),
+                "`isa` holds the control character U+001B",
+            ),
+            (
+                Box::new(|r| r.uuid = "GPU-\u{202e}1".into()),
+                "`uuid` holds the control character U+202E",
+            ),
+            (
+                Box::new(|r| {
+                    invalidate(r);
+                    r.flags = "high_cv(12.3%)".into();
+                }),
+                "an invalid row has no figure to flag",
+            ),
+            (
+                Box::new(|r| r.schema = SCHEMA_1.into()),
+                "a row of roofprobe-csv/1 holds `vendor`, a column roofprobe-csv/2 added",
+            ),
+            (
+                Box::new(|r| r.parallel_devices = Some(0)),
+                "`parallel_devices` is 0",
+            ),
+            (
+                Box::new(|r| {
+                    *r = r.without_added_in_2();
+                    r.schema = SCHEMA_1.into();
+                    r.parallel_devices = Some(2);
+                }),
+                "a row of roofprobe-csv/1 holds `parallel_devices`",
+            ),
+        ];
+        for (mutate, message) in cases {
+            let mut r = good.clone();
+            mutate(&mut r);
+            let e = check_row(&r).unwrap_err();
+            assert!(e.contains(message), "`{message}` not in {e}");
+        }
+        // a schema-1 row with only schema 1's columns passes; an invalid one keeps its reason
+        let mut old = good.without_added_in_2();
+        old.schema = SCHEMA_1.into();
+        check_row(&old).unwrap();
+        let mut failed = old.clone();
+        invalidate(&mut failed);
+        check_row(&failed).unwrap();
+    }
+
+    /// Marks a row invalid as a run does: the reason in `status`, no figures, no flags.
+    fn invalidate(r: &mut Record) {
+        crate::analysis::roofline::tests::invalidate(r, "[0] is 1, should be 2");
+        r.flags.clear();
+    }
+
+    #[test]
+    fn concatenated_files_read_as_one_and_mixed_devices_are_named() {
+        let case = StreamKernel::Copy.case(Precision::F32, 10);
+        let a = to_csv_bytes(&[measured(&case, 1e-3, true)]);
+        let mut other = measured(&case, 2e-3, true);
+        other.run_id = "box-host-20260102T000000Z-00000001".into();
+        let b = to_csv_bytes(&[other.clone()]);
+        // `cat a.csv b.csv`, with a byte-order mark in front for good measure
+        let joined = [b"\xEF\xBB\xBF".as_slice(), &a, &b].concat();
+        let rows = parse_csv(Path::new("ab.csv"), &joined).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].run_id, other.run_id);
+        // one run id, two devices: refused, naming the run, the column and both lines
+        let mut imposter = measured(&case, 2e-3, true);
+        imposter.device_name = "NVIDIA H200".into();
+        let c = to_csv_bytes(&[imposter]);
+        let joined = [a.as_slice(), &b, &c].concat();
+        let e = parse_csv(Path::new("abc.csv"), &joined)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("abc.csv:6: run `box-host-20260101T000000Z` mixes devices: `device_name` is `NVIDIA H200` here but")
+                && e.contains("on line 2"),
+            "{e}"
+        );
+        // a header of another layout in the middle is a row that does not parse
+        let foreign = [a.as_slice(), b"schema,x\nroofprobe-csv/1,y\n"].concat();
+        assert!(parse_csv(Path::new("f.csv"), &foreign).is_err());
+    }
+}

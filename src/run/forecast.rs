@@ -1,0 +1,539 @@
+//! How long a planned run will take, said before it starts: each case's launch time from the
+//! device's rated speeds (its spec sheet's DRAM bandwidth, its theoretical peaks), then the
+//! runner's own schedule (a discarded launch, one to size the samples, the warm-up, the samples
+//! the budget allows) and the host's share (generating the inputs, copying, checking).
+//!
+//! It is an estimate, not a measurement: real launches are slower than the rated speeds, so it
+//! errs short on the launches and long on the host's share. Its purpose is that a run on a
+//! large GPU is known to fit the time it is given (a default run on an H200 must fit in four
+//! minutes) before it uses any of it.
+//!
+//! This module only computes; it must not call a driver or measure anything.
+
+use crate::backend::PlannedCase;
+
+use crate::cases::{Case, Family, Precision};
+use crate::device::{BackendKind, DeviceInfo};
+use crate::run::runner::{RunConfig, Stop};
+use crate::specs::{self, DeviceAttributes};
+
+/// Bytes per second the host generates, copies and checks a case's arrays at: a few GB/s, as
+/// a loaded machine does it on all its cores (the estimate's conservative side).
+pub const HOST_PREP_BYTES_PER_SEC: f64 = 2e9;
+
+/// Input pairs per second one host core of the GEMM check generates and multiplies
+/// ([`crate::cases::gemm::check_terms`]; the check runs on every core), in the exact check and
+/// in the sampled one: on this project's 2-vCPU Zen 4 VM (2026-12-04, 8192³, 4 runs each) one
+/// core did 280-300 million in the exact bf16 check (0.34 billion pairs, 1.1-1.2 s) and 160-190
+/// million in the sampled e4m3 one (2.1 billion, 11.4-13.2 s), and both cores 1.6 times that
+/// (0.67-0.73 s and 6.8-7.4 s); each rate below the slowest seen, the conservative side.
+pub const HOST_CHECK_TERMS_PER_CORE_SEC: (f64, f64) = (2.5e8, 1.5e8);
+
+/// Seconds every case costs besides its arrays and launches (events, a sweep kernel's JIT, the
+/// row written).
+pub const CASE_OVERHEAD_SECS: f64 = 0.05;
+
+/// Seconds one dependent load from a GPU's DRAM takes, at most as far as the estimate goes
+/// (HBM and GDDR load-to-use latencies are 0.4–0.8 µs): a latency launch whose ring is larger
+/// than the L2 lasts its hops times this.
+pub const GPU_LOAD_SECS: f64 = 1e-6;
+
+/// The same for a ring within the L2 (L2 hits take 0.1–0.3 µs on the GPUs roofprobe knows).
+pub const GPU_L2_LOAD_SECS: f64 = 0.5e-6;
+
+/// The same for a ring within one SM's L1 (`ca` loads; L1 hits take 20–40 ns).
+pub const GPU_L1_LOAD_SECS: f64 = 0.1e-6;
+
+/// The largest ring the estimate takes to stay in an SM's L1 (every GPU since Volta has at
+/// least this much L1 per SM).
+pub const GPU_L1_RING_BYTES: u64 = 64 << 10;
+
+/// Seconds a driver or OS call that reads memory figures takes (`cuMemGetInfo`, a read of
+/// `/proc/meminfo`: microseconds), at most as far as the estimate goes.
+pub const MEMORY_QUERY_SECS: f64 = 1e-4;
+
+/// Seconds one allocation of up to the whole device and its free take (`cuMemAlloc` and
+/// `cuMemFree`: milliseconds even for tens of GiB, since the driver maps pages it does not
+/// clear), as far as the estimate goes.
+pub const ALLOCATION_SECS: f64 = 0.01;
+
+/// Seconds one empty kernel launch takes back to back on one stream, at most as far as the
+/// estimate goes: a generous bound on what a launch costs the host and the device, not a
+/// measurement.
+pub const EMPTY_LAUNCH_SECS: f64 = 1e-5;
+
+/// Seconds one try of the event timer takes (two event records, a wait for the second, its
+/// elapsed time read: a round trip between the host and the device), at most as far as the
+/// estimate goes.
+pub const EVENT_PAIR_SECS: f64 = 5e-5;
+
+/// Seconds one host round (wake every worker, one barrier) takes, at most as far as the
+/// estimate goes on a loaded machine.
+pub const WAKE_ROUND_SECS: f64 = 1e-4;
+
+/// Bytes per second a pinned copy moves over the host link, per direction, as far as the
+/// estimate goes: what PCIe Gen5 x16 (63 GB/s nominal) delivers at best. The estimate does not
+/// know the link (NVML is read as the cases run), so an older link's copies take longer than it
+/// says; the copies are a small part of a link case's time (its buffers are the most).
+pub const LINK_PINNED_BYTES_PER_SEC: f64 = 50e9;
+
+/// The same for pageable host memory, which the driver stages through pinned buffers of its
+/// own: a fraction of the pinned rate.
+pub const LINK_PAGEABLE_BYTES_PER_SEC: f64 = 10e9;
+
+/// Seconds a copy takes besides its bytes (the copy engine's start, the events): microseconds.
+pub const LINK_COPY_SECS: f64 = 20e-6;
+
+/// What a device does at most, as far as the estimate knows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rates {
+    /// DRAM bytes per second.
+    pub dram_bytes_per_sec: f64,
+    /// Bytes per second the cache sweep's levels deliver (all SMs' L1s at 128 B per clock).
+    pub cache_bytes_per_sec: f64,
+    /// Operations per second, per precision, where a theoretical peak is known.
+    pub ops_per_sec: Vec<(Precision, f64)>,
+    /// The last-level cache's bytes (0 where unknown: every ring then counts as DRAM's).
+    pub llc_bytes: u64,
+    /// The host cores that generate and check the cases' arrays (this process's).
+    pub host_cores: usize,
+}
+
+/// DRAM bandwidth assumed where neither the spec sheet nor the device's attributes give one.
+pub const UNKNOWN_DRAM_BYTES_PER_SEC: f64 = 500e9;
+
+impl Rates {
+    /// A GPU's rated speeds from what its driver reports: the spec sheet's DRAM bandwidth where
+    /// its name matches an entry, else bus width × memory clock, else
+    /// [`UNKNOWN_DRAM_BYTES_PER_SEC`]; L1 at 128 bytes per SM per clock; theoretical peaks per
+    /// precision at the maximum clock. `None` for the host, whose rates nothing rates.
+    pub fn for_gpu(info: &DeviceInfo) -> Option<Rates> {
+        if info.backend != BackendKind::Cuda {
+            return None;
+        }
+        let attributes = DeviceAttributes::from_info(info);
+        let (basis, sheet) = specs::basis_for(&attributes);
+        let dram_gbps =
+            specs::spec_figure(&basis, sheet, &attributes, Family::Stream, Precision::F32)
+                .map(|f| f.value)
+                .ok()
+                .filter(|v| v.is_finite() && *v > 0.0);
+        let mhz = info
+            .clock_mhz
+            .unwrap_or(crate::backend::cuda::plan::FALLBACK_CLOCK_MHZ);
+        let ops_per_sec = Precision::ALL
+            .into_iter()
+            .filter_map(|p| {
+                let cc = attributes.compute_capability?;
+                crate::specs::theory::peak_gflops_for(&info.name, cc, info.units, mhz, p)
+                    .filter(|g| g.is_finite() && *g > 0.0)
+                    .map(|g| (p, g * 1e9))
+            })
+            .collect();
+        Some(Rates {
+            dram_bytes_per_sec: dram_gbps.map_or(UNKNOWN_DRAM_BYTES_PER_SEC, |g| g * 1e9),
+            cache_bytes_per_sec: f64::from(info.units)
+                * mhz
+                * 1e6
+                * crate::backend::cuda::plan::CACHE_BYTES_PER_SM_CLOCK,
+            ops_per_sec,
+            llc_bytes: info.llc_bytes,
+            host_cores: crate::cases::host_cores(),
+        })
+    }
+
+    /// Operations per second of `precision`; the slowest known rate where it has none (so an
+    /// unknown rate never makes a launch look shorter), 1 TOP/s where nothing is known.
+    fn ops(&self, precision: Precision) -> f64 {
+        self.ops_per_sec
+            .iter()
+            .find(|(p, _)| *p == precision)
+            .map(|(_, r)| *r)
+            .or_else(|| {
+                self.ops_per_sec
+                    .iter()
+                    .map(|(_, r)| *r)
+                    .min_by(f64::total_cmp)
+            })
+            .unwrap_or(1e12)
+    }
+}
+
+/// Seconds one launch of `case` takes at the rated speeds: its bytes at its memory level's
+/// bandwidth or its operations at its precision's peak, whichever is longer.
+pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
+    if case.family == Family::Latency {
+        // one dependent load after another: its latency, not a bandwidth, sets the time
+        let ring = case.working_set_bytes;
+        let load = if case.kernel == "ca" && ring <= GPU_L1_RING_BYTES {
+            GPU_L1_LOAD_SECS
+        } else if ring <= rates.llc_bytes {
+            GPU_L2_LOAD_SECS
+        } else {
+            GPU_LOAD_SECS
+        };
+        return crate::cases::latency::hops(case) as f64 * load;
+    }
+    // A sweep step larger than the last-level cache reads DRAM.
+    let from_dram = crate::cases::cache::is_sweep_step(case)
+        && rates.llc_bytes > 0
+        && case.working_set_bytes > rates.llc_bytes;
+    let bandwidth = if case.family == Family::Cache && !from_dram {
+        rates.cache_bytes_per_sec
+    } else {
+        rates.dram_bytes_per_sec
+    };
+    let memory = case.work.bytes() as f64 / bandwidth;
+    let compute = case.work.flops as f64 / rates.ops(case.precision);
+    memory.max(compute).max(1e-6)
+}
+
+/// Seconds the runner spends on `case` under `cfg` (see [`crate::run::runner::measure`]): the
+/// host's share, a discarded launch and one that sizes the samples, the warm-up (at least one
+/// sample), then the samples.
+pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rates) -> f64 {
+    // the runner's schedule for this case (the cache and size sweeps take fewer samples)
+    let cfg = &cfg.for_case(case);
+    if case.family == Family::Capacity {
+        return capacity_secs(case, cfg);
+    }
+    if case.family == Family::Launch {
+        return launch_rows_secs(case, cfg);
+    }
+    if case.family == Family::Link {
+        return link_secs(case, cfg, rates);
+    }
+    let launch = launch_secs(case, rates);
+    let reps = (min_sample_secs / launch)
+        .ceil()
+        .clamp(1.0, f64::from(1u32 << 20));
+    let sample = reps * launch;
+    let warmup = cfg.warmup_secs.max(sample);
+    let sampling = match cfg.stop {
+        Stop::Count => {
+            let wanted = (cfg.case_budget_secs / sample).floor();
+            wanted.clamp(
+                f64::from(cfg.min_samples.max(2)),
+                f64::from(cfg.samples.max(2)),
+            ) * sample
+        }
+        // at most the limit, and never fewer than the samples the CV needs
+        Stop::UntilStable { limit_secs, .. } => limit_secs
+            .max(crate::run::runner::STABLE_MIN_SAMPLES as f64 * sample)
+            .max(f64::from(cfg.min_samples.max(2)) * sample),
+    };
+    let host = host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
+        + host_check_secs(case, rates.host_cores);
+    CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
+}
+
+/// Seconds the host's check of a GEMM takes on `cores` cores beyond reading its matrices:
+/// generating and multiplying its inputs again (at [`HOST_CHECK_TERMS_PER_CORE_SEC`] each, the
+/// exact check's rate or the sampled one's); nothing for other cases.
+pub fn host_check_secs(case: &Case, cores: usize) -> f64 {
+    use crate::cases::gemm;
+    gemm::shape_of(case).map_or(0.0, |shape| {
+        let (exact, sampled) = HOST_CHECK_TERMS_PER_CORE_SEC;
+        let rate = if gemm::exact_accumulation(case.precision, shape.k) {
+            exact
+        } else {
+            sampled
+        };
+        gemm::check_terms(case.precision, shape) as f64 / (rate * cores.max(1) as f64)
+    })
+}
+
+/// Bytes the host generates and checks for `case`: its working set, but for a GEMM only its
+/// matrices, once: the copies of a rotating weight are made on the device
+/// ([`crate::backend::cuda::args::Rotation`]).
+pub fn host_prep_bytes(case: &Case) -> u64 {
+    match crate::cases::gemm::shape_of(case) {
+        Ok(shape) => crate::cases::gemm::matrix_bytes(case.precision, shape),
+        Err(_) => case.working_set_bytes,
+    }
+}
+
+/// Seconds a capacity case takes: a handful of calls, not launches. The runner takes its
+/// fewest samples of one call each, with no warm-up ([`crate::backend::PreparedCase::one_shot`]);
+/// `largest` first searches, one allocation per step, and each of its samples allocates.
+pub fn capacity_secs(case: &Case, cfg: &RunConfig) -> f64 {
+    use crate::cases::capacity::{self, Figure};
+    let samples = f64::from(cfg.min_samples.max(2));
+    let calls = match Figure::parse(&case.kernel) {
+        Some(Figure::Largest) => {
+            // the planned figure is the free memory the search starts from
+            let upper = case.working_set_bytes;
+            let intervals = upper / capacity::step_bytes(upper) + 1;
+            let steps = (u64::BITS - intervals.leading_zeros()).min(capacity::MAX_STEPS);
+            (f64::from(steps) + samples) * ALLOCATION_SECS
+        }
+        _ => samples * MEMORY_QUERY_SECS,
+    };
+    CASE_OVERHEAD_SECS + calls
+}
+
+/// Seconds a launch case takes: like a capacity case its fewest samples, no warm-up
+/// ([`crate::backend::PreparedCase::one_shot`]), each sample a fixed batch (`empty`: its
+/// launches, after one warm launch; `timer`: its tries; `wake_barrier`: its rounds).
+pub fn launch_rows_secs(case: &Case, cfg: &RunConfig) -> f64 {
+    use crate::cases::launch::What;
+    let samples = f64::from(cfg.min_samples.max(2));
+    let calls = match What::parse(&case.kernel) {
+        Some(What::Empty) => (1.0 + samples * case.elements as f64) * EMPTY_LAUNCH_SECS,
+        Some(What::Timer) => samples * case.elements as f64 * EVENT_PAIR_SECS,
+        Some(What::WakeBarrier) | None => samples * case.elements as f64 * WAKE_ROUND_SECS,
+    };
+    CASE_OVERHEAD_SECS + calls
+}
+
+/// Seconds a link case takes ([`crate::cases::link`]): its host buffers allocated (pinned
+/// memory is pinned page by page) and filled or cleared, two passes over each at
+/// [`HOST_PREP_BYTES_PER_SEC`], a device-to-host case's source filled through its host buffer
+/// (one copy more); then one untimed copy and the runner's fewest samples of one copy each
+/// ([`crate::backend::PreparedCase::one_shot`]), each at its rate (a bidirectional case's
+/// opposite copy runs at the same time, on the other direction of the link); the check's
+/// windows are kilobytes.
+pub fn link_secs(case: &Case, cfg: &RunConfig, rates: &Rates) -> f64 {
+    use crate::cases::link::{self, Transfer};
+    let Some(t) = Transfer::parse(&case.kernel) else {
+        return CASE_OVERHEAD_SECS;
+    };
+    let bytes = link::copy_bytes(case) as f64;
+    let local = t == Transfer::DeviceLocal || t.peer();
+    let host_buffers = match t {
+        // the staging buffers of the sources' patterns
+        _ if local => t.device_buffers() as f64,
+        _ if t.bidirectional() => 2.0,
+        _ => 1.0,
+    };
+    let host = host_buffers * bytes * 2.0 / HOST_PREP_BYTES_PER_SEC;
+    let rate = match t {
+        // read and written by the copy engines (a peer link is no faster than that)
+        _ if local => rates.dram_bytes_per_sec / 2.0,
+        _ if t.pageable() => LINK_PAGEABLE_BYTES_PER_SEC,
+        _ => LINK_PINNED_BYTES_PER_SEC,
+    };
+    let fills = if t.to_device() { 0.0 } else { 1.0 };
+    let fill_rate = if local {
+        LINK_PAGEABLE_BYTES_PER_SEC
+    } else {
+        rate
+    };
+    let copy = LINK_COPY_SECS + bytes / rate;
+    let copies = (1.0 + f64::from(cfg.min_samples.max(2))) * copy;
+    let staging = if local || fills > 0.0 {
+        bytes / fill_rate
+    } else {
+        0.0
+    };
+    CASE_OVERHEAD_SECS + host + staging + copies
+}
+
+/// Seconds the whole plan takes.
+pub fn plan_secs(
+    planned: &[PlannedCase],
+    cfg: &RunConfig,
+    min_sample_secs: f64,
+    rates: &Rates,
+) -> f64 {
+    planned
+        .iter()
+        .map(|p| case_secs(&p.case, cfg, min_sample_secs, rates))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cases::stream::StreamKernel;
+
+    fn rates() -> Rates {
+        Rates {
+            dram_bytes_per_sec: 1e12,
+            cache_bytes_per_sec: 1e13,
+            ops_per_sec: vec![(Precision::F32, 1e13)],
+            llc_bytes: 50 << 20,
+            host_cores: 2,
+        }
+    }
+
+    /// A capacity case is a handful of calls, not sampled launches: it is charged no warm-up
+    /// and no case budget of samples (which would make each cost seconds: 30 samples of a
+    /// 10 ms sample minimum and a 0.2 s warm-up), only its calls, and for `largest` one
+    /// allocation per search step, 64 MiB steps of an H200's 141 GB taking 12.
+    #[test]
+    fn a_capacity_case_costs_its_calls_not_a_case_budget() {
+        use crate::cases::capacity::{self, Figure};
+        let cfg = RunConfig::full();
+        let free = capacity::case(Figure::Free, 140 << 30);
+        let secs = case_secs(&free, &cfg, 0.01, &rates());
+        assert!(secs < CASE_OVERHEAD_SECS + 0.01, "{secs}");
+        let largest = capacity::case(Figure::Largest, 140 << 30);
+        let secs = case_secs(&largest, &cfg, 0.01, &rates());
+        let want = CASE_OVERHEAD_SECS + (12.0 + 5.0) * ALLOCATION_SECS;
+        assert!((secs - want).abs() < 1e-9, "{secs} vs {want}");
+        // a launch-like case of the same work would cost the warm-up and samples
+        let mut as_launches = free.clone();
+        as_launches.family = Family::Stream;
+        assert!(case_secs(&as_launches, &cfg, 0.01, &rates()) > 0.2);
+    }
+
+    /// A case of the size sweep is charged the runner's schedule for it
+    /// ([`RunConfig::for_case`]): 3 samples after a warm-up of one sample, not the 2 s case
+    /// budget and 0.2 s warm-up of a STREAM case, plus its arrays' preparation.
+    #[test]
+    fn a_size_sweep_case_costs_three_samples_and_its_arrays() {
+        let cfg = RunConfig::full();
+        for array_bytes in [1u64 << 20, 256 << 20] {
+            let case = crate::cases::efficiency::case(StreamKernel::Triad, array_bytes);
+            let launch = launch_secs(&case, &rates());
+            let sample = (0.01 / launch).ceil() * launch;
+            let host = case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+            let want = CASE_OVERHEAD_SECS + host + 2.0 * launch + sample + 3.0 * sample;
+            let secs = case_secs(&case, &cfg, 0.01, &rates());
+            assert!((secs - want).abs() < 1e-9, "{secs} vs {want}");
+            let mut as_stream = case.clone();
+            as_stream.family = Family::Stream;
+            assert!(case_secs(&as_stream, &cfg, 0.01, &rates()) > secs + 0.4);
+        }
+    }
+
+    /// A launch case is charged its fixed batches, not a case budget: the empty kernel's
+    /// samples of 1000 launches plus one, the timer's samples of 200 tries, well under a second
+    /// for both on a GPU.
+    #[test]
+    fn a_launch_case_costs_its_batches_not_a_case_budget() {
+        use crate::cases::launch::{self, What};
+        let cfg = RunConfig::full();
+        let samples = f64::from(cfg.min_samples);
+        let empty = case_secs(&launch::case(What::Empty), &cfg, 0.01, &rates());
+        let want = CASE_OVERHEAD_SECS + (1.0 + samples * 1000.0) * EMPTY_LAUNCH_SECS;
+        assert!((empty - want).abs() < 1e-9, "{empty} vs {want}");
+        let timer = case_secs(&launch::case(What::Timer), &cfg, 0.01, &rates());
+        let want = CASE_OVERHEAD_SECS + samples * 200.0 * EVENT_PAIR_SECS;
+        assert!((timer - want).abs() < 1e-9, "{timer} vs {want}");
+        assert!(empty + timer < 1.0, "{empty} + {timer}");
+    }
+
+    /// A link case costs its buffers and its few copies, not a case budget of samples: a
+    /// 1 GiB pinned copy's buffer (two passes at the host's rate) and its six copies at the
+    /// pinned rate; a pageable copy runs at the pageable rate; the bidirectional case has two
+    /// host buffers; and the family's sum on an H200-sized device stays within 6 s.
+    #[test]
+    fn a_link_case_costs_its_buffers_and_copies() {
+        use crate::cases::link::{self, Transfer};
+        let cfg = RunConfig::full();
+        let gib = link::case(Transfer::HostToDevice, 1 << 30);
+        let b = (1u64 << 30) as f64;
+        let want = CASE_OVERHEAD_SECS
+            + b * 2.0 / HOST_PREP_BYTES_PER_SEC
+            + 6.0 * (LINK_COPY_SECS + b / LINK_PINNED_BYTES_PER_SEC);
+        let secs = case_secs(&gib, &cfg, 0.01, &rates());
+        assert!((secs - want).abs() < 1e-9, "{secs} vs {want}");
+        let small = |t| case_secs(&link::case(t, 16 << 20), &cfg, 0.01, &rates());
+        assert!(small(Transfer::HostToDevicePageable) > small(Transfer::HostToDevice));
+        assert!(small(Transfer::HostToDeviceBidirectional) > small(Transfer::HostToDevice));
+        // the whole family on a device with 140 GiB free, alone and with a peer
+        let family = |peers: &[u32]| -> f64 {
+            crate::backend::cuda::plan::link_cases(140 << 30, peers)
+                .iter()
+                .map(|p| case_secs(&p.case, &cfg, 0.01, &rates()))
+                .sum()
+        };
+        assert!(family(&[]) < 7.0, "{}", family(&[]));
+        let per_peer = family(&[1]) - family(&[]);
+        assert!((0.5..3.0).contains(&per_peer), "{per_peer}");
+    }
+
+    /// A latency launch lasts its hops at the load time of the level its ring sits in: L1 for
+    /// a small `ca` ring, L2 for one within the L2 (a `cg` ring of any size skips L1), DRAM
+    /// beyond.
+    #[test]
+    fn a_latency_launch_lasts_its_hops_at_its_level() {
+        use crate::cases::latency;
+        let hops = 1 << 17;
+        let at = |kernel: &str, bytes: u64| {
+            let case = latency::case(kernel, latency::GPU_LINE_BYTES, bytes, hops);
+            launch_secs(&case, &rates()) / hops as f64
+        };
+        assert_eq!(at("ca", 16 << 10), GPU_L1_LOAD_SECS);
+        assert_eq!(at("cg", 16 << 10), GPU_L2_LOAD_SECS);
+        assert_eq!(at("ca", 4 << 20), GPU_L2_LOAD_SECS);
+        assert_eq!(at("cg", 256 << 20), GPU_LOAD_SECS);
+        // an unknown L2 (0 bytes) counts every ring beyond L1 as DRAM's
+        let unknown = Rates {
+            llc_bytes: 0,
+            ..rates()
+        };
+        let case = latency::case("cg", latency::GPU_LINE_BYTES, 4 << 20, hops);
+        assert_eq!(launch_secs(&case, &unknown) / hops as f64, GPU_LOAD_SECS);
+    }
+
+    /// A launch is as long as its bytes at the bandwidth or its operations at the peak; a case
+    /// adds the runner's schedule to it; the plan adds its cases.
+    #[test]
+    fn an_estimate_follows_the_runners_schedule() {
+        use crate::cases::gemm::Shape;
+        // 2 GB copied at 1 TB/s: 2 ms
+        let copy = StreamKernel::Copy.case(Precision::F32, 250_000_000);
+        assert!((launch_secs(&copy, &rates()) - 2e-3).abs() < 1e-9);
+        // 10^12 FMAs' worth at 10^13/s: 0.2 s, above its bytes
+        let peak = crate::cases::peak::case(Precision::F32, 1 << 20, 1 << 14, 32);
+        let expected = peak.work.flops as f64 / 1e13;
+        assert!((launch_secs(&peak, &rates()) - expected).abs() < 1e-12);
+        // an unknown precision runs at the slowest known rate
+        let f64_peak = crate::cases::peak::case(Precision::F64, 1 << 20, 1 << 14, 32);
+        assert!(
+            (launch_secs(&f64_peak, &rates()) - f64_peak.work.flops as f64 / 1e13).abs() < 1e-12
+        );
+        let cfg = RunConfig::full();
+        // 2 ms launches: reps 5 make a 10 ms sample, 30 samples in the 2 s budget
+        let secs = case_secs(&copy, &cfg, 0.01, &rates());
+        let host = copy.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+        let want = CASE_OVERHEAD_SECS + host + 4e-3 + 0.2 + 30.0 * 0.01;
+        assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
+        let planned: Vec<PlannedCase> = [copy.clone(), copy]
+            .into_iter()
+            .map(|case| PlannedCase {
+                case,
+                note: String::new(),
+            })
+            .collect();
+        assert!((plan_secs(&planned, &cfg, 0.01, &rates()) - 2.0 * want).abs() < 1e-6);
+        // a GEMM case warms up for at most the runner's GEMM warm-up, not the run's 0.2 s
+        let gemm = crate::cases::gemm::case("ptx", Precision::Bf16F32, Shape::square(4096));
+        assert_eq!(
+            cfg.for_case(&gemm).warmup_secs,
+            crate::run::runner::GEMM_WARMUP_SECS
+        );
+        assert_eq!(cfg.for_case(&gemm).samples, cfg.samples);
+        let launch = launch_secs(&gemm, &rates());
+        let reps = (0.01 / launch).ceil();
+        // its matrices, and its check's 2 (M + N) K + M N input pairs (bf16: exact) on the
+        // rates' 2 cores
+        let terms = 2.0 * 8192.0 * 4096.0 + 4096.0 * 4096.0;
+        let check = terms / (2.0 * HOST_CHECK_TERMS_PER_CORE_SEC.0);
+        assert!((host_check_secs(&gemm, 2) - check).abs() < 1e-12);
+        assert!((host_check_secs(&gemm, 1) - 2.0 * check).abs() < 1e-12);
+        let host = gemm.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC + check;
+        let want = CASE_OVERHEAD_SECS
+            + host
+            + 2.0 * launch
+            + crate::run::runner::GEMM_WARMUP_SECS.max(reps * launch)
+            + 30.0 * reps * launch;
+        let secs = case_secs(&gemm, &cfg, 0.01, &rates());
+        assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
+        // the copies of a rotating weight are made on the device: the host prepares the
+        // matrices once
+        let shape = Shape::new(1, 4096, 4096);
+        let mut decode = [crate::cases::gemm::case("ptx", Precision::Bf16F32, shape)];
+        let alone = case_secs(&decode[0], &cfg, 0.01, &rates());
+        crate::cases::gemm::rotate_weights(&mut decode, 16, 256 << 20, u64::MAX);
+        assert_eq!(crate::cases::gemm::weight_copies(&decode[0]), 8);
+        assert_eq!(
+            host_prep_bytes(&decode[0]),
+            crate::cases::gemm::matrix_bytes(Precision::Bf16F32, shape)
+        );
+        assert_eq!(case_secs(&decode[0], &cfg, 0.01, &rates()), alone);
+    }
+}

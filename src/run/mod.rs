@@ -1,0 +1,8 @@
+//! Measuring: the runner (warm-up, samples, verify, a row per case), the per-GPU worker
+//! processes, the sampler of run conditions, the run-time forecast and the signal handling.
+
+pub mod forecast;
+pub mod interrupt;
+pub mod runner;
+pub mod sampler;
+pub mod worker;

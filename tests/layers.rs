@@ -1,0 +1,466 @@
+//! The house rule of docs/architecture.md, checked on every CI run: data flows one way. Each
+//! folder of src/ is a layer, and a module may use only its own layer and those below it; no two
+//! folders use each other, even within a layer (no circles); and the two backends never use each
+//! other.
+//!
+//! Every file under src/ is parsed (syn) and every path that names a module of this crate is
+//! resolved: `use` trees, paths in code and types, and `crate::…` inside macro calls. Code under
+//! `#[cfg(test)]` is left out: a test stands above everything it tests and is no part of the data
+//! flow (the test modules that reach far are in tests/ anyway). Doc links are not code and are
+//! not counted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+/// The layers, lowest first. A module's layer is its first path segment (its folder under src/);
+/// the files at the top of src/ other than lib.rs, main.rs and cli.rs are the foundation.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("foundation", &["error", "text", "units", "device", "files"]),
+    ("stats", &["stats"]),
+    ("cases", &["cases"]),
+    ("kernels", &["kernels"]),
+    ("specs", &["specs"]),
+    ("backend", &["backend"]),
+    ("results", &["results"]),
+    ("analysis", &["analysis"]),
+    ("run", &["run"]),
+    ("render", &["render"]),
+    ("commands", &["commands", "cli", "main"]),
+];
+
+/// Folders that must not use each other in either direction.
+const STRANGERS: &[(&str, &str)] = &[("backend/cuda", "backend/host")];
+
+fn layer_of(module: &[String]) -> Option<usize> {
+    let first = module.first()?;
+    LAYERS
+        .iter()
+        .position(|(_, roots)| roots.contains(&first.as_str()))
+}
+
+/// One file of src/: its module path and the folder it sits in (relative to src/).
+struct SourceFile {
+    path: PathBuf,
+    /// The path below src/ (`backend/host/mod.rs`).
+    rel: String,
+    module: Vec<String>,
+    folder: String,
+}
+
+fn source_files(src: &Path) -> Vec<SourceFile> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    walk(src, &mut paths);
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let rel = path.strip_prefix(src).unwrap();
+            let mut module: Vec<String> = rel
+                .with_extension("")
+                .iter()
+                .map(|s| s.to_string_lossy().into_owned())
+                .collect();
+            if matches!(module.last().map(String::as_str), Some("mod" | "lib")) {
+                module.pop();
+            }
+            // The files at the top of src/ are two rooms: the foundation below everything, and
+            // the command line (cli.rs, main.rs) above it, beside commands/.
+            let folder = match rel.parent().map(|p| p.to_string_lossy().into_owned()) {
+                Some(f) if !f.is_empty() => f,
+                _ => match layer_of(&module) {
+                    Some(l) => LAYERS[l].0.to_string(),
+                    None => "(crate root)".to_string(),
+                },
+            };
+            SourceFile {
+                rel: rel.to_string_lossy().into_owned(),
+                path,
+                module,
+                folder,
+            }
+        })
+        .collect()
+}
+
+/// A path this crate's code names, resolved to an absolute module path, and where.
+struct Use {
+    target: Vec<String>,
+    line: usize,
+}
+
+/// Collects the crate paths of one file, outside `#[cfg(test)]`.
+struct Collector<'a> {
+    /// The module the code being visited is in (the file's, then any inline `mod` within).
+    module: Vec<String>,
+    /// Names of this crate's modules, absolute: resolves a path that starts at a child module.
+    modules: &'a BTreeSet<Vec<String>>,
+    uses: Vec<Use>,
+    /// Modules declared under `#[cfg(test)]` (`#[cfg(test)] mod browser;`): their files are
+    /// test code too.
+    test_modules: Vec<Vec<String>>,
+}
+
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && {
+            let mut test = false;
+            let _ = a.parse_nested_meta(|m| {
+                test |= m.path.is_ident("test");
+                Ok(())
+            });
+            test
+        }
+    })
+}
+
+impl Collector<'_> {
+    /// `segments` as an absolute module path, where it names this crate.
+    fn resolve(&self, segments: &[String]) -> Option<Vec<String>> {
+        let first = segments.first()?;
+        let mut base = match first.as_str() {
+            "crate" => Vec::new(),
+            "roofprobe" if self.module.first().is_some_and(|m| m == "main") => Vec::new(),
+            "self" => self.module.clone(),
+            "super" => {
+                let mut b = self.module.clone();
+                let mut rest = segments;
+                while rest.first().is_some_and(|s| s == "super") {
+                    b.pop();
+                    rest = &rest[1..];
+                }
+                b.extend(rest.iter().cloned());
+                return Some(b);
+            }
+            _ => {
+                // a child module of this one, named bare (`use cpu::read_text`)
+                let mut child = self.module.clone();
+                child.push(first.clone());
+                if self.modules.contains(&child) {
+                    child.extend(segments[1..].iter().cloned());
+                    return Some(child);
+                }
+                return None;
+            }
+        };
+        base.extend(segments[1..].iter().cloned());
+        Some(base)
+    }
+
+    fn record(&mut self, segments: Vec<String>, line: usize) {
+        if let Some(target) = self.resolve(&segments) {
+            if !target.is_empty() {
+                self.uses.push(Use { target, line });
+            }
+        }
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree, line: usize) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree, line);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut full = prefix.clone();
+                if n.ident != "self" {
+                    full.push(n.ident.to_string());
+                }
+                self.record(full, line);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut full = prefix.clone();
+                if r.ident != "self" {
+                    full.push(r.ident.to_string());
+                }
+                self.record(full, line);
+            }
+            syn::UseTree::Glob(_) => self.record(prefix.clone(), line),
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t, line);
+                }
+            }
+        }
+    }
+
+    /// `crate :: a :: b` sequences in a macro's tokens (`crate::say!(…, crate::text::x(…))`).
+    fn tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < trees.len() {
+            if let proc_macro2::TokenTree::Group(g) = &trees[i] {
+                self.tokens(g.stream());
+            }
+            if let proc_macro2::TokenTree::Ident(id) = &trees[i] {
+                if id == "crate" {
+                    let line = id.span().start().line;
+                    let mut segments = vec!["crate".to_string()];
+                    let mut j = i + 1;
+                    loop {
+                        let colons = matches!(
+                            (&trees.get(j), &trees.get(j + 1)),
+                            (Some(proc_macro2::TokenTree::Punct(a)), Some(proc_macro2::TokenTree::Punct(b)))
+                                if a.as_char() == ':' && b.as_char() == ':'
+                        );
+                        match (colons, trees.get(j + 2)) {
+                            (true, Some(proc_macro2::TokenTree::Ident(next))) => {
+                                segments.push(next.to_string());
+                                j += 3;
+                            }
+                            _ => break,
+                        }
+                    }
+                    self.record(segments, line);
+                    i = j;
+                    continue;
+                }
+            }
+            i += 1;
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Collector<'_> {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let attrs: &[syn::Attribute] = match item {
+            syn::Item::Const(i) => &i.attrs,
+            syn::Item::Enum(i) => &i.attrs,
+            syn::Item::Fn(i) => &i.attrs,
+            syn::Item::Impl(i) => &i.attrs,
+            syn::Item::Macro(i) => &i.attrs,
+            syn::Item::Mod(i) => &i.attrs,
+            syn::Item::Static(i) => &i.attrs,
+            syn::Item::Struct(i) => &i.attrs,
+            syn::Item::Trait(i) => &i.attrs,
+            syn::Item::Type(i) => &i.attrs,
+            syn::Item::Use(i) => &i.attrs,
+            _ => &[],
+        };
+        if is_test_only(attrs) {
+            if let syn::Item::Mod(m) = item {
+                let mut path = self.module.clone();
+                path.push(m.ident.to_string());
+                self.test_modules.push(path);
+            }
+            return;
+        }
+        syn::visit::visit_item(self, item);
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.module.push(m.ident.to_string());
+        syn::visit::visit_item_mod(self, m);
+        self.module.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let line = u.use_token.span.start().line;
+        self.use_tree(&mut Vec::new(), &u.tree, line);
+    }
+
+    fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
+        if let syn::ImplItem::Fn(f) = item {
+            if is_test_only(&f.attrs) {
+                return;
+            }
+        }
+        syn::visit::visit_impl_item(self, item);
+    }
+
+    fn visit_stmt(&mut self, s: &'ast syn::Stmt) {
+        if let syn::Stmt::Item(item) = s {
+            // a `use` or item inside a function resolves from the function's module
+            return self.visit_item(item);
+        }
+        syn::visit::visit_stmt(self, s);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segments.len() > 1 || segments.first().is_some_and(|s| s == "crate") {
+            let line = p
+                .segments
+                .first()
+                .map(|s| s.ident.span().start().line)
+                .unwrap_or(0);
+            self.record(segments, line);
+        }
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.tokens(m.tokens.clone());
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+/// The file (module) that defines `target`: its longest prefix that is a module of the crate.
+fn owner<'a>(target: &[String], files: &'a [SourceFile]) -> Option<&'a SourceFile> {
+    (1..=target.len())
+        .rev()
+        .find_map(|n| files.iter().find(|f| f.module == target[..n]))
+}
+
+/// Every use of one folder by another: (from folder, to folder) → the first place it happens.
+fn folder_uses(files: &[SourceFile]) -> (BTreeMap<(String, String), String>, Vec<String>) {
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
+    let mut edges = BTreeMap::new();
+    let mut upward = Vec::new();
+    let mut collected = Vec::new();
+    let mut test_modules = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f.path).unwrap();
+        let parsed = syn::parse_file(&text)
+            .unwrap_or_else(|e| panic!("{}: does not parse: {e}", f.path.display()));
+        let mut c = Collector {
+            module: f.module.clone(),
+            modules: &modules,
+            uses: Vec::new(),
+            test_modules: Vec::new(),
+        };
+        c.visit_file(&parsed);
+        test_modules.append(&mut c.test_modules);
+        collected.push((f, c.uses));
+    }
+    for (f, uses) in collected {
+        if test_modules.iter().any(|t| f.module.starts_with(t)) {
+            continue;
+        }
+        let from_layer = layer_of(&f.module);
+        for u in uses {
+            let Some(to) = owner(&u.target, files) else {
+                continue;
+            };
+            let place = format!("src/{}:{} uses {}", f.rel, u.line, u.target.join("::"));
+            if let (Some(a), Some(b)) = (from_layer, layer_of(&to.module)) {
+                if b > a {
+                    upward.push(format!(
+                        "{place}: layer {} uses layer {}, which is above it",
+                        LAYERS[a].0, LAYERS[b].0
+                    ));
+                }
+            }
+            if to.folder != f.folder {
+                edges
+                    .entry((f.folder.clone(), to.folder.clone()))
+                    .or_insert(place);
+            }
+        }
+    }
+    (edges, upward)
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+#[test]
+fn every_module_uses_only_its_own_layer_and_those_below() {
+    let files = source_files(&src());
+    let unplaced: Vec<String> = files
+        .iter()
+        .filter(|f| !f.module.is_empty() && layer_of(&f.module).is_none())
+        .map(|f| f.path.display().to_string())
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "files in no layer (add them to LAYERS in tests/layers.rs and to docs/architecture.md): \
+         {unplaced:?}"
+    );
+    let (_, upward) = folder_uses(&files);
+    assert!(
+        upward.is_empty(),
+        "{} upward uses:\n{}",
+        upward.len(),
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn no_two_folders_use_each_other() {
+    let files = source_files(&src());
+    let (edges, _) = folder_uses(&files);
+    // a circle among folders: a strongly connected set of more than one (Tarjan would do; the
+    // folders are few, so reachability is enough)
+    let folders: BTreeSet<&String> = edges.keys().flat_map(|(a, b)| [a, b]).collect();
+    let reach = |from: &String| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(x) = todo.pop() {
+            for (a, b) in edges.keys() {
+                if *a == x && seen.insert(b.clone()) {
+                    todo.push(b.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut circles = Vec::new();
+    for a in &folders {
+        for (x, b) in edges.keys() {
+            if x == *a && reach(b).contains(*a) {
+                circles.push(format!(
+                    "src/{a} -> src/{b} ({}), and src/{b} reaches src/{a} back",
+                    edges[&((*a).clone(), b.clone())]
+                ));
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "folders in a circle:\n{}",
+        circles.join("\n")
+    );
+    let mut met = Vec::new();
+    for (a, b) in STRANGERS {
+        for (from, to) in [(a, b), (b, a)] {
+            if let Some(place) = edges.get(&(from.to_string(), to.to_string())) {
+                met.push(format!("src/{from} uses src/{to}: {place}"));
+            }
+        }
+    }
+    assert!(
+        met.is_empty(),
+        "the backends use each other:\n{}",
+        met.join("\n")
+    );
+}
+
+/// The checker itself finds what it is for: an upward use planted in a copy of a small tree.
+#[test]
+fn the_layer_check_catches_a_planted_upward_use_and_circle() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    for (file, text) in [
+        ("lib.rs", "pub mod cases;\npub mod render;\npub mod text;\n"),
+        ("text.rs", "pub fn f() {}\n"),
+        ("cases/mod.rs", "pub mod a;\nuse crate::render::draw;\n"),
+        ("cases/a.rs", "pub fn g() { crate::text::f(); }\n"),
+        ("render/mod.rs", "pub fn draw() { crate::cases::a::g(); }\n"),
+    ] {
+        let p = src.join(file);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let files = source_files(&src);
+    let (edges, upward) = folder_uses(&files);
+    assert_eq!(upward.len(), 1, "{upward:?}");
+    assert!(
+        upward[0].contains("src/cases/mod.rs:2 uses render::draw"),
+        "{upward:?}"
+    );
+    assert!(edges.contains_key(&("cases".into(), "render".into())));
+    assert!(edges.contains_key(&("render".into(), "cases".into())));
+}
