@@ -12,6 +12,7 @@
 //! `report`), the file itself where it writes one (`export`, `plot`). No command overwrites a
 //! file unless given `--force`.
 
+use crate::device::parse_device;
 use crate::units::{parse_percent, parse_seconds};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -355,21 +356,6 @@ pub struct RunArgs {
     /// is measured after the GPUs, alone.
     #[arg(long)]
     pub parallel: bool,
-}
-
-/// Parses `--device`: `auto`, `host`, `all` or `cuda:N`. Whether `cuda:N` exists is for the run
-/// to find out.
-pub fn parse_device(s: &str) -> Result<String, String> {
-    let cuda = s
-        .strip_prefix("cuda:")
-        .is_some_and(|i| i.bytes().all(|b| b.is_ascii_digit()) && i.parse::<usize>().is_ok());
-    if cuda || matches!(s, "auto" | "host" | "all") {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "unknown device `{s}`; use auto, host, all or cuda:N (see `roofprobe devices`)"
-        ))
-    }
 }
 
 /// Parses a byte count with an optional unit: `4096`, `64K`, `256MiB`, `1.5GiB`, `1G`, `2GB`.

@@ -231,6 +231,21 @@ pub fn run_id(host: &str, info: &DeviceInfo, stamp: &str) -> String {
     format!("{host}-{}-{stamp}", device_slug(info))
 }
 
+/// Parses `--device`: `auto`, `host`, `all` or `cuda:N`. Whether `cuda:N` exists is for the run
+/// to find out.
+pub fn parse_device(s: &str) -> Result<String, String> {
+    let cuda = s
+        .strip_prefix("cuda:")
+        .is_some_and(|i| i.bytes().all(|b| b.is_ascii_digit()) && i.parse::<usize>().is_ok());
+    if cuda || matches!(s, "auto" | "host" | "all") {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown device `{s}`; use auto, host, all or cuda:N (see `roofprobe devices`)"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,8 +24,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("backend", &["backend"]),
     ("results", &["results"]),
     ("analysis", &["analysis"]),
-    ("run", &["run"]),
     ("render", &["render"]),
+    ("run", &["run"]),
     ("commands", &["commands", "cli", "main"]),
 ];
 

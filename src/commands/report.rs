@@ -3,45 +3,15 @@
 //!
 //! Reading the inputs is [`crate::analysis::inputs`]'s job, writing files [`crate::files`]'s.
 
-use crate::analysis::calibration::Calibration;
 use crate::analysis::inputs::load_inputs;
 use crate::cli::ReportArgs;
 use crate::commands::emit;
-use crate::files::{output_folder, write_named, Overwrite};
-use crate::render::{ceilings, json, svg, table};
+use crate::files::{output_folder, Overwrite};
+use crate::render::{ceilings, table};
+use crate::run::outputs::{output_stem, write_calibration_and_svg};
 use crate::Result;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-/// Writes `<stem>.json` and `<stem>.svg` in `dir`; returns their paths. Without `overwrite`,
-/// a name that exists gets `-2`, `-3`, … instead; with it, the files are replaced.
-pub fn write_calibration_and_svg(
-    dir: &Path,
-    stem: &str,
-    calibration: &Calibration,
-    overwrite: Overwrite,
-) -> Result<(PathBuf, PathBuf)> {
-    let write = |ext: &str, bytes: &[u8]| write_named(dir, stem, ext, bytes, overwrite);
-    // The JSON first: if the picture cannot be drawn, the numbers are still written.
-    let json_path = write("json", &json::render(calibration))?;
-    let svg_text = svg::render(std::slice::from_ref(calibration))?;
-    let svg_path = write("svg", svg_text.as_bytes())?;
-    Ok((json_path, svg_path))
-}
-
-/// The file stem outputs of a CSV's run take: the CSV's own stem, plus the run id when the CSV
-/// holds several runs.
-pub fn output_stem(csv: &Path, run_id: &str, runs_in_file: usize) -> String {
-    let stem = csv.file_stem().map_or_else(
-        || "roofline".to_string(),
-        |s| s.to_string_lossy().into_owned(),
-    );
-    if runs_in_file > 1 {
-        format!("{stem}-{}", crate::units::slug(run_id))
-    } else {
-        stem
-    }
-}
 
 pub fn report(args: &ReportArgs) -> Result<i32> {
     let inputs = load_inputs(&args.files, false)?;
@@ -86,7 +56,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::calibration::FromRecords;
+    use crate::analysis::calibration::{Calibration, FromRecords};
     use crate::analysis::roofline::tests::synthetic_run;
     use crate::files::write_new;
 

@@ -3,6 +3,8 @@
 
 pub mod forecast;
 pub mod interrupt;
+pub mod orchestrate;
+pub mod outputs;
 pub mod runner;
 pub mod sampler;
 pub mod worker;
