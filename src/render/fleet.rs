@@ -15,6 +15,7 @@
 use crate::analysis::calibration::Calibration;
 use crate::analysis::inputs::Run;
 use crate::results::record::Record;
+use crate::stats::{mad, median};
 use crate::text::field;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -112,24 +113,6 @@ impl Fleet {
     pub fn run_count(&self) -> usize {
         self.groups.iter().map(|g| g.runs.len()).sum()
     }
-}
-
-/// The median of `values` (`None` when empty); NaN is never given (the readers refuse it).
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-/// The median absolute deviation from the median.
-pub fn mad(values: &[f64]) -> Option<f64> {
-    let m = median(values)?;
-    median(&values.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
 }
 
 /// The metrics a calibration measured: memory levels' bandwidth, then compute ceilings, then
@@ -813,17 +796,6 @@ pub(crate) mod tests {
             let n = range / tick_step(range);
             assert!((1.0..=15.0).contains(&n), "{range}: {n} ticks");
         }
-    }
-
-    #[test]
-    fn median_and_mad() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[3.0]), Some(3.0));
-        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        // |x - 3| = 2, 0, 0, 97 → median of 0, 0, 2, 97 = 1
-        assert_eq!(mad(&[1.0, 3.0, 3.0, 100.0]), Some(1.0));
-        assert_eq!(mad(&[7.0, 7.0, 7.0]), Some(0.0));
     }
 
     /// A run of the synthetic device, every figure scaled by `scale`, under its own run id.

@@ -116,19 +116,6 @@ fn sse(prefix: &[(f64, f64)], s: usize, t: usize) -> f64 {
     (sq - sum * sum / n).max(0.0)
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
 /// The median step of `(bytes, gbps)` points by GB/s: the upper of the two middle ones of an
 /// even count, so always a step that was measured. `points` must not be empty.
 pub fn median_step(points: &[(u64, f64)]) -> (u64, f64) {
@@ -139,11 +126,11 @@ pub fn median_step(points: &[(u64, f64)]) -> (u64, f64) {
 
 /// The noise of `y` ([`NOISE_FLOOR`] at least): the MAD of its first differences.
 pub fn noise(y: &[f64]) -> f64 {
-    let mut d: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
-    if d.is_empty() {
+    let d: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    let Some(median) = crate::stats::median(&d) else {
         return NOISE_FLOOR;
-    }
-    (1.4826 * median(&mut d) / std::f64::consts::SQRT_2).max(NOISE_FLOOR)
+    };
+    (1.4826 * median / std::f64::consts::SQRT_2).max(NOISE_FLOOR)
 }
 
 /// Optimal partitioning of `y` into constant pieces under `penalty` per piece: the pieces'
