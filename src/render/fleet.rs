@@ -14,6 +14,7 @@
 
 use crate::analysis::calibration::Calibration;
 use crate::analysis::inputs::Run;
+use crate::render::svg::axis::{linear_label, linear_ticks};
 use crate::results::record::Record;
 use crate::stats::{mad, median};
 use crate::text::field;
@@ -626,14 +627,8 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
         r##"<line x1="{LEFT}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="#333"/>"##,
         STRIP_WIDTH - RIGHT
     );
-    let step = tick_step(hi - lo);
-    let first = (lo / step).ceil();
-    for t in (0..=16)
-        .map(|k| (first + k as f64) * step)
-        .take_while(|t| *t <= hi)
-    {
-        let label = format!("{t:.3}");
-        let label = label.trim_end_matches('0').trim_end_matches('.');
+    for t in linear_ticks(lo, hi) {
+        let label = linear_label(t);
         let _ = writeln!(
             s,
             r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle" fill="#555">{label}</text>"##,
@@ -755,17 +750,6 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
     Some(s)
 }
 
-/// A round step (1, 2, 2.5 or 5 times a power of ten) that cuts `range` into at most 15.
-fn tick_step(range: f64) -> f64 {
-    let raw = (range / 15.0).max(1e-6);
-    let magnitude = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|step| *step >= raw)
-        .unwrap_or(10.0 * magnitude)
-}
-
 /// At most `max` characters, `…` at the cut.
 fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -787,13 +771,14 @@ pub(crate) mod tests {
     use super::*;
     use crate::analysis::calibration::FromRecords;
     use crate::analysis::roofline::tests::synthetic_run;
+    use crate::render::svg::axis::linear_step;
 
     #[test]
     fn ticks_stay_few_whatever_the_range() {
-        assert!((tick_step(0.9) - 0.1).abs() < 1e-12);
-        assert!((tick_step(0.35) - 0.025).abs() < 1e-12);
+        assert!((linear_step(0.9) - 0.1).abs() < 1e-12);
+        assert!((linear_step(0.35) - 0.025).abs() < 1e-12);
         for range in [0.04, 0.9, 3.0, 1e3, 1e12, 1e300] {
-            let n = range / tick_step(range);
+            let n = range / linear_step(range);
             assert!((1.0..=15.0).contains(&n), "{range}: {n} ticks");
         }
     }

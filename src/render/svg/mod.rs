@@ -21,6 +21,7 @@
 //!
 //! Pure: it must not read or write files; the commands do.
 
+pub mod axis;
 #[cfg(test)]
 mod browser;
 pub mod labels;
@@ -33,6 +34,7 @@ use crate::analysis::roofline::{
 };
 use crate::cases::ops;
 use crate::cases::{Family, Precision};
+use crate::render::svg::axis::{log_label, log_ticks, minor_ticks, TICK_PX};
 use crate::render::svg::labels::{
     text_width, Anchor, Field, Label, Obstacle, Outcome, Shape, Spot, Xy, ASCENT_EM, DESCENT_EM,
 };
@@ -56,33 +58,6 @@ const PLOT_RIGHT: f64 = WIDTH - 24.0;
 const TITLE_PX: f64 = 22.0;
 const HEADER_PX: f64 = 13.0;
 const AXIS_TITLE_PX: f64 = 15.0;
-const TICK_PX: f64 = 13.0;
-
-/// A tick label: plain numbers (`0.01`, `2`, `1000`, `50000`), powers of ten beyond a million.
-pub fn tick(v: f64) -> String {
-    if !v.is_finite() || v <= 0.0 {
-        return String::new();
-    }
-    if v >= 1e5 {
-        let exp = v.log10().floor() as i32;
-        let mantissa = v / 10f64.powi(exp);
-        if (mantissa - 1.0).abs() < 1e-6 {
-            return format!("1e{exp}");
-        }
-        return format!("{mantissa:.0}e{exp}");
-    }
-    let decimals = if v >= 1.0 {
-        0
-    } else {
-        (-v.log10()).ceil() as usize
-    };
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
 
 /// A bandwidth for labels: `1790 GB/s`.
 pub fn bandwidth(gbps: f64) -> String {
@@ -343,54 +318,6 @@ impl Axes {
     }
 }
 
-/// Tick values for a log axis from `lo` to `hi` over `length_px`: 1-2-5 in each decade where
-/// their labels keep `min_gap_px` apart (each label `extent(v)` long along the axis), else every
-/// decade, else every second, third… decade; at least two ticks.
-fn log_ticks(lo: f64, hi: f64, length_px: f64, extent: impl Fn(f64) -> f64) -> Vec<f64> {
-    let px = |v: f64| (v / lo).ln() / (hi / lo).ln() * length_px;
-    let first = lo.log10().floor() as i32;
-    let last = hi.log10().ceil() as i32;
-    let within = |v: &f64| *v >= lo * (1.0 - 1e-9) && *v <= hi * (1.0 + 1e-9);
-    let fits = |ticks: &[f64]| {
-        ticks.len() >= 2
-            && ticks
-                .windows(2)
-                .all(|w| px(w[1]) - px(w[0]) >= (extent(w[0]) + extent(w[1])) / 2.0 + 10.0)
-    };
-    let decade = |k: i32, m: f64| m * 10f64.powi(k);
-    let one_two_five: Vec<f64> = (first..=last)
-        .flat_map(|k| [1.0, 2.0, 5.0].map(|m| decade(k, m)))
-        .filter(within)
-        .collect();
-    if fits(&one_two_five) {
-        return one_two_five;
-    }
-    for step in 1..=24 {
-        let ticks: Vec<f64> = (first..=last)
-            .filter(|k| k.rem_euclid(step) == 0)
-            .map(|k| decade(k, 1.0))
-            .filter(within)
-            .collect();
-        if fits(&ticks) {
-            return ticks;
-        }
-    }
-    one_two_five
-}
-
-/// Minor grid lines: every 1..9 × 10^k in range, where a decade is wide enough to show them.
-fn minor_ticks(lo: f64, hi: f64, length_px: f64) -> Vec<f64> {
-    if length_px / (hi / lo).log10() < 60.0 {
-        return Vec::new();
-    }
-    let first = lo.log10().floor() as i32;
-    let last = hi.log10().ceil() as i32;
-    (first..=last)
-        .flat_map(|k| (1..10).map(move |m| f64::from(m) * 10f64.powi(k)))
-        .filter(|v| *v > lo && *v < hi)
-        .collect()
-}
-
 /// `2026-11-30 08:21:22 to 08:22:56 UTC`: a run's time span from its first and last rows.
 fn run_time(cal: &Calibration) -> String {
     let clean = |s: &str| s.trim_end_matches('Z').replacen('T', " ", 1);
@@ -645,7 +572,7 @@ fn draw_axes(items: &mut Vec<Item>, cals: &[Calibration], axes: &Axes) -> f64 {
         items.push(Item::line((l, y), (r, y), Rgb(238, 238, 238), 1.0, "grid"));
     }
     let x_ticks = log_ticks(x_range.0, x_range.1, r - l, |v| {
-        text_width(&tick(v), TICK_PX)
+        text_width(&log_label(v), TICK_PX)
     });
     let y_ticks = log_ticks(y_range.0, y_range.1, b - t, |_| {
         (ASCENT_EM + DESCENT_EM) * TICK_PX
@@ -655,7 +582,7 @@ fn draw_axes(items: &mut Vec<Item>, cals: &[Calibration], axes: &Axes) -> f64 {
         items.push(Item::line((x, t), (x, b), Rgb(208, 208, 208), 1.0, "grid"));
         items.push(Item::line((x, b), (x, b + 5.0), INK, 1.0, "axis"));
         items.push(Item::text(
-            tick(v),
+            log_label(v),
             TICK_PX,
             Spot::flat((x, b + 8.0 + ASCENT_EM * TICK_PX), Anchor::Middle, 0.0),
             INK,
@@ -673,7 +600,7 @@ fn draw_axes(items: &mut Vec<Item>, cals: &[Calibration], axes: &Axes) -> f64 {
         items.push(Item::line((l, y), (r, y), Rgb(208, 208, 208), 1.0, "grid"));
         items.push(Item::line((l - 5.0, y), (l, y), INK, 1.0, "axis"));
         items.push(Item::text(
-            tick(v / y_scale),
+            log_label(v / y_scale),
             TICK_PX,
             Spot::flat((l - 8.0, centred_baseline(y, TICK_PX)), Anchor::End, 0.0),
             INK,
@@ -715,7 +642,7 @@ fn draw_axes(items: &mut Vec<Item>, cals: &[Calibration], axes: &Axes) -> f64 {
     ));
     let widest_y_tick = y_ticks
         .iter()
-        .map(|v| text_width(&tick(*v / y_scale), TICK_PX))
+        .map(|v| text_width(&log_label(*v / y_scale), TICK_PX))
         .fold(0.0, f64::max);
     items.push(Item::text(
         y_title,
@@ -1176,15 +1103,15 @@ pub(crate) mod tests {
 
     #[test]
     fn ticks_and_rates() {
-        assert_eq!(tick(0.01), "0.01");
-        assert_eq!(tick(0.05), "0.05");
-        assert_eq!(tick(1.0), "1");
-        assert_eq!(tick(20.0), "20");
-        assert_eq!(tick(10_000.0), "10000");
-        assert_eq!(tick(100_000.0), "1e5");
-        assert_eq!(tick(1e7), "1e7");
-        assert_eq!(tick(5e7), "5e7");
-        assert_eq!(tick(f64::NAN), "");
+        assert_eq!(log_label(0.01), "0.01");
+        assert_eq!(log_label(0.05), "0.05");
+        assert_eq!(log_label(1.0), "1");
+        assert_eq!(log_label(20.0), "20");
+        assert_eq!(log_label(10_000.0), "10000");
+        assert_eq!(log_label(100_000.0), "1e5");
+        assert_eq!(log_label(1e7), "1e7");
+        assert_eq!(log_label(5e7), "5e7");
+        assert_eq!(log_label(f64::NAN), "");
         assert_eq!(bandwidth(23.24), "23.2 GB/s");
         assert_eq!(arithmetic(19_500.0, Precision::F32), "19.5 TFLOP/s");
         assert_eq!(arithmetic(850.0, Precision::F64), "850 GFLOP/s");
@@ -1194,7 +1121,7 @@ pub(crate) mod tests {
 
     #[test]
     fn log_ticks_fit_their_labels() {
-        let width = |v: f64| text_width(&tick(v), TICK_PX);
+        let width = |v: f64| text_width(&log_label(v), TICK_PX);
         // four decades over 1000 px: 1-2-5
         let t = log_ticks(0.03, 330.0, 1000.0, width);
         assert_eq!(t[..4], [0.05, 0.1, 0.2, 0.5]);
