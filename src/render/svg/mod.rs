@@ -41,7 +41,7 @@ use crate::render::svg::labels::{
 use crate::render::svg::names::{merge, Figure, Named, Place, LABEL_PX};
 use crate::render::svg::picture::{
     centred_baseline, marker_extent, point_size, run_style, wrap, Fill, Item, Legend, Mark,
-    Picture, Rgb, Swatch, ABOVE_ROOF_RING, GREY, INK, SERIES_WIDTH, WARNING,
+    Picture, Rgb, RunStyle, Swatch, ABOVE_ROOF_RING, GREY, INK, SERIES_WIDTH, WARNING,
 };
 use crate::text::letter;
 use crate::{Error, Result};
@@ -693,7 +693,8 @@ struct Column {
     height: f64,
 }
 
-/// Lays out the picture, the roofs' names in the plot or in a column right of it.
+/// Lays out the picture, the roofs' names in the plot or in a column right of it: the header,
+/// the axes, each run's roofs, sweeps and points, the names placed, the legend.
 fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
     let column_px = column.map_or(0.0, |c| c.width);
     let plot_height = column.map_or(PLOT_HEIGHT, |c| c.height);
@@ -721,294 +722,408 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
 
     // Roofs, ridges and points; the labels to place, and what they must keep clear of.
     let colours = Colours::of(cals);
-    let mut obstacles: Vec<Obstacle> = Vec::new();
-    let mut roof_names: Vec<Named> = Vec::new();
-    let mut memory_names: Vec<Named> = Vec::new();
-    // Each ridge's name, and the index of its roof's name in `roof_names`.
-    let mut ridge_names: Vec<(Named, usize)> = Vec::new();
-    let mut series_names: Vec<Named> = Vec::new();
-    let mut markers: Vec<Item> = Vec::new();
-    let mut anything = false;
-    let (x0, x1) = x_range;
-    let (y0, y1) = y_range;
+    let mut drawn = Drawing::default();
     for (i, cal) in cals.iter().enumerate() {
-        let style = run_style(i);
-        let run = overlay.then(|| letter(i));
-        let (top_measured, top_spec) = tops(cal);
-        let (b_measured, b_spec) = dram(cal).map_or((None, None), |m| {
-            (
-                m.gbps.filter(|v| good(*v)),
-                m.spec_gbps.filter(|v| good(*v)),
-            )
+        let pen = Pen {
+            style: run_style(i),
+            run: overlay.then(|| letter(i)),
+            colours: &colours,
+            axes: &axes,
+        };
+        draw_memory_roofs(&mut items, &mut drawn, cal, &pen);
+        let column_at = (column_px > 0.0).then_some(r + COLUMN_LEADS);
+        draw_compute_roofs(&mut items, &mut drawn, cal, &pen, column_at);
+        let marks = draw_gemm_series(&mut items, &mut drawn, cal, &pen);
+        draw_points(&mut drawn, marks, &pen);
+    }
+    items.extend(std::mem::take(&mut drawn.markers));
+
+    let label_border = (l, t, r + column_px, b);
+    let names = place_names(&mut items, drawn.names, drawn.obstacles, label_border);
+    if !drawn.anything {
+        items.push(Item::text(
+            "no valid measurement to plot",
+            24.0,
+            Spot::flat(
+                ((l + r) / 2.0, centred_baseline((t + b) / 2.0, 24.0)),
+                Anchor::Middle,
+                0.0,
+            ),
+            WARNING,
+            "label",
+        ));
+    }
+
+    let top = x_title_baseline + DESCENT_EM * AXIS_TITLE_PX + 14.0;
+    let bottom = draw_legend(&mut items, cals, &colours, &names.unplaced, top);
+    Ok(Picture {
+        width: WIDTH,
+        height: bottom + 12.0,
+        label_border,
+        unplaced: names.unplaced.len(),
+        widest_roof_name: names.widest_roof_name,
+        roof_names: names.roof_names,
+        items,
+    })
+}
+
+/// How one run is drawn: its line weight, shade and fill, its letter in an overlay, the
+/// colours of the picture and the axes that place it.
+struct Pen<'a> {
+    style: RunStyle,
+    run: Option<String>,
+    colours: &'a Colours,
+    axes: &'a Axes,
+}
+
+/// The names the runs' drawing leaves to place, by kind.
+#[derive(Default)]
+struct Names {
+    roofs: Vec<Named>,
+    memory: Vec<Named>,
+    /// Each ridge's name, and the index of its roof's name in `roofs`.
+    ridges: Vec<(Named, usize)>,
+    series: Vec<Named>,
+}
+
+/// What drawing the runs collects beside the lines it adds to the picture: the markers (drawn
+/// over every line), what the labels must keep clear of, the names to place, and whether
+/// anything at all was drawn.
+#[derive(Default)]
+struct Drawing {
+    markers: Vec<Item>,
+    obstacles: Vec<Obstacle>,
+    names: Names,
+    anything: bool,
+}
+
+impl Drawing {
+    /// A line a label may cross but not lie on.
+    fn crossable(&mut self, a: Xy, z: Xy) {
+        self.obstacles.push(Obstacle {
+            shape: Shape::segment(a, z),
+            crossable: true,
         });
+    }
 
-        // Memory roofs: y = b·x, from where they enter the plot to where they meet the highest
-        // compute roof (or leave the plot).
-        // (level, GB/s, its figure in the name, where the roof stops, measured?)
-        let mut memory: Vec<(MemoryLevel, f64, Figure, Option<f64>, bool)> = Vec::new();
-        if let Some(m) = dram(cal) {
-            let case = m.case.as_deref().unwrap_or("");
-            let above = if m.above_spec { ", ABOVE SPEC" } else { "" };
-            let suspect = suspect(cal, &m.case);
-            if let Some(bw) = b_measured {
-                let tail = format!(" ({case}){above}{suspect}");
-                let figure = Figure::new(run.clone(), "DRAM", &bandwidth(bw), tail);
-                memory.push((MemoryLevel::Dram, bw, figure, top_measured, true));
-            }
-            if let Some(bw) = b_spec {
-                let figure = Figure::new(run.clone(), "DRAM spec", &bandwidth(bw), "");
-                memory.push((MemoryLevel::Dram, bw, figure, top_spec, false));
-            }
+    /// A marker no label may touch.
+    fn solid(&mut self, at: Xy, size: f64) {
+        self.obstacles.push(Obstacle {
+            shape: marker_extent(at, size),
+            crossable: false,
+        });
+    }
+}
+
+/// The measured and spec DRAM GB/s of a run, where they are usable figures.
+fn dram_gbps(cal: &Calibration) -> (Option<f64>, Option<f64>) {
+    dram(cal).map_or((None, None), |m| {
+        (
+            m.gbps.filter(|v| good(*v)),
+            m.spec_gbps.filter(|v| good(*v)),
+        )
+    })
+}
+
+/// Memory roofs: y = b·x, from where they enter the plot to where they meet the highest
+/// compute roof (or leave the plot), each named along its line.
+fn draw_memory_roofs(items: &mut Vec<Item>, drawn: &mut Drawing, cal: &Calibration, pen: &Pen) {
+    let ((x0, x1), (y0, y1)) = (pen.axes.x, pen.axes.y);
+    let run = &pen.run;
+    let (top_measured, top_spec) = tops(cal);
+    let (b_measured, b_spec) = dram_gbps(cal);
+    // (level, GB/s, its figure in the name, where the roof stops, measured?)
+    let mut memory: Vec<(MemoryLevel, f64, Figure, Option<f64>, bool)> = Vec::new();
+    if let Some(m) = dram(cal) {
+        let case = m.case.as_deref().unwrap_or("");
+        let above = if m.above_spec { ", ABOVE SPEC" } else { "" };
+        let suspect = suspect(cal, &m.case);
+        if let Some(bw) = b_measured {
+            let tail = format!(" ({case}){above}{suspect}");
+            let figure = Figure::new(run.clone(), "DRAM", &bandwidth(bw), tail);
+            memory.push((MemoryLevel::Dram, bw, figure, top_measured, true));
         }
-        for (m, bw) in caches(cal) {
-            let case = m.case.as_deref().unwrap_or("");
-            let above = if m.above_spec { ", ABOVE SPEC" } else { "" };
-            let tail = format!(" ({case}){above}{}", suspect(cal, &m.case));
-            let figure = Figure::new(run.clone(), m.level.as_str(), &bandwidth(bw), tail);
-            memory.push((m.level, bw, figure, top_measured, true));
+        if let Some(bw) = b_spec {
+            let figure = Figure::new(run.clone(), "DRAM spec", &bandwidth(bw), "");
+            memory.push((MemoryLevel::Dram, bw, figure, top_spec, false));
         }
-        for (level, bw, figure, roof_top, measured) in memory {
-            let enter = x0.max(y0 / bw);
-            let leave = x1
-                .min(y1 / bw)
-                .min(roof_top.map_or(f64::INFINITY, |p| p / bw));
-            if enter >= leave {
-                continue;
-            }
-            anything = true;
-            let colour = memory_colour(level).shade(style.shade);
-            let width = if level == MemoryLevel::Dram && measured {
-                2.6
+    }
+    for (m, bw) in caches(cal) {
+        let case = m.case.as_deref().unwrap_or("");
+        let above = if m.above_spec { ", ABOVE SPEC" } else { "" };
+        let tail = format!(" ({case}){above}{}", suspect(cal, &m.case));
+        let figure = Figure::new(run.clone(), m.level.as_str(), &bandwidth(bw), tail);
+        memory.push((m.level, bw, figure, top_measured, true));
+    }
+    for (level, bw, figure, roof_top, measured) in memory {
+        let enter = x0.max(y0 / bw);
+        let leave = x1
+            .min(y1 / bw)
+            .min(roof_top.map_or(f64::INFINITY, |p| p / bw));
+        if enter >= leave {
+            continue;
+        }
+        drawn.anything = true;
+        let colour = memory_colour(level).shade(pen.style.shade);
+        let width = if level == MemoryLevel::Dram && measured {
+            2.6
+        } else {
+            1.8
+        };
+        let (a, z) = (
+            pen.axes.px((enter, bw * enter)),
+            pen.axes.px((leave, bw * leave)),
+        );
+        items.push(Item::Line {
+            points: vec![a, z],
+            stroke: colour,
+            width: width * pen.style.line_scale,
+            dash: (!measured).then_some("7 5"),
+            class: "roof",
+        });
+        drawn.crossable(a, z);
+        let spec = if measured { "" } else { " spec" };
+        drawn.names.memory.push(Named {
+            kind: format!("memory{spec}"),
+            figures: vec![figure],
+            place: Place::Along {
+                a,
+                z,
+                prefer_below: measured && level == MemoryLevel::Dram,
+            },
+            colour,
+        });
+    }
+}
+
+/// Compute roofs: from where the DRAM roof meets them to the right edge, named near their
+/// right end (or in the column at `column_at`, px, where there is one); a ridge marker where
+/// they meet, labelled beside it.
+fn draw_compute_roofs(
+    items: &mut Vec<Item>,
+    drawn: &mut Drawing,
+    cal: &Calibration,
+    pen: &Pen,
+    column_at: Option<f64>,
+) {
+    let (x0, x1) = pen.axes.x;
+    let (b_measured, b_spec) = dram_gbps(cal);
+    for d in drawn_compute(cal) {
+        let name = d.ceiling.label();
+        let precision = d.ceiling.precision;
+        let colour = pen.colours.get(precision).shade(pen.style.shade);
+        for (value, bw, measured) in [(d.measured, b_measured, true), (d.spec, b_spec, false)] {
+            let Some(p) = value else { continue };
+            drawn.anything = true;
+            let rate = arithmetic(p, precision);
+            let above = if measured && d.ceiling.above_spec {
+                ", ABOVE SPEC"
             } else {
-                1.8
+                ""
             };
-            let (a, z) = (axes.px((enter, bw * enter)), axes.px((leave, bw * leave)));
-            items.push(Item::Line {
-                points: vec![a, z],
-                stroke: colour,
-                width: width * style.line_scale,
-                dash: (!measured).then_some("7 5"),
-                class: "roof",
-            });
-            obstacles.push(Obstacle {
-                shape: Shape::segment(a, z),
-                crossable: true,
-            });
-            let spec = if measured { "" } else { " spec" };
-            memory_names.push(Named {
-                kind: format!("memory{spec}"),
-                figures: vec![figure],
-                place: Place::Along {
-                    a,
-                    z,
-                    prefer_below: measured && level == MemoryLevel::Dram,
-                },
-                colour,
-            });
-        }
-
-        // Compute roofs: from where the DRAM roof meets them to the right edge, named near their
-        // right end; a ridge marker where they meet, labelled beside it.
-        for d in drawn_compute(cal) {
-            let name = d.ceiling.label();
-            let precision = d.ceiling.precision;
-            let colour = colours.get(precision).shade(style.shade);
-            for (value, bw, measured) in [(d.measured, b_measured, true), (d.spec, b_spec, false)] {
-                let Some(p) = value else { continue };
-                anything = true;
-                let rate = arithmetic(p, precision);
-                let above = if measured && d.ceiling.above_spec {
-                    ", ABOVE SPEC"
+            let ridge = bw.map(|bw| p / bw).filter(|x| *x >= x0 && *x <= x1);
+            let ridge_figure = ridge.map(|x| format!("{} {}/B", tick_ridge(x), ops(precision)));
+            // A spec ridge is named in its roof's name; a measured one beside its marker
+            // where there is room (else it folds into the name too).
+            let (stem, tail) = if measured {
+                (
+                    name.clone(),
+                    format!("{above}{}", suspect(cal, &d.ceiling.case)),
+                )
+            } else {
+                let not = if d.measured.is_none() {
+                    ", not measured"
                 } else {
                     ""
                 };
-                let ridge = bw.map(|bw| p / bw).filter(|x| *x >= x0 && *x <= x1);
-                let ridge_figure = ridge.map(|x| format!("{} {}/B", tick_ridge(x), ops(precision)));
-                // A spec ridge is named in its roof's name; a measured one beside its marker
-                // where there is room (else it folds into the name too).
-                let (stem, tail) = if measured {
-                    (
-                        name.clone(),
-                        format!("{above}{}", suspect(cal, &d.ceiling.case)),
-                    )
-                } else {
-                    let not = if d.measured.is_none() {
-                        ", not measured"
-                    } else {
-                        ""
-                    };
-                    let ridge = ridge_figure
-                        .as_ref()
-                        .map_or_else(String::new, |r| format!(", ridge {r}"));
-                    (format!("{name} spec"), format!("{not}{ridge}"))
-                };
-                let kind = if measured {
-                    "compute measured"
-                } else {
-                    "compute spec"
-                };
-                let start = ridge.unwrap_or(x0);
-                let (a, z) = (axes.px((start, p)), axes.px((x1, p)));
-                items.push(Item::Line {
-                    points: vec![a, z],
-                    stroke: colour,
-                    width: if measured { 2.6 } else { 1.8 } * style.line_scale,
-                    dash: (!measured).then_some("7 5"),
-                    class: "roof",
-                });
-                obstacles.push(Obstacle {
-                    shape: Shape::segment(a, z),
-                    crossable: true,
-                });
-                let name_index = roof_names.len();
-                roof_names.push(Named {
-                    kind: kind.to_string(),
-                    figures: vec![Figure::new(run.clone(), stem, &rate, tail)],
-                    place: Place::RoofEnd {
-                        a,
-                        z,
-                        measured,
-                        column: (column_px > 0.0).then_some(r + COLUMN_LEADS),
-                    },
-                    colour,
-                });
-                if let Some(x) = ridge {
-                    let at = axes.px((x, p));
-                    let size = 6.5;
-                    markers.push(Item::Marker {
-                        mark: Mark::Diamond,
-                        at,
-                        size,
-                        colour,
-                        fill: Fill::Hollow,
-                        dash: (!measured).then_some("2 2"),
-                        class: "ridge",
-                    });
-                    obstacles.push(Obstacle {
-                        shape: marker_extent(at, size),
-                        crossable: false,
-                    });
-                    if let (true, Some(figure)) = (measured, &ridge_figure) {
-                        ridge_names.push((
-                            Named {
-                                kind: "ridge".into(),
-                                figures: vec![Figure::new(run.clone(), "ridge", figure, "")],
-                                place: Place::Beside { at, size, measured },
-                                colour,
-                            },
-                            name_index,
-                        ));
-                    }
-                }
-            }
-        }
-
-        // GEMM batch sweeps: a thin line through each weight's points in order of M (dashed
-        // for a reference library's), named beside its largest M; the points are drawn below.
-        let mut marks: Vec<(&roofprobe_calibration::Point, Mark)> = Vec::new();
-        for series in gemm_series(&cal.points) {
-            let colour = colours.get(series.precision).shade(style.shade);
-            let px: Vec<Xy> = series
-                .points
-                .iter()
-                .map(|p| axes.px((p.flop_per_byte, p.gflops)))
-                .collect();
-            marks.extend(series.points.iter().map(|p| (*p, mark_of(&series))));
-            let (Some((n, k)), [first, .., _]) = (series.weight, &px[..]) else {
-                continue;
+                let ridge = ridge_figure
+                    .as_ref()
+                    .map_or_else(String::new, |r| format!(", ridge {r}"));
+                (format!("{name} spec"), format!("{not}{ridge}"))
             };
+            let kind = if measured {
+                "compute measured"
+            } else {
+                "compute spec"
+            };
+            let start = ridge.unwrap_or(x0);
+            let (a, z) = (pen.axes.px((start, p)), pen.axes.px((x1, p)));
             items.push(Item::Line {
-                points: px.clone(),
+                points: vec![a, z],
                 stroke: colour,
-                width: SERIES_WIDTH * style.line_scale,
-                dash: series.reference().then_some(REFERENCE_DASH),
-                class: "series",
+                width: if measured { 2.6 } else { 1.8 } * pen.style.line_scale,
+                dash: (!measured).then_some("7 5"),
+                class: "roof",
             });
-            for pair in px.windows(2) {
-                obstacles.push(Obstacle {
-                    shape: Shape::segment(pair[0], pair[1]),
-                    crossable: true,
-                });
-            }
-            // Ours are named, by weight, at M = 1 (where the sweeps lie apart, along the DRAM
-            // roof; at large M they crowd under the compute roof); a reference's sweep of the
-            // same weight runs beside it, dashed.
-            if series.reference() {
-                continue;
-            }
-            series_names.push(Named {
-                kind: format!("series {}", series.precision),
-                figures: vec![Figure {
-                    run: run.clone(),
-                    stem: "N×K".into(),
-                    value: format!("{n}×{k}"),
-                    unit: String::new(),
-                    tail: String::new(),
-                }],
-                place: Place::SeriesEnd {
-                    at: *first,
-                    size: point_size(mark_of(&series)),
+            drawn.crossable(a, z);
+            let name_index = drawn.names.roofs.len();
+            drawn.names.roofs.push(Named {
+                kind: kind.to_string(),
+                figures: vec![Figure::new(pen.run.clone(), stem, &rate, tail)],
+                place: Place::RoofEnd {
+                    a,
+                    z,
+                    measured,
+                    column: column_at,
                 },
                 colour,
             });
-        }
-        marks.extend(cal.points.iter().filter(|p| p.family != Family::Gemm).map(
-            |p| match p.family {
-                Family::Stream => (p, Mark::Circle),
-                _ => (p, Mark::Triangle),
-            },
-        ));
-
-        // Measurement points, in their precision's colour, shaped by family.
-        for (p, mark) in marks {
-            if !good(p.flop_per_byte) || !good(p.gflops) {
-                continue;
-            }
-            let at = axes.px((p.flop_per_byte, p.gflops));
-            let size = point_size(mark);
-            markers.push(Item::Marker {
-                mark,
-                at,
-                size,
-                colour: colours.get(p.precision).shade(style.shade),
-                fill: style.fill,
-                dash: None,
-                class: "point",
-            });
-            obstacles.push(Obstacle {
-                shape: marker_extent(at, size),
-                crossable: false,
-            });
-            // A point above its roof beyond the noise is suspect (the suspect flag `above_roof`): a
-            // ring around it, which the legend calls ABOVE ROOF.
-            if p.above_roof {
-                markers.push(Item::Marker {
-                    mark: Mark::Circle,
+            if let Some(x) = ridge {
+                let at = pen.axes.px((x, p));
+                let size = 6.5;
+                drawn.markers.push(Item::Marker {
+                    mark: Mark::Diamond,
                     at,
-                    size: ABOVE_ROOF_RING,
-                    colour: WARNING,
-                    fill: Fill::Ring,
-                    dash: None,
-                    class: "above-roof",
+                    size,
+                    colour,
+                    fill: Fill::Hollow,
+                    dash: (!measured).then_some("2 2"),
+                    class: "ridge",
                 });
-                obstacles.push(Obstacle {
-                    shape: marker_extent(at, ABOVE_ROOF_RING),
-                    crossable: false,
-                });
+                drawn.solid(at, size);
+                if let (true, Some(figure)) = (measured, &ridge_figure) {
+                    drawn.names.ridges.push((
+                        Named {
+                            kind: "ridge".into(),
+                            figures: vec![Figure::new(pen.run.clone(), "ridge", figure, "")],
+                            place: Place::Beside { at, size, measured },
+                            colour,
+                        },
+                        name_index,
+                    ));
+                }
             }
-            anything = true;
         }
     }
-    items.extend(markers);
+}
 
-    // Place the labels: roofs' names first (they name the lines), then the memory roofs', then
-    // the ridges', which fold into their roof's name where nothing is clear. Roofs of several
-    // runs drawn on top of each other share a name.
-    let (roof_names, roof_carrier) = merge(roof_names);
-    let (memory_names, _) = merge(memory_names);
-    let (ridges, roofs_of_ridges): (Vec<Named>, Vec<usize>) = ridge_names.into_iter().unzip();
+/// GEMM batch sweeps: a thin line through each weight's points in order of M (dashed for a
+/// reference library's), named beside its smallest M. Returns every point of the run to mark,
+/// with its shape (the sweeps' first, by their series).
+fn draw_gemm_series<'c>(
+    items: &mut Vec<Item>,
+    drawn: &mut Drawing,
+    cal: &'c Calibration,
+    pen: &Pen,
+) -> Vec<(&'c roofprobe_calibration::Point, Mark)> {
+    let mut marks: Vec<(&roofprobe_calibration::Point, Mark)> = Vec::new();
+    for series in gemm_series(&cal.points) {
+        let colour = pen.colours.get(series.precision).shade(pen.style.shade);
+        let px: Vec<Xy> = series
+            .points
+            .iter()
+            .map(|p| pen.axes.px((p.flop_per_byte, p.gflops)))
+            .collect();
+        marks.extend(series.points.iter().map(|p| (*p, mark_of(&series))));
+        let (Some((n, k)), [first, .., _]) = (series.weight, &px[..]) else {
+            continue;
+        };
+        items.push(Item::Line {
+            points: px.clone(),
+            stroke: colour,
+            width: SERIES_WIDTH * pen.style.line_scale,
+            dash: series.reference().then_some(REFERENCE_DASH),
+            class: "series",
+        });
+        for pair in px.windows(2) {
+            drawn.crossable(pair[0], pair[1]);
+        }
+        // Ours are named, by weight, at M = 1 (where the sweeps lie apart, along the DRAM
+        // roof; at large M they crowd under the compute roof); a reference's sweep of the
+        // same weight runs beside it, dashed.
+        if series.reference() {
+            continue;
+        }
+        drawn.names.series.push(Named {
+            kind: format!("series {}", series.precision),
+            figures: vec![Figure {
+                run: pen.run.clone(),
+                stem: "N×K".into(),
+                value: format!("{n}×{k}"),
+                unit: String::new(),
+                tail: String::new(),
+            }],
+            place: Place::SeriesEnd {
+                at: *first,
+                size: point_size(mark_of(&series)),
+            },
+            colour,
+        });
+    }
+    marks.extend(
+        cal.points
+            .iter()
+            .filter(|p| p.family != Family::Gemm)
+            .map(|p| match p.family {
+                Family::Stream => (p, Mark::Circle),
+                _ => (p, Mark::Triangle),
+            }),
+    );
+    marks
+}
+
+/// Measurement points, in their precision's colour, shaped by family; a point above its roof
+/// beyond the noise ringed.
+fn draw_points(drawn: &mut Drawing, marks: Vec<(&roofprobe_calibration::Point, Mark)>, pen: &Pen) {
+    for (p, mark) in marks {
+        if !good(p.flop_per_byte) || !good(p.gflops) {
+            continue;
+        }
+        let at = pen.axes.px((p.flop_per_byte, p.gflops));
+        let size = point_size(mark);
+        drawn.markers.push(Item::Marker {
+            mark,
+            at,
+            size,
+            colour: pen.colours.get(p.precision).shade(pen.style.shade),
+            fill: pen.style.fill,
+            dash: None,
+            class: "point",
+        });
+        drawn.solid(at, size);
+        // A point above its roof beyond the noise is suspect (the suspect flag `above_roof`): a
+        // ring around it, which the legend calls ABOVE ROOF.
+        if p.above_roof {
+            drawn.markers.push(Item::Marker {
+                mark: Mark::Circle,
+                at,
+                size: ABOVE_ROOF_RING,
+                colour: WARNING,
+                fill: Fill::Ring,
+                dash: None,
+                class: "above-roof",
+            });
+            drawn.solid(at, ABOVE_ROOF_RING);
+        }
+        drawn.anything = true;
+    }
+}
+
+/// What placing the names leaves for the legend and for choosing between layouts.
+struct Placed {
+    /// The names that found no place (the legend lists them), with their colours.
+    unplaced: Vec<(String, Rgb)>,
+    /// The widest roof name, px.
+    widest_roof_name: f64,
+    /// How many roof names there were (several runs' roofs on one line share one).
+    roof_names: usize,
+}
+
+/// Places the names within `border`, clear of `obstacles`, and adds them (and their leader
+/// lines) to the picture: roofs' names first (they name the lines), then the memory roofs',
+/// then the ridges', which fold into their roof's name where nothing is clear, then the GEMM
+/// sweeps'. Roofs of several runs drawn on top of each other share a name.
+fn place_names(
+    items: &mut Vec<Item>,
+    names: Names,
+    obstacles: Vec<Obstacle>,
+    border: (f64, f64, f64, f64),
+) -> Placed {
+    let (roof_names, roof_carrier) = merge(names.roofs);
+    let (memory_names, _) = merge(names.memory);
+    let (ridges, roofs_of_ridges): (Vec<Named>, Vec<usize>) = names.ridges.into_iter().unzip();
     let (ridges, ridge_carrier) = merge(ridges);
-    let (series_names, _) = merge(series_names);
+    let (series_names, _) = merge(names.series);
     // Roofs' names from the top roof down: each then takes the nearest free place, so names
     // stacked in a column keep the order of their lines and their leader lines never cross.
     let mut order: Vec<usize> = (0..roof_names.len()).collect();
@@ -1038,16 +1153,11 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
         labels.push(n.label());
         named.push(n);
     }
-    let label_border = (l, t, r + column_px, b);
-    let roof_name_count = roof_names.len();
     let widest_roof_name = roof_names
         .iter()
         .map(|n| text_width(&n.text(), LABEL_PX))
         .fold(0.0, f64::max);
-    let field = Field {
-        border: label_border,
-        obstacles,
-    };
+    let field = Field { border, obstacles };
     let mut unplaced: Vec<(String, Rgb)> = Vec::new();
     for (outcome, p) in labels::place(&labels, &field).into_iter().zip(named) {
         match outcome {
@@ -1067,31 +1177,11 @@ fn layout(cals: &[Calibration], column: Option<Column>) -> Result<Picture> {
             Outcome::Unplaced { text } => unplaced.push((text, p.colour)),
         }
     }
-    if !anything {
-        items.push(Item::text(
-            "no valid measurement to plot",
-            24.0,
-            Spot::flat(
-                ((l + r) / 2.0, centred_baseline((t + b) / 2.0, 24.0)),
-                Anchor::Middle,
-                0.0,
-            ),
-            WARNING,
-            "label",
-        ));
-    }
-
-    let top = x_title_baseline + DESCENT_EM * AXIS_TITLE_PX + 14.0;
-    let bottom = draw_legend(&mut items, cals, &colours, &unplaced, top);
-    Ok(Picture {
-        width: WIDTH,
-        height: bottom + 12.0,
-        label_border,
-        unplaced: unplaced.len(),
+    Placed {
+        unplaced,
         widest_roof_name,
-        roof_names: roof_name_count,
-        items,
-    })
+        roof_names: roof_names.len(),
+    }
 }
 
 #[cfg(test)]
