@@ -557,24 +557,66 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
         .filter_map(|g| Some((g, g.metrics.iter().find(|m| m.metric == metric)?)))
         .collect();
     let unit = groups.first()?.1.unit;
-    let ratios = groups.iter().flat_map(|(g, stat)| {
-        g.runs
-            .iter()
-            .flat_map(|r| r.metrics.iter().filter(|m| m.metric == metric))
-            .map(move |m| m.value / stat.median)
-    });
-    let (mut lo, mut hi) = (fleet.threshold.min(1.0), 1.0f64);
-    for r in ratios.filter(|r| r.is_finite()) {
-        lo = lo.min(r);
-        hi = hi.max(r);
+    let scale = StripScale::of(fleet, &groups, metric);
+    let flagged = flagged_lines(&groups, metric, unit);
+    let listed = flagged.len().min(MAX_LISTED);
+    // the list's title and lines, and a margin under the last
+    let list_px = if flagged.is_empty() {
+        0
+    } else {
+        LIST_LINE * (2 + listed as i32 + i32::from(flagged.len() > MAX_LISTED))
+    };
+    let height = TOP + ROW * groups.len() as i32 + 60 + list_px;
+    let bottom = TOP + ROW * groups.len() as i32;
+    let mut s = String::new();
+    write_strip_title(&mut s, fleet, metric, unit, height);
+    write_strip_axis(&mut s, &scale, bottom);
+    write_strips(&mut s, &groups, metric, unit, &scale);
+    write_median_and_threshold(&mut s, fleet, &scale, bottom);
+    write_flagged_list(&mut s, &flagged, bottom);
+    s.push_str("</svg>\n");
+    Some(s)
+}
+
+/// The strip plots' horizontal scale: from `lo` to `hi` (run / peer median) across the plot.
+struct StripScale {
+    lo: f64,
+    hi: f64,
+    plot_w: i32,
+}
+
+impl StripScale {
+    /// Every run's ratio of `metric` to its group's median, the threshold and 1, with a margin.
+    fn of(fleet: &Fleet, groups: &[(&Group, &MetricStat)], metric: &str) -> StripScale {
+        let ratios = groups.iter().flat_map(|(g, stat)| {
+            g.runs
+                .iter()
+                .flat_map(|r| r.metrics.iter().filter(|m| m.metric == metric))
+                .map(move |m| m.value / stat.median)
+        });
+        let (mut lo, mut hi) = (fleet.threshold.min(1.0), 1.0f64);
+        for r in ratios.filter(|r| r.is_finite()) {
+            lo = lo.min(r);
+            hi = hi.max(r);
+        }
+        let pad = ((hi - lo) * 0.08).max(0.02);
+        StripScale {
+            lo: lo - pad,
+            hi: hi + pad,
+            plot_w: STRIP_WIDTH - LEFT - RIGHT,
+        }
     }
-    let pad = ((hi - lo) * 0.08).max(0.02);
-    let (lo, hi) = (lo - pad, hi + pad);
-    let plot_w = STRIP_WIDTH - LEFT - RIGHT;
-    let x = |r: f64| LEFT as f64 + (r - lo) / (hi - lo) * plot_w as f64;
-    // the flagged runs, slowest first, each a line under the axis
+
+    /// The x, px, of a ratio.
+    fn x(&self, r: f64) -> f64 {
+        LEFT as f64 + (r - self.lo) / (self.hi - self.lo) * self.plot_w as f64
+    }
+}
+
+/// The flagged runs of `metric`, slowest first: each its ratio and its line under the axis.
+fn flagged_lines(groups: &[(&Group, &MetricStat)], metric: &str, unit: &str) -> Vec<(f64, String)> {
     let mut flagged: Vec<(f64, String)> = Vec::new();
-    for (g, stat) in &groups {
+    for (g, stat) in groups {
         let group = if groups.len() > 1 {
             format!("{}: ", shorten(&g.device_name, 28))
         } else {
@@ -594,16 +636,12 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
         }
     }
     flagged.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let listed = flagged.len().min(MAX_LISTED);
-    // the list's title and lines, and a margin under the last
-    let list_px = if flagged.is_empty() {
-        0
-    } else {
-        LIST_LINE * (2 + listed as i32 + i32::from(flagged.len() > MAX_LISTED))
-    };
-    let height = TOP + ROW * groups.len() as i32 + 60 + list_px;
+    flagged
+}
+
+/// The SVG's opening, its background and the title and key over the strips.
+fn write_strip_title(s: &mut String, fleet: &Fleet, metric: &str, unit: &str, height: i32) {
     let esc = crate::render::svg::picture::xml_escape;
-    let mut s = String::new();
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_WIDTH}" height="{height}" viewBox="0 0 {STRIP_WIDTH} {height}" font-family="{}">"#,
@@ -620,29 +658,44 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
         STRIP_WIDTH / 2,
         fleet.threshold
     );
-    let bottom = TOP + ROW * groups.len() as i32;
-    // axis ticks, some 10 to 15 of them whatever the range (an outlier can be far off)
+}
+
+/// The axis under the strips at `bottom`, px: its line, ticks (some 10 to 15 of them whatever
+/// the range: an outlier can be far off) and title.
+fn write_strip_axis(s: &mut String, scale: &StripScale, bottom: i32) {
     let _ = writeln!(
         s,
         r##"<line x1="{LEFT}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="#333"/>"##,
         STRIP_WIDTH - RIGHT
     );
-    for t in linear_ticks(lo, hi) {
+    for t in linear_ticks(scale.lo, scale.hi) {
         let label = linear_label(t);
         let _ = writeln!(
             s,
             r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle" fill="#555">{label}</text>"##,
             bottom + 5,
             bottom + 34,
-            x = x(t)
+            x = scale.x(t)
         );
     }
     let _ = writeln!(
         s,
         r##"<text x="{}" y="{}" font-size="13" text-anchor="middle">run / peer median</text>"##,
-        LEFT + plot_w / 2,
+        LEFT + scale.plot_w / 2,
         bottom + 52
     );
+}
+
+/// A strip per group: its band and names on the left, and a dot per run of `metric`.
+fn write_strips(
+    s: &mut String,
+    groups: &[(&Group, &MetricStat)],
+    metric: &str,
+    unit: &str,
+    scale: &StripScale,
+) {
+    let esc = crate::render::svg::picture::xml_escape;
+    let plot_w = scale.plot_w;
     for (row, (g, stat)) in groups.iter().enumerate() {
         let y0 = TOP + ROW * row as i32;
         let mid = y0 + ROW / 2;
@@ -672,36 +725,46 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
                 // spread the dots of a strip over five heights so that equal ones stay visible
                 let y = y0 + 14 + (k % 5) * (ROW - 28) / 4;
                 k += 1;
-                let cx = x(m.value / stat.median);
-                let tip = format!(
-                    "{} ({}): {} {}{}",
-                    r.run_id,
-                    r.host,
-                    num(m.value),
-                    unit,
-                    m.ratio
-                        .map_or_else(String::new, |q| format!(", {q:.3} of the median"))
-                );
-                if m.flagged {
-                    let _ = writeln!(
-                        s,
-                        r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="6" fill="{FLAG_COLOR}"/><path d="M{:.1} {} l12 12 m0 -12 l-12 12" stroke="{FLAG_COLOR}" stroke-width="2"/></g>"#,
-                        esc(&tip),
-                        cx - 6.0,
-                        y - 6,
-                    );
-                } else {
-                    let fill = if m.ratio.is_some() { OK_COLOR } else { "none" };
-                    let _ = writeln!(
-                        s,
-                        r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="5" fill="{fill}" fill-opacity="0.8" stroke="{OK_COLOR}" stroke-width="1.5"/></g>"#,
-                        esc(&tip)
-                    );
-                }
+                write_dot(s, r, m, unit, scale.x(m.value / stat.median), y);
             }
         }
     }
-    // the median and the threshold, over the strips
+}
+
+/// One run's dot at (`cx`, `y`), with its figure as a tooltip: red and crossed when flagged,
+/// hollow when its group is too small to judge it.
+fn write_dot(s: &mut String, r: &FleetRun, m: &RunMetric, unit: &str, cx: f64, y: i32) {
+    let esc = crate::render::svg::picture::xml_escape;
+    let tip = format!(
+        "{} ({}): {} {}{}",
+        r.run_id,
+        r.host,
+        num(m.value),
+        unit,
+        m.ratio
+            .map_or_else(String::new, |q| format!(", {q:.3} of the median"))
+    );
+    if m.flagged {
+        let _ = writeln!(
+            s,
+            r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="6" fill="{FLAG_COLOR}"/><path d="M{:.1} {} l12 12 m0 -12 l-12 12" stroke="{FLAG_COLOR}" stroke-width="2"/></g>"#,
+            esc(&tip),
+            cx - 6.0,
+            y - 6,
+        );
+    } else {
+        let fill = if m.ratio.is_some() { OK_COLOR } else { "none" };
+        let _ = writeln!(
+            s,
+            r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="5" fill="{fill}" fill-opacity="0.8" stroke="{OK_COLOR}" stroke-width="1.5"/></g>"#,
+            esc(&tip)
+        );
+    }
+}
+
+/// The median (at 1) and the threshold (dashed), over the strips down to `bottom`, px.
+fn write_median_and_threshold(s: &mut String, fleet: &Fleet, scale: &StripScale, bottom: i32) {
+    let esc = crate::render::svg::picture::xml_escape;
     for (r, dash, label) in [
         (1.0, "", "median".to_string()),
         (
@@ -717,37 +780,41 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
 <text x="{x:.1}" y="{}" font-size="12" text-anchor="middle" fill="{color}">{}</text>"#,
             TOP - 6,
             esc(&label),
-            x = x(r)
+            x = scale.x(r)
         );
     }
-    // the flagged runs by name, under the axis's title
+}
+
+/// The flagged runs by name (the first [`MAX_LISTED`], the rest counted), under the axis's
+/// title below `bottom`, px.
+fn write_flagged_list(s: &mut String, flagged: &[(f64, String)], bottom: i32) {
+    let esc = crate::render::svg::picture::xml_escape;
     let mut y = bottom + 52 + LIST_LINE + 8;
-    if !flagged.is_empty() {
+    if flagged.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{LEFT}" y="{y}" font-size="12" fill="{FLAG_COLOR}">flagged, slowest first:</text>"#
+    );
+    for (_, line) in flagged.iter().take(MAX_LISTED) {
+        y += LIST_LINE;
         let _ = writeln!(
             s,
-            r#"<text x="{LEFT}" y="{y}" font-size="12" fill="{FLAG_COLOR}">flagged, slowest first:</text>"#
+            r#"<text x="{}" y="{y}" font-size="11" fill="{FLAG_COLOR}">{}</text>"#,
+            LEFT + 12,
+            esc(line)
         );
-        for (_, line) in flagged.iter().take(MAX_LISTED) {
-            y += LIST_LINE;
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{y}" font-size="11" fill="{FLAG_COLOR}">{}</text>"#,
-                LEFT + 12,
-                esc(line)
-            );
-        }
-        if flagged.len() > MAX_LISTED {
-            y += LIST_LINE;
-            let _ = writeln!(
-                s,
-                r##"<text x="{}" y="{y}" font-size="11" fill="#555">… and {} more (see the table or --csv)</text>"##,
-                LEFT + 12,
-                flagged.len() - MAX_LISTED
-            );
-        }
     }
-    s.push_str("</svg>\n");
-    Some(s)
+    if flagged.len() > MAX_LISTED {
+        y += LIST_LINE;
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{y}" font-size="11" fill="#555">… and {} more (see the table or --csv)</text>"##,
+            LEFT + 12,
+            flagged.len() - MAX_LISTED
+        );
+    }
 }
 
 /// At most `max` characters, `…` at the cut.
