@@ -353,27 +353,57 @@ pub fn fit(
     records: &[Record],
     spec: &dyn Fn(Family, Precision) -> Result<SpecFigure, String>,
 ) -> Fit {
-    let mut fit = Fit::default();
+    let mut fit = Fit {
+        excluded: excluded_rows(records),
+        ..Fit::default()
+    };
+    // Memory: DRAM from the STREAM rows whose working set is a DRAM working set.
+    fit.memory_ceilings
+        .extend(dram_ceiling(records, spec, &mut fit.excluded));
+    // Caches: the sweep's plateau matched to a level where it is no slower than the levels
+    // behind, else the best fixed-size row of that level.
+    let dram_gbps = fit.memory(MemoryLevel::Dram).and_then(|m| m.gbps);
+    fit.memory_ceilings
+        .extend(cache_ceilings(records, dram_gbps).0);
+    fit.compute_ceilings = compute_ceilings(records, spec);
+    fit.ridge_points = ridge_points(&fit.memory_ceilings, &fit.compute_ceilings);
+    fit.points = points(records, &fit);
+    fit.gemm_efficiency = gemm_efficiency(records, &fit);
+    fit
+}
+
+/// The rows that give nothing to fit: every invalid row (`case: status`), and every valid one
+/// without a finite positive figure.
+fn excluded_rows(records: &[Record]) -> Vec<String> {
+    let mut excluded = Vec::new();
     for r in records {
         let has_figure = usable(r.gbps).is_some() || usable(r.gflops).is_some();
         if !r.valid {
-            fit.excluded.push(format!("{}: {}", r.case_id(), r.status));
+            excluded.push(format!("{}: {}", r.case_id(), r.status));
         } else if !has_figure && r.family != Family::Launch {
             // (a launch row is a time, which the calibration's launch section keeps; it has
             // no rate to fit by design, so it is not listed as a row that failed to give one)
-            fit.excluded
-                .push(format!("{}: no finite positive figure", r.case_id()));
+            excluded.push(format!("{}: no finite positive figure", r.case_id()));
         }
     }
+    excluded
+}
 
-    // Memory: DRAM from the STREAM rows whose working set is a DRAM working set.
+/// The DRAM ceiling: the best STREAM row whose working set is a DRAM working set, against the
+/// spec; none when there is neither such a row nor a spec. The valid STREAM rows that ran in a
+/// cache are listed in `excluded`.
+fn dram_ceiling(
+    records: &[Record],
+    spec: &dyn Fn(Family, Precision) -> Result<SpecFigure, String>,
+    excluded: &mut Vec<String>,
+) -> Option<MemoryCeiling> {
     let stream: Vec<&Record> = records
         .iter()
         .filter(|r| r.family == Family::Stream)
         .filter(|r| {
             let dram = is_dram_working_set(r);
             if !dram && r.valid {
-                fit.excluded.push(format!(
+                excluded.push(format!(
                     "{}: working set {} bytes is under 4x the last-level cache ({} bytes): not a \
                      DRAM figure",
                     r.case_id(),
@@ -385,29 +415,30 @@ pub fn fit(
         })
         .collect();
     let dram_spec = spec(Family::Stream, Precision::F32);
-    if !stream.is_empty() || dram_spec.is_ok() {
-        let measured = dram_best(records);
-        let (spec_gbps, spec_basis) = split_spec(dram_spec);
-        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gbps);
-        fit.memory_ceilings.push(MemoryCeiling {
-            level: MemoryLevel::Dram,
-            gbps: measured.as_ref().map(|m| m.0),
-            case: measured.map(|m| m.1),
-            spec_gbps,
-            spec_basis,
-            efficiency,
-            above_spec,
-            plateau: None,
-        });
+    if stream.is_empty() && dram_spec.is_err() {
+        return None;
     }
+    let measured = dram_best(records);
+    let (spec_gbps, spec_basis) = split_spec(dram_spec);
+    let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gbps);
+    Some(MemoryCeiling {
+        level: MemoryLevel::Dram,
+        gbps: measured.as_ref().map(|m| m.0),
+        case: measured.map(|m| m.1),
+        spec_gbps,
+        spec_basis,
+        efficiency,
+        above_spec,
+        plateau: None,
+    })
+}
 
-    // Caches: the sweep's plateau matched to a level where it is no slower than the levels
-    // behind, else the best fixed-size row of that level.
-    let dram_gbps = fit.memory(MemoryLevel::Dram).and_then(|m| m.gbps);
-    fit.memory_ceilings
-        .extend(cache_ceilings(records, dram_gbps).0);
-
-    // Compute: per family and precision, measured or on the sheet.
+/// The compute ceilings, per family and precision that rows measured or the sheet has, in
+/// family and precision order.
+fn compute_ceilings(
+    records: &[Record],
+    spec: &dyn Fn(Family, Precision) -> Result<SpecFigure, String>,
+) -> Vec<ComputeCeiling> {
     let mut keys: Vec<(Family, Precision)> = records
         .iter()
         .filter(|r| matches!(r.family, Family::Peak | Family::Tensor))
@@ -420,6 +451,7 @@ pub fn fit(
         .collect();
     keys.sort_by_key(|(f, p)| (*f, Precision::ALL.iter().position(|q| q == p)));
     keys.dedup();
+    let mut ceilings = Vec::new();
     for (family, precision) in keys {
         let rows = || {
             records
@@ -433,7 +465,7 @@ pub fn fit(
             .or_else(|| best(rows(), |r| r.gflops));
         let (spec_gflops, spec_basis) = split_spec(spec(family, precision));
         let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gflops);
-        fit.compute_ceilings.push(ComputeCeiling {
+        ceilings.push(ComputeCeiling {
             family,
             precision,
             gflops: measured.as_ref().map(|m| m.0),
@@ -444,10 +476,15 @@ pub fn fit(
             above_spec,
         });
     }
+    ceilings
+}
 
-    // Ridge points: every memory ceiling with every compute ceiling.
-    for m in &fit.memory_ceilings {
-        for c in &fit.compute_ceilings {
+/// The ridge points: every memory ceiling with every compute ceiling, where the measured or the
+/// spec pair has both figures.
+fn ridge_points(memory: &[MemoryCeiling], compute: &[ComputeCeiling]) -> Vec<RidgePoint> {
+    let mut ridges = Vec::new();
+    for m in memory {
+        for c in compute {
             let ratio = |p: Option<f64>, b: Option<f64>| p.zip(b).map(|(p, b)| p / b);
             let ridge = RidgePoint {
                 memory: m.level,
@@ -457,12 +494,16 @@ pub fn fit(
                 spec_flop_per_byte: ratio(c.spec_gflops, m.spec_gbps),
             };
             if ridge.flop_per_byte.is_some() || ridge.spec_flop_per_byte.is_some() {
-                fit.ridge_points.push(ridge);
+                ridges.push(ridge);
             }
         }
     }
+    ridges
+}
 
-    // Points: every valid row with an intensity and an arithmetic rate.
+/// The points: every valid row with an intensity and an arithmetic rate, held against its roof
+/// (the DRAM ceiling and the compute ceiling of its precision, in `fit`).
+fn points(records: &[Record], fit: &Fit) -> Vec<Point> {
     let dram = fit.memory(MemoryLevel::Dram);
     // The CV of the row that set a measured ceiling (0 for a spec figure, which has none).
     let spread_of = |case: Option<&String>| {
@@ -533,9 +574,7 @@ pub fn fit(
             roof_basis,
         });
     }
-    fit.points = points;
-    fit.gemm_efficiency = gemm_efficiency(records, &fit);
-    fit
+    points
 }
 
 /// Per implementation and precision, in order of first appearance, every valid GEMM row's
