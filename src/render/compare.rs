@@ -92,8 +92,15 @@ fn ok(measured: Option<f64>, spec: Option<f64>, why_not: &str) -> Cell {
 /// Every line of the comparison: ceilings first (DRAM, then compute in family and precision
 /// order), then cases in order of first appearance.
 pub fn lines(runs: &[Run]) -> Vec<Line> {
+    let mut out = ceiling_lines(runs);
+    out.extend(case_lines(runs));
+    out
+}
+
+/// The fitted ceilings' lines: every memory level any run has, in level order, then every
+/// compute ceiling any run has, in family and precision order.
+fn ceiling_lines(runs: &[Run]) -> Vec<Line> {
     let mut out = Vec::new();
-    // Ceilings.
     let mut memory_levels = Vec::new();
     let mut computes = Vec::new();
     for run in runs {
@@ -157,13 +164,19 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
             cells,
         });
     }
+    out
+}
 
-    // Cases, from the runs that have rows; each run's rows indexed by case once (linear in the
-    // rows, however many cases there are).
+/// One run's rows by case id; `None` for a run read without rows (a calibration JSON).
+type RowsByCase<'a> = Option<HashMap<String, Vec<&'a Record>>>;
+
+/// The cases' lines, from the runs that have rows, in order of first appearance; each run's
+/// rows indexed by case once (linear in the rows, however many cases there are).
+fn case_lines(runs: &[Run]) -> Vec<Line> {
     // (case, family, precision, its figure a bandwidth)
     let mut cases: Vec<(String, Family, Precision, bool)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    let by_case: Vec<Option<HashMap<String, Vec<&Record>>>> = runs
+    let by_case: Vec<RowsByCase> = runs
         .iter()
         .map(|run| {
             run.records.as_ref().map(|records| {
@@ -183,6 +196,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
             }
         }
     }
+    let mut out = Vec::new();
     for (id, family, precision, bandwidth) in cases {
         let cells = runs
             .iter()
@@ -192,64 +206,7 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
                     return ok(None, None, "no rows");
                 };
                 let rows: &[&Record] = by_case.get(&id).map_or(&[], Vec::as_slice);
-                let figure = |r: &Record| match family {
-                    _ if bandwidth => r.gbps,
-                    Family::Latency => r
-                        .time_min_s
-                        .and_then(|t| crate::cases::latency::ns_per_load(&r.kernel, r.bytes, t)),
-                    Family::Capacity => Some(r.working_set_bytes as f64 / (1u64 << 30) as f64),
-                    Family::Launch => r.launch_secs().map(|s| s * 1e6),
-                    _ => r.gflops,
-                };
-                // The best is the fastest: the most per second, the fewest ns per load; the
-                // most memory, the least a context takes; the fewest µs per launch.
-                let better = |a: f64, b: f64| {
-                    if family == Family::Latency
-                        || family == Family::Launch
-                        || (family == Family::Capacity && id.contains("/context/"))
-                    {
-                        a.min(b)
-                    } else {
-                        a.max(b)
-                    }
-                };
-                let best = rows
-                    .iter()
-                    .filter(|r| r.valid)
-                    .filter_map(|r| figure(r).filter(|v| v.is_finite() && *v > 0.0))
-                    .reduce(better);
-                let cal = &run.calibration;
-                let spec = match family {
-                    // a size of the sweep is held against the DRAM's rated bandwidth too
-                    Family::Stream | Family::Efficiency => {
-                        cal.memory_ceilings.first().and_then(|m| m.spec_gbps)
-                    }
-                    Family::Peak | Family::Tensor => rows
-                        .first()
-                        .and_then(|r| cal.compute(family, r.precision))
-                        .and_then(|c| c.spec_gflops),
-                    // a host-link copy against the nominal rate of the link its row saw
-                    Family::Link => rows
-                        .first()
-                        .filter(|r| {
-                            crate::cases::link::Transfer::parse(&r.kernel)
-                                .is_some_and(|t| t.over_link())
-                        })
-                        .and_then(|r| crate::cases::link::link_in_note(&r.note))
-                        .and_then(crate::cases::link::pcie_nominal_gbps),
-                    Family::Intensity
-                    | Family::Cache
-                    | Family::Gemm
-                    | Family::Latency
-                    | Family::Capacity
-                    | Family::Launch => None,
-                };
-                let why_not = match rows.first() {
-                    None => "not run",
-                    Some(r) if !r.valid => "invalid",
-                    Some(_) => "no figure",
-                };
-                ok(best, spec, why_not)
+                case_cell(run, rows, &id, family, bandwidth)
             })
             .collect();
         out.push(Line {
@@ -264,6 +221,72 @@ pub fn lines(runs: &[Run]) -> Vec<Line> {
         });
     }
     out
+}
+
+/// What one run has for case `id`: the best figure of its valid `rows` (the case's rows in that
+/// run) and the spec it is held against, or why there is no figure.
+fn case_cell(run: &Run, rows: &[&Record], id: &str, family: Family, bandwidth: bool) -> Cell {
+    let figure = |r: &Record| match family {
+        _ if bandwidth => r.gbps,
+        Family::Latency => r
+            .time_min_s
+            .and_then(|t| crate::cases::latency::ns_per_load(&r.kernel, r.bytes, t)),
+        Family::Capacity => Some(r.working_set_bytes as f64 / (1u64 << 30) as f64),
+        Family::Launch => r.launch_secs().map(|s| s * 1e6),
+        _ => r.gflops,
+    };
+    // The best is the fastest: the most per second, the fewest ns per load; the
+    // most memory, the least a context takes; the fewest µs per launch.
+    let better = |a: f64, b: f64| {
+        if family == Family::Latency
+            || family == Family::Launch
+            || (family == Family::Capacity && id.contains("/context/"))
+        {
+            a.min(b)
+        } else {
+            a.max(b)
+        }
+    };
+    let best = rows
+        .iter()
+        .filter(|r| r.valid)
+        .filter_map(|r| figure(r).filter(|v| v.is_finite() && *v > 0.0))
+        .reduce(better);
+    let why_not = match rows.first() {
+        None => "not run",
+        Some(r) if !r.valid => "invalid",
+        Some(_) => "no figure",
+    };
+    ok(best, case_spec(run, rows, family), why_not)
+}
+
+/// The spec a case's figure is held against in one run (its first row says which), if any.
+fn case_spec(run: &Run, rows: &[&Record], family: Family) -> Option<f64> {
+    let cal = &run.calibration;
+    match family {
+        // a size of the sweep is held against the DRAM's rated bandwidth too
+        Family::Stream | Family::Efficiency => {
+            cal.memory_ceilings.first().and_then(|m| m.spec_gbps)
+        }
+        Family::Peak | Family::Tensor => rows
+            .first()
+            .and_then(|r| cal.compute(family, r.precision))
+            .and_then(|c| c.spec_gflops),
+        // a host-link copy against the nominal rate of the link its row saw
+        Family::Link => rows
+            .first()
+            .filter(|r| {
+                crate::cases::link::Transfer::parse(&r.kernel).is_some_and(|t| t.over_link())
+            })
+            .and_then(|r| crate::cases::link::link_in_note(&r.note))
+            .and_then(crate::cases::link::pcie_nominal_gbps),
+        Family::Intensity
+        | Family::Cache
+        | Family::Gemm
+        | Family::Latency
+        | Family::Capacity
+        | Family::Launch => None,
+    }
 }
 
 fn ratio_text(r: Option<f64>) -> String {
