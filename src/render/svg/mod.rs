@@ -435,7 +435,60 @@ fn draw_legend(
         legend.row(items, swatch, &text, INK);
     }
     legend.gap(4.0);
-    // The key names only what the plot shows.
+    draw_key(&mut legend, items, cals);
+    legend.newline();
+    let mut levels: Vec<MemoryLevel> = cals
+        .iter()
+        .flat_map(|c| c.memory_ceilings.iter())
+        .filter(|m| m.gbps.is_some() || m.spec_gbps.is_some())
+        .map(|m| m.level)
+        .collect();
+    levels.sort();
+    levels.dedup();
+    for level in levels {
+        legend.entry(
+            items,
+            Swatch::Block(memory_colour(level)),
+            level.as_str(),
+            INK,
+        );
+    }
+    for &(precision, colour) in &colours.0 {
+        let unit = format!("{precision} ({}/s)", ops(precision));
+        legend.entry(items, Swatch::Block(colour), &unit, INK);
+    }
+    legend.newline();
+    legend.row(
+        items,
+        Swatch::None,
+        "bytes = read + written, each element once (STREAM counting)",
+        GREY,
+    );
+    if cals.iter().any(|c| !c.suspect.is_empty()) {
+        legend.row(
+            items,
+            Swatch::None,
+            "SUSPECT: a ceiling set by a row the run flagged (its `flags` say why); rerun on a quiet machine before trusting it",
+            WARNING,
+        );
+    }
+    if !unplaced.is_empty() {
+        legend.row(
+            items,
+            Swatch::None,
+            "No room beside their lines in the plot:",
+            GREY,
+        );
+        for (text, colour) in unplaced {
+            legend.row(items, Swatch::None, text, *colour);
+        }
+    }
+    legend.bottom()
+}
+
+/// The legend's key of lines and marks: only what the plot shows (its `items` so far) and the
+/// point families the runs have.
+fn draw_key(legend: &mut Legend, items: &mut Vec<Item>, cals: &[Calibration]) {
     let shows = |class: &str, dashed: bool| {
         items.iter().any(|item| match item {
             Item::Line { class: c, dash, .. } | Item::Marker { class: c, dash, .. } => {
@@ -509,54 +562,6 @@ fn draw_legend(
             WARNING,
         );
     }
-    legend.newline();
-    let mut levels: Vec<MemoryLevel> = cals
-        .iter()
-        .flat_map(|c| c.memory_ceilings.iter())
-        .filter(|m| m.gbps.is_some() || m.spec_gbps.is_some())
-        .map(|m| m.level)
-        .collect();
-    levels.sort();
-    levels.dedup();
-    for level in levels {
-        legend.entry(
-            items,
-            Swatch::Block(memory_colour(level)),
-            level.as_str(),
-            INK,
-        );
-    }
-    for &(precision, colour) in &colours.0 {
-        let unit = format!("{precision} ({}/s)", ops(precision));
-        legend.entry(items, Swatch::Block(colour), &unit, INK);
-    }
-    legend.newline();
-    legend.row(
-        items,
-        Swatch::None,
-        "bytes = read + written, each element once (STREAM counting)",
-        GREY,
-    );
-    if cals.iter().any(|c| !c.suspect.is_empty()) {
-        legend.row(
-            items,
-            Swatch::None,
-            "SUSPECT: a ceiling set by a row the run flagged (its `flags` say why); rerun on a quiet machine before trusting it",
-            WARNING,
-        );
-    }
-    if !unplaced.is_empty() {
-        legend.row(
-            items,
-            Swatch::None,
-            "No room beside their lines in the plot:",
-            GREY,
-        );
-        for (text, colour) in unplaced {
-            legend.row(items, Swatch::None, text, *colour);
-        }
-    }
-    legend.bottom()
 }
 
 /// The grid, ticks and axis titles of the plot; returns the x title's baseline, px.
