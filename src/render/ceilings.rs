@@ -227,12 +227,12 @@ fn write_batch_turns(out: &mut String, cal: &Calibration) {
 mod tests {
     use super::*;
     use crate::analysis::calibration::FromRecords;
-    use crate::analysis::roofline::tests::synthetic_run;
+    use crate::analysis::fixtures::synthetic_run;
 
     /// Each batch sweep gets a line with its turn, its ridge and their ratio.
     #[test]
     fn batch_sweeps_say_where_they_turn() {
-        let rows = crate::analysis::roofline::tests::synthetic_run_with_batch_sweeps();
+        let rows = crate::analysis::fixtures::synthetic_run_with_batch_sweeps();
         let cal = Calibration::from_records(&rows, None).unwrap();
         let text = render(&cal);
         let line = |start: &str| {
@@ -270,7 +270,7 @@ mod tests {
             ),
             (Family::Peak, Precision::I32, None, (0, 1 << 40)),
         ] {
-            rows.push(crate::analysis::roofline::tests::row(
+            rows.push(crate::analysis::fixtures::row(
                 family,
                 "fma",
                 precision,
@@ -312,7 +312,7 @@ mod tests {
             .find(|r| r.kernel == "mma_m16n8k16")
             .unwrap();
         let flops = tensor.flops as f64;
-        crate::analysis::roofline::tests::retime(tensor, flops / 400_000e9);
+        crate::analysis::fixtures::retime(tensor, flops / 400_000e9);
         // the f32 peak row flagged, a sweep point far above its roof (three times its rate)
         rows.iter_mut()
             .find(|r| r.case_id() == "peak/fma/f32")
@@ -323,7 +323,7 @@ mod tests {
             .find(|r| r.case_id() == "intensity/fma_chain/f32/1")
             .unwrap();
         let secs = point.time_median_s.unwrap() / 3.0;
-        crate::analysis::roofline::tests::retime(point, secs);
+        crate::analysis::fixtures::retime(point, secs);
         let cal = Calibration::from_records(&rows, None).unwrap();
         let line = |start: &str| {
             render(&cal)

@@ -548,7 +548,7 @@ mod tests {
     use super::*;
     use crate::analysis::calibration::Calibration;
     use crate::analysis::calibration::FromRecords;
-    use crate::analysis::roofline::tests::{invalidate, retime, row, synthetic_run};
+    use crate::analysis::fixtures::{invalidate, retime, row, synthetic_run};
 
     /// The synthetic A100 run, and a second device (an RTX 3090 by name) that ran fewer cases,
     /// ran one more, and failed one.
@@ -673,7 +673,7 @@ mod tests {
         use crate::cases::launch::{self, What};
         let mut runs = two_runs();
         let mut in_run = |what: What, median: f64, run: usize| {
-            let mut r = crate::results::record::tests::measured(&launch::case(what), median, true);
+            let mut r = crate::results::fixtures::measured(&launch::case(what), median, true);
             let like = &runs[run].records.as_ref().unwrap()[0];
             (r.run_id, r.device_name, r.host) = (
                 like.run_id.clone(),
@@ -763,7 +763,7 @@ mod tests {
         use crate::cases::link::{self, PcieLink, Transfer};
         let mut runs = two_runs();
         let copy = |secs: f64, generation: Option<u32>, run: usize| {
-            let mut r = crate::results::record::tests::measured(
+            let mut r = crate::results::fixtures::measured(
                 &link::case(Transfer::HostToDevice, 1 << 30),
                 secs,
                 true,

@@ -837,7 +837,7 @@ pub fn strip_stem(metric: &str) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::analysis::calibration::FromRecords;
-    use crate::analysis::roofline::tests::synthetic_run;
+    use crate::analysis::fixtures::synthetic_run;
     use crate::render::svg::axis::linear_step;
 
     #[test]

@@ -459,7 +459,7 @@ mod tests {
     use super::*;
     use crate::cases::stream::StreamKernel;
     use crate::cases::Precision;
-    use crate::results::record::tests::measured;
+    use crate::results::fixtures::measured;
 
     #[test]
     fn formats() {

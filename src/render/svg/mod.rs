@@ -1193,7 +1193,7 @@ fn place_names(
 pub(crate) mod tests {
     use super::*;
     use crate::analysis::calibration::FromRecords;
-    use crate::analysis::roofline::tests::{row, synthetic_run};
+    use crate::analysis::fixtures::{gpu_like_run, row, synthetic_run};
     use crate::results::record::Record;
 
     #[test]
@@ -1244,114 +1244,6 @@ pub(crate) mod tests {
 
     fn cal() -> Calibration {
         cal_of(&synthetic_run())
-    }
-
-    /// A GPU-like run, synthetic (no measurement): STREAM f32 and f64, L1 and L2, every ALU
-    /// peak and tensor format the A100's sheet has a figure for, and f32, f64 and i32 intensity
-    /// sweeps under the roof; `gbps` and `gflops` scale the DRAM roof and the f32 peak.
-    pub(crate) fn gpu_like_run(
-        device: &str,
-        capability: &str,
-        sms: u32,
-        gbps: f64,
-        gflops: f64,
-    ) -> Vec<Record> {
-        let n: u64 = 1 << 24;
-        let secs = |bytes: u64, rate_gbps: f64| bytes as f64 / (rate_gbps * 1e9);
-        let mut rows = Vec::new();
-        for (precision, size) in [(Precision::F32, 4u64), (Precision::F64, 8)] {
-            for (kernel, arrays, flops, efficiency) in [
-                ("copy", 2, 0, 0.92),
-                ("scale", 2, 1, 0.93),
-                ("add", 3, 1, 0.95),
-                ("triad", 3, 2, 0.96),
-                ("dot", 2, 2, 0.90),
-            ] {
-                let bytes = arrays * size * n;
-                rows.push(row(
-                    Family::Stream,
-                    kernel,
-                    precision,
-                    None,
-                    (bytes, flops * n),
-                    secs(bytes, gbps * efficiency),
-                    true,
-                ));
-            }
-        }
-        for (kernel, kib, factor) in [("l1", 64, 12.0), ("l2", 20_480, 3.4)] {
-            let bytes = 1u64 << 32;
-            rows.push(row(
-                Family::Cache,
-                kernel,
-                Precision::I32,
-                Some(crate::cases::Param::Count(kib)),
-                (bytes, 0),
-                secs(bytes, gbps * factor),
-                true,
-            ));
-        }
-        // Rates relative to the f32 peak.
-        for (family, precision, share) in [
-            (Family::Peak, Precision::F64, 0.5),
-            (Family::Peak, Precision::F32, 1.0),
-            (Family::Peak, Precision::F16x2, 1.9),
-            (Family::Peak, Precision::I32, 0.97),
-            (Family::Tensor, Precision::F16F32, 15.0),
-            (Family::Tensor, Precision::Bf16F32, 14.8),
-            (Family::Tensor, Precision::Tf32F32, 7.6),
-            (Family::Tensor, Precision::S8S32, 30.0),
-            (Family::Tensor, Precision::F64F64, 1.0),
-        ] {
-            let flops = 1u64 << 44;
-            rows.push(row(
-                family,
-                "fma",
-                precision,
-                None,
-                (0, flops),
-                flops as f64 / (gflops * share * 1e9),
-                true,
-            ));
-        }
-        for (precision, size, share) in [
-            (Precision::F32, 4u64, 1.0),
-            (Precision::F64, 8, 0.5),
-            (Precision::I32, 4, 0.97),
-        ] {
-            for k in [1u32, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] {
-                let bytes = 2 * size * n;
-                let flops = 2 * u64::from(k) * n;
-                let roof = crate::analysis::roofline::attainable_gflops(
-                    flops as f64 / bytes as f64,
-                    gbps,
-                    gflops * share,
-                );
-                // 70 to 95 % of the roof, a little different for each k
-                let fraction = 0.7 + 0.25 * f64::from(k % 7) / 6.0;
-                rows.push(row(
-                    Family::Intensity,
-                    "fma",
-                    precision,
-                    Some(crate::cases::Param::Count(k)),
-                    (bytes, flops),
-                    flops as f64 / (roof * fraction * 1e9),
-                    true,
-                ));
-            }
-        }
-        let slug: String = device
-            .to_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        for r in &mut rows {
-            r.device_name = device.into();
-            r.compute_capability = capability.into();
-            r.units = sms;
-            r.run_id = format!("lab-cuda0-{slug}-20260101T000000Z");
-        }
-        rows
     }
 
     fn a100() -> Calibration {
@@ -1441,13 +1333,8 @@ pub(crate) mod tests {
                 } else {
                     0.85
                 } * small;
-                let mut r = crate::analysis::roofline::tests::gemm_row(
-                    &case.kernel,
-                    p,
-                    shape,
-                    roof * share,
-                    true,
-                );
+                let mut r =
+                    crate::analysis::fixtures::gemm_row(&case.kernel, p, shape, roof * share, true);
                 r.run_id.clone_from(&first.run_id);
                 r.device_name.clone_from(&first.device_name);
                 r.compute_capability.clone_from(&first.compute_capability);
@@ -1735,7 +1622,7 @@ pub(crate) mod tests {
     /// its weight beside M = 1 by the placement routine; a square shape stands alone.
     #[test]
     fn gemm_batch_sweeps_are_connected_series() {
-        use crate::analysis::roofline::tests::gemm_row;
+        use crate::analysis::fixtures::gemm_row;
         use crate::cases::gemm::{self, Shape};
         let mut records = synthetic_run();
         for m in [64, 1, 8] {
@@ -1995,7 +1882,7 @@ pub(crate) mod tests {
             .find(|r| r.family == Family::Tensor)
             .unwrap();
         let flops = tensor.flops as f64;
-        crate::analysis::roofline::tests::retime(tensor, flops / 400_000e9);
+        crate::analysis::fixtures::retime(tensor, flops / 400_000e9);
         let svg = render(&[cal_of(&rows)]).unwrap();
         assert!(svg.contains("tensor f16.f32 400 TFLOP/s, ABOVE SPEC"));
     }
@@ -2019,7 +1906,7 @@ pub(crate) mod tests {
     fn nothing_valid_still_draws_and_says_so() {
         let mut rows = synthetic_run();
         for r in &mut rows {
-            crate::analysis::roofline::tests::invalidate(r, "[0] is NaN, should be 1");
+            crate::analysis::fixtures::invalidate(r, "[0] is NaN, should be 1");
             r.backend = crate::device::BackendKind::Host;
         }
         let svg = render(&[cal_of(&rows)]).unwrap();
