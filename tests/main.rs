@@ -18,6 +18,7 @@ mod interp;
 mod kernel_args;
 mod layers;
 mod offline;
+mod roofline;
 mod scripts;
 mod sim;
 mod tools;
