@@ -4,6 +4,7 @@
 mod cli;
 mod cli_roofline;
 mod common;
+mod compare;
 mod compute_gpu;
 mod driver;
 mod estimate;
