@@ -22,4 +22,5 @@ mod offline;
 mod roofline;
 mod scripts;
 mod sim;
+mod table;
 mod tools;
