@@ -23,5 +23,6 @@ mod offline;
 mod roofline;
 mod scripts;
 mod sim;
+mod specs;
 mod table;
 mod tools;
