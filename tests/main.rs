@@ -24,5 +24,6 @@ mod roofline;
 mod scripts;
 mod sim;
 mod specs;
+mod specs_theory;
 mod table;
 mod tools;
