@@ -25,5 +25,6 @@ mod scripts;
 mod sim;
 mod specs;
 mod specs_theory;
+mod svg_labels;
 mod table;
 mod tools;
