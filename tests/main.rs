@@ -25,6 +25,8 @@ mod scripts;
 mod sim;
 mod specs;
 mod specs_theory;
+mod svg;
+mod svg_browser;
 mod svg_labels;
 mod table;
 mod tools;
