@@ -204,7 +204,8 @@ pub fn synthetic_run() -> Vec<Record> {
     rows
 }
 
-/// A GEMM row as a run writes it: the shape's work and sizes ([`gemm::case`]), at `gflops`.
+/// A GEMM row as a run writes it: the shape's work and sizes ([`crate::cases::gemm::case`]),
+/// at `gflops`.
 pub fn gemm_row(
     kernel: &str,
     p: Precision,

@@ -1,6 +1,6 @@
 //! The roofline picture: calibrations in, SVG text out. It writes every element itself (no
 //! plotting library), so every text in the picture has a box the label placement knows, and
-//! every text inside the plot is placed by the one rule of [`super::labels`]: no label on
+//! every text inside the plot is placed by the one rule of [`labels`]: no label on
 //! another, on a roof line, on a point or over the border.
 //!
 //! What it shows: log-log axes trimmed to the data (points, ceilings and ridges, with room for
@@ -23,8 +23,8 @@
 //!
 //! Its rooms: this file lays the picture out (header, axes, the names' places, legend);
 //! `roofs.rs` draws one run's roofs, ridges, sweeps and points; [`axis`] chooses the ticks,
-//! [`labels`] where a text may go, [`names`] what the names say, and [`picture`] holds the
-//! elements and writes them as SVG.
+//! [`labels`] where a text may go, [`names`] what the names say, and
+//! [`picture`](mod@picture) holds the elements and writes them as SVG.
 
 pub mod axis;
 pub mod labels;

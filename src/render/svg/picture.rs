@@ -4,7 +4,7 @@
 //! Also the small layout that needs no placement: word wrap, the legend's rows of entries, and
 //! how the runs of an overlay are told apart.
 //!
-//! It must not decide what a roofline shows: [`super::svg`] does.
+//! It must not decide what a roofline shows: [`super`] does.
 
 use crate::render::svg::labels::{text_width, Anchor, Shape, Spot, Xy, ASCENT_EM, DESCENT_EM};
 use std::fmt::Write;
@@ -139,7 +139,7 @@ pub fn marker_extent(at: Xy, size: f64) -> Shape {
     Shape::square(at, size + 1.0)
 }
 
-/// The whole picture as data: what [`super::svg::render`] writes, and what the tests measure.
+/// The whole picture as data: what [`super::render`] writes, and what the tests measure.
 #[derive(Clone, Debug)]
 pub struct Picture {
     pub width: f64,
