@@ -978,507 +978,581 @@ pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
             case.id()
         ));
     }
-    let entry = entry(case)?;
-    let p = case.precision;
-    let threads = grid as u64 * BLOCK as u64;
-    let launch = |buffers, params, check, iterations, owed| Launch {
-        entry: entry.clone(),
+    let planning = Planning {
+        entry: entry(case)?,
+        case,
+        precision: case.precision,
         grid,
-        block: BLOCK,
-        dynamic_shared_bytes: 0,
-        buffers,
-        params,
-        check,
-        iterations,
-        owed,
-        work: case.work,
-        rotation: None,
+        threads: grid as u64 * BLOCK as u64,
     };
-    let clocks = Buffer {
-        role: Role::Clocks,
-        words: grid as u64 * BLOCK_RECORD_WORDS as u64,
-        word_bytes: 8,
-        init: Init::Zero,
-    };
-    let trips = |i: u64| {
-        u32::try_from(i).map_err(|_| format!("{}: {i} loop trips do not fit in .u32", case.id()))
-    };
-    let param = |name, arg| Param { name, arg };
+    let p = case.precision;
     match case.family {
-        Family::Gemm => {
-            // One block per 128 × 128 tile of C: the grid is the shape's, not `grid`.
-            let shape = gemm::shape_of(case)?;
-            let (lda, ldb) = (
-                gemm::gpu_leading_dimension(p, shape.k),
-                gemm::gpu_leading_dimension(p, shape.k),
-            );
-            gemm::check_operands(p, shape, lda, ldb)?;
-            let operand = |i: u8, matrix: u64, rows: u64, ld: u64| Buffer {
-                role: Role::Input(i),
-                // two 16-bit elements or one f32 per word; ld is even
-                words: gemm::operand_words(p, rows, ld),
-                word_bytes: 4,
-                init: Init::GemmOperand {
-                    precision: p,
-                    shape,
-                    matrix,
-                    ld,
-                },
-            };
-            let buffers = vec![
-                operand(0, 0, shape.m, lda),
-                operand(1, 1, shape.n, ldb),
-                Buffer {
-                    role: Role::Output,
-                    words: shape.m * shape.n,
-                    word_bytes: 4,
-                    init: Init::Poison,
-                },
-            ];
-            let dim = |v: u64| Arg::U32(v as u32); // check_operands: all fit
-            let tma = gemm::tma_kernel(&case.kernel);
-            let params = if let Some(cluster) = tma {
-                // A and B through tensor maps (their row strides are in the maps)
-                let map = |i: u8, matrix: u64, rows: u64, ld: u64| {
-                    Arg::TensorMap(TensorMap {
-                        role: Role::Input(i),
-                        precision: p,
-                        dims: [shape.k, rows],
-                        row_bytes: ld * gemm::input_bytes(p),
-                        box_dims: gemm::tma_box(p, matrix, cluster),
-                        swizzle_bytes: gemm::TMA_SWIZZLE_BYTES,
-                    })
-                };
-                vec![
-                    param("tmap_a", map(0, 0, shape.m, lda)),
-                    param("tmap_b", map(1, 1, shape.n, ldb)),
-                    param("c", Arg::Buffer(Role::Output)),
-                    param("m", dim(shape.m)),
-                    param("n", dim(shape.n)),
-                    param("k", dim(shape.k)),
-                ]
-            } else {
-                vec![
-                    param("a", Arg::Buffer(Role::Input(0))),
-                    param("b", Arg::Buffer(Role::Input(1))),
-                    param("c", Arg::Buffer(Role::Output)),
-                    param("m", dim(shape.m)),
-                    param("n", dim(shape.n)),
-                    param("k", dim(shape.k)),
-                    param("lda", dim(lda)),
-                    param("ldb", dim(ldb)),
-                ]
-            };
-            // Hopper's kernels have their own tile, block and shared memory
-            let (blocks, block, dynamic_shared_bytes) = if let Some(cluster) = tma {
-                (
-                    gemm::tma_blocks(shape, cluster),
-                    gemm::TMA_BLOCK,
-                    gemm::TMA_SHARED_BYTES,
-                )
-            } else if case.kernel == gemm::GPU_WGMMA {
-                (
-                    gemm::wgmma_blocks(shape),
-                    gemm::WGMMA_BLOCK,
-                    gemm::WGMMA_SHARED_BYTES,
-                )
-            } else {
-                (
-                    gemm::gpu_blocks(shape),
-                    gemm::GPU_BLOCK,
-                    gemm::gpu_dynamic_shared_bytes(p),
-                )
-            };
-            Ok(Launch {
-                entry: entry.clone(),
-                grid: blocks as u32,
-                block,
-                dynamic_shared_bytes,
-                buffers,
-                params,
-                check: Check::Gemm {
-                    precision: p,
-                    shape,
-                },
-                iterations: None,
-                owed: None,
-                work: case.work,
-                // a decode step's weight in copies, one per launch (gemm::rotate_weights)
-                rotation: match gemm::weight_copies(case) {
-                    1 => None,
-                    copies => Some(Rotation {
-                        role: Role::Input(1),
-                        copies,
-                    }),
-                },
-            })
-        }
-        Family::Stream | Family::Efficiency => {
-            let kernel = StreamKernel::from_name(&case.kernel).ok_or("unreachable")?;
-            let n = case.elements;
-            let word_bytes = stream::element_bytes(p);
-            let mut buffers: Vec<Buffer> = (0..kernel.inputs())
-                .map(|array| Buffer {
-                    role: Role::Input(array as u8),
-                    words: n,
-                    word_bytes,
-                    init: Init::Stream {
-                        kernel,
-                        array,
-                        precision: p,
-                    },
-                })
-                .collect();
-            // A reduction writes one partial sum per block: `partials[blockIdx.x]`.
-            let out_words = if kernel.is_reduction() {
-                grid as u64
-            } else {
-                n
-            };
-            buffers.push(Buffer {
-                role: Role::Output,
-                words: out_words,
-                word_bytes,
-                init: Init::Poison,
-            });
-            // kernels/README.md: inputs (`a`, `b`), then the output (`partials` of a
-            // reduction; else the next letter), then `n`, then the scalar.
-            const LETTERS: [&str; 3] = ["a", "b", "c"];
-            let mut params: Vec<Param> = (0..kernel.inputs() as usize)
-                .map(|i| param(LETTERS[i], Arg::Buffer(Role::Input(i as u8))))
-                .collect();
-            let out_name = if kernel.is_reduction() {
-                "partials"
-            } else {
-                LETTERS[kernel.inputs() as usize]
-            };
-            params.push(param(out_name, Arg::Buffer(Role::Output)));
-            params.push(param("n", Arg::U64(n)));
-            if kernel.has_scalar() {
-                let s = if kernel == StreamKernel::Write {
-                    stream::FILL
-                } else {
-                    stream::SCALAR
-                };
-                params.push(param(
-                    "scalar",
-                    if p == Precision::F64 {
-                        Arg::F64(s)
-                    } else {
-                        Arg::F32(s as f32)
-                    },
-                ));
-            }
-            let check = if kernel.is_reduction() {
-                Check::StreamSum {
-                    kernel,
-                    precision: p,
-                    n,
-                    largest_block_terms: largest_block_terms(n, word_bytes, threads),
-                }
-            } else {
-                Check::StreamArray {
-                    kernel,
-                    precision: p,
-                }
-            };
-            Ok(launch(buffers, params, check, None, None))
-        }
-        Family::Peak => {
-            if threads != case.elements {
-                return Err(format!(
-                    "{} was planned for {} threads, this device runs {threads}",
-                    case.id(),
-                    case.elements
-                ));
-            }
-            let iterations = trips(peak::iterations_of(case, peak::GPU_FMAS_PER_ITERATION)?)?;
-            let wide = p == Precision::F64;
-            let map = peak::map(p);
-            let buffers = vec![
-                Buffer {
-                    role: Role::Output,
-                    words: threads,
-                    word_bytes: arith::word_bytes(p),
-                    init: Init::Poison,
-                },
-                clocks,
-            ];
-            let params = vec![
-                param("out", Arg::Buffer(Role::Output)),
-                param("clocks", Arg::Buffer(Role::Clocks)),
-                param("n", Arg::U64(threads)),
-                param("iterations", Arg::U32(iterations)),
-                param("x0", Arg::bits(peak::x0(p), wide)),
-                param("a", Arg::bits(map.a, wide)),
-                param("b", Arg::bits(map.b, wide)),
-            ];
-            let check = Check::Peak {
-                precision: p,
-                steps: iterations as u64 * peak::GPU_UNROLL,
-            };
-            let owed = Owed::PeakTrips {
-                precision: p,
-                trips: iterations as u64,
-            };
-            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
-        }
-        Family::Tensor if wgmma::source_of(p, &case.kernel).is_some() => {
-            let a = wgmma::source_of(p, &case.kernel).ok_or("unreachable")?;
-            let warpgroups = threads / wgmma::WARPGROUP as u64;
-            if warpgroups != case.elements || !BLOCK.is_multiple_of(wgmma::WARPGROUP as u32) {
-                return Err(format!(
-                    "{} was planned for {} warpgroups, this device runs {threads} threads in blocks of {BLOCK}",
-                    case.id(),
-                    case.elements
-                ));
-            }
-            let iterations = trips(wgmma::iterations_of(case)?)?;
-            let input = |i: u8, words: Vec<u64>| Buffer {
-                role: Role::Input(i),
-                words: words.len() as u64,
-                word_bytes: 4,
-                init: Init::Words(words),
-            };
-            let buffers = vec![
-                input(0, wgmma::a_words(p, a)),
-                input(1, wgmma::b_image(p)),
-                input(2, wgmma::c_registers(p)),
-                Buffer {
-                    role: Role::Output,
-                    words: warpgroups * wgmma::d_registers(p).len() as u64,
-                    word_bytes: 4,
-                    init: Init::Poison,
-                },
-                clocks,
-            ];
-            let params = vec![
-                param("a", Arg::Buffer(Role::Input(0))),
-                param("b", Arg::Buffer(Role::Input(1))),
-                param("c", Arg::Buffer(Role::Input(2))),
-                param("d", Arg::Buffer(Role::Output)),
-                param("clocks", Arg::Buffer(Role::Clocks)),
-                param("n", Arg::U64(warpgroups)),
-                param("iterations", Arg::U32(iterations)),
-            ];
-            let check = Check::Wgmma {
-                precision: p,
-                warpgroups,
-            };
-            let owed = Owed::WgmmaTrips {
-                precision: p,
-                trips: iterations as u64,
-            };
-            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
-        }
-        Family::Tensor => {
-            let warps = threads / tensor::WARP as u64;
-            if warps != case.elements {
-                return Err(format!(
-                    "{} was planned for {} warps, this device runs {warps}",
-                    case.id(),
-                    case.elements
-                ));
-            }
-            let mma = tensor::Mma::of_case(case)?;
-            let iterations = trips(tensor::iterations_of(case)?)?;
-            let word_bytes = tensor::register_bits(p) as u64 / 8;
-            let input = |i: u8, words: Vec<u64>| Buffer {
-                role: Role::Input(i),
-                words: words.len() as u64,
-                word_bytes,
-                init: Init::Words(words),
-            };
-            let buffers = vec![
-                input(0, tensor::a_fragments(mma)),
-                input(1, tensor::b_fragments(mma, false)),
-                input(2, tensor::b_fragments(mma, true)),
-                input(3, tensor::c_fragments(mma)),
-                Buffer {
-                    role: Role::Output,
-                    words: warps * tensor::d_fragments(mma).len() as u64,
-                    word_bytes,
-                    init: Init::Poison,
-                },
-                clocks,
-            ];
-            let params = vec![
-                param("a", Arg::Buffer(Role::Input(0))),
-                param("b", Arg::Buffer(Role::Input(1))),
-                param("bneg", Arg::Buffer(Role::Input(2))),
-                param("c", Arg::Buffer(Role::Input(3))),
-                param("d", Arg::Buffer(Role::Output)),
-                param("clocks", Arg::Buffer(Role::Clocks)),
-                param("n", Arg::U64(warps)),
-                param("iterations", Arg::U32(iterations)),
-            ];
-            let check = Check::Tensor { mma, warps };
-            let owed = Owed::TensorTrips {
-                mma,
-                trips: iterations as u64,
-            };
-            Ok(launch(buffers, params, check, Some(iterations), Some(owed)))
-        }
-        Family::Intensity => {
-            let k = case.count().ok_or("unreachable")?;
-            let n = case.elements;
-            let wide = p == Precision::F64;
-            let word_bytes = arith::word_bytes(p);
-            let map = intensity::map(p);
-            let buffers = vec![
-                Buffer {
-                    role: Role::Input(0),
-                    words: n,
-                    word_bytes,
-                    init: Init::Sweep(p),
-                },
-                Buffer {
-                    role: Role::Output,
-                    words: n,
-                    word_bytes,
-                    init: Init::Poison,
-                },
-                clocks,
-            ];
-            let params = vec![
-                param("in", Arg::Buffer(Role::Input(0))),
-                param("out", Arg::Buffer(Role::Output)),
-                param("clocks", Arg::Buffer(Role::Clocks)),
-                param("n", Arg::U64(n)),
-                param("a", Arg::bits(map.a, wide)),
-                param("b", Arg::bits(map.b, wide)),
-            ];
-            let owed = Owed::SweepWords { precision: p, k, n };
-            Ok(launch(
-                buffers,
-                params,
-                Check::Sweep { precision: p, k },
-                None,
-                Some(owed),
-            ))
-        }
-        Family::Cache => {
-            let n = case.elements;
-            let passes = cache::passes(case);
-            // kernels/cache.ptx indexes the vectors and the threads in 32 bits, and reads whole
-            // vectors only
-            if !n.is_multiple_of(4)
-                || n / 4 > cache::GPU_MAX_INDEX
-                || threads > cache::GPU_MAX_INDEX
-            {
-                return Err(format!(
-                    "{}: the GPU cache kernels read whole 16-byte vectors (n a multiple of 4), \
-                     fewer than 2^31 of them, with fewer than 2^31 threads; n = {n} words, \
-                     {threads} threads",
-                    case.id()
-                ));
-            }
-            let buffers = vec![
-                Buffer {
-                    role: Role::Input(0),
-                    words: n,
-                    word_bytes: cache::WORD_BYTES,
-                    init: Init::Cache,
-                },
-                // One sum per thread: `sums[gid]`.
-                Buffer {
-                    role: Role::Output,
-                    words: threads,
-                    word_bytes: cache::WORD_BYTES,
-                    init: Init::Poison,
-                },
-            ];
-            let params = vec![
-                param("a", Arg::Buffer(Role::Input(0))),
-                param("sums", Arg::Buffer(Role::Output)),
-                param("n", Arg::U64(n)),
-                param("passes", Arg::U32(trips(passes)?)),
-            ];
-            Ok(launch(
-                buffers,
-                params,
-                Check::Cache { n, passes },
-                Some(trips(passes)?),
-                None,
-            ))
-        }
-        Family::Latency => {
-            // One thread of one block chases, whatever grid fills the device.
-            let (lines, line_bytes, hops) = (
-                case.elements,
-                latency::line_bytes(case),
-                latency::hops(case),
-            );
-            if line_bytes != latency::GPU_LINE_BYTES {
-                return Err(format!(
-                    "{}: the GPU chase needs {}-byte lines",
-                    case.id(),
-                    latency::GPU_LINE_BYTES
-                ));
-            }
-            let next = std::sync::Arc::new(latency::successors(&latency::order(lines)));
-            let buffers = vec![
-                Buffer {
-                    role: Role::Input(0),
-                    words: lines * line_bytes / latency::GPU_POINTER_BYTES,
-                    word_bytes: latency::GPU_POINTER_BYTES,
-                    init: Init::Chase { next, line_bytes },
-                },
-                // [byte offset the chase stands on, hops since line 0]
-                Buffer {
-                    role: Role::Output,
-                    words: 2,
-                    word_bytes: 8,
-                    init: Init::Zero,
-                },
-                Buffer {
-                    words: BLOCK_RECORD_WORDS as u64,
-                    ..clocks
-                },
-            ];
-            let params = vec![
-                param("ring", Arg::Buffer(Role::Input(0))),
-                param("state", Arg::Buffer(Role::Output)),
-                param("clocks", Arg::Buffer(Role::Clocks)),
-                param("hops", Arg::U32(trips(hops)?)),
-            ];
-            Ok(Launch {
-                grid: 1,
-                block: 1,
-                ..launch(
-                    buffers,
-                    params,
-                    Check::Latency {
-                        lines,
-                        line_bytes,
-                        hops,
-                    },
-                    Some(trips(hops)?),
-                    Some(Owed::ChaseHops { hops }),
-                )
-            })
-        }
+        Family::Gemm => gemm_launch(&planning),
+        Family::Stream | Family::Efficiency => stream_launch(&planning),
+        Family::Peak => peak_launch(&planning),
+        Family::Tensor if wgmma::source_of(p, &case.kernel).is_some() => wgmma_launch(&planning),
+        Family::Tensor => tensor_launch(&planning),
+        Family::Intensity => sweep_launch(&planning),
+        Family::Cache => cache_launch(&planning),
+        Family::Latency => chase_launch(&planning),
         Family::Capacity => Err(format!("{}: a capacity case launches no kernel", case.id())),
-        Family::Launch => {
-            // One block of one thread, whatever grid fills the device: the launch is the figure.
-            let buffers = vec![Buffer {
-                role: Role::Output,
-                words: 1,
-                word_bytes: 4,
-                init: Init::Zero,
-            }];
-            let params = vec![param("count", Arg::Buffer(Role::Output))];
-            Ok(Launch {
-                grid: 1,
-                block: 1,
-                ..launch(buffers, params, Check::Launches, None, None)
-            })
-        }
+        Family::Launch => empty_launch(&planning),
         Family::Link => Err(format!(
             "{}: a link case copies, it launches no kernel",
             case.id()
         )),
     }
+}
+
+/// What every family's launch is planned from: the case, its entry, and the grid.
+struct Planning<'a> {
+    case: &'a Case,
+    entry: Entry,
+    precision: Precision,
+    grid: u32,
+    /// Threads of the whole grid.
+    threads: u64,
+}
+
+impl Planning<'_> {
+    /// The launch of `grid` blocks of [`BLOCK`] threads, with the case's work and no shared
+    /// memory or rotation (a family that differs says so on the result).
+    fn launch(
+        &self,
+        buffers: Vec<Buffer>,
+        params: Vec<Param>,
+        check: Check,
+        iterations: Option<u32>,
+        owed: Option<Owed>,
+    ) -> Launch {
+        Launch {
+            entry: self.entry.clone(),
+            grid: self.grid,
+            block: BLOCK,
+            dynamic_shared_bytes: 0,
+            buffers,
+            params,
+            check,
+            iterations,
+            owed,
+            work: self.case.work,
+            rotation: None,
+        }
+    }
+
+    /// The block records: each block's clocks and the work it counted.
+    fn clocks(&self) -> Buffer {
+        Buffer {
+            role: Role::Clocks,
+            words: self.grid as u64 * BLOCK_RECORD_WORDS as u64,
+            word_bytes: 8,
+            init: Init::Zero,
+        }
+    }
+
+    /// A loop's trip count as the kernels' `.u32`.
+    fn trips(&self, i: u64) -> Result<u32, String> {
+        u32::try_from(i)
+            .map_err(|_| format!("{}: {i} loop trips do not fit in .u32", self.case.id()))
+    }
+}
+
+/// One kernel parameter by name.
+fn param(name: &'static str, arg: Arg) -> Param {
+    Param { name, arg }
+}
+
+/// A GEMM: A and B (or their tensor maps), C; one block per tile of C, the kernel's own
+/// block and shared memory.
+fn gemm_launch(c: &Planning) -> Result<Launch, String> {
+    let (case, p) = (c.case, c.precision);
+    // One block per 128 × 128 tile of C: the grid is the shape's, not `grid`.
+    let shape = gemm::shape_of(case)?;
+    let (lda, ldb) = (
+        gemm::gpu_leading_dimension(p, shape.k),
+        gemm::gpu_leading_dimension(p, shape.k),
+    );
+    gemm::check_operands(p, shape, lda, ldb)?;
+    let operand = |i: u8, matrix: u64, rows: u64, ld: u64| Buffer {
+        role: Role::Input(i),
+        // two 16-bit elements or one f32 per word; ld is even
+        words: gemm::operand_words(p, rows, ld),
+        word_bytes: 4,
+        init: Init::GemmOperand {
+            precision: p,
+            shape,
+            matrix,
+            ld,
+        },
+    };
+    let buffers = vec![
+        operand(0, 0, shape.m, lda),
+        operand(1, 1, shape.n, ldb),
+        Buffer {
+            role: Role::Output,
+            words: shape.m * shape.n,
+            word_bytes: 4,
+            init: Init::Poison,
+        },
+    ];
+    let dim = |v: u64| Arg::U32(v as u32); // check_operands: all fit
+    let tma = gemm::tma_kernel(&case.kernel);
+    let params = if let Some(cluster) = tma {
+        // A and B through tensor maps (their row strides are in the maps)
+        let map = |i: u8, matrix: u64, rows: u64, ld: u64| {
+            Arg::TensorMap(TensorMap {
+                role: Role::Input(i),
+                precision: p,
+                dims: [shape.k, rows],
+                row_bytes: ld * gemm::input_bytes(p),
+                box_dims: gemm::tma_box(p, matrix, cluster),
+                swizzle_bytes: gemm::TMA_SWIZZLE_BYTES,
+            })
+        };
+        vec![
+            param("tmap_a", map(0, 0, shape.m, lda)),
+            param("tmap_b", map(1, 1, shape.n, ldb)),
+            param("c", Arg::Buffer(Role::Output)),
+            param("m", dim(shape.m)),
+            param("n", dim(shape.n)),
+            param("k", dim(shape.k)),
+        ]
+    } else {
+        vec![
+            param("a", Arg::Buffer(Role::Input(0))),
+            param("b", Arg::Buffer(Role::Input(1))),
+            param("c", Arg::Buffer(Role::Output)),
+            param("m", dim(shape.m)),
+            param("n", dim(shape.n)),
+            param("k", dim(shape.k)),
+            param("lda", dim(lda)),
+            param("ldb", dim(ldb)),
+        ]
+    };
+    // Hopper's kernels have their own tile, block and shared memory
+    let (blocks, block, dynamic_shared_bytes) = if let Some(cluster) = tma {
+        (
+            gemm::tma_blocks(shape, cluster),
+            gemm::TMA_BLOCK,
+            gemm::TMA_SHARED_BYTES,
+        )
+    } else if case.kernel == gemm::GPU_WGMMA {
+        (
+            gemm::wgmma_blocks(shape),
+            gemm::WGMMA_BLOCK,
+            gemm::WGMMA_SHARED_BYTES,
+        )
+    } else {
+        (
+            gemm::gpu_blocks(shape),
+            gemm::GPU_BLOCK,
+            gemm::gpu_dynamic_shared_bytes(p),
+        )
+    };
+    Ok(Launch {
+        entry: c.entry.clone(),
+        grid: blocks as u32,
+        block,
+        dynamic_shared_bytes,
+        buffers,
+        params,
+        check: Check::Gemm {
+            precision: p,
+            shape,
+        },
+        iterations: None,
+        owed: None,
+        work: case.work,
+        // a decode step's weight in copies, one per launch (gemm::rotate_weights)
+        rotation: match gemm::weight_copies(case) {
+            1 => None,
+            copies => Some(Rotation {
+                role: Role::Input(1),
+                copies,
+            }),
+        },
+    })
+}
+
+/// A STREAM kernel: its input arrays, its output (one partial sum per block for a
+/// reduction), `n` and its scalar, in kernels/README.md's order.
+fn stream_launch(c: &Planning) -> Result<Launch, String> {
+    let (case, p, grid, threads) = (c.case, c.precision, c.grid, c.threads);
+    let kernel = StreamKernel::from_name(&case.kernel).ok_or("unreachable")?;
+    let n = case.elements;
+    let word_bytes = stream::element_bytes(p);
+    let mut buffers: Vec<Buffer> = (0..kernel.inputs())
+        .map(|array| Buffer {
+            role: Role::Input(array as u8),
+            words: n,
+            word_bytes,
+            init: Init::Stream {
+                kernel,
+                array,
+                precision: p,
+            },
+        })
+        .collect();
+    // A reduction writes one partial sum per block: `partials[blockIdx.x]`.
+    let out_words = if kernel.is_reduction() {
+        grid as u64
+    } else {
+        n
+    };
+    buffers.push(Buffer {
+        role: Role::Output,
+        words: out_words,
+        word_bytes,
+        init: Init::Poison,
+    });
+    // kernels/README.md: inputs (`a`, `b`), then the output (`partials` of a
+    // reduction; else the next letter), then `n`, then the scalar.
+    const LETTERS: [&str; 3] = ["a", "b", "c"];
+    let mut params: Vec<Param> = (0..kernel.inputs() as usize)
+        .map(|i| param(LETTERS[i], Arg::Buffer(Role::Input(i as u8))))
+        .collect();
+    let out_name = if kernel.is_reduction() {
+        "partials"
+    } else {
+        LETTERS[kernel.inputs() as usize]
+    };
+    params.push(param(out_name, Arg::Buffer(Role::Output)));
+    params.push(param("n", Arg::U64(n)));
+    if kernel.has_scalar() {
+        let s = if kernel == StreamKernel::Write {
+            stream::FILL
+        } else {
+            stream::SCALAR
+        };
+        params.push(param(
+            "scalar",
+            if p == Precision::F64 {
+                Arg::F64(s)
+            } else {
+                Arg::F32(s as f32)
+            },
+        ));
+    }
+    let check = if kernel.is_reduction() {
+        Check::StreamSum {
+            kernel,
+            precision: p,
+            n,
+            largest_block_terms: largest_block_terms(n, word_bytes, threads),
+        }
+    } else {
+        Check::StreamArray {
+            kernel,
+            precision: p,
+        }
+    };
+    Ok(c.launch(buffers, params, check, None, None))
+}
+
+/// An FMA peak: one output word per thread, the block records, and the chain's map.
+fn peak_launch(c: &Planning) -> Result<Launch, String> {
+    let (case, p, threads) = (c.case, c.precision, c.threads);
+    if threads != case.elements {
+        return Err(format!(
+            "{} was planned for {} threads, this device runs {threads}",
+            case.id(),
+            case.elements
+        ));
+    }
+    let iterations = c.trips(peak::iterations_of(case, peak::GPU_FMAS_PER_ITERATION)?)?;
+    let wide = p == Precision::F64;
+    let map = peak::map(p);
+    let buffers = vec![
+        Buffer {
+            role: Role::Output,
+            words: threads,
+            word_bytes: arith::word_bytes(p),
+            init: Init::Poison,
+        },
+        c.clocks(),
+    ];
+    let params = vec![
+        param("out", Arg::Buffer(Role::Output)),
+        param("clocks", Arg::Buffer(Role::Clocks)),
+        param("n", Arg::U64(threads)),
+        param("iterations", Arg::U32(iterations)),
+        param("x0", Arg::bits(peak::x0(p), wide)),
+        param("a", Arg::bits(map.a, wide)),
+        param("b", Arg::bits(map.b, wide)),
+    ];
+    let check = Check::Peak {
+        precision: p,
+        steps: iterations as u64 * peak::GPU_UNROLL,
+    };
+    let owed = Owed::PeakTrips {
+        precision: p,
+        trips: iterations as u64,
+    };
+    Ok(c.launch(buffers, params, check, Some(iterations), Some(owed)))
+}
+
+/// A Hopper `wgmma` peak: A (in shared memory or registers), B's image, C, D per warpgroup.
+fn wgmma_launch(c: &Planning) -> Result<Launch, String> {
+    let (case, p, threads) = (c.case, c.precision, c.threads);
+    let a = wgmma::source_of(p, &case.kernel).ok_or("unreachable")?;
+    let warpgroups = threads / wgmma::WARPGROUP as u64;
+    if warpgroups != case.elements || !BLOCK.is_multiple_of(wgmma::WARPGROUP as u32) {
+        return Err(format!(
+            "{} was planned for {} warpgroups, this device runs {threads} threads in blocks of {BLOCK}",
+            case.id(),
+            case.elements
+        ));
+    }
+    let iterations = c.trips(wgmma::iterations_of(case)?)?;
+    let input = |i: u8, words: Vec<u64>| Buffer {
+        role: Role::Input(i),
+        words: words.len() as u64,
+        word_bytes: 4,
+        init: Init::Words(words),
+    };
+    let buffers = vec![
+        input(0, wgmma::a_words(p, a)),
+        input(1, wgmma::b_image(p)),
+        input(2, wgmma::c_registers(p)),
+        Buffer {
+            role: Role::Output,
+            words: warpgroups * wgmma::d_registers(p).len() as u64,
+            word_bytes: 4,
+            init: Init::Poison,
+        },
+        c.clocks(),
+    ];
+    let params = vec![
+        param("a", Arg::Buffer(Role::Input(0))),
+        param("b", Arg::Buffer(Role::Input(1))),
+        param("c", Arg::Buffer(Role::Input(2))),
+        param("d", Arg::Buffer(Role::Output)),
+        param("clocks", Arg::Buffer(Role::Clocks)),
+        param("n", Arg::U64(warpgroups)),
+        param("iterations", Arg::U32(iterations)),
+    ];
+    let check = Check::Wgmma {
+        precision: p,
+        warpgroups,
+    };
+    let owed = Owed::WgmmaTrips {
+        precision: p,
+        trips: iterations as u64,
+    };
+    Ok(c.launch(buffers, params, check, Some(iterations), Some(owed)))
+}
+
+/// An `mma.sync` peak: the fragments of A, B, -B and C, D per warp.
+fn tensor_launch(c: &Planning) -> Result<Launch, String> {
+    let (case, p, threads) = (c.case, c.precision, c.threads);
+    let warps = threads / tensor::WARP as u64;
+    if warps != case.elements {
+        return Err(format!(
+            "{} was planned for {} warps, this device runs {warps}",
+            case.id(),
+            case.elements
+        ));
+    }
+    let mma = tensor::Mma::of_case(case)?;
+    let iterations = c.trips(tensor::iterations_of(case)?)?;
+    let word_bytes = tensor::register_bits(p) as u64 / 8;
+    let input = |i: u8, words: Vec<u64>| Buffer {
+        role: Role::Input(i),
+        words: words.len() as u64,
+        word_bytes,
+        init: Init::Words(words),
+    };
+    let buffers = vec![
+        input(0, tensor::a_fragments(mma)),
+        input(1, tensor::b_fragments(mma, false)),
+        input(2, tensor::b_fragments(mma, true)),
+        input(3, tensor::c_fragments(mma)),
+        Buffer {
+            role: Role::Output,
+            words: warps * tensor::d_fragments(mma).len() as u64,
+            word_bytes,
+            init: Init::Poison,
+        },
+        c.clocks(),
+    ];
+    let params = vec![
+        param("a", Arg::Buffer(Role::Input(0))),
+        param("b", Arg::Buffer(Role::Input(1))),
+        param("bneg", Arg::Buffer(Role::Input(2))),
+        param("c", Arg::Buffer(Role::Input(3))),
+        param("d", Arg::Buffer(Role::Output)),
+        param("clocks", Arg::Buffer(Role::Clocks)),
+        param("n", Arg::U64(warps)),
+        param("iterations", Arg::U32(iterations)),
+    ];
+    let check = Check::Tensor { mma, warps };
+    let owed = Owed::TensorTrips {
+        mma,
+        trips: iterations as u64,
+    };
+    Ok(c.launch(buffers, params, check, Some(iterations), Some(owed)))
+}
+
+/// An intensity-sweep point: a word in, k FMAs, the word out.
+fn sweep_launch(c: &Planning) -> Result<Launch, String> {
+    let (case, p) = (c.case, c.precision);
+    let k = case.count().ok_or("unreachable")?;
+    let n = case.elements;
+    let wide = p == Precision::F64;
+    let word_bytes = arith::word_bytes(p);
+    let map = intensity::map(p);
+    let buffers = vec![
+        Buffer {
+            role: Role::Input(0),
+            words: n,
+            word_bytes,
+            init: Init::Sweep(p),
+        },
+        Buffer {
+            role: Role::Output,
+            words: n,
+            word_bytes,
+            init: Init::Poison,
+        },
+        c.clocks(),
+    ];
+    let params = vec![
+        param("in", Arg::Buffer(Role::Input(0))),
+        param("out", Arg::Buffer(Role::Output)),
+        param("clocks", Arg::Buffer(Role::Clocks)),
+        param("n", Arg::U64(n)),
+        param("a", Arg::bits(map.a, wide)),
+        param("b", Arg::bits(map.b, wide)),
+    ];
+    let owed = Owed::SweepWords { precision: p, k, n };
+    Ok(c.launch(
+        buffers,
+        params,
+        Check::Sweep { precision: p, k },
+        None,
+        Some(owed),
+    ))
+}
+
+/// A cache-sweep point: the working set read `passes` times, one sum per thread.
+fn cache_launch(c: &Planning) -> Result<Launch, String> {
+    let (case, threads) = (c.case, c.threads);
+    let n = case.elements;
+    let passes = cache::passes(case);
+    // kernels/cache.ptx indexes the vectors and the threads in 32 bits, and reads whole
+    // vectors only
+    if !n.is_multiple_of(4) || n / 4 > cache::GPU_MAX_INDEX || threads > cache::GPU_MAX_INDEX {
+        return Err(format!(
+            "{}: the GPU cache kernels read whole 16-byte vectors (n a multiple of 4), \
+             fewer than 2^31 of them, with fewer than 2^31 threads; n = {n} words, \
+             {threads} threads",
+            case.id()
+        ));
+    }
+    let buffers = vec![
+        Buffer {
+            role: Role::Input(0),
+            words: n,
+            word_bytes: cache::WORD_BYTES,
+            init: Init::Cache,
+        },
+        // One sum per thread: `sums[gid]`.
+        Buffer {
+            role: Role::Output,
+            words: threads,
+            word_bytes: cache::WORD_BYTES,
+            init: Init::Poison,
+        },
+    ];
+    let params = vec![
+        param("a", Arg::Buffer(Role::Input(0))),
+        param("sums", Arg::Buffer(Role::Output)),
+        param("n", Arg::U64(n)),
+        param("passes", Arg::U32(c.trips(passes)?)),
+    ];
+    Ok(c.launch(
+        buffers,
+        params,
+        Check::Cache { n, passes },
+        Some(c.trips(passes)?),
+        None,
+    ))
+}
+
+/// A latency chase: one thread of one block follows the ring.
+fn chase_launch(c: &Planning) -> Result<Launch, String> {
+    let case = c.case;
+    // One thread of one block chases, whatever grid fills the device.
+    let (lines, line_bytes, hops) = (
+        case.elements,
+        latency::line_bytes(case),
+        latency::hops(case),
+    );
+    if line_bytes != latency::GPU_LINE_BYTES {
+        return Err(format!(
+            "{}: the GPU chase needs {}-byte lines",
+            case.id(),
+            latency::GPU_LINE_BYTES
+        ));
+    }
+    let next = std::sync::Arc::new(latency::successors(&latency::order(lines)));
+    let buffers = vec![
+        Buffer {
+            role: Role::Input(0),
+            words: lines * line_bytes / latency::GPU_POINTER_BYTES,
+            word_bytes: latency::GPU_POINTER_BYTES,
+            init: Init::Chase { next, line_bytes },
+        },
+        // [byte offset the chase stands on, hops since line 0]
+        Buffer {
+            role: Role::Output,
+            words: 2,
+            word_bytes: 8,
+            init: Init::Zero,
+        },
+        Buffer {
+            words: BLOCK_RECORD_WORDS as u64,
+            ..c.clocks()
+        },
+    ];
+    let params = vec![
+        param("ring", Arg::Buffer(Role::Input(0))),
+        param("state", Arg::Buffer(Role::Output)),
+        param("clocks", Arg::Buffer(Role::Clocks)),
+        param("hops", Arg::U32(c.trips(hops)?)),
+    ];
+    Ok(Launch {
+        grid: 1,
+        block: 1,
+        ..c.launch(
+            buffers,
+            params,
+            Check::Latency {
+                lines,
+                line_bytes,
+                hops,
+            },
+            Some(c.trips(hops)?),
+            Some(Owed::ChaseHops { hops }),
+        )
+    })
+}
+
+/// A launch-overhead launch: one block of one thread adds one to a counter.
+fn empty_launch(c: &Planning) -> Result<Launch, String> {
+    // One block of one thread, whatever grid fills the device: the launch is the figure.
+    let buffers = vec![Buffer {
+        role: Role::Output,
+        words: 1,
+        word_bytes: 4,
+        init: Init::Zero,
+    }];
+    let params = vec![param("count", Arg::Buffer(Role::Output))];
+    Ok(Launch {
+        grid: 1,
+        block: 1,
+        ..c.launch(buffers, params, Check::Launches, None, None)
+    })
 }
 
 /// Most elements one block of a STREAM reduction adds in the kernel's precision: its threads'
