@@ -771,6 +771,23 @@ fn first_added_in_2(r: &Record) -> Option<&'static str> {
 /// has a reference ([`gemm::reference_of`]). A [`SCHEMA_1`] row has none of the columns added
 /// since, and no shape. (Whether a ratio agrees with its reference row is [`check_rows`]'s.)
 pub fn check_row(r: &Record) -> std::result::Result<(), String> {
+    check_schema(r)?;
+    check_text(r)?;
+    check_status(r)?;
+    check_param(r)?;
+    check_work(r)?;
+    check_readings(r)?;
+    if !r.valid {
+        return check_no_figures(r);
+    }
+    check_sampling(r)?;
+    let (median, mean) = check_times(r)?;
+    check_figures(r, median, mean)?;
+    check_reference(r)
+}
+
+/// The schema a row says it has, and what it may hold under it.
+fn check_schema(r: &Record) -> std::result::Result<(), String> {
     if r.schema == SCHEMA_1 {
         if let Some(column) = first_added_in_2(r) {
             return Err(format!(
@@ -790,6 +807,11 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
             r.schema
         ));
     }
+    Ok(())
+}
+
+/// No text field holds a control character.
+fn check_text(r: &Record) -> std::result::Result<(), String> {
     for (column, value) in [
         ("run_id", &r.run_id),
         ("timestamp_utc", &r.timestamp_utc),
@@ -822,6 +844,11 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// `valid` and `status` agree.
+fn check_status(r: &Record) -> std::result::Result<(), String> {
     match (r.valid, r.status.as_str()) {
         (true, "ok") => {}
         (true, s) => {
@@ -839,7 +866,12 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
             ))
         }
     }
-    check_param(r)?;
+    Ok(())
+}
+
+/// The case's size and work: positive counts, some work (a launch row none), a consistent
+/// intensity.
+fn check_work(r: &Record) -> std::result::Result<(), String> {
     // A launch row's figure is its time: it does no work, and the timer's holds no memory.
     let launch = r.family == Family::Launch;
     for (column, value) in [
@@ -879,6 +911,12 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
         (r.bytes > 0).then(|| r.flops as f64 / r.bytes as f64),
         "flops / bytes",
     )?;
+    Ok(())
+}
+
+/// The conditions read around the case: within physical bounds, and the stop reason and flags
+/// in their vocabularies.
+fn check_readings(r: &Record) -> std::result::Result<(), String> {
     positive("clock_mhz", r.clock_mhz, MAX_MHZ)?;
     positive("memory_clock_mhz", r.memory_clock_mhz, MAX_MHZ)?;
     reading("power_w", r.power_w, MAX_WATTS)?;
@@ -896,7 +934,11 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
         ));
     }
     crate::results::flags::check_column(&r.flags)?;
+    Ok(())
+}
 
+/// An invalid row carries no figure and no flag.
+fn check_no_figures(r: &Record) -> std::result::Result<(), String> {
     let figures = [
         ("time_min_s", r.time_min_s),
         ("time_median_s", r.time_median_s),
@@ -909,20 +951,22 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
         ("theory_gflops", r.theory_gflops),
         ("ratio_to_reference", r.ratio_to_reference),
     ];
-    if !r.valid {
-        return match figures.iter().find(|(_, v)| v.is_some()) {
-            Some((column, Some(v))) => Err(format!(
-                "the row is not valid (`{}`) but `{column}` is {v}; an invalid row has no figures",
-                r.status
-            )),
-            _ if !r.flags.is_empty() => Err(format!(
-                "the row is not valid (`{}`) but `flags` is `{}`; an invalid row has no figure \
+    match figures.iter().find(|(_, v)| v.is_some()) {
+        Some((column, Some(v))) => Err(format!(
+            "the row is not valid (`{}`) but `{column}` is {v}; an invalid row has no figures",
+            r.status
+        )),
+        _ if !r.flags.is_empty() => Err(format!(
+            "the row is not valid (`{}`) but `flags` is `{}`; an invalid row has no figure \
                  to flag",
-                r.status, r.flags
-            )),
-            _ => Ok(()),
-        };
+            r.status, r.flags
+        )),
+        _ => Ok(()),
     }
+}
+
+/// A valid row says why its sampling stopped, and how many reps and samples it took.
+fn check_sampling(r: &Record) -> std::result::Result<(), String> {
     if r.schema == SCHEMA && r.stopped_by.is_empty() {
         return Err(format!(
             "a valid row of {SCHEMA} with an empty `stopped_by`; a measured case says why its \
@@ -935,6 +979,12 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
             r.reps, r.samples
         ));
     }
+    Ok(())
+}
+
+/// A valid row's times: each present, positive and under a day, and in order (min <= median,
+/// mean <= max); returns the median and the mean, which the figures derive from.
+fn check_times(r: &Record) -> std::result::Result<(f64, f64), String> {
     // A time of a day or more per launch is not a kernel's.
     const MAX_SECS: f64 = 86_400.0;
     let time = |column: &str, x: Option<f64>| -> std::result::Result<f64, String> {
@@ -953,6 +1003,11 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
              min <= median, mean <= max"
         ));
     }
+    Ok((median, mean))
+}
+
+/// A valid row's figures derive from its times and its work: the CV, GB/s and GFLOP/s.
+fn check_figures(r: &Record, median: f64, mean: f64) -> std::result::Result<(), String> {
     let stddev = r
         .time_stddev_s
         .filter(|v| v.is_finite() && *v >= 0.0)
@@ -985,6 +1040,12 @@ pub fn check_row(r: &Record) -> std::result::Result<(), String> {
     positive("gbps", r.gbps, MAX_RATE)?;
     positive("gflops", r.gflops, MAX_RATE)?;
     positive("theory_gflops", r.theory_gflops, MAX_RATE)?;
+    Ok(())
+}
+
+/// A `ratio_to_reference` only on a GEMM row of an implementation that has a reference, and
+/// only beside its GFLOP/s.
+fn check_reference(r: &Record) -> std::result::Result<(), String> {
     if let Some(ratio) = r.ratio_to_reference {
         positive("ratio_to_reference", Some(ratio), MAX_RATIO)?;
         let reference = (r.family == Family::Gemm)
@@ -1133,34 +1194,125 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
         (csv::StringRecord::from(header_1()), SCHEMA_1),
     ];
     let Some(mut layout) = layouts.iter().find(|(h, _)| h.iter().eq(found.iter())) else {
-        let expected = header();
-        let missing: Vec<&str> = expected
-            .iter()
-            .filter(|c| !found.contains(c))
-            .map(String::as_str)
-            .collect();
-        let message = if found.first().map(String::as_str) != Some("schema") {
-            format!(
-                "not a roofprobe results CSV: expected a header starting `schema,run_id,…` ({SCHEMA})"
-            )
-        } else if !missing.is_empty() {
-            format!(
-                "header lacks column(s) {}; this file is not of schema {SCHEMA} (nor of \
-                 {SCHEMA_1}, which lacks the columns {SCHEMA} added)",
-                crate::text::some_of(&missing.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-            )
-        } else {
-            format!(
-                "header columns differ from schema {SCHEMA}: expected {}",
-                expected.join(",")
-            )
-        };
-        return Err(Error::parse(path, 1, text::one_line(&message)));
+        return Err(Error::parse(
+            path,
+            1,
+            text::one_line(&header_mismatch(&found)),
+        ));
     };
     // An odd number of quotes: the last row ends inside a quoted field (the `note`), as a file
     // does whose writer was stopped mid-row (the csv reader takes such a field to the end).
     let ends_inside_quotes = bytes.iter().filter(|&&b| b == b'"').count() % 2 == 1;
-    let cut_off = |line: u64, what: &str| {
+    let mut out = Vec::new();
+    let mut lines = Vec::new();
+    let mut raw = csv::StringRecord::new();
+    let mut counter = LineCounter::new(bytes);
+    loop {
+        let next_line = raw.position().map_or(2, |p| counter.line_at(p) + 1);
+        match reader.read_record(&mut raw) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                let line = e.position().map_or(next_line, |p| counter.line_at(p));
+                let what = match e.kind() {
+                    csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
+                    other => format!("unreadable row: {other:?}"),
+                };
+                return Err(Error::parse(path, line, what));
+            }
+        }
+        let line = raw.position().map_or(next_line, |p| counter.line_at(p));
+        if let Some(next) = layouts.iter().find(|(h, _)| raw.iter().eq(h.iter())) {
+            // `cat a.csv b.csv`: b's header in the middle, of either schema
+            layout = next;
+            continue;
+        }
+        let (headers, schema) = layout;
+        let rest = usize::try_from(reader.position().byte())
+            .map_or(&[][..], |at| bytes.get(at..).unwrap_or_default());
+        let last = rest.iter().all(u8::is_ascii_whitespace);
+        check_fields(path, line, &raw, headers, last && ends_inside_quotes, last)?;
+        let record = parse_row(path, line, &raw, headers, schema)?;
+        out.push(record);
+        lines.push(line);
+    }
+    check_file(path, &out, &lines)?;
+    Ok(out)
+}
+
+/// Why a header is none that this roofprobe reads: not ours at all, short of columns, or
+/// columns other than a schema's.
+fn header_mismatch(found: &[String]) -> String {
+    let expected = header();
+    let missing: Vec<String> = expected
+        .iter()
+        .filter(|c| !found.contains(c))
+        .cloned()
+        .collect();
+    if found.first().map(String::as_str) != Some("schema") {
+        format!(
+            "not a roofprobe results CSV: expected a header starting `schema,run_id,…` ({SCHEMA})"
+        )
+    } else if !missing.is_empty() {
+        format!(
+            "header lacks column(s) {}; this file is not of schema {SCHEMA} (nor of \
+             {SCHEMA_1}, which lacks the columns {SCHEMA} added)",
+            crate::text::some_of(&missing)
+        )
+    } else {
+        format!(
+            "header columns differ from schema {SCHEMA}: expected {}",
+            expected.join(",")
+        )
+    }
+}
+
+/// Line numbers counted from the bytes: the csv reader's own count falls one short per CRLF row
+/// (a CRLF row's record starts at the `\n` the one before left: skip to its first byte). Counted
+/// on from the last position asked, which only moves forward, so the file is scanned once.
+struct LineCounter<'a> {
+    bytes: &'a [u8],
+    /// The byte counted up to, and the line it is on.
+    at: usize,
+    line: u64,
+}
+
+impl<'a> LineCounter<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        LineCounter {
+            bytes,
+            at: 0,
+            line: 1,
+        }
+    }
+
+    /// The line a record at `p` starts on.
+    fn line_at(&mut self, p: &csv::Position) -> u64 {
+        let bytes = self.bytes;
+        let mut at = usize::try_from(p.byte()).map_or(bytes.len(), |b| b.min(bytes.len()));
+        while bytes.get(at).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
+            at += 1;
+        }
+        if at < self.at {
+            (self.at, self.line) = (0, 1);
+        }
+        self.line += bytes[self.at..at].iter().filter(|&&b| b == b'\n').count() as u64;
+        self.at = at;
+        self.line
+    }
+}
+
+/// A row has as many fields as the header in force; the file's last row, short of them or
+/// ending inside quotes, is a file cut off, and says so.
+fn check_fields(
+    path: &Path,
+    line: u64,
+    raw: &csv::StringRecord,
+    headers: &csv::StringRecord,
+    inside_quotes: bool,
+    last: bool,
+) -> Result<()> {
+    let cut_off = |what: &str| {
         Error::parse(
             path,
             line,
@@ -1171,122 +1323,94 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             ),
         )
     };
-    let mut out = Vec::new();
-    let mut lines = Vec::new();
-    let mut raw = csv::StringRecord::new();
-    // Lines counted from the bytes: the reader's own count falls one short per CRLF row (a CRLF
-    // row's record starts at the `\n` the one before left: skip to its first byte). Counted on
-    // from the last position asked, which only moves forward, so the file is scanned once.
-    let mut counted = (0usize, 1u64);
-    let mut line_at = |p: &csv::Position| {
-        let mut at = usize::try_from(p.byte()).map_or(bytes.len(), |b| b.min(bytes.len()));
-        while bytes.get(at).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
-            at += 1;
-        }
-        if at < counted.0 {
-            counted = (0, 1);
-        }
-        counted.1 += bytes[counted.0..at].iter().filter(|&&b| b == b'\n').count() as u64;
-        counted.0 = at;
-        counted.1
-    };
-    loop {
-        let next_line = raw.position().map_or(2, |p| line_at(p) + 1);
-        match reader.read_record(&mut raw) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => {
-                let line = e.position().map_or(next_line, &mut line_at);
-                let what = match e.kind() {
-                    csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
-                    other => format!("unreadable row: {other:?}"),
-                };
-                return Err(Error::parse(path, line, what));
-            }
-        }
-        let line = raw.position().map_or(next_line, &mut line_at);
-        if let Some(next) = layouts.iter().find(|(h, _)| raw.iter().eq(h.iter())) {
-            // `cat a.csv b.csv`: b's header in the middle, of either schema
-            layout = next;
-            continue;
-        }
-        let (headers, schema) = layout;
-        let rest = usize::try_from(reader.position().byte())
-            .map_or(&[][..], |at| bytes.get(at..).unwrap_or_default());
-        if rest.iter().all(u8::is_ascii_whitespace) {
-            if ends_inside_quotes {
-                return Err(cut_off(line, "ends inside a quoted field"));
-            }
-            if raw.len() < headers.len() {
-                return Err(cut_off(
-                    line,
-                    &format!("has {} of the header's {} fields", raw.len(), headers.len()),
-                ));
-            }
-        }
-        if raw.len() != headers.len() {
-            return Err(Error::parse(
-                path,
-                line,
-                format!(
-                    "row has {} fields, expected {} (truncated or damaged file?)",
-                    raw.len(),
-                    headers.len()
-                ),
-            ));
-        }
-        let column = |i: usize| headers.get(i).unwrap_or("?");
-        if let Some((i, c)) = raw
-            .iter()
-            .enumerate()
-            .find_map(|(i, f)| first_forbidden(f).map(|c| (i, c)))
-        {
-            return Err(Error::parse(
-                path,
-                line,
-                format!(
-                    "column `{}` holds the control character U+{:04X}; a results file holds \
-                     printable text only (damaged or not written by roofprobe?)",
-                    column(i),
-                    c as u32
-                ),
-            ));
-        }
-        let record: Record = raw.deserialize(Some(headers)).map_err(|e| {
-            let what = match e.kind() {
-                csv::ErrorKind::Deserialize { err, .. } => match err.field() {
-                    Some(f) => format!("column `{}`: {}", column(f as usize), err.kind()),
-                    None => err.kind().to_string(),
-                },
-                other => format!("{other:?}"),
-            };
-            Error::parse(path, line, what)
-        })?;
-        if record.schema != *schema {
-            return Err(Error::parse(
-                path,
-                line,
-                format!(
-                    "schema `{}` is not supported here; this roofprobe reads {SCHEMA} (and \
-                     {SCHEMA_1}, whose header lacks the columns {SCHEMA} added), and the header \
-                     above this row is of {schema}",
-                    record.schema
-                ),
-            ));
-        }
-        check_row(&record).map_err(|e| {
-            Error::parse(
-                path,
-                line,
-                format!(
-                    "{}: {e}; the file is damaged or hand-edited",
-                    record.case_id()
-                ),
-            )
-        })?;
-        out.push(record);
-        lines.push(line);
+    if inside_quotes {
+        return Err(cut_off("ends inside a quoted field"));
     }
+    if last && raw.len() < headers.len() {
+        return Err(cut_off(&format!(
+            "has {} of the header's {} fields",
+            raw.len(),
+            headers.len()
+        )));
+    }
+    if raw.len() != headers.len() {
+        return Err(Error::parse(
+            path,
+            line,
+            format!(
+                "row has {} fields, expected {} (truncated or damaged file?)",
+                raw.len(),
+                headers.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One row as a [`Record`] of the header's `schema`, every field printable and the row
+/// consistent ([`check_row`]).
+fn parse_row(
+    path: &Path,
+    line: u64,
+    raw: &csv::StringRecord,
+    headers: &csv::StringRecord,
+    schema: &str,
+) -> Result<Record> {
+    let column = |i: usize| headers.get(i).unwrap_or("?");
+    if let Some((i, c)) = raw
+        .iter()
+        .enumerate()
+        .find_map(|(i, f)| first_forbidden(f).map(|c| (i, c)))
+    {
+        return Err(Error::parse(
+            path,
+            line,
+            format!(
+                "column `{}` holds the control character U+{:04X}; a results file holds \
+                 printable text only (damaged or not written by roofprobe?)",
+                column(i),
+                c as u32
+            ),
+        ));
+    }
+    let record: Record = raw.deserialize(Some(headers)).map_err(|e| {
+        let what = match e.kind() {
+            csv::ErrorKind::Deserialize { err, .. } => match err.field() {
+                Some(f) => format!("column `{}`: {}", column(f as usize), err.kind()),
+                None => err.kind().to_string(),
+            },
+            other => format!("{other:?}"),
+        };
+        Error::parse(path, line, what)
+    })?;
+    if record.schema != schema {
+        return Err(Error::parse(
+            path,
+            line,
+            format!(
+                "schema `{}` is not supported here; this roofprobe reads {SCHEMA} (and \
+                 {SCHEMA_1}, whose header lacks the columns {SCHEMA} added), and the header \
+                 above this row is of {schema}",
+                record.schema
+            ),
+        ));
+    }
+    check_row(&record).map_err(|e| {
+        Error::parse(
+            path,
+            line,
+            format!(
+                "{}: {e}; the file is damaged or hand-edited",
+                record.case_id()
+            ),
+        )
+    })?;
+    Ok(record)
+}
+
+/// What holds across a file's rows (`lines` their line numbers): some row, one device per run
+/// id, and every ratio to a reference the rows' own.
+fn check_file(path: &Path, out: &[Record], lines: &[u64]) -> Result<()> {
     if out.is_empty() {
         return Err(Error::parse(
             path,
@@ -1294,7 +1418,7 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             "the file has a header but no measurements",
         ));
     }
-    if let Some((j, i, message)) = mixed_device(&out) {
+    if let Some((j, i, message)) = mixed_device(out) {
         return Err(Error::parse(
             path,
             lines[i],
@@ -1305,7 +1429,7 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             ),
         ));
     }
-    if let Some((i, message)) = reference_mismatch(&out) {
+    if let Some((i, message)) = reference_mismatch(out) {
         return Err(Error::parse(
             path,
             lines[i],
@@ -1315,7 +1439,7 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             ),
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
