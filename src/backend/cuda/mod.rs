@@ -1446,6 +1446,126 @@ fn resources_note(launch: &str, registers: i32, local: i32) -> String {
     format!("{launch}, {registers} registers a thread{local}")
 }
 
+/// A kernel's registers per thread and local (spill) bytes, as the driver reports them after the
+/// JIT; `None` where it reports neither.
+fn registers_and_local_bytes(backend: &CudaBackend, func: &CudaFunction) -> Option<(i32, i32)> {
+    let read = |attribute| {
+        quietly(|| {
+            backend.ctx.bind_to_thread().ok()?;
+            func.get_attribute(attribute).ok()
+        })
+        .ok()
+        .flatten()
+    };
+    Some((
+        read(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        read(CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+    ))
+}
+
+/// Every array a launch describes, made on the device and initialised as described; fails
+/// where a pointer argument would have no array of its size.
+fn upload_arrays(
+    backend: &CudaBackend,
+    launch: &Launch,
+    entry_name: &str,
+) -> Result<Vec<(Role, DeviceWords)>> {
+    let mut arrays = Vec::with_capacity(launch.buffers.len());
+    for buffer in &launch.buffers {
+        let len = usize::try_from(buffer.words)
+            .map_err(|_| Error::Usage(format!("{} words do not fit in memory", buffer.words)))?;
+        let words = if buffer.word_bytes == 8 {
+            DeviceWords::W64(upload(backend, buffer, len, entry_name, |w| w)?)
+        } else {
+            DeviceWords::W32(upload(backend, buffer, len, entry_name, |w| w as u32)?)
+        };
+        debug_assert_eq!(words.bytes(), buffer.bytes());
+        debug_assert_eq!(len as u64, buffer.words);
+        arrays.push((buffer.role, words));
+    }
+    // Every pointer argument has its array, at least as large as described.
+    for p in &launch.params {
+        if let Arg::Buffer(role) = p.arg {
+            let (have, want) = (
+                arrays
+                    .iter()
+                    .find(|(r, _)| *r == role)
+                    .map(|(_, a)| a.bytes()),
+                launch.buffer(role).map(|b| b.bytes()),
+            );
+            if have.is_none() || have < want {
+                return Err(Error::Internal(format!(
+                    "{}: argument {} has no array of its size",
+                    entry_name, p.name
+                )));
+            }
+        }
+    }
+    Ok(arrays)
+}
+
+/// The copies of a rotating array, made on the device from the first (a decode step's weight:
+/// up to the DRAM rule's hundreds of MiB, which the host would generate again).
+fn rotation_copies(
+    backend: &CudaBackend,
+    launch: &Launch,
+    arrays: &[(Role, DeviceWords)],
+    entry_name: &str,
+) -> Result<Vec<DeviceWords>> {
+    let stream = &*backend.stream;
+    let mut copies = Vec::new();
+    if let Some(rotation) = launch.rotation {
+        let (_, first) = arrays
+            .iter()
+            .find(|(r, _)| *r == rotation.role)
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "{}: the rotating {:?} has no array",
+                    entry_name, rotation.role
+                ))
+            })?;
+        for copy in 1..rotation.copies {
+            let during = format!(
+                "copying {:?} of {} to its copy {copy} on the device",
+                rotation.role, entry_name
+            );
+            copies.push(backend.call(&during, || first.duplicate(stream))?);
+        }
+    }
+    Ok(copies)
+}
+
+/// The tensor maps of a launch's parameters (one list per parameter, empty where it is none),
+/// encoded over their arrays' device addresses, once per copy.
+fn encode_tensor_maps(
+    backend: &CudaBackend,
+    launch: &Launch,
+    arrays: &[(Role, DeviceWords)],
+    copies: &[DeviceWords],
+    entry_name: &str,
+) -> Result<Vec<Vec<TensorMapBytes>>> {
+    let stream = &*backend.stream;
+    let mut tensor_maps = Vec::with_capacity(launch.params.len());
+    for p in &launch.params {
+        let mut maps = Vec::new();
+        if let Arg::TensorMap(map) = &p.arg {
+            for copy in 0..launch.copies_of(map.role) {
+                let array = find_copy(arrays, copies, launch, map.role, copy).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "{}: tensor map {} has no array",
+                        entry_name, p.name
+                    ))
+                })?;
+                let address = array.address(stream);
+                let during = format!("encoding tensor map {} of {}", p.name, entry_name);
+                maps.push(backend.call(&during, || encode_tensor_map(map, address))?);
+            }
+        }
+        tensor_maps.push(maps);
+    }
+    Ok(tensor_maps)
+}
+
 /// Copy `copy` of a case's array of `role`, among its `arrays` and `copies` (copies 1 onwards of
 /// the array that rotates, [`Launch::rotation`]): copy 0 is the array itself.
 fn find_copy<'a>(
@@ -1600,20 +1720,9 @@ impl<'b> GpuCase<'b> {
         if let Some(func) = &func {
             gemm::raise_dynamic_shared(backend, func, &launch)?;
         }
-        let resources = func.as_ref().and_then(|func| {
-            let read = |attribute| {
-                quietly(|| {
-                    backend.ctx.bind_to_thread().ok()?;
-                    func.get_attribute(attribute).ok()
-                })
-                .ok()
-                .flatten()
-            };
-            Some((
-                read(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
-                read(CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
-            ))
-        });
+        let resources = func
+            .as_ref()
+            .and_then(|func| registers_and_local_bytes(backend, func));
         let free = backend.free_bytes()?;
         let needed = launch.device_bytes();
         if needed > free / 100 * 95 {
@@ -1625,79 +1734,9 @@ impl<'b> GpuCase<'b> {
             });
         }
         let stream = &*backend.stream;
-        let mut arrays = Vec::with_capacity(launch.buffers.len());
-        for buffer in &launch.buffers {
-            let len = usize::try_from(buffer.words).map_err(|_| {
-                Error::Usage(format!("{} words do not fit in memory", buffer.words))
-            })?;
-            let words = if buffer.word_bytes == 8 {
-                DeviceWords::W64(upload(backend, buffer, len, &entry.name, |w| w)?)
-            } else {
-                DeviceWords::W32(upload(backend, buffer, len, &entry.name, |w| w as u32)?)
-            };
-            debug_assert_eq!(words.bytes(), buffer.bytes());
-            debug_assert_eq!(len as u64, buffer.words);
-            arrays.push((buffer.role, words));
-        }
-        // Every pointer argument has its array, at least as large as described.
-        for p in &launch.params {
-            if let Arg::Buffer(role) = p.arg {
-                let (have, want) = (
-                    arrays
-                        .iter()
-                        .find(|(r, _)| *r == role)
-                        .map(|(_, a)| a.bytes()),
-                    launch.buffer(role).map(|b| b.bytes()),
-                );
-                if have.is_none() || have < want {
-                    return Err(Error::Internal(format!(
-                        "{}: argument {} has no array of its size",
-                        entry.name, p.name
-                    )));
-                }
-            }
-        }
-        // The copies of a rotating array, made on the device from the first (a decode step's
-        // weight: up to the DRAM rule's hundreds of MiB, which the host would generate again).
-        let mut copies = Vec::new();
-        if let Some(rotation) = launch.rotation {
-            let (_, first) = arrays
-                .iter()
-                .find(|(r, _)| *r == rotation.role)
-                .ok_or_else(|| {
-                    Error::Internal(format!(
-                        "{}: the rotating {:?} has no array",
-                        entry.name, rotation.role
-                    ))
-                })?;
-            for copy in 1..rotation.copies {
-                let during = format!(
-                    "copying {:?} of {} to its copy {copy} on the device",
-                    rotation.role, entry.name
-                );
-                copies.push(backend.call(&during, || first.duplicate(stream))?);
-            }
-        }
-        // Tensor maps are encoded over their arrays' device addresses, once per copy.
-        let mut tensor_maps = Vec::with_capacity(launch.params.len());
-        for p in &launch.params {
-            let mut maps = Vec::new();
-            if let Arg::TensorMap(map) = &p.arg {
-                for copy in 0..launch.copies_of(map.role) {
-                    let array =
-                        find_copy(&arrays, &copies, &launch, map.role, copy).ok_or_else(|| {
-                            Error::Internal(format!(
-                                "{}: tensor map {} has no array",
-                                entry.name, p.name
-                            ))
-                        })?;
-                    let address = array.address(stream);
-                    let during = format!("encoding tensor map {} of {}", p.name, entry.name);
-                    maps.push(backend.call(&during, || encode_tensor_map(map, address))?);
-                }
-            }
-            tensor_maps.push(maps);
-        }
+        let arrays = upload_arrays(backend, &launch, &entry.name)?;
+        let copies = rotation_copies(backend, &launch, &arrays, &entry.name)?;
+        let tensor_maps = encode_tensor_maps(backend, &launch, &arrays, &copies, &entry.name)?;
         let events = backend.call(&format!("creating the events of {}", entry.name), || {
             // Timing must be on: cudarc's default (`None`) creates events without it.
             let start = backend
