@@ -259,7 +259,7 @@ impl CudaBackend {
                 };
                 Err(with_jit_log(message, one_line_log(&error)))
             }
-            Err(panic) => Err(super::panic_message(panic)),
+            Err(panic) => Err(super::driver::panic_message(panic)),
         }
     }
 
