@@ -3,7 +3,7 @@
 //! concatenated, or whose run id mixes devices.
 
 use crate::common::text;
-use roofprobe::results::record::read_csv;
+use roofprobe::results::csv::read_csv;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

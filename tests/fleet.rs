@@ -5,7 +5,8 @@
 
 use assert_cmd::Command;
 use roofprobe::cases::Family;
-use roofprobe::results::record::{read_csv, to_csv_bytes, SCHEMA};
+use roofprobe::results::csv::{read_csv, to_csv_bytes};
+use roofprobe::results::record::SCHEMA;
 use std::path::{Path, PathBuf};
 
 fn roofprobe() -> Command {

@@ -580,7 +580,7 @@ fn a_quick_run_on_the_gpu_writes_valid_rows() {
             "no .{ext} in {files:?}"
         );
     }
-    let rows = roofprobe::results::record::read_csv(csv).unwrap();
+    let rows = roofprobe::results::csv::read_csv(csv).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     let compute = rows
         .first()

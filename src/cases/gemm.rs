@@ -352,7 +352,7 @@ pub const GPU_PRECISIONS: [Precision; 4] = [
     SIMT_PRECISION,
 ];
 
-/// The tensor-core GEMMs, expansions of [`TEMPLATE`]: bf16 and f16 inputs
+/// The tensor-core GEMMs, expansions of [`crate::kernels::gemm::TEMPLATE`]: bf16 and f16 inputs
 /// (`mma.sync.m16n8k16`), and f32 inputs rounded to tf32 (`mma.sync.m16n8k8`).
 pub const TENSOR_PRECISIONS: [Precision; 3] =
     [Precision::Bf16F32, Precision::F16F32, Precision::Tf32F32];

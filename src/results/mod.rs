@@ -1,5 +1,7 @@
 //! What a run leaves behind: the [`record::Record`] (one CSV row), and its CSV reading and
 //! writing.
 
+pub mod check;
+pub mod csv;
 pub mod flags;
 pub mod record;

@@ -38,7 +38,7 @@ pub struct Job {
     pub ordinal: usize,
     pub cfg: RunConfig,
     /// The machine's name and the run's stamp: with the device they make the run id every row
-    /// carries ([`crate::commands::run::run_id`]), the same in every worker of a run.
+    /// carries ([`crate::device::run_id`]), the same in every worker of a run.
     pub host: String,
     pub stamp: String,
     /// Case ids whose rows are written already.

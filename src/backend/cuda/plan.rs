@@ -9,7 +9,7 @@
 //! slowest rate known for the device (so a launch is short rather than seconds long), and 1
 //! TFLOP where nothing is known about the device.
 //!
-//! This module must not call the driver: the CUDA backend ([`super::cuda`]) asks the driver and
+//! This module must not call the driver: the CUDA backend ([`crate::backend::cuda`]) asks the driver and
 //! hands the answers in.
 
 use super::args::{self, Entry, BLOCK};

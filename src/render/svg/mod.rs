@@ -1,6 +1,6 @@
 //! The roofline picture: calibrations in, SVG text out. It writes every element itself (no
 //! plotting library), so every text in the picture has a box the label placement knows, and
-//! every text inside the plot is placed by the one rule of [`super::labels`]: no label on
+//! every text inside the plot is placed by the one rule of [`labels`]: no label on
 //! another, on a roof line, on a point or over the border.
 //!
 //! What it shows: log-log axes trimmed to the data (points, ceilings and ridges, with room for
@@ -1356,7 +1356,7 @@ pub(crate) mod tests {
     pub(crate) fn real(stamp: &str) -> Calibration {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join(format!("results/vm-host-amd-epyc-{stamp}.csv"));
-        cal_of(&crate::results::record::read_csv(&path).unwrap())
+        cal_of(&crate::results::csv::read_csv(&path).unwrap())
     }
 
     /// Every picture the readability tests look at: the real host runs alone and overlaid, and
