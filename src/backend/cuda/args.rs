@@ -7,7 +7,7 @@
 //! does not match the entry's `.param` declarations in count, order or width is not an error on
 //! a GPU: the kernel reads garbage (a loop count from a float's bits, an address from a count)
 //! and corrupts memory or never ends. So the list is described here once, as a pure function
-//! of the case ([`plan`]); the CUDA backend pushes exactly these arguments, in this order and at
+//! of the case ([`super::describe::launch`]); the CUDA backend pushes exactly these arguments, in this order and at
 //! these widths (it has no argument list of its own), and the offline tests compare every
 //! description with the `.param` declarations parsed from the PTX and run it, buffers, values
 //! and checks included, under the PTX interpreter.
@@ -16,8 +16,7 @@
 
 use crate::cases::stream::{self, StreamKernel};
 use crate::cases::{
-    arith, cache, gemm, intensity, latency, peak, tensor, wgmma, Case, Family, Precision, Verdict,
-    Work,
+    arith, cache, gemm, intensity, latency, peak, tensor, wgmma, Precision, Verdict, Work,
 };
 use std::borrow::Cow;
 
@@ -251,7 +250,7 @@ impl Arg {
     }
 
     /// Raw register bits `bits` as a `.b32` or `.b64` argument.
-    fn bits(bits: u64, wide: bool) -> Arg {
+    pub(super) fn bits(bits: u64, wide: bool) -> Arg {
         if wide {
             Arg::B64(bits)
         } else {
@@ -813,756 +812,6 @@ impl Launch {
     }
 }
 
-/// The entry a case runs, or why this build has none for it.
-pub fn entry(case: &Case) -> Result<Entry, String> {
-    let p = case.precision;
-    let none = || format!("the CUDA backend has no kernel for {}", case.id());
-    match case.family {
-        Family::Gemm => {
-            if case.kernel == gemm::GPU_WGMMA && gemm::WGMMA_PRECISIONS.contains(&p) {
-                return Ok(Entry {
-                    module: ModuleId::GemmWgmma(p),
-                    name: gemm::wgmma_entry_name(p),
-                });
-            }
-            if let Some(cluster) = gemm::tma_kernel(&case.kernel) {
-                if gemm::TMA_PRECISIONS.contains(&p) {
-                    return Ok(Entry {
-                        module: ModuleId::GemmTma(p, cluster),
-                        name: gemm::tma_entry_name(p, cluster),
-                    });
-                }
-            }
-            if case.kernel != gemm::GPU_OURS || !gemm::GPU_PRECISIONS.contains(&p) {
-                return Err(none());
-            }
-            Ok(Entry {
-                module: if p == gemm::SIMT_PRECISION {
-                    ModuleId::GemmSimt
-                } else {
-                    ModuleId::Gemm(p)
-                },
-                name: gemm::entry_name(p),
-            })
-        }
-        // the size sweep runs the STREAM kernels themselves (copy and triad)
-        Family::Stream | Family::Efficiency => {
-            let kernel = StreamKernel::from_name(&case.kernel).ok_or_else(none)?;
-            let swept = case.family == Family::Stream
-                || crate::cases::efficiency::kernel_of(&case.kernel).is_some();
-            if !stream::PRECISIONS.contains(&p) || !swept {
-                return Err(none());
-            }
-            Ok(Entry {
-                module: ModuleId::Stream,
-                name: format!("{}_{p}", kernel.name()),
-            })
-        }
-        Family::Peak => {
-            if case.kernel != peak::KERNEL || !peak::PRECISIONS.contains(&p) {
-                return Err(none());
-            }
-            Ok(Entry {
-                module: ModuleId::Peak,
-                name: format!("{}_{p}", peak::KERNEL),
-            })
-        }
-        Family::Tensor => {
-            if wgmma::source_of(p, &case.kernel).is_some() {
-                return Ok(Entry {
-                    module: ModuleId::Wgmma,
-                    name: wgmma::entry_name(p, wgmma::source_of(p, &case.kernel).expect("above")),
-                });
-            }
-            let mma = tensor::Mma::of_case(case).map_err(|_| none())?;
-            Ok(Entry {
-                module: if mma.needs_sm90() {
-                    ModuleId::MmaSm90
-                } else if tensor::needs_sm89(p) {
-                    ModuleId::MmaSm89
-                } else {
-                    ModuleId::Mma
-                },
-                name: tensor::entry_name(mma),
-            })
-        }
-        Family::Intensity => {
-            let k = case
-                .count()
-                .ok_or_else(|| format!("{} has no k", case.id()))?;
-            if case.kernel != intensity::KERNEL
-                || !intensity::PRECISIONS.contains(&p)
-                || !intensity::KS.contains(&k)
-            {
-                return Err(none());
-            }
-            Ok(Entry {
-                module: ModuleId::Sweep(p, k),
-                name: intensity::entry_name(p, k),
-            })
-        }
-        Family::Cache => {
-            // The GPU has an L1 and an L2 kernel; an `l3` case is the host's.
-            // The sweep reads with the caching loads, so its curve shows L1 as well as L2.
-            let kernel = match case.kernel.as_str() {
-                cache::SWEEP => "l1",
-                k @ ("l1" | "l2") => k,
-                _ => return Err(none()),
-            };
-            if p != cache::PRECISION {
-                return Err(none());
-            }
-            Ok(Entry {
-                module: ModuleId::Cache,
-                name: format!("{kernel}_{p}"),
-            })
-        }
-        Family::Latency => {
-            if !matches!(case.kernel.as_str(), "ca" | "cg") || p != latency::PRECISION {
-                return Err(none());
-            }
-            Ok(Entry {
-                module: ModuleId::Latency,
-                name: format!("{}_{p}", case.kernel),
-            })
-        }
-        // a capacity case is driver calls, no kernel (`CudaBackend::prepare` runs it); so is a
-        // link case (copies)
-        Family::Capacity | Family::Link => Err(none()),
-        // the timer's row records events and launches nothing; the host's row is the host's
-        Family::Launch => {
-            if case.kernel != crate::cases::launch::What::Empty.as_str()
-                || p != crate::cases::launch::PRECISION
-            {
-                return Err(none());
-            }
-            Ok(Entry {
-                module: ModuleId::Launch,
-                name: format!("{}_{p}", case.kernel),
-            })
-        }
-    }
-}
-
-/// The shared-memory carveout an entry's function asks for
-/// (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`, percent of the unified L1/shared
-/// storage given to shared memory), where it matters: the L1 cache kernel asks for 0, so the L1
-/// is as large as the device allows and its working sets, sized to half of it, stay in it.
-/// `None` leaves the driver's default.
-pub fn shared_carveout_percent(entry: &Entry) -> Option<i32> {
-    (entry.module == ModuleId::Cache && entry.name.starts_with("l1_")).then_some(0)
-}
-
-/// Whether `family`'s launches take the one-wave grid (the driver's occupancy of the kernel in
-/// blocks of [`BLOCK`] threads): not a GEMM, whose grid and block are its shape's and its
-/// kernel's (Hopper's TMA kernel declares `.reqntid 384` and runs in clusters), nor the latency
-/// chase or the empty kernel, one block each. Their occupancy is not asked for: a query for
-/// blocks the kernel cannot run need not answer at all.
-pub fn grid_is_one_wave(family: Family) -> bool {
-    !matches!(family, Family::Gemm | Family::Latency | Family::Launch)
-}
-
-/// The launch of `case` on a grid of `grid` blocks of [`BLOCK`] threads, or why it cannot be
-/// launched (a case this build did not plan, a grid the driver refuses, a peak or tensor case
-/// planned for another grid).
-///
-/// `grid` is the grid that fills the device once (every SM at the kernel's occupancy). The
-/// STREAM and sweep kernels stride over any n with it; a peak or tensor case was planned for
-/// exactly that many threads (one wave, no grid stride) and must match it. A GEMM's grid is
-/// its shape's (one block of [`gemm::GPU_BLOCK`] threads per 128 × 128 tile of C), whatever
-/// `grid` says.
-pub fn plan(case: &Case, grid: u32) -> Result<Launch, String> {
-    if grid == 0 || grid > MAX_GRID {
-        return Err(format!(
-            "{}: a grid of {grid} blocks is outside 1 ..= {MAX_GRID}",
-            case.id()
-        ));
-    }
-    let planning = Planning {
-        entry: entry(case)?,
-        case,
-        precision: case.precision,
-        grid,
-        threads: grid as u64 * BLOCK as u64,
-    };
-    let p = case.precision;
-    match case.family {
-        Family::Gemm => gemm_launch(&planning),
-        Family::Stream | Family::Efficiency => stream_launch(&planning),
-        Family::Peak => peak_launch(&planning),
-        Family::Tensor if wgmma::source_of(p, &case.kernel).is_some() => wgmma_launch(&planning),
-        Family::Tensor => tensor_launch(&planning),
-        Family::Intensity => sweep_launch(&planning),
-        Family::Cache => cache_launch(&planning),
-        Family::Latency => chase_launch(&planning),
-        Family::Capacity => Err(format!("{}: a capacity case launches no kernel", case.id())),
-        Family::Launch => empty_launch(&planning),
-        Family::Link => Err(format!(
-            "{}: a link case copies, it launches no kernel",
-            case.id()
-        )),
-    }
-}
-
-/// What every family's launch is planned from: the case, its entry, and the grid.
-struct Planning<'a> {
-    case: &'a Case,
-    entry: Entry,
-    precision: Precision,
-    grid: u32,
-    /// Threads of the whole grid.
-    threads: u64,
-}
-
-impl Planning<'_> {
-    /// The launch of `grid` blocks of [`BLOCK`] threads, with the case's work and no shared
-    /// memory or rotation (a family that differs says so on the result).
-    fn launch(
-        &self,
-        buffers: Vec<Buffer>,
-        params: Vec<Param>,
-        check: Check,
-        iterations: Option<u32>,
-        owed: Option<Owed>,
-    ) -> Launch {
-        Launch {
-            entry: self.entry.clone(),
-            grid: self.grid,
-            block: BLOCK,
-            dynamic_shared_bytes: 0,
-            buffers,
-            params,
-            check,
-            iterations,
-            owed,
-            work: self.case.work,
-            rotation: None,
-        }
-    }
-
-    /// The block records: each block's clocks and the work it counted.
-    fn clocks(&self) -> Buffer {
-        Buffer {
-            role: Role::Clocks,
-            words: self.grid as u64 * BLOCK_RECORD_WORDS as u64,
-            word_bytes: 8,
-            init: Init::Zero,
-        }
-    }
-
-    /// A loop's trip count as the kernels' `.u32`.
-    fn trips(&self, i: u64) -> Result<u32, String> {
-        u32::try_from(i)
-            .map_err(|_| format!("{}: {i} loop trips do not fit in .u32", self.case.id()))
-    }
-}
-
-/// One kernel parameter by name.
-fn param(name: &'static str, arg: Arg) -> Param {
-    Param { name, arg }
-}
-
-/// A GEMM: A and B (or their tensor maps), C; one block per tile of C, the kernel's own
-/// block and shared memory.
-fn gemm_launch(c: &Planning) -> Result<Launch, String> {
-    let (case, p) = (c.case, c.precision);
-    // One block per 128 × 128 tile of C: the grid is the shape's, not `grid`.
-    let shape = gemm::shape_of(case)?;
-    let (lda, ldb) = (
-        gemm::gpu_leading_dimension(p, shape.k),
-        gemm::gpu_leading_dimension(p, shape.k),
-    );
-    gemm::check_operands(p, shape, lda, ldb)?;
-    let operand = |i: u8, matrix: u64, rows: u64, ld: u64| Buffer {
-        role: Role::Input(i),
-        // two 16-bit elements or one f32 per word; ld is even
-        words: gemm::operand_words(p, rows, ld),
-        word_bytes: 4,
-        init: Init::GemmOperand {
-            precision: p,
-            shape,
-            matrix,
-            ld,
-        },
-    };
-    let buffers = vec![
-        operand(0, 0, shape.m, lda),
-        operand(1, 1, shape.n, ldb),
-        Buffer {
-            role: Role::Output,
-            words: shape.m * shape.n,
-            word_bytes: 4,
-            init: Init::Poison,
-        },
-    ];
-    let dim = |v: u64| Arg::U32(v as u32); // check_operands: all fit
-    let tma = gemm::tma_kernel(&case.kernel);
-    let params = if let Some(cluster) = tma {
-        // A and B through tensor maps (their row strides are in the maps)
-        let map = |i: u8, matrix: u64, rows: u64, ld: u64| {
-            Arg::TensorMap(TensorMap {
-                role: Role::Input(i),
-                precision: p,
-                dims: [shape.k, rows],
-                row_bytes: ld * gemm::input_bytes(p),
-                box_dims: gemm::tma_box(p, matrix, cluster),
-                swizzle_bytes: gemm::TMA_SWIZZLE_BYTES,
-            })
-        };
-        vec![
-            param("tmap_a", map(0, 0, shape.m, lda)),
-            param("tmap_b", map(1, 1, shape.n, ldb)),
-            param("c", Arg::Buffer(Role::Output)),
-            param("m", dim(shape.m)),
-            param("n", dim(shape.n)),
-            param("k", dim(shape.k)),
-        ]
-    } else {
-        vec![
-            param("a", Arg::Buffer(Role::Input(0))),
-            param("b", Arg::Buffer(Role::Input(1))),
-            param("c", Arg::Buffer(Role::Output)),
-            param("m", dim(shape.m)),
-            param("n", dim(shape.n)),
-            param("k", dim(shape.k)),
-            param("lda", dim(lda)),
-            param("ldb", dim(ldb)),
-        ]
-    };
-    // Hopper's kernels have their own tile, block and shared memory
-    let (blocks, block, dynamic_shared_bytes) = if let Some(cluster) = tma {
-        (
-            gemm::tma_blocks(shape, cluster),
-            gemm::TMA_BLOCK,
-            gemm::TMA_SHARED_BYTES,
-        )
-    } else if case.kernel == gemm::GPU_WGMMA {
-        (
-            gemm::wgmma_blocks(shape),
-            gemm::WGMMA_BLOCK,
-            gemm::WGMMA_SHARED_BYTES,
-        )
-    } else {
-        (
-            gemm::gpu_blocks(shape),
-            gemm::GPU_BLOCK,
-            gemm::gpu_dynamic_shared_bytes(p),
-        )
-    };
-    Ok(Launch {
-        entry: c.entry.clone(),
-        grid: blocks as u32,
-        block,
-        dynamic_shared_bytes,
-        buffers,
-        params,
-        check: Check::Gemm {
-            precision: p,
-            shape,
-        },
-        iterations: None,
-        owed: None,
-        work: case.work,
-        // a decode step's weight in copies, one per launch (gemm::rotate_weights)
-        rotation: match gemm::weight_copies(case) {
-            1 => None,
-            copies => Some(Rotation {
-                role: Role::Input(1),
-                copies,
-            }),
-        },
-    })
-}
-
-/// A STREAM kernel: its input arrays, its output (one partial sum per block for a
-/// reduction), `n` and its scalar, in kernels/README.md's order.
-fn stream_launch(c: &Planning) -> Result<Launch, String> {
-    let (case, p, grid, threads) = (c.case, c.precision, c.grid, c.threads);
-    let kernel = StreamKernel::from_name(&case.kernel).ok_or("unreachable")?;
-    let n = case.elements;
-    let word_bytes = stream::element_bytes(p);
-    let mut buffers: Vec<Buffer> = (0..kernel.inputs())
-        .map(|array| Buffer {
-            role: Role::Input(array as u8),
-            words: n,
-            word_bytes,
-            init: Init::Stream {
-                kernel,
-                array,
-                precision: p,
-            },
-        })
-        .collect();
-    // A reduction writes one partial sum per block: `partials[blockIdx.x]`.
-    let out_words = if kernel.is_reduction() {
-        grid as u64
-    } else {
-        n
-    };
-    buffers.push(Buffer {
-        role: Role::Output,
-        words: out_words,
-        word_bytes,
-        init: Init::Poison,
-    });
-    // kernels/README.md: inputs (`a`, `b`), then the output (`partials` of a
-    // reduction; else the next letter), then `n`, then the scalar.
-    const LETTERS: [&str; 3] = ["a", "b", "c"];
-    let mut params: Vec<Param> = (0..kernel.inputs() as usize)
-        .map(|i| param(LETTERS[i], Arg::Buffer(Role::Input(i as u8))))
-        .collect();
-    let out_name = if kernel.is_reduction() {
-        "partials"
-    } else {
-        LETTERS[kernel.inputs() as usize]
-    };
-    params.push(param(out_name, Arg::Buffer(Role::Output)));
-    params.push(param("n", Arg::U64(n)));
-    if kernel.has_scalar() {
-        let s = if kernel == StreamKernel::Write {
-            stream::FILL
-        } else {
-            stream::SCALAR
-        };
-        params.push(param(
-            "scalar",
-            if p == Precision::F64 {
-                Arg::F64(s)
-            } else {
-                Arg::F32(s as f32)
-            },
-        ));
-    }
-    let check = if kernel.is_reduction() {
-        Check::StreamSum {
-            kernel,
-            precision: p,
-            n,
-            largest_block_terms: largest_block_terms(n, word_bytes, threads),
-        }
-    } else {
-        Check::StreamArray {
-            kernel,
-            precision: p,
-        }
-    };
-    Ok(c.launch(buffers, params, check, None, None))
-}
-
-/// An FMA peak: one output word per thread, the block records, and the chain's map.
-fn peak_launch(c: &Planning) -> Result<Launch, String> {
-    let (case, p, threads) = (c.case, c.precision, c.threads);
-    if threads != case.elements {
-        return Err(format!(
-            "{} was planned for {} threads, this device runs {threads}",
-            case.id(),
-            case.elements
-        ));
-    }
-    let iterations = c.trips(peak::iterations_of(case, peak::GPU_FMAS_PER_ITERATION)?)?;
-    let wide = p == Precision::F64;
-    let map = peak::map(p);
-    let buffers = vec![
-        Buffer {
-            role: Role::Output,
-            words: threads,
-            word_bytes: arith::word_bytes(p),
-            init: Init::Poison,
-        },
-        c.clocks(),
-    ];
-    let params = vec![
-        param("out", Arg::Buffer(Role::Output)),
-        param("clocks", Arg::Buffer(Role::Clocks)),
-        param("n", Arg::U64(threads)),
-        param("iterations", Arg::U32(iterations)),
-        param("x0", Arg::bits(peak::x0(p), wide)),
-        param("a", Arg::bits(map.a, wide)),
-        param("b", Arg::bits(map.b, wide)),
-    ];
-    let check = Check::Peak {
-        precision: p,
-        steps: iterations as u64 * peak::GPU_UNROLL,
-    };
-    let owed = Owed::PeakTrips {
-        precision: p,
-        trips: iterations as u64,
-    };
-    Ok(c.launch(buffers, params, check, Some(iterations), Some(owed)))
-}
-
-/// A Hopper `wgmma` peak: A (in shared memory or registers), B's image, C, D per warpgroup.
-fn wgmma_launch(c: &Planning) -> Result<Launch, String> {
-    let (case, p, threads) = (c.case, c.precision, c.threads);
-    let a = wgmma::source_of(p, &case.kernel).ok_or("unreachable")?;
-    let warpgroups = threads / wgmma::WARPGROUP as u64;
-    if warpgroups != case.elements || !BLOCK.is_multiple_of(wgmma::WARPGROUP as u32) {
-        return Err(format!(
-            "{} was planned for {} warpgroups, this device runs {threads} threads in blocks of {BLOCK}",
-            case.id(),
-            case.elements
-        ));
-    }
-    let iterations = c.trips(wgmma::iterations_of(case)?)?;
-    let input = |i: u8, words: Vec<u64>| Buffer {
-        role: Role::Input(i),
-        words: words.len() as u64,
-        word_bytes: 4,
-        init: Init::Words(words),
-    };
-    let buffers = vec![
-        input(0, wgmma::a_words(p, a)),
-        input(1, wgmma::b_image(p)),
-        input(2, wgmma::c_registers(p)),
-        Buffer {
-            role: Role::Output,
-            words: warpgroups * wgmma::d_registers(p).len() as u64,
-            word_bytes: 4,
-            init: Init::Poison,
-        },
-        c.clocks(),
-    ];
-    let params = vec![
-        param("a", Arg::Buffer(Role::Input(0))),
-        param("b", Arg::Buffer(Role::Input(1))),
-        param("c", Arg::Buffer(Role::Input(2))),
-        param("d", Arg::Buffer(Role::Output)),
-        param("clocks", Arg::Buffer(Role::Clocks)),
-        param("n", Arg::U64(warpgroups)),
-        param("iterations", Arg::U32(iterations)),
-    ];
-    let check = Check::Wgmma {
-        precision: p,
-        warpgroups,
-    };
-    let owed = Owed::WgmmaTrips {
-        precision: p,
-        trips: iterations as u64,
-    };
-    Ok(c.launch(buffers, params, check, Some(iterations), Some(owed)))
-}
-
-/// An `mma.sync` peak: the fragments of A, B, -B and C, D per warp.
-fn tensor_launch(c: &Planning) -> Result<Launch, String> {
-    let (case, p, threads) = (c.case, c.precision, c.threads);
-    let warps = threads / tensor::WARP as u64;
-    if warps != case.elements {
-        return Err(format!(
-            "{} was planned for {} warps, this device runs {warps}",
-            case.id(),
-            case.elements
-        ));
-    }
-    let mma = tensor::Mma::of_case(case)?;
-    let iterations = c.trips(tensor::iterations_of(case)?)?;
-    let word_bytes = tensor::register_bits(p) as u64 / 8;
-    let input = |i: u8, words: Vec<u64>| Buffer {
-        role: Role::Input(i),
-        words: words.len() as u64,
-        word_bytes,
-        init: Init::Words(words),
-    };
-    let buffers = vec![
-        input(0, tensor::a_fragments(mma)),
-        input(1, tensor::b_fragments(mma, false)),
-        input(2, tensor::b_fragments(mma, true)),
-        input(3, tensor::c_fragments(mma)),
-        Buffer {
-            role: Role::Output,
-            words: warps * tensor::d_fragments(mma).len() as u64,
-            word_bytes,
-            init: Init::Poison,
-        },
-        c.clocks(),
-    ];
-    let params = vec![
-        param("a", Arg::Buffer(Role::Input(0))),
-        param("b", Arg::Buffer(Role::Input(1))),
-        param("bneg", Arg::Buffer(Role::Input(2))),
-        param("c", Arg::Buffer(Role::Input(3))),
-        param("d", Arg::Buffer(Role::Output)),
-        param("clocks", Arg::Buffer(Role::Clocks)),
-        param("n", Arg::U64(warps)),
-        param("iterations", Arg::U32(iterations)),
-    ];
-    let check = Check::Tensor { mma, warps };
-    let owed = Owed::TensorTrips {
-        mma,
-        trips: iterations as u64,
-    };
-    Ok(c.launch(buffers, params, check, Some(iterations), Some(owed)))
-}
-
-/// An intensity-sweep point: a word in, k FMAs, the word out.
-fn sweep_launch(c: &Planning) -> Result<Launch, String> {
-    let (case, p) = (c.case, c.precision);
-    let k = case.count().ok_or("unreachable")?;
-    let n = case.elements;
-    let wide = p == Precision::F64;
-    let word_bytes = arith::word_bytes(p);
-    let map = intensity::map(p);
-    let buffers = vec![
-        Buffer {
-            role: Role::Input(0),
-            words: n,
-            word_bytes,
-            init: Init::Sweep(p),
-        },
-        Buffer {
-            role: Role::Output,
-            words: n,
-            word_bytes,
-            init: Init::Poison,
-        },
-        c.clocks(),
-    ];
-    let params = vec![
-        param("in", Arg::Buffer(Role::Input(0))),
-        param("out", Arg::Buffer(Role::Output)),
-        param("clocks", Arg::Buffer(Role::Clocks)),
-        param("n", Arg::U64(n)),
-        param("a", Arg::bits(map.a, wide)),
-        param("b", Arg::bits(map.b, wide)),
-    ];
-    let owed = Owed::SweepWords { precision: p, k, n };
-    Ok(c.launch(
-        buffers,
-        params,
-        Check::Sweep { precision: p, k },
-        None,
-        Some(owed),
-    ))
-}
-
-/// A cache-sweep point: the working set read `passes` times, one sum per thread.
-fn cache_launch(c: &Planning) -> Result<Launch, String> {
-    let (case, threads) = (c.case, c.threads);
-    let n = case.elements;
-    let passes = cache::passes(case);
-    // kernels/cache.ptx indexes the vectors and the threads in 32 bits, and reads whole
-    // vectors only
-    if !n.is_multiple_of(4) || n / 4 > cache::GPU_MAX_INDEX || threads > cache::GPU_MAX_INDEX {
-        return Err(format!(
-            "{}: the GPU cache kernels read whole 16-byte vectors (n a multiple of 4), \
-             fewer than 2^31 of them, with fewer than 2^31 threads; n = {n} words, \
-             {threads} threads",
-            case.id()
-        ));
-    }
-    let buffers = vec![
-        Buffer {
-            role: Role::Input(0),
-            words: n,
-            word_bytes: cache::WORD_BYTES,
-            init: Init::Cache,
-        },
-        // One sum per thread: `sums[gid]`.
-        Buffer {
-            role: Role::Output,
-            words: threads,
-            word_bytes: cache::WORD_BYTES,
-            init: Init::Poison,
-        },
-    ];
-    let params = vec![
-        param("a", Arg::Buffer(Role::Input(0))),
-        param("sums", Arg::Buffer(Role::Output)),
-        param("n", Arg::U64(n)),
-        param("passes", Arg::U32(c.trips(passes)?)),
-    ];
-    Ok(c.launch(
-        buffers,
-        params,
-        Check::Cache { n, passes },
-        Some(c.trips(passes)?),
-        None,
-    ))
-}
-
-/// A latency chase: one thread of one block follows the ring.
-fn chase_launch(c: &Planning) -> Result<Launch, String> {
-    let case = c.case;
-    // One thread of one block chases, whatever grid fills the device.
-    let (lines, line_bytes, hops) = (
-        case.elements,
-        latency::line_bytes(case),
-        latency::hops(case),
-    );
-    if line_bytes != latency::GPU_LINE_BYTES {
-        return Err(format!(
-            "{}: the GPU chase needs {}-byte lines",
-            case.id(),
-            latency::GPU_LINE_BYTES
-        ));
-    }
-    let next = std::sync::Arc::new(latency::successors(&latency::order(lines)));
-    let buffers = vec![
-        Buffer {
-            role: Role::Input(0),
-            words: lines * line_bytes / latency::GPU_POINTER_BYTES,
-            word_bytes: latency::GPU_POINTER_BYTES,
-            init: Init::Chase { next, line_bytes },
-        },
-        // [byte offset the chase stands on, hops since line 0]
-        Buffer {
-            role: Role::Output,
-            words: 2,
-            word_bytes: 8,
-            init: Init::Zero,
-        },
-        Buffer {
-            words: BLOCK_RECORD_WORDS as u64,
-            ..c.clocks()
-        },
-    ];
-    let params = vec![
-        param("ring", Arg::Buffer(Role::Input(0))),
-        param("state", Arg::Buffer(Role::Output)),
-        param("clocks", Arg::Buffer(Role::Clocks)),
-        param("hops", Arg::U32(c.trips(hops)?)),
-    ];
-    Ok(Launch {
-        grid: 1,
-        block: 1,
-        ..c.launch(
-            buffers,
-            params,
-            Check::Latency {
-                lines,
-                line_bytes,
-                hops,
-            },
-            Some(c.trips(hops)?),
-            Some(Owed::ChaseHops { hops }),
-        )
-    })
-}
-
-/// A launch-overhead launch: one block of one thread adds one to a counter.
-fn empty_launch(c: &Planning) -> Result<Launch, String> {
-    // One block of one thread, whatever grid fills the device: the launch is the figure.
-    let buffers = vec![Buffer {
-        role: Role::Output,
-        words: 1,
-        word_bytes: 4,
-        init: Init::Zero,
-    }];
-    let params = vec![param("count", Arg::Buffer(Role::Output))];
-    Ok(Launch {
-        grid: 1,
-        block: 1,
-        ..c.launch(buffers, params, Check::Launches, None, None)
-    })
-}
-
-/// Most elements one block of a STREAM reduction adds in the kernel's precision: its threads'
-/// grid-stride share of whole 16-byte vectors, plus the scalar tail (which block 0 takes).
-fn largest_block_terms(n: u64, element_bytes: u64, threads: u64) -> u64 {
-    let width = 16 / element_bytes;
-    let vectors = n / width;
-    vectors.div_ceil(threads.max(1)) * width * BLOCK as u64 + width
-}
-
 /// SM clocks a block's record may give, in MHz: anything else is a record too short for the
 /// timer's granularity (`%globaltimer` ticks every 32 ns to 1 µs, depending on the GPU), not a
 /// clock.
@@ -1632,6 +881,8 @@ pub fn clock_from_records(records: &[u64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cuda::describe::{self, shared_carveout_percent};
+    use crate::cases::Case;
 
     #[test]
     fn only_the_l1_kernel_asks_for_the_largest_l1() {
@@ -1729,7 +980,7 @@ mod tests {
             40,
             peak::GPU_FMAS_PER_ITERATION,
         );
-        let launch = plan(&case, 3).unwrap();
+        let launch = describe::launch(&case, 3).unwrap();
         assert_eq!(
             launch.owed,
             Some(Owed::PeakTrips {
@@ -1766,7 +1017,8 @@ mod tests {
                 .valid
         );
 
-        let tensor_launch = plan(&tensor::case(P::F16F32, 2 * BLOCK as u64 / 32, 7), 2).unwrap();
+        let tensor_launch =
+            describe::launch(&tensor::case(P::F16F32, 2 * BLOCK as u64 / 32, 7), 2).unwrap();
         assert!(
             tensor_launch
                 .verify_records(&records_of(&tensor_launch, |_| 7))
@@ -1778,7 +1030,7 @@ mod tests {
                 .valid
         );
 
-        let sweep = plan(&intensity::case(P::F64, 16, 4099), 2).unwrap();
+        let sweep = describe::launch(&intensity::case(P::F64, 16, 4099), 2).unwrap();
         let share = |b| intensity::gpu_block_words(P::F64, 4099, 2 * BLOCK as u64, BLOCK as u64, b);
         assert!(sweep.verify_records(&records_of(&sweep, share)).valid);
         let extra = sweep.verify_records(&records_of(&sweep, |b| share(b) + (b == 0) as u64));
@@ -1801,7 +1053,7 @@ mod tests {
         );
 
         // a launch without records takes none
-        let copy = plan(&StreamKernel::Copy.case(P::F32, 100), 1).unwrap();
+        let copy = describe::launch(&StreamKernel::Copy.case(P::F32, 100), 1).unwrap();
         assert!(copy.verify_records(&[]).valid);
         assert!(!copy.verify_records(&[0; 6]).valid);
     }
@@ -1824,7 +1076,10 @@ mod tests {
         for p in peak::PRECISIONS {
             let name = format!("{}_{p}", peak::KERNEL);
             let case = peak::case(p, BLOCK as u64, 1, peak::GPU_FMAS_PER_ITERATION);
-            let ptx = entry(&case).unwrap().module.ptx();
+            let ptx = crate::backend::cuda::describe::entry(&case)
+                .unwrap()
+                .module
+                .ptx();
             let Cow::Borrowed(ptx) = ptx else {
                 panic!("peak.ptx is a file")
             };
@@ -1840,7 +1095,11 @@ mod tests {
         }
         for p in tensor::PRECISIONS {
             let name = tensor::entry_name(p);
-            let Cow::Borrowed(ptx) = entry(&tensor::case(p, 8, 1)).unwrap().module.ptx() else {
+            let Cow::Borrowed(ptx) = crate::backend::cuda::describe::entry(&tensor::case(p, 8, 1))
+                .unwrap()
+                .module
+                .ptx()
+            else {
                 panic!("mma*.ptx are files")
             };
             let body = body_of(ptx, &name);
@@ -1862,43 +1121,49 @@ mod tests {
         // a tensor precision asked of the peak kernel, an unknown k, an unknown STREAM kernel
         let mut bad = peak::case(P::F32, BLOCK as u64, 1, peak::GPU_FMAS_PER_ITERATION);
         bad.precision = P::F16F32;
-        assert!(plan(&bad, 1).unwrap_err().contains("no kernel"));
-        assert!(entry(&intensity::case(P::F32, 3, 10))
-            .unwrap_err()
-            .contains("no kernel"));
+        assert!(describe::launch(&bad, 1).unwrap_err().contains("no kernel"));
+        assert!(
+            crate::backend::cuda::describe::entry(&intensity::case(P::F32, 3, 10))
+                .unwrap_err()
+                .contains("no kernel")
+        );
         let mut nonsense = StreamKernel::Copy.case(P::F32, 10);
         nonsense.kernel = "gemv".into();
-        assert!(entry(&nonsense).is_err());
+        assert!(crate::backend::cuda::describe::entry(&nonsense).is_err());
         nonsense = StreamKernel::Copy.case(P::I32, 10);
-        assert!(entry(&nonsense).is_err());
+        assert!(crate::backend::cuda::describe::entry(&nonsense).is_err());
         // a loop count past .u32
         let huge = peak::case(P::F32, BLOCK as u64, 1 << 33, peak::GPU_FMAS_PER_ITERATION);
-        assert!(plan(&huge, 1).unwrap_err().contains("do not fit in .u32"));
+        assert!(describe::launch(&huge, 1)
+            .unwrap_err()
+            .contains("do not fit in .u32"));
         // the cache kernels' whole 32-bit-indexed vectors: a working set of 4 KiB plans, one
         // word more does not, nor 2^31 vectors, nor 2^31 threads
         let cache_case = |bytes| crate::cases::cache::case("l1", bytes, 1);
-        assert!(plan(&cache_case(4096), 1).is_ok());
+        assert!(describe::launch(&cache_case(4096), 1).is_ok());
         let odd = Case {
             elements: 1025,
             ..cache_case(4096)
         };
-        assert!(plan(&odd, 1).unwrap_err().contains("whole 16-byte vectors"));
-        assert!(plan(&cache_case(16 << 30), 1).is_ok());
-        assert!(plan(&cache_case(32 << 30), 1).is_err());
-        assert!(plan(&cache_case(4096), (1 << 31) / BLOCK).is_err());
-        assert!(plan(&cache_case(4096), (1 << 31) / BLOCK - 1).is_ok());
+        assert!(describe::launch(&odd, 1)
+            .unwrap_err()
+            .contains("whole 16-byte vectors"));
+        assert!(describe::launch(&cache_case(16 << 30), 1).is_ok());
+        assert!(describe::launch(&cache_case(32 << 30), 1).is_err());
+        assert!(describe::launch(&cache_case(4096), (1 << 31) / BLOCK).is_err());
+        assert!(describe::launch(&cache_case(4096), (1 << 31) / BLOCK - 1).is_ok());
     }
 
     #[test]
     fn reductions_get_one_partial_per_block_and_notes_say_the_loop() {
-        let dot = plan(
+        let dot = describe::launch(
             &StreamKernel::Dot.case(crate::cases::Precision::F64, 1000),
             7,
         )
         .unwrap();
         assert_eq!(dot.buffer(Role::Output).unwrap().words, 7);
         assert_eq!(dot.kinds().last(), Some(&ParamKind::U64));
-        let t = plan(&tensor::case(crate::cases::Precision::S8S32, 16, 5), 2).unwrap();
+        let t = describe::launch(&tensor::case(crate::cases::Precision::S8S32, 16, 5), 2).unwrap();
         assert_eq!(t.note(), "grid 2x256, 8 chains x 5 trips");
         assert_eq!(
             t.buffer(Role::Clocks).unwrap().bytes(),

@@ -3,6 +3,7 @@
 //! events in batches under a deadline, and the output checked against the launch's gold values.
 
 use super::args::{self, Arg, Launch, Role};
+use super::describe;
 use super::{batch_deadline, gemm, launch_rows, plan, quietly, CudaBackend};
 use crate::backend::PreparedCase;
 use crate::cases::{Case, Family, Verdict};
@@ -271,7 +272,7 @@ pub(super) fn find_copy<'a>(
     }
 }
 
-/// A case on the device: its launch described by [`args::plan`], its arrays allocated and
+/// A case on the device: its launch described by [`describe::launch`], its arrays allocated and
 /// filled, its events made. The one kind of prepared case for every family.
 pub(super) struct GpuCase<'b> {
     pub(super) backend: &'b CudaBackend,
@@ -378,7 +379,7 @@ impl<'b> GpuCase<'b> {
         with_kernel: bool,
     ) -> Result<Self> {
         backend.health.check(&backend.info.id)?;
-        let entry = args::entry(case).map_err(Error::Usage)?;
+        let entry = describe::entry(case).map_err(Error::Usage)?;
         let (module, func) = if with_kernel {
             let module = backend.module(entry.module)?;
             let func = backend.function(&module, &entry.name)?;
@@ -386,7 +387,7 @@ impl<'b> GpuCase<'b> {
         } else {
             (None, None)
         };
-        if let (Some(percent), Some(func)) = (args::shared_carveout_percent(&entry), &func) {
+        if let (Some(percent), Some(func)) = (describe::shared_carveout_percent(&entry), &func) {
             backend.call(
                 &format!("setting the shared-memory carveout of {}", entry.name),
                 || {
@@ -398,7 +399,7 @@ impl<'b> GpuCase<'b> {
                 },
             )?;
         }
-        let grid = match (args::grid_is_one_wave(case.family), &func) {
+        let grid = match (describe::grid_is_one_wave(case.family), &func) {
             (false, _) => 1, // unused: the launch's grid is the case's own
             (true, Some(func)) => backend.one_wave(func, &entry.name)?,
             (true, None) => {
@@ -408,7 +409,7 @@ impl<'b> GpuCase<'b> {
                 )))
             }
         };
-        let launch = args::plan(case, grid).map_err(Error::Usage)?;
+        let launch = describe::launch(case, grid).map_err(Error::Usage)?;
         // gemm (branch gemm): more than 48 KiB of shared memory is raised per function.
         if let Some(func) = &func {
             gemm::raise_dynamic_shared(backend, func, &launch)?;

@@ -8,7 +8,7 @@
 //! carrying the driver's own message and a cudarc panic (a stub driver lacking a symbol, say)
 //! into an error instead of a crash.
 //!
-//! What a launch passes is not written here: [`args::plan`] describes each case's arrays,
+//! What a launch passes is not written here: [`describe::launch`] describes each case's arrays,
 //! argument list and check as data, and `GpuCase` allocates those arrays and pushes exactly
 //! those arguments, in that order and at those widths. [`plan`] chooses the cases and their
 //! sizes. Both are pure, and tested against the PTX without a GPU.
@@ -46,6 +46,7 @@ pub mod args;
 mod capacity;
 mod case;
 pub mod cublas;
+pub mod describe;
 mod driver;
 mod gemm;
 pub mod jit;

@@ -12,7 +12,8 @@
 //! This module must not call the driver: the CUDA backend ([`crate::backend::cuda`]) asks the driver and
 //! hands the answers in.
 
-use super::args::{self, Entry, BLOCK};
+use super::args::{Entry, BLOCK};
+use super::describe;
 use crate::backend::{dram_rule_bytes, efficiency_cases, plan_arrays, PlannedCase, SizeRequest};
 use crate::cases::{
     arith, cache, capacity, gemm, intensity, latency, launch as launch_rows, link, peak, stream,
@@ -378,7 +379,7 @@ pub fn plan_cases(
         return Ok(planned);
     }
     let mut planned_or_why = |case: Case, sized: &mut dyn FnMut(u64) -> Case| {
-        let sized_case = args::entry(&case)
+        let sized_case = describe::entry(&case)
             .map_err(crate::Error::Internal)
             .and_then(|entry| one_wave(&entry));
         match sized_case {
@@ -607,9 +608,9 @@ mod tests {
         assert_eq!(hopper.note, HOPPER_F64_SHAPE_NOTE);
         assert_eq!(ampere.note, HOPPER_F64_MMA_NOTE);
         assert_eq!(
-            args::entry(&hopper.case).unwrap(),
-            args::Entry {
-                module: args::ModuleId::MmaSm90,
+            describe::entry(&hopper.case).unwrap(),
+            crate::backend::cuda::args::Entry {
+                module: crate::backend::cuda::args::ModuleId::MmaSm90,
                 name: "mma_m16n8k16_f64_f64".into()
             }
         );
@@ -673,7 +674,7 @@ mod tests {
             .iter()
             .find(|c| c.id() == "gemm/ptx/bf16.f32/1x4096x4096")
             .unwrap();
-        let launch = crate::backend::cuda::args::plan(decode, 1).unwrap();
+        let launch = crate::backend::cuda::describe::launch(decode, 1).unwrap();
         let rotation = launch.rotation.expect("a rotating B");
         assert_eq!(
             (rotation.role, rotation.copies),
@@ -1025,7 +1026,7 @@ mod tests {
             peers: &[],
         };
         let planned = plan_cases(&device, SizeRequest::Auto, &mut |entry| {
-            if entry.module == args::ModuleId::Mma {
+            if entry.module == crate::backend::cuda::args::ModuleId::Mma {
                 Err(crate::Error::Internal("mma.ptx did not load".into()))
             } else {
                 Ok(108 * 4)
