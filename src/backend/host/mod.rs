@@ -15,6 +15,7 @@ pub mod capacity;
 pub mod compute;
 pub mod cpu;
 pub mod gemm;
+pub mod gemm_kernels;
 pub mod latency;
 pub mod launch;
 pub mod pool;
@@ -191,7 +192,7 @@ impl Backend for HostBackend {
             }
             (Family::Gemm, _) => {
                 let l2 = self.info.caches.iter().find(|c| c.name == "L2");
-                let l2_bytes = l2.map_or(gemm::DEFAULT_L2_BYTES, |c| c.size_bytes);
+                let l2_bytes = l2.map_or(gemm_kernels::DEFAULT_L2_BYTES, |c| c.size_bytes);
                 gemm::prepare(&self.pool, self.compute, l2_bytes, case)
             }
             (Family::Tensor, _) => tensor::prepare(&self.pool, case),
