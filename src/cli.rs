@@ -1,6 +1,6 @@
 //! The command line (clap derive) and its dispatch to [`crate::commands`].
 //!
-//! Exit codes (the README lists them once, the same): 0 all measurements valid and none
+//! Exit codes (docs/cli.md lists them once, the same): 0 all measurements valid and none
 //! suspect; 1 an error (printed as one `error: …` line); 2 a usage error (clap's: an unknown
 //! command or option, or a value not of its form; or a value that makes no sense: an unknown
 //! device, a filter that matches nothing, an output that exists); 3 the run finished but at

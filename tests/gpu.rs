@@ -1,7 +1,7 @@
-//! GPU tests (testing layer 4): every kernel on every CUDA device found, with validation, on
-//! sizes that hit the edges; and the host-side behaviour that only a real driver can confirm
-//! (event timing, a device fault, a runaway kernel). Where there is no device they print why
-//! they skipped.
+//! GPU tests (testing layer 6, docs/testing.md): every kernel on every CUDA device found, with
+//! validation, on sizes that hit the edges; and the host-side behaviour that only a real driver
+//! can confirm (event timing, a device fault, a runaway kernel). Where there is no device they
+//! print why they skipped.
 //!
 //! The GPU tests of this binary take [`gpu_lock`] so that they do not share the device with each
 //! other (a timing check next to another test's kernels would measure both). The two tests that

@@ -1,4 +1,4 @@
-//! The CUDA backend's launches, checked without a GPU (testing layer 3).
+//! The CUDA backend's launches, checked without a GPU (testing layer 5, docs/testing.md).
 //!
 //! `cuLaunchKernel` trusts its caller: an argument list that does not match the entry's
 //! `.param` declarations is not an error on a GPU, it is a kernel reading garbage. The CUDA
@@ -1097,15 +1097,16 @@ fn a_default_run_on_a_lent_gpu_fits_in_four_minutes_by_its_estimate() {
             );
         }
         if d.name == "NVIDIA H200" {
-            // the README quotes this line of `run` for a default H200 run
+            // docs/measurements.md ("The plan and its estimate") quotes this line of `run` for a
+            // default H200 run
             let line = format!(
                 "plan: {} cases, about {} by the device's rated speeds",
                 cases.len(),
                 human(secs)
             );
             assert!(
-                include_str!("../README.md").contains(&line),
-                "README.md should quote `{line}` for a default run on an H200"
+                include_str!("../docs/measurements.md").contains(&line),
+                "docs/measurements.md should quote `{line}` for a default run on an H200"
             );
         }
     }

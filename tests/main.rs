@@ -1,10 +1,11 @@
 //! The one integration-test binary (ripgrep's layout): each module is one layer of the
-//! testing plan (the README's "Testing" section).
+//! testing plan (docs/testing.md).
 
 mod cli;
 mod cli_roofline;
 mod common;
 mod compute_gpu;
+mod docs;
 mod driver;
 mod estimate;
 mod exports;
