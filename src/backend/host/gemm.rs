@@ -104,6 +104,7 @@
 //! that was detected, the reference crate's raw-pointer interface, and raw pointers into
 //! matrices whose parts each worker owns.
 
+use super::clock;
 use super::compute::{self, HostCompute};
 use super::gemm_kernels::*;
 use super::pool::{chunk, first_touch, first_touch_repeating, Pool, SharedPtr, SpinBarrier};
@@ -654,8 +655,7 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
     }
 
     fn clock_mhz(&mut self) -> Option<f64> {
-        self.clock_mhz =
-            compute::higher_clock(self.clock_mhz, compute::measure_pool_mhz(self.pool));
+        self.clock_mhz = clock::higher_clock(self.clock_mhz, clock::measure_pool_mhz(self.pool));
         self.clock_mhz
     }
 

@@ -12,6 +12,7 @@
 pub mod amx_gemm;
 pub mod cache;
 pub mod capacity;
+pub mod clock;
 pub mod compute;
 pub mod cpu;
 pub mod gemm;
@@ -250,7 +251,7 @@ fn host_gemm_cases(
     usable_bytes: u64,
     size: SizeRequest,
 ) -> Vec<Case> {
-    let mhz = compute::measure_core_mhz().unwrap_or(3000.0);
+    let mhz = clock::measure_core_mhz().unwrap_or(3000.0);
     let mut out = Vec::new();
     // the shapes that fit memory, --size and a launch of GEMM_MAX_LAUNCH_SECS at this peak
     let limits = |peak_gflops: f64| cases::gemm::Limits {
