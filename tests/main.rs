@@ -13,6 +13,7 @@ mod files;
 mod fleet;
 mod fragments;
 mod fuzz;
+mod gemm_cases;
 mod golden;
 mod gpu;
 mod interp;
