@@ -671,20 +671,7 @@ impl PreparedCase for GpuCase<'_> {
     }
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
-        let arithmetic = match self.case.family {
-            Family::Stream
-            | Family::Efficiency
-            | Family::Cache
-            | Family::Latency
-            | Family::Capacity
-            | Family::Launch
-            | Family::Link => false,
-            Family::Peak | Family::Tensor => true,
-            Family::Intensity => self.case.count().is_some_and(|k| k > 0),
-            // gemm (branch gemm): a GEMM row's theory is its type's tensor peak.
-            Family::Gemm => true,
-        };
-        arithmetic
+        crate::cases::has_arithmetic_theory(&self.case)
             .then(|| {
                 plan::theory_gflops(
                     &self.backend.info,
