@@ -1,6 +1,7 @@
 //! The one integration-test binary (ripgrep's layout): each module is one layer of the
 //! testing plan (docs/testing.md).
 
+mod bench_filter;
 mod cli;
 mod cli_roofline;
 mod common;
