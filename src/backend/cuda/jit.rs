@@ -167,7 +167,12 @@ impl CudaBackend {
     /// One compilation of `ptx` through the driver's linker (`cuLinkCreate`, `cuLinkAddData`,
     /// `cuLinkComplete`), with `CU_JIT_TARGET` set to `target` where given. (Named for the JIT:
     /// "link" in this crate is the host-link family's.)
-    fn jit_compile(&self, ptx: &str, name: &str, target: Option<c_uint>) -> Result<DriverObject, String> {
+    fn jit_compile(
+        &self,
+        ptx: &str,
+        name: &str,
+        target: Option<c_uint>,
+    ) -> Result<DriverObject, String> {
         let source = CString::new(ptx).map_err(|_| "the PTX holds a NUL byte".to_string())?;
         let name = CString::new(name).map_err(|_| "the name holds a NUL byte".to_string())?;
         let mut info = vec![0u8; 1 << 16];
