@@ -28,7 +28,9 @@ use roofprobe::backend::cuda::{device_count, CudaBackend};
 use roofprobe::backend::host::HostBackend;
 use roofprobe::backend::{Backend, SizeRequest};
 use roofprobe::cases::Family;
-use roofprobe::cli::{bench_filter, bench_measures, BenchFilter};
+mod filter;
+
+use filter::{bench_filter, bench_measures, BenchFilter};
 use std::time::Duration;
 
 /// Whether criterion's filter on this command line lets the benchmark `id` (group/function)

@@ -1,6 +1,6 @@
 //! The command line (clap derive) and its dispatch to [`crate::commands`].
 //!
-//! Exit codes (the README lists them once, the same): 0 all measurements valid and none
+//! Exit codes (docs/cli.md lists them once, the same): 0 all measurements valid and none
 //! suspect; 1 an error (printed as one `error: …` line); 2 a usage error (clap's: an unknown
 //! command or option, or a value not of its form; or a value that makes no sense: an unknown
 //! device, a filter that matches nothing, an output that exists); 3 the run finished but at
@@ -438,77 +438,6 @@ pub fn dispatch(cli: Cli) -> crate::Result<i32> {
     }
 }
 
-/// The benchmark filter `cargo bench -- ARGS` gives criterion (0.8), read from the same
-/// arguments, so that `benches/kernels.rs` prepares only the cases criterion will run: on a
-/// GPU, preparing every case (arrays of gigabytes, every module's JIT) for one benchmark would
-/// cost minutes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BenchFilter {
-    /// No filter: every benchmark runs.
-    All,
-    /// `--ignored`: none does.
-    None,
-    /// `FILTER --exact`: the one whose id is the text.
-    Exact(String),
-    /// `FILTER`: those whose id the text matches as a regular expression.
-    Regex(String),
-}
-
-/// The [`BenchFilter`] of criterion's command line `args` (the program's name left out): its
-/// one positional argument is the filter; the options criterion reads a value for
-/// (`--sample-size 10`, `-b base`) carry that value, and `--opt=value` carries its own.
-pub fn bench_filter<S: AsRef<str>>(args: &[S]) -> BenchFilter {
-    const TAKES_VALUE: &[&str] = &[
-        "-c",
-        "--color",
-        "-s",
-        "--save-baseline",
-        "-b",
-        "--baseline",
-        "--baseline-lenient",
-        "--format",
-        "--profile-time",
-        "--load-baseline",
-        "--sample-size",
-        "--warm-up-time",
-        "--measurement-time",
-        "--nresamples",
-        "--noise-threshold",
-        "--confidence-level",
-        "--significance-level",
-        "--plotting-backend",
-        "--output-format",
-    ];
-    let (mut filter, mut exact, mut ignored) = (None, false, false);
-    let mut args = args.iter().map(AsRef::as_ref);
-    while let Some(arg) = args.next() {
-        match arg {
-            "--exact" => exact = true,
-            "--ignored" => ignored = true,
-            _ if TAKES_VALUE.contains(&arg) => {
-                args.next();
-            }
-            _ if arg.starts_with('-') => {}
-            _ => filter = filter.or(Some(arg.to_string())),
-        }
-    }
-    match (ignored, filter, exact) {
-        (true, _, _) => BenchFilter::None,
-        (false, None, _) => BenchFilter::All,
-        (false, Some(f), true) => BenchFilter::Exact(f),
-        (false, Some(f), false) => BenchFilter::Regex(f),
-    }
-}
-
-/// Whether criterion (0.8) measures on this command line (the program's name left out):
-/// `cargo bench` passes `--bench`. Without it (`cargo test`, which runs a bench target once as a
-/// test), or with `--test` or `--list`, criterion runs each benchmark once to check it, or lists
-/// them, and measures nothing.
-pub fn bench_measures<S: AsRef<str>>(args: &[S]) -> bool {
-    let has = |flag: &str| args.iter().any(|a| a.as_ref() == flag);
-    has("--bench") && !has("--test") && !has("--list")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,43 +502,5 @@ mod tests {
     fn cli_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
-    }
-
-    /// criterion measures under `cargo bench` alone; `cargo test` runs each benchmark once.
-    #[test]
-    fn a_bench_measures_only_under_cargo_bench() {
-        assert!(bench_measures(&["--bench"]));
-        assert!(bench_measures(&["--bench", "gemm/", "--sample-size", "10"]));
-        // `cargo test` runs the bench target with no arguments, or with a filter
-        assert!(!bench_measures::<&str>(&[]));
-        assert!(!bench_measures(&["gemm/"]));
-        assert!(!bench_measures(&["--bench", "--test"]));
-        assert!(!bench_measures(&["--bench", "--list"]));
-    }
-
-    /// The filter is criterion's positional argument, past the options and their values.
-    #[test]
-    fn the_bench_filter_is_read_as_criterion_reads_it() {
-        assert_eq!(bench_filter::<&str>(&[]), BenchFilter::All);
-        assert_eq!(bench_filter(&["--bench"]), BenchFilter::All);
-        assert_eq!(
-            bench_filter(&["--bench", "peak/fma"]),
-            BenchFilter::Regex("peak/fma".into())
-        );
-        // an option's value is no filter, in either form
-        assert_eq!(
-            bench_filter(&["--sample-size", "10", "-b", "base", "gemm/"]),
-            BenchFilter::Regex("gemm/".into())
-        );
-        assert_eq!(
-            bench_filter(&["--sample-size=10", "--noplot", "stream/"]),
-            BenchFilter::Regex("stream/".into())
-        );
-        assert_eq!(bench_filter(&["--save-baseline", "main"]), BenchFilter::All);
-        assert_eq!(
-            bench_filter(&["--exact", "dev/peak/fma/f32"]),
-            BenchFilter::Exact("dev/peak/fma/f32".into())
-        );
-        assert_eq!(bench_filter(&["--ignored", "peak"]), BenchFilter::None);
     }
 }

@@ -4,7 +4,7 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-use roofprobe::results::record::read_csv;
+use roofprobe::results::csv::read_csv;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! concatenated, or whose run id mixes devices.
 
 use crate::common::text;
-use roofprobe::results::record::read_csv;
+use roofprobe::results::csv::read_csv;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -214,7 +214,7 @@ fn runs_started_together_get_different_run_ids() {
     assert_eq!(ids.len(), 3, "{ids:?}");
 }
 
-/// `cat a.csv b.csv > ab.csv` reads as two runs, as the README promises; a run id whose rows
+/// `cat a.csv b.csv > ab.csv` reads as two runs, as docs/csv.md promises; a run id whose rows
 /// name two devices is refused and named.
 #[test]
 fn concatenated_files_read_and_mixed_devices_are_named() {

@@ -14,7 +14,8 @@ use roofprobe::analysis::inputs::Run;
 use roofprobe::cases::Family;
 use roofprobe::render::fleet::*;
 use roofprobe::render::svg::axis::linear_step;
-use roofprobe::results::record::{read_csv, to_csv_bytes, SCHEMA};
+use roofprobe::results::csv::{read_csv, to_csv_bytes};
+use roofprobe::results::record::SCHEMA;
 use std::path::{Path, PathBuf};
 
 fn roofprobe() -> Command {

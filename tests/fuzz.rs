@@ -24,7 +24,8 @@
 
 use roofprobe::analysis::calibration::FromRecords;
 use roofprobe::render::{ceilings, compare, svg, table};
-use roofprobe::results::record::{parse_csv, Record};
+use roofprobe::results::csv::parse_csv;
+use roofprobe::results::record::Record;
 use roofprobe::Calibration;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -1299,7 +1300,7 @@ fn input(seed: u64, i: u64, corpus: &[(String, Vec<u8>)]) -> (String, Vec<u8>) {
     let current: Vec<&(String, Vec<u8>)> = corpus
         .iter()
         .filter(|(_, b)| {
-            b.starts_with(roofprobe::results::record::header().join(",").as_bytes())
+            b.starts_with(roofprobe::results::csv::header().join(",").as_bytes())
                 || String::from_utf8_lossy(b).contains("\"identity\"")
         })
         .collect();

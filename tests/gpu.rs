@@ -1,7 +1,7 @@
-//! GPU tests (testing layer 4): every kernel on every CUDA device found, with validation, on
-//! sizes that hit the edges; and the host-side behaviour that only a real driver can confirm
-//! (event timing, a device fault, a runaway kernel). Where there is no device they print why
-//! they skipped.
+//! GPU tests (testing layer 6, docs/testing.md): every kernel on every CUDA device found, with
+//! validation, on sizes that hit the edges; and the host-side behaviour that only a real driver
+//! can confirm (event timing, a device fault, a runaway kernel). Where there is no device they
+//! print why they skipped.
 //!
 //! The GPU tests of this binary take [`gpu_lock`] so that they do not share the device with each
 //! other (a timing check next to another test's kernels would measure both). The two tests that
@@ -580,7 +580,7 @@ fn a_quick_run_on_the_gpu_writes_valid_rows() {
             "no .{ext} in {files:?}"
         );
     }
-    let rows = roofprobe::results::record::read_csv(csv).unwrap();
+    let rows = roofprobe::results::csv::read_csv(csv).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     let compute = rows
         .first()

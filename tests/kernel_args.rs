@@ -1,8 +1,8 @@
-//! The CUDA backend's launches, checked without a GPU (testing layer 3).
+//! The CUDA backend's launches, checked without a GPU (testing layer 5, docs/testing.md).
 //!
 //! `cuLaunchKernel` trusts its caller: an argument list that does not match the entry's
 //! `.param` declarations is not an error on a GPU, it is a kernel reading garbage. The CUDA
-//! backend pushes exactly what `roofprobe::backend::cuda::args::plan` describes, so this file checks
+//! backend pushes exactly what `roofprobe::backend::cuda::describe::launch` describes, so this file checks
 //! those descriptions, for every case the CUDA planner plans on a range of devices (an H200, an
 //! A100, an RTX 3090, an RTX 4090 and L40S with fp8, an RTX 5090, a B200, a T4) and every case the
 //! host backend plans:
@@ -29,6 +29,7 @@ use roofprobe::backend::cuda::args::{
     self, Arg, Launch, ModuleId, ParamKind, Role, BLOCK, BLOCK_RECORD_WORDS, MAX_GRID,
     RECORD_WORK_WORD,
 };
+use roofprobe::backend::cuda::describe;
 use roofprobe::backend::cuda::plan::{self, DeviceModel, TARGET_LAUNCH_SECS};
 use roofprobe::backend::host::pool::allowed_cpus;
 use roofprobe::backend::host::HostBackend;
@@ -333,7 +334,7 @@ fn every_planned_launch_matches_its_ptx_entry() {
     let mut entries_used: BTreeSet<(String, String)> = BTreeSet::new();
     let mut launches = 0;
     for (device, case, grid) in every_planned_case() {
-        let launch = args::plan(&case, grid)
+        let launch = describe::launch(&case, grid)
             .unwrap_or_else(|e| panic!("{device} {}: no launch: {e}", case.id()));
         let id = launch.entry.module;
         let ptx = id.ptx();
@@ -412,7 +413,7 @@ fn host_planned_cases_are_launchable_or_refused_by_name() {
     let host = HostBackend::with_cpus(allowed_cpus().into_iter().take(1).collect());
     let mut cache = BTreeMap::new();
     for p in host.cases(SizeRequest::BytesPerArray(1 << 20)).unwrap() {
-        match args::plan(&p.case, 1056) {
+        match describe::launch(&p.case, 1056) {
             Ok(launch) => {
                 let id = launch.entry.module;
                 let ptx = id.ptx();
@@ -459,7 +460,7 @@ fn a_wrong_argument_list_is_caught() {
         let ptx = id.ptx();
         mismatches(launch, module(id, cache), &ptx)
     };
-    let triad = args::plan(
+    let triad = describe::launch(
         &StreamKernel::Triad.case(roofprobe::cases::Precision::F32, 100),
         4,
     )
@@ -493,7 +494,7 @@ fn a_wrong_argument_list_is_caught() {
         3,
         peak::GPU_FMAS_PER_ITERATION,
     );
-    let mut peak_launch = args::plan(&peak_case, 4).unwrap();
+    let mut peak_launch = describe::launch(&peak_case, 4).unwrap();
     assert!(check(&peak_launch, &mut cache).is_empty());
     peak_launch.params[3].arg = Arg::U64(3);
     assert!(!check(&peak_launch, &mut cache).is_empty());
@@ -512,7 +513,7 @@ fn grids_and_loop_counts_fit_and_launches_last_about_the_target() {
                 {
                     continue; // cuBLAS, driver calls, copies, events: no launch of ours
                 }
-                let launch = args::plan(case, grid)
+                let launch = describe::launch(case, grid)
                     .unwrap_or_else(|e| panic!("{} {}: {e}", d.name, case.id()));
                 let threads = launch.threads();
                 assert!(threads <= u32::MAX as u64, "{} threads", threads);
@@ -685,7 +686,7 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
             continue;
         }
         let (small_case, grid) = small(&case);
-        let launch = args::plan(&small_case, grid).unwrap();
+        let launch = describe::launch(&small_case, grid).unwrap();
         let m = module(launch.entry.module, &mut cache);
         match run(&launch, m) {
             Err(e) => failures.push(format!("{}: {e}", case.id())),
@@ -744,7 +745,7 @@ fn wrong_values_fail_under_the_interpreter() {
     let mut cache = BTreeMap::new();
     let f32_ = roofprobe::cases::Precision::F32;
     let (case, grid) = small(&peak::case(f32_, 1, 1, 1));
-    let good = args::plan(&case, grid).unwrap();
+    let good = describe::launch(&case, grid).unwrap();
     let m = module(good.entry.module, &mut cache);
     let verify = |l: &Launch, m: &Module| {
         let (out, records) = run(l, m).unwrap();
@@ -757,7 +758,7 @@ fn wrong_values_fail_under_the_interpreter() {
     swapped.params[6].arg = a;
     assert!(!verify(&swapped, m).valid);
 
-    let dot = args::plan(&StreamKernel::Dot.case(f32_, 4099), 3).unwrap();
+    let dot = describe::launch(&StreamKernel::Dot.case(f32_, 4099), 3).unwrap();
     let m = module(dot.entry.module, &mut cache);
     assert!(verify(&dot, m).valid);
     let mut short = dot.clone();
@@ -772,10 +773,11 @@ fn wrong_values_fail_under_the_interpreter() {
         "{err}"
     );
 
-    let e = args::plan(&peak::case(f32_, 1000, 1, peak::GPU_FMAS_PER_ITERATION), 4).unwrap_err();
+    let e =
+        describe::launch(&peak::case(f32_, 1000, 1, peak::GPU_FMAS_PER_ITERATION), 4).unwrap_err();
     assert!(e.contains("planned for 1000 threads"), "{e}");
-    assert!(args::plan(&case, 0).is_err());
-    assert!(args::plan(&case, MAX_GRID + 1).is_err());
+    assert!(describe::launch(&case, 0).is_err());
+    assert!(describe::launch(&case, MAX_GRID + 1).is_err());
 }
 
 /// The launch's `iterations` argument set to `trips`, as a planner bug that passes a loop count
@@ -822,7 +824,7 @@ fn a_trip_count_other_than_the_rows_is_invalid() {
         3,
     ));
     for case in cases {
-        let good = args::plan(&case, 2).unwrap();
+        let good = describe::launch(&case, 2).unwrap();
         let m = module(good.entry.module, &mut cache);
         let (out, records) = run(&good, m).unwrap();
         assert!(good.verify(&out, &records).valid, "{}", case.id());
@@ -878,7 +880,7 @@ fn kernels_doing_other_work_than_the_row_are_invalid() {
         ),
         tensor::case(Precision::S8S32, 2 * BLOCK as u64 / 32, 3),
     ] {
-        let launch = args::plan(&case, 2).unwrap();
+        let launch = describe::launch(&case, 2).unwrap();
         let m = mutated(
             launch.entry.module,
             &launch.entry.name,
@@ -898,7 +900,7 @@ fn kernels_doing_other_work_than_the_row_are_invalid() {
         );
     }
     for p in intensity::PRECISIONS {
-        let launch = args::plan(&intensity::case(p, 2, 4099), 2).unwrap();
+        let launch = describe::launch(&intensity::case(p, 2, 4099), 2).unwrap();
         assert_right_output_invalid_row(
             &launch,
             ("add.u64 %rd9, %rd9, %rd8;", "add.u64 %rd9, %rd9, %rd5;"),
@@ -935,7 +937,7 @@ fn assert_right_output_invalid_row(
 #[test]
 fn sweep_step_loop_one_trip_short_gives_an_invalid_row() {
     let k = 1024;
-    let launch = args::plan(&intensity::case(Precision::Bf16x2, k, 4099), 2).unwrap();
+    let launch = describe::launch(&intensity::case(Precision::Bf16x2, k, 4099), 2).unwrap();
     assert_right_output_invalid_row(
         &launch,
         (
@@ -1002,13 +1004,13 @@ fn wgmma_planted_mistakes_are_caught() {
     ];
     let mut cache = BTreeMap::new();
     for case in [&shared, &registers] {
-        let good = args::plan(case, 2).unwrap();
+        let good = describe::launch(case, 2).unwrap();
         let (out, records) = run(&good, module(good.entry.module, &mut cache)).unwrap();
         let verdict = good.verify(&out, &records);
         assert!(verdict.valid, "{}: {}", case.id(), verdict.detail);
     }
     for (case, what, from, to) in mistakes {
-        let launch = args::plan(case, 2).unwrap();
+        let launch = describe::launch(case, 2).unwrap();
         let m = mutated(launch.entry.module, &launch.entry.name, &from, &to);
         match run(&launch, &m) {
             // the interpreter refused to go on: the missing wait
@@ -1095,15 +1097,16 @@ fn a_default_run_on_a_lent_gpu_fits_in_four_minutes_by_its_estimate() {
             );
         }
         if d.name == "NVIDIA H200" {
-            // the README quotes this line of `run` for a default H200 run
+            // docs/measurements.md ("The plan and its estimate") quotes this line of `run` for a
+            // default H200 run
             let line = format!(
                 "plan: {} cases, about {} by the device's rated speeds",
                 cases.len(),
                 human(secs)
             );
             assert!(
-                include_str!("../README.md").contains(&line),
-                "README.md should quote `{line}` for a default run on an H200"
+                include_str!("../docs/measurements.md").contains(&line),
+                "docs/measurements.md should quote `{line}` for a default run on an H200"
             );
         }
     }
@@ -1223,7 +1226,7 @@ const DEVICE_CHECK_SHARE: f64 = 0.75;
 #[test]
 fn a_chase_that_ends_elsewhere_is_invalid() {
     let case = latency::case("cg", latency::GPU_LINE_BYTES, 4 << 10, 10);
-    let launch = args::plan(&case, 132).unwrap();
+    let launch = describe::launch(&case, 132).unwrap();
     assert_eq!((launch.grid, launch.block), (1, 1));
     let order = latency::order(32);
     let at = |hops: u64| u64::from(order[(hops % 32) as usize]) * latency::GPU_LINE_BYTES;
@@ -1244,7 +1247,7 @@ fn a_chase_that_ends_elsewhere_is_invalid() {
 
 /// Runs a GEMM case's launch under the interpreter and checks C with the backend's own check.
 fn gemm_verdict(case: &Case, m: &Module) -> Result<roofprobe::cases::Verdict, String> {
-    let launch = args::plan(case, 1)?;
+    let launch = describe::launch(case, 1)?;
     let (out, records) = run(&launch, m)?;
     assert!(records.is_empty(), "a GEMM launch has no block records");
     Ok(launch.verify(&out, &records))
@@ -1269,7 +1272,7 @@ fn assert_gemm_mutants_caught<S: AsRef<str>>(
     mutants: &[(&str, S, S)],
     refusals: Option<&[&str]>,
 ) {
-    let launch = args::plan(case, 1).unwrap();
+    let launch = describe::launch(case, 1).unwrap();
     let id = case.id();
     for (what, from, to) in mutants {
         let m = mutated(
@@ -1312,7 +1315,7 @@ fn gemm_kernels_match_the_exact_product_at_edge_shapes() {
     for p in gemm::GPU_PRECISIONS {
         for &shape in &shapes {
             let case = gemm::case(gemm::GPU_OURS, p, shape);
-            let launch = args::plan(&case, 1).unwrap();
+            let launch = describe::launch(&case, 1).unwrap();
             assert_eq!(
                 (
                     launch.block,
@@ -1351,7 +1354,7 @@ fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
             Shape::new(200, 300, 257),
         ] {
             let case = gemm::case(gemm::GPU_WGMMA, p, shape);
-            let launch = args::plan(&case, 1).unwrap();
+            let launch = describe::launch(&case, 1).unwrap();
             assert_eq!(
                 (
                     launch.block,
@@ -1429,7 +1432,7 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
                 gemm::GPU_TMA
             };
             let case = gemm::case(kernel, p, shape);
-            let launch = args::plan(&case, 1).unwrap();
+            let launch = describe::launch(&case, 1).unwrap();
             // whole clusters of two on adjacent row tiles: 3 row tiles take 2 clusters
             let row_tiles = shape.m.div_ceil(128);
             let grid = if cluster {
@@ -1553,7 +1556,7 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
     ];
     assert_gemm_mutants_caught(&clustered, &cluster_mutants, None);
     // B's tensor map without the swizzle its descriptors read
-    let launch = args::plan(&case, 1).unwrap();
+    let launch = describe::launch(&case, 1).unwrap();
     let mut unswizzled = launch.clone();
     for p in &mut unswizzled.params {
         if let Arg::TensorMap(map) = &mut p.arg {
@@ -1582,7 +1585,7 @@ fn gemm_planted_mistakes_are_caught() {
     use roofprobe::cases::gemm::{self, Shape};
     for p in [Precision::Bf16F32, Precision::Tf32F32] {
         let case = gemm::case(gemm::GPU_OURS, p, Shape::new(33, 40, 70));
-        let launch = args::plan(&case, 1).unwrap();
+        let launch = describe::launch(&case, 1).unwrap();
         let mut cache = BTreeMap::new();
         let good = module(launch.entry.module, &mut cache);
         assert!(gemm_verdict(&case, good).unwrap().valid, "{p}");
@@ -1618,7 +1621,7 @@ fn simt_gemm_planted_mistakes_are_caught() {
     use roofprobe::cases::gemm::{self, Shape};
     let p = gemm::SIMT_PRECISION;
     let case = gemm::case(gemm::GPU_OURS, p, Shape::new(33, 40, 70));
-    let launch = args::plan(&case, 1).unwrap();
+    let launch = describe::launch(&case, 1).unwrap();
     assert_eq!(launch.entry.module, ModuleId::GemmSimt);
     let mut cache = BTreeMap::new();
     let good = module(launch.entry.module, &mut cache);
@@ -1657,7 +1660,7 @@ fn simt_gemm_planted_mistakes_are_caught() {
 #[test]
 fn the_empty_kernel_counts_every_launch_under_the_interpreter() {
     let case = launch_rows::case(launch_rows::What::Empty);
-    let described = args::plan(&case, 132).unwrap();
+    let described = describe::launch(&case, 132).unwrap();
     assert_eq!((described.grid, described.block), (1, 1));
     let launches = |ptx: &str, grid: u32, block: u32, n: u32| -> u64 {
         let m = Module::parse(ptx).unwrap();

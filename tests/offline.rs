@@ -431,7 +431,7 @@ fn every_planned_launch_fits_one_block_of_its_device() {
     let (mut failures, mut checked) = (Vec::new(), 0);
     for (device, case, grid) in crate::kernel_args::every_planned_case() {
         let cc = crate::kernel_args::device_cc(&device);
-        let launch = roofprobe::backend::cuda::args::plan(&case, grid)
+        let launch = roofprobe::backend::cuda::describe::launch(&case, grid)
             .unwrap_or_else(|e| panic!("{device} {}: {e}", case.id()));
         let module = launch.entry.module.file();
         let ptx = sources

@@ -173,7 +173,7 @@ fn run_quick(
         text(&out.stderr)
     );
     let csv = csv_in(dir);
-    let rows = roofprobe::results::record::read_csv(&csv).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv).unwrap();
     (csv, rows, text(&out.stdout))
 }
 
@@ -654,7 +654,7 @@ fn a_module_the_jit_refuses_is_named_and_fails_only_its_rows() {
         Duration::from_secs(300),
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
     let by_id = |id: &str| rows.iter().find(|r| r.case_id() == id).unwrap();
     let fp8 = by_id("tensor/mma_m16n8k32/e4m3.f32");
     assert!(
@@ -694,7 +694,7 @@ fn a_gemm_the_jit_refuses_leaves_its_cublas_row_standing() {
             Duration::from_secs(300),
         );
         assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-        let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+        let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
         let by_id = |id: &str| rows.iter().find(|r| r.case_id() == id).unwrap();
         let refused = by_id(ours);
         assert!(
@@ -1004,7 +1004,7 @@ fn a_driver_that_never_initialises_is_given_up_on() {
         stderr.contains("cuInit did not return") && stderr.contains("measuring the host CPU"),
         "{stderr}"
     );
-    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
     assert!(rows.iter().all(|r| r.backend.as_str() == "host" && r.valid));
     assert!(started.elapsed() < Duration::from_secs(60));
 }
@@ -1070,7 +1070,7 @@ fn a_run_stopped_by_a_write_error_leaves_no_worker_running() {
     ])
     .args(["--filter", "stream/", "--out"])
     .arg(dir.path());
-    let header = roofprobe::results::record::header().join(",").len() as u64 + 1;
+    let header = roofprobe::results::csv::header().join(",").len() as u64 + 1;
     // a GPU row is 590 to 650 bytes: the first fits, not the second
     crate::files::files_limited_to(&mut cmd, header + 900);
     let run = crate::common::Signalled::start(&mut cmd, Duration::from_secs(240));
@@ -1078,7 +1078,7 @@ fn a_run_stopped_by_a_write_error_leaves_no_worker_running() {
     let (code, _, err) = run.finish();
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("was not written"), "{err}");
-    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
     assert_eq!(rows.len(), 1, "{err}");
 }
 
@@ -1228,7 +1228,7 @@ fn a_truncated_library_is_one_line_not_a_crash() {
         1,
         "{stderr}"
     );
-    let rows = roofprobe::results::record::read_csv(&csv_in(&gemm_dir)).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(&gemm_dir)).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     let expected: Vec<String> = shapes
         .iter()
@@ -1293,7 +1293,7 @@ fn a_fault_costs_its_case_and_the_run_goes_on_in_a_fresh_process() {
         stderr.contains("continuing the 1 cases left in a fresh process"),
         "{stderr}"
     );
-    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     assert_eq!(
         ids,
@@ -1334,7 +1334,7 @@ fn a_signal_to_run_alone_reaches_its_worker() {
     run.signal(libc::SIGTERM);
     let (code, _, err) = run.finish();
     assert_eq!(code, Some(130), "{err}");
-    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
     assert!(
         (before..=before + 1).contains(&rows.len()),
         "{before} rows at the signal, {} after: {err}",
@@ -1380,7 +1380,7 @@ fn run_with_a_runaway(
     let out = run_limited(&mut cmd, limit);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
-    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
     (rows, stderr)
 }
 
@@ -1527,7 +1527,7 @@ fn parallel_measures_every_gpu_at_once_and_says_so_on_every_row() {
         if path.extension().is_none_or(|e| e != "csv") {
             continue;
         }
-        let rows = roofprobe::results::record::read_csv(&path).unwrap();
+        let rows = roofprobe::results::csv::read_csv(&path).unwrap();
         let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
         assert_eq!(
             ids,
@@ -1570,7 +1570,7 @@ fn parallel_measures_every_gpu_at_once_and_says_so_on_every_row() {
     );
     for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
         if entry.path().extension().is_some_and(|e| e == "csv") {
-            let rows = roofprobe::results::record::read_csv(&entry.path()).unwrap();
+            let rows = roofprobe::results::csv::read_csv(&entry.path()).unwrap();
             assert!(rows.iter().all(|r| r.parallel_devices.is_none()));
         }
     }
@@ -1646,7 +1646,7 @@ fn a_module_newer_than_the_drivers_jit_is_named_not_failed() {
         Duration::from_secs(120),
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
     assert_eq!(
         ids,
@@ -1681,7 +1681,7 @@ fn a_module_newer_than_the_drivers_jit_is_named_not_failed() {
         Duration::from_secs(120),
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let rows = roofprobe::results::record::read_csv(&csv_in(dir.path())).unwrap();
+    let rows = roofprobe::results::csv::read_csv(&csv_in(dir.path())).unwrap();
     assert!(!rows.is_empty());
     for r in &rows {
         assert!(!r.valid && r.status.contains(why_80), "{}", r.status);

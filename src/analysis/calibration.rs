@@ -32,7 +32,7 @@ fn range(values: impl Iterator<Item = Option<f64>>) -> (Option<f64>, Option<f64>
 pub trait FromRecords: Sized {
     /// Builds the calibration of one run from its rows. `attributes` describe the device when
     /// the run itself is at hand (they add the bus width a theoretical DRAM figure needs); from
-    /// a CSV alone, pass `None`. Every row must pass [`crate::results::record::check_row`] and belong to
+    /// a CSV alone, pass `None`. Every row must pass [`crate::results::check::check_row`] and belong to
     /// one run of one device.
     fn from_records(records: &[Record], attributes: Option<DeviceAttributes>) -> Result<Self>;
 }
@@ -47,7 +47,7 @@ impl FromRecords for Calibration {
             .ok_or_else(|| Error::Usage("a calibration needs at least one measurement".into()))?;
         // Rows from a reader have passed these checks; rows built in memory must pass them too,
         // so no row marked invalid, no NaN and no mixed device reaches a calibration.
-        crate::results::record::check_rows(records)
+        crate::results::check::check_rows(records)
             .map_err(|e| Error::Internal(format!("these rows cannot be fitted: {e}")))?;
         let mut runs: Vec<&str> = records.iter().map(|r| r.run_id.as_str()).collect();
         runs.dedup();

@@ -392,7 +392,7 @@ pub fn h100_like_run() -> Vec<Record> {
 pub fn committed_run(stamp: &str) -> Vec<Record> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(format!("results/vm-host-amd-epyc-{stamp}.csv"));
-    crate::results::record::read_csv(&path).unwrap()
+    crate::results::csv::read_csv(&path).unwrap()
 }
 
 /// The calibration of `records`, with no spec file.

@@ -1,6 +1,6 @@
 //! Reading results back, as `report`, `export`, `plot` and `compare` take them: results CSVs
 //! (each split into one run per `run_id`) and calibration JSONs, every file read with the size
-//! limit and every row and figure checked ([`crate::results::record::parse_csv`],
+//! limit and every row and figure checked ([`crate::results::csv::parse_csv`],
 //! [`Calibration::from_json`]).
 //!
 //! This module must not write or print anything.
@@ -81,7 +81,7 @@ pub fn load_inputs(paths: &[PathBuf], allow_json: bool) -> Result<Vec<Input>> {
             });
             continue;
         }
-        let records = crate::results::record::parse_csv(path, &bytes)?;
+        let records = crate::results::csv::parse_csv(path, &bytes)?;
         for rows in split_runs(records) {
             let calibration = Calibration::from_records(&rows, None)?;
             out.push(Input {
@@ -121,7 +121,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
             "this is a JSON file; expected a roofprobe results CSV",
         ));
     }
-    crate::results::record::parse_csv(path, &bytes)
+    crate::results::csv::parse_csv(path, &bytes)
 }
 
 #[cfg(test)]

@@ -17,9 +17,9 @@
 //! bf16 lane), so the gold values are a table computed once per case, and checking n words costs
 //! n look-ups, not n·k FMAs. Integer words are arbitrary: the integer map has a closed form.
 //!
-//! This module also owns the PTX template `kernels/intensity.ptx.in` and its expansion
-//! ([`expand`]), which the CUDA backend loads and the PTX interpreter's tests run. It must not
-//! launch or time anything.
+//! The PTX template `kernels/intensity.ptx.in` is expanded by [`crate::kernels::intensity`],
+//! from this module's constants; the CUDA backend loads the expansions and the PTX interpreter's
+//! tests run them. This module must not launch or time anything.
 
 use super::arith::{self, FmaMap};
 use super::{input_bits, Case, Family, Precision, Verdict, Work};

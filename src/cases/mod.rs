@@ -95,6 +95,24 @@ impl Case {
     }
 }
 
+/// Whether a case's figure is an arithmetic rate held against a theoretical peak (its
+/// %theory): the FMA and tensor peaks, the GEMMs (their type's tensor peak), and the intensity
+/// sweep's points that do arithmetic (k above 0). The families that move bytes, wait, allocate
+/// or copy have none. A new family says here whether it has one.
+pub fn has_arithmetic_theory(case: &Case) -> bool {
+    match case.family {
+        Family::Peak | Family::Tensor | Family::Gemm => true,
+        Family::Intensity => case.count().is_some_and(|k| k > 0),
+        Family::Stream
+        | Family::Efficiency
+        | Family::Cache
+        | Family::Latency
+        | Family::Capacity
+        | Family::Launch
+        | Family::Link => false,
+    }
+}
+
 /// The outcome of checking a case's output against its gold values.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {

@@ -1,7 +1,7 @@
 //! Hopper's tensor-core peaks through `wgmma.mma_async` (`tensor/wgmma_m64n256k16/bf16.f32`, …):
 //! the warpgroup MMA that reaches the dense tensor rate on sm_90, where `mma.sync` issues at
 //! about half of it. The kernels are `kernels/wgmma.ptx.in` (`.version 8.0`, `.target sm_90a`),
-//! one entry per precision and A source, expanded by [`expand`]; they run only on compute
+//! one entry per precision and A source, expanded by [`crate::kernels::wgmma::expand`]; they run only on compute
 //! capability 9.0 (sm_90a code runs nowhere else).
 //!
 //! | precision | instruction | K | A, B in shared memory |

@@ -1,4 +1,4 @@
-//! The runner: for each case, prepare → calibrate → warm up → sample → verify → one row,
+//! The runner: for each case, prepare → size the batch → warm up → sample → verify → one row,
 //! written out before the next case starts ("because we would risk losing them if a later
 //! benchmark fails", as hyperfine puts it).
 //!

@@ -38,7 +38,7 @@ pub struct Job {
     pub ordinal: usize,
     pub cfg: RunConfig,
     /// The machine's name and the run's stamp: with the device they make the run id every row
-    /// carries ([`crate::commands::run::run_id`]), the same in every worker of a run.
+    /// carries ([`crate::device::run_id`]), the same in every worker of a run.
     pub host: String,
     pub stamp: String,
     /// Case ids whose rows are written already.
@@ -239,40 +239,115 @@ pub fn run(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(DeviceInfo, Vec<Record>)> {
     let exe = std::env::current_exe().map_err(|e| Error::io("<this program>", e))?;
-    let mut info: Option<DeviceInfo> = None;
-    let mut planned: Vec<PlannedCase> = Vec::new();
-    let mut records: Vec<Record> = Vec::new();
+    let mut seen = Seen::default();
     loop {
         // stopped by a signal (crate::run::interrupt): no fresh worker; what was measured stands
         if crate::run::interrupt::requested() {
-            return interrupted(info, records, job.ordinal);
+            return interrupted(seen.info, seen.records, job.ordinal);
         }
         // killed and reaped on every early return below (a row that cannot be written): a
         // worker must never measure on alone, reparented, after its run has stopped
-        let mut child = Reaped(
-            Command::new(&exe)
-                .arg(SUBCOMMAND)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .map_err(|e| Error::io(&exe, e))?,
-        );
+        let mut child = spawn(&exe, &job)?;
         // asked to stop after its case by a signal to `run` alone, until it is reaped below
         let _registered = crate::run::interrupt::Worker::new(child.id());
-        {
-            let mut stdin = child.stdin.take().expect("piped");
-            let text = serde_json::to_string(&job).expect("a job is plain data");
-            stdin
-                .write_all(text.as_bytes())
-                .map_err(|e| Error::io("<worker stdin>", e))?;
-        }
         let stdout = child.stdout.take().expect("piped");
-        let before = records.len();
-        let mut running: Option<String> = None;
-        let mut lost: Option<String> = None;
-        let mut crashed: Option<String> = None;
-        let mut failed: Option<Error> = None;
+        let before = seen.records.len();
+        let end = seen.listen(stdout, &mut job, on_info, sink, on_event)?;
+        let status = child.wait().map_err(|e| Error::io("<worker>", e))?;
+        if let Some(e) = end.failed {
+            return Err(e);
+        }
+        // a worker stopped by the signal before it could take it (or before its case) has no
+        // row to give
+        if crate::run::interrupt::requested() && end.running.is_none() {
+            return interrupted(seen.info, seen.records, job.ordinal);
+        }
+        let Some(device) = seen.info.clone() else {
+            return Err(Error::Worker(format!(
+                "the measuring process for cuda:{} ended ({status}) before it described the device",
+                job.ordinal
+            )));
+        };
+        // The case it was running when it died has no row yet: it gets one saying so.
+        if let Some(id) = &end.running {
+            let why = death(status, end.crashed.as_deref(), end.lost.as_deref());
+            seen.died_in(id, &why, &end, &device, &mut job, sink, on_event)?;
+        }
+        let left = seen
+            .planned
+            .iter()
+            .filter(|p| !job.skip.contains(&p.case.id()))
+            .count();
+        if left == 0 || (status.success() && end.lost.is_none()) {
+            return Ok((device, seen.records));
+        }
+        if seen.records.len() == before {
+            return Err(Error::Worker(format!(
+                "the measuring process for cuda:{} ended ({status}) without measuring anything; \
+                 {left} cases are left unmeasured",
+                job.ordinal
+            )));
+        }
+        crate::say!(
+            "note: cuda:{} {}; continuing the {left} cases left in a fresh process",
+            job.ordinal,
+            match (&end.crashed, &end.lost) {
+                (Some(c), _) => format!("lost its process ({c})"),
+                (None, Some(c)) => format!("became unusable ({c})"),
+                (None, None) => format!("its process ended ({status})"),
+            }
+        );
+    }
+}
+
+/// A worker process for `job`, its job written to its stdin, its stdout piped back.
+fn spawn(exe: &std::path::Path, job: &Job) -> Result<Reaped> {
+    let mut child = Reaped(
+        Command::new(exe)
+            .arg(SUBCOMMAND)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| Error::io(exe, e))?,
+    );
+    let mut stdin = child.stdin.take().expect("piped");
+    let text = serde_json::to_string(job).expect("a job is plain data");
+    stdin
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::io("<worker stdin>", e))?;
+    Ok(child)
+}
+
+/// What the workers of one device have said so far: the device, its plan, every row.
+#[derive(Default)]
+struct Seen {
+    info: Option<DeviceInfo>,
+    planned: Vec<PlannedCase>,
+    records: Vec<Record>,
+}
+
+/// How one worker's messages ended: the case it was running (if it died in one), why it was
+/// lost or crashed, and a failure it reported.
+#[derive(Default)]
+struct End {
+    running: Option<String>,
+    lost: Option<String>,
+    crashed: Option<String>,
+    failed: Option<Error>,
+}
+
+impl Seen {
+    /// Reads one worker's messages to their end: each row written and passed on as it comes.
+    fn listen(
+        &mut self,
+        stdout: std::process::ChildStdout,
+        job: &mut Job,
+        on_info: &mut dyn FnMut(&DeviceInfo) -> Result<()>,
+        sink: &mut dyn FnMut(&Record) -> Result<()>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<End> {
+        let mut end = End::default();
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             let message: Message = match serde_json::from_str(&line) {
@@ -285,39 +360,39 @@ pub fn run(
             };
             match message {
                 Message::Info(i) => {
-                    if info.is_none() {
+                    if self.info.is_none() {
                         on_info(&i)?;
-                        info = Some(*i);
+                        self.info = Some(*i);
                     }
                 }
                 Message::Planned(p) => {
-                    if planned.is_empty() {
+                    if self.planned.is_empty() {
                         on_event(Event::Planned { cases: &p });
-                        planned = p;
+                        self.planned = p;
                     }
                 }
                 Message::Started(id) => {
-                    if let Some(p) = planned.iter().find(|p| p.case.id() == id) {
+                    if let Some(p) = self.planned.iter().find(|p| p.case.id() == id) {
                         on_event(Event::Started { case: &p.case });
                     }
-                    running = Some(id);
+                    end.running = Some(id);
                 }
                 Message::Record(mut r, secs) => {
                     // The ratio to the reference row from every row written, those of earlier
                     // workers too (a fresh worker knows only its own).
                     if r.valid {
-                        r.ratio_to_reference = runner::ratio_to_reference(&r, &records);
+                        r.ratio_to_reference = runner::ratio_to_reference(&r, &self.records);
                     }
                     sink(&r)?;
                     on_event(Event::Finished { record: &r, secs });
                     job.skip.insert(r.case_id());
-                    running = None;
-                    records.push(*r);
+                    end.running = None;
+                    self.records.push(*r);
                 }
-                Message::Lost { cause, .. } => lost = Some(cause),
-                Message::Crashed { cause } => crashed = Some(cause),
+                Message::Lost { cause, .. } => end.lost = Some(cause),
+                Message::Crashed { cause } => end.crashed = Some(cause),
                 Message::Failed { message, usage } => {
-                    failed = Some(if usage {
+                    end.failed = Some(if usage {
                         Error::Usage(message)
                     } else {
                         Error::Worker(message)
@@ -325,75 +400,50 @@ pub fn run(
                 }
             }
         }
-        let status = child.wait().map_err(|e| Error::io("<worker>", e))?;
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        // a worker stopped by the signal before it could take it (or before its case) has no
-        // row to give
-        if crate::run::interrupt::requested() && running.is_none() {
-            return interrupted(info, records, job.ordinal);
-        }
-        let Some(device) = info.clone() else {
-            return Err(Error::Worker(format!(
-                "the measuring process for cuda:{} ended ({status}) before it described the device",
-                job.ordinal
-            )));
+        Ok(end)
+    }
+
+    /// The row of case `id`, which its worker died running (`why`), written and passed on.
+    #[allow(clippy::too_many_arguments)]
+    fn died_in(
+        &mut self,
+        id: &str,
+        why: &str,
+        end: &End,
+        device: &DeviceInfo,
+        job: &mut Job,
+        sink: &mut dyn FnMut(&Record) -> Result<()>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<()> {
+        let Some(p) = self.planned.iter().find(|p| p.case.id() == id) else {
+            return Ok(());
         };
-        // The case it was running when it died has no row yet: it gets one saying so.
-        if let Some(id) = running.take() {
-            if let Some(p) = planned.iter().find(|p| p.case.id() == id) {
-                let identity = RunIdentity {
-                    run_id: crate::device::run_id(&job.host, &device, &job.stamp),
-                    host: job.host.clone(),
-                    device: device.clone(),
-                    parallel_devices: job.parallel_devices,
-                };
-                let why = death(status, crashed.as_deref(), lost.as_deref());
-                // a cuBLAS that crashed this worker would crash the next: its rows are skipped
-                if crashed.is_some() && p.case.kernel == crate::cases::gemm::GPU_REFERENCE {
-                    job.cublas_crashed = crashed.clone();
-                }
-                let record = Record::new(
-                    &identity,
-                    runner::now_utc(),
-                    &p.case,
-                    Outcome::Failed { error: &why },
-                    &Default::default(),
-                    p.note.clone(),
-                );
-                sink(&record)?;
-                on_event(Event::Finished {
-                    record: &record,
-                    secs: CaseSecs::default(),
-                });
-                job.skip.insert(id);
-                records.push(record);
-            }
+        let identity = RunIdentity {
+            run_id: crate::device::run_id(&job.host, device, &job.stamp),
+            host: job.host.clone(),
+            device: device.clone(),
+            parallel_devices: job.parallel_devices,
+        };
+        // a cuBLAS that crashed this worker would crash the next: its rows are skipped
+        if end.crashed.is_some() && p.case.kernel == crate::cases::gemm::GPU_REFERENCE {
+            job.cublas_crashed = end.crashed.clone();
         }
-        let left = planned
-            .iter()
-            .filter(|p| !job.skip.contains(&p.case.id()))
-            .count();
-        if left == 0 || (status.success() && lost.is_none()) {
-            return Ok((device, records));
-        }
-        if records.len() == before {
-            return Err(Error::Worker(format!(
-                "the measuring process for cuda:{} ended ({status}) without measuring anything; \
-                 {left} cases are left unmeasured",
-                job.ordinal
-            )));
-        }
-        crate::say!(
-            "note: cuda:{} {}; continuing the {left} cases left in a fresh process",
-            job.ordinal,
-            match (&crashed, &lost) {
-                (Some(c), _) => format!("lost its process ({c})"),
-                (None, Some(c)) => format!("became unusable ({c})"),
-                (None, None) => format!("its process ended ({status})"),
-            }
+        let record = Record::new(
+            &identity,
+            runner::now_utc(),
+            &p.case,
+            Outcome::Failed { error: why },
+            &Default::default(),
+            p.note.clone(),
         );
+        sink(&record)?;
+        on_event(Event::Finished {
+            record: &record,
+            secs: CaseSecs::default(),
+        });
+        job.skip.insert(id.to_string());
+        self.records.push(record);
+        Ok(())
     }
 }
 

@@ -1,7 +1,7 @@
 //! GEMM on a CUDA device: what the GEMM rows need of the driver beyond [`super::GpuCase`].
 //!
 //! - Our PTX kernels (`kernels/gemm.ptx.in`) run as every other case does, from their launch
-//!   description ([`crate::backend::cuda::args::plan`]); they need 64 KiB of dynamic shared memory,
+//!   description ([`crate::backend::cuda::describe::launch`]); they need 64 KiB of dynamic shared memory,
 //!   above the 48 KiB a function gets by default, so [`raise_dynamic_shared`] sets
 //!   `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` on the function before its first launch.
 //! - cuBLAS rows ([`prepare_cublas`]) run on exactly the arrays the PTX case of the same shape

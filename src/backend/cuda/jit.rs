@@ -140,7 +140,7 @@ pub fn spill_bytes(log: &str) -> u64 {
 /// code (`sm_90a`) is this plus the plain one's number (`CU_TARGET_COMPUTE_90A` is 65626).
 pub const ACCELERATED_TARGET_BASE: c_uint = 0x10000;
 
-/// The `CU_JIT_TARGET` a link of `ptx` names for a device of compute capability `cc`: the
+/// The `CU_JIT_TARGET` a JIT compilation of `ptx` names for a device of compute capability `cc`: the
 /// architecture-specific target where the module asks for one (`.target sm_90a`), since the
 /// linker's default is the context's plain one; `None` for any other module.
 pub fn jit_target(ptx: &str, cc: (u32, u32)) -> Option<c_uint> {
@@ -156,17 +156,23 @@ impl CudaBackend {
     /// refuses that, once more leaving the target to it.
     pub fn driver_object(&self, ptx: &str, name: &str) -> Result<DriverObject, String> {
         match jit_target(ptx, self.compute_capability) {
-            Some(target) => self.link(ptx, name, Some(target)).or_else(|named| {
-                self.link(ptx, name, None)
+            Some(target) => self.jit_compile(ptx, name, Some(target)).or_else(|named| {
+                self.jit_compile(ptx, name, None)
                     .map_err(|left| format!("{named}; with the target left to the linker: {left}"))
             }),
-            None => self.link(ptx, name, None),
+            None => self.jit_compile(ptx, name, None),
         }
     }
 
-    /// One link of `ptx` (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`), with
-    /// `CU_JIT_TARGET` set to `target` where given.
-    fn link(&self, ptx: &str, name: &str, target: Option<c_uint>) -> Result<DriverObject, String> {
+    /// One compilation of `ptx` through the driver's linker (`cuLinkCreate`, `cuLinkAddData`,
+    /// `cuLinkComplete`), with `CU_JIT_TARGET` set to `target` where given. (Named for the JIT:
+    /// "link" in this crate is the host-link family's.)
+    fn jit_compile(
+        &self,
+        ptx: &str,
+        name: &str,
+        target: Option<c_uint>,
+    ) -> Result<DriverObject, String> {
         let source = CString::new(ptx).map_err(|_| "the PTX holds a NUL byte".to_string())?;
         let name = CString::new(name).map_err(|_| "the name holds a NUL byte".to_string())?;
         let mut info = vec![0u8; 1 << 16];
@@ -259,7 +265,7 @@ impl CudaBackend {
                 };
                 Err(with_jit_log(message, one_line_log(&error)))
             }
-            Err(panic) => Err(super::panic_message(panic)),
+            Err(panic) => Err(super::driver::panic_message(panic)),
         }
     }
 

@@ -354,6 +354,133 @@ impl Drop for GpuLink<'_> {
     }
 }
 
+/// Makes and fills the buffers of one link case: `bytes` each, on the case's stream, every
+/// driver call under `during`.
+struct Allocator<'b> {
+    backend: &'b CudaBackend,
+    during: String,
+    stream: sys::CUstream,
+    bytes: usize,
+    /// Pinned host buffers are mapped into the device (an SM copy reads or writes them).
+    mapped: bool,
+}
+
+impl Allocator<'_> {
+    /// A device buffer.
+    fn device(&self) -> Result<DeviceBuffer> {
+        let bytes = self.bytes;
+        self.backend.call(&self.during, || {
+            self.backend.ctx.bind_to_thread()?;
+            // SAFETY: a plain allocation, owned by the returned buffer.
+            let ptr = unsafe { result::malloc_sync(bytes) }?;
+            Ok(DeviceBuffer { ptr, bytes })
+        })
+    }
+
+    /// A host buffer: pageable, or pinned (and mapped where the copy is an SM's).
+    fn host(&self, pageable: bool) -> Result<HostBuffer> {
+        let (bytes, sm) = (self.bytes, self.mapped);
+        if pageable {
+            return Ok(HostBuffer::Pageable(vec![0u8; bytes]));
+        }
+        self.backend.call(&self.during, || {
+            self.backend.ctx.bind_to_thread()?;
+            let flags = if sm {
+                sys::CU_MEMHOSTALLOC_DEVICEMAP
+            } else {
+                0
+            };
+            // SAFETY: `bytes` bytes of pinned memory, owned by the returned buffer.
+            let ptr = unsafe { result::malloc_host(bytes, flags) }? as *mut u8;
+            let mut buffer = HostBuffer::Pinned {
+                ptr,
+                bytes,
+                mapped: None,
+            };
+            if sm {
+                let mut device = 0;
+                // SAFETY: `ptr` is the mapped allocation just made.
+                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, ptr.cast(), 0) }
+                    .result()?;
+                if let HostBuffer::Pinned { mapped, .. } = &mut buffer {
+                    *mapped = Some(device);
+                }
+            }
+            Ok(buffer)
+        })
+    }
+
+    /// Clears device memory (the destination: every byte a copy misses stays 0).
+    fn clear(&self, d: &DeviceBuffer) -> Result<()> {
+        let stream = self.stream;
+        self.backend.call(&self.during, || {
+            self.backend.ctx.bind_to_thread()?;
+            // SAFETY: the buffer's own bytes, on the case's stream.
+            unsafe { sys::cuMemsetD8Async(d.ptr, 0, d.bytes, stream) }.result()
+        })
+    }
+
+    /// Fills device memory with the pattern of `seed` through `staging`, which is cleared
+    /// after (it is the destination of the copy back).
+    fn fill_device(&self, d: &DeviceBuffer, staging: &mut HostBuffer, seed: u64) -> Result<()> {
+        let stream = self.stream;
+        link::fill(staging.as_mut_slice(), seed);
+        self.backend.call(&self.during, || {
+            self.backend.ctx.bind_to_thread()?;
+            // SAFETY: both are the case's buffers of `bytes` bytes; synchronised before
+            // the staging buffer is cleared.
+            unsafe { result::memcpy_htod_async(d.ptr, staging.as_slice(), stream) }?;
+            self.backend.stream.synchronize()
+        })?;
+        staging.as_mut_slice().fill(0);
+        Ok(())
+    }
+}
+
+/// The buffers of a link case, by the way it copies: host to device and back, within the
+/// device, or with a peer.
+struct Sides {
+    to_device: Option<(DeviceBuffer, HostBuffer)>,
+    to_host: Option<(DeviceBuffer, HostBuffer)>,
+    within: Option<(DeviceBuffer, DeviceBuffer)>,
+    peer: Option<PeerSide>,
+}
+
+impl Sides {
+    /// Allocates and fills the sources, and clears the destinations, of `transfer`.
+    fn prepare(alloc: &Allocator, case: &Case, transfer: Transfer) -> Result<Sides> {
+        let pageable = transfer.pageable();
+        let mut sides = Sides {
+            to_device: None,
+            to_host: None,
+            within: None,
+            peer: None,
+        };
+        if transfer.peer() {
+            sides.peer = Some(PeerSide::prepare(alloc, case, transfer)?);
+        } else if transfer == Transfer::DeviceLocal {
+            let (src, dst) = (alloc.device()?, alloc.device()?);
+            let mut staging = HostBuffer::Pageable(vec![0u8; alloc.bytes]);
+            alloc.fill_device(&src, &mut staging, SEED_TO_DEVICE)?;
+            alloc.clear(&dst)?;
+            sides.within = Some((dst, src));
+        } else {
+            if transfer.to_device() || transfer.bidirectional() {
+                let (dst, mut src) = (alloc.device()?, alloc.host(pageable)?);
+                link::fill(src.as_mut_slice(), SEED_TO_DEVICE);
+                alloc.clear(&dst)?;
+                sides.to_device = Some((dst, src));
+            }
+            if !transfer.to_device() || transfer.bidirectional() {
+                let (src, mut dst) = (alloc.device()?, alloc.host(pageable)?);
+                alloc.fill_device(&src, &mut dst, SEED_TO_HOST)?;
+                sides.to_host = Some((src, dst));
+            }
+        }
+        Ok(sides)
+    }
+}
+
 impl<'b> GpuLink<'b> {
     pub(super) fn new(backend: &'b CudaBackend, case: &Case) -> Result<GpuLink<'b>> {
         backend.health.check(&backend.info.id)?;
@@ -362,103 +489,20 @@ impl<'b> GpuLink<'b> {
         })?;
         let bytes = usize::try_from(link::copy_bytes(case))
             .map_err(|_| Error::Internal(format!("{} does not fit a usize", case.id())))?;
-        let during = format!("preparing the buffers of {}", case.id());
-        let stream = backend.stream.cu_stream();
-        let device = || {
-            backend.call(&during, || {
-                backend.ctx.bind_to_thread()?;
-                // SAFETY: a plain allocation, owned by the returned buffer.
-                let ptr = unsafe { result::malloc_sync(bytes) }?;
-                Ok(DeviceBuffer { ptr, bytes })
-            })
+        let alloc = Allocator {
+            backend,
+            during: format!("preparing the buffers of {}", case.id()),
+            stream: backend.stream.cu_stream(),
+            bytes,
+            mapped: transfer.sm(),
         };
         let sm = transfer.sm();
-        let host = |pageable: bool| -> Result<HostBuffer> {
-            if pageable {
-                return Ok(HostBuffer::Pageable(vec![0u8; bytes]));
-            }
-            backend.call(&during, || {
-                backend.ctx.bind_to_thread()?;
-                let flags = if sm {
-                    sys::CU_MEMHOSTALLOC_DEVICEMAP
-                } else {
-                    0
-                };
-                // SAFETY: `bytes` bytes of pinned memory, owned by the returned buffer.
-                let ptr = unsafe { result::malloc_host(bytes, flags) }? as *mut u8;
-                let mut buffer = HostBuffer::Pinned {
-                    ptr,
-                    bytes,
-                    mapped: None,
-                };
-                if sm {
-                    let mut device = 0;
-                    // SAFETY: `ptr` is the mapped allocation just made.
-                    unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, ptr.cast(), 0) }
-                        .result()?;
-                    if let HostBuffer::Pinned { mapped, .. } = &mut buffer {
-                        *mapped = Some(device);
-                    }
-                }
-                Ok(buffer)
-            })
-        };
-        // Clears device memory (the destination: every byte a copy misses stays 0).
-        let clear = |d: &DeviceBuffer| {
-            backend.call(&during, || {
-                backend.ctx.bind_to_thread()?;
-                // SAFETY: the buffer's own bytes, on the case's stream.
-                unsafe { sys::cuMemsetD8Async(d.ptr, 0, d.bytes, stream) }.result()
-            })
-        };
-        // Fills device memory with the pattern of `seed` through `staging`, which is cleared
-        // after (it is the destination of the copy back).
-        let fill_device = |d: &DeviceBuffer, staging: &mut HostBuffer, seed: u64| {
-            link::fill(staging.as_mut_slice(), seed);
-            backend.call(&during, || {
-                backend.ctx.bind_to_thread()?;
-                // SAFETY: both are the case's buffers of `bytes` bytes; synchronised before
-                // the staging buffer is cleared.
-                unsafe { result::memcpy_htod_async(d.ptr, staging.as_slice(), stream) }?;
-                backend.stream.synchronize()
-            })?;
-            staging.as_mut_slice().fill(0);
-            Ok::<(), Error>(())
-        };
-        let pageable = transfer.pageable();
-        let mut to_device = None;
-        let mut to_host = None;
-        let mut within = None;
-        let mut peer = None;
-        if transfer.peer() {
-            peer = Some(PeerSide::prepare(
-                backend,
-                case,
-                transfer,
-                bytes,
-                &device,
-                &clear,
-                &fill_device,
-            )?);
-        } else if transfer == Transfer::DeviceLocal {
-            let (src, dst) = (device()?, device()?);
-            let mut staging = HostBuffer::Pageable(vec![0u8; bytes]);
-            fill_device(&src, &mut staging, SEED_TO_DEVICE)?;
-            clear(&dst)?;
-            within = Some((dst, src));
-        } else {
-            if transfer.to_device() || transfer.bidirectional() {
-                let (dst, mut src) = (device()?, host(pageable)?);
-                link::fill(src.as_mut_slice(), SEED_TO_DEVICE);
-                clear(&dst)?;
-                to_device = Some((dst, src));
-            }
-            if !transfer.to_device() || transfer.bidirectional() {
-                let (src, mut dst) = (device()?, host(pageable)?);
-                fill_device(&src, &mut dst, SEED_TO_HOST)?;
-                to_host = Some((src, dst));
-            }
-        }
+        let Sides {
+            mut to_device,
+            mut to_host,
+            within,
+            peer,
+        } = Sides::prepare(&alloc, case, transfer)?;
         let copy_to_device = to_device.as_mut().map(|(d, h)| match h.mapped() {
             Some(src) => Copy::Kernel { dst: d.ptr, src },
             None => Copy::ToDevice {
@@ -739,15 +783,8 @@ impl PeerSide {
     /// buffers: the measured copy's source filled with the pattern and its destination cleared;
     /// for a bidirectional case the opposite copy's too, with the other seed.
     #[allow(clippy::too_many_arguments)]
-    fn prepare(
-        backend: &CudaBackend,
-        case: &Case,
-        transfer: Transfer,
-        bytes: usize,
-        device: &dyn Fn() -> Result<DeviceBuffer>,
-        clear: &dyn Fn(&DeviceBuffer) -> Result<()>,
-        fill_device: &dyn Fn(&DeviceBuffer, &mut HostBuffer, u64) -> Result<()>,
-    ) -> Result<PeerSide> {
+    fn prepare(alloc: &Allocator, case: &Case, transfer: Transfer) -> Result<PeerSide> {
+        let (backend, bytes) = (alloc.backend, alloc.bytes);
         let ordinal = link::peer_of(case)
             .ok_or_else(|| Error::Internal(format!("{} names no peer", case.id())))?;
         let opening = format!("opening peer cuda:{ordinal} for {}", case.id());
@@ -798,12 +835,12 @@ impl PeerSide {
         let directions = if transfer.bidirectional() { 2 } else { 1 };
         for i in 0..directions {
             let seed = PeerSide::seed(i);
-            let (local, far) = (device()?, remote()?);
+            let (local, far) = (alloc.device()?, remote()?);
             if PeerSide::into_local(reads, i) {
                 set_remote(&far, Some(seed))?;
-                clear(&local)?;
+                alloc.clear(&local)?;
             } else {
-                fill_device(&local, &mut staging, seed)?;
+                alloc.fill_device(&local, &mut staging, seed)?;
                 set_remote(&far, None)?;
             }
             pairs.push((local, far));

@@ -74,7 +74,7 @@ use super::pool::{
     SharedPtr,
 };
 use super::tensor;
-use super::{compute, PreparedCase};
+use super::{clock, PreparedCase};
 use crate::cases::gemm::{self, Shape};
 use crate::cases::{Case, Precision, Verdict};
 use crate::{Error, Result};
@@ -707,8 +707,7 @@ impl PreparedCase for AmxGemmCase<'_> {
     }
 
     fn clock_mhz(&mut self) -> Option<f64> {
-        self.clock_mhz =
-            compute::higher_clock(self.clock_mhz, compute::measure_pool_mhz(self.pool));
+        self.clock_mhz = clock::higher_clock(self.clock_mhz, clock::measure_pool_mhz(self.pool));
         self.clock_mhz
     }
 

@@ -149,7 +149,7 @@ impl PreparedCase for LatencyCase<'_> {
     fn clock_mhz(&mut self) -> Option<f64> {
         // The chasing core's clock, right after the samples: cycles per load follow from it.
         if self.clock_mhz.is_none() {
-            self.clock_mhz = super::compute::measure_pool_mhz(self.pool);
+            self.clock_mhz = super::clock::measure_pool_mhz(self.pool);
         }
         self.clock_mhz
     }

@@ -12,9 +12,11 @@
 pub mod amx_gemm;
 pub mod cache;
 pub mod capacity;
+pub mod clock;
 pub mod compute;
 pub mod cpu;
 pub mod gemm;
+pub mod gemm_kernels;
 pub mod latency;
 pub mod launch;
 pub mod pool;
@@ -191,7 +193,7 @@ impl Backend for HostBackend {
             }
             (Family::Gemm, _) => {
                 let l2 = self.info.caches.iter().find(|c| c.name == "L2");
-                let l2_bytes = l2.map_or(gemm::DEFAULT_L2_BYTES, |c| c.size_bytes);
+                let l2_bytes = l2.map_or(gemm_kernels::DEFAULT_L2_BYTES, |c| c.size_bytes);
                 gemm::prepare(&self.pool, self.compute, l2_bytes, case)
             }
             (Family::Tensor, _) => tensor::prepare(&self.pool, case),
@@ -249,7 +251,7 @@ fn host_gemm_cases(
     usable_bytes: u64,
     size: SizeRequest,
 ) -> Vec<Case> {
-    let mhz = compute::measure_core_mhz().unwrap_or(3000.0);
+    let mhz = clock::measure_core_mhz().unwrap_or(3000.0);
     let mut out = Vec::new();
     // the shapes that fit memory, --size and a launch of GEMM_MAX_LAUNCH_SECS at this peak
     let limits = |peak_gflops: f64| cases::gemm::Limits {

@@ -27,7 +27,7 @@
 //! `triad` `c = a + s·b` (fused where the set has FMA: the checker's integer inputs make it
 //! exact either way), `write` `c = s`; the reductions `dot` (Σ a·b) and `read` (Σ a) keep four
 //! vector accumulators and add their horizontal sum to an f64 once per
-//! [`SUM_BLOCK`](super::host) elements, so every partial sum is an integer the element type
+//! [`SUM_BLOCK`](super) elements, so every partial sum is an integer the element type
 //! holds exactly. `read` takes its chunk as four parts of whole blocks, read in step with one
 //! accumulator each (the rest as `dot`), so four sequential streams are in flight where it had
 //! one (`dot` reads two arrays): on a 2-vCPU Intel Xeon VM (2026-12-04, 4 interleaved rounds

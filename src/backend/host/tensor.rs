@@ -34,7 +34,7 @@
 //! This module must not print. `unsafe` here is limited to the AMX instructions, run after the
 //! permission was granted, on buffers each worker owns.
 
-use super::compute::{higher_clock, measure_pool_mhz};
+use super::clock::{higher_clock, measure_pool_mhz};
 use super::pool::Pool;
 use super::PreparedCase;
 use crate::cases::{arith, input_bits, Case, Family, Precision, Verdict, Work};

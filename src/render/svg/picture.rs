@@ -4,7 +4,7 @@
 //! Also the small layout that needs no placement: word wrap, the legend's rows of entries, and
 //! how the runs of an overlay are told apart.
 //!
-//! It must not decide what a roofline shows: [`super`] does.
+//! It must not decide what a roofline shows: [`crate::render::svg`] does.
 
 use crate::render::svg::labels::{text_width, Anchor, Shape, Spot, Xy, ASCENT_EM, DESCENT_EM};
 use std::fmt::Write;
