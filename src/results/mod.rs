@@ -1,7 +1,8 @@
 //! What a run leaves behind: the [`record::Record`] (one CSV row), and its CSV reading and
-//! writing.
+//! writing; and what a watch leaves behind, the [`timeline::TimelineRow`].
 
 pub mod check;
 pub mod csv;
 pub mod flags;
 pub mod record;
+pub mod timeline;
