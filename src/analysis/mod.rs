@@ -6,3 +6,4 @@ pub mod estimate;
 pub mod inputs;
 pub mod roofline;
 pub mod suspect;
+pub mod watch;
