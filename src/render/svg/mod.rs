@@ -26,6 +26,7 @@ mod browser;
 pub mod labels;
 pub mod names;
 pub mod picture;
+pub mod trail;
 
 use crate::analysis::calibration::Calibration;
 use crate::analysis::roofline::{
