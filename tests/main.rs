@@ -27,3 +27,4 @@ mod offline;
 mod scripts;
 mod sim;
 mod tools;
+mod watch;
