@@ -4,7 +4,7 @@
 //! The device is named as `run` names it (`cuda:N`, the driver's order) and found in NVML by its
 //! UUID, since NVML's order is the PCI bus's. Each reading holds memory (the device's, and the
 //! watched process tree's as NVML lists it), the SM and memory clocks, power, temperature and
-//! the clock-event reasons (the run's own readers, [`super::nvml_conditions`]), and the activity
+//! the clock-event reasons (the run's own readers, `nvml_conditions` in the parent), and the activity
 //! figures of the best signal the device offers, chosen once when it is opened:
 //!
 //! 1. NVML's GPM metrics, where the device has them (Hopper and later): a sample per reading,
@@ -15,7 +15,7 @@
 //! Why each one before was passed over is kept ([`WatchedDevice::signal_why`]), so the output
 //! can say which signal it used and why.
 //!
-//! NVML's process list is read raw ([`process_memory`]): the `…RunningProcesses_v3` of some R535
+//! NVML's process list is read raw (`process_memory`, [`listed_memory`]): the `…RunningProcesses_v3` of some R535
 //! drivers writes records longer than the header declares (see `other_processes` in the parent
 //! module), so the buffer has room for either record and our process is looked for at both
 //! strides.
