@@ -50,7 +50,14 @@ fn resolve(device: &str) -> Result<Vec<Target>> {
                 Ok(t) => t,
                 Err(e @ Error::Usage(_)) => return Err(e),
                 Err(e) => {
-                    crate::say!("note: no usable GPU ({e}); watching the host");
+                    let why = match e {
+                        Error::NoDriver(why) => why,
+                        Error::Driver { during, message } => {
+                            format!("the driver failed during {during}: {message}")
+                        }
+                        other => other.to_string(),
+                    };
+                    crate::say!("note: no usable GPU ({why}); watching the host");
                     Vec::new()
                 }
             };
