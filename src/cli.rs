@@ -65,6 +65,10 @@ pub enum Command {
     Fleet(FleetArgs),
     /// Regenerate table, roofline SVG and calibration JSON from results CSVs alone.
     Report(ReportArgs),
+    /// Watch a running job on the measured roofline: memory against capacity, DRAM and the
+    /// pipes against their ceilings, a verdict per phase (capacity, bandwidth, compute, idle
+    /// gaps) with remedies; a timeline CSV written sample by sample (docs/watch.md).
+    Watch(WatchArgs),
     /// Print a completion script for a shell: `roofprobe completions bash > roofprobe.bash`.
     Completions(CompletionsArgs),
     /// Internal: measures one GPU for a parent `run` (a job on stdin, one JSON line per event
@@ -358,6 +362,50 @@ pub struct RunArgs {
     pub parallel: bool,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// Which device: `auto` (every CUDA GPU, else the host), `cuda:N`, `all` (every CUDA GPU and
+    /// the host) or `host`.
+    #[arg(long, default_value = "auto", value_parser = parse_device)]
+    pub device: String,
+    /// The job: this process and its children (their memory; the watch ends when they do).
+    #[arg(long, conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// The ceilings: a calibration JSON of this device model (`roofprobe export`); repeatable.
+    /// Without one (or --run) the spec's figures stand in, and the output says so.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Vec<PathBuf>,
+    /// The ceilings: a results CSV of a run of this device model (`roofprobe run`); repeatable
+    /// (each ceiling the highest any of them measured).
+    #[arg(long, value_name = "FILE")]
+    pub run: Vec<PathBuf>,
+    /// Time between samples, seconds (`0.5s`, `2`); at least 0.05.
+    #[arg(long, value_name = "SECONDS", default_value = "0.5s", value_parser = parse_seconds)]
+    pub interval: f64,
+    /// Stop after this many seconds (default: until Ctrl-C, or until the job ends).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// The timeline CSV, written sample by sample (never overwritten without --force). Default:
+    /// `watch-<host>-<UTC stamp>.csv` in the current folder.
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+    /// Print the summary as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw each device's trail over its roofline to this SVG (with several devices, one
+    /// file each: `<stem>-<device>.svg`).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Use a calibration of another device model all the same, and replace the output files
+    /// where they exist.
+    #[arg(long)]
+    pub force: bool,
+    /// A job to start and watch to its end, after `--`: `roofprobe watch -- python train.py`.
+    /// The watch exits with its exit code.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
 /// Parses a byte count with an optional unit: `4096`, `64K`, `256MiB`, `1.5GiB`, `1G`, `2GB`.
 /// Binary units (K, M, G, T with or without `iB`) are powers of 1024; `KB`, `MB`, `GB`, `TB`
 /// are powers of 1000. A fractional count is rounded down to whole bytes.
@@ -416,6 +464,7 @@ pub fn dispatch(cli: Cli) -> crate::Result<i32> {
         Command::Compare(args) => crate::commands::compare::compare(&args),
         Command::Fleet(args) => crate::commands::fleet::fleet(&args),
         Command::Report(args) => crate::commands::report::report(&args),
+        Command::Watch(args) => crate::commands::watch::watch(&args),
         Command::Completions(args) => {
             use clap::CommandFactory;
             let mut script = Vec::new();

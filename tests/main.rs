@@ -36,3 +36,4 @@ mod svg_browser;
 mod svg_labels;
 mod table;
 mod tools;
+mod watch;

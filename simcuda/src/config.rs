@@ -25,12 +25,17 @@
 //! | `throttle` | NVML's clock-event reasons while work runs, `+`-separated names ([`REASONS`]); idle, `gpu_idle` | none |
 //! | `nvml_reasons` | which of NVML's two reason calls answer: `both`, `events` (the deprecated `…ThrottleReasons` is gone, as a later driver may drop it) or `throttle` (an older driver, without `…ClocksEventReasons`) | `both` |
 //! | `others` | processes other than the caller that NVML lists on each device | 0 |
+//! | `workload` | a scripted job NVML reports (GPM metrics, utilisation, memory, clocks and power follow it): phases separated by `;` ([`crate::workload`]) | none |
+//! | `job_pid` | the process id NVML lists the scripted job under, with the memory it holds | 4100000 |
+//! | `gpm` | NVML's GPM metrics: `yes`, `no` (the device has none, as before Hopper) or `absent` (an NVML too old for them: every `nvmlGpm…` call answers `FUNCTION_NOT_FOUND`) | `yes` from compute capability 9.0, else `no` |
+//! | `vanish` | seconds after NVML starts when the device falls off the bus: every NVML call on it answers `GPU_IS_LOST` | never |
 //! | `ptxas` | the ptxas the linker (`cuLinkComplete`) compiles a module with, for the device's architecture: the machine code and the `-v` log a driver's JIT gives; without it the linker answers `CUDA_ERROR_JIT_COMPILER_NOT_FOUND` | |
 //!
 //! Sizes take `K`, `M` or `G` suffixes (binary). The defaults are a device small enough that
 //! roofprobe's whole plan runs under the interpreter in about a minute. Unknown keys are an
 //! error at `cuInit`, printed to stderr: a misspelt setting must not silently test the default.
 
+use crate::workload::Workload;
 use std::path::PathBuf;
 
 /// What `cuInit` does.
@@ -78,6 +83,26 @@ pub struct Config {
     pub others: u32,
     /// The ptxas the linker compiles with.
     pub ptxas: Option<PathBuf>,
+    /// NVML: the scripted job it reports.
+    pub workload: Option<Workload>,
+    /// NVML: the process id the scripted job is listed under.
+    pub job_pid: u32,
+    /// NVML: whether the GPM metrics answer; `None`: from compute capability 9.0.
+    pub gpm: Option<Gpm>,
+    /// NVML: seconds after its start when the device is lost.
+    pub vanish_secs: Option<f64>,
+}
+
+/// What NVML's GPM entry points do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Gpm {
+    /// The device supports GPM, and the metrics answer.
+    Yes,
+    /// The device does not support GPM (`isSupportedDevice` 0, the sample calls
+    /// `NOT_SUPPORTED`), as before Hopper.
+    No,
+    /// NVML is too old: every `nvmlGpm…` call answers `FUNCTION_NOT_FOUND`.
+    Absent,
 }
 
 /// Which of NVML's two calls for the current clock-event reasons answer.
@@ -131,6 +156,10 @@ impl Default for Config {
             nvml_reasons: NvmlReasons::Both,
             others: 0,
             ptxas: None,
+            workload: None,
+            job_pid: 4_100_000,
+            gpm: None,
+            vanish_secs: None,
         }
     }
 }
@@ -221,6 +250,24 @@ impl Config {
                     }
                 }
                 "others" => c.others = number(key, value)?,
+                "workload" => c.workload = Some(Workload::parse(value)?),
+                "job_pid" => c.job_pid = number(key, value)?,
+                "gpm" => {
+                    c.gpm = Some(match value {
+                        "yes" => Gpm::Yes,
+                        "no" => Gpm::No,
+                        "absent" => Gpm::Absent,
+                        other => return Err(format!("gpm=`{other}`: yes, no or absent")),
+                    })
+                }
+                "vanish" => {
+                    c.vanish_secs = Some(
+                        number::<f64>(key, value.trim_end_matches('s'))
+                            .ok()
+                            .filter(|s| s.is_finite() && *s >= 0.0)
+                            .ok_or_else(|| format!("vanish=`{value}` is not a time in seconds"))?,
+                    )
+                }
                 other => return Err(format!("unknown setting `{other}`")),
             }
         }
@@ -256,6 +303,13 @@ impl Config {
             (12, _) => (8, 8),
             (_, m) => (9, m as u32),
         }
+    }
+
+    /// What the GPM entry points do on this device: `gpm`, else yes from compute capability
+    /// 9.0 (Hopper), where NVML's GPM begins.
+    pub fn gpm(&self) -> Gpm {
+        self.gpm
+            .unwrap_or(if self.cc.0 >= 9 { Gpm::Yes } else { Gpm::No })
     }
 
     /// Threads one SM holds at once, by compute capability (CUDA C++ Programming Guide,
@@ -307,6 +361,16 @@ mod tests {
             Some(0)
         );
         assert!(Config::parse("nvml_reasons=new").is_err());
+        let watched = Config::parse("workload=2s sm=90; 1s dram=50,gpm=absent,vanish=3s").unwrap();
+        assert_eq!(watched.workload.as_ref().unwrap().phases.len(), 2);
+        assert_eq!(
+            (watched.gpm(), watched.vanish_secs),
+            (Gpm::Absent, Some(3.0))
+        );
+        assert_eq!(Config::parse("cc=9.0").unwrap().gpm(), Gpm::Yes);
+        assert_eq!(Config::parse("cc=8.0").unwrap().gpm(), Gpm::No);
+        assert!(Config::parse("gpm=maybe").is_err());
+        assert!(Config::parse("workload=soon").is_err());
     }
 
     #[test]

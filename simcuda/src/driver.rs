@@ -252,6 +252,11 @@ impl Device {
         }
     }
 
+    /// Bytes the device's allocations hold now (the context's own not counted).
+    pub fn used_bytes(&self) -> u64 {
+        self.used.load(Ordering::SeqCst)
+    }
+
     /// Whether a process holds the device's primary context (NVML lists it as a compute
     /// process then).
     pub fn in_use(&self) -> bool {

@@ -18,7 +18,8 @@
 //!
 //! The same library is also a simulated cuBLAS and cuBLASLt ([`cublas`]): the GEMM reference
 //! rows' entry points, computed on the host in stream order, where the links name it so; and a
-//! simulated NVML ([`nvml`]), whose clocks, power and reasons follow what the devices run.
+//! simulated NVML ([`nvml`]), whose clocks, power and reasons follow what the devices run, or
+//! a scripted job ([`workload`]) with GPM metrics, for `roofprobe watch`.
 //!
 //! What it is and how it behaves (asynchronous streams, timing events, sticky faults, the JIT's
 //! checks) is in [`driver`]; what device it simulates, in [`config`].
@@ -30,6 +31,7 @@ pub mod cublas;
 pub mod driver;
 pub mod nvml;
 pub mod tensor_map;
+pub mod workload;
 
 use driver::{code, try_driver, Res};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};

@@ -18,13 +18,25 @@
 //! | clock-event reasons | `throttle` | `gpu_idle` |
 //!
 //! So a row whose conditions were read around its samples instead of during them shows the idle
-//! figures, and a test can tell. The settings (`power_w`, `throttle`, `nvml_reasons`, `others`)
+//! figures, and a test can tell.
+//!
+//! Under a scripted job (the `workload` setting, [`crate::workload`]) the readings follow the
+//! script instead, from the moment NVML is initialised: busy while the job's busiest engine
+//! is (its power in proportion), memory used what the job holds, the job listed as a compute
+//! process (`job_pid`) with that memory, NVML's utilisation the script's, and the GPM metrics
+//! (`nvmlGpmSampleGet`, `nvmlGpmMetricsGet`: SM activity and occupancy, DRAM bandwidth, the
+//! tensor, FP64, FP32 and FP16 pipes, PCIe) the script's levels averaged between two samples.
+//! GPM answers on compute capability 9.0 and later unless `gpm` says otherwise (`no`: the device
+//! has none; `absent`: NVML is too old for it). Without a script, GPM reports the SMs busy while
+//! this process's work runs, and nothing else. `vanish` makes the device fall off the bus:
+//! every call on it answers `GPU_IS_LOST` from then on. The settings (`power_w`, `throttle`, `nvml_reasons`, `others`)
 //! are the driver's ([`crate::config`]). A device with no NVLink answers `NOT_SUPPORTED` for its
 //! links, as a PCIe card does; its PCIe link is Gen5 x16, now and at most, and two devices meet
 //! at a host bridge.
 
-use crate::config::{Config, NvmlReasons};
+use crate::config::{Config, Gpm, NvmlReasons};
 use crate::driver::try_driver;
+use crate::workload::{Levels, Workload};
 use std::ffi::{c_char, c_uint, c_ulonglong, c_void, CStr};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -38,6 +50,8 @@ mod ret {
     pub const NOT_FOUND: u32 = 6;
     pub const INSUFFICIENT_SIZE: u32 = 7;
     pub const FUNCTION_NOT_FOUND: u32 = 13;
+    pub const GPU_IS_LOST: u32 = 15;
+    pub const ARGUMENT_VERSION_MISMATCH: u32 = 25;
     pub const UNKNOWN: u32 = 999;
 }
 
@@ -46,6 +60,21 @@ type Ret<T = ()> = Result<T, u32>;
 /// The configuration NVML answers from: the driver's once `cuInit` ran, else the environment's,
 /// read at `nvmlInit`.
 static CONFIG: OnceLock<Config> = OnceLock::new();
+
+/// When NVML was first initialised in this process: the scripted job's clock starts there.
+static START: OnceLock<Instant> = OnceLock::new();
+
+/// Seconds on the scripted job's clock at `at`.
+fn script_secs(at: Instant) -> f64 {
+    at.saturating_duration_since(*START.get_or_init(Instant::now))
+        .as_secs_f64()
+}
+
+/// The scripted job, if there is one, and the seconds on its clock now.
+fn scripted() -> Option<(&'static Workload, f64)> {
+    let w = config().ok()?.workload.as_ref()?;
+    Some((w, script_secs(Instant::now())))
+}
 
 fn config() -> Ret<&'static Config> {
     match try_driver() {
@@ -67,11 +96,16 @@ fn handle_of(ordinal: u32) -> *mut c_void {
 
 fn ordinal_of(device: *mut c_void) -> Ret<u32> {
     let c = config()?;
-    (device as usize)
+    let ordinal = (device as usize)
         .checked_sub(DEVICE_BASE)
         .and_then(|o| u32::try_from(o).ok())
         .filter(|&o| o < c.devices)
-        .ok_or(ret::INVALID_ARGUMENT)
+        .ok_or(ret::INVALID_ARGUMENT)?;
+    // (a device that fell off the bus answers nothing about itself)
+    match c.vanish_secs {
+        Some(secs) if script_secs(Instant::now()) >= secs => Err(ret::GPU_IS_LOST),
+        _ => Ok(ordinal),
+    }
 }
 
 /// The simulated driver's device of `ordinal`, once `cuInit` has made the driver.
@@ -84,9 +118,14 @@ fn device_at(ordinal: u32) -> Ret<std::sync::Arc<crate::driver::Device>> {
         .ok_or(ret::INVALID_ARGUMENT)
 }
 
-/// What the device is doing now: `(busy, a process holds its context)`.
+/// What the device is doing now: `(busy, a process holds its context)`; under a scripted job,
+/// busy while its busiest engine is.
 fn activity(ordinal: u32) -> (bool, bool) {
-    device_at(ordinal).map_or((false, false), |d| (d.busy(), d.in_use()))
+    let (busy, in_use) = device_at(ordinal).map_or((false, false), |d| (d.busy(), d.in_use()));
+    match scripted() {
+        Some((w, t)) => (w.at(t).load() >= 1.0, in_use),
+        None => (busy, in_use),
+    }
 }
 
 unsafe fn put<T>(out: *mut T, v: T) -> Ret {
@@ -134,6 +173,7 @@ fn bus_id(ordinal: u32) -> String {
 // ---- initialisation -----------------------------------------------------------------------
 
 fn init() -> Ret {
+    START.get_or_init(Instant::now);
     match Config::from_env() {
         Ok(c) => {
             let _ = CONFIG.set(c);
@@ -171,6 +211,8 @@ pub extern "C" fn nvmlErrorString(result: c_uint) -> *const c_char {
         ret::NOT_FOUND => c"Not Found",
         ret::INSUFFICIENT_SIZE => c"Insufficient Size",
         ret::FUNCTION_NOT_FOUND => c"Function Not Found",
+        ret::GPU_IS_LOST => c"GPU is lost",
+        ret::ARGUMENT_VERSION_MISMATCH => c"Argument version mismatch",
         _ => c"Unknown Error",
     };
     text.as_ptr()
@@ -433,6 +475,12 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
         if let Some(watts) = config()?.power_reading {
             return unsafe { put(milliwatts, watts * 1000) };
         }
+        if let Some((w, t)) = scripted() {
+            // idle power, and the rest in proportion to the job's busiest engine
+            let (busy, idle) = watts()?;
+            let mw = 1000.0 * (idle + (busy - idle) * w.at(t).load() / 100.0);
+            return unsafe { put(milliwatts, mw.round() as c_uint) };
+        }
         let log = d.busy_log();
         // the last second's average (or the device's life, where shorter)
         let now = Instant::now();
@@ -537,7 +585,7 @@ pub struct ProcessInfo {
 
 /// Fills a process list as NVML does: `INSUFFICIENT_SIZE` with the count needed when `count`
 /// is too small, else the entries and their count.
-unsafe fn processes(pids: &[u32], count: *mut c_uint, infos: *mut ProcessInfo) -> Ret {
+unsafe fn processes(pids: &[(u32, u64)], count: *mut c_uint, infos: *mut ProcessInfo) -> Ret {
     if count.is_null() {
         return Err(ret::INVALID_ARGUMENT);
     }
@@ -549,11 +597,11 @@ unsafe fn processes(pids: &[u32], count: *mut c_uint, infos: *mut ProcessInfo) -
     if room < pids.len() || infos.is_null() {
         return Err(ret::INSUFFICIENT_SIZE);
     }
-    for (i, &pid) in pids.iter().enumerate() {
+    for (i, &(pid, bytes)) in pids.iter().enumerate() {
         unsafe {
             infos.add(i).write(ProcessInfo {
                 pid,
-                used_gpu_memory: 1 << 20,
+                used_gpu_memory: bytes,
                 gpu_instance_id: u32::MAX,
                 compute_instance_id: u32::MAX,
             })
@@ -571,12 +619,16 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
 ) -> c_uint {
     nvml("nvmlDeviceGetComputeRunningProcesses_v3", || {
         let (_, in_use) = activity(ordinal_of(device)?);
-        let others = (0..config()?.others).map(|i| 4_000_000 + i);
-        let pids: Vec<u32> = in_use
-            .then(std::process::id)
+        let c = config()?;
+        let others = (0..c.others).map(|i| (4_000_000 + i, 1 << 20));
+        let mut pids: Vec<(u32, u64)> = in_use
+            .then(|| (std::process::id(), 1 << 20))
             .into_iter()
             .chain(others)
             .collect();
+        if let Some(bytes) = job_bytes() {
+            pids.push((c.job_pid, bytes));
+        }
         unsafe { processes(&pids, count, infos) }
     })
 }
@@ -590,6 +642,304 @@ pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v3(
     nvml("nvmlDeviceGetGraphicsRunningProcesses_v3", || {
         ordinal_of(device)?;
         unsafe { processes(&[], count, infos) }
+    })
+}
+
+// ---- memory, utilisation and GPM (what `roofprobe watch` reads) ---------------------------
+
+/// Bytes the scripted job holds on a device now: `None` where there is no script or the job
+/// has ended.
+fn job_bytes() -> Option<u64> {
+    let (w, t) = scripted()?;
+    let c = config().ok()?;
+    (t < w.end_secs()).then(|| (w.memory_at(t) * c.memory_bytes as f64) as u64)
+}
+
+/// nvmlMemory_v2_t (nvml.h): its version is `sizeof | 2 << 24`.
+#[repr(C)]
+pub struct MemoryV2 {
+    version: c_uint,
+    total: c_ulonglong,
+    reserved: c_ulonglong,
+    free: c_ulonglong,
+    used: c_ulonglong,
+}
+
+/// The device's memory: the scripted job's where there is one, else what this process's
+/// context and allocations hold.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
+    device: *mut c_void,
+    memory: *mut MemoryV2,
+) -> c_uint {
+    nvml("nvmlDeviceGetMemoryInfo_v2", || {
+        let ordinal = ordinal_of(device)?;
+        if memory.is_null() {
+            return Err(ret::INVALID_ARGUMENT);
+        }
+        if unsafe { (*memory).version } >> 24 != 2 {
+            return Err(ret::ARGUMENT_VERSION_MISMATCH);
+        }
+        let c = config()?;
+        let used = match scripted() {
+            Some(_) => job_bytes().unwrap_or(0),
+            None => device_at(ordinal).map_or(0, |d| {
+                if d.in_use() {
+                    d.used_bytes() + c.context_bytes
+                } else {
+                    0
+                }
+            }),
+        }
+        .min(c.memory_bytes);
+        unsafe {
+            (*memory).total = c.memory_bytes;
+            (*memory).reserved = 0;
+            (*memory).used = used;
+            (*memory).free = c.memory_bytes - used;
+        }
+        Ok(())
+    })
+}
+
+/// nvmlUtilization_t (nvml.h).
+#[repr(C)]
+pub struct Utilization {
+    gpu: c_uint,
+    memory: c_uint,
+}
+
+/// The time a kernel ran and the memory controller was busy, %: the script's (`util`,
+/// `dram`), else 100 and 0 while this process's work runs.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(
+    device: *mut c_void,
+    rates: *mut Utilization,
+) -> c_uint {
+    nvml("nvmlDeviceGetUtilizationRates", || {
+        let (busy, _) = activity(ordinal_of(device)?);
+        let (gpu, memory) = match scripted() {
+            Some((w, t)) => {
+                let l = w.at(t);
+                (l.util, l.dram)
+            }
+            None => (if busy { 100.0 } else { 0.0 }, 0.0),
+        };
+        unsafe {
+            put(
+                rates,
+                Utilization {
+                    gpu: gpu.round() as c_uint,
+                    memory: memory.round() as c_uint,
+                },
+            )
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetIndex(device: *mut c_void, index: *mut c_uint) -> c_uint {
+    nvml("nvmlDeviceGetIndex", || unsafe {
+        put(index, ordinal_of(device)?)
+    })
+}
+
+/// Whether the GPM calls answer: `Ok` where the device has GPM, `NOT_SUPPORTED` where it has
+/// none, `FUNCTION_NOT_FOUND` where NVML is too old.
+fn gpm_answers() -> Ret {
+    match config()?.gpm() {
+        Gpm::Yes => Ok(()),
+        Gpm::No => Err(ret::NOT_SUPPORTED),
+        Gpm::Absent => Err(ret::FUNCTION_NOT_FOUND),
+    }
+}
+
+/// nvmlGpmSupport_t (nvml.h).
+#[repr(C)]
+pub struct GpmSupport {
+    version: c_uint,
+    is_supported_device: c_uint,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmQueryDeviceSupport(
+    device: *mut c_void,
+    support: *mut GpmSupport,
+) -> c_uint {
+    nvml("nvmlGpmQueryDeviceSupport", || {
+        ordinal_of(device)?;
+        if config()?.gpm() == Gpm::Absent {
+            return Err(ret::FUNCTION_NOT_FOUND);
+        }
+        if support.is_null() {
+            return Err(ret::INVALID_ARGUMENT);
+        }
+        if unsafe { (*support).version } != 1 {
+            return Err(ret::ARGUMENT_VERSION_MISMATCH);
+        }
+        unsafe { (*support).is_supported_device = u32::from(gpm_answers().is_ok()) };
+        Ok(())
+    })
+}
+
+/// A GPM sample: which device, and when it was taken (`None`: allocated, not yet taken).
+pub struct GpmSample {
+    taken: Option<(u32, Instant)>,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmSampleAlloc(sample: *mut *mut GpmSample) -> c_uint {
+    nvml("nvmlGpmSampleAlloc", || {
+        gpm_answers().or_else(|e| {
+            if e == ret::NOT_SUPPORTED {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })?;
+        unsafe { put(sample, Box::into_raw(Box::new(GpmSample { taken: None }))) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmSampleFree(sample: *mut GpmSample) -> c_uint {
+    nvml("nvmlGpmSampleFree", || {
+        if sample.is_null() {
+            return Err(ret::INVALID_ARGUMENT);
+        }
+        // SAFETY: allocated by nvmlGpmSampleAlloc, freed once (the caller's contract).
+        drop(unsafe { Box::from_raw(sample) });
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmSampleGet(device: *mut c_void, sample: *mut GpmSample) -> c_uint {
+    nvml("nvmlGpmSampleGet", || {
+        let ordinal = ordinal_of(device)?;
+        gpm_answers()?;
+        if sample.is_null() {
+            return Err(ret::INVALID_ARGUMENT);
+        }
+        unsafe { (*sample).taken = Some((ordinal, Instant::now())) };
+        Ok(())
+    })
+}
+
+/// nvmlGpmMetric_t (nvml.h).
+#[repr(C)]
+pub struct GpmMetric {
+    metric_id: c_uint,
+    nvml_return: c_uint,
+    value: f64,
+    short_name: *mut c_char,
+    long_name: *mut c_char,
+    unit: *mut c_char,
+}
+
+/// nvmlGpmMetricsGet_t (nvml.h, `NVML_GPM_METRICS_GET_VERSION` 1).
+#[repr(C)]
+pub struct GpmMetricsGet {
+    version: c_uint,
+    num_metrics: c_uint,
+    sample1: *mut GpmSample,
+    sample2: *mut GpmSample,
+    metrics: [GpmMetric; 210],
+}
+
+/// The levels a device shows between two instants: the script's mean, else its SMs busy while
+/// this process's work ran.
+fn levels_between(ordinal: u32, from: Instant, to: Instant) -> Levels {
+    if let Some((w, _)) = scripted() {
+        return w.mean(script_secs(from), script_secs(to));
+    }
+    let span = to.saturating_duration_since(from).as_secs_f64();
+    let busy =
+        device_at(ordinal).map_or(0.0, |d| d.busy_log().busy_between(from, to).as_secs_f64());
+    let sm = if span > 0.0 { 100.0 * busy / span } else { 0.0 };
+    Levels {
+        sm,
+        util: sm,
+        ..Levels::default()
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A GPM metric's value from the levels (nvml.h's metric ids), or `NOT_SUPPORTED`.
+fn metric(id: c_uint, l: &Levels) -> Ret<f64> {
+    Ok(match id {
+        1 | 2 => l.sm,                                // GRAPHICS_UTIL, SM_UTIL
+        3 => l.occupancy,                             // SM_OCCUPANCY
+        4 => 0.0,                                     // INTEGER_UTIL
+        5 => (l.tensor + l.imma + l.dfma).min(100.0), // ANY_TENSOR_UTIL
+        6 => l.dfma,                                  // DFMA_TENSOR_UTIL
+        7 => l.tensor,                                // HMMA_TENSOR_UTIL
+        9 => l.imma,                                  // IMMA_TENSOR_UTIL
+        10 => l.dram,                                 // DRAM_BW_UTIL
+        11 => l.fp64,                                 // FP64_UTIL
+        12 => l.fp32,                                 // FP32_UTIL
+        13 => l.fp16,                                 // FP16_UTIL
+        // PCIE_TX_PER_SEC, PCIE_RX_PER_SEC: MiB per second (nvml.h), the script's bytes
+        20 => l.pcie_tx / MIB,
+        21 => l.pcie_rx / MIB,
+        _ => return Err(ret::NOT_SUPPORTED),
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmMetricsGet(request: *mut GpmMetricsGet) -> c_uint {
+    nvml("nvmlGpmMetricsGet", || {
+        gpm_answers()?;
+        if request.is_null() {
+            return Err(ret::INVALID_ARGUMENT);
+        }
+        // SAFETY: the caller passes a request of nvml.h's layout (checked by its version), with
+        // room for `num_metrics` metrics at least; only those are touched, through the pointer
+        // (a caller built against an older nvml.h has a shorter array than this declaration).
+        let (version, count, sample1, sample2) = unsafe {
+            (
+                (*request).version,
+                (*request).num_metrics as usize,
+                (*request).sample1,
+                (*request).sample2,
+            )
+        };
+        if version != 1 {
+            return Err(ret::ARGUMENT_VERSION_MISMATCH);
+        }
+        if sample1.is_null() || sample2.is_null() || count > 210 {
+            return Err(ret::INVALID_ARGUMENT);
+        }
+        // SAFETY: samples the caller allocated with nvmlGpmSampleAlloc and has not freed.
+        let (a, b) = unsafe { ((*sample1).taken, (*sample2).taken) };
+        let (Some((da, from)), Some((db, to))) = (a, b) else {
+            return Err(ret::INVALID_ARGUMENT);
+        };
+        if da != db || to < from {
+            return Err(ret::INVALID_ARGUMENT);
+        }
+        let levels = levels_between(da, from, to);
+        // SAFETY: as above: `count` metrics, in the caller's request.
+        let metrics = unsafe {
+            std::slice::from_raw_parts_mut(
+                std::ptr::addr_of_mut!((*request).metrics).cast::<GpmMetric>(),
+                count,
+            )
+        };
+        for m in metrics {
+            match metric(m.metric_id, &levels) {
+                Ok(v) => {
+                    m.value = v;
+                    m.nvml_return = ret::SUCCESS;
+                }
+                Err(e) => m.nvml_return = e,
+            }
+            m.short_name = std::ptr::null_mut();
+            m.long_name = std::ptr::null_mut();
+            m.unit = std::ptr::null_mut();
+        }
+        Ok(())
     })
 }
 
@@ -680,7 +1030,7 @@ mod tests {
         let mut count = 0;
         let none = unsafe { processes(&[], &mut count, std::ptr::null_mut()) };
         assert_eq!((none, count), (Ok(()), 0));
-        let pids = [7, 4_000_000];
+        let pids = [(7, 1 << 20), (4_000_000, 1 << 20)];
         let mut count = 0;
         let ask = unsafe { processes(&pids, &mut count, std::ptr::null_mut()) };
         assert_eq!((ask, count), (Err(ret::INSUFFICIENT_SIZE), 2));

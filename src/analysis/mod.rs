@@ -8,3 +8,4 @@ pub mod fixtures;
 pub mod inputs;
 pub mod roofline;
 pub mod suspect;
+pub mod watch;

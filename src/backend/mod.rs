@@ -11,6 +11,7 @@
 
 pub mod cuda;
 pub mod host;
+pub mod watch;
 
 use crate::cases::{Case, Verdict};
 use crate::device::{ConditionProbe, Conditions, DeviceInfo};

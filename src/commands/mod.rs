@@ -11,6 +11,7 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod specs;
+pub mod watch;
 
 /// Prints to stdout, control characters written out (`\u{1b}`) so no field can move the cursor
 /// or forge a line. A closed pipe (`roofprobe compare … | head`) ends the output quietly

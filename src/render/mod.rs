@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod json;
 pub mod svg;
 pub mod table;
+pub mod watch;
 
 /// A tidy CSV writer into memory with `header` already written, so the file has its header even
 /// when no row follows (serde's writer writes it with the first row only). The rows are then

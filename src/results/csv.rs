@@ -214,6 +214,9 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
         (csv::StringRecord::from(header_1()), SCHEMA_1),
     ];
     let Some(mut layout) = layouts.iter().find(|(h, _)| h.iter().eq(found.iter())) else {
+        if super::timeline::is_timeline_header(&found) {
+            return Err(Error::parse(path, 1, super::timeline::not_a_run()));
+        }
         return Err(Error::parse(
             path,
             1,

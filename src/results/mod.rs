@@ -1,5 +1,5 @@
 //! What a run leaves behind: the [`record::Record`] (one CSV row), and its CSV reading and
-//! writing.
+//! writing; and what a watch leaves behind, the [`timeline::TimelineRow`].
 
 pub mod check;
 pub mod csv;
@@ -7,3 +7,4 @@ pub mod csv;
 pub mod fixtures;
 pub mod flags;
 pub mod record;
+pub mod timeline;

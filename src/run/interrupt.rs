@@ -3,7 +3,8 @@
 //! (the table, the calibration JSON and the roofline SVG beside the CSV), then `run` exits
 //! [`EXIT_INTERRUPTED`]. A second signal ends the process at once; the rows written stay, each
 //! flushed as it was written. A signal the process was started with ignored (`nohup` ignores
-//! SIGHUP, a shell's background job SIGINT) stays ignored.
+//! SIGHUP, a shell's background job SIGINT) stays ignored. `watch` has its own handler
+//! ([`install_for_watch`]): the first signal ends the watch after its sample.
 //!
 //! A GPU is measured in worker processes ([`crate::run::worker`]). A terminal's Ctrl-C reaches them
 //! as well as `run`, but a signal sent to `run` alone (`kill`, `timeout`, a scheduler's SIGTERM)
@@ -26,6 +27,10 @@ static REQUESTED: AtomicBool = AtomicBool::new(false);
 /// rather than a worker.
 static RUN: AtomicBool = AtomicBool::new(false);
 
+/// Whether this process is `watch`: the first signal ends the watch after the sample it takes
+/// (the timeline holds every sample already), a second ends the process at once.
+static WATCH: AtomicBool = AtomicBool::new(false);
+
 /// The worker processes alive now (0: a free slot), to pass a request on to. One per GPU
 /// measured at once; a worker that finds no slot still gets a terminal's Ctrl-C.
 static WORKERS: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
@@ -43,6 +48,14 @@ fn say(text: &str) {
 
 extern "C" fn on_signal(_: libc::c_int) {
     let again = REQUESTED.swap(true, Ordering::SeqCst);
+    if WATCH.load(Ordering::SeqCst) {
+        if again {
+            say("\ninterrupted again: stopping at once; the timeline written so far is kept\n");
+            // SAFETY: ends the process at once, as asked; every sample is already on disk.
+            unsafe { libc::_exit(EXIT_INTERRUPTED) };
+        }
+        return;
+    }
     if !RUN.load(Ordering::SeqCst) {
         return;
     }
@@ -91,6 +104,16 @@ fn handle(signal: libc::c_int, always: bool) {
 /// stderr; a second ends the process at once.
 pub fn install_for_run() {
     RUN.store(true, Ordering::SeqCst);
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        handle(signal, false);
+    }
+}
+
+/// `watch`'s handler: the first signal ends the watch after its current sample (the command
+/// says so, and sums up what it saw); a second ends the process at once. A job `watch` started
+/// (`watch -- CMD`) shares the terminal's Ctrl-C, and is left to it.
+pub fn install_for_watch() {
+    WATCH.store(true, Ordering::SeqCst);
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         handle(signal, false);
     }

@@ -46,6 +46,7 @@ pub mod args;
 mod capacity;
 mod case;
 pub mod cublas;
+pub mod dcgm;
 pub mod describe;
 mod driver;
 mod gemm;
@@ -55,6 +56,7 @@ mod link;
 pub mod loading;
 mod nvml;
 pub mod plan;
+pub mod watch;
 use self::case::GpuCase;
 pub use self::driver::{
     cuda_version_text, device_count, driver_cuda_number, driver_library, driver_present, guard,

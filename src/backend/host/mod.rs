@@ -22,6 +22,7 @@ pub mod launch;
 pub mod pool;
 pub mod stream;
 pub mod tensor;
+pub mod watch;
 
 use self::cache::CacheCase;
 use self::capacity::{meminfo_bytes, HostCapacity};

@@ -24,13 +24,15 @@
 //! Its rooms: this file lays the picture out (header, axes, the names' places, legend);
 //! `roofs.rs` draws one run's roofs, ridges, sweeps and points; [`axis`] chooses the ticks,
 //! [`labels`] where a text may go, [`names`] what the names say, and
-//! [`picture`](mod@picture) holds the elements and writes them as SVG.
+//! [`picture`](mod@picture) holds the elements and writes them as SVG; [`trail`] draws a watched
+//! job's trail over a device's roofs.
 
 pub mod axis;
 pub mod labels;
 pub mod names;
 pub mod picture;
 mod roofs;
+pub mod trail;
 
 use crate::analysis::calibration::Calibration;
 use crate::analysis::roofline::{

@@ -1,0 +1,511 @@
+//! `watch --svg`: a watched job's trail over the device's roofline. The roofs are the ceilings
+//! the watch held its figures against (measured solid, spec dashed: DRAM, and the compute roof
+//! of each pipe the job used); each sample that has both an achieved rate and an achieved
+//! bandwidth is a small dot at its intensity, joined in time order (the trail), in its
+//! verdict's colour; each phase is a numbered marker at its median, named in the legend under
+//! the plot with its verdict and figure. A signal that places no point (NVML utilisation, the
+//! host's `/proc`) gets the roofs and a line saying why there is no trail.
+//!
+//! It reuses the roofline picture's axes, ticks, label placement and SVG writing (the parent
+//! module); it must not read or write files.
+
+use super::labels::{self, Anchor, Field, Label, Obstacle, Outcome, Shape, Spot, ASCENT_EM};
+use super::names::LABEL_PX;
+use super::picture::{wrap, Fill, Item, Legend, Mark, Picture, Rgb, Swatch, GREY, INK};
+use super::{
+    arithmetic, at_least_a_decade, bandwidth, draw_axes, good, Axes, HEADER_PX, PLOT_HEIGHT,
+    PLOT_LEFT, PLOT_RIGHT, TITLE_PX, WIDTH,
+};
+use crate::analysis::watch::{Ceiling, DeviceSummary, Verdict};
+use crate::results::timeline::TimelineRow;
+use crate::{Error, Result};
+
+/// Each verdict's colour, in the trail and the legend.
+fn colour(v: Verdict) -> Rgb {
+    match v {
+        Verdict::Capacity => Rgb(190, 0, 0),
+        Verdict::Bandwidth => Rgb(31, 119, 180),
+        Verdict::Compute => Rgb(224, 104, 11),
+        Verdict::Idle => Rgb(150, 150, 150),
+        Verdict::Latency => Rgb(148, 103, 189),
+        Verdict::Busy => Rgb(140, 86, 75),
+    }
+}
+
+fn verdict_named(name: &str) -> Verdict {
+    match name {
+        "capacity" => Verdict::Capacity,
+        "bandwidth" => Verdict::Bandwidth,
+        "compute" => Verdict::Compute,
+        "latency" => Verdict::Latency,
+        "busy" => Verdict::Busy,
+        _ => Verdict::Idle,
+    }
+}
+
+/// A roof as drawn: its name, value, and whether measured.
+struct Roof {
+    name: String,
+    value: f64,
+    measured: bool,
+}
+
+fn roofs_of(name: &str, c: &Ceiling, text: &dyn Fn(f64) -> String) -> Vec<Roof> {
+    let mut out = Vec::new();
+    if let Some(v) = c.measured.filter(|v| good(*v)) {
+        out.push(Roof {
+            name: format!("{name} {} measured", text(v)),
+            value: v,
+            measured: true,
+        });
+    }
+    if let Some(v) = c.spec.filter(|v| good(*v)) {
+        out.push(Roof {
+            name: format!("{name} spec {}", text(v)),
+            value: v,
+            measured: false,
+        });
+    }
+    out
+}
+
+/// The picture of one device's watch: `summary` and its rows in time order.
+pub fn render(summary: &DeviceSummary, rows: &[&TimelineRow]) -> Result<String> {
+    Ok(picture(summary, rows)?.to_svg())
+}
+
+fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
+    let mut items = Vec::new();
+    // Header: title, the signal, the ceilings' sources.
+    let mut y = 12.0 + ASCENT_EM * TITLE_PX;
+    let title = format!(
+        "Watch: {} ({}), {} samples over {:.1} s",
+        s.device_name,
+        s.device_id,
+        s.samples,
+        (s.to_s - s.from_s).max(0.0)
+    );
+    for line in wrap(&title, TITLE_PX, WIDTH - 40.0) {
+        items.push(Item::text(
+            line,
+            TITLE_PX,
+            Spot::flat((20.0, y), Anchor::Start, 0.0),
+            INK,
+            "title",
+        ));
+        y += TITLE_PX * 1.25;
+    }
+    let verdict = s.verdict.map_or_else(
+        || "no verdict".to_string(),
+        |v| format!("verdict: {}", v.as_str()),
+    );
+    let header = format!(
+        "signal: {} · {verdict} · {}",
+        s.signal.as_str(),
+        s.ceilings.sources.join(" · ")
+    );
+    for line in wrap(&header, HEADER_PX, WIDTH - 40.0) {
+        items.push(Item::text(
+            line,
+            HEADER_PX,
+            Spot::flat((20.0, y), Anchor::Start, 0.0),
+            GREY,
+            "header",
+        ));
+        y += HEADER_PX * 1.4;
+    }
+
+    // The roofs: DRAM, and each pipe the samples name.
+    let dram = roofs_of("DRAM", &s.ceilings.dram_gbps, &bandwidth);
+    let mut computes: Vec<(Roof, crate::cases::Precision)> = Vec::new();
+    for p in &s.ceilings.pipes {
+        if rows.iter().any(|r| r.compute_pipe == p.label) {
+            let precision = p.precision;
+            let text = move |v: f64| arithmetic(v, precision);
+            for r in roofs_of(&p.label, &p.ceiling, &text) {
+                computes.push((r, precision));
+            }
+        }
+    }
+    let points: Vec<(f64, f64, Verdict)> = rows
+        .iter()
+        .filter_map(|r| {
+            let (x, y) = (r.flop_per_byte?, r.compute_gflops?);
+            (good(x) && good(y)).then(|| (x, y, verdict_named(&r.verdict)))
+        })
+        .collect();
+    let phases: Vec<(usize, f64, f64, Verdict)> = s
+        .phases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let (x, y) = (p.flop_per_byte?, p.compute_gflops?);
+            (good(x) && good(y)).then_some((i + 1, x, y, p.verdict))
+        })
+        .collect();
+
+    // Axes: every point, every roof and ridge, a margin around them.
+    let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+    let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+    ys.extend(computes.iter().map(|(r, _)| r.value));
+    for (c, _) in &computes {
+        for d in &dram {
+            xs.push(c.value / d.value);
+        }
+    }
+    if ys.is_empty() {
+        ys.extend(dram.iter().flat_map(|d| [d.value * 0.1, d.value * 10.0]));
+    }
+    let lo = |v: &[f64]| v.iter().copied().filter(|x| good(*x)).reduce(f64::min);
+    let hi = |v: &[f64]| v.iter().copied().filter(|x| good(*x)).reduce(f64::max);
+    let (x0, x1) = match (lo(&xs), hi(&xs)) {
+        (Some(a), Some(b)) => at_least_a_decade(a / 2.0, b * 4.0),
+        _ => (0.1, 100.0),
+    };
+    let (y0, y1) = match (lo(&ys), hi(&ys)) {
+        (Some(a), Some(b)) => at_least_a_decade(a / 2.0, b * 2.0),
+        _ => (1.0, 1000.0),
+    };
+    if x1 / x0 > 1e24 || y1 / y0 > 1e24 {
+        return Err(Error::Usage(
+            "cannot draw the trail: its figures span more than 24 decades".to_string(),
+        ));
+    }
+    let top = y + 8.0;
+    let plot = (PLOT_LEFT, top, PLOT_RIGHT, top + PLOT_HEIGHT);
+    let (l, t, r, b) = plot;
+    let axes = Axes {
+        x: (x0, x1),
+        y: (y0, y1),
+        plot,
+    };
+    let x_title_baseline = draw_axes(&mut items, &[], &axes);
+
+    let mut obstacles: Vec<Obstacle> = Vec::new();
+    let mut labels_to_place: Vec<(Label, Rgb)> = Vec::new();
+    let top_roof = computes.iter().map(|(c, _)| c.value).reduce(f64::max);
+    for d in &dram {
+        let enter = x0.max(y0 / d.value);
+        let leave = x1
+            .min(y1 / d.value)
+            .min(top_roof.map_or(f64::INFINITY, |p| p / d.value));
+        if enter >= leave {
+            continue;
+        }
+        let (a, z) = (
+            axes.px((enter, d.value * enter)),
+            axes.px((leave, d.value * leave)),
+        );
+        let stroke = if d.measured { Rgb(38, 38, 38) } else { GREY };
+        items.push(Item::Line {
+            points: vec![a, z],
+            stroke,
+            width: if d.measured { 2.6 } else { 1.8 },
+            dash: (!d.measured).then_some("7 5"),
+            class: "roof",
+        });
+        obstacles.push(Obstacle {
+            shape: Shape::segment(a, z),
+            crossable: true,
+        });
+        let angle = (z.1 - a.1).atan2(z.0 - a.0).to_degrees();
+        let spots = (1..=6)
+            .flat_map(|k| {
+                let f = k as f64 / 7.0;
+                let at = (a.0 + f * (z.0 - a.0), a.1 + f * (z.1 - a.1));
+                [-6.0, 14.0].map(|off| Spot {
+                    at: (
+                        at.0 - off * angle.to_radians().sin(),
+                        at.1 + off * angle.to_radians().cos(),
+                    ),
+                    anchor: Anchor::Middle,
+                    angle_deg: angle,
+                    cost: f,
+                    leader: None,
+                })
+            })
+            .collect();
+        labels_to_place.push((
+            Label {
+                text: d.name.clone(),
+                size_px: LABEL_PX,
+                spots,
+                anchors: Vec::new(),
+                anchor_gap: 0.0,
+                leader_max: 0.0,
+                fold_into: None,
+            },
+            stroke,
+        ));
+    }
+    for (c, _) in &computes {
+        let start = dram.first().map_or(x0, |d| (c.value / d.value).max(x0));
+        if c.value < y0 || c.value > y1 || start >= x1 {
+            continue;
+        }
+        let (a, z) = (axes.px((start, c.value)), axes.px((x1, c.value)));
+        let stroke = if c.measured {
+            Rgb(224, 104, 11)
+        } else {
+            Rgb(224, 160, 110)
+        };
+        items.push(Item::Line {
+            points: vec![a, z],
+            stroke,
+            width: if c.measured { 2.6 } else { 1.8 },
+            dash: (!c.measured).then_some("7 5"),
+            class: "roof",
+        });
+        obstacles.push(Obstacle {
+            shape: Shape::segment(a, z),
+            crossable: true,
+        });
+        let spots = [
+            (z.0 - 6.0, -6.0, 0.0),
+            (z.0 - 6.0, 16.0, 1.0),
+            ((a.0 + z.0) / 2.0, -6.0, 2.0),
+            ((a.0 + z.0) / 2.0, 16.0, 3.0),
+        ]
+        .into_iter()
+        .map(|(x, dy, cost)| Spot::flat((x, a.1 + dy), Anchor::End, cost))
+        .collect();
+        labels_to_place.push((
+            Label {
+                text: c.name.clone(),
+                size_px: LABEL_PX,
+                spots,
+                anchors: Vec::new(),
+                anchor_gap: 0.0,
+                leader_max: 0.0,
+                fold_into: None,
+            },
+            stroke,
+        ));
+    }
+
+    // The trail: a thin line through the samples in time order, a dot each, then the phases.
+    let px: Vec<(f64, f64)> = points.iter().map(|p| axes.px((p.0, p.1))).collect();
+    if px.len() > 1 {
+        items.push(Item::Line {
+            points: px.clone(),
+            stroke: Rgb(190, 190, 190),
+            width: 0.8,
+            dash: None,
+            class: "trail",
+        });
+    }
+    for (at, p) in px.iter().zip(&points) {
+        items.push(Item::Marker {
+            mark: Mark::Circle,
+            at: *at,
+            size: 2.2,
+            colour: colour(p.2),
+            fill: Fill::Tint,
+            dash: None,
+            class: "sample",
+        });
+    }
+    for &(n, x, yv, v) in &phases {
+        let at = axes.px((x, yv));
+        items.push(Item::Marker {
+            mark: Mark::Diamond,
+            at,
+            size: 7.0,
+            colour: colour(v),
+            fill: Fill::Solid,
+            dash: None,
+            class: "phase",
+        });
+        obstacles.push(Obstacle {
+            shape: super::picture::marker_extent(at, 7.0),
+            crossable: false,
+        });
+        let spots = [(10.0, 4.0), (-10.0, 4.0), (0.0, -10.0), (0.0, 18.0)]
+            .into_iter()
+            .enumerate()
+            .map(|(k, (dx, dy))| {
+                let anchor = if dx > 0.0 {
+                    Anchor::Start
+                } else if dx < 0.0 {
+                    Anchor::End
+                } else {
+                    Anchor::Middle
+                };
+                Spot::flat((at.0 + dx, at.1 + dy), anchor, k as f64)
+            })
+            .collect();
+        labels_to_place.push((
+            Label {
+                text: n.to_string(),
+                size_px: LABEL_PX,
+                spots,
+                anchors: vec![at],
+                anchor_gap: 8.0,
+                leader_max: 40.0,
+                fold_into: None,
+            },
+            colour(v),
+        ));
+    }
+    let field = Field {
+        border: (l, t, r, b),
+        obstacles,
+    };
+    let (labels, colours): (Vec<Label>, Vec<Rgb>) = labels_to_place.into_iter().unzip();
+    let mut unplaced = Vec::new();
+    for (outcome, c) in labels::place(&labels, &field).into_iter().zip(colours) {
+        match outcome {
+            Outcome::Placed(p) => {
+                if let Some((from, to)) = p.leader {
+                    items.push(Item::line(from, to, c, 0.8, "leader"));
+                }
+                items.push(Item::text(p.text, p.size_px, p.spot, c, "label"));
+            }
+            Outcome::Unplaced { text } => unplaced.push(text),
+            Outcome::Folded { .. } => {}
+        }
+    }
+
+    // The legend: each phase with its verdict and figure, then what found no room.
+    let mut legend = Legend::new(PLOT_LEFT, PLOT_RIGHT, x_title_baseline + 14.0);
+    if points.is_empty() {
+        legend.row(
+            &mut items,
+            Swatch::None,
+            &format!(
+                "no trail: the {} signal gives no achieved rate and bandwidth to place a sample \
+                 by (docs/watch.md)",
+                s.signal.as_str()
+            ),
+            GREY,
+        );
+    }
+    for (i, p) in s.phases.iter().enumerate() {
+        legend.row(
+            &mut items,
+            Swatch::Block(colour(p.verdict)),
+            &format!(
+                "{} · {:.1}–{:.1} s · {}: {}",
+                i + 1,
+                p.from_s,
+                p.to_s,
+                p.verdict.as_str(),
+                p.figure
+            ),
+            INK,
+        );
+    }
+    if !unplaced.is_empty() {
+        legend.row(
+            &mut items,
+            Swatch::None,
+            &format!("not placed in the plot: {}", unplaced.join(" · ")),
+            GREY,
+        );
+    }
+    let height = legend.bottom() + 16.0;
+    Ok(Picture {
+        width: WIDTH,
+        height,
+        label_border: (l, t, r, b),
+        unplaced: unplaced.len(),
+        widest_roof_name: 0.0,
+        roof_names: 0,
+        items,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::watch::{Capacity, Ceilings, Levels, Phase, Pipe, PipeCeiling};
+    use crate::backend::watch::Signal;
+    use crate::cases::Precision;
+
+    /// A trail with two phases draws well-formed SVG with its roofs, its samples, a numbered
+    /// marker per phase and a legend row per phase; a signal with no trail says why.
+    #[test]
+    fn a_trail_is_drawn_over_its_roofs() {
+        let ceiling = |m: f64, sp: f64| Ceiling {
+            measured: Some(m),
+            measured_by: "x".into(),
+            spec: Some(sp),
+            spec_basis: "sheet".into(),
+        };
+        let phase = |first: usize, v: Verdict, x: f64, y: f64| Phase {
+            first,
+            last: first + 4,
+            from_s: first as f64,
+            to_s: first as f64 + 4.0,
+            samples: 5,
+            verdict: v,
+            levels: Levels::default(),
+            dram_gbps: Some(y / x),
+            compute_gflops: Some(y),
+            compute_pipe: "tensor bf16.f32".into(),
+            flop_per_byte: Some(x),
+            memory_peak_bytes: None,
+            memory_growth_bytes_per_s: None,
+            memory_fell_to_bytes: None,
+            figure: format!("figure of {}", v.as_str()),
+            remedies: Vec::new(),
+        };
+        let summary = DeviceSummary {
+            device_id: "cuda:0".into(),
+            device_name: "NVIDIA H100 80GB HBM3".into(),
+            signal: Signal::Gpm,
+            signal_why: Vec::new(),
+            unseen: Vec::new(),
+            ceilings: Ceilings {
+                dram_gbps: ceiling(3000.0, 3350.0),
+                pipes: vec![PipeCeiling {
+                    pipe: Pipe::TensorF16,
+                    label: "tensor bf16.f32".into(),
+                    precision: Precision::Bf16F32,
+                    ceiling: ceiling(600_000.0, 989_000.0),
+                }],
+                capacity: Some(Capacity {
+                    usable_bytes: 1,
+                    basis: "x".into(),
+                }),
+                sources: vec!["measured: run r".into()],
+            },
+            samples: 10,
+            from_s: 0.0,
+            to_s: 9.0,
+            verdict: Some(Verdict::Bandwidth),
+            shares: Vec::new(),
+            figure: String::new(),
+            remedies: Vec::new(),
+            phases: vec![
+                phase(0, Verdict::Bandwidth, 10.0, 30_000.0),
+                phase(5, Verdict::Compute, 300.0, 500_000.0),
+            ],
+            full_in_s: None,
+        };
+        let rows: Vec<TimelineRow> = (0..10)
+            .map(|i| TimelineRow {
+                t_s: i as f64,
+                compute_pipe: "tensor bf16.f32".into(),
+                flop_per_byte: Some(if i < 5 { 10.0 } else { 300.0 }),
+                compute_gflops: Some(if i < 5 { 30_000.0 } else { 500_000.0 }),
+                verdict: if i < 5 { "bandwidth" } else { "compute" }.into(),
+                ..TimelineRow::default()
+            })
+            .collect();
+        let refs: Vec<&TimelineRow> = rows.iter().collect();
+        let svg = render(&summary, &refs).unwrap();
+        roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        assert_eq!(svg.matches("class=\"sample\"").count(), 10);
+        assert_eq!(svg.matches("class=\"phase\"").count(), 2);
+        assert_eq!(svg.matches("class=\"roof\"").count(), 4, "{svg}");
+        assert!(svg.contains("figure of compute"));
+        let none: Vec<&TimelineRow> = Vec::new();
+        let mut coarse = summary.clone();
+        coarse.signal = Signal::Utilisation;
+        coarse.phases.clear();
+        let svg = render(&coarse, &none).unwrap();
+        roxmltree::Document::parse(&svg).unwrap();
+        assert!(svg.contains("no trail"), "{svg}");
+    }
+}
