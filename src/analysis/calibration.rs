@@ -82,12 +82,13 @@ impl FromRecords for Calibration {
         Ok(Calibration {
             schema: SCHEMA.to_string(),
             generator: format!("roofprobe {}", env!("CARGO_PKG_VERSION")),
+            units: roofprobe_calibration::units_table(),
             device: Device {
                 name: first.device_name.clone(),
                 backend: first.backend,
                 id: first.device_id.clone(),
                 compute_capability: first.compute_capability.clone(),
-                units: first.units,
+                compute_units: first.units,
                 driver: first.driver.clone(),
                 host: first.host.clone(),
                 identity: first.identity(),
@@ -591,17 +592,17 @@ mod tests {
         let err = |t: &str| Calibration::from_json("c.json", t).unwrap_err().to_string();
         assert_eq!(
             err(""),
-            "c.json:1: empty file; expected a roofprobe calibration JSON (roofprobe-calibration/1)"
+            "c.json:1: empty file; expected a roofprobe calibration JSON (roofprobe-calibration/2)"
         );
         assert!(
-            err("{\n  \"schema\": \"roofprobe-calibration/1\",\n  \"device\": ")
+            err("{\n  \"schema\": \"roofprobe-calibration/2\",\n  \"device\": ")
                 .starts_with("c.json:3: not valid JSON")
         );
         let e = err("[1, 2]");
         assert!(e.contains("expected a JSON object"), "{e}");
         assert_eq!(
             err("{\"name\": \"x\"}"),
-            "c.json:1: not a roofprobe calibration: no `schema` field; expected `roofprobe-calibration/1`"
+            "c.json:1: not a roofprobe calibration: no `schema` field; expected `roofprobe-calibration/2`"
         );
         assert!(err("{\n\"schema\": \"roofprobe-csv/1\"}")
             .starts_with("c.json:2: schema \"roofprobe-csv/1\" is not a roofprobe calibration"));
@@ -613,7 +614,7 @@ mod tests {
             "{e}"
         );
         // a field of the wrong type: line of the field
-        let broken = json.replacen("\"units\": 108", "\"units\": \"many\"", 1);
+        let broken = json.replacen("\"compute_units\": 108", "\"compute_units\": \"many\"", 1);
         let line = broken.lines().position(|l| l.contains("\"many\"")).unwrap() + 1;
         let e = err(&broken);
         assert!(

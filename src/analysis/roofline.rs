@@ -22,6 +22,13 @@
 //!   s8.s32, …), the highest GFLOP/s (GOP/s for integers) of any valid row.
 //! - **Invalid rows never contribute**: a row counts only when `valid` is true and its figure is
 //!   finite and positive. Invalid rows are listed, not fitted.
+//! - **Flagged rows set a ceiling only where nothing else can**: a ceiling that takes the
+//!   highest row (DRAM, a cache level's fixed-size rows, each compute ceiling) takes the highest
+//!   *unflagged* row wherever one has a figure, since a flagged figure (`high_cv`, `busy_host`,
+//!   … see [`crate::analysis::suspect`]) is not to be trusted and noise mostly raises a maximum;
+//!   only where every row is flagged does a flagged one set it, and the ceiling then says so
+//!   (`suspect`, with the row's case and flags as `suspect_reason`). A plateau's median step
+//!   that is flagged marks its cache ceiling the same way.
 //! - **Spec and efficiency**: each ceiling is held against its spec figure (sheet column or
 //!   theoretical, see [`crate::specs`]); `efficiency = measured / spec`. A measured figure above
 //!   its spec is flagged (`above_spec`), never clipped.
@@ -230,7 +237,7 @@ fn sweep_matches(records: &[Record]) -> Vec<SweepLevel> {
 /// it set, or why it set none (see [`PlateauRole`]; the ceilings are [`fit`]'s). Empty where
 /// the sweep did not run or found no plateau.
 pub fn sweep_levels(records: &[Record]) -> Vec<SweepLevel> {
-    cache_ceilings(records, dram_best(records).map(|d| d.0)).1
+    cache_ceilings(records, dram_best(records).map(|d| d.value)).1
 }
 
 /// The cache ceilings of one run, outermost level first as each is held against the levels
@@ -269,7 +276,17 @@ fn cache_ceilings(
                     None
                 }
                 _ => {
-                    let measured = (s.plateau.median_gbps, s.median_case.clone());
+                    let median_row = records.iter().find(|r| {
+                        r.valid
+                            && r.family == Family::Cache
+                            && r.kernel == cache::SWEEP
+                            && r.case_id() == s.median_case
+                    });
+                    let measured = Best {
+                        value: s.plateau.median_gbps,
+                        case: s.median_case.clone(),
+                        suspect: median_row.and_then(suspect_reason),
+                    };
                     Some((
                         i,
                         cache_ceiling(level, Some(measured), Some(s.plateau.clone())),
@@ -297,8 +314,8 @@ fn cache_ceilings(
     (ceilings.into_iter().map(|(_, c)| c).collect(), sweep)
 }
 
-/// The best valid GB/s of the STREAM rows whose working set is a DRAM working set, and its case.
-fn dram_best(records: &[Record]) -> Option<(f64, String)> {
+/// The best valid GB/s of the STREAM rows whose working set is a DRAM working set ([`best`]).
+fn dram_best(records: &[Record]) -> Option<Best> {
     best(
         records
             .iter()
@@ -311,17 +328,20 @@ fn dram_best(records: &[Record]) -> Option<(f64, String)> {
 /// `plateau` where one matched the level), held against no spec sheet (none gives one).
 fn cache_ceiling(
     level: MemoryLevel,
-    measured: Option<(f64, String)>,
+    measured: Option<Best>,
     plateau: Option<SweepPlateau>,
 ) -> MemoryCeiling {
+    let suspect_reason = measured.as_ref().and_then(|m| m.suspect.clone());
     MemoryCeiling {
         level,
-        gbps: measured.as_ref().map(|m| m.0),
-        case: measured.map(|m| m.1),
+        gbps: measured.as_ref().map(|m| m.value),
+        case: measured.map(|m| m.case),
         spec_gbps: None,
         spec_basis: "no spec sheet gives cache bandwidth".to_string(),
         efficiency: None,
         above_spec: false,
+        suspect: suspect_reason.is_some(),
+        suspect_reason,
         plateau,
     }
 }
@@ -331,20 +351,47 @@ pub fn is_wgmma(kernel: &str) -> bool {
     kernel.starts_with("wgmma_")
 }
 
-/// The best valid figure among `rows`, with its case id. Ties keep the first row.
+/// The figure that sets a ceiling: its value, its case, and the flags of its row where it had
+/// to come from a flagged one.
+#[derive(Clone, Debug, PartialEq)]
+struct Best {
+    value: f64,
+    case: String,
+    /// `case: flags` of a flagged row: the ceiling is suspect, and this says why.
+    suspect: Option<String>,
+}
+
+/// The best valid figure among `rows`: the best unflagged row's wherever one has a figure (a
+/// flagged figure is not to be trusted however high it is, and noise mostly raises a maximum),
+/// else the best flagged row's, said to be suspect. Ties keep the first row.
 fn best<'a>(
     rows: impl Iterator<Item = &'a Record>,
     figure: impl Fn(&Record) -> Option<f64>,
-) -> Option<(f64, String)> {
-    let mut out: Option<(f64, String)> = None;
+) -> Option<Best> {
+    let mut clean: Option<(f64, &Record)> = None;
+    let mut flagged: Option<(f64, &Record)> = None;
     for r in rows.filter(|r| r.valid) {
         if let Some(v) = usable(figure(r)) {
-            if out.as_ref().is_none_or(|(b, _)| v > *b) {
-                out = Some((v, r.case_id()));
+            let slot = if r.flags.is_empty() {
+                &mut clean
+            } else {
+                &mut flagged
+            };
+            if slot.as_ref().is_none_or(|(b, _)| v > *b) {
+                *slot = Some((v, r));
             }
         }
     }
-    out
+    clean.or(flagged).map(|(value, r)| Best {
+        value,
+        case: r.case_id(),
+        suspect: suspect_reason(r),
+    })
+}
+
+/// `case: flags` of a flagged row; `None` for an unflagged one.
+fn suspect_reason(r: &Record) -> Option<String> {
+    (!r.flags.is_empty()).then(|| format!("{}: {}", r.case_id(), r.flags))
 }
 
 /// Fits the roofline of one run. `spec(family, precision)` gives the spec figure of a ceiling
@@ -388,15 +435,18 @@ pub fn fit(
     if !stream.is_empty() || dram_spec.is_ok() {
         let measured = dram_best(records);
         let (spec_gbps, spec_basis) = split_spec(dram_spec);
-        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gbps);
+        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.value), spec_gbps);
+        let suspect_reason = measured.as_ref().and_then(|m| m.suspect.clone());
         fit.memory_ceilings.push(MemoryCeiling {
             level: MemoryLevel::Dram,
-            gbps: measured.as_ref().map(|m| m.0),
-            case: measured.map(|m| m.1),
+            gbps: measured.as_ref().map(|m| m.value),
+            case: measured.map(|m| m.case),
             spec_gbps,
             spec_basis,
             efficiency,
             above_spec,
+            suspect: suspect_reason.is_some(),
+            suspect_reason,
             plateau: None,
         });
     }
@@ -432,16 +482,19 @@ pub fn fit(
         let measured = best(rows().filter(|r| is_wgmma(&r.kernel)), |r| r.gflops)
             .or_else(|| best(rows(), |r| r.gflops));
         let (spec_gflops, spec_basis) = split_spec(spec(family, precision));
-        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gflops);
+        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.value), spec_gflops);
+        let suspect_reason = measured.as_ref().and_then(|m| m.suspect.clone());
         fit.compute_ceilings.push(ComputeCeiling {
             family,
             precision,
-            gflops: measured.as_ref().map(|m| m.0),
-            case: measured.map(|m| m.1),
+            gflops: measured.as_ref().map(|m| m.value),
+            case: measured.map(|m| m.case),
             spec_gflops,
             spec_basis,
             efficiency,
             above_spec,
+            suspect: suspect_reason.is_some(),
+            suspect_reason,
         });
     }
 
@@ -1424,6 +1477,59 @@ pub(crate) mod tests {
         let ptx = &fit.gemm_efficiency[1];
         assert_eq!(ptx.ceiling, "tensor f16.f32");
         assert!(close(ptx.points[0].efficiency, 0.8));
+    }
+
+    /// A flagged row sets no ceiling where an unflagged one has a figure, however high it ran
+    /// (the Xeon run b3b7c787's DRAM ceiling was write/f32 at CV 26.5 %, 7 % above its unflagged
+    /// copy and triad); where every row is flagged the best of them does, and the ceiling says
+    /// it is suspect and why. The same for a compute ceiling.
+    #[test]
+    fn a_ceiling_comes_from_an_unflagged_row_wherever_one_exists() {
+        let mut rows = synthetic_run();
+        // a noisy dot at 1700 GB/s, above the unflagged triad's 1500
+        let mut dot = row(
+            Family::Stream,
+            "dot",
+            Precision::F32,
+            None,
+            (8 << 20, 2 << 20),
+            (8 << 20) as f64 / 1700e9,
+            true,
+        );
+        dot.flags = "high_cv(26.5%)".into();
+        rows.push(dot);
+        let mut peak = rows
+            .iter()
+            .find(|r| r.case_id() == "peak/fma/f32" && r.valid)
+            .unwrap()
+            .clone();
+        peak.flags = "busy_host(0.4 CPUs)".into();
+        peak.gflops = Some(16_000.0);
+        rows.push(peak);
+        let fit1 = fit(&rows, &a100_like_spec);
+        let dram = fit1.memory(MemoryLevel::Dram).unwrap();
+        assert!(close(dram.gbps, 1500.0), "{dram:?}");
+        assert_eq!(dram.case.as_deref(), Some("stream/triad/f32"));
+        assert!(!dram.suspect && dram.suspect_reason.is_none());
+        let f32 = fit1.compute(Family::Peak, Precision::F32).unwrap();
+        assert!(close(f32.gflops, 15_000.0) && !f32.suspect, "{f32:?}");
+        // every STREAM row flagged: the best flagged one, said to be suspect and why
+        for r in rows
+            .iter_mut()
+            .filter(|r| r.family == Family::Stream && r.valid)
+        {
+            if r.flags.is_empty() {
+                r.flags = "busy_host(0.2 CPUs)".into();
+            }
+        }
+        let fit2 = fit(&rows, &a100_like_spec);
+        let dram = fit2.memory(MemoryLevel::Dram).unwrap();
+        assert!(close(dram.gbps, 1700.0), "{dram:?}");
+        assert!(dram.suspect);
+        assert_eq!(
+            dram.suspect_reason.as_deref(),
+            Some("stream/dot/f32: high_cv(26.5%)")
+        );
     }
 
     #[test]
