@@ -99,6 +99,10 @@ pub const UNITS: [(&str, &str); 12] = [
     ),
 ];
 
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
 /// [`UNITS`] as the map a file holds.
 pub fn units_table() -> BTreeMap<String, String> {
     UNITS
@@ -122,6 +126,10 @@ pub struct Device {
     /// SMs on a GPU, CPU threads used on the host (`units` in files of [`SCHEMA_1`]).
     #[serde(default, alias = "units")]
     pub compute_units: u32,
+    /// The last-level cache the driver or OS reports: a GPU's L2, the host's L3 (or L2), in
+    /// bytes. Absent where unknown, and in files written before it (added within schema 2).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_level_cache_bytes: u64,
     /// Driver version, or the host's OS kernel.
     #[serde(default)]
     pub driver: String,
@@ -306,6 +314,37 @@ pub struct SizeEfficiency {
     pub constant_clamped: bool,
     /// The sizes, ascending.
     pub points: Vec<SizeEfficiencyPoint>,
+}
+
+impl SizeEfficiency {
+    /// The largest root-mean-square relative residual at which the line `t = a + bytes / BW`
+    /// still describes the sizes: beyond 10 %, the times do not follow one constant and one
+    /// bandwidth (a cache served the small sizes, or the machine was busy), and an estimator
+    /// given `a` and `BW` (or the curve) would be told a shape the run did not see. The
+    /// committed host runs of December 2026 fit at 0.5 to 1.4.
+    pub const MAX_RMS_RELATIVE_RESIDUAL: f64 = 0.10;
+
+    /// Whether the fit describes its sizes well enough to hand to an estimator; if not, why.
+    pub fn quality(&self) -> std::result::Result<(), String> {
+        if self.points.len() < 2 {
+            return Err(format!("{} size(s), too few for a line", self.points.len()));
+        }
+        let r = self.rms_relative_residual;
+        if r.is_nan() || r > Self::MAX_RMS_RELATIVE_RESIDUAL {
+            return Err(format!(
+                "its rms relative residual {:.3} is above the bound {} (the sizes do not follow \
+                 t = a + bytes / BW{})",
+                self.rms_relative_residual,
+                Self::MAX_RMS_RELATIVE_RESIDUAL,
+                if self.constant_clamped {
+                    "; its constant was negative and clamped to 0"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// One size of a [`SizeEfficiency`] curve.

@@ -89,6 +89,7 @@ impl FromRecords for Calibration {
                 id: first.device_id.clone(),
                 compute_capability: first.compute_capability.clone(),
                 compute_units: first.units,
+                last_level_cache_bytes: first.llc_bytes,
                 driver: first.driver.clone(),
                 host: first.host.clone(),
                 identity: first.identity(),
@@ -128,6 +129,29 @@ impl FromRecords for Calibration {
             extensions: BTreeMap::new(),
         })
     }
+}
+
+/// A run without one valid row measured nothing a reader could use: an error (exit 1) naming
+/// the file (`origin`) and the run, for `export` and `estimate` alike, rather than a file or a
+/// table of unknowns.
+pub fn require_valid(cal: &Calibration, origin: &std::path::Path) -> Result<()> {
+    if cal.run.valid_cases > 0 {
+        return Ok(());
+    }
+    let first = cal
+        .excluded
+        .first()
+        .map(|e| format!("; the first: {e}"))
+        .unwrap_or_default();
+    Err(Error::parse(
+        origin,
+        1,
+        format!(
+            "run {} has no valid row ({} rows, every one invalid{first}): it measured nothing \
+             to use; rerun it (`roofprobe run`)",
+            cal.run.run_id, cal.run.cases
+        ),
+    ))
 }
 
 /// The size-efficiency section from a run's valid `efficiency` rows: per kernel (in the

@@ -10,30 +10,34 @@
 //!
 //! It must not print, read files or measure.
 
-use super::{comment, push, rate, sig, Field, Inputs, Source, Value, GIB};
+use super::{
+    comment, default, may, needs, push, rate, sig, Field, Inputs, Key, Kind, Source, Value, GIB,
+};
 use crate::analysis::calibration::Calibration;
 use crate::cases::{Family, Precision};
 use roofprobe_calibration::{GemmEfficiency, GemmEfficiencyPoint, SizeEfficiency};
 
-/// The keys this format writes or `--set` may give, in the file's order.
-pub(super) const KEYS: &[&str] = &[
-    "matrix.float16.tflops",
-    "matrix.bfloat16.tflops",
-    "matrix.float8.tflops",
-    "matrix.float32.tflops",
-    "vector.float32.tflops",
-    "vector.float16.tflops",
-    "mem1.GiB",
-    "mem1.GBps",
-    "processing_mode",
+/// The keys this format writes or `--set` may give, in the file's order. (Each rate's
+/// efficiency curve is written beside it; `networks` is a structure `--set` cannot give.)
+pub(super) const KEYS: &[Key] = &[
+    needs("matrix.float16.tflops", Kind::Positive),
+    needs("matrix.bfloat16.tflops", Kind::Positive),
+    may("matrix.float8.tflops", Kind::Positive),
+    may("matrix.float32.tflops", Kind::Positive),
+    needs("vector.float32.tflops", Kind::Positive),
+    needs("vector.float16.tflops", Kind::Positive),
+    needs("vector.bfloat16.tflops", Kind::Positive),
+    needs("mem1.GiB", Kind::Positive),
+    needs("mem1.GBps", Kind::Positive),
+    needs("mem2.GiB", Kind::NonNegative),
+    needs("mem2.GBps", Kind::Positive),
+    needs("processing_mode", Kind::OneOf(&["roofline", "no_overlap"])),
+    needs("networks", Kind::Structure),
 ];
 
-/// Keys the tool does without.
-pub(super) const OPTIONAL: &[&str] = &[
-    "matrix.float8.tflops",
-    "matrix.float32.tflops",
-    "vector.float16.tflops",
-];
+/// Calculon's own A100 system's tier-0 network, the figures no run measures: its latency
+/// (seconds) and how its collectives scale the bytes (`[scalar, offset]`, calculon/network.py).
+const NETWORK_LATENCY_SECS: f64 = 1e-5;
 
 /// One efficiency point: Calculon scales its rated figure by the efficiency of the op's size.
 /// roofprobe measures each ceiling at one size, so the curve has one point, from size 0 (which
@@ -94,10 +98,8 @@ fn size_curve(f: &mut [Field], fit: &SizeEfficiency) {
     let Some(rate_gbps) = f
         .iter()
         .find(|g| g.key == "mem1.GBps")
-        .and_then(|g| match g.value {
-            Value::Num(v) if v > 0.0 => Some(v),
-            _ => None,
-        })
+        .and_then(|g| g.value.as_f64())
+        .filter(|v| *v > 0.0)
     else {
         return;
     };
@@ -182,7 +184,15 @@ fn gemm_curve(f: &mut Vec<Field>, x: &Inputs, dtype: &str, curve: &GemmEfficienc
             curve.kernel, curve.precision, fastest.shape
         ));
     }
-    let per_size = one_point_per_size(&curve.points);
+    // A memory-bound product (a matrix-vector one, M = 1) is slow for its bytes, not its
+    // arithmetic: its rate is no compute efficiency, and Calculon, which times a product's
+    // bytes apart, would count its bandwidth twice (the Xeon run b3b7c787's 1×4096×4096 GEMV
+    // gave 256³ 0.016 for its 0.43). Only the compute-bound sizes make the curve.
+    let bound = compute_bound_points(x, curve);
+    if bound.is_empty() {
+        return;
+    }
+    let per_size = one_point_per_size(&bound);
     // Calculon needs sizes strictly falling
     let mut points: Vec<(f64, f64)> = per_size
         .iter()
@@ -207,12 +217,14 @@ fn gemm_curve(f: &mut Vec<Field>, x: &Inputs, dtype: &str, curve: &GemmEfficienc
         value: Value::Curve(points),
         unit: "[[GFLOP, efficiency]]",
         source: Source::Measured(format!(
-            "gemm/{}/{}: {} sizes from {} GEMMs (where shapes share a size, the lowest \
-             efficiency), {} to {}; below {} its efficiency carried down (not measured)",
+            "gemm/{}/{}: {} sizes from {} compute-bound GEMMs (where shapes share a size, \
+             the lowest efficiency; {} memory-bound left out), {} to {}; below {} its \
+             efficiency carried down (not measured)",
             curve.kernel,
             curve.precision,
             per_size.len(),
-            curve.points.len(),
+            bound.len(),
+            curve.points.len() - bound.len(),
             smallest.shape,
             largest.shape,
             smallest.shape
@@ -220,11 +232,33 @@ fn gemm_curve(f: &mut Vec<Field>, x: &Inputs, dtype: &str, curve: &GemmEfficienc
     });
 }
 
+/// The points of a GEMM curve right of the ridge: a product's intensity (its flops over the
+/// bytes of A, B and C, each moved once) times the DRAM rate reaches the curve's compute
+/// ceiling (each measured, else the sheet's). Every point where either is unknown.
+fn compute_bound_points<'a>(x: &Inputs, curve: &'a GemmEfficiency) -> Vec<&'a GemmEfficiencyPoint> {
+    let ceiling = curve.ceiling_gflops.or(curve.spec_gflops);
+    let dram = x
+        .dram()
+        .map(|d| d.0)
+        .or_else(|| x.spec("mem_bandwidth_gbs").map(|s| s.0));
+    curve
+        .points
+        .iter()
+        .filter(|p| match (ceiling, dram) {
+            (Some(c), Some(b)) => {
+                let bytes = crate::cases::gemm::matrix_bytes(curve.precision, p.shape) as f64;
+                bytes > 0.0 && p.shape.flops() as f64 / bytes * b >= c
+            }
+            _ => true,
+        })
+        .collect()
+}
+
 /// A GEMM curve's points, one per size (GFLOP of the product), ascending: at a size several
 /// shapes share, the one that ran slowest (the lowest efficiency; the first in the curve's
 /// order among equal rates).
-fn one_point_per_size(points: &[GemmEfficiencyPoint]) -> Vec<&GemmEfficiencyPoint> {
-    let mut sorted: Vec<&GemmEfficiencyPoint> = points.iter().collect();
+fn one_point_per_size<'a>(points: &[&'a GemmEfficiencyPoint]) -> Vec<&'a GemmEfficiencyPoint> {
+    let mut sorted: Vec<&GemmEfficiencyPoint> = points.to_vec();
     sorted.sort_by(|a, b| a.gflop.total_cmp(&b.gflop));
     let mut out: Vec<&GemmEfficiencyPoint> = Vec::new();
     for p in sorted {
@@ -286,6 +320,7 @@ pub(super) fn fields(x: &Inputs) -> Vec<Field> {
     for (dtype, precision, column) in [
         ("float32", Precision::F32, "fp32_tflops"),
         ("float16", Precision::F16x2, "fp16_nontensor_tflops"),
+        ("bfloat16", Precision::Bf16x2, "fp16_nontensor_tflops"),
     ] {
         calculon_rate(
             &mut f,
@@ -297,12 +332,33 @@ pub(super) fn fields(x: &Inputs) -> Vec<Field> {
             "TFLOP/s",
         );
     }
-    // Calculon: `GiB` times 1024**3, `GBps` times 1e9 (calculon/memory.py).
+    // No tensor f32 and no GEMM measured (a host run without the GEMM family): matrices are
+    // multiplied on the vector units, at the f32 peak.
+    if !f.iter().any(|g| g.key == "matrix.float32.tflops") {
+        calculon_rate(
+            &mut f,
+            "matrix.float32.tflops",
+            flops(Family::Peak, Precision::F32),
+            spec_t("fp32_tflops"),
+            1e-12,
+            "matrix.float32.gflops_efficiency",
+            "TFLOP/s",
+        );
+    }
+    // A 16-bit type nothing measured and no sheet gives (a CPU without 16-bit units) runs at
+    // its float32 rate: Calculon refuses an execution in a type its engine lacks.
+    for engine in ["matrix", "vector"] {
+        for dtype in ["float16", "bfloat16"] {
+            like_float32(&mut f, engine, dtype);
+        }
+    }
+    // Calculon: `GiB` times 1024**3, `GBps` times 1e9 (calculon/memory.py); mem1 holds the
+    // model, so its capacity is what a model may use (measured free)
     push(
         &mut f,
         "mem1.GiB",
         "GiB",
-        rate(x.capacity_bytes(), 1.0 / GIB),
+        rate(x.usable_memory_bytes(), 1.0 / GIB),
     );
     calculon_rate(
         &mut f,
@@ -316,13 +372,100 @@ pub(super) fn fields(x: &Inputs) -> Vec<Field> {
     if let Some(fit) = x.size_fit() {
         size_curve(&mut f, fit);
     }
+    // mem2, the tier Calculon offloads to: no run measures a second tier's capacity, so 0 GiB
+    // (Calculon then refuses an execution that offloads, rather than assume host memory); its
+    // rate the link to host memory
+    push(
+        &mut f,
+        "mem2.GiB",
+        "GiB",
+        default(
+            Value::Num(0.0),
+            "no run measures the memory a device offloads to: 0, so Calculon refuses to \
+             offload rather than assume one",
+        ),
+    );
+    push(&mut f, "mem2.GBps", "GB/s", rate(x.host_link_gbs(), 1.0));
+    if f.iter().any(|g| g.key == "mem2.GBps") {
+        f.push(Field {
+            key: "mem2.MB_efficiency".into(),
+            value: Value::Curve(vec![(0.0, 1.0)]),
+            unit: "[[MB, efficiency]]",
+            source: Source::Choice("the link's asymptotic rate at every size"),
+        });
+    }
     f.push(Field {
         key: "processing_mode".into(),
-        value: Value::Text("roofline".into()),
+        value: Value::Text("no_overlap".into()),
         unit: "",
-        source: Source::Choice("time = max(compute, memory), the roofline roofprobe measured"),
+        source: Source::Choice(
+            "time = compute + memory, Calculon's own systems' mode; its `roofline` mode \
+             divides by zero in its statistics on any memory-bound run \
+             (Llm.get_act_offload_bw_req)",
+        ),
     });
+    if let Some(network) = network(x) {
+        f.push(network);
+    }
     f
+}
+
+/// The float32 engine's rate and curve as a 16-bit type's, where nothing gave that type one.
+fn like_float32(f: &mut Vec<Field>, engine: &str, dtype: &str) {
+    let rate_key = format!("{engine}.{dtype}.tflops");
+    if f.iter().any(|g| g.key == rate_key) {
+        return;
+    }
+    let from = format!("{engine}.float32.");
+    let copies: Vec<Field> = f
+        .iter()
+        .filter(|g| g.key.starts_with(&from))
+        .map(|g| Field {
+            key: g.key.replacen(&from, &format!("{engine}.{dtype}."), 1),
+            value: g.value.clone(),
+            unit: g.unit,
+            source: Source::Measured(format!(
+                "{engine}.float32's, {} (no {dtype} rate measured or on a sheet: a device \
+                 without 16-bit units computes 16-bit values at its f32 rate)",
+                g.source.describe()
+            )),
+        })
+        .collect();
+    f.extend(copies);
+}
+
+/// Calculon's one network tier (it needs at least one): this device alone (`size` 1: nothing
+/// measured a second device, and Calculon then refuses any parallel execution rather than
+/// assume one), at the peer link's rate (NVLink per direction on the sheet, else the link to
+/// host memory), Calculon's own A100 file's latency and collective scaling, the rate taken at
+/// face value (efficiency 1) and no processor time spent on it.
+fn network(x: &Inputs) -> Option<Field> {
+    let (gbps, source) = x.peer_link_gbs()?;
+    let tier = serde_json::json!([{
+        "bandwidth": gbps,
+        "efficiency": 1.0,
+        "size": 1,
+        "latency": NETWORK_LATENCY_SECS,
+        "ops": {
+            "p2p": [1.0, null],
+            "reduce_scatter": [1.5, -1],
+            "all_gather": [1.5, -1],
+            "all_reduce": [2.0, -1]
+        },
+        "must_be_filled": false,
+        "processor_usage": 0.0
+    }]);
+    Some(Field {
+        key: "networks".into(),
+        value: Value::Json(tier),
+        unit: "[{bandwidth GB/s, latency s, size devices, ...}]",
+        source: Source::Default(format!(
+            "one tier of size 1, this device alone; its bandwidth {} GB/s is {}; its latency \
+             and collective scaling Calculon's own A100 file's",
+            sig(gbps),
+            source.describe()
+        )),
+    })
 }
 
 /// Calculon's system JSON (nested), with a `roofprobe_sources` map beside the sections, which
@@ -438,7 +581,7 @@ mod tests {
             .as_str()
             .unwrap();
         assert!(
-            source.contains("measured: gemm/ptx/f16.f32: 2 sizes from 2 GEMMs"),
+            source.contains("measured: gemm/ptx/f16.f32: 2 sizes from 2 compute-bound GEMMs"),
             "{source}"
         );
         assert!(source.contains("carried down (not measured)"), "{source}");
@@ -447,21 +590,25 @@ mod tests {
         assert_eq!(json["matrix"]["float32"]["tflops"], 156.0);
     }
 
-    /// Shapes of one size (2·256³ = 2·1·4096·4096 flops) give Calculon one point, the lowest
-    /// efficiency measured there, whichever order the shapes sort in; the source counts the
-    /// sizes written and the GEMMs they came from. The Xeon run b3b7c787 kept 256³ (0.4266) over
-    /// the GEMV beside it (0.0161), carried that down to 0, and said 59 sizes for 24.
+    /// Compute-bound shapes of one size (2·256³ = 2·64·1024·256 flops) give Calculon one
+    /// point, the lowest efficiency measured there, whichever order the shapes sort in. A
+    /// matrix-vector product of that size too (1×4096×4096) is memory-bound, slow for its bytes:
+    /// it is no compute efficiency and is left out. The Xeon run b3b7c787 gave 256³ the GEMV's
+    /// 0.016 for its own 0.43, and Calculon's decode then ignored bandwidth.
     #[test]
-    fn calculon_takes_the_lowest_efficiency_where_shapes_share_a_size() {
+    fn memory_bound_products_make_no_compute_efficiency() {
         use crate::analysis::roofline::tests::gemm_row;
         use crate::cases::gemm::Shape;
         let gemv = Shape::new(1, 4096, 4096);
+        let flat = Shape::new(64, 1024, 256);
         assert_eq!(gemv.flops(), Shape::square(256).flops());
-        for (square, vector) in [(5_000.0, 200.0), (200.0, 5_000.0)] {
+        assert_eq!(flat.flops(), Shape::square(256).flops());
+        for (square, other) in [(5_000.0, 4_000.0), (4_000.0, 5_000.0)] {
             let mut rows = synthetic_run();
             rows.extend([
                 gemm_row("simd", Precision::F32, Shape::square(256), square, true),
-                gemm_row("simd", Precision::F32, gemv, vector, true),
+                gemm_row("simd", Precision::F32, flat, other, true),
+                gemm_row("simd", Precision::F32, gemv, 240.0, true),
                 gemm_row("simd", Precision::F32, Shape::square(1024), 9_000.0, true),
             ]);
             let cal = Calibration::from_records(&rows, None).unwrap();
@@ -477,22 +624,101 @@ mod tests {
             let small = gemv.flops() as f64 / 1e9;
             assert_eq!(curve.len(), 3, "{curve:?}");
             assert!((curve[1].0 - small).abs() < 1e-12, "{curve:?}");
-            assert!((curve[1].1 - 200.0 / rate).abs() < 1e-12, "{curve:?}");
+            assert!((curve[1].1 - 4_000.0 / rate).abs() < 1e-12, "{curve:?}");
             assert_eq!(curve[2], (0.0, curve[1].1));
-            let slowest = if square < vector {
+            let slowest = if square < other {
                 "256x256x256"
             } else {
-                "1x4096x4096"
+                "64x1024x256"
             };
             let source = json["roofprobe_sources"]["matrix.float32.gflops_efficiency"]
                 .as_str()
                 .unwrap();
             assert!(
                 source.contains(&format!(
-                    "measured: gemm/simd/f32: 2 sizes from 3 GEMMs (where shapes share a size, \
-                     the lowest efficiency), {slowest} to 1024x1024x1024; below {slowest}"
+                    "measured: gemm/simd/f32: 2 sizes from 3 compute-bound GEMMs (where shapes \
+                     share a size, the lowest efficiency; 1 memory-bound left out), \
+                     {slowest} to 1024x1024x1024; below {slowest}"
                 )),
                 "{source}"
+            );
+        }
+    }
+
+    /// Every engine has bfloat16 (Calculon refuses a bf16 run without `vector.bfloat16`:
+    /// "Unsupported type: bfloat16"); `mem2` and `networks`, which `System()` needs, are
+    /// written; the mode is `no_overlap`, since Calculon's statistics divide by zero in
+    /// `roofline` mode on any memory-bound run.
+    #[test]
+    fn the_file_has_what_calculons_system_needs_for_a_bf16_run() {
+        let e = a100(Format::Calculon, &[]);
+        let json: serde_json::Value = serde_json::from_str(&e.text).unwrap();
+        for engine in ["matrix", "vector"] {
+            for dtype in ["float16", "bfloat16", "float32"] {
+                let p = &json[engine][dtype];
+                assert!(p["tflops"].as_f64().unwrap() > 0.0, "{engine}.{dtype}");
+                assert_eq!(
+                    p["gflops_efficiency"].as_array().unwrap().last().unwrap()[0],
+                    0.0
+                );
+            }
+        }
+        // the A100's sheet has no bf16 vector figure: its f16 one (the same rate on Ampere)
+        assert_eq!(json["vector"]["bfloat16"]["tflops"], 78.0);
+        assert_eq!(json["processing_mode"], "no_overlap");
+        assert_eq!(json["mem2"]["GiB"], 0.0);
+        assert_eq!(json["mem2"]["GBps"], 32.0);
+        let net = &json["networks"][0];
+        assert_eq!(net["size"], 1);
+        assert_eq!(net["bandwidth"], 300.0);
+        let keys: Vec<&String> = net.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "bandwidth",
+                "efficiency",
+                "latency",
+                "must_be_filled",
+                "ops",
+                "processor_usage",
+                "size"
+            ]
+        );
+    }
+
+    /// A host without 16-bit units (the AMD EPYC runs): float16 and bfloat16 are float32's
+    /// rate and curve, said to be so, in both engines.
+    #[test]
+    fn a_host_without_16_bit_units_runs_bf16_at_its_f32_rate() {
+        let rows: Vec<_> = synthetic_run()
+            .into_iter()
+            .filter(|r| r.family != crate::cases::Family::Tensor)
+            .map(|mut r| {
+                r.device_name = "roofprobe test device".into();
+                r
+            })
+            .collect();
+        let cal = Calibration::from_records(&rows, None).unwrap();
+        let sets = parse_sets(Format::Calculon, &["mem1.GiB=16".into()]).unwrap();
+        let e = build(&cal, None, Format::Calculon, &sets);
+        // a GPU without a sheet or a link has no network to write: an error naming it
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("needs mem2.GBps, networks"), "{e}");
+        let mut cal = cal;
+        cal.device.backend = roofprobe_calibration::BackendKind::Host;
+        let e = build(&cal, None, Format::Calculon, &sets).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&e.text).unwrap();
+        for engine in ["matrix", "vector"] {
+            assert_eq!(
+                json[engine]["bfloat16"], json[engine]["float32"],
+                "{engine}"
+            );
+            assert_eq!(json[engine]["float16"], json[engine]["float32"], "{engine}");
+            assert!(
+                json["roofprobe_sources"][format!("{engine}.bfloat16.tflops")]
+                    .as_str()
+                    .unwrap()
+                    .contains("no bfloat16 rate measured or on a sheet")
             );
         }
     }
