@@ -2,11 +2,18 @@
 //! and `vector`, each per data type (`float16`, `bfloat16`, `float8`, `float32`) a rate
 //! `tflops` (TFLOP/s) and `gflops_efficiency` (`[[GFLOP, efficiency], …]`, sizes strictly
 //! falling to 0, each efficiency in (0, 1]: an op of F flop runs at `tflops × efficiency` of
-//! the first entry whose size F reaches); memory `mem1` with `GiB` (times 1024**3), `GBps`
-//! (times 10^9) and `MB_efficiency` (`[[MB, efficiency], …]`, 10^6 bytes, the same lookup);
-//! `processing_mode` (`roofline`: max of compute and memory time; `no_overlap`: their sum).
-//! A `roofprobe_sources` map beside the sections, which Calculon does not read, says each
-//! field's unit and source.
+//! the first entry whose size F reaches; an execution in a type needs it in both engines);
+//! memories `mem1` (the model's) and `mem2` (where it offloads) with `GiB` (times 1024**3),
+//! `GBps` (times 10^9) and `MB_efficiency` (`[[MB, efficiency], …]`, 10^6 bytes, the same
+//! lookup); `processing_mode` (`roofline`: max of compute and memory time; `no_overlap`: their
+//! sum); `networks`, tiers of exactly `bandwidth` (GB/s), `efficiency`, `size` (devices),
+//! `latency` (s), `ops`, `must_be_filled` and `processor_usage` (calculon/network.py). `System()`
+//! refuses a file without any of them. A `roofprobe_sources` map beside the sections, which
+//! Calculon does not read, says each field's unit and source.
+//!
+//! Its `roofline` mode divides by zero in its statistics on any memory-bound run
+//! (`Llm.get_act_offload_bw_req`: a block's time less its memory time is 0), which a decode
+//! step is: the export writes `no_overlap`, its own systems' mode.
 //!
 //! It must not print, read files or measure.
 
@@ -35,8 +42,7 @@ pub(super) const KEYS: &[Key] = &[
     needs("networks", Kind::Structure),
 ];
 
-/// Calculon's own A100 system's tier-0 network, the figures no run measures: its latency
-/// (seconds) and how its collectives scale the bytes (`[scalar, offset]`, calculon/network.py).
+/// Calculon's own A100 system's tier-0 network latency, seconds, which no run measures.
 const NETWORK_LATENCY_SECS: f64 = 1e-5;
 
 /// One efficiency point: Calculon scales its rated figure by the efficiency of the op's size.
