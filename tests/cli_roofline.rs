@@ -351,7 +351,10 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
     let json_text = std::fs::read_to_string(&json).unwrap();
     let newer_json = write(
         "newer.json",
-        &json_text.replace("roofprobe-calibration/1", "roofprobe-calibration/2"),
+        &json_text.replace(
+            roofprobe::analysis::calibration::SCHEMA,
+            "roofprobe-calibration/3",
+        ),
     );
     let foreign_json = write("foreign.json", "{\n  \"name\": \"not ours\"\n}\n");
     let broken_json = write("broken.json", &json_text[..json_text.len() / 2]);
@@ -399,7 +402,7 @@ fn bad_inputs_name_file_line_and_expectation_in_every_command() {
         fails_with(
             &[command, s(&newer_json)],
             &format!(
-                "{}:2: schema `roofprobe-calibration/2` is not supported; this roofprobe reads roofprobe-calibration/1",
+                "{}:2: schema `roofprobe-calibration/3` is not supported; this roofprobe reads roofprobe-calibration/2 and roofprobe-calibration/1",
                 newer_json.display()
             ),
         );

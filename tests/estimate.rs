@@ -543,3 +543,99 @@ fn a_sliding_window_shows_in_the_header_and_the_kv_cache() {
         .unwrap();
     assert_eq!(kv, 4.0 * 32.0 * 4096.0 * 4096.0);
 }
+
+/// A run whose rows are all invalid measured nothing to estimate with: exit 1 and one line
+/// naming the file and the run (it exited 0 and printed `unknown` everywhere).
+#[test]
+fn a_run_with_no_valid_row_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = crate::exports::all_invalid_csv(dir.path());
+    let csv = csv.to_str().unwrap();
+    for mode in ["inference", "training"] {
+        let (code, out, err) = estimate(&[csv, "--model", "llama-2-7b", "--mode", mode]);
+        assert_eq!(code, 1, "{err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with(&format!("error: {csv}:1: run ")) && err.contains("has no valid row"),
+            "{err}"
+        );
+    }
+}
+
+/// A sequence past the model's context (Llama 2 7B's 4096 tokens, its
+/// `max_position_embeddings`) is warned of on stderr, and the estimate goes on; within it,
+/// no warning. A config's `max_position_embeddings` counts the same.
+#[test]
+fn a_sequence_past_the_models_context_is_warned_of() {
+    let base = ["--model", "llama-2-7b", "--spec", "H100 SXM5"];
+    let (code, out, err) = estimate(&[&base[..], &["--prompt", "8192"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.is_empty());
+    assert_eq!(
+        err.trim_end(),
+        "warning: --prompt 8192 + --generate 128 = 8320 tokens is past llama-2-7b's context of \
+         4096 tokens (max_position_embeddings): the model was not trained for it; the estimate \
+         goes on"
+    );
+    let (_, _, err) = estimate(&[&base[..], &["--prompt", "3968"]].concat());
+    assert!(err.is_empty(), "{err}");
+    let (_, _, err) = estimate(&[&base[..], &["--mode", "training", "--seq", "4097"]].concat());
+    assert!(err.contains("--seq 4097 = 4097 tokens is past"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+            "num_attention_heads": 4, "intermediate_size": 256, "vocab_size": 256,
+            "max_position_embeddings": 512}"#,
+    )
+    .unwrap();
+    let (_, _, err) = estimate(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--spec",
+        "H100 SXM5",
+        "--prompt",
+        "512",
+    ]);
+    assert!(err.contains("= 640 tokens is past"), "{err}");
+}
+
+/// On a host without bf16 units (the AMD EPYC runs measure no bf16 rate, and no sheet has
+/// one), bf16 arithmetic runs at the f32 peak, said to be so: even the batch-1 decode was
+/// `unknown` without `--activations fp32`.
+#[test]
+fn a_host_without_bf16_units_computes_bf16_at_its_f32_rate() {
+    let amd = crate::common::checked_in("csv")
+        .into_iter()
+        .rev()
+        .find(|p| p.to_string_lossy().contains("amd-epyc"))
+        .unwrap();
+    let r = json(&[amd.to_str().unwrap(), "--model", "llama-2-7b"]);
+    let d = &r["devices"][0];
+    let compute = &d["machine"]["compute_flops"];
+    assert!(
+        compute["source"]
+            .as_str()
+            .unwrap()
+            .contains("(no bf16 rate measured or on a sheet: bf16 arithmetic at the f32 rate"),
+        "{compute}"
+    );
+    let (code, cal, err) = crate::common::roofprobe_output(&["export", amd.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let cal: serde_json::Value = serde_json::from_str(&cal).unwrap();
+    let f32 = cal["compute_ceilings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["family"] == "peak" && c["precision"] == "f32")
+        .unwrap()["gflops"]
+        .as_f64()
+        .unwrap();
+    assert!((compute["value"].as_f64().unwrap() / (f32 * 1e9) - 1.0).abs() < 1e-9);
+    let a = &d["answer"];
+    assert_eq!(a["decode_step"]["bound"], "bandwidth", "{a}");
+    assert!(a["decode_step"]["time_s"].as_f64().unwrap() > 0.0);
+    assert_ne!(a["bound"], "unknown");
+}

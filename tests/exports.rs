@@ -1,7 +1,9 @@
-//! `roofprobe export --format …` on the checked-in host run, and the exports loaded by the
-//! estimators themselves (scripts/check-exports.py: llm-analysis and AIConfigurator's own
-//! loaders where `.tools/venv` has them, Calculon's and LLM-Viewer's schemas from their source),
-//! each estimate required to follow our bandwidth (halved bandwidth, about twice the time).
+//! `roofprobe export --format …` on the checked-in host runs and on the simulated GPU with a
+//! spec entry (tests/fixtures/), and the exports loaded by the estimators themselves
+//! (scripts/check-exports.py: llm-analysis and AIConfigurator's own loaders where `.tools/venv`
+//! has them, Calculon's and LLM-Viewer's schemas and rules from their source), with no `--set`,
+//! each decode step required to follow the measured bandwidth (halved bandwidth, 1.9–2.1 times
+//! the time); a run with no valid row refused; `--set` held to each format's schema.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,20 +12,44 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A checked-in host run's files (CSV, calibration JSON): the latest one whose calibration has
-/// no size fit (the runs of 2026-11-30 predate the efficiency sweep), since the tests below add
-/// their own.
+/// The newest checked-in host run's files (CSV, calibration JSON): it has what the exports
+/// take from a host run (capacity, launch, GEMM and size-sweep rows).
 fn host_run(ext: &str) -> PathBuf {
-    let json = crate::common::checked_in("json")
+    newest_csv("amd-epyc").with_extension(ext)
+}
+
+/// The calibration JSON of `input` (a CSV or a JSON) as this roofprobe reads it, in `dir`.
+fn calibration_of(input: &Path, dir: &Path) -> PathBuf {
+    if input.extension().is_some_and(|e| e == "json") {
+        return input.to_path_buf();
+    }
+    let out = dir.join(format!(
+        "{}.json",
+        input.file_stem().unwrap().to_string_lossy()
+    ));
+    let (code, _, err) = export(&[
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(code, 0, "{}: {err}", input.display());
+    out
+}
+
+/// The newest checked-in run of a CPU family (`amd-epyc`, `intel`), its CSV.
+fn newest_csv(family: &str) -> PathBuf {
+    crate::common::checked_in("csv")
         .into_iter()
         .rev()
-        .find(|p| {
-            !std::fs::read_to_string(p)
-                .unwrap()
-                .contains("\"size_efficiency\"")
-        })
-        .expect("results/ holds a run without a size fit");
-    json.with_extension(ext)
+        .find(|p| p.to_string_lossy().contains(family))
+        .unwrap_or_else(|| panic!("results/ holds a {family} run"))
+}
+
+/// The simulated GPU run with an A100's name, so its sheet entry applies (not a measurement:
+/// tests/fixtures/README.md says how it was made).
+fn simulated_gpu() -> PathBuf {
+    repo().join("tests/fixtures/simulated-gpu-named-a100-sxm4-80gb.csv")
 }
 
 fn export(args: &[&str]) -> (i32, String, String) {
@@ -32,12 +58,20 @@ fn export(args: &[&str]) -> (i32, String, String) {
     crate::common::roofprobe_output(&all)
 }
 
+const FORMATS: [&str; 4] = ["aiconfigurator", "llm-analysis", "calculon", "llm-viewer"];
+
+/// Every format, from a host run's CSV and JSON and from the simulated GPU with a spec entry,
+/// with no `--set`: exit 0, the measured DRAM figure in the file, and nothing the tool needs
+/// left out (before, llm-analysis needed `intra_node_min_message_latency` given, four keys on
+/// the host, and LLM-Viewer `onchip_buffer`).
 #[test]
-fn every_format_exports_the_checked_in_host_run() {
+fn every_format_exports_without_set_for_a_host_and_a_gpu_with_a_sheet() {
+    let dir = tempfile::tempdir().unwrap();
     let csv = host_run("csv");
     let json = host_run("json");
-    let dram = crate::common::dram_gbps(&json);
-    for input in [&csv, &json] {
+    let sim = simulated_gpu();
+    for input in [&csv, &json, &sim] {
+        let dram = crate::common::dram_gbps(&calibration_of(input, dir.path()));
         let input = input.to_str().unwrap();
         for (format, expect) in [
             ("aiconfigurator", format!("mem_bw: {:?}", dram * 1e9)),
@@ -45,25 +79,44 @@ fn every_format_exports_the_checked_in_host_run() {
                 "llm-analysis",
                 format!("\"hbm_bandwidth_in_GB_per_sec\": {dram:?}"),
             ),
-            ("calculon", format!("\"GBps\": {dram:?}")),
+            ("calculon", "\"MB_efficiency\"".to_string()),
             ("llm-viewer", format!("\"bandwidth\": {:?}", dram * 1e9)),
         ] {
             let (code, out, err) = export(&[input, "--format", format]);
             assert_eq!(code, 0, "{format} from {input}: {err}");
             assert!(out.contains(&expect), "{format}: no `{expect}` in\n{out}");
-            // a host run has no sheet entry: nothing is marked spec, and what the tool needs
-            // but nothing gave is named on stderr
-            assert!(!err.contains("spec sheet"), "{format}: {err}");
-            assert!(err.contains("left out"), "{format}: {err}");
-            // every key the file lacks is named, the ones the tool defaults too
-            if format == "llm-analysis" {
-                for key in ["peak_i8_TFLOPS", "inter_node_bandwidth_in_GB_per_sec"] {
-                    assert!(!out.contains(key), "{format}: {key} in\n{out}");
-                    assert!(err.contains(key), "{format}: {key} unnamed in\n{err}");
-                }
+            assert!(!err.contains("needs"), "{format} from {input}: {err}");
+            let keys: &[&str] = match format {
+                "aiconfigurator" => &["data_dir:", "misc:", "p2p_latency:", "inter_node_bw:"],
+                "llm-analysis" => &[
+                    "\"intra_node_min_message_latency\"",
+                    "\"mem_per_GPU_in_GB\"",
+                    "\"intra_node_bandwidth_in_GB_per_sec\"",
+                    "\"peak_fp16_TFLOPS\"",
+                ],
+                "calculon" => &["\"mem2\"", "\"networks\"", "\"bfloat16\""],
+                _ => &["\"onchip_buffer\"", "\"FP16\""],
+            };
+            for key in keys {
+                assert!(
+                    out.contains(key),
+                    "{format} from {input}: no {key} in\n{out}"
+                );
             }
         }
     }
+    // a run of 2026-11-30, before the capacity rows: what a model may use is unknown there,
+    // and no sheet or default can say it; the error names the field, where the file used to
+    // leave it out for the tool to refuse
+    let old = crate::common::checked_in("csv").remove(0);
+    let (code, out, err) = export(&[old.to_str().unwrap(), "--format", "llm-analysis"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert_eq!(
+        err.trim_end(),
+        "error: --format llm-analysis needs mem_per_GPU_in_GB, which this run did not measure \
+         and no spec-sheet entry or default gives; give it with --set KEY=VALUE"
+    );
     // a --set value goes in, marked as given
     let (code, out, _) = export(&[
         csv.to_str().unwrap(),
@@ -74,22 +127,18 @@ fn every_format_exports_the_checked_in_host_run() {
     ]);
     assert_eq!(code, 0);
     assert!(
-        out.contains("\"onchip_buffer\": 20480000.0,  # given with --set"),
+        out.contains("\"onchip_buffer\": 20480000.0,  # bytes; given with --set"),
         "{out}"
     );
 }
 
-/// The checked-in host run's calibration with a `size_efficiency` section added, written into
-/// `dir`: a test input (the fit's figures are chosen, consistent with each other as the reader
-/// requires, never a measurement). Returns the file, the constant (s), the asymptotic GB/s
+/// The newest checked-in host run's calibration with its `size_efficiency` section replaced by
+/// one fit of relative residual `rms`, written into `dir`: a test input (the fit's figures are
+/// chosen, consistent with each other as the reader requires, never a measurement). Returns the file, the constant (s), the asymptotic GB/s
 /// and the points' (bytes, GB/s).
-fn with_size_fit(dir: &Path) -> (PathBuf, f64, f64, Vec<(u64, f64)>) {
+fn with_size_fit(dir: &Path, rms: f64) -> (PathBuf, f64, f64, Vec<(u64, f64)>) {
     let mut cal: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(host_run("json")).unwrap()).unwrap();
-    assert!(
-        cal.get("size_efficiency").is_none(),
-        "the checked-in run already has a size fit: this test's input would not be its own"
-    );
     let (constant, gbps) = (3.5e-6, 11.25);
     let points: Vec<(u64, f64)> = (0..8u32)
         .map(|i| {
@@ -103,7 +152,7 @@ fn with_size_fit(dir: &Path) -> (PathBuf, f64, f64, Vec<(u64, f64)>) {
         "precision": "f32",
         "constant_secs": constant,
         "asymptotic_gbps": gbps,
-        "rms_relative_residual": 0.0,
+        "rms_relative_residual": rms,
         "points": points.iter().map(|&(bytes, g)| serde_json::json!({
             "case": format!("efficiency/triad/f32/{}", (bytes / 3) >> 10),
             "bytes": bytes,
@@ -112,18 +161,20 @@ fn with_size_fit(dir: &Path) -> (PathBuf, f64, f64, Vec<(u64, f64)>) {
             "efficiency": g / gbps,
         })).collect::<Vec<_>>(),
     }]);
-    let path = dir.join("with-size-fit.json");
+    let path = dir.join(format!("with-size-fit-{rms}.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&cal).unwrap()).unwrap();
     (path, constant, gbps, points)
 }
 
 /// The size sweep's fit feeds AIConfigurator's constant latency and bandwidth factor and
 /// Calculon's `MB_efficiency`: with the section, each file carries the fit's figures, marked
-/// measured from the fit's rows; without it (the checked-in run), none of them.
+/// measured from the fit's rows; a fit beyond
+/// its quality bound (rms relative residual 0.935, as the committed Xeon run's) is left out
+/// with a note, where it was exported whatever its quality.
 #[test]
 fn the_size_fit_feeds_the_constant_the_factor_and_the_curve() {
     let dir = tempfile::tempdir().unwrap();
-    let (path, constant, gbps, points) = with_size_fit(dir.path());
+    let (path, constant, gbps, points) = with_size_fit(dir.path(), 0.0);
     let dram = crate::common::dram_gbps(&path);
     let path = path.to_str().unwrap();
     let (code, out, err) = export(&[path, "--format", "aiconfigurator"]);
@@ -174,13 +225,31 @@ fn the_size_fit_feeds_the_constant_the_factor_and_the_curve() {
         .as_str()
         .unwrap()
         .contains("efficiency/triad/f32 fit"));
-    // the checked-in run has no size fit: no constant, and a one-point curve
-    let (_, out, _) = export(&[
+    // the checked-in run's own fits are beyond their bound (rms 1.06 and 1.23): none is used
+    let (_, out, err) = export(&[
         host_run("json").to_str().unwrap(),
         "--format",
         "aiconfigurator",
     ]);
-    assert!(!out.contains("mem_empirical_constant_latency:"), "{out}");
+    assert!(!out.contains("efficiency/triad"), "{out}");
+    assert!(
+        err.contains("is left out: its rms relative residual"),
+        "{err}"
+    );
+    // a fit beyond its bound: left out of every format, with a note on stderr
+    let (poor, ..) = with_size_fit(dir.path(), 0.935);
+    for format in ["aiconfigurator", "calculon"] {
+        let (code, out, err) = export(&[poor.to_str().unwrap(), "--format", format]);
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.contains("efficiency/triad"), "{format}: {out}");
+        assert!(
+            err.contains(&format!(
+                "{format}: the size sweep's fit efficiency/triad/f32 is left out: its rms \
+                 relative residual 0.935 is above the bound 0.1"
+            )),
+            "{format}: {err}"
+        );
+    }
 }
 
 #[test]
@@ -193,8 +262,8 @@ fn bad_export_requests_get_one_clear_line() {
             "error: --set `mem1.GBps` is not KEY=VALUE",
         ),
         (
-            vec![csv, "--format", "calculon", "--set", "mem2.GiB=1"],
-            "error: --set: `mem2.GiB` is not a key of --format calculon; it knows:",
+            vec![csv, "--format", "calculon", "--set", "mem3.GiB=1"],
+            "error: --set: `mem3.GiB` is not a key of --format calculon; it knows:",
         ),
         (
             vec![
@@ -204,7 +273,37 @@ fn bad_export_requests_get_one_clear_line() {
                 "--set",
                 "gpu.mem_bw=fast",
             ],
-            "error: --set: `gpu.mem_bw` needs a finite number, 0 or more; got `fast`",
+            "error: --set: `gpu.mem_bw` needs a number; got `fast`",
+        ),
+        // what the tools would refuse in the file, refused here (issue 58, item 9)
+        (
+            vec![csv, "--format", "aiconfigurator", "--set", "gpu.mem_bw=0"],
+            "error: --set: `gpu.mem_bw` must be above 0; got `0`",
+        ),
+        (
+            vec![
+                csv,
+                "--format",
+                "llm-analysis",
+                "--set",
+                "mem_per_GPU_in_GB=0",
+            ],
+            "error: --set: `mem_per_GPU_in_GB` must be above 0; got `0`",
+        ),
+        (
+            vec![
+                csv,
+                "--format",
+                "aiconfigurator",
+                "--set",
+                "gpu.mem_bw_empirical_scaling_factor=5",
+            ],
+            "error: --set: `gpu.mem_bw_empirical_scaling_factor` is a fraction, above 0 and at \
+             most 1; got `5`",
+        ),
+        (
+            vec![csv, "--format", "calculon", "--set", "processing_mode=foo"],
+            "error: --set: `processing_mode` is one of roofline, no_overlap; got `foo`",
         ),
         (
             vec![csv, "--set", "gpu.mem_bw=1"],
@@ -219,9 +318,136 @@ fn bad_export_requests_get_one_clear_line() {
     }
 }
 
-/// The estimators load the exports and follow our bandwidth. Skips with a printed reason where
-/// Python is missing; the script itself reports a tool not installed as absent, a failure under
-/// ROOFPROBE_REQUIRE_TOOLS=1 (set by .ci/run, which installs them).
+/// A host CSV with every row marked invalid, as a run writes an invalid row (the reason in
+/// `status`, no figures, no flags), under `dir`.
+pub fn all_invalid_csv(dir: &Path) -> PathBuf {
+    use roofprobe::results::csv::{read_csv, to_csv_bytes};
+    let mut rows = read_csv(&host_run("csv")).unwrap();
+    for r in rows.iter_mut() {
+        r.valid = false;
+        r.status = "invalid: [0] is 1, should be 2".into();
+        r.flags.clear();
+        r.stopped_by.clear();
+        r.time_min_s = None;
+        r.time_median_s = None;
+        r.time_mean_s = None;
+        r.time_max_s = None;
+        r.time_stddev_s = None;
+        r.cv = None;
+        r.gbps = None;
+        r.gflops = None;
+        r.theory_gflops = None;
+        r.ratio_to_reference = None;
+    }
+    let path = dir.join("all-invalid.csv");
+    std::fs::write(&path, to_csv_bytes(&rows)).unwrap();
+    path
+}
+
+/// A run whose rows are all invalid has nothing to export: every format exits 1 with one
+/// line naming the file and the run, and writes nothing (it exited 0 with files of no figures).
+#[test]
+fn a_run_with_no_valid_row_is_an_error_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = all_invalid_csv(dir.path());
+    let csv = csv.to_str().unwrap();
+    for format in ["roofprobe"].into_iter().chain(FORMATS) {
+        let (code, out, err) = export(&[csv, "--format", format]);
+        assert_eq!(code, 1, "{format}: {err}");
+        assert!(out.is_empty(), "{format}: {out}");
+        assert_eq!(err.lines().count(), 1, "{format}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {csv}:1: run "))
+                && err.contains("has no valid row")
+                && err.contains("every one invalid; the first: "),
+            "{format}: {err}"
+        );
+    }
+}
+
+/// Every STREAM row of a host run flagged: the DRAM ceiling had to come from a flagged row, so
+/// the calibration says so (`suspect: true` and why) and every other format warns on stderr.
+/// With one unflagged row left, that row sets it and nothing warns of the DRAM figure.
+#[test]
+fn a_ceiling_from_a_flagged_row_is_marked_and_warned_of() {
+    use roofprobe::results::csv::{read_csv, to_csv_bytes};
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = read_csv(&newest_csv("amd-epyc")).unwrap();
+    let stream = |r: &roofprobe::results::record::Record| {
+        r.family == roofprobe::cases::Family::Stream && r.valid
+    };
+    for r in rows.iter_mut().filter(|r| stream(r)) {
+        if r.flags.is_empty() {
+            r.flags = "busy_host(0.50 CPUs)".into();
+        }
+    }
+    let path = dir.path().join("flagged.csv");
+    std::fs::write(&path, to_csv_bytes(&rows)).unwrap();
+    let path = path.to_str().unwrap();
+    let (code, out, err) = export(&[path]);
+    assert_eq!(code, 0, "{err}");
+    let cal: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let dram = &cal["memory_ceilings"][0];
+    assert_eq!(dram["level"], "dram");
+    assert_eq!(dram["suspect"], true, "{dram}");
+    let case = dram["case"].as_str().unwrap();
+    assert!(
+        dram["suspect_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{case}: ")),
+        "{dram}"
+    );
+    for format in FORMATS {
+        let (code, _, err) = export(&[path, "--format", format]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("warning: {format}: "))
+                    && l.contains(&format!("{case} (flagged suspect in the run"))),
+            "{format}: {err}"
+        );
+    }
+    // one unflagged STREAM row: it sets the ceiling, and the DRAM figure is not warned of
+    let first = rows.iter().position(stream).unwrap();
+    rows[first].flags.clear();
+    let clean_case = rows[first].case_id();
+    std::fs::write(dir.path().join("flagged.csv"), to_csv_bytes(&rows)).unwrap();
+    let (_, out, _) = export(&[path]);
+    let cal: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let dram = &cal["memory_ceilings"][0];
+    assert_eq!(dram["case"], clean_case.as_str(), "{dram}");
+    assert!(dram.get("suspect").is_none(), "{dram}");
+    let (_, _, err) = export(&[path, "--format", "llm-viewer"]);
+    assert!(!err.contains("`bandwidth` is measured"), "{err}");
+}
+
+/// The Xeon runs measured AMX's bf16 rate: that is llm-analysis's 16-bit peak (it was left out,
+/// and needed a --set); an AMD run without one gets its f32 peak, said to be so.
+#[test]
+fn a_measured_amx_bf16_rate_is_llm_analysiss_16_bit_peak() {
+    let xeon = newest_csv("intel");
+    let (code, json, err) = export(&[xeon.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let cal: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let bf16 = cal["compute_ceilings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["family"] == "tensor" && c["precision"] == "bf16.f32")
+        .expect("the Xeon run measured AMX bf16")["gflops"]
+        .as_f64()
+        .unwrap();
+    let (code, out, _) = export(&[xeon.to_str().unwrap(), "--format", "llm-analysis"]);
+    assert_eq!(code, 0);
+    let file: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(file["peak_fp16_TFLOPS"].as_f64().unwrap(), bf16 / 1e3);
+}
+
+/// The estimators load the exports with no `--set` and follow the measured bandwidth, in every
+/// mode, on the host runs and on the simulated GPU with a spec entry. Skips with a printed
+/// reason where Python is missing; the script itself reports a tool not installed as absent, a
+/// failure under ROOFPROBE_REQUIRE_TOOLS=1 (set by .ci/run, which installs them).
 #[test]
 fn estimators_load_the_exports_and_follow_the_bandwidth() {
     let require = std::env::var("ROOFPROBE_REQUIRE_TOOLS").as_deref() == Ok("1");
@@ -232,28 +458,21 @@ fn estimators_load_the_exports_and_follow_the_bandwidth() {
         PathBuf::from("python3")
     };
     let inputs = tempfile::tempdir().unwrap();
-    // the checked-in run, the same with a size fit (whose constant and curve the script
-    // requires the tools to use), and the newest checked-in run with GEMM rows (where the
-    // script's cross-check gives llm-analysis the shares of the ceilings that our prefill and
-    // decode reach)
-    let (with_fit, ..) = with_size_fit(inputs.path());
-    let with_gemm = crate::common::checked_in("json")
-        .into_iter()
-        .rev()
-        .find(|p| {
-            let cal: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-            cal["gemm_efficiency"]
-                .as_array()
-                .is_some_and(|g| !g.is_empty())
-        })
-        .expect("results/ holds a run with GEMM rows");
-    for calibration in [host_run("json"), with_fit, with_gemm] {
+    // the newest AMD run's calibration JSON with a good size fit (whose constant and curve the
+    // script requires AIConfigurator to use), that run's CSV (GEMM rows, no 16-bit units, fits
+    // beyond their bound), the newest Xeon run (AMX), and the simulated GPU with a sheet
+    let (with_fit, ..) = with_size_fit(inputs.path(), 0.0);
+    for input in [
+        with_fit,
+        newest_csv("amd-epyc"),
+        newest_csv("intel"),
+        simulated_gpu(),
+    ] {
         let work = tempfile::tempdir().unwrap();
         let out = match Command::new(&python)
             .arg(repo().join("scripts/check-exports.py"))
             .arg(env!("CARGO_BIN_EXE_roofprobe"))
-            .arg(&calibration)
+            .arg(&input)
             .arg(work.path())
             .output()
         {
@@ -265,12 +484,28 @@ fn estimators_load_the_exports_and_follow_the_bandwidth() {
             Err(e) => panic!("{}: {e}", python.display()),
         };
         let text = String::from_utf8_lossy(&out.stdout);
-        eprintln!("{}:\n{text}", calibration.display());
+        eprintln!("{}:\n{text}", input.display());
         assert!(
             out.status.success(),
             "{text}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(text.contains("check-exports: ok"), "{text}");
+        // every tool and mode timed its step, unless the tool is absent
+        for tool in [
+            "llm-analysis [",
+            "aiconfigurator-core [SOL]",
+            "aiconfigurator-core [EMPIRICAL]",
+            "calculon [no_overlap]",
+            "calculon [roofline]",
+            "llm-viewer [",
+        ] {
+            let tool_name = tool.split_whitespace().next().unwrap();
+            assert!(
+                text.contains(&format!("RATIO {tool}"))
+                    || text.contains(&format!("{tool_name}: absent")),
+                "{tool}: {text}"
+            );
+        }
     }
 }

@@ -453,6 +453,59 @@ fn gemm_rows_are_points_and_give_an_efficiency_curve() {
     assert!(close(ptx.points[0].efficiency, 0.8));
 }
 
+/// A flagged row sets no ceiling where an unflagged one has a figure, however high it ran
+/// (the Xeon run b3b7c787's DRAM ceiling was write/f32 at CV 26.5 %, 7 % above its unflagged
+/// copy and triad); where every row is flagged the best of them does, and the ceiling says
+/// it is suspect and why. The same for a compute ceiling.
+#[test]
+fn a_ceiling_comes_from_an_unflagged_row_wherever_one_exists() {
+    let mut rows = synthetic_run();
+    // a noisy dot at 1700 GB/s, above the unflagged triad's 1500
+    let mut dot = row(
+        Family::Stream,
+        "dot",
+        Precision::F32,
+        None,
+        (8 << 20, 2 << 20),
+        (8 << 20) as f64 / 1700e9,
+        true,
+    );
+    dot.flags = "high_cv(26.5%)".into();
+    rows.push(dot);
+    let mut peak = rows
+        .iter()
+        .find(|r| r.case_id() == "peak/fma/f32" && r.valid)
+        .unwrap()
+        .clone();
+    peak.flags = "busy_host(0.4 CPUs)".into();
+    peak.gflops = Some(16_000.0);
+    rows.push(peak);
+    let fit1 = fit(&rows, &a100_like_spec);
+    let dram = fit1.memory(MemoryLevel::Dram).unwrap();
+    assert!(close(dram.gbps, 1500.0), "{dram:?}");
+    assert_eq!(dram.case.as_deref(), Some("stream/triad/f32"));
+    assert!(!dram.suspect && dram.suspect_reason.is_none());
+    let f32 = fit1.compute(Family::Peak, Precision::F32).unwrap();
+    assert!(close(f32.gflops, 15_000.0) && !f32.suspect, "{f32:?}");
+    // every STREAM row flagged: the best flagged one, said to be suspect and why
+    for r in rows
+        .iter_mut()
+        .filter(|r| r.family == Family::Stream && r.valid)
+    {
+        if r.flags.is_empty() {
+            r.flags = "busy_host(0.2 CPUs)".into();
+        }
+    }
+    let fit2 = fit(&rows, &a100_like_spec);
+    let dram = fit2.memory(MemoryLevel::Dram).unwrap();
+    assert!(close(dram.gbps, 1700.0), "{dram:?}");
+    assert!(dram.suspect);
+    assert_eq!(
+        dram.suspect_reason.as_deref(),
+        Some("stream/dot/f32: high_cv(26.5%)")
+    );
+}
+
 #[test]
 fn cache_resident_stream_rows_are_not_a_dram_ceiling() {
     let mut rows = synthetic_run();

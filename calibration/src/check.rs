@@ -362,8 +362,58 @@ fn check_launch(l: &crate::LaunchOverhead) -> Option<Problem> {
     })
 }
 
+/// A ceiling is `suspect` exactly when it says why, and the reason names the case that set it
+/// (`case: flags`).
+fn suspect_agrees(
+    suspect: bool,
+    reason: &Option<String>,
+    case: &Option<String>,
+    path: Vec<Seg>,
+) -> Option<Problem> {
+    let named = match (reason, case) {
+        (Some(r), Some(c)) => r
+            .split_once(": ")
+            .is_some_and(|(rc, flags)| rc == c && !flags.is_empty()),
+        _ => false,
+    };
+    match (suspect, reason) {
+        (false, None) => None,
+        (true, Some(_)) if named => None,
+        (true, Some(r)) => Some(problem(
+            path,
+            format!(
+                "`suspect_reason` `{r}` does not name the ceiling's case {case:?} and its flags \
+                 (`case: flags`)"
+            ),
+        )),
+        (true, None) => Some(problem(
+            path,
+            "`suspect` is true but the ceiling has no `suspect_reason`".to_string(),
+        )),
+        (false, Some(r)) => Some(problem(
+            path,
+            format!("`suspect` is false but the ceiling has a `suspect_reason` (`{r}`)"),
+        )),
+    }
+}
+
 pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
     let mut problems: Vec<Option<Problem>> = Vec::new();
+    // A unit word the file explains otherwise than this reader: its figures would be misread.
+    // (A word this reader does not know is a later addition, and harmless.)
+    for (word, meaning) in &cal.units {
+        if let Some((_, ours)) = crate::UNITS.iter().find(|(w, _)| w == word) {
+            if meaning != ours {
+                problems.push(Some(problem(
+                    at(&["units"], None, word),
+                    format!(
+                        "`units.{word}` says \"{meaning}\", but this reader takes `{word}` as \
+                         \"{ours}\": its figures would be misread"
+                    ),
+                )));
+            }
+        }
+    }
     let run = &cal.run;
     if run.valid_cases > run.cases {
         problems.push(Some(problem(
@@ -462,6 +512,12 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
                 ),
             )));
         }
+        problems.push(suspect_agrees(
+            m.suspect,
+            &m.suspect_reason,
+            &m.case,
+            p("suspect"),
+        ));
     }
     for (i, c) in cal.compute_ceilings.iter().enumerate() {
         let p = |field: &str| at(&["compute_ceilings"], Some(i), field);
@@ -492,6 +548,12 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
                 ),
             )));
         }
+        problems.push(suspect_agrees(
+            c.suspect,
+            &c.suspect_reason,
+            &c.case,
+            p("suspect"),
+        ));
     }
     for (i, r) in cal.ridge_points.iter().enumerate() {
         let p = |field: &str| at(&["ridge_points"], Some(i), field);

@@ -21,6 +21,20 @@
 //! of a field bumps it. Sections added by later suites (`latency`, `host_link`, …) go in
 //! [`Calibration::extensions`] under their own key until they get a field of their own.
 //!
+//! roofprobe-calibration/2 renamed `device.units` (a count of SMs or CPU threads, not a unit)
+//! to `device.compute_units`, and added the [`Calibration::units`] table and the ceilings'
+//! `suspect` and `suspect_reason`. Files of [`SCHEMA_1`] still load: `units` is read as
+//! `compute_units`, the table is this crate's, and no ceiling says it is suspect (the `suspect`
+//! list of rows still does, [`Calibration::is_suspect`]).
+//!
+//! # Units
+//!
+//! Every figure's unit is a word of its name, as [`UNITS`] lists them and every file of this
+//! schema repeats under `units`: `gbps` is GB/s (10^9 bytes per second, STREAM counting),
+//! `gflops` GFLOP/s, `secs` and `_s` seconds, `bytes` bytes, `mhz` MHz, `_w` watts, `_c`
+//! degrees Celsius, `flop_per_byte` FLOP per byte, `gflop` 10^9 FLOP; an `efficiency` or a
+//! `fraction` is a ratio of two figures of one unit.
+//!
 //! This crate must not measure, print or look at anything but its inputs.
 
 pub mod check;
@@ -45,7 +59,57 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The calibration schema this version writes and reads.
-pub const SCHEMA: &str = "roofprobe-calibration/1";
+pub const SCHEMA: &str = "roofprobe-calibration/2";
+
+/// The schema before it, which this version still reads (see the crate's Versioning).
+pub const SCHEMA_1: &str = "roofprobe-calibration/1";
+
+/// What each unit word in a figure's name means: the `units` table every file of [`SCHEMA`]
+/// carries, so a reader needs no documentation to know that `gbps` counts 10^9 bytes, not
+/// 2^30. The one source of truth: a file's table must agree with it ([`check`]).
+pub const UNITS: [(&str, &str); 12] = [
+    (
+        "gbps",
+        "GB/s: 10^9 bytes per second, STREAM counting (bytes read + bytes written by the kernel, \
+         each element once, no write-allocate)",
+    ),
+    (
+        "gflops",
+        "GFLOP/s: 10^9 operations per second (an FMA counts 2; GOP/s for integer precisions)",
+    ),
+    ("gflop", "10^9 operations (a GEMM's size: 2·M·N·K / 10^9)"),
+    (
+        "flop_per_byte",
+        "operations per byte (arithmetic intensity)",
+    ),
+    ("bytes", "bytes (2^30 bytes = 1 GiB)"),
+    ("secs", "seconds"),
+    ("_s", "seconds"),
+    ("mhz", "MHz (10^6 cycles per second)"),
+    ("_w", "watts"),
+    ("_c", "degrees Celsius"),
+    (
+        "efficiency",
+        "a ratio of two figures of one unit: measured / spec, or a size's rate / the fit's or \
+         the ceiling's",
+    ),
+    (
+        "compute_units",
+        "a count: SMs on a GPU, CPU threads used on the host",
+    ),
+];
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+/// [`UNITS`] as the map a file holds.
+pub fn units_table() -> BTreeMap<String, String> {
+    UNITS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
 
 /// The device a calibration describes, as its driver reported it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -59,9 +123,13 @@ pub struct Device {
     /// `8.0`; empty for the host.
     #[serde(default)]
     pub compute_capability: String,
-    /// SMs, or CPU threads used.
-    #[serde(default)]
-    pub units: u32,
+    /// SMs on a GPU, CPU threads used on the host (`units` in files of [`SCHEMA_1`]).
+    #[serde(default, alias = "units")]
+    pub compute_units: u32,
+    /// The last-level cache the driver or OS reports: a GPU's L2, the host's L3 (or L2), in
+    /// bytes. Absent where unknown, and in files written before it (added within schema 2).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_level_cache_bytes: u64,
     /// Driver version, or the host's OS kernel.
     #[serde(default)]
     pub driver: String,
@@ -140,13 +208,16 @@ pub struct ClocksSeen {
 /// // The ridge point follows from the ceilings: 9000 / 1600 flop per byte.
 /// assert_eq!(cal.ridge_flop_per_byte(Family::Peak, Precision::F64), Some(5.625));
 ///
-/// // A file of another schema version is refused with its file, line and what was expected.
-/// let newer = json.replace("roofprobe-calibration/1", "roofprobe-calibration/2");
+/// // A file of the schema before (this one is) still loads, and is written back as this one;
+/// // a file of a later version is refused with its file, line and what was expected.
+/// assert_eq!(cal.schema, "roofprobe-calibration/2");
+/// let newer = json.replace("roofprobe-calibration/1", "roofprobe-calibration/3");
 /// let err = Calibration::from_json("a100.json", &newer).unwrap_err();
 /// assert_eq!(
 ///     err.to_string(),
-///     "a100.json:2: schema `roofprobe-calibration/2` is not supported; this roofprobe reads \
-///      roofprobe-calibration/1 (re-export the CSV with `roofprobe export`)"
+///     "a100.json:2: schema `roofprobe-calibration/3` is not supported; this roofprobe reads \
+///      roofprobe-calibration/2 and roofprobe-calibration/1 (re-export the CSV with `roofprobe \
+///      export`)"
 /// );
 ///
 /// // So is a figure that cannot be: a ceiling must be finite and positive.
@@ -157,11 +228,16 @@ pub struct ClocksSeen {
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
-    /// Always [`SCHEMA`].
+    /// [`SCHEMA`] (a file of [`SCHEMA_1`] says so here once loaded, and is written back as
+    /// [`SCHEMA`]).
     pub schema: String,
     /// The program and version that wrote it (`roofprobe 0.1.0`).
     #[serde(default)]
     pub generator: String,
+    /// What each unit word of a figure's name means ([`UNITS`]); a file of [`SCHEMA_1`], which
+    /// has none, reads with this crate's.
+    #[serde(default = "units_table")]
+    pub units: BTreeMap<String, String>,
     pub device: Device,
     #[serde(default)]
     pub run: RunInfo,
@@ -238,6 +314,37 @@ pub struct SizeEfficiency {
     pub constant_clamped: bool,
     /// The sizes, ascending.
     pub points: Vec<SizeEfficiencyPoint>,
+}
+
+impl SizeEfficiency {
+    /// The largest root-mean-square relative residual at which the line `t = a + bytes / BW`
+    /// still describes the sizes: beyond 10 %, the times do not follow one constant and one
+    /// bandwidth (a cache served the small sizes, or the machine was busy), and an estimator
+    /// given `a` and `BW` (or the curve) would be told a shape the run did not see. The
+    /// committed host runs of December 2026 fit at 0.5 to 1.4.
+    pub const MAX_RMS_RELATIVE_RESIDUAL: f64 = 0.10;
+
+    /// Whether the fit describes its sizes well enough to hand to an estimator; if not, why.
+    pub fn quality(&self) -> std::result::Result<(), String> {
+        if self.points.len() < 2 {
+            return Err(format!("{} size(s), too few for a line", self.points.len()));
+        }
+        let r = self.rms_relative_residual;
+        if r.is_nan() || r > Self::MAX_RMS_RELATIVE_RESIDUAL {
+            return Err(format!(
+                "its rms relative residual {:.3} is above the bound {} (the sizes do not follow \
+                 t = a + bytes / BW{})",
+                self.rms_relative_residual,
+                Self::MAX_RMS_RELATIVE_RESIDUAL,
+                if self.constant_clamped {
+                    "; its constant was negative and clamped to 0"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// One size of a [`SizeEfficiency`] curve.
@@ -383,7 +490,7 @@ impl Calibration {
             .position(|l| l.contains("\"schema\""))
             .map_or(1, |i| i as u64 + 1);
         match object.get("schema") {
-            Some(serde_json::Value::String(s)) if s == SCHEMA => {}
+            Some(serde_json::Value::String(s)) if s == SCHEMA || s == SCHEMA_1 => {}
             Some(serde_json::Value::String(s))
                 if s.starts_with("roofprobe-calibration/")
                     && check::first_forbidden(s).is_none() =>
@@ -392,8 +499,8 @@ impl Calibration {
                     origin,
                     schema_line,
                     format!(
-                        "schema `{s}` is not supported; this roofprobe reads {SCHEMA} \
-                         (re-export the CSV with `roofprobe export`)"
+                        "schema `{s}` is not supported; this roofprobe reads {SCHEMA} and \
+                         {SCHEMA_1} (re-export the CSV with `roofprobe export`)"
                     ),
                 ))
             }
@@ -427,7 +534,7 @@ impl Calibration {
         if let Some(p) = check::check_text(&value, &mut Vec::new()) {
             return Err(located(p));
         }
-        let calibration: Calibration = serde_json::from_str(text).map_err(|e| {
+        let mut calibration: Calibration = serde_json::from_str(text).map_err(|e| {
             Error::parse(
                 origin,
                 e.line().max(1) as u64,
@@ -437,6 +544,8 @@ impl Calibration {
         if let Some(p) = check::check_figures(&calibration) {
             return Err(located(p));
         }
+        // What /1 lacks is filled as documented above; written back, it is a file of /2.
+        calibration.schema = SCHEMA.to_string();
         Ok(calibration)
     }
 
@@ -1090,6 +1199,107 @@ mod tests {
             "{}",
             err(&swapped)
         );
+    }
+
+    /// roofprobe-calibration/2 renamed `device.units` to `device.compute_units` and added the
+    /// units table: a file of /1 (GOOD, and every checked-in one) loads, its `units` read as
+    /// `compute_units`, the table this crate's, and is written back as /2 with both.
+    #[test]
+    fn a_file_of_schema_1_loads_and_is_written_back_as_schema_2() {
+        let old = GOOD.replacen(
+            "\"id\": \"cuda:0\" }",
+            "\"id\": \"cuda:0\", \"units\": 108 }",
+            1,
+        );
+        assert!(old.contains("roofprobe-calibration/1"));
+        let cal = Calibration::from_json("c.json", &old).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cal.device.compute_units, 108);
+        assert_eq!(cal.schema, SCHEMA);
+        assert_eq!(cal.units, units_table());
+        let written = cal.to_json();
+        assert!(written.contains("\"schema\": \"roofprobe-calibration/2\""));
+        assert!(written.contains("\"compute_units\": 108"), "{written}");
+        assert!(!written.contains("\"units\": 108"), "{written}");
+        assert!(
+            written.contains("\"gbps\": \"GB/s: 10^9 bytes per second"),
+            "{written}"
+        );
+        assert_eq!(Calibration::from_json("c.json", &written).unwrap(), cal);
+    }
+
+    /// The units table says what the figures' names mean; a file whose table means something
+    /// else by a word this reader knows is refused (its figures would be misread), while a word
+    /// this reader does not know (a later addition) is not.
+    #[test]
+    fn a_units_table_that_means_other_units_is_refused() {
+        let cal = Calibration::from_json("c.json", GOOD).unwrap();
+        let mut other = cal.clone();
+        other
+            .units
+            .insert("gbps".into(), "GiB/s: 2^30 bytes per second".into());
+        let text = other.to_json();
+        let e = err(&text);
+        assert!(
+            e.starts_with(&format!(
+                "c.json:{}: `units.gbps` says",
+                line_with(&text, "GiB/s")
+            )) && e.contains("would be misread"),
+            "{e}"
+        );
+        let mut later = cal.clone();
+        later.units.insert("joules".into(), "J".into());
+        assert_eq!(
+            Calibration::from_json("c.json", &later.to_json()).unwrap(),
+            later
+        );
+    }
+
+    /// A ceiling set by a flagged row says so (`suspect`, and why: `case: flags`); the two agree
+    /// or the file is refused; a file without them (every file before /2) reads as unflagged.
+    #[test]
+    fn a_suspect_ceiling_says_why_and_the_two_agree() {
+        let plain = Calibration::from_json("c.json", GOOD).unwrap();
+        assert!(!plain.memory_ceilings[0].suspect);
+        assert!(!plain.to_json().contains("suspect"));
+        let with = GOOD.replacen(
+            "\"efficiency\": 0.8, \"above_spec\": false }",
+            "\"efficiency\": 0.8, \"above_spec\": false,\n      \"suspect\": true, \"suspect_reason\": \"stream/triad/f32: high_cv(26.5%)\" }",
+            1,
+        );
+        assert_ne!(with, GOOD);
+        let cal = Calibration::from_json("c.json", &with).unwrap_or_else(|e| panic!("{e}"));
+        let m = &cal.memory_ceilings[0];
+        assert!(m.suspect);
+        assert_eq!(
+            m.suspect_reason.as_deref(),
+            Some("stream/triad/f32: high_cv(26.5%)")
+        );
+        assert_eq!(
+            Calibration::from_json("c.json", &cal.to_json()).unwrap(),
+            cal
+        );
+        for (from, to, why) in [
+            (
+                "\"suspect\": true, ",
+                "\"suspect\": false, ",
+                "`suspect` is false but the ceiling has a `suspect_reason`",
+            ),
+            (
+                ", \"suspect_reason\": \"stream/triad/f32: high_cv(26.5%)\"",
+                "",
+                "`suspect` is true but the ceiling has no `suspect_reason`",
+            ),
+            (
+                "stream/triad/f32: high_cv",
+                "stream/copy/f32: high_cv",
+                "does not name the ceiling's case",
+            ),
+        ] {
+            let bad = with.replacen(from, to, 1);
+            assert_ne!(bad, with, "{from}");
+            let e = err(&bad);
+            assert!(e.contains(why), "{to}: {e}");
+        }
     }
 
     #[test]

@@ -45,6 +45,14 @@ pub struct MemoryCeiling {
     pub efficiency: Option<f64>,
     /// The measurement exceeds the spec figure.
     pub above_spec: bool,
+    /// The row that set it was flagged (a figure not to be trusted without a rerun): no
+    /// unflagged row of this level had a figure. Absent (false) otherwise, and in files written
+    /// before roofprobe-calibration/2.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub suspect: bool,
+    /// Why, where `suspect`: the row's case and flags (`stream/write/f32: high_cv(26.5%)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspect_reason: Option<String>,
     /// Where a cache ceiling came from the bandwidth sweep: the plateau it is the best row of.
     /// Absent for other ceilings, and in files written before the sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +96,18 @@ pub struct ComputeCeiling {
     pub spec_basis: String,
     pub efficiency: Option<f64>,
     pub above_spec: bool,
+    /// The row that set it was flagged: no unflagged row of this family and precision had a
+    /// figure (as [`MemoryCeiling::suspect`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub suspect: bool,
+    /// Why, where `suspect`: the row's case and flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspect_reason: Option<String>,
+}
+
+/// Whether a flag is unset, so a file leaves it out.
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl ComputeCeiling {

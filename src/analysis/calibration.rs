@@ -82,12 +82,14 @@ impl FromRecords for Calibration {
         Ok(Calibration {
             schema: SCHEMA.to_string(),
             generator: format!("roofprobe {}", env!("CARGO_PKG_VERSION")),
+            units: roofprobe_calibration::units_table(),
             device: Device {
                 name: first.device_name.clone(),
                 backend: first.backend,
                 id: first.device_id.clone(),
                 compute_capability: first.compute_capability.clone(),
-                units: first.units,
+                compute_units: first.units,
+                last_level_cache_bytes: first.llc_bytes,
                 driver: first.driver.clone(),
                 host: first.host.clone(),
                 identity: first.identity(),
@@ -127,6 +129,29 @@ impl FromRecords for Calibration {
             extensions: BTreeMap::new(),
         })
     }
+}
+
+/// A run without one valid row measured nothing a reader could use: an error (exit 1) naming
+/// the file (`origin`) and the run, for `export` and `estimate` alike, rather than a file or a
+/// table of unknowns.
+pub fn require_valid(cal: &Calibration, origin: &std::path::Path) -> Result<()> {
+    if cal.run.valid_cases > 0 {
+        return Ok(());
+    }
+    let first = cal
+        .excluded
+        .first()
+        .map(|e| format!("; the first: {e}"))
+        .unwrap_or_default();
+    Err(Error::parse(
+        origin,
+        1,
+        format!(
+            "run {} has no valid row ({} rows, every one invalid{first}): it measured nothing \
+             to use; rerun it (`roofprobe run`)",
+            cal.run.run_id, cal.run.cases
+        ),
+    ))
 }
 
 /// The size-efficiency section from a run's valid `efficiency` rows: per kernel (in the
@@ -588,17 +613,17 @@ mod tests {
         let err = |t: &str| Calibration::from_json("c.json", t).unwrap_err().to_string();
         assert_eq!(
             err(""),
-            "c.json:1: empty file; expected a roofprobe calibration JSON (roofprobe-calibration/1)"
+            "c.json:1: empty file; expected a roofprobe calibration JSON (roofprobe-calibration/2)"
         );
         assert!(
-            err("{\n  \"schema\": \"roofprobe-calibration/1\",\n  \"device\": ")
+            err("{\n  \"schema\": \"roofprobe-calibration/2\",\n  \"device\": ")
                 .starts_with("c.json:3: not valid JSON")
         );
         let e = err("[1, 2]");
         assert!(e.contains("expected a JSON object"), "{e}");
         assert_eq!(
             err("{\"name\": \"x\"}"),
-            "c.json:1: not a roofprobe calibration: no `schema` field; expected `roofprobe-calibration/1`"
+            "c.json:1: not a roofprobe calibration: no `schema` field; expected `roofprobe-calibration/2`"
         );
         assert!(err("{\n\"schema\": \"roofprobe-csv/1\"}")
             .starts_with("c.json:2: schema \"roofprobe-csv/1\" is not a roofprobe calibration"));
@@ -610,7 +635,7 @@ mod tests {
             "{e}"
         );
         // a field of the wrong type: line of the field
-        let broken = json.replacen("\"units\": 108", "\"units\": \"many\"", 1);
+        let broken = json.replacen("\"compute_units\": 108", "\"compute_units\": \"many\"", 1);
         let line = broken.lines().position(|l| l.contains("\"many\"")).unwrap() + 1;
         let e = err(&broken);
         assert!(

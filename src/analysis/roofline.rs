@@ -22,6 +22,13 @@
 //!   s8.s32, …), the highest GFLOP/s (GOP/s for integers) of any valid row.
 //! - **Invalid rows never contribute**: a row counts only when `valid` is true and its figure is
 //!   finite and positive. Invalid rows are listed, not fitted.
+//! - **Flagged rows set a ceiling only where nothing else can**: a ceiling that takes the
+//!   highest row (DRAM, a cache level's fixed-size rows, each compute ceiling) takes the highest
+//!   *unflagged* row wherever one has a figure, since a flagged figure (`high_cv`, `busy_host`,
+//!   … see [`crate::analysis::suspect`]) is not to be trusted and noise mostly raises a maximum;
+//!   only where every row is flagged does a flagged one set it, and the ceiling then says so
+//!   (`suspect`, with the row's case and flags as `suspect_reason`). A plateau's median step
+//!   that is flagged marks its cache ceiling the same way.
 //! - **Spec and efficiency**: each ceiling is held against its spec figure (sheet column or
 //!   theoretical, see [`crate::specs`]); `efficiency = measured / spec`. A measured figure above
 //!   its spec is flagged (`above_spec`), never clipped.
@@ -230,7 +237,7 @@ fn sweep_matches(records: &[Record]) -> Vec<SweepLevel> {
 /// it set, or why it set none (see [`PlateauRole`]; the ceilings are [`fit`]'s). Empty where
 /// the sweep did not run or found no plateau.
 pub fn sweep_levels(records: &[Record]) -> Vec<SweepLevel> {
-    cache_ceilings(records, dram_best(records).map(|d| d.0)).1
+    cache_ceilings(records, dram_best(records).map(|d| d.value)).1
 }
 
 /// The cache ceilings of one run, outermost level first as each is held against the levels
@@ -269,7 +276,17 @@ fn cache_ceilings(
                     None
                 }
                 _ => {
-                    let measured = (s.plateau.median_gbps, s.median_case.clone());
+                    let median_row = records.iter().find(|r| {
+                        r.valid
+                            && r.family == Family::Cache
+                            && r.kernel == cache::SWEEP
+                            && r.case_id() == s.median_case
+                    });
+                    let measured = Best {
+                        value: s.plateau.median_gbps,
+                        case: s.median_case.clone(),
+                        suspect: median_row.and_then(suspect_reason),
+                    };
                     Some((
                         i,
                         cache_ceiling(level, Some(measured), Some(s.plateau.clone())),
@@ -297,8 +314,8 @@ fn cache_ceilings(
     (ceilings.into_iter().map(|(_, c)| c).collect(), sweep)
 }
 
-/// The best valid GB/s of the STREAM rows whose working set is a DRAM working set, and its case.
-fn dram_best(records: &[Record]) -> Option<(f64, String)> {
+/// The best valid GB/s of the STREAM rows whose working set is a DRAM working set ([`best`]).
+fn dram_best(records: &[Record]) -> Option<Best> {
     best(
         records
             .iter()
@@ -311,17 +328,20 @@ fn dram_best(records: &[Record]) -> Option<(f64, String)> {
 /// `plateau` where one matched the level), held against no spec sheet (none gives one).
 fn cache_ceiling(
     level: MemoryLevel,
-    measured: Option<(f64, String)>,
+    measured: Option<Best>,
     plateau: Option<SweepPlateau>,
 ) -> MemoryCeiling {
+    let suspect_reason = measured.as_ref().and_then(|m| m.suspect.clone());
     MemoryCeiling {
         level,
-        gbps: measured.as_ref().map(|m| m.0),
-        case: measured.map(|m| m.1),
+        gbps: measured.as_ref().map(|m| m.value),
+        case: measured.map(|m| m.case),
         spec_gbps: None,
         spec_basis: "no spec sheet gives cache bandwidth".to_string(),
         efficiency: None,
         above_spec: false,
+        suspect: suspect_reason.is_some(),
+        suspect_reason,
         plateau,
     }
 }
@@ -331,20 +351,47 @@ pub fn is_wgmma(kernel: &str) -> bool {
     kernel.starts_with("wgmma_")
 }
 
-/// The best valid figure among `rows`, with its case id. Ties keep the first row.
+/// The figure that sets a ceiling: its value, its case, and the flags of its row where it had
+/// to come from a flagged one.
+#[derive(Clone, Debug, PartialEq)]
+struct Best {
+    value: f64,
+    case: String,
+    /// `case: flags` of a flagged row: the ceiling is suspect, and this says why.
+    suspect: Option<String>,
+}
+
+/// The best valid figure among `rows`: the best unflagged row's wherever one has a figure (a
+/// flagged figure is not to be trusted however high it is, and noise mostly raises a maximum),
+/// else the best flagged row's, said to be suspect. Ties keep the first row.
 fn best<'a>(
     rows: impl Iterator<Item = &'a Record>,
     figure: impl Fn(&Record) -> Option<f64>,
-) -> Option<(f64, String)> {
-    let mut out: Option<(f64, String)> = None;
+) -> Option<Best> {
+    let mut clean: Option<(f64, &Record)> = None;
+    let mut flagged: Option<(f64, &Record)> = None;
     for r in rows.filter(|r| r.valid) {
         if let Some(v) = usable(figure(r)) {
-            if out.as_ref().is_none_or(|(b, _)| v > *b) {
-                out = Some((v, r.case_id()));
+            let slot = if r.flags.is_empty() {
+                &mut clean
+            } else {
+                &mut flagged
+            };
+            if slot.as_ref().is_none_or(|(b, _)| v > *b) {
+                *slot = Some((v, r));
             }
         }
     }
-    out
+    clean.or(flagged).map(|(value, r)| Best {
+        value,
+        case: r.case_id(),
+        suspect: suspect_reason(r),
+    })
+}
+
+/// `case: flags` of a flagged row; `None` for an unflagged one.
+fn suspect_reason(r: &Record) -> Option<String> {
+    (!r.flags.is_empty()).then(|| format!("{}: {}", r.case_id(), r.flags))
 }
 
 /// Fits the roofline of one run. `spec(family, precision)` gives the spec figure of a ceiling
@@ -420,15 +467,18 @@ fn dram_ceiling(
     }
     let measured = dram_best(records);
     let (spec_gbps, spec_basis) = split_spec(dram_spec);
-    let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gbps);
+    let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.value), spec_gbps);
+    let suspect_reason = measured.as_ref().and_then(|m| m.suspect.clone());
     Some(MemoryCeiling {
         level: MemoryLevel::Dram,
-        gbps: measured.as_ref().map(|m| m.0),
-        case: measured.map(|m| m.1),
+        gbps: measured.as_ref().map(|m| m.value),
+        case: measured.map(|m| m.case),
         spec_gbps,
         spec_basis,
         efficiency,
         above_spec,
+        suspect: suspect_reason.is_some(),
+        suspect_reason,
         plateau: None,
     })
 }
@@ -464,16 +514,19 @@ fn compute_ceilings(
         let measured = best(rows().filter(|r| is_wgmma(&r.kernel)), |r| r.gflops)
             .or_else(|| best(rows(), |r| r.gflops));
         let (spec_gflops, spec_basis) = split_spec(spec(family, precision));
-        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gflops);
+        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.value), spec_gflops);
+        let suspect_reason = measured.as_ref().and_then(|m| m.suspect.clone());
         ceilings.push(ComputeCeiling {
             family,
             precision,
-            gflops: measured.as_ref().map(|m| m.0),
-            case: measured.map(|m| m.1),
+            gflops: measured.as_ref().map(|m| m.value),
+            case: measured.map(|m| m.case),
             spec_gflops,
             spec_basis,
             efficiency,
             above_spec,
+            suspect: suspect_reason.is_some(),
+            suspect_reason,
         });
     }
     ceilings

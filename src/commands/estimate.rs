@@ -128,8 +128,8 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
             })
         })
         .or_else(|| from_sheet(sheet, "mem_bandwidth_gbs", 1e9));
-    let ceiling = ceiling_for(dtype);
-    let compute_flops = ceiling.and_then(|(family, precision, column)| {
+    let mut ceiling = ceiling_for(dtype);
+    let rate = |(family, precision, column): (Family, Precision, &str)| {
         cal.compute(family, precision)
             .and_then(|c| {
                 Some(Sourced {
@@ -138,7 +138,28 @@ fn measured(args: &EstimateArgs, cal: &Calibration, dtype: Dtype) -> Result<Mach
                 })
             })
             .or_else(|| from_sheet(sheet, column, 1e12))
-    });
+    };
+    let mut compute_flops = ceiling.and_then(rate);
+    // A 16-bit type nothing measured and no sheet gives (a CPU without bf16 units, as the AMD
+    // EPYC runs): its arithmetic runs at the f32 rate, converted, so the f32 ceiling (and the
+    // f32 GEMMs and GEMVs) stand for it, said to be so.
+    if compute_flops.is_none() && matches!(dtype, Dtype::Bf16 | Dtype::F16) {
+        let f32 = ceiling_for(Dtype::Fp32);
+        compute_flops = f32.and_then(rate).map(|s| Sourced {
+            value: s.value,
+            source: format!(
+                "{} (no {} rate measured or on a sheet: {} arithmetic at the f32 rate, as a \
+                 device without {} units runs it)",
+                s.source,
+                dtype.as_str(),
+                dtype.as_str(),
+                dtype.as_str()
+            ),
+        });
+        if compute_flops.is_some() {
+            ceiling = f32;
+        }
+    }
     let curve = ceiling
         .and_then(|(_, precision, _)| crate::render::exports::best_gemm_curve(cal, precision));
     let gemv = ceiling.map_or_else(Vec::new, |(_, precision, _)| {
@@ -234,6 +255,7 @@ fn model(args: &EstimateArgs) -> Result<Model> {
             tied_embeddings: false,
             sliding_window: None,
             window_layers: 0,
+            max_context_tokens: None,
             source: "given on the command line".into(),
         }
     } else {
@@ -324,6 +346,29 @@ fn check_workload(args: &EstimateArgs) -> Result<()> {
     Ok(())
 }
 
+/// Says on stderr where the workload's sequence is longer than the model's context (its
+/// `max_position_embeddings`): the model was not trained for it, and its answers there are not
+/// what the estimate's bytes and flops assume. The estimate goes on.
+fn warn_past_context(args: &EstimateArgs, model: &Model) {
+    let Some(max) = model.max_context_tokens else {
+        return;
+    };
+    let (tokens, what) = match args.mode {
+        Mode::Inference => (
+            prompt(args).saturating_add(generate(args)),
+            format!("--prompt {} + --generate {}", prompt(args), generate(args)),
+        ),
+        Mode::Training => (seq(args), format!("--seq {}", seq(args))),
+    };
+    if tokens > max {
+        crate::say!(
+            "warning: {what} = {tokens} tokens is past {}'s context of {max} tokens \
+             (max_position_embeddings): the model was not trained for it; the estimate goes on",
+            model.name
+        );
+    }
+}
+
 fn prompt(args: &EstimateArgs) -> u64 {
     args.prompt.unwrap_or(512)
 }
@@ -363,9 +408,11 @@ pub fn estimate(args: &EstimateArgs) -> Result<i32> {
     let mut machines = Vec::new();
     if !args.files.is_empty() {
         for input in load_inputs(&args.files, true)? {
+            crate::analysis::calibration::require_valid(&input.run.calibration, &input.path)?;
             machines.push(measured(args, &input.run.calibration, compute)?);
         }
     }
+    warn_past_context(args, &model);
     for name in &args.specs {
         machines.push(rated(args, name, compute)?);
     }

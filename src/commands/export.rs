@@ -2,10 +2,11 @@
 //! hardware file (`--format`, from a CSV or a calibration JSON), to stdout or a new file.
 //!
 //! The fields and their sources are [`crate::render::exports`]'; this command reads, chooses the run,
-//! writes whole-or-nothing, and says on stderr which fields came from the spec sheet and which
-//! the tool needs but nothing gave.
+//! writes whole-or-nothing, and says on stderr which fields came from the spec sheet or are
+//! defaults, which ceilings a flagged row set, and which measurement was left out and why. A
+//! run with no valid row is an error: there is nothing to export.
 
-use crate::analysis::calibration::{Calibration, FromRecords};
+use crate::analysis::calibration::{self, Calibration, FromRecords};
 use crate::analysis::inputs::{load_inputs, read_records, split_runs};
 use crate::cli::ExportArgs;
 use crate::commands::emit;
@@ -61,6 +62,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             r[0].run_id.clone()
         })?;
         let calibration = Calibration::from_records(&rows, None)?;
+        calibration::require_valid(&calibration, &args.file)?;
         write(args, &json::render(&calibration), "calibration")?;
         return Ok(0);
     }
@@ -68,39 +70,41 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let inputs = load_inputs(std::slice::from_ref(&args.file), true)?;
     let input = choose(args, inputs, |i| i.run.calibration.run.run_id.clone())?;
     let cal = &input.run.calibration;
+    calibration::require_valid(cal, &args.file)?;
     let sheet = exports::sheet_of(cal)?;
     let export = exports::build(cal, sheet, args.format, &sets)?;
     // Say it before writing, so a reader of stderr knows what the file holds.
+    let format = args.format.as_str();
     for f in export.spec_fields() {
         crate::say!(
-            "{}: `{}` is the spec sheet's figure, not a measurement ({})",
-            args.format.as_str(),
+            "{format}: `{}` is the spec sheet's figure, not a measurement ({})",
             f.key,
             f.source.describe()
         );
     }
-    if !export.missing.is_empty() {
+    for f in export.default_fields() {
         crate::say!(
-            "{}: left out (nothing measured them and the sheet has none): {}; give them with \
-             --set KEY=VALUE where the tool needs them",
-            args.format.as_str(),
-            export.missing.join(", ")
+            "{format}: `{}` is a {}; give yours with --set where it matters",
+            f.key,
+            f.source.describe()
         );
     }
     if !export.defaulted.is_empty() {
         crate::say!(
-            "{}: left out (nothing measured them and the sheet has none), where the tool has a \
-             default of its own: {}; give them with --set KEY=VALUE to set them",
-            args.format.as_str(),
+            "{format}: left out (nothing measured them and the sheet has none), where the tool has \
+             a default of its own: {}; give them with --set KEY=VALUE to set them",
             export.defaulted.join(", ")
         );
+    }
+    for note in &export.notes {
+        crate::say!("{format}: {note}");
     }
     for f in export.fields.iter() {
         let source = f.source.describe();
         if source.contains(exports::SUSPECT) {
-            crate::say!("{}: `{}` is {source}", args.format.as_str(), f.key);
+            crate::say!("warning: {format}: `{}` is {source}", f.key);
         }
     }
-    write(args, export.text.as_bytes(), args.format.as_str())?;
+    write(args, export.text.as_bytes(), format)?;
     Ok(0)
 }

@@ -20,7 +20,7 @@ mod tests {
         let text = String::from_utf8(render(&cal)).unwrap();
         assert!(text.ends_with("}\n"));
         // the version travels with every file
-        assert!(text.starts_with("{\n  \"schema\": \"roofprobe-calibration/1\",\n"));
+        assert!(text.starts_with("{\n  \"schema\": \"roofprobe-calibration/2\",\n"));
         // generator carries the crate version, which changes on release: pin the rest
         let pinned = text.replace(env!("CARGO_PKG_VERSION"), "<version>");
         insta::assert_snapshot!("calibration_json", pinned);

@@ -74,6 +74,10 @@ pub struct Model {
     pub sliding_window: Option<u64>,
     /// Layers that attend through the window; the others see the whole context.
     pub window_layers: u64,
+    /// The longest sequence the model was trained for (`max_position_embeddings`), where the
+    /// shape's source gives it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_context_tokens: Option<u64>,
     /// Where the shape comes from (a config file's path, a preset's source).
     pub source: String,
 }

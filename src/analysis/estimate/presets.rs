@@ -5,7 +5,7 @@ use super::Model;
 use serde_json::Value;
 
 /// (preset, layers, hidden, heads, KV heads, FFN, vocabulary, tied embeddings, sliding window
-/// of every layer, source)
+/// of every layer, context (`max_position_embeddings`), source)
 type Row = (
     &'static str,
     u64,
@@ -16,12 +16,14 @@ type Row = (
     u64,
     bool,
     Option<u64>,
+    u64,
     &'static str,
 );
 
 /// Every preset: the shape as the model's own `config.json` on Hugging Face gives it
 /// (`num_hidden_layers`, `hidden_size`, `num_attention_heads`, `num_key_value_heads`,
-/// `intermediate_size`, `vocab_size`, `tie_word_embeddings`, `sliding_window`); all use a gated
+/// `intermediate_size`, `vocab_size`, `tie_word_embeddings`, `sliding_window`,
+/// `max_position_embeddings`); all use a gated
 /// (SwiGLU) FFN.
 const PRESETS: [Row; 5] = [
     (
@@ -34,6 +36,7 @@ const PRESETS: [Row; 5] = [
         32000,
         false,
         None,
+        4096,
         "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json",
     ),
     (
@@ -46,6 +49,7 @@ const PRESETS: [Row; 5] = [
         128256,
         false,
         None,
+        131072,
         "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json",
     ),
     (
@@ -58,6 +62,7 @@ const PRESETS: [Row; 5] = [
         128256,
         false,
         None,
+        131072,
         "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json",
     ),
     (
@@ -70,6 +75,7 @@ const PRESETS: [Row; 5] = [
         32000,
         false,
         Some(4096),
+        32768,
         "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
     ),
     (
@@ -82,6 +88,7 @@ const PRESETS: [Row; 5] = [
         152064,
         false,
         None,
+        131072,
         "https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json",
     ),
 ];
@@ -102,7 +109,7 @@ pub fn find(name: &str) -> Result<Model, String> {
                 names().join(", ")
             )
         })?;
-    let (name, layers, hidden, heads, kv_heads, ffn, vocab, tied, window, source) = *row;
+    let (name, layers, hidden, heads, kv_heads, ffn, vocab, tied, window, context, source) = *row;
     Ok(Model {
         name: name.to_string(),
         layers,
@@ -116,6 +123,7 @@ pub fn find(name: &str) -> Result<Model, String> {
         tied_embeddings: tied,
         sliding_window: window,
         window_layers: if window.is_some() { layers } else { 0 },
+        max_context_tokens: Some(context),
         source: source.to_string(),
     })
 }
@@ -194,6 +202,7 @@ pub fn from_hf_config(origin: &str, text: &str) -> Result<Model, String> {
         tied_embeddings: tied,
         sliding_window,
         window_layers,
+        max_context_tokens: int("max_position_embeddings")?.filter(|&n| n > 0),
         source: origin.to_string(),
     };
     model.check().map_err(|e| format!("{origin}: {e}"))?;
