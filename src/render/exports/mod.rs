@@ -7,7 +7,7 @@
 //! the value came from ([`Source`]): a measured ceiling of the run, the vendor spec sheet where
 //! nothing measured it, the driver's report (the SM version), a documented default where no
 //! run can know the figure (the node's network, a perf-data folder), or the user (`--set
-//! KEY=VALUE`, checked against the format's [`Key`]s). Every field the tool needs to load the
+//! KEY=VALUE`, checked against the format's `Key`s). Every field the tool needs to load the
 //! file and time a model is filled, so the file loads with no `--set`; a required field that
 //! nothing can fill (no DRAM measured and no sheet) is an error naming it. Where the tool
 //! computes with one figure, it is the measured one (the sheet's may sit beside it). Units
@@ -17,7 +17,7 @@
 //! This module holds what the formats share (the sources, the values, the figures a calibration
 //! offers every format, `--set`, the assembly of an export); each format's fields, keys and
 //! rendering are in its own file, whose top documents the tool's schema and units:
-//! [`aiconfigurator`], [`llm_analysis`], [`calculon`], [`llm_viewer`].
+//! `aiconfigurator`, `llm_analysis`, `calculon`, `llm_viewer`.
 //!
 //! It renders text and lists what was spec-derived or defaulted; it must not print, read files
 //! or measure anything (the `export` command does the I/O).
@@ -718,7 +718,7 @@ fn given_value(key: &Key, text: &str) -> std::result::Result<Value, String> {
 }
 
 /// Parses `--set KEY=VALUE` against the format's keys, each value against its key's type and
-/// range ([`Kind`]); an unknown key or a bad value is one usage error naming what is allowed.
+/// range (`Kind`); an unknown key or a bad value is one usage error naming what is allowed.
 pub fn parse_sets(format: Format, sets: &[String]) -> Result<Vec<(String, Value)>> {
     let known = keys(format);
     sets.iter()
