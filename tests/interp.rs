@@ -1169,13 +1169,13 @@ fn run_gemm(
         LaunchConfig::new(
             (gemm::tma_blocks(shape, cluster) as u32, 1, 1),
             (gemm::TMA_BLOCK, 1, 1),
-            gemm::TMA_SHARED_BYTES,
+            gemm::TMA_SHARED_BYTES + gemm::HOPPER_SHARED_SLACK,
         )
     } else if entry.starts_with("gemm_wgmma_") {
         LaunchConfig::new(
             (gemm::wgmma_blocks(shape) as u32, 1, 1),
             (gemm::WGMMA_BLOCK, 1, 1),
-            gemm::WGMMA_SHARED_BYTES,
+            gemm::WGMMA_SHARED_BYTES + gemm::HOPPER_SHARED_SLACK,
         )
     } else {
         LaunchConfig::new(

@@ -351,9 +351,15 @@ fn every_planned_launch_matches_its_ptx_entry() {
             // Hopper's wgmma kernel 192 KiB, and its TMA-fed kernel that and its barriers, in
             // blocks of three warpgroups
             let (block, dynamic) = if gemm::tma_kernel(&case.kernel).is_some() {
-                (gemm::TMA_BLOCK, gemm::TMA_SHARED_BYTES)
+                (
+                    gemm::TMA_BLOCK,
+                    gemm::TMA_SHARED_BYTES + gemm::HOPPER_SHARED_SLACK,
+                )
             } else if case.kernel == gemm::GPU_WGMMA {
-                (gemm::WGMMA_BLOCK, gemm::WGMMA_SHARED_BYTES)
+                (
+                    gemm::WGMMA_BLOCK,
+                    gemm::WGMMA_SHARED_BYTES + gemm::HOPPER_SHARED_SLACK,
+                )
             } else if case.precision == gemm::SIMT_PRECISION {
                 (gemm::GPU_BLOCK, 0)
             } else {
@@ -1361,7 +1367,7 @@ fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
                     launch.dynamic_shared_bytes,
                     launch.grid as u64
                 ),
-                (256, 196608, gemm::wgmma_blocks(shape))
+                (256, 196608 + 1024, gemm::wgmma_blocks(shape))
             );
             let m = module(launch.entry.module, &mut cache);
             failures.extend(gemm_failure(&case, m));
@@ -1401,7 +1407,7 @@ fn wgmma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
 }
 
 /// Hopper's TMA-fed GEMM (`gemm_tma_*`: bf16, f16, e4m3) as the backend launches it (128 × 256 tiles, 384
-/// threads: a producer warpgroup and two consumers, 4 stages and their barriers in 196672 bytes
+/// threads: a producer warpgroup and two consumers, 4 stages and their barriers in 196672 bytes (and 1 KiB of slack)
 /// of dynamic shared memory, A and B passed as tensor maps over the arrays the backend fills)
 /// computes the exact product at edge shapes and past the 4 stages, and planted mistakes are
 /// caught: the consumers not waiting on a stage's full barrier (they read a tile before it
@@ -1446,7 +1452,7 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
                     launch.dynamic_shared_bytes,
                     launch.grid as u64
                 ),
-                (384, 196672, grid)
+                (384, 196672 + 1024, grid)
             );
             let maps: Vec<args::TensorMap> = launch
                 .params
@@ -1573,6 +1579,58 @@ fn tma_gemm_matches_the_exact_product_and_planted_mistakes_are_caught() {
             eprintln!("B's map unswizzled: {}", v.detail);
         }
         Err(e) => eprintln!("B's map unswizzled: {e}"),
+    }
+}
+
+/// Hopper's GEMMs (wgmma, TMA, TMA in clusters of two) run right where the dynamic shared
+/// memory starts 16-byte aligned but not 1024-byte aligned, as real toolchains may place it
+/// (their `.extern .shared .align 1024` is not promised: NVIDIA/cccl#5122): each kernel rounds
+/// its base up into the launch's 1 KiB of slack. Planted: the rounding left out (the kernel
+/// assumes the declared alignment, as it did before) fails there, and so does a launch without
+/// the slack, whose kernel traps rather than write past its shared memory.
+#[test]
+fn hopper_gemms_round_a_misaligned_dynamic_shared_base_up() {
+    use ptxsim::DynamicSharedBase::Misaligned;
+    use roofprobe::cases::gemm::{self, Shape};
+    let shape = Shape::new(130, 257, 320);
+    for (kernel, p) in [
+        (gemm::GPU_WGMMA, Precision::Bf16F32),
+        (gemm::GPU_TMA, Precision::F16F32),
+        (gemm::GPU_TMA_CLUSTER, Precision::Bf16F32),
+    ] {
+        let case = gemm::case(kernel, p, shape);
+        let launch = describe::launch(&case, 1).unwrap();
+        let entry = &launch.entry.name;
+        let ptx = launch.entry.module.ptx();
+        let misaligned = Module::parse_with(&ptx, Misaligned).unwrap();
+        let verdict = |launch: &Launch, m: &Module| -> Result<bool, String> {
+            let (out, records) = run(launch, m)?;
+            Ok(launch.verify(&out, &records).valid)
+        };
+        assert_eq!(verdict(&launch, &misaligned), Ok(true), "{}", case.id());
+        // the rounding left out: the base stays where the toolchain put it
+        let body = entry_text(&ptx, entry);
+        let unrounded = body.replacen("and.b32 %r17, %r17, 0xFFFFFC00;", "mov.u32 %r17, %r16;", 1);
+        assert_ne!(
+            unrounded, body,
+            "{entry} rounds its base with that instruction"
+        );
+        let old = Module::parse_with(&ptx.replacen(body, &unrounded, 1), Misaligned).unwrap();
+        let caught = verdict(&launch, &old);
+        assert_ne!(caught, Ok(true), "{}: the unrounded base passed", case.id());
+        eprintln!("{}: the base unrounded: {caught:?}", case.id());
+        // as declared, the unrounded kernel was right: the planted assumption is what fails
+        let declared = Module::parse(&ptx.replacen(body, &unrounded, 1)).unwrap();
+        assert_eq!(verdict(&launch, &declared), Ok(true), "{}", case.id());
+        // a launch without the slack traps
+        let mut short = launch.clone();
+        short.dynamic_shared_bytes -= gemm::HOPPER_SHARED_SLACK;
+        let trapped = verdict(&short, &misaligned);
+        assert!(
+            trapped.as_ref().is_err_and(|e| e.contains("trap")),
+            "{}: {trapped:?}",
+            case.id()
+        );
     }
 }
 

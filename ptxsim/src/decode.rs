@@ -82,7 +82,10 @@ struct Builder<'m> {
     header: isa::Header,
 }
 
-pub(crate) fn build_kernels(ast: &ModuleAst) -> Result<Vec<Kernel>, Error> {
+pub(crate) fn build_kernels(
+    ast: &ModuleAst,
+    dynamic_base: crate::DynamicSharedBase,
+) -> Result<Vec<Kernel>, Error> {
     let header = isa::header(
         ast.version.map(|v| (v, ast.version_line)),
         &ast.targets,
@@ -90,7 +93,7 @@ pub(crate) fn build_kernels(ast: &ModuleAst) -> Result<Vec<Kernel>, Error> {
     )?;
     ast.entries
         .iter()
-        .map(|e| build_kernel(e, &ast.module_vars, header))
+        .map(|e| build_kernel(e, &ast.module_vars, header, dynamic_base))
         .collect()
 }
 
@@ -98,9 +101,12 @@ fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a.max(1)) * a.max(1)
 }
 
+/// Lays out an entry's shared variables: the static ones in order, each at its alignment, then
+/// the dynamic (`.extern`) region, where `dynamic_base` says (see [`crate::DynamicSharedBase`]).
 fn layout_shared(
     vars: &[&VarDecl],
     shared: &mut HashMap<String, u32>,
+    dynamic_base: crate::DynamicSharedBase,
 ) -> Result<(u32, u32), Error> {
     let mut offset = 0u64;
     let mut dynamic_align = 16u64;
@@ -125,7 +131,18 @@ fn layout_shared(
         shared.insert(v.name.clone(), offset as u32);
         offset += v.size_bytes();
     }
-    let dynamic = align_up(offset, dynamic_align);
+    let dynamic = match dynamic_base {
+        crate::DynamicSharedBase::AsDeclared => align_up(offset, dynamic_align),
+        crate::DynamicSharedBase::Misaligned => {
+            // 16-byte aligned, the toolchains' default, and on purpose no coarser
+            let base = align_up(offset, 16);
+            if base % 1024 == 0 {
+                base + 16
+            } else {
+                base
+            }
+        }
+    };
     for name in externs {
         shared.insert(name, dynamic as u32);
     }
@@ -136,6 +153,7 @@ fn build_kernel(
     e: &parse::EntryAst,
     module_vars: &[VarDecl],
     header: isa::Header,
+    dynamic_base: crate::DynamicSharedBase,
 ) -> Result<Kernel, Error> {
     // Parameters.
     let mut params = Vec::new();
@@ -173,7 +191,7 @@ fn build_kernel(
         }
     }
     let mut shared = HashMap::new();
-    let (static_shared, dynamic_off) = layout_shared(&shared_decls, &mut shared)?;
+    let (static_shared, dynamic_off) = layout_shared(&shared_decls, &mut shared, dynamic_base)?;
     let mut local = HashMap::new();
     let mut lofs = 0u64;
     for v in &local_decls {

@@ -202,6 +202,21 @@ pub use memory::{DevicePtr, Element, Memory, POISON_BYTE};
 pub use tensor_map::{OobFill, Swizzle, TensorMap};
 pub use types::Ty;
 
+/// Where an entry's dynamic shared memory (its `.extern .shared` array) starts.
+///
+/// The PTX ISA lets `.extern .shared` declare an alignment, but the toolchains do not promise
+/// it for the dynamic region: only 16 bytes are (NVIDIA/cccl#5122). A kernel that needs more
+/// (a 128-byte swizzle's 1024-byte atoms) must round its base up itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DynamicSharedBase {
+    /// After the static variables, at the alignment the declaration asks for.
+    #[default]
+    AsDeclared,
+    /// After the static variables, 16-byte aligned and never 1024-byte aligned: what a real
+    /// toolchain may give, so a kernel that assumes the declared alignment fails.
+    Misaligned,
+}
+
 /// A parsed and decoded PTX module: its entries, ready to launch.
 #[derive(Debug, Clone)]
 pub struct Module {
@@ -216,8 +231,14 @@ impl Module {
     /// Parses and decodes PTX text. Any instruction, modifier, type or directive ptxsim does
     /// not implement is an error naming it and its line.
     pub fn parse(ptx: &str) -> Result<Module, Error> {
+        Module::parse_with(ptx, DynamicSharedBase::AsDeclared)
+    }
+
+    /// [`Module::parse`], with the dynamic shared memory of every entry placed as `dynamic_base`
+    /// says.
+    pub fn parse_with(ptx: &str, dynamic_base: DynamicSharedBase) -> Result<Module, Error> {
         let ast = parse::parse_module(ptx)?;
-        let kernels = decode::build_kernels(&ast)?;
+        let kernels = decode::build_kernels(&ast, dynamic_base)?;
         Ok(Module {
             version: ast.version,
             targets: ast.targets,

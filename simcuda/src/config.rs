@@ -29,6 +29,7 @@
 //! | `job_pid` | the process id NVML lists the scripted job under, with the memory it holds | 4100000 |
 //! | `gpm` | NVML's GPM metrics: `yes`, `no` (the device has none, as before Hopper) or `absent` (an NVML too old for them: every `nvmlGpm…` call answers `FUNCTION_NOT_FOUND`) | `yes` from compute capability 9.0, else `no` |
 //! | `vanish` | seconds after NVML starts when the device falls off the bus: every NVML call on it answers `GPU_IS_LOST` | never |
+//! | `smem_base` | where a kernel's dynamic shared memory starts: `declared` (at its `.extern .shared` declaration's alignment) or `misaligned` (16-byte aligned and never 1024-byte aligned, which real toolchains may give: NVIDIA/cccl#5122) | `declared` |
 //! | `ptxas` | the ptxas the linker (`cuLinkComplete`) compiles a module with, for the device's architecture: the machine code and the `-v` log a driver's JIT gives; without it the linker answers `CUDA_ERROR_JIT_COMPILER_NOT_FOUND` | |
 //!
 //! Sizes take `K`, `M` or `G` suffixes (binary). The defaults are a device small enough that
@@ -91,6 +92,8 @@ pub struct Config {
     pub gpm: Option<Gpm>,
     /// NVML: seconds after its start when the device is lost.
     pub vanish_secs: Option<f64>,
+    /// Where each kernel's dynamic shared memory starts.
+    pub dynamic_shared_base: ptxsim::DynamicSharedBase,
 }
 
 /// What NVML's GPM entry points do.
@@ -160,6 +163,7 @@ impl Default for Config {
             job_pid: 4_100_000,
             gpm: None,
             vanish_secs: None,
+            dynamic_shared_base: ptxsim::DynamicSharedBase::AsDeclared,
         }
     }
 }
@@ -267,6 +271,15 @@ impl Config {
                             .filter(|s| s.is_finite() && *s >= 0.0)
                             .ok_or_else(|| format!("vanish=`{value}` is not a time in seconds"))?,
                     )
+                }
+                "smem_base" => {
+                    c.dynamic_shared_base = match value {
+                        "declared" => ptxsim::DynamicSharedBase::AsDeclared,
+                        "misaligned" => ptxsim::DynamicSharedBase::Misaligned,
+                        other => {
+                            return Err(format!("smem_base=`{other}`: declared or misaligned"))
+                        }
+                    }
                 }
                 other => return Err(format!("unknown setting `{other}`")),
             }

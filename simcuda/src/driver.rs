@@ -803,7 +803,7 @@ impl Driver {
                 ));
             }
         }
-        let module = Module::parse(ptx).map_err(|e| {
+        let module = Module::parse_with(ptx, self.config.dynamic_shared_base).map_err(|e| {
             (
                 code::INVALID_PTX,
                 format!("ptxas application ptx input, {e}"),

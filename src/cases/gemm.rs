@@ -435,6 +435,11 @@ pub const WGMMA_STAGES: u32 = 4;
 /// Its dynamic shared memory: 4 × 48 KiB, raised above the default per function.
 pub const WGMMA_SHARED_BYTES: u32 =
     WGMMA_STAGES * ((WGMMA_TILE_M + WGMMA_TILE_N) as u32) * 2 * (WGMMA_TILE_K as u32);
+/// Dynamic shared memory a Hopper GEMM's launch asks for beyond what its stages (and
+/// barriers) use: the toolchains promise the dynamic region 16-byte alignment only (NVIDIA/cccl
+/// #5122), and the 128-byte swizzle's atoms need 1024, so each kernel rounds its base up into
+/// this slack (and traps where a launch gives less).
+pub const HOPPER_SHARED_SLACK: u32 = 1024;
 /// The fixed bits of the Hopper GEMMs' matrix descriptors, ORed onto a tile's address / 16:
 /// the 128-byte swizzle (1 in bits 62-63), SBO 1024 bytes (64 in bits 32-45), LBO 1.
 pub const WGMMA_DESC_BITS: u64 = (1 << 62) | (64 << 32) | (1 << 16);

@@ -330,13 +330,13 @@ fn gemm_launch(c: &Context) -> Result<Launch, String> {
         (
             gemm::tma_blocks(shape, cluster),
             gemm::TMA_BLOCK,
-            gemm::TMA_SHARED_BYTES,
+            gemm::TMA_SHARED_BYTES + gemm::HOPPER_SHARED_SLACK,
         )
     } else if case.kernel == gemm::GPU_WGMMA {
         (
             gemm::wgmma_blocks(shape),
             gemm::WGMMA_BLOCK,
-            gemm::WGMMA_SHARED_BYTES,
+            gemm::WGMMA_SHARED_BYTES + gemm::HOPPER_SHARED_SLACK,
         )
     } else {
         (
