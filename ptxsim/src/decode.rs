@@ -136,7 +136,7 @@ fn layout_shared(
         crate::DynamicSharedBase::Misaligned => {
             // 16-byte aligned, the toolchains' default, and on purpose no coarser
             let base = align_up(offset, 16);
-            if base % 1024 == 0 {
+            if base.is_multiple_of(1024) {
                 base + 16
             } else {
                 base
