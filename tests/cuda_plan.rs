@@ -335,9 +335,9 @@ fn cache_cases_fit_their_level() {
 }
 
 /// An H200's sweep: 3 steps per octave from 4 MiB (132 SMs × 2,048 threads × 16 bytes) to
-/// 4 × its L2, with the caching loads, noting its L1s and L2.
+/// 4 × its L2, with `ld.global.cg` loads (the `l2` kernel, past L1), noting its L2 alone.
 #[test]
-fn the_sweep_spans_l1_to_beyond_the_l2() {
+fn the_sweep_spans_the_l2_to_beyond_it() {
     let h200 = h200();
     let planned = sweep_cases(&h200, (9, 0));
     let sizes: Vec<u64> = planned.iter().map(|p| p.case.working_set_bytes).collect();
@@ -347,13 +347,84 @@ fn the_sweep_spans_l1_to_beyond_the_l2() {
     assert!(planned.iter().all(|p| cache::is_sweep_step(&p.case)));
     assert_eq!(
         cache::reported_levels(&planned[0].note),
-        [
-            ("L1".to_string(), 132 * (256 << 10)),
-            ("L2".to_string(), 60 << 20)
-        ]
+        [("L2".to_string(), 60 << 20)]
     );
+    for p in &planned {
+        assert_eq!(describe::launch(&p.case, 1).unwrap().entry.name, "l2_i32");
+    }
     let passes = cache::passes(&planned[0].case);
     assert!(passes > 1 && passes <= u64::from(u32::MAX));
+}
+
+/// The GPU sweep's L2 plateau is labelled L2 on every device shape, even where the SMs' L1s
+/// together outgrow the L2: an RTX 3090 (82 SMs × 128 KiB = 10.25 MiB of L1 against 6 MiB of
+/// L2) and an H200 (132 × 256 KiB = 33 MiB against 60 MiB). A model of the caches gives each
+/// planned step the bandwidth of the level its kernel's loads reach (each SM re-reads its own
+/// slice, so a caching load hits L1 while the working set fits the L1s together, then L2 while
+/// it fits the L2, then DRAM; a `.cg` load skips L1), and the fit finds the L2 plateau at L2's
+/// figure. Planted: the sweep with caching loads, as it was, gives the 3090 no L2 plateau, and
+/// the label L2 goes to its L1s' figure.
+#[test]
+fn the_gpu_sweep_labels_an_l2_plateau_on_every_device_shape() {
+    use roofprobe::analysis::fixtures::row;
+    use roofprobe::analysis::roofline::sweep_levels;
+    use roofprobe::cases::{Family, Param};
+    let (l1_gbps, l2_gbps, dram_gbps) = (30_000.0, 7_000.0, 900.0);
+    for (name, sms, cc, l2) in [
+        ("NVIDIA GeForce RTX 3090", 82, (8, 6), 6u64 << 20),
+        ("NVIDIA H200", 132, (9, 0), 60 << 20),
+    ] {
+        let info = DeviceInfo {
+            llc_bytes: l2,
+            ..info(name, sms, Some(1700.0))
+        };
+        let l1s = l1_bytes_per_sm(cc).unwrap() * u64::from(sms);
+        let planned = sweep_cases(&info, cc);
+        let curve = |caching: &dyn Fn(&Case) -> bool| {
+            let rows: Vec<_> = planned
+                .iter()
+                .map(|p| {
+                    let bytes = p.case.working_set_bytes;
+                    let gbps = if caching(&p.case) && bytes <= l1s {
+                        l1_gbps
+                    } else if bytes <= l2 {
+                        l2_gbps
+                    } else {
+                        dram_gbps
+                    };
+                    let read = 64 * bytes;
+                    let mut r = row(
+                        Family::Cache,
+                        cache::SWEEP,
+                        Precision::I32,
+                        Some(Param::Count((bytes >> 10) as u32)),
+                        (read, 0),
+                        read as f64 / (gbps * 1e9),
+                        true,
+                    );
+                    r.working_set_bytes = bytes;
+                    r.note = p.note.clone();
+                    r
+                })
+                .collect();
+            sweep_levels(&rows)
+                .into_iter()
+                .find(|l| l.plateau.matched == "L2")
+                .map(|l| l.plateau.median_gbps)
+        };
+        // the kernel the backend launches for each step
+        let as_launched = |c: &Case| describe::launch(c, 1).unwrap().entry.name == "l1_i32";
+        assert_eq!(curve(&as_launched), Some(l2_gbps), "{name}");
+        if l1s > l2 {
+            let before = curve(&|_| true);
+            assert_ne!(
+                before,
+                Some(l2_gbps),
+                "{name}: the caching sweep found the L2"
+            );
+            eprintln!("{name} with caching loads: the plateau labelled L2 reads {before:?} GB/s");
+        }
+    }
 }
 
 /// An H200 as its driver reports it: 132 SMs, 1980 MHz at most, 60 MiB of L2.

@@ -9,8 +9,10 @@
 //!
 //! The sweep (`cache/sweep/i32/<KiB>`): the same read-only sum over working sets in fine steps
 //! ([`sweep_sizes`]: [`HOST_STEPS_PER_OCTAVE`] per octave on the host, from [`MIN_BYTES`] to 4×
-//! the last-level cache), read with the caching loads, so its curve shows every level and where
-//! it ends ([`crate::stats::changepoint`] finds them). Its steps take few samples each
+//! the last-level cache), read with the caching loads on the host, so its curve shows every
+//! level and where it ends ([`crate::stats::changepoint`] finds them); a GPU's reads past L1
+//! (`ld.global.cg`), so its curve shows the L2 and DRAM even where the SMs' L1s together
+//! outgrow the L2. Its steps take few samples each
 //! ([`crate::run::runner::RunConfig::for_case`]): the curve, not one step, is the figure.
 //!
 //! Sizes: a level's working sets lie above twice the aggregate capacity of the level before it

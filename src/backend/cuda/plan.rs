@@ -90,13 +90,18 @@ pub fn gpu_cache_levels(info: &DeviceInfo, cc: (u32, u32)) -> Vec<(String, u64)>
         .collect()
 }
 
-/// The bandwidth sweep of a device: [`cache::GPU_STEPS_PER_OCTAVE`] steps per octave with the
-/// caching (`l1`) loads, from one vector per thread of a full device
-/// ([`SWEEP_MAX_THREADS_PER_SM`]) to 4 × the L2, each noting the levels the plateaus are
-/// matched to ([`gpu_cache_levels`]).
+/// The bandwidth sweep of a device: [`cache::GPU_STEPS_PER_OCTAVE`] steps per octave with
+/// `ld.global.cg` loads (the `l2` kernel, past L1), from one vector per thread of a full device
+/// ([`SWEEP_MAX_THREADS_PER_SM`]) to 4 × the L2, each noting the level its plateaus are matched
+/// to: the L2 alone, since the loads skip L1 ([`gpu_cache_levels`] less L1). Its curve shows the
+/// L2 and DRAM on every device, even where the SMs' L1s together outgrow the L2.
 pub fn sweep_cases(info: &DeviceInfo, cc: (u32, u32)) -> Vec<PlannedCase> {
     let from = u64::from(info.units) * SWEEP_MAX_THREADS_PER_SM * 16;
-    let note = cache::sweep_note(&gpu_cache_levels(info, cc));
+    let levels: Vec<(String, u64)> = gpu_cache_levels(info, cc)
+        .into_iter()
+        .filter(|(name, _)| name != "L1")
+        .collect();
+    let note = cache::sweep_note(&levels);
     cache::sweep_cases(
         from,
         4 * info.llc_bytes,
