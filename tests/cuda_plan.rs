@@ -466,7 +466,8 @@ fn info(name: &str, sms: u32, mhz: Option<f64>) -> DeviceInfo {
 }
 
 /// An H200 (60 MiB of L2) chases at 16 KiB through L1, at 4 MiB through L2 only, and at
-/// 256 MiB (the first size at least 4 × its L2), 131072 hops a launch; a small device takes
+/// 256 MiB (the first size at least 4 × its L2, noted as holding TLB misses), 131072 hops a
+/// launch; a small device takes
 /// the fewest hops; a size beyond the memory the cases may use is left out.
 #[test]
 fn latency_cases_cover_l1_l2_and_dram() {
@@ -486,6 +487,12 @@ fn latency_cases_cover_l1_l2_and_dram() {
     assert!(latency_cases(&h200, 100 << 30)
         .iter()
         .all(|c| latency::hops(c) == 1 << 17 && latency::line_bytes(c) == latency::GPU_LINE_BYTES));
+    // the DRAM chase's note says it holds TLB misses; the others carry none
+    let notes: Vec<String> = latency_cases(&h200, 100 << 30)
+        .iter()
+        .map(|c| latency_note(c, &h200))
+        .collect();
+    assert_eq!(notes, ["", "", DRAM_LATENCY_NOTE]);
     let mut small = info("small", 2, Some(100.0));
     small.llc_bytes = 32 << 10;
     let few = latency_cases(&small, 1 << 30);

@@ -103,13 +103,15 @@ fn planned_cases_fit_and_validate_at_a_small_size() {
         for planned in gpu.cases(SizeRequest::BytesPerArray(bytes)).unwrap() {
             // a note on a case here is a module that did not load: say which, and why (a sweep
             // step's note is the caches the device reports, and on Hopper a mma.sync tensor
-            // row's says its theory is the wgmma rate; nothing else)
+            // row's says its theory is the wgmma rate, and the DRAM latency chase's that it
+            // holds TLB misses; nothing else)
             let sweep_note = roofprobe::cases::cache::is_sweep_step(&planned.case)
                 && planned.note.starts_with("caches reported")
                 && !roofprobe::cases::cache::reported_levels(&planned.note).is_empty();
             let legacy_mma = crate::common::is_legacy_mma_note(&planned, gpu.compute_capability());
+            let dram_latency = planned.note == roofprobe::backend::cuda::plan::DRAM_LATENCY_NOTE;
             assert!(
-                planned.note.is_empty() || sweep_note || legacy_mma,
+                planned.note.is_empty() || sweep_note || legacy_mma || dram_latency,
                 "cuda:{ordinal} {}: {}",
                 planned.case.id(),
                 planned.note

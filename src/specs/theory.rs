@@ -24,14 +24,17 @@
 
 use crate::cases::Precision;
 
-/// Market segment, which matters for one thing: GeForce (and TITAN) parts of compute capability
-/// 7.5, 8.6, 8.9 and 12.0 run tensor-core MMAs that accumulate in FP32 at half the rate of the
-/// professional and data-centre parts built from the same die (RTX 3090 vs RTX A6000).
+/// Market segment, which matters for one thing: GeForce parts of compute capability 7.5, 8.6,
+/// 8.9 and 12.0 run tensor-core MMAs that accumulate in FP32 at half the rate of the
+/// professional and data-centre parts built from the same die (RTX 3090 vs RTX A6000). The TITAN
+/// RTX (7.5) does not: it runs FP32 accumulation at the full rate (Turing whitepaper, Appendix A:
+/// 130 TFLOPS FP16 with FP32 accumulate, as with FP16), so a TITAN counts as professional here
+/// (the other TITANs have no such tensor cores: the TITAN V is 7.0, a Volta, at full rate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Segment {
     /// Data-centre and workstation parts (Tesla, A100, RTX A6000, L40S, …).
     Professional,
-    /// GeForce and TITAN parts.
+    /// GeForce parts (not TITANs).
     GeForce,
 }
 
@@ -39,7 +42,7 @@ impl Segment {
     /// The segment of a device from the name the driver reports.
     pub fn of(device_name: &str) -> Segment {
         let name = device_name.to_ascii_lowercase();
-        if name.contains("geforce") || name.contains("titan") {
+        if name.contains("geforce") {
             Segment::GeForce
         } else {
             Segment::Professional
@@ -435,7 +438,9 @@ mod tests {
             }
         }
         assert_eq!(Segment::of("NVIDIA GeForce RTX 4090"), Segment::GeForce);
-        assert_eq!(Segment::of("NVIDIA TITAN RTX"), Segment::GeForce);
+        // full-rate FP32 accumulation, unlike the GeForce RTX 2080 Ti from the same TU102
+        assert_eq!(Segment::of("NVIDIA TITAN RTX"), Segment::Professional);
+        assert_eq!(Segment::of("NVIDIA GeForce RTX 2080 Ti"), Segment::GeForce);
         assert_eq!(Segment::of("Tesla T4"), Segment::Professional);
         assert_eq!(parse_compute_capability("12.0"), Some((12, 0)));
         assert_eq!(parse_compute_capability(""), None);

@@ -472,8 +472,8 @@ pub fn plan_cases(
         latency_cases(info, device.usable_bytes)
             .into_iter()
             .map(|case| PlannedCase {
+                note: latency_note(&case, info),
                 case,
-                note: String::new(),
             }),
     );
     // The launch overhead: the empty kernel (kernels/launch.ptx, sm_80 like the rest) and the
@@ -549,6 +549,23 @@ pub const LATENCY_HOPS: std::ops::RangeInclusive<u64> = 4096..=(1 << 17);
 pub fn latency_hops(info: &DeviceInfo) -> u64 {
     (2 * info.llc_bytes / latency::GPU_LINE_BYTES / 6)
         .clamp(*LATENCY_HOPS.start(), *LATENCY_HOPS.end())
+}
+
+/// What a latency row's figure holds beyond the load, said in its note: the DRAM chase's
+/// random lines over 4 × the L2 and more (256 MiB on an H100 or H200) lie beyond what the
+/// GPU's TLBs cover, so most of its loads also miss in the TLB and its latency is DRAM's with
+/// the page walk's share; a chase within the L2 is not. (The host's rings ask for huge pages.)
+pub const DRAM_LATENCY_NOTE: &str =
+    "DRAM latency with TLB misses: random lines over 4x the L2, beyond the TLBs' reach";
+
+/// The note of a planned latency case: [`DRAM_LATENCY_NOTE`] for the chase beyond the L2, none
+/// for the others.
+pub fn latency_note(case: &Case, info: &DeviceInfo) -> String {
+    if case.working_set_bytes > info.llc_bytes {
+        DRAM_LATENCY_NOTE.to_string()
+    } else {
+        String::new()
+    }
 }
 
 /// The latency chase of a device, one working set per level: `ca` at 16 KiB (in any L1), `cg`
