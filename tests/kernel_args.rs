@@ -309,12 +309,14 @@ pub fn every_planned_case() -> Vec<(String, Case, u32)> {
                 {
                     continue;
                 }
-                // only the sweep's steps carry a note (the caches the device reports), and on
-                // Hopper the legacy mma.sync rows (their theory is the wgmma rate)
+                // only the sweep's steps carry a note (the caches the device reports), on
+                // Hopper the legacy mma.sync rows (their theory is the wgmma rate), and the DRAM
+                // latency chase (its TLB misses)
                 assert!(
                     p.note.is_empty()
                         || cache::is_sweep_step(&p.case)
-                        || crate::common::is_legacy_mma_note(&p, d.cc),
+                        || crate::common::is_legacy_mma_note(&p, d.cc)
+                        || p.note == plan::DRAM_LATENCY_NOTE,
                     "{}: {}",
                     d.name,
                     p.note
