@@ -186,11 +186,13 @@ fn run_quick(
 /// others, which run one at a time, as tests sharing one process's device must. The device is
 /// a Hopper (compute capability 9.0), the one GPU a device check meets: its plan has the wgmma
 /// rows and the legacy mma.sync notes an Ada's lacks (the GPU tests once failed on these
-/// notes, found by a rehearsal of the device check on the simulated driver).
+/// notes, found by a rehearsal of the device check on the simulated driver). Its SM clock boosts
+/// above the driver's CLOCK_RATE attribute (64 MHz against 54), as a GeForce board's does: a
+/// clock bound taken from the attribute alone fails the compute test.
 #[test]
 fn the_gpu_tests_run_on_the_simulated_driver() {
     const SLOWEST: &str = "gpu::planned_cases_fit_and_validate_at_a_small_size";
-    let sim = Sim::new("cc=9.0,memory=16M");
+    let sim = Sim::new("cc=9.0,memory=16M,clock_attribute=54000");
     let exe = std::env::current_exe().expect("the test binary");
     let run = |args: &[&str]| {
         run_limited(
@@ -1413,6 +1415,73 @@ fn a_runaway_kernel_costs_its_case_and_the_run_goes_on() {
         Duration::from_secs(60),
     );
     the_second_ran_after_the_first(&rows, &stderr, ["stream/scale/f32", "stream/add/f32"]);
+}
+
+/// A display's watchdog (`CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT`, a GeForce card driving a
+/// screen): `devices` says the device has a kernel run-time limit; a kernel that runs past it
+/// ends with CUDA_ERROR_LAUNCH_TIMEOUT before the case's own deadline, which costs its case only
+/// (the context is gone, so the run goes on in a fresh process); and the GPU tests' runaway
+/// test takes the watchdog's error path.
+#[test]
+fn a_display_s_watchdog_costs_its_case_and_the_run_goes_on() {
+    let settings = "hang=scale_f32,watchdog=1";
+    let listing = devices(&Sim::new(settings));
+    let line = line_of(&listing, roofprobe::backend::cuda::KERNEL_RUN_TIME_LIMIT);
+    assert!(line.contains("watchdog"), "{line}");
+    assert!(!devices(&Sim::new("")).contains(roofprobe::backend::cuda::KERNEL_RUN_TIME_LIMIT));
+    let (rows, stderr) = run_with_a_runaway(
+        settings,
+        &["stream/scale/f32", "stream/add/f32"],
+        Duration::from_secs(60),
+    );
+    let got: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(got, ["stream/scale/f32", "stream/add/f32"], "{stderr}");
+    assert!(
+        !rows[0].valid && rows[0].status.contains("CUDA_ERROR_LAUNCH_TIMEOUT"),
+        "{}",
+        rows[0].status
+    );
+    assert!(rows[1].valid, "{}", rows[1].status);
+    // the runaway test of tests/gpu.rs, on a device whose watchdog ends kernels after 1 s
+    let sim = Sim::new("watchdog=1,memory=16M");
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = run_limited(
+        sim.command(&exe)
+            .args([
+                "gpu::a_runaway_kernel_fails_its_case_and_does_not_hang",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(crate::gpu::REQUIRE_GPU, "1"),
+        Duration::from_secs(300),
+    );
+    let (o, e) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{o}\n{e}");
+    assert!(o.contains("CUDA_ERROR_LAUNCH_TIMEOUT"), "{o}\n{e}");
+    assert!(o.contains("kernel run-time limit"), "{o}\n{e}");
+}
+
+/// A driver's error code that the CUDA 12.0 binding's `CUresult` enum does not name (226,
+/// `CUDA_ERROR_CONTAINED`, a CUDA 12.x code) costs its case only. Such a value is undefined
+/// behaviour inside cudarc 0.19, which keeps an asynchronous error as a number and transmutes
+/// it back to the enum (`CudaContext::check_err`): a debug build aborts there ("trying to
+/// construct an enum from an invalid value 0xe2"), a release build reads it on as its number,
+/// which roofprobe names with the driver's own `cuGetErrorName` and holds sticky by number.
+/// Either way it happens in the measuring process, which the run replaces: the case's row is an
+/// error (the code's name, or the process's death), and the next case is valid.
+#[test]
+fn an_error_code_the_binding_does_not_name_costs_its_case_only() {
+    let (rows, stderr) = run_with_a_runaway(
+        "fault=scale_f32,fault_code=226",
+        &["stream/scale/f32", "stream/add/f32"],
+        Duration::from_secs(60),
+    );
+    let got: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(got, ["stream/scale/f32", "stream/add/f32"], "{stderr}");
+    let named = rows[0].status.contains("CUDA_ERROR_CONTAINED");
+    let aborted = cfg!(debug_assertions) && rows[0].status.contains("measuring process died");
+    assert!(!rows[0].valid && (named || aborted), "{}", rows[0].status);
+    assert!(rows[1].valid, "{}", rows[1].status);
 }
 
 /// A cuBLAS call that never ends costs its row only, as a kernel does: its handle is not

@@ -90,6 +90,9 @@ pub enum Schedule {
 /// The longest run of warp instructions a shuffled schedule gives one warp before switching.
 pub const MAX_SLICE: u64 = 64;
 
+/// What a launch ended at its [`LaunchConfig::deadline`] says.
+pub const WATCHDOG_ENDED: &str = "ran past its deadline: ended by the watchdog";
+
 /// Everything about one launch except the arguments.
 #[derive(Debug, Clone)]
 pub struct LaunchConfig {
@@ -100,6 +103,9 @@ pub struct LaunchConfig {
     /// Warp-instruction budget for the whole launch: a kernel that runs past it is reported
     /// as a probable infinite loop.
     pub max_warp_instructions: u64,
+    /// When a display's watchdog ends the launch: past it, the launch fails with a runtime
+    /// error saying [`WATCHDOG_ENDED`] (checked every 65,536 warp instructions). `None`: never.
+    pub deadline: Option<std::time::Instant>,
     /// The SM clock the block's cycle counter runs at, against `%globaltimer` nanoseconds
     /// (`%clock64` advances one cycle per warp instruction of the block).
     pub clock_mhz: u32,
@@ -121,6 +127,7 @@ impl LaunchConfig {
             dynamic_shared_bytes,
             uniform_branches: UniformBranchPolicy::Deny,
             max_warp_instructions: 200_000_000,
+            deadline: None,
             clock_mhz: 1000,
             schedule: Schedule::InOrder,
             check_global_races: true,
@@ -1241,6 +1248,14 @@ impl Block<'_, '_> {
                         self.config.max_warp_instructions
                     ),
                 ));
+            }
+            if self.stats.warp_instructions & 0xFFFF == 0
+                && self
+                    .config
+                    .deadline
+                    .is_some_and(|d| std::time::Instant::now() >= d)
+            {
+                return Err(self.warp_fault(w, pc, WATCHDOG_ENDED.to_string()));
             }
             self.clock += 1;
             let kernel = self.kernel;

@@ -196,6 +196,7 @@ pub use decode::{Kernel, KernelParam};
 pub use error::Error;
 pub use exec::{
     Arg, LaunchConfig, LaunchStats, Schedule, UniformBranchPolicy, MAX_SHARED_BYTES, MAX_SLICE,
+    WATCHDOG_ENDED,
 };
 pub use ir::MmaShape;
 pub use memory::{DevicePtr, Element, Memory, POISON_BYTE};

@@ -18,6 +18,8 @@
 //! | `reject` | a module whose PTX contains this text fails to load (`CUDA_ERROR_INVALID_PTX`) | |
 //! | `fault` | launches of this kernel fault (`CUDA_ERROR_ILLEGAL_ADDRESS`, sticky) | |
 //! | `hang` | launches of this kernel, or calls of this library routine (`cublasGemmEx`, `cublasLtMatmul`), never finish | |
+//! | `fault_code` | the code a `fault` kernel's launch leaves sticky: a number, such as 226 (`CUDA_ERROR_CONTAINED`, a CUDA 12.x code the CUDA 12.0 binding's enum lacks) | 700 (`CUDA_ERROR_ILLEGAL_ADDRESS`) |
+//! | `watchdog` | seconds a kernel may run, as a display's watchdog allows (`CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT` 1): a kernel still running after them (a `hang` kernel too) ends with `CUDA_ERROR_LAUNCH_TIMEOUT`, sticky | none (attribute 0) |
 //! | `trace` | a file that gets one line per launch (`launch …`, then `args …`: its arguments, addresses in hex, a tensor map as `map@` its address), attribute change, module load and library call (`library cublasGemmEx MxNxK a … b … c …`) | |
 //! | `power_w` | NVML's power draw while work runs (a quarter of it idle); the enforced limit is twice it | 300 |
 //! | `energy_ms` | how often NVML's energy counter moves: it shows the energy drawn as of its last update, at most this many milliseconds old | 100 |
@@ -94,6 +96,10 @@ pub struct Config {
     pub vanish_secs: Option<f64>,
     /// Where each kernel's dynamic shared memory starts.
     pub dynamic_shared_base: ptxsim::DynamicSharedBase,
+    /// The code a `fault` kernel's launch leaves sticky.
+    pub fault_code: u32,
+    /// A display's watchdog: seconds a kernel may run before the driver ends it.
+    pub watchdog_secs: Option<f64>,
 }
 
 /// What NVML's GPM entry points do.
@@ -164,6 +170,8 @@ impl Default for Config {
             gpm: None,
             vanish_secs: None,
             dynamic_shared_base: ptxsim::DynamicSharedBase::AsDeclared,
+            fault_code: 700,
+            watchdog_secs: None,
         }
     }
 }
@@ -270,6 +278,17 @@ impl Config {
                             .ok()
                             .filter(|s| s.is_finite() && *s >= 0.0)
                             .ok_or_else(|| format!("vanish=`{value}` is not a time in seconds"))?,
+                    )
+                }
+                "fault_code" => c.fault_code = number(key, value)?,
+                "watchdog" => {
+                    c.watchdog_secs = Some(
+                        number::<f64>(key, value.trim_end_matches('s'))
+                            .ok()
+                            .filter(|s| s.is_finite() && *s > 0.0)
+                            .ok_or_else(|| {
+                                format!("watchdog=`{value}` is not a time in seconds")
+                            })?,
                     )
                 }
                 "smem_base" => {

@@ -52,6 +52,9 @@ pub mod code {
     pub const NOT_FOUND: u32 = 500;
     pub const NOT_READY: u32 = 600;
     pub const ILLEGAL_ADDRESS: u32 = 700;
+    pub const LAUNCH_TIMEOUT: u32 = 702;
+    /// CUDA 12.x's: an error the GPU contained (a later code than the CUDA 12.0 binding knows).
+    pub const CONTAINED: u32 = 226;
     pub const PEER_ACCESS_ALREADY_ENABLED: u32 = 704;
     pub const MISALIGNED_ADDRESS: u32 = 716;
     pub const LAUNCH_FAILED: u32 = 719;
@@ -94,6 +97,14 @@ pub mod code {
             ILLEGAL_ADDRESS => (
                 b"CUDA_ERROR_ILLEGAL_ADDRESS\0",
                 b"an illegal memory access was encountered\0",
+            ),
+            LAUNCH_TIMEOUT => (
+                b"CUDA_ERROR_LAUNCH_TIMEOUT\0",
+                b"the launch timed out and was terminated\0",
+            ),
+            CONTAINED => (
+                b"CUDA_ERROR_CONTAINED\0",
+                b"a hardware error was contained\0",
             ),
             MISALIGNED_ADDRESS => (b"CUDA_ERROR_MISALIGNED_ADDRESS\0", b"misaligned address\0"),
             PEER_ACCESS_ALREADY_ENABLED => (
@@ -1625,12 +1636,21 @@ impl Stream {
                 let settings = &driver().config;
                 if settings.fault.as_deref() == Some(function.name.as_str()) {
                     d.fault(
-                        code::ILLEGAL_ADDRESS,
+                        settings.fault_code,
                         &format!("{}: a fault injected by SIMCUDA fault=", function.name),
                     );
                     return;
                 }
                 if settings.hang.as_deref() == Some(function.name.as_str()) {
+                    if let Some(secs) = settings.watchdog_secs {
+                        // a display's watchdog ends it, and the context with it
+                        std::thread::sleep(Duration::from_secs_f64(secs));
+                        d.fault(
+                            code::LAUNCH_TIMEOUT,
+                            &format!("{}: ended by the watchdog after {secs} s", function.name),
+                        );
+                        return;
+                    }
                     // a kernel that never ends (SIMCUDA hang=): its stream waits forever
                     loop {
                         std::thread::sleep(Duration::from_secs(3600));
@@ -1640,6 +1660,9 @@ impl Stream {
                 // A kernel that never ends runs forever, as on a GPU.
                 config.max_warp_instructions = u64::MAX;
                 config.clock_mhz = driver().config.clock_mhz;
+                config.deadline = settings
+                    .watchdog_secs
+                    .map(|secs| std::time::Instant::now() + Duration::from_secs_f64(secs));
                 // The kernels' races are the interpreter tests' business; here the shadow
                 // memory would only slow every launch down.
                 config.check_global_races = false;
@@ -1783,7 +1806,9 @@ impl Stream {
 /// The CUresult a GPU would report for what the interpreter refused while running a kernel.
 fn classify(e: &ptxsim::Error) -> u32 {
     let text = e.to_string();
-    if text.contains("misaligned") {
+    if text.contains(ptxsim::WATCHDOG_ENDED) {
+        code::LAUNCH_TIMEOUT
+    } else if text.contains("misaligned") {
         code::MISALIGNED_ADDRESS
     } else if text.contains("out-of-bounds")
         || text.contains("is not shared memory")

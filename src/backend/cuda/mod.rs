@@ -316,16 +316,20 @@ impl CudaBackend {
             info.extra
                 .push(("peer to peer".to_string(), names.join(", ")));
         }
-        if info.clock_mhz.is_none() {
-            // The driver attribute is deprecated in recent CUDA; NVML still reports the
-            // maximum SM clock, which sizes the compute launches.
-            use nvml_wrapper::enum_wrappers::device::Clock;
-            info.clock_mhz = nvml_device
-                .as_ref()
-                .and_then(|d| quietly(|| d.max_clock_info(Clock::SM).ok()).ok()?)
-                .filter(|&mhz| mhz > 0)
-                .map(f64::from);
-        }
+        // The device's maximum SM clock, which sizes the compute launches and bounds the
+        // clocks the kernels measure: the higher of the driver's CLOCK_RATE attribute and NVML's
+        // maximum. GeForce boards boost 5-15 % above the attribute, and the attribute is
+        // deprecated in recent CUDA (absent there); NVML's maximum is the clock's real ceiling.
+        use nvml_wrapper::enum_wrappers::device::Clock;
+        let nvml_max = nvml_device
+            .as_ref()
+            .and_then(|d| quietly(|| d.max_clock_info(Clock::SM).ok()).ok()?)
+            .filter(|&mhz| mhz > 0)
+            .map(f64::from);
+        info.clock_mhz = match (info.clock_mhz, nvml_max) {
+            (Some(attribute), Some(nvml)) => Some(attribute.max(nvml)),
+            (attribute, nvml) => attribute.or(nvml),
+        };
         let old = (!plan::runs_compute_kernels(cc))
             .then_some("the compute kernels need compute capability 8.0 or later");
         let no_fp8 = (!plan::native_fp8_mma(cc))
@@ -672,6 +676,9 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
     {
         extra.push(("shared memory per SM".to_string(), format!("{s} bytes")));
     }
+    if attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT) == Some(1) {
+        extra.push((KERNEL_RUN_TIME_LIMIT.to_string(), WATCHDOG_NOTE.to_string()));
+    }
     let uuid = guard("reading the device UUID", || ctx.uuid())
         .map(|uuid| format_uuid(&c_bytes(uuid.bytes)))
         .unwrap_or_default();
@@ -734,6 +741,14 @@ fn describe(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<(DeviceInfo, (u32,
     };
     Ok((info, cc))
 }
+
+/// The `devices` line of a device whose kernels a display's watchdog limits
+/// (`CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT`).
+pub const KERNEL_RUN_TIME_LIMIT: &str = "kernel run-time limit";
+/// What that line says.
+pub const WATCHDOG_NOTE: &str = "yes: a display's watchdog ends a kernel after a few seconds \
+    (CUDA_ERROR_LAUNCH_TIMEOUT, which ends the context too); a case whose launches run that long \
+    fails, and the run goes on in a fresh process. Run on a GPU without a display for long cases";
 
 /// A C `char` array as bytes: `c_char` is `i8` on x86_64 and `u8` on aarch64, where the cast
 /// does nothing.
