@@ -10,6 +10,8 @@
 //! case is benchmarked its output is checked; an invalid kernel aborts the bench rather than
 //! report a number.
 //!
+//! `ROOFPROBE_BENCH_KERNEL_TIMEOUT` (seconds) sets how long a launch may take before it is given
+//! up on, where a simulated GPU's interpreter needs longer than the backend's deadline.
 //! `ROOFPROBE_BENCH_SIZE` (bytes per array) sets the arrays' size, and the largest matrix a GEMM
 //! shape may have: 64 MiB by default under `cargo bench`, 1 MiB where criterion only checks each
 //! benchmark once (`cargo test`, which runs this target as a test, or `-- --test`): there the
@@ -54,13 +56,29 @@ fn filter() -> impl Fn(&str) -> bool {
 fn backend() -> Box<dyn Backend> {
     match device_count() {
         Ok(n) if n > 0 => match CudaBackend::open(0) {
-            Ok(b) => return Box::new(b),
+            Ok(mut b) => {
+                if let Some(secs) = kernel_deadline_secs() {
+                    b.set_kernel_deadline(std::time::Duration::from_secs(secs));
+                }
+                return Box::new(b);
+            }
             Err(e) => eprintln!("note: cuda:0 unusable ({e}); benchmarking the host CPU"),
         },
         Ok(_) => eprintln!("note: no CUDA device; benchmarking the host CPU"),
         Err(e) => eprintln!("note: no GPU ({e}); benchmarking the host CPU"),
     }
     Box::new(HostBackend::new())
+}
+
+/// `ROOFPROBE_BENCH_KERNEL_TIMEOUT`: whole seconds a launch may take before it is given up on
+/// (the backend's own deadline where unset, or not a positive whole number): an interpreter
+/// standing in for a GPU on a busy machine may need more than a GPU ever does.
+fn kernel_deadline_secs() -> Option<u64> {
+    std::env::var("ROOFPROBE_BENCH_KERNEL_TIMEOUT")
+        .ok()?
+        .parse()
+        .ok()
+        .filter(|&s| s > 0)
 }
 
 /// Bytes per array: `ROOFPROBE_BENCH_SIZE`, else 64 MiB where criterion measures and 1 MiB

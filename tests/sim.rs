@@ -2092,6 +2092,9 @@ fn bench_cases(bench: &Path, sim: &Sim, size: &str, filter: Option<&str>) -> Vec
     let out = run_limited(
         sim.command(bench)
             .env("ROOFPROBE_BENCH_SIZE", size)
+            // a busy machine's interpreter may take more than the 10 s a GPU's launch may
+            // (an mma.sync peak took over 10 s under a load of 8 on 2026-12-06)
+            .env("ROOFPROBE_BENCH_KERNEL_TIMEOUT", "120")
             .args(filter),
         Duration::from_secs(300),
     );
