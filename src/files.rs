@@ -354,6 +354,270 @@ pub fn write_named(
     }
 }
 
+/// Where one staged output goes.
+enum Name {
+    /// A name given (`--csv x`): `asked` as the user wrote it, `file` the regular file it leads
+    /// to (links followed).
+    Given { asked: PathBuf, file: PathBuf },
+    /// `<dir>/<stem>.<ext>`, or the first free `-2`, `-3`, … beside it (without `--force`).
+    Fresh {
+        dir: PathBuf,
+        stem: String,
+        ext: String,
+    },
+    /// An existing character device or FIFO: written into at publish, after every file.
+    Stream { asked: PathBuf, bytes: Vec<u8> },
+}
+
+struct Staged {
+    name: Name,
+    /// The complete bytes, in a temporary file beside the name (none for a stream).
+    tmp: Option<PathBuf>,
+    overwrite: Overwrite,
+}
+
+/// The files one command writes, as a set: each is written whole to a temporary file beside its
+/// name first ([`add`](Self::add), [`add_named`](Self::add_named)), and only when every one is
+/// complete are they given their names ([`publish`](Self::publish)), all or none. A full disk
+/// or a refusal after the first file leaves nothing behind, so the retry finds every name free
+/// (`compare --svg --csv`, `fleet`, `report` over many runs). Two outputs of one command that
+/// name one file are refused before anything is written. Dropped unpublished, the set removes
+/// its temporary files.
+#[derive(Default)]
+pub struct Outputs {
+    staged: Vec<Staged>,
+}
+
+impl Outputs {
+    pub fn new() -> Outputs {
+        Outputs::default()
+    }
+
+    /// Stages `bytes` for `path`, as [`write_new`] would write them: an existing file without
+    /// `--force`, an input, a folder or a path another output of this set names is refused now.
+    pub fn add(&mut self, path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<()> {
+        if is_stdout(path) {
+            return write_or_taken(path, bytes, overwrite).map(|_| ());
+        }
+        let file = match target_of(path)? {
+            Target::Stream => {
+                self.staged.push(Staged {
+                    name: Name::Stream {
+                        asked: path.to_path_buf(),
+                        bytes: bytes.to_vec(),
+                    },
+                    tmp: None,
+                    overwrite,
+                });
+                return Ok(());
+            }
+            Target::File(file) => file,
+        };
+        not_an_input(path, &file)?;
+        if overwrite == Overwrite::Never && file.exists() {
+            return Err(exists_error(path));
+        }
+        let same = same_file_key(&file);
+        if let Some(other) = self.staged.iter().find_map(|s| match &s.name {
+            Name::Given { asked, file: f } if same_file_key(f) == same => Some(asked),
+            _ => None,
+        }) {
+            return Err(Error::Usage(format!(
+                "{} and {} name the same file; give each output of the command its own name                  (nothing was written)",
+                other.display(),
+                path.display()
+            )));
+        }
+        let (tmp, handle) = write_temporary(&file, bytes)?;
+        drop(handle);
+        self.staged.push(Staged {
+            name: Name::Given {
+                asked: path.to_path_buf(),
+                file,
+            },
+            tmp: Some(tmp),
+            overwrite,
+        });
+        Ok(())
+    }
+
+    /// Stages `bytes` for `<dir>/<stem>.<ext>` as [`write_named`] would write them (replaced
+    /// with `--force`, else a fresh `-2`, `-3`, … name chosen at publish); returns the output's
+    /// index in what [`publish`](Self::publish) returns. With `--force`, a name another output
+    /// of this set takes is refused now.
+    pub fn add_named(
+        &mut self,
+        dir: &Path,
+        stem: &str,
+        ext: &str,
+        bytes: &[u8],
+        overwrite: Overwrite,
+    ) -> Result<usize> {
+        let path = dir.join(format!("{stem}.{ext}"));
+        if overwrite == Overwrite::Allowed {
+            self.add(&path, bytes, overwrite)?;
+            return Ok(self.staged.len() - 1);
+        }
+        not_a_folder(&path)?;
+        let (tmp, handle) = write_temporary(&path, bytes)?;
+        drop(handle);
+        self.staged.push(Staged {
+            name: Name::Fresh {
+                dir: dir.to_path_buf(),
+                stem: stem.to_string(),
+                ext: ext.to_string(),
+            },
+            tmp: Some(tmp),
+            overwrite,
+        });
+        Ok(self.staged.len() - 1)
+    }
+
+    /// Gives every staged file its name, in the order staged, streams last; returns the paths,
+    /// by index. If one cannot be given (a name taken meanwhile, an error), every name already
+    /// given is taken back (a replaced file restored) and every temporary file removed: the
+    /// command's outputs are all there or none is.
+    pub fn publish(mut self) -> Result<Vec<PathBuf>> {
+        let mut done: Vec<Published> = Vec::new();
+        let mut paths = vec![PathBuf::new(); self.staged.len()];
+        let order: Vec<usize> = (0..self.staged.len())
+            .filter(|&i| !matches!(self.staged[i].name, Name::Stream { .. }))
+            .chain(
+                (0..self.staged.len())
+                    .filter(|&i| matches!(self.staged[i].name, Name::Stream { .. })),
+            )
+            .collect();
+        for i in order {
+            match self.publish_one(i) {
+                Ok((path, published)) => {
+                    paths[i] = path;
+                    done.extend(published);
+                }
+                Err(e) => {
+                    for p in done.into_iter().rev() {
+                        p.take_back();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        for p in done {
+            p.keep();
+        }
+        Ok(paths)
+    }
+
+    fn publish_one(&mut self, i: usize) -> Result<(PathBuf, Option<Published>)> {
+        let staged = &mut self.staged[i];
+        let overwrite = staged.overwrite;
+        match &staged.name {
+            Name::Stream { asked, bytes } => {
+                write_stream(asked, bytes)?;
+                Ok((asked.clone(), None))
+            }
+            Name::Given { asked, file } => {
+                let tmp = staged.tmp.take().expect("a staged file has its temporary");
+                let backup = match overwrite {
+                    Overwrite::Allowed if file.exists() => {
+                        let backup = temporary_beside(file);
+                        std::fs::hard_link(file, &backup).ok().map(|()| backup)
+                    }
+                    _ => None,
+                };
+                let published = publish_or_remove(&tmp, file, overwrite);
+                if let (Err(_), Some(b)) = (&published, &backup) {
+                    let _ = std::fs::remove_file(b);
+                }
+                match published? {
+                    Ok(()) => Ok((
+                        asked.clone(),
+                        Some(Published {
+                            file: file.clone(),
+                            backup,
+                        }),
+                    )),
+                    Err(Taken) => {
+                        if let Some(b) = backup {
+                            let _ = std::fs::remove_file(b);
+                        }
+                        Err(exists_error(asked))
+                    }
+                }
+            }
+            Name::Fresh { dir, stem, ext } => {
+                let tmp = staged.tmp.take().expect("a staged file has its temporary");
+                for _ in 0..1000 {
+                    let path = fresh_path(dir, stem, ext);
+                    if publish(&tmp, &path, Overwrite::Never)?.is_ok() {
+                        return Ok((
+                            path.clone(),
+                            Some(Published {
+                                file: path,
+                                backup: None,
+                            }),
+                        ));
+                    }
+                }
+                let _ = std::fs::remove_file(&tmp);
+                Err(Error::Internal(format!(
+                    "no free name for {stem}.{ext} in {} after 1000 tries",
+                    dir.display()
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        for tmp in self.staged.iter_mut().filter_map(|s| s.tmp.take()) {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// A file [`Outputs::publish`] gave its name, and what it replaced (kept under a temporary
+/// name until the whole set is published).
+struct Published {
+    file: PathBuf,
+    backup: Option<PathBuf>,
+}
+
+impl Published {
+    /// The set failed: the file goes, and what it replaced comes back.
+    fn take_back(self) {
+        match self.backup {
+            Some(b) => {
+                let _ = std::fs::rename(b, &self.file);
+            }
+            None => {
+                let _ = std::fs::remove_file(&self.file);
+            }
+        }
+    }
+
+    /// The set is published: what it replaced is let go.
+    fn keep(self) {
+        if let Some(b) = self.backup {
+            let _ = std::fs::remove_file(b);
+        }
+    }
+}
+
+/// What tells two names of one file apart from two files: device and inode where the file
+/// exists, else its folder resolved and its name.
+fn same_file_key(file: &Path) -> (u64, u64, PathBuf) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(m) = std::fs::metadata(file) {
+        return (m.dev(), m.ino(), PathBuf::new());
+    }
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir
+        .map_or_else(|| std::fs::canonicalize("."), std::fs::canonicalize)
+        .unwrap_or_else(|_| dir.map_or_else(PathBuf::new, Path::to_path_buf));
+    (0, 0, dir.join(file.file_name().unwrap_or_default()))
+}
+
 /// The files this process read as inputs ([`read_input`]), by device and inode: an output must
 /// never replace one.
 static INPUTS: std::sync::Mutex<Vec<(u64, u64, PathBuf)>> = std::sync::Mutex::new(Vec::new());

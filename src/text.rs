@@ -8,8 +8,13 @@
 /// Writes `text` to stderr, ignoring a failure: a message that cannot be shown (stderr on a full
 /// disk, a closed pipe) must never cost the run, as `eprintln!`'s panic did. Every message of
 /// the program goes through here, by [`say!`](crate::say) and [`say_inline!`](crate::say_inline).
+///
+/// Every line is made [`printable`] first (newlines kept): what a driver, NVML, /proc or a file
+/// put into a message (a device name with an escape sequence) never reaches the terminal raw,
+/// whichever message carries it.
 pub fn to_stderr(text: &str) {
     use std::io::Write;
+    let text = printable(text, true);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }

@@ -69,6 +69,17 @@ pub fn slug(s: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
+/// Eight hex digits of a stable hash (FNV-1a, the same on every machine and release) of `s`:
+/// what tells apart two names whose slugs coincide.
+pub fn short_hash(s: &str) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in s.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    format!("{h:08x}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -281,7 +281,7 @@ fn calibration_only_runs_have_ceilings_but_no_cases() {
 fn table_and_csv_snapshots() {
     let runs = two_runs();
     insta::assert_snapshot!("compare_table", table(&runs));
-    let csv = String::from_utf8(csv(&runs)).unwrap();
+    let csv = String::from_utf8(csv(&runs).unwrap()).unwrap();
     assert!(csv.starts_with("section,key,unit,run,run_id,device_name,microarch,isa,uuid,host,measured,spec,status,ratio_to_a,spec_ratio_to_a\n"));
     insta::assert_snapshot!("compare_csv", csv);
 }
@@ -309,7 +309,7 @@ fn nothing_to_compare_still_writes_the_header() {
     }
     assert!(lines(&runs).is_empty());
     assert!(table(&runs).contains("Nothing to compare"));
-    let csv = String::from_utf8(csv(&runs)).unwrap();
+    let csv = String::from_utf8(csv(&runs).unwrap()).unwrap();
     assert_eq!(csv, format!("{}\n", CSV_HEADER.join(",")));
 }
 
@@ -356,7 +356,7 @@ fn two_machines_of_one_name_are_told_apart() {
     );
     assert!(text.contains("family 26, model 2, microarchitecture Zen 5"));
     assert!(text.contains("family 25, model 1, microarchitecture Zen 3"));
-    let csv = String::from_utf8(csv(&runs)).unwrap();
+    let csv = String::from_utf8(csv(&runs).unwrap()).unwrap();
     assert!(csv.contains(",AMD EPYC,Zen 5,AVX-512F,,vm,"), "{csv}");
     assert!(csv.contains(",AMD EPYC,Zen 3,AVX2+FMA,,vm,"), "{csv}");
 }
@@ -370,7 +370,11 @@ fn json_has_the_runs_and_the_csv_rows() {
     assert_eq!(v["runs"][1]["device"]["identity"]["isa"], "sm_86");
     assert_eq!(v["runs"][0]["has_cases"], true);
     let rows = v["rows"].as_array().unwrap();
-    let csv_rows = String::from_utf8(csv(&runs)).unwrap().lines().count() - 1;
+    let csv_rows = String::from_utf8(csv(&runs).unwrap())
+        .unwrap()
+        .lines()
+        .count()
+        - 1;
     assert_eq!(rows.len(), csv_rows);
     let copy_b = rows
         .iter()
@@ -428,7 +432,7 @@ fn cache_rows_are_bandwidths() {
         .find(|l| l.starts_with("cache/l2/i32/4096"))
         .unwrap();
     assert!(cache_row.contains(" GB/s "), "{cache_row}");
-    let csv = String::from_utf8(csv(&runs)).unwrap();
+    let csv = String::from_utf8(csv(&runs).unwrap()).unwrap();
     assert!(csv.contains("case,cache/l2/i32/4096,GB/s,A,"), "{csv}");
     assert!(csv.contains("case,cache/l2/i32/4096,GB/s,B,"), "{csv}");
     assert!(!csv.contains("cache/l2/i32/4096,GOP/s"));

@@ -278,7 +278,8 @@ fn bad_export_requests_get_one_clear_line() {
         // what the tools would refuse in the file, refused here (issue 58, item 9)
         (
             vec![csv, "--format", "aiconfigurator", "--set", "gpu.mem_bw=0"],
-            "error: --set: `gpu.mem_bw` must be above 0; got `0`",
+            "error: --set: `gpu.mem_bw` must be above 0, at least 1e3 and at most 1e15 (no device \
+             is beyond these); got `0`",
         ),
         (
             vec![
@@ -288,7 +289,8 @@ fn bad_export_requests_get_one_clear_line() {
                 "--set",
                 "mem_per_GPU_in_GB=0",
             ],
-            "error: --set: `mem_per_GPU_in_GB` must be above 0; got `0`",
+            "error: --set: `mem_per_GPU_in_GB` must be above 0, at least 9.313225746e-10 and at \
+             most 1.048576e6 (no device is beyond these); got `0`",
         ),
         (
             vec![

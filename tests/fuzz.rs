@@ -1138,7 +1138,7 @@ fn in_process(ext: &str, bytes: &[u8]) -> Result<bool, String> {
     if let Some(c) = unprintable(&text, true) {
         return Err(format!("compare table holds {c:?}"));
     }
-    compare_csv_oracle(&compare::csv(&runs))?;
+    compare_csv_oracle(&compare::csv(&runs).map_err(|e| format!("compare csv: {e}"))?)?;
     compare_json_oracle(&compare::json(&runs))?;
     let calibrations: Vec<Calibration> = runs.iter().map(|r| r.calibration.clone()).collect();
     if let Ok(text) = svg::render(&calibrations) {

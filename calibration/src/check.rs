@@ -1,8 +1,13 @@
 //! What a figure read back from a file may be, and the checks a calibration passes before anyone
-//! uses it: every ceiling, clock and point finite and positive, every derived figure (efficiency,
-//! ridge, fraction of roof) equal to what it derives from, a point `above_roof` only beyond its
-//! roof, the identity's power limit and clocks finite and positive, no control character in any
-//! text.
+//! uses it: every ceiling, clock and point finite, positive and within physical bounds
+//! ([`MAX_GBPS`], [`MAX_GFLOPS`], [`MIN_CEILING`], [`MIN_SECS`] …), every derived figure
+//! (efficiency, ridge, fraction of roof) equal to what it derives from, a point `above_roof` only
+//! beyond its roof, the identity's power limit and clocks finite and positive, times UTC as the
+//! suite writes them, no control character in any text and no text longer than
+//! [`MAX_TEXT_CHARS`].
+//!
+//! The bounds keep every figure computed from figures within them finite: a ratio of two
+//! ceilings lies within 10^-14 ..= 10^14, so no reader downstream meets an infinity.
 //!
 //! The limits here are the one source of truth for every roofprobe reader (its CSV reader uses
 //! them too). A file that breaks one is refused with the line of the offending field; nothing is
@@ -23,8 +28,44 @@ pub const MAX_FILE_BYTES: u64 = 256 << 20;
 /// are written with full precision; this leaves room for a hand-edited four-digit efficiency).
 pub const TOLERANCE: f64 = 1e-4;
 
-/// No device moves 10^12 GB/s or computes 10^12 GFLOP/s (a zettaop): a rate above it is damage.
+/// The physical bounds of a figure read back. Each sits far above the fastest device of 2026 and
+/// far below where arithmetic on it stops being finite, so a figure past one is damage, never a
+/// measurement, and every figure derived from figures within them (a ratio, an efficiency, a
+/// ridge point, a time at a rate) stays finite.
+///
+/// No memory system moves 10^6 GB/s (a PB/s): an H200's HBM is about 4.8 × 10^3 GB/s, the
+/// aggregate L1 of a large GPU or a 192-core CPU about 10^5.
+pub const MAX_GBPS: f64 = 1e6;
+
+/// No device computes 10^8 GFLOP/s (100 PFLOP/s): an H200's dense FP8 tensor peak is about
+/// 2 × 10^6, so this is 50 times that.
+pub const MAX_GFLOPS: f64 = 1e8;
+
+/// No ceiling (a bandwidth in GB/s, a compute rate in GFLOP/s, a link) is below 10^-6 (1 kB/s,
+/// 1 kFLOP/s): a slower one is damage (a subnormal such as 5e-324 divides into infinities).
+pub const MIN_CEILING: f64 = 1e-6;
+
+/// No kernel launch or sample takes less than a picosecond (a subnormal time divides into an
+/// infinite rate); none we time takes a day.
+pub const MIN_SECS: f64 = 1e-12;
+pub const MAX_SECS: f64 = 86_400.0;
+
+/// No device holds a pebibyte (2^50 bytes) of memory.
+pub const MAX_MEMORY_BYTES: u64 = 1 << 50;
+
+/// A ratio of two figures (an arithmetic intensity in FLOP per byte, a residual): finite and at
+/// most 10^12, whatever the two are.
 pub const MAX_RATE: f64 = 1e12;
+
+/// The longest text a field may hold (a run id, a device name, a note, a spec's sources): twice
+/// the longest the suite writes itself (the spec sheet's list of sources, about 500
+/// characters; a run id is under 100), and a bound on what a field can cost when it is repeated
+/// on every row of an output or quoted in an error.
+pub const MAX_TEXT_CHARS: usize = 1024;
+
+/// How a UTC time is written (`2026-12-06T13:09:00Z`): every writer of this suite writes it so,
+/// every reader takes only this.
+pub const UTC_FORMAT: &str = "YYYY-MM-DDTHH:MM:SSZ";
 
 /// No clock runs at 100 GHz.
 pub const MAX_MHZ: f64 = 1e5;
@@ -71,9 +112,98 @@ pub fn first_forbidden(s: &str) -> Option<char> {
     s.chars().find(|c| is_forbidden_char(*c))
 }
 
-/// A figure a reader accepts as a rate, time or clock: finite and strictly positive.
+/// A figure a reader accepts as a rate, time or clock: finite, strictly positive and not
+/// subnormal (below `f64::MIN_POSITIVE` a figure has lost its precision, and dividing by it
+/// overflows).
 pub fn is_positive(x: f64) -> bool {
-    x.is_finite() && x > 0.0
+    x.is_normal() && x > 0.0
+}
+
+/// `v` as an error quotes it: as Rust writes it, or in exponent form where that is long
+/// (5e-324, not 324 digits).
+pub fn figure(v: f64) -> String {
+    let plain = v.to_string();
+    if plain.len() <= 24 {
+        plain
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// Whether `x` is a figure within `min..=max` (finite; a `min` above 0 refuses 0 and subnormals).
+pub fn within(x: f64, min: f64, max: f64) -> bool {
+    x.is_finite() && x >= min && x <= max && (min <= 0.0 || is_positive(x))
+}
+
+/// Whether `s` is a UTC time as the suite writes it ([`UTC_FORMAT`]): a real date (months of
+/// their length, leap years counted) and a real time of day.
+pub fn is_utc_stamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 20 {
+        return false;
+    }
+    let digits = |from: usize, to: usize| -> Option<u32> {
+        b[from..to].iter().try_fold(0u32, |n, d| {
+            d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
+        })
+    };
+    let punctuation = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'Z'),
+    ];
+    if punctuation.iter().any(|&(i, c)| b[i] != c) {
+        return false;
+    }
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
+        digits(0, 4),
+        digits(5, 7),
+        digits(8, 10),
+        digits(11, 13),
+        digits(14, 16),
+        digits(17, 19),
+    ) else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    year >= 1970 && (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
+}
+
+/// `s`, cut to at most `max_chars` characters with `…` where it was cut: for a name quoted in an
+/// error or a file name.
+pub fn shortened(s: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max_chars.saturating_sub(1)) {
+        Some((end, _)) if s.chars().count() > max_chars => format!("{}…", &s[..end]).into(),
+        _ => s.into(),
+    }
+}
+
+/// Why a text field may not be used, if it may not: a forbidden character, or more than
+/// [`MAX_TEXT_CHARS`] characters.
+pub fn text_problem(s: &str) -> Option<String> {
+    if let Some(c) = first_forbidden(s) {
+        return Some(format!(
+            "holds the control character U+{:04X}; text must be printable",
+            c as u32
+        ));
+    }
+    let chars = s.chars().count();
+    (chars > MAX_TEXT_CHARS).then(|| {
+        format!(
+            "is {chars} characters long (`{}`); a field holds at most {MAX_TEXT_CHARS}",
+            shortened(s, 40)
+        )
+    })
 }
 
 /// Whether `found` equals `expected` within [`TOLERANCE`] (relative).
@@ -122,17 +252,7 @@ fn problem(path: Vec<Seg>, message: String) -> Problem {
 /// Every string in a JSON value, keys included, free of forbidden characters.
 pub(crate) fn check_text(value: &serde_json::Value, path: &mut Vec<Seg>) -> Option<Problem> {
     let bad = |s: &str, path: &[Seg]| {
-        first_forbidden(s).map(|c| {
-            problem(
-                path.to_vec(),
-                format!(
-                    "`{}` holds the control character U+{:04X}; text in a calibration must be \
-                     printable",
-                    display(path),
-                    c as u32
-                ),
-            )
-        })
+        text_problem(s).map(|why| problem(path.to_vec(), format!("`{}` {why}", display(path))))
     };
     match value {
         serde_json::Value::String(s) => bad(s, path),
@@ -152,16 +272,44 @@ pub(crate) fn check_text(value: &serde_json::Value, path: &mut Vec<Seg>) -> Opti
     }
 }
 
-/// A rate (GB/s, GFLOP/s) or ratio that must be finite, positive and below [`MAX_RATE`].
-fn rate(x: Option<f64>, path: Vec<Seg>) -> Option<Problem> {
+/// A figure that must lie within `min..=max` (finite; above 0 when `min` is).
+fn bounded(x: Option<f64>, min: f64, max: f64, path: Vec<Seg>) -> Option<Problem> {
     let v = x?;
-    (!(is_positive(v) && v <= MAX_RATE)).then(|| {
+    (!within(v, min, max)).then(|| {
         let what = display(&path);
+        let range = if min <= f64::MIN_POSITIVE {
+            format!("above 0, at most {max:e}")
+        } else {
+            format!("{min:e} ..= {max:e}")
+        };
         problem(
             path,
-            format!("`{what}` is {v}, not a finite positive figure (at most {MAX_RATE:e})"),
+            format!(
+                "`{what}` is {}, not a finite positive figure within physical bounds ({range})",
+                figure(v)
+            ),
         )
     })
+}
+
+/// A ratio (FLOP per byte, a residual): finite, positive, at most [`MAX_RATE`].
+fn rate(x: Option<f64>, path: Vec<Seg>) -> Option<Problem> {
+    bounded(x, f64::MIN_POSITIVE, MAX_RATE, path)
+}
+
+/// A bandwidth ceiling in GB/s: [`MIN_CEILING`] ..= [`MAX_GBPS`].
+fn bandwidth(x: Option<f64>, path: Vec<Seg>) -> Option<Problem> {
+    bounded(x, MIN_CEILING, MAX_GBPS, path)
+}
+
+/// A compute ceiling in GFLOP/s: [`MIN_CEILING`] ..= [`MAX_GFLOPS`].
+fn compute(x: Option<f64>, path: Vec<Seg>) -> Option<Problem> {
+    bounded(x, MIN_CEILING, MAX_GFLOPS, path)
+}
+
+/// A measured compute rate (a point, not a ceiling): positive, at most [`MAX_GFLOPS`].
+fn gflops(x: Option<f64>, path: Vec<Seg>) -> Option<Problem> {
+    bounded(x, f64::MIN_POSITIVE, MAX_GFLOPS, path)
 }
 
 /// A figure derived from others (`expected`, when they are all present) must be present exactly
@@ -194,7 +342,10 @@ fn non_negative(x: Option<f64>, max: f64, path: Vec<Seg>) -> Option<Problem> {
         let what = display(&path);
         problem(
             path,
-            format!("`{what}` is {v}, not a finite figure in 0..={max}"),
+            format!(
+                "`{what}` is {}, not a finite figure in 0..={max}",
+                figure(v)
+            ),
         )
     })
 }
@@ -214,11 +365,8 @@ fn at(parts: &[&str], index: Option<usize>, field: &str) -> Vec<Seg> {
 /// A link section's figures must be a fit: every latency finite and at least 0, every bandwidth
 /// and the nominal rate finite and positive, at least two sizes per fit, a kernel named.
 fn check_link(l: &crate::Link) -> Option<Problem> {
-    if let Some(n) = l.nominal_gbps.filter(|n| !(n.is_finite() && *n > 0.0)) {
-        return Some(problem(
-            at(&["link"], None, "nominal_gbps"),
-            format!("`link.nominal_gbps` is {n}; it must be positive"),
-        ));
+    if let Some(p) = bandwidth(l.nominal_gbps, at(&["link"], None, "nominal_gbps")) {
+        return Some(p);
     }
     for (i, t) in l.transfers.iter().enumerate() {
         let field = |name: &str| at(&["link", "transfers"], Some(i), name);
@@ -231,17 +379,17 @@ fn check_link(l: &crate::Link) -> Option<Problem> {
         if t.kernel.is_empty() {
             return wrong("kernel", "is empty; it names the copy".into());
         }
-        if !(t.latency_s.is_finite() && t.latency_s >= 0.0) {
+        if !within(t.latency_s, 0.0, MAX_SECS) {
             return wrong(
                 "latency_s",
-                format!("is {}; it must be at least 0", t.latency_s),
+                format!(
+                    "is {}; it must be a time in 0 ..= {MAX_SECS} s",
+                    t.latency_s
+                ),
             );
         }
-        if !(t.bandwidth_gbps.is_finite() && t.bandwidth_gbps > 0.0) {
-            return wrong(
-                "bandwidth_gbps",
-                format!("is {}; it must be positive", t.bandwidth_gbps),
-            );
+        if let Some(p) = bandwidth(Some(t.bandwidth_gbps), field("bandwidth_gbps")) {
+            return Some(p);
         }
         if t.sizes < 2 {
             return wrong("sizes", format!("is {}; a fit takes at least 2", t.sizes));
@@ -264,6 +412,12 @@ fn check_capacity(c: &crate::Capacity) -> Option<Problem> {
     ] {
         if value == Some(0) {
             return wrong(name, "is 0; it must be positive".into());
+        }
+        if let Some(v) = value.filter(|v| *v > MAX_MEMORY_BYTES) {
+            return wrong(
+                name,
+                format!("is {v}, above {MAX_MEMORY_BYTES} (a PiB): no device holds that much"),
+            );
         }
     }
     if c.free_bytes > c.total_bytes {
@@ -296,10 +450,10 @@ fn check_size_efficiency(cal: &Calibration) -> Vec<Problem> {
         let f = |name: &str| at(&["size_efficiency"], Some(i), name);
         out.extend(non_negative(
             Some(curve.constant_secs),
-            MAX_RATE,
+            MAX_SECS,
             f("constant_secs"),
         ));
-        out.extend(rate(Some(curve.asymptotic_gbps), f("asymptotic_gbps")));
+        out.extend(bandwidth(Some(curve.asymptotic_gbps), f("asymptotic_gbps")));
         out.extend(non_negative(
             Some(curve.rms_relative_residual),
             MAX_RATE,
@@ -324,7 +478,7 @@ fn check_size_efficiency(cal: &Calibration) -> Vec<Problem> {
                 ));
             }
             last = pt.bytes;
-            out.extend(rate(Some(pt.secs), p("secs")));
+            out.extend(bounded(Some(pt.secs), MIN_SECS, MAX_SECS, p("secs")));
             out.extend(derived(
                 Some(pt.gbps),
                 (pt.secs > 0.0).then(|| pt.bytes as f64 / pt.secs / 1e9),
@@ -415,6 +569,28 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
         }
     }
     let run = &cal.run;
+    // A calibration built from no rows has no times; any time there is one as the suite writes
+    // it, and the first is not after the last.
+    for (stamp, field) in [(&run.first_utc, "first_utc"), (&run.last_utc, "last_utc")] {
+        if !stamp.is_empty() && !is_utc_stamp(stamp) {
+            problems.push(Some(problem(
+                at(&["run"], None, field),
+                format!(
+                    "`run.{field}` is `{}`, not a UTC time as roofprobe writes it ({UTC_FORMAT})",
+                    shortened(stamp, 40)
+                ),
+            )));
+        }
+    }
+    if is_utc_stamp(&run.first_utc) && is_utc_stamp(&run.last_utc) && run.first_utc > run.last_utc {
+        problems.push(Some(problem(
+            at(&["run"], None, "first_utc"),
+            format!(
+                "`run.first_utc` {} is after `run.last_utc` {}",
+                run.first_utc, run.last_utc
+            ),
+        )));
+    }
     if run.valid_cases > run.cases {
         problems.push(Some(problem(
             at(&["run"], None, "valid_cases"),
@@ -435,7 +611,7 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
             if !(is_positive(v) && v <= MAX_MHZ) {
                 problems.push(Some(problem(
                     at(&["clocks_seen"], None, field),
-                    format!("`clocks_seen.{field}` is {v}, not a clock (finite, positive, at most {MAX_MHZ} MHz)"),
+                    format!("`clocks_seen.{field}` is {}, not a clock (finite, positive, at most {MAX_MHZ} MHz)", figure(v)),
                 )));
             }
         }
@@ -479,8 +655,8 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
                 problems.push(Some(problem(
                     at(&["device", "identity"], None, field),
                     format!(
-                        "`device.identity.{field}` is {v}, not a finite positive figure (at most {max})"
-                    ),
+                        "`device.identity.{field}` is {}, not a finite positive figure (at most {max})"
+                    , figure(v)),
                 )));
             }
         }
@@ -494,8 +670,8 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
                 format!("a second {} memory ceiling", m.level.as_str()),
             )));
         }
-        problems.push(rate(m.gbps, p("gbps")));
-        problems.push(rate(m.spec_gbps, p("spec_gbps")));
+        problems.push(bandwidth(m.gbps, p("gbps")));
+        problems.push(bandwidth(m.spec_gbps, p("spec_gbps")));
         let ratio = m.gbps.zip(m.spec_gbps).map(|(g, s)| g / s);
         problems.push(derived(
             m.efficiency,
@@ -530,8 +706,8 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
                 format!("a second {} compute ceiling", c.label()),
             )));
         }
-        problems.push(rate(c.gflops, p("gflops")));
-        problems.push(rate(c.spec_gflops, p("spec_gflops")));
+        problems.push(compute(c.gflops, p("gflops")));
+        problems.push(compute(c.spec_gflops, p("spec_gflops")));
         let ratio = c.gflops.zip(c.spec_gflops).map(|(g, s)| g / s);
         problems.push(derived(
             c.efficiency,
@@ -588,8 +764,8 @@ pub(crate) fn check_figures(cal: &Calibration) -> Option<Problem> {
     for (i, pt) in cal.points.iter().enumerate() {
         let p = |field: &str| at(&["points"], Some(i), field);
         problems.push(rate(Some(pt.flop_per_byte), p("flop_per_byte")));
-        problems.push(rate(Some(pt.gflops), p("gflops")));
-        problems.push(rate(pt.roof_gflops, p("roof_gflops")));
+        problems.push(gflops(Some(pt.gflops), p("gflops")));
+        problems.push(compute(pt.roof_gflops, p("roof_gflops")));
         let fraction = pt.roof_gflops.map(|roof| pt.gflops / roof);
         problems.push(derived(
             pt.fraction_of_roof,
@@ -655,8 +831,8 @@ fn check_gemm_efficiency(cal: &Calibration) -> Vec<Problem> {
                 ),
             )));
         }
-        problems.push(rate(e.ceiling_gflops, p("ceiling_gflops")));
-        problems.push(rate(e.spec_gflops, p("spec_gflops")));
+        problems.push(compute(e.ceiling_gflops, p("ceiling_gflops")));
+        problems.push(compute(e.spec_gflops, p("spec_gflops")));
         let ceiling = cal.compute(crate::gemm_ceiling_family(e.precision), e.precision);
         problems.push(derived(
             e.ceiling_gflops,
@@ -683,7 +859,7 @@ fn check_gemm_efficiency(cal: &Calibration) -> Vec<Problem> {
                 path.push(key(field));
                 path
             };
-            problems.push(rate(Some(pt.gflops), q("gflops")));
+            problems.push(gflops(Some(pt.gflops), q("gflops")));
             problems.push(derived(
                 Some(pt.gflop),
                 Some(pt.shape.flops() as f64 / 1e9),

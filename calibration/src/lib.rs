@@ -499,8 +499,9 @@ impl Calibration {
                     origin,
                     schema_line,
                     format!(
-                        "schema `{s}` is not supported; this roofprobe reads {SCHEMA} and \
-                         {SCHEMA_1} (re-export the CSV with `roofprobe export`)"
+                        "schema `{}` is not supported; this roofprobe reads {SCHEMA} and \
+                         {SCHEMA_1} (re-export the CSV with `roofprobe export`)",
+                        check::shortened(s, 60)
                     ),
                 ))
             }
@@ -509,7 +510,10 @@ impl Calibration {
                 return Err(Error::parse(
                     origin,
                     schema_line,
-                    format!("schema {other} is not a roofprobe calibration; expected `{SCHEMA}`"),
+                    format!(
+                        "schema {} is not a roofprobe calibration; expected `{SCHEMA}`",
+                        check::shortened(&other.to_string(), 60)
+                    ),
                 ));
             }
             None => {
@@ -547,6 +551,19 @@ impl Calibration {
         // What /1 lacks is filled as documented above; written back, it is a file of /2.
         calibration.schema = SCHEMA.to_string();
         Ok(calibration)
+    }
+
+    /// What a reader would refuse in this calibration, if anything ([`check`]): for one built in
+    /// memory (from a run's rows) before it is written or used, so that nothing a reader would
+    /// refuse (a figure beyond the bounds, an infinity) reaches an output.
+    pub fn problem(&self) -> Option<String> {
+        let value = match serde_json::to_value(self) {
+            Ok(v) => v,
+            Err(e) => return Some(format!("cannot be written as JSON: {e}")),
+        };
+        check::check_text(&value, &mut Vec::new())
+            .or_else(|| check::check_figures(self))
+            .map(|p| p.message)
     }
 
     /// Pretty JSON with a final newline, as files are written.
@@ -709,6 +726,119 @@ mod tests {
         assert_eq!(cal.dram_gbps(), Some(1600.0));
         let back = Calibration::from_json("c.json", &cal.to_json()).unwrap();
         assert_eq!(back, cal);
+    }
+
+    /// Issue 60, class 1 to 3: a figure past physics (a PB/s, an exaflop on one device), a
+    /// subnormal or absurdly small ceiling (5e-324 GB/s made `compare` print `infx`), a time not
+    /// as the writer writes it and an endless text are each refused with their line. Each case
+    /// is made from the good file, one field changed.
+    #[test]
+    fn figures_beyond_physics_and_unbounded_text_are_refused() {
+        let long = "x".repeat(check::MAX_TEXT_CHARS + 1);
+        for (from, to, field) in [
+            ("\"gbps\": 1600.0", "\"gbps\": 2e6".to_string(), "gbps"),
+            ("\"gbps\": 1600.0", "\"gbps\": 5e-324".into(), "gbps"),
+            ("\"gbps\": 1600.0", "\"gbps\": 1e-7".into(), "gbps"),
+            (
+                "\"spec_gbps\": 2000.0",
+                "\"spec_gbps\": 1e-300".into(),
+                "spec_gbps",
+            ),
+            ("\"gflops\": 16000.0", "\"gflops\": 1e9".into(), "gflops"),
+            ("\"gflops\": 1440.0", "\"gflops\": 1e-310".into(), "gflops"),
+            (
+                "\"roof_gflops\": 1600.0",
+                "\"roof_gflops\": 4e-320".into(),
+                "roof_gflops",
+            ),
+            (
+                "\"first_utc\": \"2026-01-01T00:00:00Z\"",
+                "\"first_utc\": \"yesterday\"".into(),
+                "first_utc",
+            ),
+            (
+                "\"first_utc\": \"2026-01-01T00:00:00Z\"",
+                "\"first_utc\": \"9999-99-99T00:00:00Z\"".into(),
+                "first_utc",
+            ),
+            (
+                "\"last_utc\": \"2026-01-01T00:01:00Z\"",
+                "\"last_utc\": \"2025-02-29T00:00:00Z\"".into(),
+                "last_utc",
+            ),
+            (
+                "\"last_utc\": \"2026-01-01T00:01:00Z\"",
+                "\"last_utc\": \"2025-12-31T23:59:59Z\"".into(),
+                "first_utc",
+            ),
+            (
+                "\"run_id\": \"lab-x\"",
+                format!("\"run_id\": \"{long}\""),
+                "run_id",
+            ),
+            (
+                "\"name\": \"NVIDIA A100-SXM4-80GB\"",
+                format!("\"name\": \"{long}\""),
+                "name",
+            ),
+        ] {
+            let bad = GOOD.replacen(from, &to, 1);
+            assert_ne!(bad, GOOD, "{from}");
+            let e = err(&bad);
+            assert!(e.contains(field), "{to}: {e}");
+            assert!(e.len() < 400, "an error stays short: {e}");
+        }
+        // the bounds themselves are figures a device may have
+        for (from, to) in [
+            ("\"gbps\": 1600.0", "\"gbps\": 1e6"),
+            ("\"gbps\": 1600.0", "\"gbps\": 1e-6"),
+            (
+                "\"last_utc\": \"2026-01-01T00:01:00Z\"",
+                "\"last_utc\": \"2028-02-29T23:59:59Z\"",
+            ),
+        ] {
+            let fine = GOOD
+                .replacen(from, to, 1)
+                .replace("\"efficiency\": 0.8,", "")
+                .replace("\"spec_gbps\": 2000.0,", "")
+                .replace("\"flop_per_byte\": 10.0,", "")
+                .replace("\"roof_gflops\": 1600.0,", "")
+                .replace("\"fraction_of_roof\": 0.9,", "");
+            if let Err(e) = Calibration::from_json("c.json", &fine) {
+                assert!(!e.to_string().contains("physical"), "{to}: {e}");
+                assert!(!e.to_string().contains("_utc"), "{to}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn utc_stamps_are_read_as_written() {
+        for good in [
+            "2026-12-06T13:09:00Z",
+            "2024-02-29T23:59:59Z",
+            "1970-01-01T00:00:00Z",
+        ] {
+            assert!(check::is_utc_stamp(good), "{good}");
+        }
+        for bad in [
+            "",
+            "yesterday",
+            "9999-99-99",
+            "2026-12-06 13:09:00Z",
+            "2026-12-06T13:09:00",
+            "2026-12-06T13:09:00+00:00",
+            "2023-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-12-06T24:00:00Z",
+            "2026-12-06T13:60:00Z",
+            "+026-12-06T13:09:00Z",
+            "2026-12-06T13:09:00.5Z",
+        ] {
+            assert!(!check::is_utc_stamp(bad), "{bad}");
+        }
+        assert_eq!(check::shortened("abcdef", 4), "abc…");
+        assert_eq!(check::shortened("abc", 4), "abc");
+        assert_eq!(check::shortened("ééééé", 3), "éé…");
     }
 
     /// What fuzzing found: negative and zero ceilings were drawn (`DRAM -1409 GB/s`) and gave

@@ -79,7 +79,7 @@ impl FromRecords for Calibration {
             .collect();
         throttle.sort();
         throttle.dedup();
-        Ok(Calibration {
+        let calibration = Calibration {
             schema: SCHEMA.to_string(),
             generator: format!("roofprobe {}", env!("CARGO_PKG_VERSION")),
             units: roofprobe_calibration::units_table(),
@@ -127,7 +127,15 @@ impl FromRecords for Calibration {
                 .map(|r| format!("{}: {}", r.case_id(), r.flags))
                 .collect(),
             extensions: BTreeMap::new(),
-        })
+        };
+        // What the rows give must be what a reader takes back: every ceiling within the
+        // physical bounds, so no output made from it holds an infinity.
+        match calibration.problem() {
+            None => Ok(calibration),
+            Some(why) => Err(Error::Usage(format!(
+                "these rows give a calibration no reader would take: {why}"
+            ))),
+        }
     }
 }
 

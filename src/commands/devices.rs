@@ -150,6 +150,9 @@ pub fn listing(jit_out: Option<&std::path::Path>, overwrite: crate::files::Overw
 }
 
 pub fn devices(args: &DevicesArgs) -> Result<i32> {
+    // A malformed limit on the driver's start is a usage error (exit 2), as for `run`, before
+    // anything is listed.
+    crate::backend::cuda::init_timeout()?;
     let listing = listing(
         args.jit_out.as_deref(),
         crate::files::Overwrite::from_force(args.force),

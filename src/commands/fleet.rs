@@ -5,7 +5,7 @@
 use crate::analysis::inputs::load_inputs;
 use crate::cli::{FleetArgs, EXIT_SUSPECT};
 use crate::commands::{emit, say_written};
-use crate::files::{output_folder, write_named, write_new, Overwrite};
+use crate::files::{output_folder, Outputs, Overwrite};
 use crate::render::fleet;
 use crate::Result;
 
@@ -16,18 +16,16 @@ pub fn fleet(args: &FleetArgs) -> Result<i32> {
         args.threshold,
     );
     let overwrite = Overwrite::from_force(args.force);
-    emit(&fleet::table(&report))?;
-    // What was written is said after the table ([`say_written`]).
-    let written = |what: &str, path: &std::path::Path| say_written(what, path, false);
-    // The numbers first: if a plot cannot be written, the CSV and JSON already are.
+    // Every file staged first, then all published or none ([`Outputs`]); the table and what
+    // was written are printed after, so a refusal prints nothing but its error.
+    let mut outputs = Outputs::new();
     if let Some(path) = &args.csv {
-        write_new(path, &fleet::csv(&report), overwrite)?;
-        written("fleet csv", path)?;
+        outputs.add(path, &fleet::csv(&report), overwrite)?;
     }
     if let Some(path) = &args.json {
-        write_new(path, fleet::json(&report).as_bytes(), overwrite)?;
-        written("fleet json", path)?;
+        outputs.add(path, fleet::json(&report).as_bytes(), overwrite)?;
     }
+    let mut strips = Vec::new();
     if let Some(dir) = &args.out {
         output_folder(dir)?;
         for (metric, _) in fleet::metric_names(&report) {
@@ -35,9 +33,21 @@ pub fn fleet(args: &FleetArgs) -> Result<i32> {
                 continue;
             };
             let stem = fleet::strip_stem(&metric);
-            let path = write_named(dir, &stem, "svg", svg.as_bytes(), overwrite)?;
-            emit(&format!("strip plot: {}\n", path.display()))?;
+            strips.push(outputs.add_named(dir, &stem, "svg", svg.as_bytes(), overwrite)?);
         }
+    }
+    let paths = outputs.publish()?;
+    emit(&fleet::table(&report))?;
+    // What was written is said after the table ([`say_written`]).
+    let written = |what: &str, path: &std::path::Path| say_written(what, path, false);
+    if let Some(path) = &args.csv {
+        written("fleet csv", path)?;
+    }
+    if let Some(path) = &args.json {
+        written("fleet json", path)?;
+    }
+    for i in strips {
+        emit(&format!("strip plot: {}\n", paths[i].display()))?;
     }
     Ok(if report.flagged().next().is_some() {
         EXIT_SUSPECT

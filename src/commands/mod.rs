@@ -50,3 +50,30 @@ pub fn say_written(what: &str, path: &std::path::Path, to_stderr: bool) -> crate
 pub fn emit_json(json: &str) -> crate::Result<()> {
     emit_raw(&crate::text::printable_json(json))
 }
+
+/// The roofline SVG of `runs` (each with the file it was read from); an error in drawing names
+/// the file whose figures caused it (each run drawn alone finds it), since the figures' own
+/// message cannot know where they came from.
+pub fn svg_naming_input(
+    runs: &[(&std::path::Path, &crate::analysis::calibration::Calibration)],
+) -> crate::Result<String> {
+    let all: Vec<_> = runs.iter().map(|(_, c)| (*c).clone()).collect();
+    crate::render::svg::render(&all).map_err(|e| {
+        let culprit = runs
+            .iter()
+            .find(|(_, c)| crate::render::svg::render(std::slice::from_ref(*c)).is_err())
+            .map(|(p, _)| *p);
+        let files = match culprit {
+            Some(p) => p.display().to_string(),
+            None => runs
+                .iter()
+                .map(|(p, _)| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        match e {
+            crate::Error::Usage(m) => crate::Error::Usage(format!("{files}: {m}")),
+            other => other,
+        }
+    })
+}

@@ -3,9 +3,8 @@
 
 use crate::analysis::inputs::{at_most, load_inputs};
 use crate::cli::PlotArgs;
-use crate::commands::{emit, say_written};
+use crate::commands::{emit, say_written, svg_naming_input};
 use crate::files::{is_stdout, write_fresh, write_new, Overwrite};
-use crate::render::svg;
 use crate::Result;
 use std::path::{Path, PathBuf};
 
@@ -31,8 +30,11 @@ fn default_name(first: &Path, runs: usize) -> (PathBuf, String) {
 pub fn plot(args: &PlotArgs) -> Result<i32> {
     let inputs = load_inputs(&args.files, true)?;
     at_most(&inputs, MAX_RUNS, "plot")?;
-    let calibrations: Vec<_> = inputs.iter().map(|i| i.run.calibration.clone()).collect();
-    let text = svg::render(&calibrations)?;
+    let runs: Vec<_> = inputs
+        .iter()
+        .map(|i| (i.path.as_path(), &i.run.calibration))
+        .collect();
+    let text = svg_naming_input(&runs)?;
     let out = match &args.out {
         // `-o -`: the SVG is stdout's alone
         Some(p) if is_stdout(p) => return emit(&text).map(|()| 0),

@@ -6,9 +6,9 @@
 use crate::analysis::inputs::load_inputs;
 use crate::cli::ReportArgs;
 use crate::commands::emit;
-use crate::files::{output_folder, Overwrite};
+use crate::files::{output_folder, Outputs, Overwrite};
 use crate::render::{ceilings, table};
-use crate::run::outputs::{output_stem, write_calibration_and_svg};
+use crate::run::outputs::{output_stem, stage_calibration_and_svg, unique_stems};
 use crate::Result;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,31 +23,56 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     for input in &inputs {
         *runs_per_file.entry(input.path.as_path()).or_default() += 1;
     }
-    for input in &inputs {
+    let stems = unique_stems(
+        inputs
+            .iter()
+            .map(|input| {
+                let cal = &input.run.calibration;
+                let dir = match &args.out {
+                    Some(d) => d.clone(),
+                    None => input
+                        .path
+                        .parent()
+                        .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+                };
+                let runs = runs_per_file[input.path.as_path()];
+                let stem = output_stem(&input.path, &cal.run.run_id, runs);
+                (
+                    dir,
+                    stem,
+                    format!("{}\0{}", input.path.display(), cal.run.run_id),
+                )
+            })
+            .collect(),
+    );
+    // Every run's files staged first, then all published or none ([`Outputs`]): a full disk
+    // at the last run leaves no file of the first behind, and the retry writes no `-2`.
+    let mut outputs = Outputs::new();
+    let mut texts = Vec::new();
+    for (input, (dir, stem)) in inputs.iter().zip(&stems) {
         let records = input.run.records.as_deref().unwrap_or_default();
         let cal = &input.run.calibration;
-        emit(&table::render(records))?;
-        emit(&ceilings::render(cal))?;
+        let mut text = table::render(records);
+        text.push_str(&ceilings::render(cal));
         if let Some(summary) = crate::analysis::suspect::summary(records) {
-            emit(&summary)?;
+            text.push_str(&summary);
         }
-        let dir = match &args.out {
-            Some(d) => d.clone(),
-            None => input
-                .path
-                .parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        };
-        let stem = output_stem(
-            &input.path,
-            &cal.run.run_id,
-            runs_per_file[input.path.as_path()],
-        );
-        let (json_path, svg_path) = write_calibration_and_svg(&dir, &stem, cal, overwrite)?;
+        let (json, svg) = stage_calibration_and_svg(&mut outputs, dir, stem, cal, overwrite)
+            .map_err(|e| match e {
+                crate::Error::Usage(m) => {
+                    crate::Error::Usage(format!("{}: {m}", input.path.display()))
+                }
+                other => other,
+            })?;
+        texts.push((text, json, svg));
+    }
+    let paths = outputs.publish()?;
+    for (text, json, svg) in texts {
+        emit(&text)?;
         emit(&format!(
             "calibration: {}\nroofline: {}\n",
-            json_path.display(),
-            svg_path.display()
+            paths[json].display(),
+            paths[svg].display()
         ))?;
     }
     Ok(0)
@@ -59,6 +84,7 @@ mod tests {
     use crate::analysis::calibration::{Calibration, FromRecords};
     use crate::analysis::fixtures::synthetic_run;
     use crate::files::write_new;
+    use crate::run::outputs::write_calibration_and_svg;
 
     #[test]
     fn stems_and_never_overwriting() {

@@ -12,6 +12,7 @@ use crate::cases::{Family, Precision};
 use crate::render::table::figure;
 use crate::results::record::Record;
 use crate::text::{letter, spreadsheet_safe};
+use crate::{Error, Result};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -44,13 +45,15 @@ pub struct Line {
 
 impl Line {
     /// `measured[i] / measured[0]`.
+    /// (None where it would not be a finite figure: the readers' bounds keep every ratio of
+    /// two figures finite, and this keeps an infinity out of every output if one ever slips.)
     pub fn ratio(&self, i: usize) -> Option<f64> {
-        Some(self.cells.get(i)?.measured? / self.cells.first()?.measured?)
+        Some(self.cells.get(i)?.measured? / self.cells.first()?.measured?).filter(|r| r.is_finite())
     }
 
-    /// `spec[i] / spec[0]`.
+    /// `spec[i] / spec[0]`, None where not finite.
     pub fn spec_ratio(&self, i: usize) -> Option<f64> {
-        Some(self.cells.get(i)?.spec? / self.cells.first()?.spec?)
+        Some(self.cells.get(i)?.spec? / self.cells.first()?.spec?).filter(|r| r.is_finite())
     }
 }
 
@@ -462,14 +465,27 @@ pub const CSV_HEADER: [&str; 15] = [
 ];
 
 /// The comparison as tidy CSV bytes, header included.
-pub fn csv(runs: &[Run]) -> Vec<u8> {
+///
+/// Every figure is checked finite before it is written (an output never holds `inf` or `NaN`);
+/// the rows' text is bounded by the readers ([`MAX_TEXT_CHARS`] a field), so the file is at
+/// most a few hundred bytes a row.
+///
+/// [`MAX_TEXT_CHARS`]: roofprobe_calibration::check::MAX_TEXT_CHARS
+pub fn csv(runs: &[Run]) -> Result<Vec<u8>> {
     let lines = lines(runs);
     let mut w = super::csv_with_header(&CSV_HEADER);
     for row in rows(&lines, runs) {
+        let figures = [row.measured, row.spec, row.ratio_to_a, row.spec_ratio_to_a];
+        if figures.iter().flatten().any(|v| !v.is_finite()) {
+            return Err(Error::Internal(format!(
+                "the comparison of `{}` holds a figure that is not finite; nothing was written",
+                row.key
+            )));
+        }
         w.serialize(row.spreadsheet_safe())
             .expect("serialising to memory cannot fail");
     }
-    w.into_inner().expect("flushing to memory cannot fail")
+    Ok(w.into_inner().expect("flushing to memory cannot fail"))
 }
 
 /// One run as `compare --json` describes it.

@@ -10,7 +10,8 @@ use crate::results::csv::{header, row_bytes};
 use crate::results::record::{Record, ADDED_IN_2, MAX_RATIO, SCHEMA, SCHEMA_1, SKIPPED};
 use crate::stats::Stopped;
 use roofprobe_calibration::check::{
-    agrees, first_forbidden, is_positive, MAX_CELSIUS, MAX_CPUS, MAX_MHZ, MAX_RATE, MAX_WATTS,
+    agrees, figure, is_positive, is_utc_stamp, shortened, text_problem, MAX_CELSIUS, MAX_CPUS,
+    MAX_GBPS, MAX_GFLOPS, MAX_MHZ, MAX_SECS, MAX_WATTS, MIN_SECS, UTC_FORMAT,
 };
 use std::collections::HashMap;
 
@@ -108,7 +109,8 @@ pub(crate) fn derived(
 pub(crate) fn positive(column: &str, x: Option<f64>, max: f64) -> std::result::Result<(), String> {
     match x {
         Some(v) if !(is_positive(v) && v <= max) => Err(format!(
-            "`{column}` is {v}; it must be finite, positive and at most {max:e}"
+            "`{column}` is {}; it must be finite, positive and at most {max:e}",
+            figure(v)
         )),
         _ => Ok(()),
     }
@@ -118,7 +120,8 @@ pub(crate) fn positive(column: &str, x: Option<f64>, max: f64) -> std::result::R
 pub(crate) fn reading(column: &str, x: Option<f64>, max: f64) -> std::result::Result<(), String> {
     match x {
         Some(v) if !(v.is_finite() && (0.0..=max).contains(&v)) => Err(format!(
-            "`{column}` is {v}; it must be finite and in 0..={max}"
+            "`{column}` is {}; it must be finite and in 0..={max}",
+            figure(v)
         )),
         _ => Ok(()),
     }
@@ -161,7 +164,10 @@ pub(crate) fn first_added_in_2(r: &Record) -> Option<&'static str> {
 /// and `gbps`, `gflops`, `cv` and `intensity` equal to what they derive from (within
 /// [`roofprobe_calibration::check::TOLERANCE`]); clocks (the identity's application clocks
 /// too) finite and positive; power and temperature readings and other processes' CPU time
-/// finite and not negative; no rate beyond any device ([`MAX_RATE`]); `stopped_by` one of the
+/// finite and not negative; no rate beyond any device ([`MAX_GBPS`], [`MAX_GFLOPS`]), no time
+/// under [`MIN_SECS`]; text fields of at most
+/// [`MAX_TEXT_CHARS`](roofprobe_calibration::check::MAX_TEXT_CHARS) characters and
+/// `timestamp_utc` as the writer writes it ([`UTC_FORMAT`]); `stopped_by` one of the
 /// reasons a run writes (on a valid row of [`SCHEMA`], never empty); `flags` as
 /// [`crate::analysis::suspect`] writes them; `param` an `MxNxK` shape exactly on a GEMM row, whose
 /// `flops`, `bytes`, `elements` and `working_set_bytes` are the shape's ([`gemm::case`]);
@@ -235,12 +241,16 @@ pub(crate) fn check_text(r: &Record) -> std::result::Result<(), String> {
         ("throttle", &r.throttle),
         ("note", &r.note),
     ] {
-        if let Some(c) = first_forbidden(value) {
-            return Err(format!(
-                "`{column}` holds the control character U+{:04X}",
-                c as u32
-            ));
+        if let Some(why) = text_problem(value) {
+            return Err(format!("`{column}` {why}"));
         }
+    }
+    // The writer's stamp, and nothing else: a plot's title and a calibration's times show it.
+    if !is_utc_stamp(&r.timestamp_utc) {
+        return Err(format!(
+            "`timestamp_utc` is `{}`, not a UTC time as roofprobe writes it ({UTC_FORMAT})",
+            shortened(&r.timestamp_utc, 40)
+        ));
     }
     Ok(())
 }
@@ -351,8 +361,9 @@ pub(crate) fn check_no_figures(r: &Record) -> std::result::Result<(), String> {
     ];
     match figures.iter().find(|(_, v)| v.is_some()) {
         Some((column, Some(v))) => Err(format!(
-            "the row is not valid (`{}`) but `{column}` is {v}; an invalid row has no figures",
-            r.status
+            "the row is not valid (`{}`) but `{column}` is {}; an invalid row has no figures",
+            r.status,
+            figure(*v)
         )),
         _ if !r.flags.is_empty() => Err(format!(
             "the row is not valid (`{}`) but `flags` is `{}`; an invalid row has no figure \
@@ -383,11 +394,16 @@ pub(crate) fn check_sampling(r: &Record) -> std::result::Result<(), String> {
 /// A valid row's times: each present, positive and under a day, and in order (min <= median,
 /// mean <= max); returns the median and the mean, which the figures derive from.
 pub(crate) fn check_times(r: &Record) -> std::result::Result<(f64, f64), String> {
-    // A time of a day or more per launch is not a kernel's.
-    const MAX_SECS: f64 = 86_400.0;
+    // A time of a day or more per launch is not a kernel's, nor one under a picosecond.
     let time = |column: &str, x: Option<f64>| -> std::result::Result<f64, String> {
         let v = x.ok_or_else(|| format!("a valid row needs `{column}`; it is empty"))?;
         positive(column, Some(v), MAX_SECS)?;
+        if v < MIN_SECS {
+            return Err(format!(
+                "`{column}` is {}, under {MIN_SECS:e} s: no launch is that short",
+                figure(v)
+            ));
+        }
         Ok(v)
     };
     let min = time("time_min_s", r.time_min_s)?;
@@ -435,9 +451,9 @@ pub(crate) fn check_figures(r: &Record, median: f64, mean: f64) -> std::result::
         (r.flops > 0).then(|| r.flops as f64 / median / 1e9),
         "flops / time_median_s / 1e9",
     )?;
-    positive("gbps", r.gbps, MAX_RATE)?;
-    positive("gflops", r.gflops, MAX_RATE)?;
-    positive("theory_gflops", r.theory_gflops, MAX_RATE)?;
+    positive("gbps", r.gbps, MAX_GBPS)?;
+    positive("gflops", r.gflops, MAX_GFLOPS)?;
+    positive("theory_gflops", r.theory_gflops, MAX_GFLOPS)?;
     Ok(())
 }
 

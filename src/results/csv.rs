@@ -11,7 +11,7 @@ use crate::results::check::{check_row, mixed_device, reference_mismatch};
 use crate::results::record::{Record, ADDED_IN_2, SCHEMA, SCHEMA_1};
 use crate::text;
 use crate::{Error, Result};
-use roofprobe_calibration::check::first_forbidden;
+use roofprobe_calibration::check::text_problem;
 use std::path::Path;
 
 /// The CSV header, derived from [`Record`]'s fields.
@@ -380,19 +380,19 @@ fn parse_row(
     schema: &str,
 ) -> Result<Record> {
     let column = |i: usize| headers.get(i).unwrap_or("?");
-    if let Some((i, c)) = raw
+    // Every field, before any is parsed or quoted: printable, and of at most MAX_TEXT_CHARS
+    // (a 5 MB run id made a 5 MB error line, and `compare --csv` repeats it on every row).
+    if let Some((i, why)) = raw
         .iter()
         .enumerate()
-        .find_map(|(i, f)| first_forbidden(f).map(|c| (i, c)))
+        .find_map(|(i, f)| text_problem(f).map(|why| (i, why)))
     {
         return Err(Error::parse(
             path,
             line,
             format!(
-                "column `{}` holds the control character U+{:04X}; a results file holds \
-                 printable text only (damaged or not written by roofprobe?)",
-                column(i),
-                c as u32
+                "column `{}` {why} (damaged or not written by roofprobe?)",
+                column(i)
             ),
         ));
     }

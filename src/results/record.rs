@@ -745,7 +745,7 @@ pub(crate) mod tests {
         id.device.name = "=HYPERLINK(\"x\")\n".into();
         let r = Record::new(
             &id,
-            "t".into(),
+            "2026-01-01T00:00:00Z".into(),
             &case,
             Outcome::Failed {
                 error: "line one\nerror: line two",

@@ -147,6 +147,8 @@ impl<'a> DeviceRun<'a> {
 
     /// A line on stderr, above the progress bars, naming the device when several run at once.
     fn say(&self, line: &str) {
+        // The device's name is the driver's: escaped, as every line on stderr is.
+        let line = &crate::text::printable(line, true);
         match &self.together {
             Some((bars, device)) => {
                 let line = format!("{device}: {}", line.trim_start());

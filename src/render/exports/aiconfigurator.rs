@@ -20,29 +20,60 @@
 use super::{
     comment, default, may, needs, push, rate, sig, Field, Inputs, Key, Kind, Source, Value,
 };
+use super::{Measure, PER_SECOND, SAME};
 use crate::cases::Precision;
+use roofprobe_calibration::check::MAX_MEMORY_BYTES;
 use std::fmt::Write as _;
 
 /// The keys this format writes or `--set` may give, in the file's order.
 pub(super) const KEYS: &[Key] = &[
     needs("data_dir", Kind::Text),
-    needs("gpu.mem_bw", Kind::Positive),
+    needs("gpu.mem_bw", Kind::Positive(Measure::Bandwidth, PER_SECOND)),
     may(
         "gpu.mem_bw_empirical_scaling_factor",
         Kind::Fraction { max: 1.0 },
     ),
-    may("gpu.mem_empirical_constant_latency", Kind::NonNegative),
-    needs("gpu.mem_capacity", Kind::Whole),
-    needs("gpu.bfloat16_tc_flops", Kind::Positive),
-    may("gpu.int8_tc_flops", Kind::Positive),
-    may("gpu.fp8_tc_flops", Kind::Positive),
-    may("gpu.power", Kind::Positive),
-    may("gpu.sm_version", Kind::Whole),
-    needs("node.num_gpus_per_node", Kind::Whole),
-    needs("node.inter_node_bw", Kind::Positive),
-    needs("node.intra_node_bw", Kind::Positive),
-    needs("node.pcie_bw", Kind::Positive),
-    needs("node.p2p_latency", Kind::NonNegative),
+    may(
+        "gpu.mem_empirical_constant_latency",
+        Kind::NonNegative(Measure::Latency, SAME),
+    ),
+    needs(
+        "gpu.mem_capacity",
+        Kind::Whole {
+            max: MAX_MEMORY_BYTES,
+        },
+    ),
+    needs(
+        "gpu.bfloat16_tc_flops",
+        Kind::Positive(Measure::Compute, PER_SECOND),
+    ),
+    may(
+        "gpu.int8_tc_flops",
+        Kind::Positive(Measure::Compute, PER_SECOND),
+    ),
+    may(
+        "gpu.fp8_tc_flops",
+        Kind::Positive(Measure::Compute, PER_SECOND),
+    ),
+    may("gpu.power", Kind::Positive(Measure::Power, SAME)),
+    may("gpu.sm_version", Kind::Whole { max: 999 }),
+    needs("node.num_gpus_per_node", Kind::Whole { max: 1 << 16 }),
+    needs(
+        "node.inter_node_bw",
+        Kind::Positive(Measure::Bandwidth, PER_SECOND),
+    ),
+    needs(
+        "node.intra_node_bw",
+        Kind::Positive(Measure::Bandwidth, PER_SECOND),
+    ),
+    needs(
+        "node.pcie_bw",
+        Kind::Positive(Measure::Bandwidth, PER_SECOND),
+    ),
+    needs(
+        "node.p2p_latency",
+        Kind::NonNegative(Measure::Latency, SAME),
+    ),
     needs("misc.nccl_mem.1", Kind::WholeBytes),
     needs("misc.other_mem", Kind::WholeBytes),
 ];

@@ -20,6 +20,7 @@
 use super::{
     comment, default, may, needs, push, rate, sig, Field, Inputs, Key, Kind, Source, Value, GIB,
 };
+use super::{Measure, SAME, TERA};
 use crate::analysis::calibration::Calibration;
 use crate::cases::{Family, Precision};
 use roofprobe_calibration::{GemmEfficiency, GemmEfficiencyPoint, SizeEfficiency};
@@ -27,17 +28,38 @@ use roofprobe_calibration::{GemmEfficiency, GemmEfficiencyPoint, SizeEfficiency}
 /// The keys this format writes or `--set` may give, in the file's order. (Each rate's
 /// efficiency curve is written beside it; `networks` is a structure `--set` cannot give.)
 pub(super) const KEYS: &[Key] = &[
-    needs("matrix.float16.tflops", Kind::Positive),
-    needs("matrix.bfloat16.tflops", Kind::Positive),
-    may("matrix.float8.tflops", Kind::Positive),
-    may("matrix.float32.tflops", Kind::Positive),
-    needs("vector.float32.tflops", Kind::Positive),
-    needs("vector.float16.tflops", Kind::Positive),
-    needs("vector.bfloat16.tflops", Kind::Positive),
-    needs("mem1.GiB", Kind::Positive),
-    needs("mem1.GBps", Kind::Positive),
-    needs("mem2.GiB", Kind::NonNegative),
-    needs("mem2.GBps", Kind::Positive),
+    needs(
+        "matrix.float16.tflops",
+        Kind::Positive(Measure::Compute, TERA),
+    ),
+    needs(
+        "matrix.bfloat16.tflops",
+        Kind::Positive(Measure::Compute, TERA),
+    ),
+    may(
+        "matrix.float8.tflops",
+        Kind::Positive(Measure::Compute, TERA),
+    ),
+    may(
+        "matrix.float32.tflops",
+        Kind::Positive(Measure::Compute, TERA),
+    ),
+    needs(
+        "vector.float32.tflops",
+        Kind::Positive(Measure::Compute, TERA),
+    ),
+    needs(
+        "vector.float16.tflops",
+        Kind::Positive(Measure::Compute, TERA),
+    ),
+    needs(
+        "vector.bfloat16.tflops",
+        Kind::Positive(Measure::Compute, TERA),
+    ),
+    needs("mem1.GiB", Kind::Positive(Measure::Memory, GIB)),
+    needs("mem1.GBps", Kind::Positive(Measure::Bandwidth, SAME)),
+    needs("mem2.GiB", Kind::NonNegative(Measure::Memory, GIB)),
+    needs("mem2.GBps", Kind::Positive(Measure::Bandwidth, SAME)),
     needs("processing_mode", Kind::OneOf(&["roofline", "no_overlap"])),
     needs("networks", Kind::Structure),
 ];

@@ -11,18 +11,31 @@
 //! It must not print, read files or measure.
 
 use super::{default, may, needs, push, rate, Field, Inputs, Key, Kind, Source, Value, GIB};
+use super::{Measure, SAME, TERA};
 use crate::cases::{Family, Precision};
 
 /// The keys this format writes or `--set` may give, in the file's order.
 pub(super) const KEYS: &[Key] = &[
     needs("name", Kind::Text),
-    needs("mem_per_GPU_in_GB", Kind::Positive),
-    needs("hbm_bandwidth_in_GB_per_sec", Kind::Positive),
-    needs("intra_node_bandwidth_in_GB_per_sec", Kind::Positive),
-    needs("intra_node_min_message_latency", Kind::NonNegative),
-    needs("peak_fp16_TFLOPS", Kind::Positive),
-    may("peak_i8_TFLOPS", Kind::Positive),
-    may("inter_node_bandwidth_in_GB_per_sec", Kind::Positive),
+    needs("mem_per_GPU_in_GB", Kind::Positive(Measure::Memory, GIB)),
+    needs(
+        "hbm_bandwidth_in_GB_per_sec",
+        Kind::Positive(Measure::Bandwidth, SAME),
+    ),
+    needs(
+        "intra_node_bandwidth_in_GB_per_sec",
+        Kind::Positive(Measure::Bandwidth, SAME),
+    ),
+    needs(
+        "intra_node_min_message_latency",
+        Kind::NonNegative(Measure::Latency, SAME),
+    ),
+    needs("peak_fp16_TFLOPS", Kind::Positive(Measure::Compute, TERA)),
+    may("peak_i8_TFLOPS", Kind::Positive(Measure::Compute, TERA)),
+    may(
+        "inter_node_bandwidth_in_GB_per_sec",
+        Kind::Positive(Measure::Bandwidth, SAME),
+    ),
 ];
 
 /// llm-analysis's own `intra_node_min_message_latency`, seconds: every GPU config it ships

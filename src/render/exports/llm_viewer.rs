@@ -6,15 +6,16 @@
 //! It must not print, read files or measure.
 
 use super::{comment, may, needs, push, rate, Field, Inputs, Key, Kind, Value};
+use super::{Measure, PER_SECOND, SAME};
 use crate::cases::{Family, Precision};
 use std::fmt::Write as _;
 
 /// The keys this format writes or `--set` may give, in the file's order.
 pub(super) const KEYS: &[Key] = &[
-    needs("bandwidth", Kind::Positive),
-    needs("FP16", Kind::Positive),
-    may("INT8", Kind::Positive),
-    needs("onchip_buffer", Kind::Positive),
+    needs("bandwidth", Kind::Positive(Measure::Bandwidth, PER_SECOND)),
+    needs("FP16", Kind::Positive(Measure::Compute, PER_SECOND)),
+    may("INT8", Kind::Positive(Measure::Compute, PER_SECOND)),
+    needs("onchip_buffer", Kind::Positive(Measure::Memory, SAME)),
 ];
 
 pub(super) fn fields(x: &Inputs) -> Vec<Field> {

@@ -33,6 +33,9 @@ use crate::analysis::calibration::Calibration;
 use crate::cases::{Family, Precision};
 use crate::specs::{self, GpuSpec};
 use crate::{Error, Result};
+use roofprobe_calibration::check::{
+    MAX_GBPS, MAX_GFLOPS, MAX_MEMORY_BYTES, MAX_WATTS, MIN_CEILING, MIN_SECS,
+};
 use roofprobe_calibration::{BackendKind, MemoryLevel, SizeEfficiency, SpecBasis};
 
 /// The formats `export` writes.
@@ -220,15 +223,17 @@ impl Export {
 /// What a `--set` value of a key may be: the tool's own type and range.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum Kind {
-    /// A rate, size or time the tool divides by or allocates: finite and above 0.
-    Positive,
-    /// A latency or a size that may be nil: finite and at least 0.
-    NonNegative,
+    /// A rate, size or time the tool divides by or allocates: finite, above 0 and within the
+    /// physical bounds of what it measures, given in the key's unit.
+    Positive(Measure, Unit),
+    /// A latency or a size that may be nil: finite, at least 0, within the bounds of its
+    /// measure.
+    NonNegative(Measure, Unit),
     /// An efficiency or scaling factor: above 0 and at most `max`.
     Fraction { max: f64 },
-    /// A whole number at least 1 (a count, an SM version).
-    Whole,
-    /// A whole number at least 0 (bytes).
+    /// A whole number in 1..=max (a count, an SM version, a capacity in bytes).
+    Whole { max: u64 },
+    /// A whole number of bytes, 0 ..= [`MAX_MEMORY_BYTES`].
     WholeBytes,
     /// Text without control characters.
     Text,
@@ -236,6 +241,49 @@ pub(super) enum Kind {
     OneOf(&'static [&'static str]),
     /// A structure roofprobe writes whole (Calculon's network tiers): not for `--set`.
     Structure,
+}
+
+/// What a figure of a key measures: the physical bounds a `--set` value is held to, the same a
+/// file read back is held to ([`roofprobe_calibration::check`]), so a value no device has never
+/// reaches a tool.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Measure {
+    /// GB/s: [`MIN_CEILING`] ..= [`MAX_GBPS`].
+    Bandwidth,
+    /// GFLOP/s (or GOP/s): [`MIN_CEILING`] ..= [`MAX_GFLOPS`].
+    Compute,
+    /// Bytes: 1 ..= [`MAX_MEMORY_BYTES`].
+    Memory,
+    /// Watts: up to [`MAX_WATTS`].
+    Power,
+    /// Seconds: up to [`MAX_LATENCY_SECS`].
+    Latency,
+}
+
+/// No latency a tool models (a message, a memory op's constant cost) reaches a second.
+pub(super) const MAX_LATENCY_SECS: f64 = 1.0;
+
+/// A key's unit, as the measure's house unit it is (a B/s is 1e-9 GB/s, a GiB 2^30 bytes).
+pub(super) type Unit = f64;
+/// B/s, FLOP/s: 1e-9 GB/s, GFLOP/s.
+pub(super) const PER_SECOND: Unit = 1e-9;
+/// GB/s, GFLOP/s, bytes, W, s: the house unit itself.
+pub(super) const SAME: Unit = 1.0;
+/// TFLOP/s: 1e3 GFLOP/s.
+pub(super) const TERA: Unit = 1e3;
+
+impl Measure {
+    /// The least and the largest figure, in the house unit; `positive` keys start above 0.
+    fn bounds(self, positive: bool) -> (f64, f64) {
+        let (least, most) = match self {
+            Measure::Bandwidth => (MIN_CEILING, MAX_GBPS),
+            Measure::Compute => (MIN_CEILING, MAX_GFLOPS),
+            Measure::Memory => (1.0, MAX_MEMORY_BYTES as f64),
+            Measure::Power => (f64::MIN_POSITIVE, MAX_WATTS),
+            Measure::Latency => (MIN_SECS, MAX_LATENCY_SECS),
+        };
+        (if positive { least } else { 0.0 }, most)
+    }
 }
 
 /// One key of a format: its name (dotted for nesting), what a value may be, and whether the
@@ -683,30 +731,45 @@ fn given_value(key: &Key, text: &str) -> std::result::Result<Value, String> {
                 ))
             }
         }
-        Kind::Whole | Kind::WholeBytes => {
-            let least = u64::from(key.kind == Kind::Whole);
+        Kind::Whole { .. } | Kind::WholeBytes => {
+            let (least, most) = match key.kind {
+                Kind::Whole { max } => (1, max),
+                _ => (0, MAX_MEMORY_BYTES),
+            };
             text.parse::<u64>()
                 .ok()
-                .filter(|v| *v >= least)
+                .filter(|v| (least..=most).contains(v))
                 .map(Value::Int)
                 .ok_or_else(|| {
-                    format!("`{name}` needs a whole number, at least {least}; got `{text}`")
+                    format!(
+                        "`{name}` needs a whole number, at least {least} and at most {most}; \
+                         got `{text}`"
+                    )
                 })
         }
-        Kind::Positive => float()
-            .and_then(|v| {
-                (v > 0.0)
-                    .then_some(v)
-                    .ok_or_else(|| format!("`{name}` must be above 0; got `{text}`"))
-            })
-            .map(Value::Num),
-        Kind::NonNegative => float()
-            .and_then(|v| {
-                (v >= 0.0)
-                    .then_some(v)
-                    .ok_or_else(|| format!("`{name}` must be 0 or more; got `{text}`"))
-            })
-            .map(Value::Num),
+        Kind::Positive(measure, unit) | Kind::NonNegative(measure, unit) => {
+            let positive = matches!(key.kind, Kind::Positive(..));
+            let (least, most) = measure.bounds(positive);
+            // (to ten figures: 1e-6 GB/s over 1e-9 is 999.9999999999999 B/s in binary)
+            let in_unit = |x: f64| format!("{:.9e}", x / unit).parse().unwrap_or(x / unit);
+            let (least, most): (f64, f64) = (in_unit(least), in_unit(most));
+            float()
+                .and_then(|v| {
+                    let fits = v >= least && v <= most && (!positive || v.is_normal());
+                    fits.then_some(v).ok_or_else(|| {
+                        format!(
+                            "`{name}` must be {} and at most {most:e} (no device is beyond \
+                             these); got `{text}`",
+                            if positive {
+                                format!("above 0, at least {least:e}")
+                            } else {
+                                "0 or more".to_string()
+                            }
+                        )
+                    })
+                })
+                .map(Value::Num)
+        }
         Kind::Fraction { max } => float()
             .and_then(|v| {
                 (v > 0.0 && v <= max).then_some(v).ok_or_else(|| {
@@ -1024,6 +1087,35 @@ mod tests {
             assert!(e.starts_with("--set: ") && e.contains(why), "{set}: {e}");
         };
         refused(Format::Aiconfigurator, "gpu.mem_bw=0", "must be above 0");
+        // issue 60: physical bounds, in each key's own unit
+        refused(
+            Format::Aiconfigurator,
+            "gpu.mem_bw=5e-324",
+            "must be above 0",
+        );
+        refused(Format::Aiconfigurator, "gpu.mem_bw=2e15", "at most 1e15");
+        refused(
+            Format::Aiconfigurator,
+            "gpu.bfloat16_tc_flops=1e18",
+            "at most 1e17",
+        );
+        refused(
+            Format::LlmAnalysis,
+            "hbm_bandwidth_in_GB_per_sec=1e7",
+            "at most 1e6",
+        );
+        refused(Format::LlmAnalysis, "peak_fp16_TFLOPS=1e6", "at most 1e5");
+        refused(Format::Calculon, "mem1.GiB=1e7", "at most");
+        refused(Format::LlmViewer, "onchip_buffer=1e300", "at most");
+        refused(Format::Aiconfigurator, "node.p2p_latency=5", "at most 1e0");
+        refused(Format::Aiconfigurator, "gpu.power=1e9", "at most 1e6");
+        refused(
+            Format::Aiconfigurator,
+            "misc.other_mem=18446744073709551615",
+            "at most",
+        );
+        assert!(parse_sets(Format::Aiconfigurator, &["gpu.mem_bw=1e15".into()]).is_ok());
+        assert!(parse_sets(Format::LlmAnalysis, &["peak_fp16_TFLOPS=1e5".into()]).is_ok());
         refused(Format::Aiconfigurator, "gpu.mem_capacity=0", "at least 1");
         refused(
             Format::Aiconfigurator,

@@ -1,0 +1,190 @@
+//! Issue 60 through the real binary, one test per class, each input generated from a committed
+//! run with one thing changed: figures past physics and subnormal ceilings refused, fields read
+//! as written and bounded, run ids that slug alike kept apart, a command's files all written or
+//! none, a file-size limit met with an error line, a malformed driver limit a usage error.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn roofprobe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_roofprobe"))
+}
+
+const RUN: &str = "results/vm-host-amd-epyc-20261130T072645Z.csv";
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The committed run with `edit` applied to its text, written to `dir/name`.
+fn edited(dir: &Path, name: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(RUN).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, edit(&text)).unwrap();
+    path
+}
+
+fn output(cmd: &mut Command) -> (i32, String, String) {
+    let o = cmd.output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Class 1-3: a calibration with a subnormal DRAM ceiling, and one past physics, are refused on
+/// read with their line; nothing downstream prints `inf`.
+#[test]
+fn ceilings_beyond_physics_or_subnormal_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("a.json");
+    let (code, _, err) = output(roofprobe().args(["export", RUN, "-o"]).arg(&json));
+    assert_eq!(code, 0, "{err}");
+    let good = std::fs::read_to_string(&json).unwrap();
+    let cal = roofprobe::Calibration::from_json("a.json", &good).unwrap();
+    let gbps = cal.dram_gbps().unwrap();
+    for bad in ["5e-324", "1e-300", "2e6", "1e300"] {
+        let text = good.replacen(&format!("\"gbps\": {gbps}"), &format!("\"gbps\": {bad}"), 1);
+        assert_ne!(text, good);
+        let path = dir.path().join(format!("bad-{bad}.json"));
+        std::fs::write(&path, text).unwrap();
+        let (code, out, err) = output(roofprobe().args(["compare", RUN]).arg(&path));
+        assert_ne!(code, 0, "{bad}: {out}");
+        assert!(err.contains("bad-") && err.contains("gbps"), "{bad}: {err}");
+        assert!(!out.contains("inf") && !out.contains("NaN"), "{bad}: {out}");
+    }
+}
+
+/// Class 3: `timestamp_utc` is read as the writer writes it, and a 5 MB run id is refused in a
+/// short line.
+#[test]
+fn fields_are_read_as_written_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, from, to) in [
+        ("day.csv", "2026-11-30T07:26:45Z", "yesterday".to_string()),
+        (
+            "nines.csv",
+            "2026-11-30T07:26:45Z",
+            "9999-99-99".to_string(),
+        ),
+        (
+            "long.csv",
+            "vm-host-amd-epyc-20261130T072645Z,2026",
+            format!("{},2026", "r".repeat(5 << 20)),
+        ),
+    ] {
+        let path = edited(dir.path(), name, |t| t.replacen(from, &to, 1));
+        let (code, _, err) = output(roofprobe().arg("report").arg(&path));
+        assert_ne!(code, 0, "{name}");
+        assert!(
+            err.contains(name),
+            "{name}: the error names the file: {err}"
+        );
+        assert!(err.len() < 1000, "{name}: {} bytes of error", err.len());
+    }
+}
+
+/// Class 4: two runs whose ids slug alike (`A/B`, `a-b`) get files of their own.
+#[test]
+fn runs_whose_ids_slug_alike_keep_their_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = "vm-host-amd-epyc-20261130T072645Z";
+    let text = std::fs::read_to_string(RUN).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let rows: Vec<&str> = lines.collect();
+    let mut both = format!("{header}\n");
+    for new in ["A/B", "a-b"] {
+        for r in &rows {
+            both.push_str(&r.replacen(id, new, 1));
+            both.push('\n');
+        }
+    }
+    let csv = dir.path().join("two.csv");
+    std::fs::write(&csv, both).unwrap();
+    let out = dir.path().join("out");
+    for _ in 0..2 {
+        let (code, _, err) = output(
+            roofprobe()
+                .arg("report")
+                .arg(&csv)
+                .arg("-o")
+                .arg(&out)
+                .arg("--force"),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(names(&out).len(), 4, "{:?}", names(&out));
+    }
+}
+
+/// Class 5: two outputs of one command naming one file, or one that exists, are refused before
+/// anything is written or printed.
+#[test]
+fn a_commands_files_are_all_written_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x");
+    let (code, out, err) = output(
+        roofprobe()
+            .args(["compare", RUN, "--csv"])
+            .arg(&x)
+            .arg("--svg")
+            .arg(&x)
+            .arg("--force"),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("same file"), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+
+    let existing = dir.path().join("e.svg");
+    std::fs::write(&existing, "keep").unwrap();
+    let (code, out, err) = output(
+        roofprobe()
+            .args(["compare", RUN, "--csv"])
+            .arg(dir.path().join("c.csv"))
+            .arg("--svg")
+            .arg(&existing),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "no table before the refusal: {out}");
+    assert_eq!(names(dir.path()), ["e.svg"]);
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep");
+}
+
+/// Class 6: past `ulimit -f`, the write fails with an error line and no temporary file stays.
+#[test]
+fn a_file_size_limit_is_an_error_line_not_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "ulimit -f 1 && exec '{}' export '{RUN}' -o '{}'",
+        env!("CARGO_BIN_EXE_roofprobe"),
+        dir.path().join("a.json").display()
+    );
+    let (code, _, err) = output(Command::new("sh").args(["-c", &script]));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("a.json"),
+        "{err}"
+    );
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+}
+
+/// Class 8: a malformed `ROOFPROBE_CUDA_INIT_TIMEOUT` is a usage error for `devices`, as for
+/// `run`.
+#[test]
+fn a_malformed_driver_limit_makes_devices_exit_2() {
+    let (code, _, err) = output(
+        roofprobe()
+            .arg("devices")
+            .env("ROOFPROBE_CUDA_INIT_TIMEOUT", "soon"),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("ROOFPROBE_CUDA_INIT_TIMEOUT"), "{err}");
+}
