@@ -169,15 +169,10 @@ pub fn plateaus(points: &[(u64, f64)]) -> Vec<Plateau> {
         .filter(|(_, ns)| ns.is_finite() && *ns > 0.0)
         .collect();
     sorted.sort_by_key(|p| p.0);
+    // the one median (a run here is never empty)
     let median = |run: &[(u64, f64)]| {
-        let mut v: Vec<f64> = run.iter().map(|p| p.1).collect();
-        v.sort_by(f64::total_cmp);
-        let m = v.len() / 2;
-        if v.len() % 2 == 1 {
-            v[m]
-        } else {
-            (v[m - 1] + v[m]) / 2.0
-        }
+        let v: Vec<f64> = run.iter().map(|p| p.1).collect();
+        crate::stats::median(&v).unwrap_or(f64::NAN)
     };
     let mut out = Vec::new();
     let mut start = 0;

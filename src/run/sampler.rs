@@ -81,18 +81,11 @@ impl Drop for Sampler {
     }
 }
 
+/// The median of the finite values (the one median, [`crate::stats::median`]); `None` when
+/// there is none.
 fn median(mut values: Vec<f64>) -> Option<f64> {
     values.retain(|v| v.is_finite());
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    Some(if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    })
+    crate::stats::median(&values)
 }
 
 /// The least time between the energy counter's first and last change seen during a case's
