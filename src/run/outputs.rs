@@ -45,7 +45,7 @@ pub fn stage_calibration_and_svg(
 const MAX_SLUG_CHARS: usize = 64;
 
 /// The file stem outputs of a CSV's run take: the CSV's own stem, plus the run id's slug when
-/// the CSV holds several runs (cut to [`MAX_SLUG_CHARS`], with a short hash of the id where it
+/// the CSV holds several runs (cut to `MAX_SLUG_CHARS`, with a short hash of the id where it
 /// was cut).
 pub fn output_stem(csv: &Path, run_id: &str, runs_in_file: usize) -> String {
     let stem = csv.file_stem().map_or_else(
