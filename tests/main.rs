@@ -26,6 +26,7 @@ mod kernel_args;
 mod layers;
 mod link_cases;
 mod offline;
+mod record;
 mod reliability;
 mod roofline;
 mod scripts;
