@@ -17,11 +17,26 @@ use crate::units::slug;
 use crate::{Error, Result};
 
 fn config(args: &RunArgs) -> Result<RunConfig> {
+    use crate::cases::suite::Selection;
+    let selection = if args.full {
+        Selection::full()
+    } else if args.suite.is_empty() {
+        Selection::Default
+    } else {
+        let mut suites = args.suite.clone();
+        suites.sort();
+        suites.dedup();
+        Selection::Suites(suites)
+    };
+    // the default suite's sampling, or the full plan's for named suites; --quick's for any
     let mut cfg = if args.quick {
         RunConfig::quick()
+    } else if selection.is_default() {
+        RunConfig::default_suite()
     } else {
         RunConfig::full()
     };
+    cfg.selection = selection;
     if let Some(bytes) = args.size {
         cfg.size = SizeRequest::BytesPerArray(bytes);
     }
@@ -135,9 +150,16 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
         return Ok(crate::run::interrupt::EXIT_INTERRUPTED);
     }
     if !measured_any && !cfg.filter.is_empty() {
+        let wider = if cfg.selection.is_default() {
+            " (it narrows the default suite: add --full, or --suite, to filter every case)"
+        } else {
+            ""
+        };
         return Err(Error::Usage(format!(
-            "no case matches --filter {}; case ids are family/kernel/precision[/param], e.g. \
-             stream/triad/f32 or peak/fma/f64; nothing was measured or written",
+            "no case of {} matches --filter {}{wider}; case ids are \
+             family/kernel/precision[/param], e.g. stream/triad/f32 or peak/fma/f64; nothing \
+             was measured or written",
+            cfg.selection.describe(),
             cfg.filter.join(", --filter ")
         )));
     }
