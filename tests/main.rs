@@ -2,9 +2,11 @@
 //! testing plan (docs/testing.md).
 
 mod bench_filter;
+mod changepoint;
 mod cli;
 mod cli_roofline;
 mod common;
+mod compare;
 mod compute_gpu;
 mod cuda_args;
 mod cuda_plan;
@@ -24,6 +26,13 @@ mod kernel_args;
 mod layers;
 mod link_cases;
 mod offline;
+mod roofline;
 mod scripts;
 mod sim;
+mod specs;
+mod specs_theory;
+mod svg;
+mod svg_browser;
+mod svg_labels;
+mod table;
 mod tools;

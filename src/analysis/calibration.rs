@@ -310,7 +310,7 @@ fn max_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::roofline::tests::synthetic_run;
+    use crate::analysis::fixtures::synthetic_run;
     use crate::specs::SpecBasis;
 
     #[test]
@@ -348,15 +348,15 @@ mod tests {
             .map(|bytes| {
                 let case = efficiency::case(StreamKernel::Triad, bytes);
                 let t = a + case.work.bytes() as f64 / bw;
-                crate::results::record::tests::measured(&case, t, true)
+                crate::results::fixtures::measured(&case, t, true)
             })
             .collect();
         // an invalid size, a copy with one size and a STREAM row: none of them count
         let bad = efficiency::case(StreamKernel::Triad, 128 << 20);
-        records.push(crate::results::record::tests::measured(&bad, 1.0, false));
+        records.push(crate::results::fixtures::measured(&bad, 1.0, false));
         let one = efficiency::case(StreamKernel::Copy, 1 << 20);
-        records.push(crate::results::record::tests::measured(&one, 1e-4, true));
-        records.push(crate::results::record::tests::measured(
+        records.push(crate::results::fixtures::measured(&one, 1e-4, true));
+        records.push(crate::results::fixtures::measured(
             &StreamKernel::Triad.case(Precision::F32, 1 << 20),
             1e-6,
             true,
@@ -409,11 +409,8 @@ mod tests {
     fn capacity_rows_make_the_capacity_section() {
         use crate::cases::capacity::{self, Figure};
         let row = |figure, bytes: u64, valid| {
-            let mut r = crate::results::record::tests::measured(
-                &capacity::case(figure, bytes),
-                1e-5,
-                valid,
-            );
+            let mut r =
+                crate::results::fixtures::measured(&capacity::case(figure, bytes), 1e-5, valid);
             r.run_id = synthetic_run()[0].run_id.clone();
             r
         };
@@ -489,7 +486,7 @@ mod tests {
         use crate::cases::link::{self, Transfer};
         let base = synthetic_run();
         let row = |t: Transfer, bytes: u64, secs: f64, valid: bool| {
-            let mut r = crate::results::record::tests::measured(&link::case(t, bytes), secs, valid);
+            let mut r = crate::results::fixtures::measured(&link::case(t, bytes), secs, valid);
             r.run_id = base[0].run_id.clone();
             r.note = format!(
                 "pinned; {}",

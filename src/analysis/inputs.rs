@@ -127,7 +127,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::roofline::tests::synthetic_run;
+    use crate::analysis::fixtures::synthetic_run;
 
     #[test]
     fn runs_split_by_id_in_order() {

@@ -3,6 +3,8 @@
 
 pub mod calibration;
 pub mod estimate;
+#[doc(hidden)]
+pub mod fixtures;
 pub mod inputs;
 pub mod roofline;
 pub mod suspect;

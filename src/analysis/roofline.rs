@@ -353,27 +353,57 @@ pub fn fit(
     records: &[Record],
     spec: &dyn Fn(Family, Precision) -> Result<SpecFigure, String>,
 ) -> Fit {
-    let mut fit = Fit::default();
+    let mut fit = Fit {
+        excluded: excluded_rows(records),
+        ..Fit::default()
+    };
+    // Memory: DRAM from the STREAM rows whose working set is a DRAM working set.
+    fit.memory_ceilings
+        .extend(dram_ceiling(records, spec, &mut fit.excluded));
+    // Caches: the sweep's plateau matched to a level where it is no slower than the levels
+    // behind, else the best fixed-size row of that level.
+    let dram_gbps = fit.memory(MemoryLevel::Dram).and_then(|m| m.gbps);
+    fit.memory_ceilings
+        .extend(cache_ceilings(records, dram_gbps).0);
+    fit.compute_ceilings = compute_ceilings(records, spec);
+    fit.ridge_points = ridge_points(&fit.memory_ceilings, &fit.compute_ceilings);
+    fit.points = points(records, &fit);
+    fit.gemm_efficiency = gemm_efficiency(records, &fit);
+    fit
+}
+
+/// The rows that give nothing to fit: every invalid row (`case: status`), and every valid one
+/// without a finite positive figure.
+fn excluded_rows(records: &[Record]) -> Vec<String> {
+    let mut excluded = Vec::new();
     for r in records {
         let has_figure = usable(r.gbps).is_some() || usable(r.gflops).is_some();
         if !r.valid {
-            fit.excluded.push(format!("{}: {}", r.case_id(), r.status));
+            excluded.push(format!("{}: {}", r.case_id(), r.status));
         } else if !has_figure && r.family != Family::Launch {
             // (a launch row is a time, which the calibration's launch section keeps; it has
             // no rate to fit by design, so it is not listed as a row that failed to give one)
-            fit.excluded
-                .push(format!("{}: no finite positive figure", r.case_id()));
+            excluded.push(format!("{}: no finite positive figure", r.case_id()));
         }
     }
+    excluded
+}
 
-    // Memory: DRAM from the STREAM rows whose working set is a DRAM working set.
+/// The DRAM ceiling: the best STREAM row whose working set is a DRAM working set, against the
+/// spec; none when there is neither such a row nor a spec. The valid STREAM rows that ran in a
+/// cache are listed in `excluded`.
+fn dram_ceiling(
+    records: &[Record],
+    spec: &dyn Fn(Family, Precision) -> Result<SpecFigure, String>,
+    excluded: &mut Vec<String>,
+) -> Option<MemoryCeiling> {
     let stream: Vec<&Record> = records
         .iter()
         .filter(|r| r.family == Family::Stream)
         .filter(|r| {
             let dram = is_dram_working_set(r);
             if !dram && r.valid {
-                fit.excluded.push(format!(
+                excluded.push(format!(
                     "{}: working set {} bytes is under 4x the last-level cache ({} bytes): not a \
                      DRAM figure",
                     r.case_id(),
@@ -385,29 +415,30 @@ pub fn fit(
         })
         .collect();
     let dram_spec = spec(Family::Stream, Precision::F32);
-    if !stream.is_empty() || dram_spec.is_ok() {
-        let measured = dram_best(records);
-        let (spec_gbps, spec_basis) = split_spec(dram_spec);
-        let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gbps);
-        fit.memory_ceilings.push(MemoryCeiling {
-            level: MemoryLevel::Dram,
-            gbps: measured.as_ref().map(|m| m.0),
-            case: measured.map(|m| m.1),
-            spec_gbps,
-            spec_basis,
-            efficiency,
-            above_spec,
-            plateau: None,
-        });
+    if stream.is_empty() && dram_spec.is_err() {
+        return None;
     }
+    let measured = dram_best(records);
+    let (spec_gbps, spec_basis) = split_spec(dram_spec);
+    let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gbps);
+    Some(MemoryCeiling {
+        level: MemoryLevel::Dram,
+        gbps: measured.as_ref().map(|m| m.0),
+        case: measured.map(|m| m.1),
+        spec_gbps,
+        spec_basis,
+        efficiency,
+        above_spec,
+        plateau: None,
+    })
+}
 
-    // Caches: the sweep's plateau matched to a level where it is no slower than the levels
-    // behind, else the best fixed-size row of that level.
-    let dram_gbps = fit.memory(MemoryLevel::Dram).and_then(|m| m.gbps);
-    fit.memory_ceilings
-        .extend(cache_ceilings(records, dram_gbps).0);
-
-    // Compute: per family and precision, measured or on the sheet.
+/// The compute ceilings, per family and precision that rows measured or the sheet has, in
+/// family and precision order.
+fn compute_ceilings(
+    records: &[Record],
+    spec: &dyn Fn(Family, Precision) -> Result<SpecFigure, String>,
+) -> Vec<ComputeCeiling> {
     let mut keys: Vec<(Family, Precision)> = records
         .iter()
         .filter(|r| matches!(r.family, Family::Peak | Family::Tensor))
@@ -420,6 +451,7 @@ pub fn fit(
         .collect();
     keys.sort_by_key(|(f, p)| (*f, Precision::ALL.iter().position(|q| q == p)));
     keys.dedup();
+    let mut ceilings = Vec::new();
     for (family, precision) in keys {
         let rows = || {
             records
@@ -433,7 +465,7 @@ pub fn fit(
             .or_else(|| best(rows(), |r| r.gflops));
         let (spec_gflops, spec_basis) = split_spec(spec(family, precision));
         let (efficiency, above_spec) = efficiency(measured.as_ref().map(|m| m.0), spec_gflops);
-        fit.compute_ceilings.push(ComputeCeiling {
+        ceilings.push(ComputeCeiling {
             family,
             precision,
             gflops: measured.as_ref().map(|m| m.0),
@@ -444,10 +476,15 @@ pub fn fit(
             above_spec,
         });
     }
+    ceilings
+}
 
-    // Ridge points: every memory ceiling with every compute ceiling.
-    for m in &fit.memory_ceilings {
-        for c in &fit.compute_ceilings {
+/// The ridge points: every memory ceiling with every compute ceiling, where the measured or the
+/// spec pair has both figures.
+fn ridge_points(memory: &[MemoryCeiling], compute: &[ComputeCeiling]) -> Vec<RidgePoint> {
+    let mut ridges = Vec::new();
+    for m in memory {
+        for c in compute {
             let ratio = |p: Option<f64>, b: Option<f64>| p.zip(b).map(|(p, b)| p / b);
             let ridge = RidgePoint {
                 memory: m.level,
@@ -457,12 +494,16 @@ pub fn fit(
                 spec_flop_per_byte: ratio(c.spec_gflops, m.spec_gbps),
             };
             if ridge.flop_per_byte.is_some() || ridge.spec_flop_per_byte.is_some() {
-                fit.ridge_points.push(ridge);
+                ridges.push(ridge);
             }
         }
     }
+    ridges
+}
 
-    // Points: every valid row with an intensity and an arithmetic rate.
+/// The points: every valid row with an intensity and an arithmetic rate, held against its roof
+/// (the DRAM ceiling and the compute ceiling of its precision, in `fit`).
+fn points(records: &[Record], fit: &Fit) -> Vec<Point> {
     let dram = fit.memory(MemoryLevel::Dram);
     // The CV of the row that set a measured ceiling (0 for a spec figure, which has none).
     let spread_of = |case: Option<&String>| {
@@ -533,9 +574,7 @@ pub fn fit(
             roof_basis,
         });
     }
-    fit.points = points;
-    fit.gemm_efficiency = gemm_efficiency(records, &fit);
-    fit
+    points
 }
 
 /// Per implementation and precision, in order of first appearance, every valid GEMM row's
@@ -717,868 +756,4 @@ pub fn batch_turns(points: &[Point], ridges: &[RidgePoint]) -> Vec<BatchTurn> {
 /// The attainable rate at `flop_per_byte` under a bandwidth and a compute ceiling.
 pub fn attainable_gflops(flop_per_byte: f64, gbps: f64, gflops: f64) -> f64 {
     (flop_per_byte * gbps).min(gflops)
-}
-
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::device::BackendKind;
-    use crate::results::record::SCHEMA;
-
-    /// Sets a row's median time (min, mean, max and spread around it) and the figures that
-    /// derive from it, as a run writes them.
-    pub(crate) fn retime(r: &mut Record, secs: f64) {
-        r.time_min_s = Some(secs * 0.99);
-        r.time_median_s = Some(secs);
-        r.time_mean_s = Some(secs);
-        r.time_max_s = Some(secs * 1.01);
-        r.time_stddev_s = Some(secs * 0.01);
-        r.cv = Some(0.01);
-        r.gbps = (r.bytes > 0).then(|| r.bytes as f64 / secs / 1e9);
-        r.gflops = (r.flops > 0).then(|| r.flops as f64 / secs / 1e9);
-    }
-
-    /// Marks a row invalid as a run does: the reason in `status`, no figures.
-    pub(crate) fn invalidate(r: &mut Record, why: &str) {
-        r.valid = false;
-        r.status = format!("invalid: {why}");
-        r.time_min_s = None;
-        r.time_median_s = None;
-        r.time_mean_s = None;
-        r.time_max_s = None;
-        r.time_stddev_s = None;
-        r.cv = None;
-        r.gbps = None;
-        r.gflops = None;
-        r.theory_gflops = None;
-    }
-
-    /// A synthetic row: `gbps`/`gflops` derived from bytes, flops and a time, as runs do.
-    pub(crate) fn row(
-        family: Family,
-        kernel: &str,
-        precision: Precision,
-        param: Option<Param>,
-        (bytes, flops): (u64, u64),
-        secs: f64,
-        valid: bool,
-    ) -> Record {
-        Record {
-            schema: SCHEMA.into(),
-            run_id: "lab-cuda0-nvidia-a100-sxm4-80gb-20260101T000000Z".into(),
-            timestamp_utc: "2026-01-01T00:00:00Z".into(),
-            host: "lab".into(),
-            backend: BackendKind::Cuda,
-            device_id: "cuda:0".into(),
-            device_name: "NVIDIA A100-SXM4-80GB".into(),
-            compute_capability: "8.0".into(),
-            units: 108,
-            llc_bytes: 40 << 20,
-            memory_bus_bits: Some(5120),
-            driver: "CUDA 12.4, driver 550.54.15".into(),
-            // what describe() reads without NVML
-            vendor: "NVIDIA".into(),
-            cpu_family: String::new(),
-            cpu_model: String::new(),
-            microarch: "Ampere".into(),
-            isa: "sm_80".into(),
-            uuid: String::new(),
-            pci_bus_id: String::new(),
-            vbios: String::new(),
-            ecc: String::new(),
-            mig: String::new(),
-            power_limit_w: None,
-            app_clock_mhz: None,
-            app_memory_clock_mhz: None,
-            family,
-            kernel: kernel.into(),
-            precision,
-            param,
-            elements: 1 << 20,
-            // a DRAM working set (4x the L2 and more) whatever one launch moves
-            working_set_bytes: 1 << 30,
-            bytes,
-            flops,
-            reps: 10,
-            samples: 10,
-            stopped_by: if valid { "count" } else { "" }.into(),
-            time_min_s: valid.then_some(secs * 0.99),
-            time_median_s: valid.then_some(secs),
-            time_mean_s: valid.then_some(secs),
-            time_max_s: valid.then_some(secs * 1.01),
-            time_stddev_s: valid.then_some(secs * 0.01),
-            cv: valid.then_some(0.01),
-            gbps: (valid && bytes > 0).then(|| bytes as f64 / secs / 1e9),
-            gflops: (valid && flops > 0).then(|| flops as f64 / secs / 1e9),
-            theory_gflops: None,
-            ratio_to_reference: None,
-            intensity: (bytes > 0).then(|| flops as f64 / bytes as f64),
-            valid,
-            status: if valid {
-                "ok".into()
-            } else {
-                "invalid: [0] is NaN, should be 1".into()
-            },
-            flags: String::new(),
-            clock_mhz: Some(1410.0),
-            memory_clock_mhz: Some(1593.0),
-            power_w: Some(300.0),
-            temperature_c: Some(60.0),
-            throttle: String::new(),
-            other_cpus_busy: None,
-            other_gpu_processes: Some(0),
-            parallel_devices: None,
-            note: String::new(),
-        }
-    }
-
-    /// A device built to have a 1500 GB/s DRAM roof and a 15 000 GFLOP/s f32 peak (ridge 10
-    /// flop/byte), measured by STREAM, peak and an intensity sweep that follows the roof at 90 %.
-    pub(crate) fn synthetic_run() -> Vec<Record> {
-        let gb = 1e9;
-        let mut rows = vec![
-            // triad f32: 12 bytes and 2 flops per element, at 1500 GB/s
-            row(
-                Family::Stream,
-                "triad",
-                Precision::F32,
-                None,
-                (12 << 20, 2 << 20),
-                (12 << 20) as f64 / (1500.0 * gb),
-                true,
-            ),
-            // copy f32 slower
-            row(
-                Family::Stream,
-                "copy",
-                Precision::F32,
-                None,
-                (8 << 20, 0),
-                (8 << 20) as f64 / (1400.0 * gb),
-                true,
-            ),
-            // an invalid copy that "would" have been faster: must not count
-            row(
-                Family::Stream,
-                "copy",
-                Precision::F64,
-                None,
-                (16 << 20, 0),
-                (16 << 20) as f64 / (9000.0 * gb),
-                false,
-            ),
-            // peak f32 at 15 000 GFLOP/s
-            row(
-                Family::Peak,
-                "fma",
-                Precision::F32,
-                None,
-                (0, 15_000_000_000_000),
-                1.0,
-                true,
-            ),
-            // an invalid peak that would be higher
-            row(
-                Family::Peak,
-                "fma",
-                Precision::F32,
-                None,
-                (0, 99_000_000_000_000),
-                1.0,
-                false,
-            ),
-            // tensor f16.f32 at 250 TFLOP/s
-            row(
-                Family::Tensor,
-                "mma_m16n8k16",
-                Precision::F16F32,
-                None,
-                (0, 250_000_000_000_000),
-                1.0,
-                true,
-            ),
-        ];
-        // intensity sweep: k flops per 8 bytes (read one f32, write one f32), at 90 % of the roof
-        for k in [1u32, 4, 16, 64, 256, 1024] {
-            let bytes: u64 = 8 << 20;
-            let flops = u64::from(k) * (1 << 20);
-            let intensity = flops as f64 / bytes as f64;
-            let roof = attainable_gflops(intensity, 1500.0, 15_000.0);
-            let secs = flops as f64 / (0.9 * roof * gb);
-            rows.push(row(
-                Family::Intensity,
-                "fma_chain",
-                Precision::F32,
-                Some(Param::Count(k)),
-                (bytes, flops),
-                secs,
-                true,
-            ));
-        }
-        rows
-    }
-
-    fn a100_like_spec(family: Family, precision: Precision) -> Result<SpecFigure, String> {
-        let value = match (family, precision) {
-            (Family::Stream, _) => 2000.0,
-            (Family::Peak, Precision::F32) => 19_500.0,
-            (Family::Peak, Precision::F64) => 9_700.0,
-            (Family::Tensor, Precision::F16F32) => 240_000.0,
-            _ => return Err("no spec: the test sheet is blank here".into()),
-        };
-        Ok(SpecFigure {
-            value,
-            basis: "sheet: test".into(),
-        })
-    }
-
-    fn close(a: Option<f64>, b: f64) -> bool {
-        a.is_some_and(|a| (a - b).abs() <= 1e-9 * b.abs().max(1.0))
-    }
-
-    /// Cache ceilings: per level, the best valid row of that level; an invalid faster row does
-    /// not count; a level nobody measured has no ceiling; none has a spec or an efficiency.
-    #[test]
-    fn cache_rows_give_one_ceiling_per_level() {
-        let cache_row = |kernel: &str, kib: u32, gbps: f64, valid: bool| {
-            let bytes = 1u64 << 30;
-            row(
-                Family::Cache,
-                kernel,
-                Precision::I32,
-                Some(Param::Count(kib)),
-                (bytes, 0),
-                bytes as f64 / (gbps * 1e9),
-                valid,
-            )
-        };
-        let mut records = synthetic_run();
-        records.extend([
-            cache_row("l1", 2048, 18_000.0, true),
-            cache_row("l1", 4096, 19_500.0, true),
-            cache_row("l1", 8192, 90_000.0, false),
-            cache_row("l2", 8192, 7_000.0, true),
-        ]);
-        let fit = fit(&records, &a100_like_spec);
-        let l1 = fit.memory(MemoryLevel::L1).unwrap();
-        assert!(close(l1.gbps, 19_500.0), "{l1:?}");
-        assert_eq!(l1.case.as_deref(), Some("cache/l1/i32/4096"));
-        assert_eq!(
-            (l1.spec_gbps, l1.efficiency, l1.above_spec),
-            (None, None, false)
-        );
-        assert!(close(fit.memory(MemoryLevel::L2).unwrap().gbps, 7_000.0));
-        assert!(fit.memory(MemoryLevel::L3).is_none());
-        // DRAM still comes from STREAM alone, and comes first
-        assert_eq!(fit.memory_ceilings[0].level, MemoryLevel::Dram);
-        assert!(close(fit.memory(MemoryLevel::Dram).unwrap().gbps, 1500.0));
-        // the ridge of L1 and f32: 15 000 GFLOP/s over 19 500 GB/s
-        let ridge = fit
-            .ridge_points
-            .iter()
-            .find(|r| r.memory == MemoryLevel::L1 && r.precision == Precision::F32)
-            .unwrap();
-        assert!(close(ridge.flop_per_byte, 15_000.0 / 19_500.0));
-        // cache rows are not roofline points (they do no arithmetic)
-        assert!(fit.points.iter().all(|p| p.family != Family::Cache));
-    }
-
-    /// One valid step of the cache sweep: `bytes` of working set read 64 times at `gbps`, its
-    /// note the run's cache list.
-    fn sweep_step(bytes: u64, gbps: f64, note: &str) -> Record {
-        let read = 64 * bytes;
-        let mut r = row(
-            Family::Cache,
-            cache::SWEEP,
-            Precision::I32,
-            Some(Param::Count((bytes >> 10) as u32)),
-            (read, 0),
-            read as f64 / (gbps * 1e9),
-            true,
-        );
-        r.working_set_bytes = bytes;
-        r.note = format!("2 pinned threads; {note}");
-        r
-    }
-
-    /// A sweep whose curve has three caches sets the L1, L2 and L3 ceilings from its
-    /// plateaus, names the plateau each came from, and wins over a fixed-size row; an invalid
-    /// step contributes nothing.
-    #[test]
-    fn sweep_plateaus_set_the_cache_ceilings() {
-        // (a GPU-like sweep: every level above the synthetic run's 1500 GB/s DRAM)
-        let caps = [
-            (64u64 << 10, 15_000.0f64),
-            (2 << 20, 6_000.0),
-            (32 << 20, 2_000.0),
-        ];
-        let note = cache::sweep_note(&[
-            ("L1d".to_string(), 64 << 10),
-            ("L2".to_string(), 2 << 20),
-            ("L3".to_string(), 32 << 20),
-        ]);
-        let mut records = synthetic_run();
-        for bytes in cache::sweep_sizes(cache::MIN_BYTES, 128 << 20, 8) {
-            let x = (bytes as f64).log2();
-            let (mut log_g, mut prev) = (40_000f64.ln(), 40_000f64);
-            for (cap, next) in caps {
-                let t = 1.0 / (1.0 + (-(x - (cap as f64).log2()) / 0.25).exp());
-                log_g += t * (next.ln() - prev.ln());
-                prev = next;
-            }
-            records.push(sweep_step(bytes, log_g.exp(), &note));
-        }
-        // a disturbed step that failed its check: its figure counts nowhere
-        let bad = records.len() - 60;
-        records[bad].valid = false;
-        records[bad].gbps = Some(1e6);
-        records.push(row(
-            Family::Cache,
-            "l1",
-            Precision::I32,
-            Some(Param::Count(32)),
-            (1 << 30, 0),
-            (1u64 << 30) as f64 / 500e9,
-            true,
-        ));
-        let plateaus = sweep_levels(&records);
-        let matched: Vec<&str> = plateaus
-            .iter()
-            .map(|p| p.plateau.matched.as_str())
-            .collect();
-        assert_eq!(matched, ["L1d", "L2", "L3", "DRAM"], "{plateaus:?}");
-        let fit = fit(&records, &a100_like_spec);
-        for (level, gbps) in [
-            (MemoryLevel::L1, 40_000.0),
-            (MemoryLevel::L2, 15_000.0),
-            (MemoryLevel::L3, 6_000.0),
-        ] {
-            let m = fit.memory(level).unwrap();
-            let g = m.gbps.unwrap();
-            assert!(g >= gbps * 0.97 && g < gbps * 1.03, "{m:?}");
-            assert!(m.case.as_deref().unwrap().starts_with("cache/sweep/i32/"));
-            let p = m.plateau.as_ref().unwrap();
-            // the ceiling is the plateau's own figure, one median
-            assert_eq!(m.gbps, Some(p.median_gbps));
-            let edge = p.edge_bytes.unwrap() as f64 / p.reported_bytes.unwrap() as f64;
-            assert!(edge > 0.8 && edge < 1.25, "{p:?}");
-        }
-        // DRAM is still STREAM's
-        assert!(close(fit.memory(MemoryLevel::Dram).unwrap().gbps, 1500.0));
-        // without the notes nothing is matched, and the fixed-size row sets L1 again
-        for r in records.iter_mut() {
-            r.note.clear();
-        }
-        assert!(sweep_levels(&records)
-            .iter()
-            .all(|p| p.plateau.matched.is_empty()));
-        let fit = super::fit(&records, &a100_like_spec);
-        let l1 = fit.memory(MemoryLevel::L1).unwrap();
-        assert_eq!(l1.case.as_deref(), Some("cache/l1/i32/32"));
-        assert!(l1.plateau.is_none());
-    }
-
-    /// The AMD EPYC run of 2026-12-03 (f90759ee): a 5-step dip at 724 KiB .. 1.0 MiB (75.7
-    /// GB/s) was the only plateau within 2x of the 2 MiB L2, and set an L2 ceiling below the
-    /// 149 GB/s of L3's plateau. A level's plateau below an outer level's ceiling sets nothing:
-    /// the fixed-size rows set the level, and the plateau says why it did not.
-    #[test]
-    fn a_plateau_below_an_outer_level_does_not_set_its_ceiling() {
-        const KIB: u64 = 1 << 10;
-        let note = cache::sweep_note(&[
-            ("L1d".to_string(), 64 * KIB),
-            ("L2".to_string(), 2 << 20),
-            ("L3".to_string(), 32 << 20),
-        ]);
-        // The curve: L1 3000 GB/s to 64 KiB, L2 at 1800 to 512 KiB, a dip at 750 from 724 KiB to
-        // 1 MiB, L3 at 1600 to 24 MiB, then DRAM at 400 (below STREAM's 1500, which no cache
-        // plateau here comes near).
-        let gbps_at = |bytes: u64| match bytes {
-            b if b <= 64 * KIB => 3000.0,
-            b if b <= 512 * KIB => 1800.0,
-            b if b < 724 * KIB => 1200.0,
-            b if b <= 1024 * KIB => 750.0,
-            b if b <= 24 << 20 => 1600.0,
-            _ => 400.0,
-        };
-        let mut records = synthetic_run();
-        for bytes in cache::sweep_sizes(cache::MIN_BYTES, 128 << 20, 8) {
-            records.push(sweep_step(bytes, gbps_at(bytes), &note));
-        }
-        let fixed_l2 = |gbps: f64| {
-            row(
-                Family::Cache,
-                "l2",
-                Precision::I32,
-                Some(Param::Count(1024)),
-                (1 << 30, 0),
-                (1u64 << 30) as f64 / (gbps * 1e9),
-                true,
-            )
-        };
-        records.push(fixed_l2(1750.0));
-        let levels = sweep_levels(&records);
-        let dip = levels
-            .iter()
-            .find(|s| s.plateau.matched == "L2")
-            .unwrap_or_else(|| panic!("{levels:?}"));
-        assert_eq!(dip.plateau.from_bytes, 724 * KIB, "{levels:?}");
-        assert!(
-            matches!(
-                dip.role,
-                PlateauRole::BelowOuter {
-                    level: MemoryLevel::L2,
-                    outer: MemoryLevel::L3,
-                    outer_gbps,
-                    fixed_rows: true,
-                } if (outer_gbps - 1600.0).abs() < 1.0
-            ),
-            "{dip:?}"
-        );
-        let fit = fit(&records, &a100_like_spec);
-        let l2 = fit.memory(MemoryLevel::L2).unwrap();
-        assert_eq!(l2.case.as_deref(), Some("cache/l2/i32/1024"), "{l2:?}");
-        assert!(close(l2.gbps, 1750.0));
-        assert!(l2.plateau.is_none());
-        // L1 and L3 still come from their plateaus
-        let l3 = fit.memory(MemoryLevel::L3).unwrap();
-        assert!(close(l3.gbps, 1600.0), "{l3:?}");
-        assert!(fit.memory(MemoryLevel::L1).unwrap().plateau.is_some());
-        // Without a fixed-size row the level has no ceiling: never the dip's.
-        records.pop();
-        let fit = super::fit(&records, &a100_like_spec);
-        assert!(fit.memory(MemoryLevel::L2).is_none());
-        // An L3 plateau below DRAM's ceiling sets no L3 either.
-        for r in records.iter_mut().filter(|r| r.family == Family::Stream) {
-            retime(r, r.bytes as f64 / (1700.0 * 1e9));
-        }
-        let fit = super::fit(&records, &a100_like_spec);
-        assert!(
-            fit.memory(MemoryLevel::L3).is_none(),
-            "{:?}",
-            fit.memory_ceilings
-        );
-        assert!(sweep_levels(&records).iter().any(|s| matches!(
-            s.role,
-            PlateauRole::BelowOuter {
-                level: MemoryLevel::L3,
-                outer: MemoryLevel::Dram,
-                fixed_rows: false,
-                ..
-            }
-        )));
-    }
-
-    /// On Hopper the tensor ceiling is the `wgmma` rows', even where a `mma.sync` row of the
-    /// type measured more; where no wgmma row has a figure, the mma.sync row sets it.
-    #[test]
-    fn the_tensor_ceiling_comes_from_the_wgmma_rows() {
-        let flops = 1u64 << 40;
-        let tensor = |kernel: &str, secs: f64, valid: bool| {
-            row(
-                Family::Tensor,
-                kernel,
-                Precision::Bf16F32,
-                None,
-                (0, flops),
-                secs,
-                valid,
-            )
-        };
-        let mut records = synthetic_run();
-        records.retain(|r| r.family != Family::Tensor);
-        records.push(tensor("mma_m16n8k16", 1.0, true));
-        records.push(tensor("wgmma_m64n256k16", 2.0, true));
-        records.push(tensor("wgmma_m64n256k16_rs", 4.0, true));
-        let ceiling = |records: &[Record]| {
-            let fit = fit(records, &a100_like_spec);
-            let c = fit.compute(Family::Tensor, Precision::Bf16F32).unwrap();
-            (c.gflops, c.case.clone().unwrap())
-        };
-        let (gflops, case) = ceiling(&records);
-        assert!(close(gflops, flops as f64 / 2.0 / 1e9), "{gflops:?}");
-        assert_eq!(case, "tensor/wgmma_m64n256k16/bf16.f32");
-        for r in records.iter_mut().filter(|r| is_wgmma(&r.kernel)) {
-            r.valid = false;
-        }
-        let (gflops, case) = ceiling(&records);
-        assert!(close(gflops, flops as f64 / 1e9), "{gflops:?}");
-        assert_eq!(case, "tensor/mma_m16n8k16/bf16.f32");
-    }
-
-    #[test]
-    fn fit_recovers_the_ceilings_and_ridge_it_was_built_from() {
-        let fit = fit(&synthetic_run(), &a100_like_spec);
-        let dram = fit.memory(MemoryLevel::Dram).unwrap();
-        assert!(close(dram.gbps, 1500.0), "{dram:?}");
-        assert_eq!(
-            dram.case.as_deref(),
-            Some("stream/triad/f32"),
-            "names the kernel"
-        );
-        assert!(close(dram.efficiency, 0.75));
-        assert!(!dram.above_spec);
-
-        let f32 = fit.compute(Family::Peak, Precision::F32).unwrap();
-        assert!(
-            close(f32.gflops, 15_000.0),
-            "the invalid 99 000 does not count: {f32:?}"
-        );
-        assert!(close(f32.efficiency, 15_000.0 / 19_500.0));
-
-        let ridge = fit
-            .ridge_points
-            .iter()
-            .find(|r| r.family == Family::Peak && r.precision == Precision::F32)
-            .unwrap();
-        assert!(close(ridge.flop_per_byte, 10.0), "{ridge:?}");
-        assert!(close(ridge.spec_flop_per_byte, 19_500.0 / 2000.0));
-
-        // the sweep: left of 10 flop/byte memory-bound, right of it compute-bound, all at 90 %
-        let sweep: Vec<&Point> = fit
-            .points
-            .iter()
-            .filter(|p| p.family == Family::Intensity)
-            .collect();
-        assert_eq!(sweep.len(), 6);
-        for p in &sweep {
-            let expected = if p.flop_per_byte < 10.0 {
-                Bound::Memory
-            } else {
-                Bound::Compute
-            };
-            assert_eq!(p.bound, expected, "{p:?}");
-            assert!(close(p.fraction_of_roof, 0.9), "{p:?}");
-            assert_eq!(p.roof_basis, "measured DRAM, measured f32 peak");
-        }
-        // triad itself sits on the roof
-        let triad = fit
-            .points
-            .iter()
-            .find(|p| p.case == "stream/triad/f32")
-            .unwrap();
-        assert!(close(triad.fraction_of_roof, 1.0));
-        // copy does no arithmetic: not a point
-        assert!(!fit.points.iter().any(|p| p.case.contains("copy")));
-        // invalid rows are listed, not fitted
-        assert_eq!(fit.excluded.len(), 2, "{:?}", fit.excluded);
-        assert!(fit.excluded[0].starts_with("stream/copy/f64: invalid"));
-    }
-
-    /// A GEMM row as a run writes it: the shape's work and sizes ([`gemm::case`]), at `gflops`.
-    pub(crate) fn gemm_row(
-        kernel: &str,
-        p: Precision,
-        shape: crate::cases::gemm::Shape,
-        gflops: f64,
-        valid: bool,
-    ) -> Record {
-        let case = crate::cases::gemm::case(kernel, p, shape);
-        let mut r = row(
-            Family::Gemm,
-            kernel,
-            p,
-            case.param,
-            (case.work.bytes(), case.work.flops),
-            case.work.flops as f64 / (gflops * 1e9),
-            valid,
-        );
-        r.elements = case.elements;
-        r.working_set_bytes = case.working_set_bytes;
-        r
-    }
-
-    /// [`synthetic_run`] with two batch sweeps against the 4096 × 4096 weight (M = 1, 16, 256
-    /// and 4096): `simd` at 80 % of the roof everywhere, the `gemm` crate at 40 % at M = 1 and
-    /// 80 % beyond; one `gemm` point against 14336 × 4096, and a 1024³ square.
-    pub(crate) fn synthetic_run_with_batch_sweeps() -> Vec<Record> {
-        use crate::cases::gemm::Shape;
-        let rate = |share: f64, shape: Shape| {
-            let case = crate::cases::gemm::case("simd", Precision::F32, shape);
-            let i = case.work.flops as f64 / case.work.bytes() as f64;
-            share * attainable_gflops(i, 1500.0, 15_000.0)
-        };
-        let mut rows = synthetic_run();
-        for m in [1, 16, 256, 4096] {
-            let shape = Shape::new(m, 4096, 4096);
-            rows.push(gemm_row(
-                "simd",
-                Precision::F32,
-                shape,
-                rate(0.8, shape),
-                true,
-            ));
-            let share = if m == 1 { 0.4 } else { 0.8 };
-            rows.push(gemm_row(
-                "gemm",
-                Precision::F32,
-                shape,
-                rate(share, shape),
-                true,
-            ));
-        }
-        let one = Shape::new(1, 14336, 4096);
-        rows.push(gemm_row("gemm", Precision::F32, one, rate(0.8, one), true));
-        let square = Shape::square(1024);
-        rows.push(gemm_row(
-            "simd",
-            Precision::F32,
-            square,
-            rate(0.8, square),
-            true,
-        ));
-        rows
-    }
-
-    /// A batch sweep turns where the bandwidth of its smallest M meets its best rate: at the
-    /// ridge when both ran at the same share of their ceilings, at twice it when the smallest
-    /// M ran at half that share. A weight with one point, and a square, turn nowhere.
-    #[test]
-    fn batch_sweeps_turn_where_their_bandwidth_meets_their_best_rate() {
-        let rows = synthetic_run_with_batch_sweeps();
-        let fit = fit(&rows, &a100_like_spec);
-        let turns = batch_turns(&fit.points, &fit.ridge_points);
-        let names: Vec<(&str, (u64, u64))> = turns
-            .iter()
-            .map(|t| (t.kernel.as_str(), t.weight))
-            .collect();
-        assert_eq!(names, [("gemm", (4096, 4096)), ("simd", (4096, 4096))]);
-        let (ours, theirs) = (&turns[1], &turns[0]);
-        assert_eq!((ours.points, ours.first_m), (4, 1));
-        assert!(close(Some(ours.first_gbps), 0.8 * 1500.0), "{ours:?}");
-        assert!(close(Some(ours.best_gflops), 0.8 * 15_000.0), "{ours:?}");
-        assert!(close(Some(ours.flop_per_byte), 10.0), "{ours:?}");
-        assert!(close(ours.ridge, 10.0), "{ours:?}");
-        assert!(close(Some(theirs.flop_per_byte), 20.0), "{theirs:?}");
-    }
-
-    /// GEMM rows are points held against the peak of their precision (a tensor type's tensor
-    /// peak), and give an efficiency curve per implementation and precision, ascending in size.
-    #[test]
-    fn gemm_rows_are_points_and_give_an_efficiency_curve() {
-        use crate::cases::gemm::Shape;
-        let mut rows = synthetic_run();
-        rows.extend([
-            // a GEMV at 90 % of the DRAM roof: 1500 GB/s × ~0.5 flop/byte
-            gemm_row(
-                "simd",
-                Precision::F32,
-                Shape::new(1, 4096, 4096),
-                0.9 * 1500.0 * 0.4999,
-                true,
-            ),
-            gemm_row("simd", Precision::F32, Shape::square(4096), 12_000.0, true),
-            gemm_row("simd", Precision::F32, Shape::square(1024), 6_000.0, true),
-            gemm_row("simd", Precision::F32, Shape::square(512), 99_000.0, false),
-            gemm_row(
-                "ptx",
-                Precision::F16F32,
-                Shape::square(8192),
-                200_000.0,
-                true,
-            ),
-        ]);
-        let fit = fit(&rows, &a100_like_spec);
-        let gemv = fit
-            .points
-            .iter()
-            .find(|p| p.case == "gemm/simd/f32/1x4096x4096")
-            .unwrap();
-        assert_eq!(gemv.bound, Bound::Memory);
-        assert!(
-            (gemv.fraction_of_roof.unwrap() - 0.9).abs() < 1e-3,
-            "{gemv:?}"
-        );
-        let big = fit
-            .points
-            .iter()
-            .find(|p| p.case == "gemm/simd/f32/4096x4096x4096")
-            .unwrap();
-        assert_eq!(big.bound, Bound::Compute);
-        assert!(close(big.fraction_of_roof, 0.8));
-        let tensor = fit
-            .points
-            .iter()
-            .find(|p| p.case.starts_with("gemm/ptx"))
-            .unwrap();
-        assert_eq!(
-            tensor.roof_basis,
-            "measured DRAM, measured f16.f32 tensor peak"
-        );
-        assert!(close(tensor.fraction_of_roof, 0.8));
-        // the curve: valid rows only, ascending in size, against measured and spec ceilings
-        let simd = &fit.gemm_efficiency[0];
-        assert_eq!(
-            (simd.kernel.as_str(), simd.precision),
-            ("simd", Precision::F32)
-        );
-        assert_eq!(simd.ceiling, "peak f32");
-        let sizes: Vec<String> = simd.points.iter().map(|p| p.shape.to_string()).collect();
-        assert_eq!(sizes, ["1x4096x4096", "1024x1024x1024", "4096x4096x4096"]);
-        assert!(close(simd.points[2].efficiency, 0.8));
-        assert!(close(simd.points[2].spec_efficiency, 12_000.0 / 19_500.0));
-        assert!(close(
-            Some(simd.points[1].gflop),
-            2.0 * 1024f64.powi(3) / 1e9
-        ));
-        let ptx = &fit.gemm_efficiency[1];
-        assert_eq!(ptx.ceiling, "tensor f16.f32");
-        assert!(close(ptx.points[0].efficiency, 0.8));
-    }
-
-    #[test]
-    fn cache_resident_stream_rows_are_not_a_dram_ceiling() {
-        let mut rows = synthetic_run();
-        // the triad that set the 1500 GB/s ceiling ran on 100 MiB: under 4x the 40 MiB L2
-        let triad = rows
-            .iter_mut()
-            .find(|r| r.case_id() == "stream/triad/f32")
-            .unwrap();
-        triad.working_set_bytes = 100 << 20;
-        let fit = fit(&rows, &a100_like_spec);
-        let dram = fit.memory(MemoryLevel::Dram).unwrap();
-        assert!(close(dram.gbps, 1400.0), "the copy sets it now");
-        assert_eq!(dram.case.as_deref(), Some("stream/copy/f32"));
-        assert!(fit
-            .excluded
-            .iter()
-            .any(|e| e.starts_with("stream/triad/f32: working set 104857600 bytes is under 4x")));
-    }
-
-    #[test]
-    fn above_spec_is_flagged_and_spec_only_ceilings_are_kept() {
-        let fit = fit(&synthetic_run(), &a100_like_spec);
-        let tensor = fit.compute(Family::Tensor, Precision::F16F32).unwrap();
-        assert!(tensor.above_spec, "250 T measured against a 240 T sheet");
-        assert!(close(tensor.efficiency, 250.0 / 240.0));
-        // on the sheet, not measured: spec ceiling with no number and no efficiency
-        let f64 = fit.compute(Family::Peak, Precision::F64).unwrap();
-        assert_eq!((f64.gflops, f64.efficiency), (None, None));
-        assert!(close(f64.spec_gflops, 9_700.0));
-        let r = fit
-            .ridge_points
-            .iter()
-            .find(|r| r.precision == Precision::F64)
-            .unwrap();
-        assert_eq!(r.flop_per_byte, None);
-        assert!(close(r.spec_flop_per_byte, 9_700.0 / 2000.0));
-        // a column the sheet leaves blank and nothing measured: no ceiling
-        assert!(fit.compute(Family::Tensor, Precision::S8S32).is_none());
-    }
-
-    #[test]
-    fn without_spec_or_compute_ceilings_points_meet_the_memory_roof_only() {
-        let rows: Vec<Record> = synthetic_run()
-            .into_iter()
-            .filter(|r| r.family != Family::Peak)
-            .collect();
-        let no_spec =
-            |_: Family, _: Precision| Err::<SpecFigure, _>("no spec: host CPU".to_string());
-        let fit = fit(&rows, &no_spec);
-        let dram = fit.memory(MemoryLevel::Dram).unwrap();
-        assert_eq!(
-            (dram.spec_gbps, dram.efficiency, dram.above_spec),
-            (None, None, false)
-        );
-        assert_eq!(dram.spec_basis, "no spec: host CPU");
-        assert!(fit.compute(Family::Peak, Precision::F32).is_none());
-        let p = fit
-            .points
-            .iter()
-            .find(|p| p.family == Family::Intensity)
-            .unwrap();
-        assert_eq!(p.bound, Bound::Memory);
-        assert_eq!(p.roof_basis, "measured DRAM only: no f32 compute ceiling");
-        // only the tensor ceiling (no DRAM pair for it lacks nothing) gives a ridge
-        assert!(fit.ridge_points.iter().all(|r| r.family == Family::Tensor));
-    }
-
-    /// A point above its roof is `above_roof` only beyond the noise of its own figure and of the
-    /// row that set the roof: 2 × √(cv² + cv_roof²).
-    #[test]
-    fn above_the_roof_means_beyond_the_noise() {
-        let case = "intensity/fma_chain/f32/16";
-        // the point at `fraction` of its roof, with CV `cv`; the DRAM row (triad) has CV 1 %
-        let placed = |fraction: f64, cv: f64| {
-            let mut rows = synthetic_run();
-            let roof = fit(&rows, &a100_like_spec)
-                .points
-                .iter()
-                .find(|p| p.case == case)
-                .and_then(|p| p.roof_gflops)
-                .unwrap();
-            let r = rows.iter_mut().find(|r| r.case_id() == case).unwrap();
-            r.gflops = Some(fraction * roof);
-            r.cv = Some(cv);
-            let fit = fit(&rows, &a100_like_spec);
-            let p = fit.points.into_iter().find(|p| p.case == case).unwrap();
-            assert!(close(p.fraction_of_roof, fraction), "{p:?}");
-            p.above_roof
-        };
-        // 139 % of the roof, as on the loaded machine of the issue, with 1 % CVs: above
-        assert!(placed(1.39, 0.01));
-        // the same with a CV of 30 %: within the noise (and the CV itself is flagged)
-        assert!(!placed(1.39, 0.30));
-        // 2 × √(0.01² + 0.01²) = 2.83 %: 102 % is noise, 104 % is not
-        assert!(!placed(1.02, 0.01));
-        assert!(placed(1.04, 0.01));
-        // on or below the roof never is
-        assert!(!placed(1.0, 0.0));
-        assert!(!placed(0.5, 0.0));
-        // the synthetic sweep at 90 % is not
-        assert!(fit(&synthetic_run(), &a100_like_spec)
-            .points
-            .iter()
-            .all(|p| !p.above_roof));
-    }
-
-    #[test]
-    fn nothing_valid_fits_nothing_and_nothing_panics() {
-        let mut rows = synthetic_run();
-        for r in &mut rows {
-            r.valid = false;
-        }
-        let fit1 = fit(&rows, &a100_like_spec);
-        let dram = fit1.memory(MemoryLevel::Dram).unwrap();
-        assert_eq!(dram.gbps, None);
-        assert!(fit1.points.is_empty());
-        assert_eq!(fit1.excluded.len(), rows.len());
-        // NaN, infinite and negative figures marked valid are not numbers either
-        let mut rows = synthetic_run();
-        rows[0].gbps = Some(f64::NAN);
-        rows[1].gbps = Some(f64::INFINITY);
-        rows[3].gflops = Some(-1.0);
-        let fit2 = fit(&rows, &a100_like_spec);
-        assert_eq!(fit2.memory(MemoryLevel::Dram).unwrap().gbps, None);
-        assert_eq!(
-            fit2.compute(Family::Peak, Precision::F32).unwrap().gflops,
-            None
-        );
-        assert_eq!(fit(&[], &a100_like_spec).points.len(), 0);
-    }
-
-    /// A valid launch row has a time and no rate, as every launch row has: it is not listed
-    /// among the rows that failed to give a figure; an invalid one still is.
-    #[test]
-    fn a_launch_row_is_not_a_figure_that_went_missing() {
-        let launch = |valid| {
-            row(
-                Family::Launch,
-                "empty",
-                Precision::I32,
-                None,
-                (0, 0),
-                1.6e-6,
-                valid,
-            )
-        };
-        let mut rows = synthetic_run();
-        let before = fit(&rows, &a100_like_spec).excluded;
-        rows.push(launch(true));
-        assert_eq!(fit(&rows, &a100_like_spec).excluded, before);
-        rows.push(launch(false));
-        let excluded = fit(&rows, &a100_like_spec).excluded;
-        assert_eq!(excluded.len(), before.len() + 1, "{excluded:?}");
-        assert!(excluded.last().unwrap().starts_with("launch/empty/i32: "));
-    }
 }

@@ -184,7 +184,7 @@ pub fn stability(records: &[Record]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::roofline::tests::{row, synthetic_run};
+    use crate::analysis::fixtures::{row, synthetic_run};
     use crate::cases::Precision;
     use crate::results::flags::{check_column, column};
 

@@ -57,7 +57,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
 mod tests {
     use super::*;
     use crate::analysis::calibration::{Calibration, FromRecords};
-    use crate::analysis::roofline::tests::synthetic_run;
+    use crate::analysis::fixtures::synthetic_run;
     use crate::files::write_new;
 
     #[test]

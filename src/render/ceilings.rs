@@ -14,7 +14,8 @@ fn percent(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |x| format!("{:.1}%", x * 100.0))
 }
 
-/// The roofline summary of one calibration.
+/// The roofline summary of one calibration: the ceilings against their specs, the notes on
+/// them, the points, the batch sweeps' turns and the rows not fitted.
 pub fn render(cal: &Calibration) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\nRoofline of {}", cal.title());
@@ -24,25 +25,45 @@ pub fn render(cal: &Calibration) -> String {
         "{:<16} {:>14}  {:<30} {:>14} {:>10} {:>8} {:>10}",
         "ceiling", "measured", "set by", "spec", "efficiency", "ridge", "spec ridge"
     );
+    // Why a ceiling has no spec, each reason once, in order of first appearance.
     let mut reasons: Vec<String> = Vec::new();
-    let mut note = |basis: &str| {
-        if !reasons.iter().any(|r| r == basis) {
-            reasons.push(basis.to_string());
+    write_memory_ceilings(&mut out, cal, &mut reasons);
+    write_compute_ceilings(&mut out, cal, &mut reasons);
+    write_ceiling_notes(&mut out, cal, &reasons);
+    write_points(&mut out, cal);
+    write_batch_turns(&mut out, cal);
+    if !cal.excluded.is_empty() {
+        let _ = writeln!(out, "not fitted ({}):", cal.excluded.len());
+        for e in &cal.excluded {
+            let _ = writeln!(out, "  {e}");
         }
-    };
-    // A ceiling set by a row the run flagged says so (the summary after the table says why).
-    let suspect = |case: &Option<String>| {
-        if case.as_deref().is_some_and(|c| cal.is_suspect(c)) {
-            "  SUSPECT"
-        } else {
-            ""
-        }
-    };
+    }
+    out
+}
+
+/// Keeps `basis` among the `reasons` once.
+fn note(reasons: &mut Vec<String>, basis: &str) {
+    if !reasons.iter().any(|r| r == basis) {
+        reasons.push(basis.to_string());
+    }
+}
+
+/// A ceiling set by a row the run flagged says so (the summary after the table says why).
+fn suspect(cal: &Calibration, case: &Option<String>) -> &'static str {
+    if case.as_deref().is_some_and(|c| cal.is_suspect(c)) {
+        "  SUSPECT"
+    } else {
+        ""
+    }
+}
+
+/// A line per memory ceiling, and under a cache ceiling the sweep set, its plateau.
+fn write_memory_ceilings(out: &mut String, cal: &Calibration, reasons: &mut Vec<String>) {
     for m in &cal.memory_ceilings {
         let flag = if m.above_spec { "  ABOVE SPEC" } else { "" };
-        let flag = format!("{flag}{}", suspect(&m.case));
+        let flag = format!("{flag}{}", suspect(cal, &m.case));
         if m.spec_gbps.is_none() {
-            note(&m.spec_basis);
+            note(reasons, &m.spec_basis);
         }
         let line = format!(
             "{:<16} {:>14}  {:<30} {:>14} {:>10}{flag}",
@@ -71,13 +92,17 @@ pub fn render(cal: &Calibration) -> String {
             );
         }
     }
+}
+
+/// A line per compute ceiling, with its ridge points against DRAM, the roof the points are
+/// held against.
+fn write_compute_ceilings(out: &mut String, cal: &Calibration, reasons: &mut Vec<String>) {
     for c in &cal.compute_ceilings {
         let flag = if c.above_spec { "  ABOVE SPEC" } else { "" };
-        let flag = format!("{flag}{}", suspect(&c.case));
+        let flag = format!("{flag}{}", suspect(cal, &c.case));
         if c.spec_gflops.is_none() {
-            note(&c.spec_basis);
+            note(reasons, &c.spec_basis);
         }
-        // Ridge points against DRAM, the roof the points are held against.
         let ridge = cal.ridge_points.iter().find(|r| {
             r.memory == MemoryLevel::Dram && r.family == c.family && r.precision == c.precision
         });
@@ -94,6 +119,11 @@ pub fn render(cal: &Calibration) -> String {
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
+}
+
+/// The notes under the ceilings: what a ridge is, why a ceiling has no spec, what ABOVE SPEC
+/// means where one is.
+fn write_ceiling_notes(out: &mut String, cal: &Calibration, reasons: &[String]) {
     if !cal.compute_ceilings.is_empty() {
         // integer types count operations, not floating-point ones
         let unit = if cal
@@ -110,7 +140,7 @@ pub fn render(cal: &Calibration) -> String {
             "  (ridge: {unit} where the DRAM roof meets the ceiling, measured and spec)"
         );
     }
-    for r in &reasons {
+    for r in reasons {
         let _ = writeln!(out, "  ({r})");
     }
     if cal.memory_ceilings.iter().any(|m| m.above_spec)
@@ -121,85 +151,88 @@ pub fn render(cal: &Calibration) -> String {
             "  ABOVE SPEC: a measurement exceeds the sheet (clocks above the rated boost, or a counting error); it is kept, not clipped"
         );
     }
-    if !cal.points.is_empty() {
-        let memory = cal
-            .points
-            .iter()
-            .filter(|p| p.bound == Bound::Memory)
-            .count();
-        let compute = cal
-            .points
-            .iter()
-            .filter(|p| p.bound == Bound::Compute)
-            .count();
-        let _ = writeln!(
-            out,
-            "points: {memory} memory-bound, {compute} compute-bound"
-        );
-        for p in &cal.points {
-            let line = format!(
-                "  {:<30} {:>8} {:<6} {:>14}  {:<13} {:>6} of roof{}",
-                p.case,
-                figure(Some(p.flop_per_byte)),
-                format!("{}/B", ops(p.precision)),
-                arithmetic(p.gflops, p.precision),
-                p.bound.as_str(),
-                percent(p.fraction_of_roof),
-                if p.above_roof {
-                    "  ABOVE ROOF (beyond the noise)"
-                } else {
-                    ""
-                },
-            );
-            let _ = writeln!(out, "{}", line.trim_end());
-        }
+}
+
+/// Every point's bound and distance to its roof, after a count of each bound.
+fn write_points(out: &mut String, cal: &Calibration) {
+    if cal.points.is_empty() {
+        return;
     }
+    let memory = cal
+        .points
+        .iter()
+        .filter(|p| p.bound == Bound::Memory)
+        .count();
+    let compute = cal
+        .points
+        .iter()
+        .filter(|p| p.bound == Bound::Compute)
+        .count();
+    let _ = writeln!(
+        out,
+        "points: {memory} memory-bound, {compute} compute-bound"
+    );
+    for p in &cal.points {
+        let line = format!(
+            "  {:<30} {:>8} {:<6} {:>14}  {:<13} {:>6} of roof{}",
+            p.case,
+            figure(Some(p.flop_per_byte)),
+            format!("{}/B", ops(p.precision)),
+            arithmetic(p.gflops, p.precision),
+            p.bound.as_str(),
+            percent(p.fraction_of_roof),
+            if p.above_roof {
+                "  ABOVE ROOF (beyond the noise)"
+            } else {
+                ""
+            },
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
+/// Each GEMM batch sweep's turn beside its ridge.
+fn write_batch_turns(out: &mut String, cal: &Calibration) {
     let turns = batch_turns(&cal.points, &cal.ridge_points);
-    if !turns.is_empty() {
-        let _ = writeln!(
-            out,
-            "batch sweeps: turn = best rate / GB/s at the smallest M (where a bandwidth line meets \
-             a flat top), beside the ridge"
+    if turns.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "batch sweeps: turn = best rate / GB/s at the smallest M (where a bandwidth line meets \
+         a flat top), beside the ridge"
+    );
+    for t in &turns {
+        let name = format!(
+            "gemm/{}/{}/Mx{}x{}",
+            t.kernel, t.precision, t.weight.0, t.weight.1
         );
-        for t in &turns {
-            let name = format!(
-                "gemm/{}/{}/Mx{}x{}",
-                t.kernel, t.precision, t.weight.0, t.weight.1
-            );
-            let ratio = t.ridge.map_or_else(
-                || "no ridge".to_string(),
-                |r| format!("{:.2}x the ridge", t.flop_per_byte / r),
-            );
-            let line = format!(
-                "  {:<34} {:>2} points  turn {:>8} {:<6}  ridge {:>8}  {ratio}",
-                name,
-                t.points,
-                figure(Some(t.flop_per_byte)),
-                format!("{}/B", ops(t.precision)),
-                figure(t.ridge),
-            );
-            let _ = writeln!(out, "{}", line.trim_end());
-        }
+        let ratio = t.ridge.map_or_else(
+            || "no ridge".to_string(),
+            |r| format!("{:.2}x the ridge", t.flop_per_byte / r),
+        );
+        let line = format!(
+            "  {:<34} {:>2} points  turn {:>8} {:<6}  ridge {:>8}  {ratio}",
+            name,
+            t.points,
+            figure(Some(t.flop_per_byte)),
+            format!("{}/B", ops(t.precision)),
+            figure(t.ridge),
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
-    if !cal.excluded.is_empty() {
-        let _ = writeln!(out, "not fitted ({}):", cal.excluded.len());
-        for e in &cal.excluded {
-            let _ = writeln!(out, "  {e}");
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::calibration::FromRecords;
-    use crate::analysis::roofline::tests::synthetic_run;
+    use crate::analysis::fixtures::synthetic_run;
 
     /// Each batch sweep gets a line with its turn, its ridge and their ratio.
     #[test]
     fn batch_sweeps_say_where_they_turn() {
-        let rows = crate::analysis::roofline::tests::synthetic_run_with_batch_sweeps();
+        let rows = crate::analysis::fixtures::synthetic_run_with_batch_sweeps();
         let cal = Calibration::from_records(&rows, None).unwrap();
         let text = render(&cal);
         let line = |start: &str| {
@@ -237,7 +270,7 @@ mod tests {
             ),
             (Family::Peak, Precision::I32, None, (0, 1 << 40)),
         ] {
-            rows.push(crate::analysis::roofline::tests::row(
+            rows.push(crate::analysis::fixtures::row(
                 family,
                 "fma",
                 precision,
@@ -279,7 +312,7 @@ mod tests {
             .find(|r| r.kernel == "mma_m16n8k16")
             .unwrap();
         let flops = tensor.flops as f64;
-        crate::analysis::roofline::tests::retime(tensor, flops / 400_000e9);
+        crate::analysis::fixtures::retime(tensor, flops / 400_000e9);
         // the f32 peak row flagged, a sweep point far above its roof (three times its rate)
         rows.iter_mut()
             .find(|r| r.case_id() == "peak/fma/f32")
@@ -290,7 +323,7 @@ mod tests {
             .find(|r| r.case_id() == "intensity/fma_chain/f32/1")
             .unwrap();
         let secs = point.time_median_s.unwrap() / 3.0;
-        crate::analysis::roofline::tests::retime(point, secs);
+        crate::analysis::fixtures::retime(point, secs);
         let cal = Calibration::from_records(&rows, None).unwrap();
         let line = |start: &str| {
             render(&cal)

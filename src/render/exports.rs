@@ -1193,7 +1193,7 @@ fn render_llm_viewer(header: &[String], name: &str, fields: &[Field]) -> String 
 mod tests {
     use super::*;
     use crate::analysis::calibration::FromRecords;
-    use crate::analysis::roofline::tests::synthetic_run;
+    use crate::analysis::fixtures::synthetic_run;
 
     /// The synthetic A100 80GB SXM4 run: DRAM 1500 GB/s and f16.f32 tensor 250 TFLOP/s
     /// measured; everything else from the sheet (2039 GB/s, 80 GB, BF16 312, INT8 624,
@@ -1382,7 +1382,7 @@ mod tests {
 
     #[test]
     fn calculon_takes_the_measured_gemm_curve() {
-        use crate::analysis::roofline::tests::gemm_row;
+        use crate::analysis::fixtures::gemm_row;
         use crate::cases::gemm::Shape;
         let mut rows = synthetic_run();
         rows.extend([
@@ -1440,7 +1440,7 @@ mod tests {
     /// the GEMV beside it (0.0161), carried that down to 0, and said 59 sizes for 24.
     #[test]
     fn calculon_takes_the_lowest_efficiency_where_shapes_share_a_size() {
-        use crate::analysis::roofline::tests::gemm_row;
+        use crate::analysis::fixtures::gemm_row;
         use crate::cases::gemm::Shape;
         let gemv = Shape::new(1, 4096, 4096);
         assert_eq!(gemv.flops(), Shape::square(256).flops());

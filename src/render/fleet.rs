@@ -14,7 +14,9 @@
 
 use crate::analysis::calibration::Calibration;
 use crate::analysis::inputs::Run;
+use crate::render::svg::axis::{linear_label, linear_ticks};
 use crate::results::record::Record;
+use crate::stats::{mad, median};
 use crate::text::field;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -112,24 +114,6 @@ impl Fleet {
     pub fn run_count(&self) -> usize {
         self.groups.iter().map(|g| g.runs.len()).sum()
     }
-}
-
-/// The median of `values` (`None` when empty); NaN is never given (the readers refuse it).
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-/// The median absolute deviation from the median.
-pub fn mad(values: &[f64]) -> Option<f64> {
-    let m = median(values)?;
-    median(&values.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
 }
 
 /// The metrics a calibration measured: memory levels' bandwidth, then compute ceilings, then
@@ -451,26 +435,27 @@ pub fn table(fleet: &Fleet) -> String {
     s
 }
 
-/// One line of `--csv`: a run's figure for a metric against its group.
+/// One line of `--csv`: a run's figure for a metric against its group (its fields are the
+/// columns of [`CSV_HEADER`], in order).
 #[derive(Serialize)]
-struct CsvRow<'a> {
-    device_name: String,
-    backend: &'a str,
-    driver: String,
-    run_id: String,
-    host: String,
-    device_id: String,
-    metric: String,
-    unit: &'a str,
-    value: f64,
-    peer_median: Option<f64>,
-    peer_mad: Option<f64>,
-    peers: usize,
-    ratio: Option<f64>,
-    flagged: bool,
-    run_flagged: bool,
-    conditions: String,
-    verdict: String,
+pub struct CsvRow<'a> {
+    pub device_name: String,
+    pub backend: &'a str,
+    pub driver: String,
+    pub run_id: String,
+    pub host: String,
+    pub device_id: String,
+    pub metric: String,
+    pub unit: &'a str,
+    pub value: f64,
+    pub peer_median: Option<f64>,
+    pub peer_mad: Option<f64>,
+    pub peers: usize,
+    pub ratio: Option<f64>,
+    pub flagged: bool,
+    pub run_flagged: bool,
+    pub conditions: String,
+    pub verdict: String,
 }
 
 /// The columns of `--csv`, in `CsvRow`'s order: written first even when no run has a
@@ -554,7 +539,8 @@ const RIGHT: i32 = 40;
 const ROW: i32 = 70;
 const TOP: i32 = 70;
 const OK_COLOR: &str = "#1f77b4";
-const FLAG_COLOR: &str = "#d62728";
+/// The colour of a flagged run in a strip plot: its dot, its cross and its name in the list.
+pub const FLAG_COLOR: &str = "#d62728";
 /// Pixels per line of the list of flagged runs under a strip plot.
 const LIST_LINE: i32 = 16;
 /// The most flagged runs a strip plot names; the rest are counted.
@@ -573,24 +559,66 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
         .filter_map(|g| Some((g, g.metrics.iter().find(|m| m.metric == metric)?)))
         .collect();
     let unit = groups.first()?.1.unit;
-    let ratios = groups.iter().flat_map(|(g, stat)| {
-        g.runs
-            .iter()
-            .flat_map(|r| r.metrics.iter().filter(|m| m.metric == metric))
-            .map(move |m| m.value / stat.median)
-    });
-    let (mut lo, mut hi) = (fleet.threshold.min(1.0), 1.0f64);
-    for r in ratios.filter(|r| r.is_finite()) {
-        lo = lo.min(r);
-        hi = hi.max(r);
+    let scale = StripScale::of(fleet, &groups, metric);
+    let flagged = flagged_lines(&groups, metric, unit);
+    let listed = flagged.len().min(MAX_LISTED);
+    // the list's title and lines, and a margin under the last
+    let list_px = if flagged.is_empty() {
+        0
+    } else {
+        LIST_LINE * (2 + listed as i32 + i32::from(flagged.len() > MAX_LISTED))
+    };
+    let height = TOP + ROW * groups.len() as i32 + 60 + list_px;
+    let bottom = TOP + ROW * groups.len() as i32;
+    let mut s = String::new();
+    write_strip_title(&mut s, fleet, metric, unit, height);
+    write_strip_axis(&mut s, &scale, bottom);
+    write_strips(&mut s, &groups, metric, unit, &scale);
+    write_median_and_threshold(&mut s, fleet, &scale, bottom);
+    write_flagged_list(&mut s, &flagged, bottom);
+    s.push_str("</svg>\n");
+    Some(s)
+}
+
+/// The strip plots' horizontal scale: from `lo` to `hi` (run / peer median) across the plot.
+struct StripScale {
+    lo: f64,
+    hi: f64,
+    plot_w: i32,
+}
+
+impl StripScale {
+    /// Every run's ratio of `metric` to its group's median, the threshold and 1, with a margin.
+    fn of(fleet: &Fleet, groups: &[(&Group, &MetricStat)], metric: &str) -> StripScale {
+        let ratios = groups.iter().flat_map(|(g, stat)| {
+            g.runs
+                .iter()
+                .flat_map(|r| r.metrics.iter().filter(|m| m.metric == metric))
+                .map(move |m| m.value / stat.median)
+        });
+        let (mut lo, mut hi) = (fleet.threshold.min(1.0), 1.0f64);
+        for r in ratios.filter(|r| r.is_finite()) {
+            lo = lo.min(r);
+            hi = hi.max(r);
+        }
+        let pad = ((hi - lo) * 0.08).max(0.02);
+        StripScale {
+            lo: lo - pad,
+            hi: hi + pad,
+            plot_w: STRIP_WIDTH - LEFT - RIGHT,
+        }
     }
-    let pad = ((hi - lo) * 0.08).max(0.02);
-    let (lo, hi) = (lo - pad, hi + pad);
-    let plot_w = STRIP_WIDTH - LEFT - RIGHT;
-    let x = |r: f64| LEFT as f64 + (r - lo) / (hi - lo) * plot_w as f64;
-    // the flagged runs, slowest first, each a line under the axis
+
+    /// The x, px, of a ratio.
+    fn x(&self, r: f64) -> f64 {
+        LEFT as f64 + (r - self.lo) / (self.hi - self.lo) * self.plot_w as f64
+    }
+}
+
+/// The flagged runs of `metric`, slowest first: each its ratio and its line under the axis.
+fn flagged_lines(groups: &[(&Group, &MetricStat)], metric: &str, unit: &str) -> Vec<(f64, String)> {
     let mut flagged: Vec<(f64, String)> = Vec::new();
-    for (g, stat) in &groups {
+    for (g, stat) in groups {
         let group = if groups.len() > 1 {
             format!("{}: ", shorten(&g.device_name, 28))
         } else {
@@ -610,16 +638,12 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
         }
     }
     flagged.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let listed = flagged.len().min(MAX_LISTED);
-    // the list's title and lines, and a margin under the last
-    let list_px = if flagged.is_empty() {
-        0
-    } else {
-        LIST_LINE * (2 + listed as i32 + i32::from(flagged.len() > MAX_LISTED))
-    };
-    let height = TOP + ROW * groups.len() as i32 + 60 + list_px;
+    flagged
+}
+
+/// The SVG's opening, its background and the title and key over the strips.
+fn write_strip_title(s: &mut String, fleet: &Fleet, metric: &str, unit: &str, height: i32) {
     let esc = crate::render::svg::picture::xml_escape;
-    let mut s = String::new();
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_WIDTH}" height="{height}" viewBox="0 0 {STRIP_WIDTH} {height}" font-family="{}">"#,
@@ -636,35 +660,44 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
         STRIP_WIDTH / 2,
         fleet.threshold
     );
-    let bottom = TOP + ROW * groups.len() as i32;
-    // axis ticks, some 10 to 15 of them whatever the range (an outlier can be far off)
+}
+
+/// The axis under the strips at `bottom`, px: its line, ticks (some 10 to 15 of them whatever
+/// the range: an outlier can be far off) and title.
+fn write_strip_axis(s: &mut String, scale: &StripScale, bottom: i32) {
     let _ = writeln!(
         s,
         r##"<line x1="{LEFT}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="#333"/>"##,
         STRIP_WIDTH - RIGHT
     );
-    let step = tick_step(hi - lo);
-    let first = (lo / step).ceil();
-    for t in (0..=16)
-        .map(|k| (first + k as f64) * step)
-        .take_while(|t| *t <= hi)
-    {
-        let label = format!("{t:.3}");
-        let label = label.trim_end_matches('0').trim_end_matches('.');
+    for t in linear_ticks(scale.lo, scale.hi) {
+        let label = linear_label(t);
         let _ = writeln!(
             s,
             r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle" fill="#555">{label}</text>"##,
             bottom + 5,
             bottom + 34,
-            x = x(t)
+            x = scale.x(t)
         );
     }
     let _ = writeln!(
         s,
         r##"<text x="{}" y="{}" font-size="13" text-anchor="middle">run / peer median</text>"##,
-        LEFT + plot_w / 2,
+        LEFT + scale.plot_w / 2,
         bottom + 52
     );
+}
+
+/// A strip per group: its band and names on the left, and a dot per run of `metric`.
+fn write_strips(
+    s: &mut String,
+    groups: &[(&Group, &MetricStat)],
+    metric: &str,
+    unit: &str,
+    scale: &StripScale,
+) {
+    let esc = crate::render::svg::picture::xml_escape;
+    let plot_w = scale.plot_w;
     for (row, (g, stat)) in groups.iter().enumerate() {
         let y0 = TOP + ROW * row as i32;
         let mid = y0 + ROW / 2;
@@ -694,36 +727,46 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
                 // spread the dots of a strip over five heights so that equal ones stay visible
                 let y = y0 + 14 + (k % 5) * (ROW - 28) / 4;
                 k += 1;
-                let cx = x(m.value / stat.median);
-                let tip = format!(
-                    "{} ({}): {} {}{}",
-                    r.run_id,
-                    r.host,
-                    num(m.value),
-                    unit,
-                    m.ratio
-                        .map_or_else(String::new, |q| format!(", {q:.3} of the median"))
-                );
-                if m.flagged {
-                    let _ = writeln!(
-                        s,
-                        r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="6" fill="{FLAG_COLOR}"/><path d="M{:.1} {} l12 12 m0 -12 l-12 12" stroke="{FLAG_COLOR}" stroke-width="2"/></g>"#,
-                        esc(&tip),
-                        cx - 6.0,
-                        y - 6,
-                    );
-                } else {
-                    let fill = if m.ratio.is_some() { OK_COLOR } else { "none" };
-                    let _ = writeln!(
-                        s,
-                        r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="5" fill="{fill}" fill-opacity="0.8" stroke="{OK_COLOR}" stroke-width="1.5"/></g>"#,
-                        esc(&tip)
-                    );
-                }
+                write_dot(s, r, m, unit, scale.x(m.value / stat.median), y);
             }
         }
     }
-    // the median and the threshold, over the strips
+}
+
+/// One run's dot at (`cx`, `y`), with its figure as a tooltip: red and crossed when flagged,
+/// hollow when its group is too small to judge it.
+fn write_dot(s: &mut String, r: &FleetRun, m: &RunMetric, unit: &str, cx: f64, y: i32) {
+    let esc = crate::render::svg::picture::xml_escape;
+    let tip = format!(
+        "{} ({}): {} {}{}",
+        r.run_id,
+        r.host,
+        num(m.value),
+        unit,
+        m.ratio
+            .map_or_else(String::new, |q| format!(", {q:.3} of the median"))
+    );
+    if m.flagged {
+        let _ = writeln!(
+            s,
+            r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="6" fill="{FLAG_COLOR}"/><path d="M{:.1} {} l12 12 m0 -12 l-12 12" stroke="{FLAG_COLOR}" stroke-width="2"/></g>"#,
+            esc(&tip),
+            cx - 6.0,
+            y - 6,
+        );
+    } else {
+        let fill = if m.ratio.is_some() { OK_COLOR } else { "none" };
+        let _ = writeln!(
+            s,
+            r#"<g><title>{}</title><circle class="point" cx="{cx:.1}" cy="{y}" r="5" fill="{fill}" fill-opacity="0.8" stroke="{OK_COLOR}" stroke-width="1.5"/></g>"#,
+            esc(&tip)
+        );
+    }
+}
+
+/// The median (at 1) and the threshold (dashed), over the strips down to `bottom`, px.
+fn write_median_and_threshold(s: &mut String, fleet: &Fleet, scale: &StripScale, bottom: i32) {
+    let esc = crate::render::svg::picture::xml_escape;
     for (r, dash, label) in [
         (1.0, "", "median".to_string()),
         (
@@ -739,48 +782,41 @@ pub fn strip_svg(fleet: &Fleet, metric: &str) -> Option<String> {
 <text x="{x:.1}" y="{}" font-size="12" text-anchor="middle" fill="{color}">{}</text>"#,
             TOP - 6,
             esc(&label),
-            x = x(r)
+            x = scale.x(r)
         );
     }
-    // the flagged runs by name, under the axis's title
-    let mut y = bottom + 52 + LIST_LINE + 8;
-    if !flagged.is_empty() {
-        let _ = writeln!(
-            s,
-            r#"<text x="{LEFT}" y="{y}" font-size="12" fill="{FLAG_COLOR}">flagged, slowest first:</text>"#
-        );
-        for (_, line) in flagged.iter().take(MAX_LISTED) {
-            y += LIST_LINE;
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{y}" font-size="11" fill="{FLAG_COLOR}">{}</text>"#,
-                LEFT + 12,
-                esc(line)
-            );
-        }
-        if flagged.len() > MAX_LISTED {
-            y += LIST_LINE;
-            let _ = writeln!(
-                s,
-                r##"<text x="{}" y="{y}" font-size="11" fill="#555">… and {} more (see the table or --csv)</text>"##,
-                LEFT + 12,
-                flagged.len() - MAX_LISTED
-            );
-        }
-    }
-    s.push_str("</svg>\n");
-    Some(s)
 }
 
-/// A round step (1, 2, 2.5 or 5 times a power of ten) that cuts `range` into at most 15.
-fn tick_step(range: f64) -> f64 {
-    let raw = (range / 15.0).max(1e-6);
-    let magnitude = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|step| *step >= raw)
-        .unwrap_or(10.0 * magnitude)
+/// The flagged runs by name (the first [`MAX_LISTED`], the rest counted), under the axis's
+/// title below `bottom`, px.
+fn write_flagged_list(s: &mut String, flagged: &[(f64, String)], bottom: i32) {
+    let esc = crate::render::svg::picture::xml_escape;
+    let mut y = bottom + 52 + LIST_LINE + 8;
+    if flagged.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{LEFT}" y="{y}" font-size="12" fill="{FLAG_COLOR}">flagged, slowest first:</text>"#
+    );
+    for (_, line) in flagged.iter().take(MAX_LISTED) {
+        y += LIST_LINE;
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{y}" font-size="11" fill="{FLAG_COLOR}">{}</text>"#,
+            LEFT + 12,
+            esc(line)
+        );
+    }
+    if flagged.len() > MAX_LISTED {
+        y += LIST_LINE;
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{y}" font-size="11" fill="#555">… and {} more (see the table or --csv)</text>"##,
+            LEFT + 12,
+            flagged.len() - MAX_LISTED
+        );
+    }
 }
 
 /// At most `max` characters, `…` at the cut.
@@ -797,256 +833,4 @@ fn shorten(s: &str, max: usize) -> String {
 /// The file name of a metric's strip plot: `fleet-dram.svg`, `fleet-tensor-f16-f32.svg`.
 pub fn strip_stem(metric: &str) -> String {
     format!("fleet-{}", crate::units::slug(metric))
-}
-
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::analysis::calibration::FromRecords;
-    use crate::analysis::roofline::tests::synthetic_run;
-
-    #[test]
-    fn ticks_stay_few_whatever_the_range() {
-        assert!((tick_step(0.9) - 0.1).abs() < 1e-12);
-        assert!((tick_step(0.35) - 0.025).abs() < 1e-12);
-        for range in [0.04, 0.9, 3.0, 1e3, 1e12, 1e300] {
-            let n = range / tick_step(range);
-            assert!((1.0..=15.0).contains(&n), "{range}: {n} ticks");
-        }
-    }
-
-    #[test]
-    fn median_and_mad() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[3.0]), Some(3.0));
-        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        // |x - 3| = 2, 0, 0, 97 → median of 0, 0, 2, 97 = 1
-        assert_eq!(mad(&[1.0, 3.0, 3.0, 100.0]), Some(1.0));
-        assert_eq!(mad(&[7.0, 7.0, 7.0]), Some(0.0));
-    }
-
-    /// A run of the synthetic device, every figure scaled by `scale`, under its own run id.
-    pub(crate) fn run(id: &str, scale: f64) -> (PathBuf, Run) {
-        let mut rows = synthetic_run();
-        for r in &mut rows {
-            r.run_id = id.into();
-            r.scale_speed(scale);
-        }
-        let calibration = Calibration::from_records(&rows, None).unwrap();
-        (
-            PathBuf::from(format!("{id}.csv")),
-            Run {
-                calibration,
-                records: Some(rows),
-            },
-        )
-    }
-
-    #[test]
-    fn the_slow_run_is_flagged_and_its_peers_are_not() {
-        let fleet = analyse(
-            vec![
-                run("a", 1.0),
-                run("b", 1.02),
-                run("c", 0.99),
-                run("slow", 0.8),
-            ],
-            DEFAULT_THRESHOLD,
-        );
-        assert_eq!(fleet.groups.len(), 1);
-        let g = &fleet.groups[0];
-        let dram = g.metrics.iter().find(|m| m.metric == "DRAM").unwrap();
-        let base = run("a", 1.0).1.calibration.memory_ceilings[0].gbps.unwrap();
-        // median of 0.8, 0.99, 1.0, 1.02 = 0.995
-        assert!((dram.median / base - 0.995).abs() < 1e-9, "{dram:?}");
-        assert!((dram.mad / base - 0.015).abs() < 1e-9, "{dram:?}");
-        let flagged: Vec<&str> = fleet.flagged().map(|r| r.run_id.as_str()).collect();
-        assert_eq!(flagged, ["slow"]);
-        let slow = &g.runs[3];
-        assert!(
-            slow.verdict.starts_with("SLOW: DRAM 0.80"),
-            "{}",
-            slow.verdict
-        );
-        assert!(g.runs[..3].iter().all(|r| r.verdict == "ok"));
-        // a looser threshold flags nothing
-        let fleet = analyse(vec![run("a", 1.0), run("b", 1.0), run("s", 0.8)], 0.75);
-        assert_eq!(fleet.flagged().count(), 0);
-    }
-
-    /// The host link's pinned asymptotes are fleet metrics, one per direction, judged like the
-    /// others: a run whose host-to-device bandwidth trails its peers' is flagged for it.
-    #[test]
-    fn link_bandwidths_are_metrics_and_a_slow_link_is_flagged() {
-        let with_link = |id: &str, h2d: f64| {
-            let (path, mut r) = run(id, 1.0);
-            r.calibration.link = Some(roofprobe_calibration::Link {
-                pcie: "PCIe Gen5 x16".into(),
-                nominal_gbps: Some(63.0),
-                transfers: [
-                    "host_to_device_memcpy_ce",
-                    "device_to_host_memcpy_ce",
-                    "host_to_device_pageable_memcpy_ce",
-                ]
-                .iter()
-                .map(|k| roofprobe_calibration::LinkTransfer {
-                    kernel: k.to_string(),
-                    latency_s: 1e-5,
-                    bandwidth_gbps: if k.starts_with("host_to_device_memcpy") {
-                        h2d
-                    } else {
-                        50.0
-                    },
-                    sizes: 10,
-                })
-                .collect(),
-            });
-            (path, r)
-        };
-        let fleet = analyse(
-            vec![
-                with_link("a", 52.0),
-                with_link("b", 53.0),
-                with_link("c", 51.0),
-                with_link("x16-at-x4", 13.0),
-            ],
-            DEFAULT_THRESHOLD,
-        );
-        let names: Vec<String> = metric_names(&fleet).into_iter().map(|(m, _)| m).collect();
-        assert!(
-            names.contains(&"link host_to_device_memcpy_ce".to_string()),
-            "{names:?}"
-        );
-        assert!(
-            names.contains(&"link device_to_host_memcpy_ce".to_string()),
-            "{names:?}"
-        );
-        assert!(!names.iter().any(|n| n.contains("pageable")), "{names:?}");
-        let flagged: Vec<&str> = fleet.flagged().map(|r| r.run_id.as_str()).collect();
-        assert_eq!(flagged, ["x16-at-x4"]);
-        let slow = fleet.groups[0]
-            .runs
-            .iter()
-            .find(|r| r.run_id == "x16-at-x4")
-            .unwrap();
-        assert!(
-            slow.verdict.contains("link host_to_device_memcpy_ce"),
-            "{}",
-            slow.verdict
-        );
-    }
-
-    #[test]
-    fn two_runs_are_not_judged_and_duplicates_count_once() {
-        let fleet = analyse(vec![run("a", 1.0), run("slow", 0.5)], DEFAULT_THRESHOLD);
-        assert_eq!(fleet.flagged().count(), 0);
-        assert!(fleet.groups[0].runs[1].verdict.starts_with("not judged"));
-        // the slow run given three times is one run: of three, it is the one flagged
-        let fleet = analyse(
-            vec![
-                run("a", 1.0),
-                run("slow", 0.5),
-                run("slow", 0.5),
-                run("b", 1.0),
-                run("slow", 0.5),
-            ],
-            DEFAULT_THRESHOLD,
-        );
-        assert_eq!(fleet.run_count(), 3);
-        assert_eq!(fleet.duplicates.len(), 1);
-        assert_eq!(fleet.duplicates[0].files.len(), 3);
-        assert!(!fleet.duplicates[0].differ);
-        assert_eq!(fleet.flagged().count(), 1);
-        // the same run id with other figures: said so
-        let fleet = analyse(vec![run("a", 1.0), run("a", 0.5)], DEFAULT_THRESHOLD);
-        assert!(fleet.duplicates[0].differ);
-    }
-
-    #[test]
-    fn groups_by_device_and_driver_and_verdicts_name_the_conditions() {
-        let mut other = run("other-driver", 0.5);
-        other.1.calibration.device.driver = "999.1".into();
-        let (path, mut throttled) = run("hot", 0.7);
-        if let Some(rows) = &mut throttled.records {
-            rows[0].throttle = "sw_power_cap;applications_clocks".into();
-            rows[1].other_gpu_processes = Some(2);
-        }
-        let fleet = analyse(
-            vec![run("a", 1.0), other, run("b", 1.0), (path, throttled)],
-            DEFAULT_THRESHOLD,
-        );
-        assert_eq!(fleet.groups.len(), 2);
-        assert_eq!(fleet.groups[1].runs[0].run_id, "other-driver");
-        let hot = fleet.flagged().next().unwrap();
-        assert_eq!(hot.run_id, "hot");
-        assert!(
-            hot.verdict
-                .contains("throttled (sw_power_cap), other GPU processes (2)"),
-            "{}",
-            hot.verdict
-        );
-    }
-
-    #[test]
-    fn outputs_carry_every_run_and_the_plot_is_well_formed() {
-        let mut fleet = analyse(
-            vec![run("a", 1.0), run("b", 1.0), run("<slow&\"", 0.8)],
-            DEFAULT_THRESHOLD,
-        );
-        fleet.groups[0].device_name = "=cmd|' /C calc'!A0".into();
-        let csv = String::from_utf8(csv(&fleet)).unwrap();
-        let rows = csv.lines().count() - 1;
-        let metrics: usize = fleet.groups[0].runs.iter().map(|r| r.metrics.len()).sum();
-        assert_eq!(rows, metrics);
-        assert!(csv.contains("'=cmd"), "spreadsheet-safe: {csv}");
-        // the written header is the one serde would write for the rows
-        let mut serde_header = csv::Writer::from_writer(Vec::new());
-        let r = &fleet.groups[0].runs[0];
-        serde_header
-            .serialize(CsvRow {
-                device_name: String::new(),
-                backend: "",
-                driver: String::new(),
-                run_id: String::new(),
-                host: String::new(),
-                device_id: String::new(),
-                metric: String::new(),
-                unit: "",
-                value: r.metrics[0].value,
-                peer_median: None,
-                peer_mad: None,
-                peers: 0,
-                ratio: None,
-                flagged: false,
-                run_flagged: false,
-                conditions: String::new(),
-                verdict: String::new(),
-            })
-            .unwrap();
-        let serde_header = String::from_utf8(serde_header.into_inner().unwrap()).unwrap();
-        assert_eq!(csv.lines().next(), serde_header.lines().next());
-        let back: serde_json::Value = serde_json::from_str(&json(&fleet)).unwrap();
-        assert_eq!(back["groups"][0]["runs"][2]["flagged"], true);
-        let svg = strip_svg(&fleet, "DRAM").unwrap();
-        assert!(svg.contains("&lt;slow&amp;&quot;"), "{svg}");
-        assert!(!svg.contains("<slow"));
-        assert!(svg.matches(FLAG_COLOR).count() > 2);
-        let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
-        let dots = doc
-            .descendants()
-            .filter(|n| n.has_tag_name("circle"))
-            .count();
-        assert_eq!(dots, 3);
-        assert!(strip_svg(&fleet, "no such metric").is_none());
-        assert_eq!(strip_stem("tensor f16.f32"), "fleet-tensor-f16-f32");
-        // no measured metric anywhere: the header alone, never an empty file
-        for g in &mut fleet.groups {
-            for r in &mut g.runs {
-                r.metrics.clear();
-            }
-        }
-        let empty = String::from_utf8(super::csv(&fleet)).unwrap();
-        assert_eq!(empty, format!("{}\n", CSV_HEADER.join(",")));
-    }
 }

@@ -12,7 +12,7 @@ pub fn render(calibration: &Calibration) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::analysis::calibration::FromRecords;
-    use crate::analysis::roofline::tests::synthetic_run;
+    use crate::analysis::fixtures::synthetic_run;
 
     #[test]
     fn calibration_json_snapshot() {

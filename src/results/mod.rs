@@ -3,5 +3,7 @@
 
 pub mod check;
 pub mod csv;
+#[doc(hidden)]
+pub mod fixtures;
 pub mod flags;
 pub mod record;

@@ -441,36 +441,7 @@ pub(crate) mod tests {
     use crate::Error;
     use std::path::Path;
 
-    pub(crate) fn identity() -> RunIdentity {
-        RunIdentity {
-            run_id: "box-host-20260101T000000Z".into(),
-            host: "box".into(),
-            device: crate::backend::host::host_info(),
-            parallel_devices: None,
-        }
-    }
-
-    pub(crate) fn measured(case: &Case, median: f64, valid: bool) -> Record {
-        let summary = Summary::from_secs(&[median * 0.9, median, median * 1.1]).unwrap();
-        let verdict = if valid {
-            Verdict::valid()
-        } else {
-            Verdict::invalid("[3] is 1, should be 2, diff -1")
-        };
-        Record::new(
-            &identity(),
-            "2026-01-01T00:00:00Z".into(),
-            case,
-            Outcome::Measured {
-                summary: &summary,
-                reps: 4,
-                stopped: Stopped::Count,
-                verdict: &verdict,
-            },
-            &Conditions::default(),
-            String::new(),
-        )
-    }
+    use crate::results::fixtures::{identity, measured};
 
     #[test]
     fn figures_come_from_the_median_and_the_work_table() {
@@ -1013,7 +984,7 @@ pub(crate) mod tests {
 
     /// Marks a row invalid as a run does: the reason in `status`, no figures, no flags.
     fn invalidate(r: &mut Record) {
-        crate::analysis::roofline::tests::invalidate(r, "[0] is 1, should be 2");
+        crate::analysis::fixtures::invalidate(r, "[0] is 1, should be 2");
         r.flags.clear();
     }
 

@@ -510,7 +510,7 @@ fn progress_figure(record: &Record) -> String {
 mod tests {
     use super::*;
     use crate::cases::{peak, stream::StreamKernel, Precision};
-    use crate::results::record::tests::measured;
+    use crate::results::fixtures::measured;
 
     /// Bandwidth rows print GB/s, float peaks GFLOP/s, integer peaks GOP/s (an i32 multiply-add
     /// is not a floating-point operation), a row with both both (a triad does 2 flops an

@@ -723,7 +723,7 @@ mod tests {
         /// On the test identity's device, with no second reading of the clock and no probe.
         fn new(clock_mhz: Option<f64>, theory_per_mhz: Option<f64>) -> FixedBackend {
             FixedBackend {
-                info: crate::results::record::tests::identity().device,
+                info: crate::results::fixtures::identity().device,
                 clock_mhz,
                 theory_per_mhz,
                 reread_mhz: None,
@@ -745,7 +745,7 @@ mod tests {
         }];
         rows_of(
             backend,
-            &crate::results::record::tests::identity(),
+            &crate::results::fixtures::identity(),
             &cfg,
             &planned,
         )
@@ -874,7 +874,7 @@ mod tests {
         use crate::cases::{gemm, Precision};
         let shape = gemm::Shape::square(256);
         let row = |kernel: &str, p: Precision, s: gemm::Shape, median: f64, valid: bool| {
-            crate::results::record::tests::measured(&gemm::case(kernel, p, s), median, valid)
+            crate::results::fixtures::measured(&gemm::case(kernel, p, s), median, valid)
         };
         let reference = row(gemm::HOST_REFERENCE, Precision::F32, shape, 2e-3, true);
         let ours = row(gemm::HOST_OURS, Precision::F32, shape, 2.5e-3, true);
@@ -925,7 +925,7 @@ mod tests {
     #[test]
     fn a_skipped_case_says_why_and_is_not_a_failure() {
         use crate::cases::{gemm, Precision};
-        let identity = crate::results::record::tests::identity();
+        let identity = crate::results::fixtures::identity();
         let mut backend = SkippingBackend {
             info: identity.device.clone(),
         };
@@ -1447,7 +1447,7 @@ mod tests {
             },
         };
         let r = Record::new(
-            &crate::results::record::tests::identity(),
+            &crate::results::fixtures::identity(),
             now_utc(),
             &case,
             Outcome::Measured {

@@ -1,4 +1,5 @@
-//! Summary statistics of timing samples.
+//! Summary statistics of timing samples, and the one [`median`] (and [`mad`]) the suite takes
+//! of anything.
 //!
 //! A [`Summary`] is built only from a valid sample: at least two points, every one finite and
 //! strictly positive (a time of zero or below means the clock or the kernel is broken, and is
@@ -94,14 +95,26 @@ pub enum SampleError {
     NotPositive { index: usize, value: f64 },
 }
 
-/// Median of a sorted slice (mean of the two middle points for an even count).
-fn median_sorted(sorted: &[f64]) -> f64 {
+/// The median of `values`, in any order: the middle point of an odd count, the mean of the two
+/// middle points of an even count; `None` when empty. Ordered by [`f64::total_cmp`], so a NaN
+/// sorts last instead of panicking (the callers' values are finite: the readers and
+/// [`Summary::from_secs`] refuse NaN). The one median of the suite: samples, fleet metrics and
+/// the change-point noise all take it from here.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
     }
+}
+
+/// The median absolute deviation from the median (unscaled); `None` when `values` is empty.
+pub fn mad(values: &[f64]) -> Option<f64> {
+    let m = median(values)?;
+    median(&values.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
 }
 
 impl Summary {
@@ -122,9 +135,7 @@ impl Summary {
         let n = sorted.len() as f64;
         let mean = sorted.iter().sum::<f64>() / n;
         let var = sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        let median = median_sorted(&sorted);
-        let mut deviations: Vec<f64> = sorted.iter().map(|x| (x - median).abs()).collect();
-        deviations.sort_by(f64::total_cmp);
+        let median = median(&sorted).expect("a sample has at least two points");
         let stddev = var.sqrt();
         Ok(Summary {
             samples: sorted.len(),
@@ -135,7 +146,7 @@ impl Summary {
             max_secs: sorted[sorted.len() - 1],
             stddev_secs: stddev,
             cv: stddev / mean,
-            mad_secs: median_sorted(&deviations),
+            mad_secs: mad(&sorted).expect("a sample has at least two points"),
         })
     }
 }
@@ -163,6 +174,20 @@ mod tests {
     fn even_count_median_is_mean_of_middle_pair() {
         let s = Summary::from_secs(&[1.0, 2.0, 3.0, 100.0]).unwrap();
         assert_eq!(s.median_secs, 2.5);
+    }
+
+    /// The one median: empty has none, an odd count its middle point, an even count the mean
+    /// of its two middle points, in any order; the MAD is the median of the distances to it.
+    #[test]
+    fn median_and_mad() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0]), Some(3.0));
+        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(mad(&[]), None);
+        // |x - 3| = 2, 0, 0, 97 → median of 0, 0, 2, 97 = 1
+        assert_eq!(mad(&[1.0, 3.0, 3.0, 100.0]), Some(1.0));
+        assert_eq!(mad(&[7.0, 7.0, 7.0]), Some(0.0));
     }
 
     #[test]

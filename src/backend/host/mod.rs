@@ -1011,7 +1011,7 @@ mod tests {
             ..RunConfig::quick()
         };
         let planned = crate::run::runner::plan(&backend, &cfg).unwrap();
-        let identity = crate::results::record::tests::identity();
+        let identity = crate::results::fixtures::identity();
         let rows = crate::run::runner::rows_of(&mut backend, &identity, &cfg, &planned);
         let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
         assert_eq!(rows.len(), 7, "{ids:?}");

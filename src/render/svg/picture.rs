@@ -41,7 +41,7 @@ pub const ABOVE_ROOF_RING: f64 = 9.5;
 
 /// How a marker is filled.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Fill {
+pub enum Fill {
     Solid,
     Hollow,
     /// The colour at a third of its strength.
@@ -52,7 +52,7 @@ pub(crate) enum Fill {
 
 /// A marker's shape; the size is its circumradius (a square's and a cross's half width), px.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Mark {
+pub enum Mark {
     Circle,
     Triangle,
     Diamond,
@@ -65,7 +65,7 @@ pub(crate) enum Mark {
 /// One element of the picture. `class` goes into the SVG, so a check in a browser can tell roofs
 /// and points from grid lines and legend swatches.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Item {
+pub enum Item {
     Line {
         points: Vec<Xy>,
         stroke: Rgb,
@@ -135,13 +135,13 @@ pub(crate) fn point_size(mark: Mark) -> f64 {
 pub(crate) const SERIES_WIDTH: f64 = 1.2;
 
 /// The extent a marker covers, stroke included.
-pub(crate) fn marker_extent(at: Xy, size: f64) -> Shape {
+pub fn marker_extent(at: Xy, size: f64) -> Shape {
     Shape::square(at, size + 1.0)
 }
 
-/// The whole picture as data: what [`super::svg::render`] writes, and what the tests measure.
+/// The whole picture as data: what [`super::render`] writes, and what the tests measure.
 #[derive(Clone, Debug)]
-pub(crate) struct Picture {
+pub struct Picture {
     pub width: f64,
     pub height: f64,
     /// Where its labels may go: the plot, and the column of names right of it if there is one.
@@ -157,8 +157,7 @@ pub(crate) struct Picture {
 }
 
 impl Picture {
-    /// Every text with its class and its estimated box.
-    #[cfg(test)]
+    /// Every text with its class and its estimated box (what the readability checks measure).
     pub fn text_boxes(&self) -> Vec<(&'static str, &str, Shape)> {
         self.items
             .iter()
@@ -363,7 +362,7 @@ const WRAP_CHARS: usize = 1_000;
 
 /// Greedy word wrap to `max_px` at `size_px`, of the text as it will be drawn (control
 /// characters written out).
-pub(crate) fn wrap(text: &str, size_px: f64, max_px: f64) -> Vec<String> {
+pub fn wrap(text: &str, size_px: f64, max_px: f64) -> Vec<String> {
     // A header of a few lines at most: text from a file can be any length.
     let text = crate::text::one_line(text);
     let text = crate::text::clipped(&text, WRAP_CHARS);

@@ -2,7 +2,7 @@
 //! tests is loaded in headless Chromium, every `<text>` measured with `getBBox()` (turned by
 //! `getCTM()`), and the test fails on two texts that overlap, a text on a point or ridge marker
 //! (or the ring around a point above its roof) or on a roof line or a GEMM sweep's line, or a
-//! text wider or taller than the layout's estimate ([`super::labels::text_width`]). Run once with the SVG's own fonts and once with each of
+//! text wider or taller than the layout's estimate ([`roofprobe::render::svg::labels::text_width`]). Run once with the SVG's own fonts and once with each of
 //! DejaVu Sans and Liberation Sans forced, the widest and the most common sans-serif metrics.
 //!
 //! Where Chromium is absent (looked for as `$ROOFPROBE_CHROMIUM`, then `chromium`,
@@ -13,9 +13,9 @@
 //!
 //! Tests only: nothing here is part of the library.
 
-use super::labels::{text_width, ASCENT_EM, DESCENT_EM};
-use super::tests::{pictures, readability_faults};
-use super::{picture, render};
+use crate::svg::{pictures, readability_faults};
+use roofprobe::render::svg::labels::{text_width, ASCENT_EM, DESCENT_EM};
+use roofprobe::render::svg::{picture, render};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -279,7 +279,8 @@ fn no_text_overlaps_in_a_real_browser() {
 /// another text or a run's dot, and none leaves the picture.
 #[test]
 fn fleet_strip_plots_read_cleanly_in_a_real_browser() {
-    use crate::render::fleet::{self, tests::run, DEFAULT_THRESHOLD};
+    use crate::fleet::run;
+    use roofprobe::render::fleet::{self, DEFAULT_THRESHOLD};
     let Some(chromium) = chromium_or_skip("fleet_strip_plots_read_cleanly_in_a_real_browser")
     else {
         return;
@@ -291,7 +292,7 @@ fn fleet_strip_plots_read_cleanly_in_a_real_browser() {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|e| e == "csv"))
             .collect();
-    let checked_in: Vec<_> = crate::analysis::inputs::load_inputs(&results, true)
+    let checked_in: Vec<_> = roofprobe::analysis::inputs::load_inputs(&results, true)
         .unwrap()
         .into_iter()
         .map(|i| (i.path, i.run))
