@@ -177,6 +177,19 @@ impl Gold {
         let d = distinct(self.precision);
         // the table index of a lane value, where it is one (1 + m / d, exact)
         let index = |lane: u64| {
+            // f32 and f64 by their bits (the check's hot loop): 1 + m / 4096 has the exponent
+            // of 1 and m in the top 12 bits of the significand, nothing below them
+            match self.precision {
+                Precision::F32 if d == 1 << 12 => {
+                    return (lane >> 23 == 127 && lane & 0x7FF == 0)
+                        .then_some((lane >> 11) & 0xFFF);
+                }
+                Precision::F64 if d == 1 << 12 => {
+                    return (lane >> 52 == 0x3FF && lane & ((1 << 40) - 1) == 0)
+                        .then_some((lane >> 40) & 0xFFF);
+                }
+                _ => {}
+            }
             let v = match self.precision {
                 Precision::F64 => f64::from_bits(lane),
                 Precision::F32 => f64::from(f32::from_bits(lane as u32)),
@@ -363,6 +376,29 @@ mod tests {
                 };
                 assert_eq!(Gold::new(p, 3).expected_for(half), None, "{p}");
             }
+        }
+        // words between the inputs, at 2 and above, or not numbers, are none (f32 and f64 are
+        // read by their bits)
+        let gold = Gold::new(Precision::F32, 3);
+        for x in [
+            1.0 + 2f32.powi(-23),
+            1.0 + 2f32.powi(-13),
+            2.0,
+            3.5,
+            f32::NAN,
+            -1.0,
+        ] {
+            assert_eq!(gold.expected_for(u64::from(x.to_bits())), None, "{x}");
+        }
+        let gold = Gold::new(Precision::F64, 3);
+        for x in [
+            1.0 + 2f64.powi(-52),
+            1.0 + 2f64.powi(-13),
+            2.0,
+            f64::NAN,
+            -1.5,
+        ] {
+            assert_eq!(gold.expected_for(x.to_bits()), None, "{x}");
         }
     }
 

@@ -46,6 +46,16 @@ pub enum Fill {
     },
     /// The intensity sweep's input words ([`crate::cases::intensity::input`]).
     Sweep { precision: Precision },
+    /// A GEMM's B in `precision` (an implementation's own layout, `layout`: 0 for row-major
+    /// B, else what the implementation's packing depends on), N × K, in as many copies as the
+    /// array holds ([`crate::cases::gemm::rotate_weights`]): the batch sweep's points of one
+    /// weight, and both f32 implementations, read the same B.
+    GemmB {
+        precision: Precision,
+        n: u64,
+        k: u64,
+        layout: u64,
+    },
 }
 
 /// What a block holds: `elements` values of `fill` from the start, whose digest is `digest`.
@@ -76,6 +86,11 @@ impl Word for i32 {
         u64::from(self as u32)
     }
 }
+impl Word for u16 {
+    fn word_bits(self) -> u64 {
+        u64::from(self)
+    }
+}
 impl Word for u32 {
     fn word_bits(self) -> u64 {
         u64::from(self)
@@ -88,6 +103,13 @@ pub fn digest<T: Word>(values: &[T], start: usize) -> u64 {
     values.iter().enumerate().fold(0u64, |d, (j, v)| {
         d.wrapping_add((2 * (start + j) as u64 + 1).wrapping_mul(v.word_bits()))
     })
+}
+
+/// The digest of the whole of `values`, each worker of `pool` its chunk of `align` elements;
+/// `None` if a worker panicked.
+pub fn digest_on<T: Word>(pool: &Pool, values: &[T], align: usize) -> Option<u64> {
+    let parts = pool.chunks(values.len(), align, |r| digest(&values[r.clone()], r.start))?;
+    Some(parts.into_iter().fold(0, u64::wrapping_add))
 }
 
 /// Memory at 2 MiB alignment from 2 MiB up (a huge page's boundary, BabelStream's alignment),
@@ -293,7 +315,8 @@ impl Arena {
                 Some((t, content))
             })
             .collect();
-        for (t, content) in taken {
+        // (as `Array`'s drop: a block below FROM_BYTES was its case's own, and is freed)
+        for (t, content) in taken.into_iter().filter(|(t, _)| t.bytes >= FROM_BYTES) {
             self.give_back(t.block, t.bytes, content);
         }
         let after = self.written();
@@ -561,6 +584,37 @@ mod tests {
         let small = arena.output(&pool, 1000, 16, 0.0f32).unwrap();
         drop(small);
         assert_eq!(arena.held_bytes(), 16 << 20);
+    }
+
+    /// A simulated arena prices what a real one writes: an array below [`FROM_BYTES`] is its
+    /// case's own every time, a large input is written once and then held (a run of its plan
+    /// once panicked here, giving back a small array it had never lent).
+    #[test]
+    fn a_simulated_arena_writes_what_a_real_one_does() {
+        let arena = Arena::simulated(u64::MAX, true);
+        let small = Need {
+            bytes: 1000,
+            elements: 250,
+            fill: None,
+        };
+        for _ in 0..2 {
+            assert_eq!(arena.simulate(&[small]).new_bytes, 1000);
+        }
+        let big = Need {
+            bytes: 8 << 20,
+            elements: 2 << 20,
+            fill: Some(Fill::Sweep {
+                precision: Precision::F32,
+            }),
+        };
+        let first = arena.simulate(&[big, small]);
+        assert_eq!(
+            (first.filled_bytes, first.new_bytes),
+            (8 << 20, (8 << 20) + 1000)
+        );
+        let again = arena.simulate(&[big]);
+        assert_eq!((again.filled_bytes, again.new_bytes), (0, 0));
+        assert_eq!(arena.held_bytes(), 8 << 20);
     }
 
     /// Past its cap the arena gives up idle blocks, unused longest first, before it allocates.

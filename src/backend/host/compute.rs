@@ -1078,6 +1078,83 @@ mod tests {
         }
     }
 
+    /// The sweep's one-pass check catches one wrong output word wherever it lies, and one
+    /// changed input word by the input's digest, in every precision; the arrays come from the
+    /// arena at a size it keeps (4 MiB).
+    #[test]
+    fn the_sweep_check_catches_one_wrong_word_anywhere() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let compute = HostCompute::detect();
+        let arena = Arena::new(1 << 30);
+        let n = (4u64 << 20) / 4;
+        for p in SWEEP_PRECISIONS {
+            let n = n * 4 / crate::cases::arith::word_bytes(p);
+            let case = intensity::case(p, 4, n);
+            let flip = |w: &mut dyn FnMut(usize)| {
+                for at in [0, n as usize / 2, n as usize - 1] {
+                    w(at);
+                }
+            };
+            match p {
+                Precision::F32 => {
+                    let mut c =
+                        SweepCase::<f32>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                    c.run(1).unwrap();
+                    assert!(c.verify().unwrap().valid);
+                    flip(&mut |at| {
+                        c.output[at] = f32::from_bits(c.output[at].to_bits() ^ 1);
+                        let v = c.verify().unwrap();
+                        assert!(
+                            !v.valid && v.detail.contains(&format!("[{at}]")),
+                            "{p} {at}"
+                        );
+                        c.output[at] = f32::from_bits(c.output[at].to_bits() ^ 1);
+                    });
+                    assert!(c.verify().unwrap().valid);
+                    c.input[5] = f32::from_bits(c.input[5].to_bits() ^ (1 << 11));
+                    let v = c.verify().unwrap();
+                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
+                }
+                Precision::F64 => {
+                    let mut c =
+                        SweepCase::<f64>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                    c.run(1).unwrap();
+                    assert!(c.verify().unwrap().valid);
+                    flip(&mut |at| {
+                        c.output[at] = f64::from_bits(c.output[at].to_bits() ^ 1);
+                        let v = c.verify().unwrap();
+                        assert!(
+                            !v.valid && v.detail.contains(&format!("[{at}]")),
+                            "{p} {at}"
+                        );
+                        c.output[at] = f64::from_bits(c.output[at].to_bits() ^ 1);
+                    });
+                    c.input[5] = f64::from_bits(c.input[5].to_bits() ^ (1 << 40));
+                    let v = c.verify().unwrap();
+                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
+                }
+                _ => {
+                    let mut c =
+                        SweepCase::<i32>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                    c.run(1).unwrap();
+                    assert!(c.verify().unwrap().valid);
+                    flip(&mut |at| {
+                        c.output[at] ^= 1;
+                        let v = c.verify().unwrap();
+                        assert!(
+                            !v.valid && v.detail.contains(&format!("[{at}]")),
+                            "{p} {at}"
+                        );
+                        c.output[at] ^= 1;
+                    });
+                    c.input[5] ^= 1;
+                    let v = c.verify().unwrap();
+                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
+                }
+            }
+        }
+    }
+
     #[test]
     fn unrun_sweep_is_invalid_and_theory_needs_a_known_core() {
         let pool = Pool::new(vec![allowed_cpus()[0]]);

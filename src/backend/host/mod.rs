@@ -213,12 +213,12 @@ impl Backend for HostBackend {
                 case,
             ),
             (Family::Gemm, _) if case.kernel == cases::gemm::HOST_AMX => {
-                amx_gemm::prepare(&self.pool, case)
+                amx_gemm::prepare(&self.pool, &self.arena, case)
             }
             (Family::Gemm, _) => {
                 let l2 = self.info.caches.iter().find(|c| c.name == "L2");
                 let l2_bytes = l2.map_or(gemm_kernels::DEFAULT_L2_BYTES, |c| c.size_bytes);
-                gemm::prepare(&self.pool, self.compute, l2_bytes, case)
+                gemm::prepare(&self.pool, &self.arena, self.compute, l2_bytes, case)
             }
             (Family::Tensor, _) => tensor::prepare(&self.pool, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
@@ -765,12 +765,30 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                     cases::gemm::output_bytes(case.precision),
                 );
                 let weight = cases::gemm::weight_bytes(case.precision, s);
-                let copies = cases::gemm::weight_copies(case);
+                let copies = cases::gemm::weight_copies(case).max(1);
+                // B in its copies from the arena (as GemmCase and AmxGemmCase ask for it), A
+                // and C of their own
+                let b_bytes = weight * copies;
+                let b = arena.simulate(&[Need {
+                    bytes: usize::try_from(b_bytes).unwrap_or(usize::MAX),
+                    elements: usize::try_from(b_bytes / input).unwrap_or(usize::MAX),
+                    fill: Some(Fill::GemmB {
+                        precision: case.precision,
+                        n: s.n,
+                        k: s.k,
+                        layout: if case.kernel == cases::gemm::HOST_AMX {
+                            s.m
+                        } else {
+                            0
+                        },
+                    }),
+                }]);
+                let (a_bytes, c_bytes) = (s.m * s.k * input, s.m * s.n * output);
                 PrepWork {
-                    generated_bytes: s.m * s.k * input + weight,
-                    written_bytes: (copies - 1) * weight + s.m * s.n * output,
-                    new_bytes: case.working_set_bytes,
-                    checked_bytes: cases::gemm::matrix_bytes(case.precision, s),
+                    generated_bytes: a_bytes + b.filled_bytes,
+                    written_bytes: c_bytes,
+                    new_bytes: a_bytes + c_bytes + b.new_bytes,
+                    checked_bytes: cases::gemm::matrix_bytes(case.precision, s) + b_bytes,
                     check_terms: cases::gemm::check_terms(case.precision, s),
                     ..PrepWork::default()
                 }
@@ -1155,6 +1173,61 @@ mod tests {
                 assert!(secs > 0.0);
                 let verdict = prepared.verify().unwrap();
                 assert!(verdict.valid, "{} n={n}: {}", case.id(), verdict.detail);
+            }
+        }
+    }
+
+    /// The one-pass check catches one wrong element wherever it lies: each map kernel's output
+    /// changed at its first, middle or last element, a reduction's input changed at one
+    /// element (its digest), and a map kernel's input changed at one element after the run
+    /// (its digest; the output, right for the input as it was, does not show it). The arrays
+    /// come from the arena at a size it keeps (4 MiB), as a DRAM case's do.
+    #[test]
+    fn the_check_catches_one_wrong_element_anywhere() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let simd = Simd::detect();
+        let arena = Arena::new(1 << 30);
+        let n = (4usize << 20) / 4;
+        let prepare = |case: &Case| -> StreamCase<'_, f32> {
+            StreamCase::<f32>::new(&pool, &arena, simd, 1 << 20, case).unwrap()
+        };
+        for kernel in StreamKernel::ALL {
+            let case = kernel.case(Precision::F32, n as u64);
+            let mut prepared = prepare(&case);
+            prepared.run(1).unwrap();
+            let v = prepared.verify().unwrap();
+            assert!(v.valid, "{}: {}", case.id(), v.detail);
+            if kernel.is_reduction() {
+                let a = &mut prepared.arrays[0];
+                a[n / 3] += 1.0;
+                let v = prepared.verify().unwrap();
+                assert!(
+                    !v.valid && v.detail.contains("digest"),
+                    "{}: {}",
+                    case.id(),
+                    v.detail
+                );
+                continue;
+            }
+            for at in [0, n / 2, n - 1] {
+                let out = prepared.arrays.last_mut().unwrap();
+                let was = out[at];
+                out[at] = was + 1.0;
+                let v = prepared.verify().unwrap();
+                assert!(!v.valid, "{} [{at}]: {}", case.id(), v.detail);
+                assert!(v.detail.contains(&format!("[{at}]")), "{}", v.detail);
+                prepared.arrays.last_mut().unwrap()[at] = was;
+                assert!(prepared.verify().unwrap().valid, "{} restored", case.id());
+            }
+            if kernel.inputs() > 0 {
+                prepared.arrays[0][n - 7] += 1.0;
+                let v = prepared.verify().unwrap();
+                assert!(
+                    !v.valid && v.detail.contains("digest"),
+                    "{}: {}",
+                    case.id(),
+                    v.detail
+                );
             }
         }
     }
