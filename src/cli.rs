@@ -344,8 +344,8 @@ pub struct RunArgs {
         requires = "until_stable"
     )]
     pub stable_limit: f64,
-    /// Run only the cases of the suite run (the default suite, --suite or --full) whose id
-    /// (`family/kernel/precision[/param]`) contains this text; repeatable.
+    /// Run only the cases whose id (`family/kernel/precision[/param]`) contains this text
+    /// (repeatable): of the suites --suite names, else of every case.
     #[arg(long)]
     pub filter: Vec<String>,
     /// Flag a figure whose CV (spread of its per-launch times) is above this, in percent.

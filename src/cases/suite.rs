@@ -12,7 +12,8 @@
 //!   fourth power of two. Every ceiling of the roofline and every field the exports and
 //!   `estimate` read comes from these cases (tests/suites.rs holds it to that).
 //! - **Named suites** (`--suite NAME`, [`Suite`]) select whole families of the full plan;
-//!   `--full` is `--suite all`, every case.
+//!   `--full` is `--suite all`, every case. `--filter` narrows the suites named; with none
+//!   named it picks from every case ([`Selection::chosen`]).
 //!
 //! What a suite selects is said per case ([`Suite::holds`]) or, where the choice depends on what
 //! the device planned (the largest square it has, the largest size of a sweep), per plan
@@ -156,7 +157,9 @@ pub const DEFAULT_STREAM: [StreamKernel; 3] =
 pub const DEFAULT_KS: [u32; 7] = [0, 1, 4, 16, 64, 256, 1024];
 
 /// The batch sizes of the default suite's batch sweep: a decode step (1), small and large
-/// batches, and a prefill (4096, the weight's own square).
+/// batches, and a prefill (4096, the weight's own square, where it is at most the
+/// implementation's [`default_square_side`]: a GPU's, not the host's, whose 4096³ launch takes
+/// a second or more).
 pub const DEFAULT_BATCH_M: [u64; 5] = [1, 8, 64, 512, 4096];
 
 /// The weight of the default suite's batch sweep: the first of [`gemm::WEIGHTS`] (4096 × 4096,
@@ -212,6 +215,23 @@ fn in_default(case: &Case) -> bool {
 }
 
 impl Selection {
+    /// What `run` measures given `--full`, the `--suite`s named and whether any `--filter` was:
+    /// every case with `--full`; the named suites' cases; else, where a filter names the cases
+    /// it wants, every case (the filter picks from the whole plan: `--filter stream/` is every
+    /// STREAM kernel); else the default suite.
+    pub fn chosen(full: bool, suites: &[Suite], filtered: bool) -> Selection {
+        if full || (suites.is_empty() && filtered) {
+            Selection::full()
+        } else if suites.is_empty() {
+            Selection::Default
+        } else {
+            let mut suites = suites.to_vec();
+            suites.sort();
+            suites.dedup();
+            Selection::Suites(suites)
+        }
+    }
+
     /// `--full`: every case.
     pub fn full() -> Selection {
         Selection::Suites(vec![Suite::All])
@@ -295,6 +315,7 @@ fn default_keeps(cases: &[&Case]) -> Vec<bool> {
             s.is_square()
                 && (s.m, s.n, s.k) == (DEFAULT_WEIGHT.n, DEFAULT_WEIGHT.n, DEFAULT_WEIGHT.k)
                 && DEFAULT_BATCH_M.contains(&s.m)
+                && s.m <= default_square_side(&c.kernel)
                 && cases.iter().any(|o| {
                     o.kernel == c.kernel
                         && o.precision == c.precision
@@ -365,6 +386,14 @@ mod tests {
         assert!(parse_suite("bogus")
             .unwrap_err()
             .contains("memory, compute"));
+        // --full, a filter alone, named suites (sorted, once each), nothing
+        assert_eq!(Selection::chosen(true, &[], false), Selection::full());
+        assert_eq!(Selection::chosen(false, &[], true), Selection::full());
+        assert_eq!(
+            Selection::chosen(false, &[Suite::Gemm, Suite::Memory, Suite::Gemm], true),
+            Selection::Suites(vec![Suite::Memory, Suite::Gemm])
+        );
+        assert_eq!(Selection::chosen(false, &[], false), Selection::Default);
     }
 
     /// Per implementation and precision the default takes the largest square at most its side,

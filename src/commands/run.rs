@@ -18,23 +18,15 @@ use crate::{Error, Result};
 
 fn config(args: &RunArgs) -> Result<RunConfig> {
     use crate::cases::suite::Selection;
-    let selection = if args.full {
-        Selection::full()
-    } else if args.suite.is_empty() {
-        Selection::Default
-    } else {
-        let mut suites = args.suite.clone();
-        suites.sort();
-        suites.dedup();
-        Selection::Suites(suites)
-    };
-    // the default suite's sampling, or the full plan's for named suites; --quick's for any
+    let selection = Selection::chosen(args.full, &args.suite, !args.filter.is_empty());
+    // the default suite's sampling (a filter alone too), or the full plan's for --full and
+    // named suites; --quick's for any
     let mut cfg = if args.quick {
         RunConfig::quick()
-    } else if selection.is_default() {
-        RunConfig::default_suite()
-    } else {
+    } else if args.full || !args.suite.is_empty() {
         RunConfig::full()
+    } else {
+        RunConfig::default_suite()
     };
     cfg.selection = selection;
     if let Some(bytes) = args.size {
@@ -150,13 +142,8 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
         return Ok(crate::run::interrupt::EXIT_INTERRUPTED);
     }
     if !measured_any && !cfg.filter.is_empty() {
-        let wider = if cfg.selection.is_default() {
-            " (it narrows the default suite: add --full, or --suite, to filter every case)"
-        } else {
-            ""
-        };
         return Err(Error::Usage(format!(
-            "no case of {} matches --filter {}{wider}; case ids are \
+            "no case of {} matches --filter {}; case ids are \
              family/kernel/precision[/param], e.g. stream/triad/f32 or peak/fma/f64; nothing \
              was measured or written",
             cfg.selection.describe(),

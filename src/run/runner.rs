@@ -397,15 +397,24 @@ pub fn measure(
 /// allow ([`crate::run::forecast::shorten`]), and filtered. Fails before anything is measured or
 /// written when the sizes asked for cannot fit.
 pub fn plan(backend: &dyn Backend, cfg: &RunConfig) -> Result<Vec<PlannedCase>> {
-    let planned = cfg.selection.select(backend.cases(cfg.size)?, |p| &p.case);
+    let rates = crate::run::forecast::Rates::for_device(backend.info());
+    Ok(choose(backend.cases(cfg.size)?, cfg, &rates))
+}
+
+/// Of a backend's whole plan `all`, the cases a run under `cfg` measures (see [`plan`]), with
+/// `rates` the device's as the estimate takes them (they say which sweep points are
+/// compute-bound). Tests call it on the plans of modelled devices.
+pub fn choose(
+    all: Vec<PlannedCase>,
+    cfg: &RunConfig,
+    rates: &crate::run::forecast::Rates,
+) -> Vec<PlannedCase> {
+    let planned = cfg.selection.select(all, |p| &p.case);
     let planned = match crate::run::forecast::sweep_launch_cap_secs(cfg) {
-        Some(cap) => {
-            let rates = crate::run::forecast::Rates::for_device(backend.info());
-            crate::run::forecast::shorten(planned, cap, &rates)
-        }
+        Some(cap) => crate::run::forecast::shorten(planned, cap, rates),
         None => planned,
     };
-    Ok(planned.into_iter().filter(|p| cfg.keeps(&p.case)).collect())
+    planned.into_iter().filter(|p| cfg.keeps(&p.case)).collect()
 }
 
 /// [`run`] with no sink and no progress shown: its rows (tests).
