@@ -105,6 +105,18 @@ pub fn digest<T: Word>(values: &[T], start: usize) -> u64 {
     })
 }
 
+/// Elements a check takes at a time: it digests an input's block, then checks the output
+/// against the same block while it is still in cache, so the inputs are read from memory once.
+pub const CHECK_BLOCK: usize = 16 << 10;
+
+/// `range` in blocks of [`CHECK_BLOCK`].
+pub fn blocks(range: std::ops::Range<usize>) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let end = range.end;
+    range
+        .step_by(CHECK_BLOCK)
+        .map(move |start| start..(start + CHECK_BLOCK).min(end))
+}
+
 /// The digest of the whole of `values`, each worker of `pool` its chunk of `align` elements;
 /// `None` if a worker panicked.
 pub fn digest_on<T: Word>(pool: &Pool, values: &[T], align: usize) -> Option<u64> {

@@ -862,23 +862,25 @@ impl<T: HostElement + Word> PreparedCase for SweepCase<'_, T> {
         let p = T::PRECISION;
         let per_worker = self
             .pool
-            .chunks(input.len(), SWEEP_ALIGN, |r| {
-                let digest = super::arena::digest(&input[r.clone()], r.start);
-                let (mut wrong, mut shown) = (0u64, Vec::new());
-                for i in r {
-                    let (got, word) = (output[i].to_bits(), input[i].to_bits());
-                    let want = gold.expected_for(word);
-                    if want != Some(got) {
-                        wrong += 1;
-                        if shown.len() < crate::cases::FAILURES_SHOWN {
-                            shown.push(match want {
-                                Some(w) => format!(
-                                    "[{i}] is {} ({got:#x}), should be {} ({w:#x})",
-                                    arith::show(p, got),
-                                    arith::show(p, w)
-                                ),
-                                None => format!("[{i}] input {word:#x} is no input word"),
-                            });
+            .chunks(input.len(), SWEEP_ALIGN, |chunk| {
+                let (mut digest, mut wrong, mut shown) = (0u64, 0u64, Vec::new());
+                for r in super::arena::blocks(chunk) {
+                    digest = digest.wrapping_add(super::arena::digest(&input[r.clone()], r.start));
+                    for i in r {
+                        let (got, word) = (output[i].to_bits(), input[i].to_bits());
+                        let want = gold.expected_for(word);
+                        if want != Some(got) {
+                            wrong += 1;
+                            if shown.len() < crate::cases::FAILURES_SHOWN {
+                                shown.push(match want {
+                                    Some(w) => format!(
+                                        "[{i}] is {} ({got:#x}), should be {} ({w:#x})",
+                                        arith::show(p, got),
+                                        arith::show(p, w)
+                                    ),
+                                    None => format!("[{i}] input {word:#x} is no input word"),
+                                });
+                            }
                         }
                     }
                 }

@@ -584,40 +584,44 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
         };
         let per_worker = self
             .pool
-            .chunks(n, STREAM_ALIGN, |r| {
-                let start = r.start;
+            .chunks(n, STREAM_ALIGN, |chunk| {
                 let mut digests = [0u64; 2];
-                if inputs > 0 {
-                    digests[0] = self::arena::digest(&a[r.clone()], start);
-                }
-                if inputs > 1 {
-                    digests[1] = self::arena::digest(&b[r.clone()], start);
-                }
                 let (mut sum, mut wrong, mut shown) = (0.0f64, 0u64, Vec::new());
-                if kernel.is_reduction() {
-                    for i in r {
-                        sum += match kernel {
-                            StreamKernel::Dot => a[i].to_f64() * b[i].to_f64(),
-                            _ => a[i].to_f64(),
-                        };
+                for r in self::arena::blocks(chunk) {
+                    let start = r.start;
+                    if inputs > 0 {
+                        digests[0] =
+                            digests[0].wrapping_add(self::arena::digest(&a[r.clone()], start));
                     }
-                } else {
-                    let zero = T::default();
-                    for i in r {
-                        let want = cases::stream::map_value(
-                            kernel,
-                            a.get(i).copied().unwrap_or(zero),
-                            b.get(i).copied().unwrap_or(zero),
-                        );
-                        if out[i] != want {
-                            wrong += 1;
-                            if shown.len() < cases::FAILURES_SHOWN {
-                                shown.push(format!(
-                                    "[{i}] is {:?}, should be {:?}, diff {:e}",
-                                    out[i],
-                                    want,
-                                    out[i].to_f64() - want.to_f64()
-                                ));
+                    if inputs > 1 {
+                        digests[1] =
+                            digests[1].wrapping_add(self::arena::digest(&b[r.clone()], start));
+                    }
+                    if kernel.is_reduction() {
+                        for i in r {
+                            sum += match kernel {
+                                StreamKernel::Dot => a[i].to_f64() * b[i].to_f64(),
+                                _ => a[i].to_f64(),
+                            };
+                        }
+                    } else {
+                        let zero = T::default();
+                        for i in r {
+                            let want = cases::stream::map_value(
+                                kernel,
+                                a.get(i).copied().unwrap_or(zero),
+                                b.get(i).copied().unwrap_or(zero),
+                            );
+                            if out[i] != want {
+                                wrong += 1;
+                                if shown.len() < cases::FAILURES_SHOWN {
+                                    shown.push(format!(
+                                        "[{i}] is {:?}, should be {:?}, diff {:e}",
+                                        out[i],
+                                        want,
+                                        out[i].to_f64() - want.to_f64()
+                                    ));
+                                }
                             }
                         }
                     }
