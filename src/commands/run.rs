@@ -143,11 +143,11 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
     }
     if !measured_any && !cfg.filter.is_empty() {
         return Err(Error::Usage(format!(
-            "no case of {} matches --filter {}; case ids are \
+            "no case matches --filter {} among {}; case ids are \
              family/kernel/precision[/param], e.g. stream/triad/f32 or peak/fma/f64; nothing \
              was measured or written",
-            cfg.selection.describe(),
-            cfg.filter.join(", --filter ")
+            cfg.filter.join(", --filter "),
+            cfg.selection.describe()
         )));
     }
     Ok(if !all_valid {
