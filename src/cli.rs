@@ -301,9 +301,21 @@ pub struct RunArgs {
     /// (every CUDA GPU and the host).
     #[arg(long, default_value = "auto", value_parser = parse_device)]
     pub device: String,
-    /// Fewer samples per case (same cases, same sizes).
+    /// A smoke test: the default suite's cases (or those --suite or --full select) with the
+    /// fewest samples, and smaller sizes where the figure allows it (never a DRAM working set).
     #[arg(long)]
     pub quick: bool,
+    /// Every case of the plan, each sampled longer (as --suite all): the full characterisation,
+    /// some minutes on a GPU, a quarter of an hour on a small host. Without it (and without
+    /// --suite) `run` measures the default suite, which answers capacity, bandwidth or compute
+    /// in about two minutes.
+    #[arg(long, conflicts_with = "suite")]
+    pub full: bool,
+    /// Only these parts of the full plan (repeatable): memory, compute, gemm, llm, cache,
+    /// latency, links, or all (docs/measurements.md lists what each holds); --filter narrows
+    /// within them.
+    #[arg(long, value_name = "NAME", value_parser = crate::cases::suite::parse_suite)]
+    pub suite: Vec<crate::cases::suite::Suite>,
     /// Folder for the results files (created if missing; files are never overwritten: every
     /// run has a new name).
     #[arg(long, short, default_value = "results")]
@@ -336,7 +348,8 @@ pub struct RunArgs {
         requires = "until_stable"
     )]
     pub stable_limit: f64,
-    /// Run only cases whose id (`family/kernel/precision`) contains this text; repeatable.
+    /// Run only the cases whose id (`family/kernel/precision[/param]`) contains this text
+    /// (repeatable): of the suites --suite names, else of every case.
     #[arg(long)]
     pub filter: Vec<String>,
     /// Flag a figure whose CV (spread of its per-launch times) is above this, in percent.

@@ -24,7 +24,7 @@ fn finished() -> impl predicates::Predicate<i32> {
     predicate::in_iter([0, roofprobe::cli::EXIT_SUSPECT])
 }
 
-/// A small, quick host run: every case, 1 MiB arrays.
+/// A small, quick host run: the default suite's cases with the fewest samples, 1 MiB arrays.
 fn quick_host_run(out: &Path) -> assert_cmd::assert::Assert {
     roofprobe()
         .args([
@@ -58,19 +58,37 @@ fn host_run_writes_a_valid_csv_and_a_table() {
         "{name}"
     );
     let rows = read_csv(&files[0]).unwrap();
-    // 14 STREAM cases, then the compute cases: 3 host peaks and 3 × 12 sweep points, then the
-    // cache sweep (its sizes come from this machine's caches, not from --size)
+    // the default suite: 6 STREAM cases (copy, triad, read), then the compute cases: 3 host
+    // peaks and 3 × 7 sweep points, then the cache levels at their fixed sizes (from this
+    // machine's caches, not from --size)
     let count = |family: &str| rows.iter().filter(|r| r.family.as_str() == family).count();
     assert_eq!(
         (count("stream"), count("peak"), count("intensity")),
-        (14, 3, 36)
+        (6, 3, 21)
     );
     assert!(count("cache") >= 2, "an L1 and an L2 size at least");
-    // the latency chase: 4 KiB to 4 × this machine's LLC, every power of two
-    assert!(count("latency") >= 6, "4 KiB to at least 128 KiB");
-    // GEMM, no matrix above the 1 MiB --size: 256² and 512² in f32, 256² in f64, each by the
-    // reference crate and by our kernel, ours with its ratio to the reference; and where the
-    // matrix unit may run bf16, 256² and 512² on it (`amx`, no reference line)
+    assert!(
+        rows.iter()
+            .filter(|r| r.family.as_str() == "cache")
+            .all(|r| !r.kernel.contains("sweep")),
+        "the default has no cache sweep"
+    );
+    // no latency chase in the default; the full plan's runs 4 KiB to 4 × this machine's LLC,
+    // every power of two
+    assert_eq!(count("latency"), 0);
+    use roofprobe::backend::Backend;
+    let full = roofprobe::backend::host::HostBackend::new()
+        .cases(roofprobe::backend::SizeRequest::BytesPerArray(1 << 20))
+        .unwrap();
+    let chases = full
+        .iter()
+        .filter(|p| p.case.family == roofprobe::cases::Family::Latency)
+        .count();
+    assert!(chases >= 6, "4 KiB to at least 128 KiB: {chases}");
+    // GEMM, no matrix above the 1 MiB --size: one square per implementation and precision,
+    // the largest planned (512² in f32, 256² in f64), by the reference crate and by our
+    // kernel, ours with its ratio to the reference; and where the matrix unit may run bf16,
+    // 512² on it (`amx`, no reference line)
     let amx_gemm =
         roofprobe::backend::host::tensor::available(roofprobe::backend::host::amx_gemm::PRECISION)
             .is_ok();
@@ -80,18 +98,26 @@ fn host_run_writes_a_valid_csv_and_a_table() {
         .map(|r| r.case_id())
         .collect();
     if amx_gemm {
-        assert_eq!(
-            amx_rows,
-            [
-                "gemm/amx/bf16.f32/256x256x256",
-                "gemm/amx/bf16.f32/512x512x512"
-            ]
-        );
+        assert_eq!(amx_rows, ["gemm/amx/bf16.f32/512x512x512"]);
     } else {
         assert!(amx_rows.is_empty(), "{amx_rows:?}");
         eprintln!("no AMX GEMM rows checked: this host has no AMX bf16 it may use");
     }
-    assert_eq!(count("gemm"), 6 + amx_rows.len());
+    let squares: Vec<String> = rows
+        .iter()
+        .filter(|r| r.family.as_str() == "gemm" && r.kernel != "amx")
+        .map(|r| r.case_id())
+        .collect();
+    assert_eq!(
+        squares,
+        [
+            "gemm/gemm-crate/f32/512x512x512",
+            "gemm/simd/f32/512x512x512",
+            "gemm/gemm-crate/f64/256x256x256",
+            "gemm/simd/f64/256x256x256",
+        ]
+    );
+    assert_eq!(count("gemm"), 4 + amx_rows.len());
     for r in rows.iter().filter(|r| r.family.as_str() == "gemm") {
         assert_eq!(
             r.ratio_to_reference.is_some(),
@@ -139,7 +165,7 @@ fn host_run_writes_a_valid_csv_and_a_table() {
     }
     assert_eq!(
         rows.len(),
-        53 + count("tensor")
+        30 + count("tensor")
             + count("cache")
             + count("gemm")
             + count("latency")

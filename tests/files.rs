@@ -103,6 +103,7 @@ fn one_error_line(out: &Output) -> String {
             !l.starts_with("note:")
                 && !l.starts_with("measuring ")
                 && !l.starts_with("time: ")
+                && !l.starts_with("plan: ")
                 && !l.starts_with("  ")
         })
         .collect();

@@ -33,6 +33,7 @@ mod scripts;
 mod sim;
 mod specs;
 mod specs_theory;
+mod suites;
 mod svg;
 mod svg_browser;
 mod svg_labels;

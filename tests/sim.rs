@@ -878,9 +878,12 @@ fn nvml_is_read_while_the_samples_run_through_either_reasons_call() {
             assert!(line(key).ends_with(value), "{key}: {listing}");
         }
         let dir = tempfile::tempdir().unwrap();
-        let (_, rows) = run_filtered(
+        // samples for at least half a second (--quick's three are shorter than the energy
+        // counter's 20 ms step)
+        let (_, rows, _) = run_quick(
             &sim,
             dir.path(),
+            &["--until-stable", "0.0001", "--stable-limit", "0.5"],
             &["stream/triad/f32", "link/host_to_device_memcpy_ce"],
         );
         assert!(rows.len() > 1 && rows.iter().all(|r| r.valid), "{rows:?}");

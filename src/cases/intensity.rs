@@ -132,6 +132,8 @@ pub struct Gold {
     lane0: Vec<u64>,
     /// Lane 1 of the packed formats.
     lane1: Vec<u64>,
+    /// The integer map applied k times, `x ↦ mul·x + add` modulo 2^32 (i32 only).
+    affine: (u32, u32),
 }
 
 impl Gold {
@@ -151,11 +153,66 @@ impl Gold {
                 }
             }
         }
+        // f^k is affine modulo 2^32: add = f^k(0), mul = f^k(1) - f^k(0)
+        let affine = if precision == Precision::I32 {
+            let add = expected_word(precision, k, 0) as u32;
+            let mul = (expected_word(precision, k, 1) as u32).wrapping_sub(add);
+            (mul, add)
+        } else {
+            (1, 0)
+        };
         Gold {
             precision,
             k,
             lane0,
             lane1,
+            affine,
+        }
+    }
+
+    /// The gold value of an output word whose input word was `word` (as read back from the
+    /// input array), or `None` where `word` is no input this precision draws: a check that
+    /// reads the inputs it was given, not one that generates them again.
+    pub fn expected_for(&self, word: u64) -> Option<u64> {
+        let d = distinct(self.precision);
+        // the table index of a lane value, where it is one (1 + m / d, exact)
+        let index = |lane: u64| {
+            // f32 and f64 by their bits (the check's hot loop): 1 + m / 4096 has the exponent
+            // of 1 and m in the top 12 bits of the significand, nothing below them
+            match self.precision {
+                Precision::F32 if d == 1 << 12 => {
+                    return (lane >> 23 == 127 && lane & 0x7FF == 0)
+                        .then_some((lane >> 11) & 0xFFF);
+                }
+                Precision::F64 if d == 1 << 12 => {
+                    return (lane >> 52 == 0x3FF && lane & ((1 << 40) - 1) == 0)
+                        .then_some((lane >> 40) & 0xFFF);
+                }
+                _ => {}
+            }
+            let v = match self.precision {
+                Precision::F64 => f64::from_bits(lane),
+                Precision::F32 => f64::from(f32::from_bits(lane as u32)),
+                Precision::F16x2 => arith::f16_value(lane as u16),
+                Precision::Bf16x2 => arith::bf16_value(lane as u16),
+                _ => return None,
+            };
+            let m = (v - 1.0) * d as f64;
+            (m >= 0.0 && m < d as f64 && m == m.trunc())
+                .then_some(m as u64)
+                .filter(|&m| lane_value(self.precision, m) == lane)
+        };
+        match self.precision {
+            Precision::I32 => {
+                let (mul, add) = self.affine;
+                Some(u64::from(mul.wrapping_mul(word as u32).wrapping_add(add)))
+            }
+            Precision::F16x2 | Precision::Bf16x2 => {
+                let (lo, hi) = arith::lanes2(word);
+                let (lo, hi) = (index(u64::from(lo))?, index(u64::from(hi))?);
+                Some(arith::pack2(self.lane(lo, 0), self.lane(hi, 1)))
+            }
+            _ => Some(self.lane0[index(word)? as usize]),
         }
     }
 
@@ -291,6 +348,57 @@ mod tests {
         for i in 0..100 {
             let f = f32::from_bits(input(Precision::F32, i) as u32);
             assert!((1.0..2.0).contains(&f));
+        }
+    }
+
+    /// The gold value from an input word read back is the one from the word's index, for every
+    /// precision and several k; a word no input draws has none.
+    #[test]
+    fn gold_from_the_input_word_equals_gold_from_its_index() {
+        for p in PRECISIONS {
+            for k in [0u32, 1, 7, 1024] {
+                let gold = Gold::new(p, k);
+                for i in (0..3000).step_by(11) {
+                    assert_eq!(
+                        gold.expected_for(input(p, i)),
+                        Some(gold.expected(i)),
+                        "{p} k={k} word {i}"
+                    );
+                }
+            }
+            if p != Precision::I32 {
+                // 0.5 is below every input (1 + m / d)
+                let half = match p {
+                    Precision::F64 => 0.5f64.to_bits(),
+                    Precision::F32 => u64::from(0.5f32.to_bits()),
+                    Precision::F16x2 => arith::pack2(arith::f16_bits(0.5), arith::f16_bits(1.0)),
+                    _ => arith::pack2(arith::bf16_bits(1.0), arith::bf16_bits(0.5)),
+                };
+                assert_eq!(Gold::new(p, 3).expected_for(half), None, "{p}");
+            }
+        }
+        // words between the inputs, at 2 and above, or not numbers, are none (f32 and f64 are
+        // read by their bits)
+        let gold = Gold::new(Precision::F32, 3);
+        for x in [
+            1.0 + 2f32.powi(-23),
+            1.0 + 2f32.powi(-13),
+            2.0,
+            3.5,
+            f32::NAN,
+            -1.0,
+        ] {
+            assert_eq!(gold.expected_for(u64::from(x.to_bits())), None, "{x}");
+        }
+        let gold = Gold::new(Precision::F64, 3);
+        for x in [
+            1.0 + 2f64.powi(-52),
+            1.0 + 2f64.powi(-13),
+            2.0,
+            f64::NAN,
+            -1.5,
+        ] {
+            assert_eq!(gold.expected_for(x.to_bits()), None, "{x}");
         }
     }
 

@@ -20,6 +20,7 @@ pub mod launch;
 pub mod link;
 pub mod peak;
 pub mod stream;
+pub mod suite;
 pub mod tensor;
 pub mod wgmma;
 

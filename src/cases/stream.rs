@@ -258,7 +258,17 @@ pub fn check_sum<T: Element>(
     got: f64,
     largest_partial_terms: u64,
 ) -> Verdict {
-    let want = expected_sum(kernel, n);
+    check_sum_against::<T>(kernel, expected_sum(kernel, n), got, largest_partial_terms)
+}
+
+/// [`check_sum`] against a gold total `want` already known (the exact sum of the inputs as they
+/// were generated, taken while they were written or read back whole).
+pub fn check_sum_against<T: Element>(
+    kernel: StreamKernel,
+    want: f64,
+    got: f64,
+    largest_partial_terms: u64,
+) -> Verdict {
     let max_term = if kernel == StreamKernel::Dot { 16 } else { 4 };
     let exact =
         (largest_partial_terms as f64) * (max_term as f64) < 2f64.powi(T::SIGNIFICAND_BITS as i32);
@@ -276,6 +286,27 @@ pub fn check_sum<T: Element>(
         ))
     } else {
         Verdict::valid()
+    }
+}
+
+/// What output element `i` of a map kernel must be, from its inputs as read back (`a`, `b`; the
+/// kernel reads those it has): the kernel's own arithmetic in `T`, which is exact on these
+/// inputs whether or not it is fused (the module doc), so it equals [`expected`].
+pub fn map_value<T: Element + std::ops::Add<Output = T> + std::ops::Mul<Output = T>>(
+    kernel: StreamKernel,
+    a: T,
+    b: T,
+) -> T {
+    let s = T::from_f64(SCALAR);
+    match kernel {
+        StreamKernel::Copy => a,
+        StreamKernel::Scale => s * a,
+        StreamKernel::Add => a + b,
+        StreamKernel::Triad => a + s * b,
+        StreamKernel::Write => T::from_f64(FILL),
+        StreamKernel::Dot | StreamKernel::Read => {
+            unreachable!("reductions have no output array")
+        }
     }
 }
 

@@ -17,11 +17,18 @@ use crate::units::slug;
 use crate::{Error, Result};
 
 fn config(args: &RunArgs) -> Result<RunConfig> {
+    use crate::cases::suite::Selection;
+    let selection = Selection::chosen(args.full, &args.suite, !args.filter.is_empty());
+    // the default suite's sampling (a filter alone too), or the full plan's for --full and
+    // named suites; --quick's for any
     let mut cfg = if args.quick {
         RunConfig::quick()
-    } else {
+    } else if args.full || !args.suite.is_empty() {
         RunConfig::full()
+    } else {
+        RunConfig::default_suite()
     };
+    cfg.selection = selection;
     if let Some(bytes) = args.size {
         cfg.size = SizeRequest::BytesPerArray(bytes);
     }
@@ -136,9 +143,11 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
     }
     if !measured_any && !cfg.filter.is_empty() {
         return Err(Error::Usage(format!(
-            "no case matches --filter {}; case ids are family/kernel/precision[/param], e.g. \
-             stream/triad/f32 or peak/fma/f64; nothing was measured or written",
-            cfg.filter.join(", --filter ")
+            "no case matches --filter {} among {}; case ids are \
+             family/kernel/precision[/param], e.g. stream/triad/f32 or peak/fma/f64; nothing \
+             was measured or written",
+            cfg.filter.join(", --filter "),
+            cfg.selection.describe()
         )));
     }
     Ok(if !all_valid {

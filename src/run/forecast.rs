@@ -1,14 +1,22 @@
 //! How long a planned run will take, said before it starts: each case's launch time from the
-//! device's rated speeds (its spec sheet's DRAM bandwidth, its theoretical peaks), then the
-//! runner's own schedule (a discarded launch, one to size the samples, the warm-up, the samples
-//! the budget allows) and the host's share (generating the inputs, copying, checking).
+//! device's rated speeds (a GPU's spec sheet DRAM bandwidth and theoretical peaks; the host's
+//! theoretical peaks at the clock measured as the run starts, and a stated bandwidth per core),
+//! then the runner's own schedule (a discarded launch, one to size the samples, the warm-up, the
+//! samples the budget allows) and the host's share (generating the inputs, copying, checking:
+//! for a GPU at a conservative rate, for the host backend what its arena will really write,
+//! [`crate::backend::host::prep_work`], at rates measured on this project's VM).
 //!
-//! It is an estimate, not a measurement: real launches are slower than the rated speeds, so it
-//! errs short on the launches and long on the host's share. Its purpose is that a run on a
-//! large GPU is known to fit the time it is given (a default run on an H200 must fit in four
-//! minutes) before it uses any of it.
+//! It is an estimate, not a measurement. For a GPU, real launches are slower than the rated
+//! speeds, so it errs short on the launches and long on the host's share; its purpose is that
+//! a run is known to fit the time it is given (a default run on an H100, H200, A100 or RTX 3090
+//! in three minutes) before it uses any of it. For the host it aims at the run's time itself
+//! (within 30 % on this project's 2-vCPU VM for the default, `--quick` and `--full` runs).
 //!
-//! This module only computes; it must not call a driver or measure anything.
+//! Here too the launch cap of the default and `--quick` runs ([`shorten`]): the sweep's points
+//! that are compute-bound by the rated speeds take fewer words, so that no launch lasts long.
+//!
+//! This module only computes; it must not call a driver or measure anything (the host's clock
+//! is read once, by [`Rates::for_host`]).
 
 use crate::backend::PlannedCase;
 
@@ -87,6 +95,9 @@ pub const LINK_COPY_SECS: f64 = 20e-6;
 /// What a device does at most, as far as the estimate knows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rates {
+    /// Whose rates: a GPU's (its host generates and copies its arrays), or the host backend's
+    /// (which prepares them in its arena).
+    pub backend: BackendKind,
     /// DRAM bytes per second.
     pub dram_bytes_per_sec: f64,
     /// Bytes per second the cache sweep's levels deliver (all SMs' L1s at 128 B per clock).
@@ -97,6 +108,34 @@ pub struct Rates {
     pub llc_bytes: u64,
     /// The host cores that generate and check the cases' arrays (this process's).
     pub host_cores: usize,
+}
+
+/// The host's DRAM bandwidth per worker as the estimate takes it (nothing rates a host's memory
+/// before it is measured): this project's 2-vCPU VM copies at 42-47 GB/s on two workers
+/// (results/README.md), a many-core server at less per core.
+pub const HOST_DRAM_BYTES_PER_SEC_PER_CORE: f64 = 20e9;
+
+/// The most DRAM bandwidth the estimate gives a host, whatever its cores.
+pub const HOST_DRAM_MAX_BYTES_PER_SEC: f64 = 200e9;
+
+/// Bytes per clock per worker the host's cache cases read, as the estimate takes them: between
+/// what L1 and L3 deliver (this project's VM: 516 GB/s from L1, 58 from L3 on two workers at
+/// 4 GHz).
+pub const HOST_CACHE_BYTES_PER_CLOCK: f64 = 32.0;
+
+/// The core clock the estimate takes where the host's cannot be measured.
+pub const HOST_FALLBACK_MHZ: f64 = 3000.0;
+
+/// The host's i32 multiply-add rate as a share of its f32 FMA theory: x86 has no 32-bit integer
+/// FMA (a multiply, at half rate or less, and an add). Measured on this project's VMs: AVX-512
+/// 155 GOP/s against 524 GFLOP/s of f32 theory (0.30), AVX2 (Zen 4) 126 against 180 (0.70).
+pub fn host_i32_share(simd: crate::backend::host::compute::Simd) -> f64 {
+    use crate::backend::host::compute::Simd;
+    match simd {
+        Simd::Avx512 => 0.3,
+        Simd::Avx2 => 0.7,
+        _ => 0.5,
+    }
 }
 
 /// DRAM bandwidth assumed where neither the spec sheet nor the device's attributes give one.
@@ -131,6 +170,7 @@ impl Rates {
             })
             .collect();
         Some(Rates {
+            backend: BackendKind::Cuda,
             dram_bytes_per_sec: dram_gbps.map_or(UNKNOWN_DRAM_BYTES_PER_SEC, |g| g * 1e9),
             cache_bytes_per_sec: f64::from(info.units)
                 * mhz
@@ -140,6 +180,50 @@ impl Rates {
             llc_bytes: info.llc_bytes,
             host_cores: crate::cases::host_cores(),
         })
+    }
+
+    /// The rates of the device `info` describes: a GPU's ([`Rates::for_gpu`]) or the host's
+    /// ([`Rates::for_host`]).
+    pub fn for_device(info: &DeviceInfo) -> Rates {
+        Self::for_gpu(info).unwrap_or_else(|| Self::for_host(info))
+    }
+
+    /// The host's rates: the theoretical FMA peaks of its SIMD set (f32, f64) and matrix unit
+    /// (AMX, where granted) on its `units` workers at the clock measured now, i32 at
+    /// [`host_i32_share`] of f32's, and [`HOST_DRAM_BYTES_PER_SEC_PER_CORE`] per worker (at most
+    /// [`HOST_DRAM_MAX_BYTES_PER_SEC`]); nothing rates a host's memory before it is measured.
+    pub fn for_host(info: &DeviceInfo) -> Rates {
+        use crate::backend::host::{clock, compute, tensor};
+        let threads = (info.units as usize).max(1);
+        let mhz = clock::measure_core_mhz()
+            .or(info.clock_mhz)
+            .unwrap_or(HOST_FALLBACK_MHZ);
+        let detected = compute::HostCompute::detect();
+        let mut ops_per_sec: Vec<(Precision, f64)> = [Precision::F32, Precision::F64]
+            .into_iter()
+            .filter_map(|p| {
+                compute::theory_gflops(threads, mhz, detected.simd, p, detected.fma)
+                    .map(|g| (p, g * 1e9))
+            })
+            .collect();
+        if let Some(&(_, f32_rate)) = ops_per_sec.iter().find(|(p, _)| *p == Precision::F32) {
+            ops_per_sec.push((Precision::I32, f32_rate * host_i32_share(detected.simd)));
+        }
+        for p in tensor::PRECISIONS {
+            if tensor::available(p).is_ok() {
+                ops_per_sec.push((p, tensor::theory_gflops(p, threads, mhz) * 1e9));
+            }
+        }
+        let dram =
+            (HOST_DRAM_BYTES_PER_SEC_PER_CORE * threads as f64).min(HOST_DRAM_MAX_BYTES_PER_SEC);
+        Rates {
+            backend: BackendKind::Host,
+            dram_bytes_per_sec: dram,
+            cache_bytes_per_sec: HOST_CACHE_BYTES_PER_CLOCK * mhz * 1e6 * threads as f64,
+            ops_per_sec,
+            llc_bytes: info.llc_bytes,
+            host_cores: threads,
+        }
     }
 
     /// Operations per second of `precision`; the slowest known rate where it has none (so an
@@ -184,8 +268,26 @@ pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
         rates.dram_bytes_per_sec
     };
     let memory = case.work.bytes() as f64 / bandwidth;
-    let compute = case.work.flops as f64 / rates.ops(case.precision);
+    let share = if rates.backend == BackendKind::Host && case.family == Family::Gemm {
+        host_gemm_share(&case.kernel)
+    } else {
+        1.0
+    };
+    let compute = case.work.flops as f64 / (rates.ops(case.precision) * share);
     memory.max(compute).max(1e-6)
+}
+
+/// The share of its precision's theoretical peak a host GEMM runs at, as the estimate takes it
+/// (this project's 2-vCPU VM, results/README.md: our f32 kernel and the `gemm` crate at 64-70 %
+/// on the large squares, AMX's bf16 at 17-26 %, held by the feed of its tiles); a GPU's GEMM at
+/// its rated peak.
+pub fn host_gemm_share(kernel: &str) -> f64 {
+    use crate::cases::gemm;
+    match kernel {
+        gemm::HOST_AMX => 0.2,
+        gemm::HOST_OURS | gemm::HOST_REFERENCE => 0.65,
+        _ => 1.0,
+    }
 }
 
 /// Seconds the runner spends on `case` under `cfg` (see [`crate::run::runner::measure`]): the
@@ -222,8 +324,15 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
             .max(crate::run::runner::STABLE_MIN_SAMPLES as f64 * sample)
             .max(f64::from(cfg.min_samples.max(2)) * sample),
     };
-    let host = host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
-        + host_check_secs(case, rates.host_cores);
+    // a GPU's arrays, generated and checked on its host; the host backend's are priced over
+    // the plan ([`plan_secs`]), since its arena keeps them from one case to the next
+    let host = match rates.backend {
+        BackendKind::Cuda => {
+            host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
+                + host_check_secs(case, rates.host_cores)
+        }
+        BackendKind::Host => 0.0,
+    };
     CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
 }
 
@@ -329,17 +438,129 @@ pub fn link_secs(case: &Case, cfg: &RunConfig, rates: &Rates) -> f64 {
     CASE_OVERHEAD_SECS + host + staging + copies
 }
 
-/// Seconds the whole plan takes.
+/// Seconds the whole plan takes: its cases' ([`case_secs`]), and on the host backend what
+/// preparing and checking each case's arrays costs, its arena simulated over the plan in order
+/// ([`host_prep_secs`]).
 pub fn plan_secs(
     planned: &[PlannedCase],
     cfg: &RunConfig,
     min_sample_secs: f64,
     rates: &Rates,
 ) -> f64 {
+    let arena = (rates.backend == BackendKind::Host)
+        .then(|| crate::backend::host::arena::Arena::simulated(u64::MAX, true));
     planned
         .iter()
-        .map(|p| case_secs(&p.case, cfg, min_sample_secs, rates))
+        .map(|p| {
+            let prep = arena.as_ref().map_or(0.0, |arena| {
+                host_prep_secs(
+                    &crate::backend::host::prep_work(&p.case, arena),
+                    rates.host_cores,
+                )
+            });
+            case_secs(&p.case, cfg, min_sample_secs, rates) + prep
+        })
         .sum()
+}
+
+/// Bytes per second one host worker generates pseudo-random inputs at (a SplitMix64 of the index
+/// per element, converted, stored and added to the digest; this project's 2-vCPU VM).
+pub const HOST_GENERATE_BYTES_PER_CORE_SEC: f64 = 1.5e9;
+
+/// Bytes per second one host worker writes plainly (poison, copies of a rotating weight).
+pub const HOST_WRITE_BYTES_PER_CORE_SEC: f64 = 8e9;
+
+/// Bytes per second one host worker first-touches new memory at (a page fault and the kernel's
+/// zeroing per page, and the free after the case).
+pub const HOST_TOUCH_BYTES_PER_CORE_SEC: f64 = 4e9;
+
+/// Bytes per second one host worker's check reads back (each element against its gold value
+/// and into its array's digest).
+pub const HOST_CHECK_BYTES_PER_CORE_SEC: f64 = 4e9;
+
+/// Elements per second one thread puts in the latency ring's random order.
+pub const HOST_SERIAL_ELEMENTS_PER_SEC: f64 = 20e6;
+
+/// Seconds the host backend spends preparing and checking a case that does `work`, on `cores`
+/// workers, at the rates above.
+pub fn host_prep_secs(work: &crate::backend::host::PrepWork, cores: usize) -> f64 {
+    let cores = cores.max(1) as f64;
+    let per_core = |bytes: u64, rate: f64| bytes as f64 / (rate * cores);
+    per_core(work.generated_bytes, HOST_GENERATE_BYTES_PER_CORE_SEC)
+        + per_core(work.written_bytes, HOST_WRITE_BYTES_PER_CORE_SEC)
+        + per_core(work.new_bytes, HOST_TOUCH_BYTES_PER_CORE_SEC)
+        + per_core(work.checked_bytes, HOST_CHECK_BYTES_PER_CORE_SEC)
+        + per_core(work.check_terms, HOST_CHECK_TERMS_PER_CORE_SEC.0)
+        + work.serial_elements as f64 / HOST_SERIAL_ELEMENTS_PER_SEC
+}
+
+/// The longest a launch of the intensity sweep may last at the rated peak in a default run,
+/// where its point is compute-bound by the rated speeds ([`shorten`]).
+pub const DEFAULT_SWEEP_LAUNCH_SECS: f64 = 0.05;
+
+/// The same for `--quick`.
+pub const QUICK_SWEEP_LAUNCH_SECS: f64 = 0.02;
+
+/// How many times its memory time a sweep launch's arithmetic must take at the rated speeds for
+/// its point to count as compute-bound, so that fewer words leave its figure the arithmetic's.
+pub const COMPUTE_BOUND_MARGIN: f64 = 2.0;
+
+/// The sweep's launch cap under `cfg`: `--quick`'s, the default suite's, or none (`--full`,
+/// `--suite`: every case at the size the backend planned).
+pub fn sweep_launch_cap_secs(cfg: &RunConfig) -> Option<f64> {
+    if cfg.quick {
+        Some(QUICK_SWEEP_LAUNCH_SECS)
+    } else if cfg.selection.is_default() {
+        Some(DEFAULT_SWEEP_LAUNCH_SECS)
+    } else {
+        None
+    }
+}
+
+/// Words a shortened sweep case keeps a multiple of (and at least).
+const SHORT_SWEEP_WORDS: u64 = 4096;
+
+/// `planned` with each intensity-sweep point whose launch would take more than `cap_secs` at the
+/// rated peak, and whose arithmetic takes at least [`COMPUTE_BOUND_MARGIN`] times its memory
+/// time there, on fewer words: as many as a launch of `cap_secs` does. Its figure, the
+/// arithmetic's rate, does not depend on its size; a point the rated speeds call memory-bound
+/// keeps its DRAM working set whatever its launch takes. Its note says so.
+pub fn shorten(planned: Vec<PlannedCase>, cap_secs: f64, rates: &Rates) -> Vec<PlannedCase> {
+    planned
+        .into_iter()
+        .map(|p| {
+            let case = &p.case;
+            let Some(k) = case.count().filter(|_| case.family == Family::Intensity) else {
+                return p;
+            };
+            let compute = case.work.flops as f64 / rates.ops(case.precision);
+            let memory = case.work.bytes() as f64 / rates.dram_bytes_per_sec;
+            if compute <= cap_secs || compute < COMPUTE_BOUND_MARGIN * memory {
+                return p;
+            }
+            let words = ((case.elements as f64 * cap_secs / compute) as u64) / SHORT_SWEEP_WORDS
+                * SHORT_SWEEP_WORDS;
+            let words = words.max(SHORT_SWEEP_WORDS);
+            if words >= case.elements {
+                return p;
+            }
+            let note = format!(
+                "{} of the planned {} words: compute-bound by the rated speeds, a launch lasts \
+                 about {} at the theoretical peak",
+                words,
+                case.elements,
+                crate::units::human(cap_secs)
+            );
+            PlannedCase {
+                case: crate::cases::intensity::case(case.precision, k, words),
+                note: if p.note.is_empty() {
+                    note
+                } else {
+                    format!("{}; {note}", p.note)
+                },
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -349,6 +570,7 @@ mod tests {
 
     fn rates() -> Rates {
         Rates {
+            backend: BackendKind::Cuda,
             dram_bytes_per_sec: 1e12,
             cache_bytes_per_sec: 1e13,
             ops_per_sec: vec![(Precision::F32, 1e13)],

@@ -119,6 +119,8 @@ struct DeviceRun<'a> {
     started: std::time::Instant,
     /// The cases of its plan, to say how many a signal left unmeasured.
     planned: usize,
+    /// What the plan's estimate said, to set beside the time taken.
+    estimate_secs: Option<f64>,
 }
 
 impl<'a> DeviceRun<'a> {
@@ -136,6 +138,7 @@ impl<'a> DeviceRun<'a> {
             secs: runner::CaseSecs::default(),
             started: std::time::Instant::now(),
             planned: 0,
+            estimate_secs: None,
         }
     }
 
@@ -177,14 +180,15 @@ impl<'a> DeviceRun<'a> {
             info.id,
             path.display()
         ));
-        if let Some(rates) = crate::run::forecast::Rates::for_gpu(info) {
-            let secs = crate::run::forecast::plan_secs(planned, self.cfg, min_sample_secs, &rates);
-            self.say(&format!(
-                "plan: {} cases, about {} by the device's rated speeds",
-                planned.len(),
-                crate::units::human(secs)
-            ));
-        }
+        let rates = crate::run::forecast::Rates::for_device(info);
+        let secs = crate::run::forecast::plan_secs(planned, self.cfg, min_sample_secs, &rates);
+        self.estimate_secs = Some(secs);
+        self.say(&format!(
+            "plan: {} cases ({}), about {} by the device's rated speeds",
+            planned.len(),
+            self.cfg.selection.describe(),
+            crate::units::human(secs)
+        ));
         if self.interactive {
             match &self.together {
                 Some((bars, _)) => self.bar = bars.add(ProgressBar::hidden()),
@@ -240,8 +244,7 @@ impl<'a> DeviceRun<'a> {
             Event::Planned { .. } => {}
             Event::Started { case } => self.bar.set_message(case.id()),
             Event::Finished { record, secs } => {
-                self.secs.measuring += secs.measuring;
-                self.secs.total += secs.total;
+                self.secs.add(&secs);
                 self.bar.inc(1);
                 if !self.interactive {
                     let figure = progress_figure(record);
@@ -258,14 +261,23 @@ impl<'a> DeviceRun<'a> {
             return None;
         }
         let wall = self.started.elapsed().as_secs_f64().max(self.secs.total);
-        let outside = wall - self.secs.measuring;
+        let arrays = self.secs.arrays();
+        let other = (wall - self.secs.measuring - arrays).max(0.0);
+        let share = |secs: f64| 100.0 * secs / wall.max(1e-9);
+        let estimate = self
+            .estimate_secs
+            .map(|e| format!(" (the plan said about {})", crate::units::human(e)))
+            .unwrap_or_default();
         self.say(&format!(
-            "time: {} in all, {} timing launches, {} outside them ({:.0} %: preparing and \
-             checking the arrays, conditions, starting processes)",
+            "time: {} in all{estimate}: {} timing launches ({:.0} %), {} preparing and checking \
+             arrays ({:.0} %), {} else ({:.0} %: conditions, clocks, starting processes)",
             crate::units::human(wall),
             crate::units::human(self.secs.measuring),
-            crate::units::human(outside),
-            100.0 * outside / wall.max(1e-9)
+            share(self.secs.measuring),
+            crate::units::human(arrays),
+            share(arrays),
+            crate::units::human(other),
+            share(other)
         ));
         if crate::run::interrupt::requested() && records.len() < self.planned {
             self.say(&format!(

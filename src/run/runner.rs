@@ -36,6 +36,7 @@ use crate::analysis::calibration::{Calibration, FromRecords};
 use crate::analysis::roofline::Point;
 use crate::analysis::suspect::{self, Thresholds};
 use crate::backend::{Backend, PlannedCase, PreparedCase, SizeRequest};
+use crate::cases::suite::Selection;
 use crate::cases::{Case, Verdict};
 use crate::device::Conditions;
 use crate::results::record::{Outcome, Record, RunIdentity};
@@ -63,6 +64,11 @@ pub struct RunConfig {
     pub thresholds: Thresholds,
     /// When a case stops sampling.
     pub stop: Stop,
+    /// Which cases: the default suite, named suites, or every case (`--full`).
+    pub selection: Selection,
+    /// `--quick`: besides the fewest samples, smaller sizes where the figure allows it (never a
+    /// DRAM working set; see [`crate::run::forecast::shorten`]).
+    pub quick: bool,
 }
 
 /// When a case stops sampling.
@@ -76,6 +82,9 @@ pub enum Stop {
     UntilStable { target_cv: f64, limit_secs: f64 },
 }
 
+/// Samples a `--quick` case takes: the fewest whose spread says anything beyond two points.
+pub const QUICK_SAMPLES: u32 = 3;
+
 /// Fewest samples whose CV `--until-stable` trusts (nvbench's default minimum too).
 pub const STABLE_MIN_SAMPLES: usize = 10;
 
@@ -87,7 +96,7 @@ pub const COMPUTE_WARMUP_SECS: f64 = 0.05;
 pub const GEMM_WARMUP_SECS: f64 = 0.1;
 
 impl RunConfig {
-    /// The default run.
+    /// `--full`: every case, each sampled for up to [`Self::case_budget_secs`] of 2 s.
     pub fn full() -> Self {
         RunConfig {
             samples: 30,
@@ -98,17 +107,33 @@ impl RunConfig {
             filter: Vec::new(),
             thresholds: Thresholds::default(),
             stop: Stop::Count,
+            selection: Selection::full(),
+            quick: false,
         }
     }
 
-    /// `--quick`: the same cases and sizes, fewer samples.
+    /// `roofprobe run`: the default suite ([`crate::cases::suite`]), each case sampled for up to
+    /// half a second after a tenth of one of warm-up (the full run's budget would cost a
+    /// default run four times its time for a spread that the figures rarely need).
+    pub fn default_suite() -> Self {
+        RunConfig {
+            warmup_secs: 0.1,
+            case_budget_secs: 0.5,
+            selection: Selection::Default,
+            ..Self::full()
+        }
+    }
+
+    /// `--quick`: the default suite's cases with the fewest samples (three), smaller sizes
+    /// where the figure allows it; a smoke test.
     pub fn quick() -> Self {
         RunConfig {
-            samples: 10,
-            min_samples: 3,
+            samples: QUICK_SAMPLES,
+            min_samples: QUICK_SAMPLES,
             warmup_secs: 0.05,
-            case_budget_secs: 0.4,
-            ..Self::full()
+            case_budget_secs: 0.0,
+            quick: true,
+            ..Self::default_suite()
         }
     }
 
@@ -188,11 +213,15 @@ pub enum Event<'a> {
 }
 
 /// Where one case's wall time went: timing its launches (the discarded one, the warm-up and
-/// the samples), and everything else (allocating and filling its arrays, reading them back and
-/// checking them, the conditions around it).
+/// the samples), preparing its arrays (allocating and filling them, and freeing them after),
+/// checking them, and everything else (the conditions around it, the row written).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CaseSecs {
     pub measuring: f64,
+    #[serde(default)]
+    pub preparing: f64,
+    #[serde(default)]
+    pub checking: f64,
     pub total: f64,
 }
 
@@ -200,6 +229,19 @@ impl CaseSecs {
     /// Seconds outside the timed launches.
     pub fn outside(&self) -> f64 {
         (self.total - self.measuring).max(0.0)
+    }
+
+    /// Seconds preparing and checking the arrays.
+    pub fn arrays(&self) -> f64 {
+        self.preparing + self.checking
+    }
+
+    /// Adds another case's seconds.
+    pub fn add(&mut self, other: &CaseSecs) {
+        self.measuring += other.measuring;
+        self.preparing += other.preparing;
+        self.checking += other.checking;
+        self.total += other.total;
     }
 }
 
@@ -350,14 +392,29 @@ pub fn measure(
     Ok((summary, reps, stopped))
 }
 
-/// The cases a run of `backend` under `cfg` will measure, sized and filtered. Fails before
-/// anything is measured or written when the sizes asked for cannot fit.
+/// The cases a run of `backend` under `cfg` will measure: the backend's whole plan, the cases
+/// of the suites selected ([`crate::cases::suite`]), shortened where the default and `--quick`
+/// allow ([`crate::run::forecast::shorten`]), and filtered. Fails before anything is measured or
+/// written when the sizes asked for cannot fit.
 pub fn plan(backend: &dyn Backend, cfg: &RunConfig) -> Result<Vec<PlannedCase>> {
-    Ok(backend
-        .cases(cfg.size)?
-        .into_iter()
-        .filter(|p| cfg.keeps(&p.case))
-        .collect())
+    let rates = crate::run::forecast::Rates::for_device(backend.info());
+    Ok(choose(backend.cases(cfg.size)?, cfg, &rates))
+}
+
+/// Of a backend's whole plan `all`, the cases a run under `cfg` measures (see [`plan`]), with
+/// `rates` the device's as the estimate takes them (they say which sweep points are
+/// compute-bound). Tests call it on the plans of modelled devices.
+pub fn choose(
+    all: Vec<PlannedCase>,
+    cfg: &RunConfig,
+    rates: &crate::run::forecast::Rates,
+) -> Vec<PlannedCase> {
+    let planned = cfg.selection.select(all, |p| &p.case);
+    let planned = match crate::run::forecast::sweep_launch_cap_secs(cfg) {
+        Some(cap) => crate::run::forecast::shorten(planned, cap, rates),
+        None => planned,
+    };
+    planned.into_iter().filter(|p| cfg.keeps(&p.case)).collect()
 }
 
 /// [`run`] with no sink and no progress shown: its rows (tests).
@@ -413,7 +470,7 @@ pub fn run(
         }
         on_event(Event::Started { case });
         let case_started = Instant::now();
-        let mut measuring = 0.0;
+        let (mut measuring, mut checking) = (0.0, 0.0);
         let before = backend.conditions();
         let timestamp = now_utc();
         let mut observed_clock_mhz = None;
@@ -421,7 +478,10 @@ pub fn run(
         let mut measured_bytes = None;
         let mut clock_note = String::new();
         let mut during = Vec::new();
-        let mut result = backend.prepare(case).and_then(|mut prepared| {
+        let prepare_started = Instant::now();
+        let prepared = backend.prepare(case);
+        let mut preparing = prepare_started.elapsed().as_secs_f64();
+        let mut result = prepared.and_then(|mut prepared| {
             // Conditions while the samples run, where the backend can read them from aside.
             let sampler = probe.clone().map(|p| Sampler::start(p, sampler::PERIOD));
             let timing = Instant::now();
@@ -429,7 +489,10 @@ pub fn run(
             measuring = timing.elapsed().as_secs_f64();
             during = sampler.map(Sampler::finish).unwrap_or_default();
             let (summary, reps, stopped) = measured?;
-            let verdict = prepared.verify()?;
+            let check_started = Instant::now();
+            let verdict = prepared.verify();
+            checking = check_started.elapsed().as_secs_f64();
+            let verdict = verdict?;
             observed_clock_mhz = prepared.clock_mhz();
             // Every theoretical peak is proportional to the clock: take it per MHz now, and
             // scale it by whichever clock is recorded below.
@@ -452,7 +515,12 @@ pub fn run(
                 }
             }
             measured_bytes = prepared.measured_bytes().filter(|b| *b > 0);
-            Ok((summary, reps, stopped, verdict, prepared.launch_note()))
+            let launch_note = prepared.launch_note();
+            // freeing the arrays (or giving them back) is part of preparing them
+            let freed = Instant::now();
+            drop(prepared);
+            preparing += freed.elapsed().as_secs_f64();
+            Ok((summary, reps, stopped, verdict, launch_note))
         });
         let after = backend.conditions();
         let around = Conditions::merge(&before, &after);
@@ -540,6 +608,8 @@ pub fn run(
             record: &record,
             secs: CaseSecs {
                 measuring,
+                preparing,
+                checking,
                 total: case_started.elapsed().as_secs_f64(),
             },
         });
@@ -1059,6 +1129,8 @@ mod tests {
             filter: vec!["stream/triad".into(), "dot/f64".into()],
             warmup_secs: 0.0,
             case_budget_secs: 0.05,
+            // the dot is no default case: every case, filtered
+            selection: Selection::full(),
             ..RunConfig::quick()
         };
         let mut written = Vec::new();

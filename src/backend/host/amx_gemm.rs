@@ -68,11 +68,9 @@
 //! [`tensor::available`] said yes) on tiles inside the packed buffers, and to raw pointers
 //! into buffers whose parts each worker owns.
 
+use super::arena::{Arena, Array, Fill};
 use super::pool::SpinBarrier;
-use super::pool::{
-    chunk, first_touch, first_touch_aligned, first_touch_aligned_repeating, AlignedArray, Pool,
-    SharedPtr,
-};
+use super::pool::{chunk, first_touch, first_touch_aligned, AlignedArray, Pool, SharedPtr};
 use super::tensor;
 use super::{clock, PreparedCase};
 use crate::cases::gemm::{self, Shape};
@@ -558,7 +556,8 @@ pub struct AmxGemmCase<'p> {
     layout: Layout,
     a: Vec<u16>,
     packed_a: AlignedArray<u16>,
-    packed_b: AlignedArray<u16>,
+    /// Packed B in its copies, from the arena: the cases of one shape share it.
+    packed_b: Array<u16>,
     c: Vec<f32>,
     scratch: AlignedArray<f32>,
     barrier: SpinBarrier,
@@ -568,12 +567,16 @@ pub struct AmxGemmCase<'p> {
 }
 
 /// Prepares a host AMX GEMM case.
-pub fn prepare<'p>(pool: &'p Pool, case: &Case) -> Result<Box<dyn PreparedCase + 'p>> {
-    Ok(Box::new(AmxGemmCase::new(pool, case)?))
+pub fn prepare<'p>(
+    pool: &'p Pool,
+    arena: &Arena,
+    case: &Case,
+) -> Result<Box<dyn PreparedCase + 'p>> {
+    Ok(Box::new(AmxGemmCase::new(pool, arena, case)?))
 }
 
 impl<'p> AmxGemmCase<'p> {
-    pub fn new(pool: &'p Pool, case: &Case) -> Result<Self> {
+    pub fn new(pool: &'p Pool, arena: &Arena, case: &Case) -> Result<Self> {
         if case.kernel != gemm::HOST_AMX || case.precision != PRECISION {
             return Err(Error::Usage(format!(
                 "{} is not an AMX GEMM case (gemm/{}/{PRECISION}/MxNxK)",
@@ -599,9 +602,16 @@ impl<'p> AmxGemmCase<'p> {
         let packed_a = first_touch_aligned(pool, l.a_len(), TILE_ELEMENTS, 64, |_| 0u16)
             .ok_or_else(too_big)?;
         let b_len = l.b_len();
-        let packed_b =
-            first_touch_aligned_repeating(pool, b_total, TILE_ELEMENTS, 64, b_len, |i| {
-                let (j, kk) = l.b_at(i);
+        // the packing depends on M (the layout's blocking): the fill names the whole shape
+        let fill = Fill::GemmB {
+            precision: PRECISION,
+            n: shape.n,
+            k: shape.k,
+            layout: shape.m,
+        };
+        let packed_b = arena
+            .input(pool, b_total, TILE_ELEMENTS, fill, |i| {
+                let (j, kk) = l.b_at(i % b_len);
                 if j < n && kk < k {
                     bf16(gemm::b_value(shape, j as u64, kk as u64))
                 } else {
@@ -663,13 +673,27 @@ impl PreparedCase for AmxGemmCase<'_> {
 
     fn verify(&mut self) -> Result<Verdict> {
         let (shape, c) = (self.shape, &self.c);
-        Ok(gemm::check(
+        let verdict = gemm::check(
             PRECISION,
             shape,
             |i, kk| gemm::a_value(shape, i, kk),
             |j, kk| gemm::b_value(shape, j, kk),
             |i, j| f64::from(c[(i * shape.n + j) as usize]),
-        ))
+        );
+        // packed B, which the next cases of its shape read too, as it was written (arena.rs)
+        let digest = super::arena::digest_on(self.pool, &self.packed_b, TILE_ELEMENTS)
+            .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?;
+        if self.packed_b.content().is_some_and(|c| c.digest != digest) {
+            self.packed_b.taint();
+            let why = "packed B changed during the run (its digest differs from the one it was \
+                       written with)";
+            return Ok(Verdict::invalid(if verdict.valid {
+                why.to_string()
+            } else {
+                format!("{}; {why}", verdict.detail)
+            }));
+        }
+        Ok(verdict)
     }
 
     fn launch_note(&self) -> String {
@@ -779,7 +803,7 @@ mod tests {
         }
         let mut case = gemm::case(gemm::HOST_AMX, PRECISION, shape);
         case.working_set_bytes += (copies - 1) * gemm::weight_bytes(PRECISION, shape);
-        let mut prepared = AmxGemmCase::new(pool, &case).expect("prepared");
+        let mut prepared = AmxGemmCase::new(pool, &Arena::new(1 << 30), &case).expect("prepared");
         assert_eq!(prepared.copies as u64, copies);
         for round in 0..rounds {
             prepared.c.fill(f32::NAN);
@@ -832,13 +856,23 @@ mod tests {
         let shape = Shape::new(1, 64, 64);
         let mut case = gemm::case(gemm::HOST_AMX, PRECISION, shape);
         case.working_set_bytes += gemm::weight_bytes(PRECISION, shape);
-        let mut prepared = AmxGemmCase::new(&pool, &case).expect("prepared");
+        let mut prepared = AmxGemmCase::new(&pool, &Arena::new(1 << 30), &case).expect("prepared");
         let i = prepared.layout.b_len() + prepared.layout.b_index(3, 5);
         prepared.packed_b[i] = 0;
+        // (said to hold other values, so that the product shows which copy a launch read, not
+        // the digest that B changed)
+        prepared.packed_b.taint();
         prepared.run(1).expect("ran");
         assert!(prepared.verify().unwrap().valid, "copy 0 is untouched");
         prepared.run(1).expect("ran");
         let v = prepared.verify().unwrap();
         assert!(!v.valid, "copy 1 was read: {}", v.detail);
+        // one element of a copy no launch read, changed: B's digest sees it
+        let mut prepared = AmxGemmCase::new(&pool, &Arena::new(1 << 30), &case).expect("prepared");
+        let i = prepared.layout.b_len() + prepared.layout.b_index(7, 1);
+        prepared.packed_b[i] ^= 1;
+        prepared.run(1).expect("ran");
+        let v = prepared.verify().unwrap();
+        assert!(!v.valid && v.detail.contains("digest"), "{}", v.detail);
     }
 }

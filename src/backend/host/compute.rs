@@ -22,9 +22,10 @@
 //! calling SIMD kernels on the instruction set that was detected, and to raw pointers into
 //! slices each worker owns.
 
+use super::arena::{Arena, Array, Fill, Word};
 use super::clock::{higher_clock, measure_pool_mhz};
 use super::cpu;
-use super::pool::{chunk, first_touch_aligned, AlignedArray, Pool, SharedPtr, SpinBarrier};
+use super::pool::{chunk, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
 use crate::cases::{arith, intensity, peak, Case, Family, Precision, Verdict};
 use crate::specs::theory::{self, HostFma};
@@ -629,6 +630,7 @@ impl HostCompute {
 /// set can, as the STREAM cases do.
 pub fn prepare<'p>(
     pool: &'p Pool,
+    arena: &Arena,
     compute: HostCompute,
     llc_bytes: u64,
     case: &Case,
@@ -638,13 +640,13 @@ pub fn prepare<'p>(
         (Family::Peak, Precision::F64) => Ok(Box::new(PeakCase::<f64>::new(pool, compute, case)?)),
         (Family::Peak, Precision::I32) => Ok(Box::new(PeakCase::<i32>::new(pool, compute, case)?)),
         (Family::Intensity, Precision::F32) => Ok(Box::new(SweepCase::<f32>::new(
-            pool, compute, llc_bytes, case,
+            pool, arena, compute, llc_bytes, case,
         )?)),
         (Family::Intensity, Precision::F64) => Ok(Box::new(SweepCase::<f64>::new(
-            pool, compute, llc_bytes, case,
+            pool, arena, compute, llc_bytes, case,
         )?)),
         (Family::Intensity, Precision::I32) => Ok(Box::new(SweepCase::<i32>::new(
-            pool, compute, llc_bytes, case,
+            pool, arena, compute, llc_bytes, case,
         )?)),
         _ => Err(Error::Usage(format!(
             "the host backend has no kernel for {}",
@@ -744,23 +746,35 @@ impl<T: HostElement> PreparedCase for PeakCase<'_, T> {
     }
 }
 
-/// A sweep case: input and output arrays, first-touched by the worker that uses each slice.
+/// A sweep case: input and output arrays from the arena, each worker on its own chunk of both.
 struct SweepCase<'p, T: HostElement> {
     pool: &'p Pool,
     compute: HostCompute,
     k: u32,
-    input: AlignedArray<T>,
-    output: AlignedArray<T>,
+    input: Array<T>,
+    output: Array<T>,
     /// Streaming stores: the working set is larger than the last-level cache and the set has
     /// them, as in the STREAM cases (`host::stream`): a plain store to a line not in cache reads
     /// it first, so the DRAM would move 3 bytes for every 2 the row counts.
     streaming: bool,
     barrier: SpinBarrier,
     clock_mhz: Option<f64>,
+    /// Set by the testing hook [`super::cpu::FAULT_ENV`]: this output word is corrupted after
+    /// every run.
+    inject_fault: Option<u64>,
 }
 
-impl<'p, T: HostElement> SweepCase<'p, T> {
-    fn new(pool: &'p Pool, compute: HostCompute, llc_bytes: u64, case: &Case) -> Result<Self> {
+/// Words a sweep worker's chunk is aligned to.
+const SWEEP_ALIGN: usize = 256;
+
+impl<'p, T: HostElement + Word> SweepCase<'p, T> {
+    fn new(
+        pool: &'p Pool,
+        arena: &Arena,
+        compute: HostCompute,
+        llc_bytes: u64,
+        case: &Case,
+    ) -> Result<Self> {
         let k = case
             .count()
             .ok_or_else(|| Error::Usage(format!("{} has no k", case.id())))?;
@@ -768,21 +782,21 @@ impl<'p, T: HostElement> SweepCase<'p, T> {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))
         })?;
         let p = T::PRECISION;
-        let byte_align = super::pool::array_alignment(n * std::mem::size_of::<T>());
         let no_room = || {
             Error::Usage(format!(
                 "two arrays of {n} {} elements could not be allocated; pass a smaller --size",
                 p.as_str()
             ))
         };
-        let input = first_touch_aligned(pool, n, 256, byte_align, |i| {
-            T::from_bits(intensity::input(p, i as u64))
-        })
-        .ok_or_else(no_room)?;
-        let output = first_touch_aligned(pool, n, 256, byte_align, |_| {
-            T::from_bits(0x7FC0_DEAD_7FC0_DEAD)
-        })
-        .ok_or_else(no_room)?;
+        // every k of a precision reads the same input words: written once
+        let input = arena
+            .input(pool, n, SWEEP_ALIGN, Fill::Sweep { precision: p }, |i| {
+                T::from_bits(intensity::input(p, i as u64))
+            })
+            .ok_or_else(no_room)?;
+        let output = arena
+            .output(pool, n, SWEEP_ALIGN, T::from_bits(0x7FC0_DEAD_7FC0_DEAD))
+            .ok_or_else(no_room)?;
         Ok(SweepCase {
             pool,
             compute,
@@ -792,11 +806,12 @@ impl<'p, T: HostElement> SweepCase<'p, T> {
             streaming: case.working_set_bytes > llc_bytes && compute.simd.streams(),
             barrier: SpinBarrier::new(pool.threads()),
             clock_mhz: None,
+            inject_fault: super::cpu::fault_at(case),
         })
     }
 }
 
-impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
+impl<T: HostElement + Word> PreparedCase for SweepCase<'_, T> {
     fn run(&mut self, reps: u32) -> Result<f64> {
         let simd = self.compute.simd;
         let threads = self.pool.threads();
@@ -810,7 +825,7 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
         let (k, barrier, streaming) = (self.k, &self.barrier, self.streaming);
         let start = Instant::now();
         let ok = self.pool.run(|t| {
-            let r = chunk(n, threads, t, 256);
+            let r = chunk(n, threads, t, SWEEP_ALIGN);
             // SAFETY: worker t reads and writes only its own chunk of both arrays.
             let (ins, outs) = unsafe {
                 (
@@ -824,6 +839,12 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
             }
         });
         let secs = start.elapsed().as_secs_f64();
+        if let Some(at) = self.inject_fault {
+            let at = (at as usize).min(n.saturating_sub(1));
+            if let Some(x) = self.output.get_mut(at) {
+                *x = T::from_bits(x.to_bits() ^ 1);
+            }
+        }
         if !ok {
             return Err(Error::Internal(
                 "a host worker panicked in the sweep kernel".into(),
@@ -832,13 +853,68 @@ impl<T: HostElement> PreparedCase for SweepCase<'_, T> {
         Ok(secs)
     }
 
+    /// One pass, each worker its own chunk: every output word against the gold value of its
+    /// input word as read back ([`intensity::Gold::expected_for`]), and the input's digest
+    /// against the one it was written with, so the words read back are the generated ones.
     fn verify(&mut self) -> Result<Verdict> {
-        Ok(intensity::check(
-            T::PRECISION,
-            self.k,
-            self.output.len(),
-            |i| self.output[i].to_bits(),
-        ))
+        let gold = intensity::Gold::new(T::PRECISION, self.k);
+        let (input, output) = (&self.input[..], &self.output[..]);
+        let p = T::PRECISION;
+        let per_worker = self
+            .pool
+            .chunks(input.len(), SWEEP_ALIGN, |chunk| {
+                let (mut digest, mut wrong, mut shown) = (0u64, 0u64, Vec::new());
+                for r in super::arena::blocks(chunk) {
+                    digest = digest.wrapping_add(super::arena::digest(&input[r.clone()], r.start));
+                    for i in r {
+                        let (got, word) = (output[i].to_bits(), input[i].to_bits());
+                        let want = gold.expected_for(word);
+                        if want != Some(got) {
+                            wrong += 1;
+                            if shown.len() < crate::cases::FAILURES_SHOWN {
+                                shown.push(match want {
+                                    Some(w) => format!(
+                                        "[{i}] is {} ({got:#x}), should be {} ({w:#x})",
+                                        arith::show(p, got),
+                                        arith::show(p, w)
+                                    ),
+                                    None => format!("[{i}] input {word:#x} is no input word"),
+                                });
+                            }
+                        }
+                    }
+                }
+                (digest, wrong, shown)
+            })
+            .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?;
+        let (mut digest, mut wrong, mut shown) = (0u64, 0u64, Vec::new());
+        for (d, w, s) in per_worker {
+            digest = digest.wrapping_add(d);
+            wrong += w;
+            shown.extend(s);
+        }
+        shown.truncate(crate::cases::FAILURES_SHOWN);
+        let mut problems = Vec::new();
+        if wrong > 0 {
+            problems.push(format!(
+                "{wrong} of {} values wrong: {}",
+                input.len(),
+                shown.join("; ")
+            ));
+        }
+        if self.input.content().is_some_and(|c| c.digest != digest) {
+            self.input.taint();
+            problems.push(
+                "the input array changed during the run (its digest differs from the one it \
+                 was written with)"
+                    .to_string(),
+            );
+        }
+        Ok(if problems.is_empty() {
+            Verdict::valid()
+        } else {
+            Verdict::invalid(problems.join("; "))
+        })
     }
 
     fn launch_note(&self) -> String {
@@ -969,7 +1045,8 @@ mod tests {
                 // a short launch: 50 trips
                 let elements = case.elements;
                 case = peak::case(p, elements, 50, UNROLL);
-                let mut prepared = prepare(&pool, compute, u64::MAX, &case).unwrap();
+                let mut prepared =
+                    prepare(&pool, &Arena::new(1 << 30), compute, u64::MAX, &case).unwrap();
                 prepared.run(2).unwrap();
                 let v = prepared.verify().unwrap();
                 assert!(v.valid, "{} {}: {}", simd.name(), case.id(), v.detail);
@@ -978,7 +1055,9 @@ mod tests {
                 for (k, n) in [(0u32, 1001u64), (1, 17), (7, 4099), (64, 777)] {
                     let case = intensity::case(p, k, n);
                     for llc_bytes in [u64::MAX, 0] {
-                        let mut prepared = prepare(&pool, compute, llc_bytes, &case).unwrap();
+                        let mut prepared =
+                            prepare(&pool, &Arena::new(1 << 30), compute, llc_bytes, &case)
+                                .unwrap();
                         prepared.run(2).unwrap();
                         let v = prepared.verify().unwrap();
                         let streams = llc_bytes == 0 && simd.streams();
@@ -1001,12 +1080,89 @@ mod tests {
         }
     }
 
+    /// The sweep's one-pass check catches one wrong output word wherever it lies, and one
+    /// changed input word by the input's digest, in every precision; the arrays come from the
+    /// arena at a size it keeps (4 MiB).
+    #[test]
+    fn the_sweep_check_catches_one_wrong_word_anywhere() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let compute = HostCompute::detect();
+        let arena = Arena::new(1 << 30);
+        let n = (4u64 << 20) / 4;
+        for p in SWEEP_PRECISIONS {
+            let n = n * 4 / crate::cases::arith::word_bytes(p);
+            let case = intensity::case(p, 4, n);
+            let flip = |w: &mut dyn FnMut(usize)| {
+                for at in [0, n as usize / 2, n as usize - 1] {
+                    w(at);
+                }
+            };
+            match p {
+                Precision::F32 => {
+                    let mut c =
+                        SweepCase::<f32>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                    c.run(1).unwrap();
+                    assert!(c.verify().unwrap().valid);
+                    flip(&mut |at| {
+                        c.output[at] = f32::from_bits(c.output[at].to_bits() ^ 1);
+                        let v = c.verify().unwrap();
+                        assert!(
+                            !v.valid && v.detail.contains(&format!("[{at}]")),
+                            "{p} {at}"
+                        );
+                        c.output[at] = f32::from_bits(c.output[at].to_bits() ^ 1);
+                    });
+                    assert!(c.verify().unwrap().valid);
+                    c.input[5] = f32::from_bits(c.input[5].to_bits() ^ (1 << 11));
+                    let v = c.verify().unwrap();
+                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
+                }
+                Precision::F64 => {
+                    let mut c =
+                        SweepCase::<f64>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                    c.run(1).unwrap();
+                    assert!(c.verify().unwrap().valid);
+                    flip(&mut |at| {
+                        c.output[at] = f64::from_bits(c.output[at].to_bits() ^ 1);
+                        let v = c.verify().unwrap();
+                        assert!(
+                            !v.valid && v.detail.contains(&format!("[{at}]")),
+                            "{p} {at}"
+                        );
+                        c.output[at] = f64::from_bits(c.output[at].to_bits() ^ 1);
+                    });
+                    c.input[5] = f64::from_bits(c.input[5].to_bits() ^ (1 << 40));
+                    let v = c.verify().unwrap();
+                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
+                }
+                _ => {
+                    let mut c =
+                        SweepCase::<i32>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                    c.run(1).unwrap();
+                    assert!(c.verify().unwrap().valid);
+                    flip(&mut |at| {
+                        c.output[at] ^= 1;
+                        let v = c.verify().unwrap();
+                        assert!(
+                            !v.valid && v.detail.contains(&format!("[{at}]")),
+                            "{p} {at}"
+                        );
+                        c.output[at] ^= 1;
+                    });
+                    c.input[5] ^= 1;
+                    let v = c.verify().unwrap();
+                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
+                }
+            }
+        }
+    }
+
     #[test]
     fn unrun_sweep_is_invalid_and_theory_needs_a_known_core() {
         let pool = Pool::new(vec![allowed_cpus()[0]]);
         let compute = HostCompute::detect();
         let case = intensity::case(Precision::F32, 4, 100);
-        let mut prepared = prepare(&pool, compute, u64::MAX, &case).unwrap();
+        let mut prepared = prepare(&pool, &Arena::new(1 << 30), compute, u64::MAX, &case).unwrap();
         assert!(!prepared.verify().unwrap().valid);
         let zen5 = theory::host_fma_x86("AuthenticAMD", 0x1A, 2, "", "");
         assert_eq!(

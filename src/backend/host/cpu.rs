@@ -202,12 +202,25 @@ pub fn cpu_id(cpuinfo: &str) -> CpuId {
 }
 
 /// Testing hook: `ROOFPROBE_INJECT_FAULT=<case id>` makes that host case compute one wrong
-/// value, so the path that reports an invalid case (row, table, exit code) is tested end to end.
+/// value, so the path that reports an invalid case (row, table, exit code) is tested end to end;
+/// `<case id>@<index>` makes an array case's wrong value its element `index` (the last where the
+/// array is shorter), to show that a check catches one wrong element wherever it lies.
 pub const FAULT_ENV: &str = "ROOFPROBE_INJECT_FAULT";
 
-/// Whether [`FAULT_ENV`] names `case`.
+/// Whether [`FAULT_ENV`] names `case` (with or without an element).
 pub fn fault_injected(case: &Case) -> bool {
-    std::env::var(FAULT_ENV).is_ok_and(|id| id == case.id())
+    fault_at(case).is_some()
+}
+
+/// The element [`FAULT_ENV`] corrupts in `case`'s output, where it names `case`: the one after
+/// `@`, else 0.
+pub fn fault_at(case: &Case) -> Option<u64> {
+    let value = std::env::var(FAULT_ENV).ok()?;
+    let (id, at) = match value.split_once('@') {
+        Some((id, at)) => (id.to_string(), at.trim().parse().ok()?),
+        None => (value, 0),
+    };
+    (id == case.id()).then_some(at)
 }
 
 #[cfg(test)]

@@ -104,10 +104,11 @@
 //! that was detected, the reference crate's raw-pointer interface, and raw pointers into
 //! matrices whose parts each worker owns.
 
+use super::arena::{Arena, Array, Fill, Word};
 use super::clock;
 use super::compute::{self, HostCompute};
 use super::gemm_kernels::*;
-use super::pool::{chunk, first_touch, first_touch_repeating, Pool, SharedPtr, SpinBarrier};
+use super::pool::{chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
 use crate::cases::gemm::{self, Shape};
 use crate::cases::{Case, Precision, Verdict};
@@ -435,7 +436,7 @@ enum Implementation {
 }
 
 /// A host GEMM case: A, B and C first-touched by the pool, and the implementation's state.
-pub struct GemmCase<'p, T: GemmElement> {
+pub struct GemmCase<'p, T: GemmElement + Word> {
     pool: &'p Pool,
     compute: HostCompute,
     implementation: Implementation,
@@ -444,7 +445,8 @@ pub struct GemmCase<'p, T: GemmElement> {
     /// Whether our M > 1 product takes the dot-product path ([`DotTile::takes`]).
     dot_path: bool,
     a: Vec<T>,
-    b: Vec<T>,
+    /// B in its copies, from the arena: the cases of one weight share it.
+    b: Array<T>,
     c: Vec<T>,
     packed_b: Vec<T>,
     scratch: Vec<std::sync::Mutex<Scratch<T>>>,
@@ -458,16 +460,17 @@ pub struct GemmCase<'p, T: GemmElement> {
 /// Prepares a host GEMM case of either implementation, on cores of `l2_bytes` of L2 each.
 pub fn prepare<'p>(
     pool: &'p Pool,
+    arena: &Arena,
     compute: HostCompute,
     l2_bytes: u64,
     case: &Case,
 ) -> Result<Box<dyn PreparedCase + 'p>> {
     match case.precision {
         Precision::F32 => Ok(Box::new(GemmCase::<f32>::new(
-            pool, compute, l2_bytes, case,
+            pool, arena, compute, l2_bytes, case,
         )?)),
         Precision::F64 => Ok(Box::new(GemmCase::<f64>::new(
-            pool, compute, l2_bytes, case,
+            pool, arena, compute, l2_bytes, case,
         )?)),
         _ => Err(Error::Usage(format!(
             "the host backend has no GEMM in {}",
@@ -476,8 +479,14 @@ pub fn prepare<'p>(
     }
 }
 
-impl<'p, T: GemmElement> GemmCase<'p, T> {
-    pub fn new(pool: &'p Pool, compute: HostCompute, l2_bytes: u64, case: &Case) -> Result<Self> {
+impl<'p, T: GemmElement + Word> GemmCase<'p, T> {
+    pub fn new(
+        pool: &'p Pool,
+        arena: &Arena,
+        compute: HostCompute,
+        l2_bytes: u64,
+        case: &Case,
+    ) -> Result<Self> {
         let implementation = match case.kernel.as_str() {
             gemm::HOST_OURS => Implementation::Ours,
             gemm::HOST_REFERENCE => Implementation::Reference,
@@ -507,9 +516,17 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
         let copies = usize::try_from(gemm::weight_copies(case))
             .unwrap_or(1)
             .max(1);
-        let b = first_touch_repeating(pool, elements(copies, bk)?, 64, bk, |i| {
-            T::from_i64(gemm::input(1, i as u64))
-        });
+        let fill = Fill::GemmB {
+            precision: T::PRECISION,
+            n: shape.n,
+            k: shape.k,
+            layout: 0,
+        };
+        let b = arena
+            .input(pool, elements(copies, bk)?, 64, fill, |i| {
+                T::from_i64(gemm::input(1, (i % bk) as u64))
+            })
+            .ok_or_else(|| Error::Usage(format!("{}: B does not fit in memory", case.id())))?;
         let c = first_touch(pool, mn, 64, |_| T::nan());
         let (packed_b, scratch) = if implementation == Implementation::Ours && m > 1 && !dot_path {
             let panel = KC * NC.min(n).div_ceil(kernels.nr) * kernels.nr;
@@ -557,7 +574,7 @@ impl<'p, T: GemmElement> GemmCase<'p, T> {
     }
 }
 
-impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
+impl<T: GemmElement + Word> PreparedCase for GemmCase<'_, T> {
     fn run(&mut self, reps: u32) -> Result<f64> {
         let start = Instant::now();
         let first = self.next_copy;
@@ -601,7 +618,16 @@ impl<T: GemmElement> PreparedCase for GemmCase<'_, T> {
 
     fn verify(&mut self) -> Result<Verdict> {
         let (k, n) = (self.shape.k, self.shape.n);
-        let (a, b, c) = (&self.a, &self.b, &self.c);
+        // B, which the next cases of its weight read too, as it was written (see arena.rs)
+        let b_digest = super::arena::digest_on(self.pool, &self.b, 64)
+            .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?;
+        if self.b.content().is_some_and(|c| c.digest != b_digest) {
+            self.b.taint();
+            return Ok(Verdict::invalid(
+                "B changed during the run (its digest differs from the one it was written with)",
+            ));
+        }
+        let (a, b, c) = (&self.a, &self.b[..], &self.c);
         let int = |v: T| v.to_f64() as i64;
         Ok(gemm::check(
             T::PRECISION,
@@ -729,7 +755,8 @@ mod tests {
                     // leaves M > 16 to the packed path)
                     for (&shape, l2_bytes) in shapes.iter().flat_map(|s| [(s, u64::MAX), (s, 0)]) {
                         let case = gemm::case(kernel, p, shape);
-                        let mut prepared = prepare(&pool, compute, l2_bytes, &case).unwrap();
+                        let mut prepared =
+                            prepare(&pool, &Arena::new(1 << 30), compute, l2_bytes, &case).unwrap();
                         prepared.run(2).unwrap();
                         let v = prepared.verify().unwrap();
                         assert!(
@@ -821,11 +848,20 @@ mod tests {
                 let dram = gemm::matrix_bytes(Precision::F32, shape) + 2 * weight;
                 gemm::rotate_weights(&mut cases, 64, dram, u64::MAX);
                 assert_eq!(gemm::weight_copies(&cases[0]), 3, "{}", cases[0].id());
-                let mut prepared =
-                    GemmCase::<f32>::new(&pool, compute, DEFAULT_L2_BYTES, &cases[0]).unwrap();
+                let mut prepared = GemmCase::<f32>::new(
+                    &pool,
+                    &Arena::new(1 << 30),
+                    compute,
+                    DEFAULT_L2_BYTES,
+                    &cases[0],
+                )
+                .unwrap();
                 assert!(prepared.launch_note().contains("B in 3 copies"));
                 let bk = 37 * 70;
                 prepared.b[bk + 3 * 70 + 9] += 1.0; // copy 1, B[3][9]
+                                                    // (said to hold other values, so that the product shows which copy a launch
+                                                    // read, not the digest that B changed)
+                prepared.b.taint();
                 let mut after = |reps: u32| {
                     prepared.run(reps).unwrap();
                     prepared.verify().unwrap()
@@ -843,6 +879,22 @@ mod tests {
                 assert!(after(4).valid, "{id}: copies 2, 0, 1, 2");
             }
         }
+        // one element of B changed and the array still said to hold its fill: the digest sees
+        // it, whichever copy the launches read
+        let case = gemm::case(gemm::HOST_OURS, Precision::F32, Shape::new(5, 37, 70));
+        let mut prepared = GemmCase::<f32>::new(
+            &pool,
+            &Arena::new(1 << 30),
+            compute,
+            DEFAULT_L2_BYTES,
+            &case,
+        )
+        .unwrap();
+        let last = prepared.b.len() - 1;
+        prepared.b[last] += 1.0;
+        prepared.run(1).unwrap();
+        let v = prepared.verify().unwrap();
+        assert!(!v.valid && v.detail.contains("digest"), "{}", v.detail);
     }
 
     /// An unrun case is poison, and a planted error in the packed path is caught.
@@ -851,7 +903,14 @@ mod tests {
         let pool = Pool::new(vec![allowed_cpus()[0]]);
         let compute = HostCompute::detect();
         let case = gemm::case(gemm::HOST_OURS, Precision::F32, Shape::new(40, 33, 70));
-        let mut prepared = GemmCase::<f32>::new(&pool, compute, DEFAULT_L2_BYTES, &case).unwrap();
+        let mut prepared = GemmCase::<f32>::new(
+            &pool,
+            &Arena::new(1 << 30),
+            compute,
+            DEFAULT_L2_BYTES,
+            &case,
+        )
+        .unwrap();
         assert!(!prepared.verify().unwrap().valid);
         prepared.run(1).unwrap();
         assert!(prepared.verify().unwrap().valid);
@@ -859,7 +918,14 @@ mod tests {
         let v = prepared.verify().unwrap();
         assert!(!v.valid && v.detail.contains("C[7][5]"), "{}", v.detail);
         let other = gemm::case("blas", Precision::F32, Shape::square(8));
-        assert!(prepare(&pool, compute, DEFAULT_L2_BYTES, &other).is_err());
+        assert!(prepare(
+            &pool,
+            &Arena::new(1 << 30),
+            compute,
+            DEFAULT_L2_BYTES,
+            &other
+        )
+        .is_err());
     }
 
     /// NEON is part of every AArch64 target: an aarch64 build runs the NEON GEMM kernels (this

@@ -10,6 +10,7 @@
 //! `/sys` (through [`cpu`]), and degrades to what the standard library knows elsewhere.
 
 pub mod amx_gemm;
+pub mod arena;
 pub mod cache;
 pub mod capacity;
 pub mod clock;
@@ -24,15 +25,14 @@ pub mod stream;
 pub mod tensor;
 pub mod watch;
 
+use self::arena::{Arena, Array, Fill};
 use self::cache::CacheCase;
 use self::capacity::{meminfo_bytes, HostCapacity};
 use self::compute::{HostCompute, Simd};
 use self::cpu::{cpuinfo_field, read_text};
 use self::latency::LatencyCase;
 use self::launch::WakeBarrier;
-use self::pool::{
-    allowed_cpus, chunk, first_touch_aligned, AlignedArray, Pool, SharedPtr, SpinBarrier,
-};
+use self::pool::{allowed_cpus, chunk, Pool, SharedPtr, SpinBarrier};
 use self::stream::{stream_simd, StreamSimd};
 use super::{
     dram_rule_bytes, efficiency_cases, plan_arrays, Backend, PlannedCase, PreparedCase, SizeRequest,
@@ -53,6 +53,8 @@ pub struct HostBackend {
     pool: Pool,
     /// The SIMD set and FMA datapath the compute cases use.
     compute: HostCompute,
+    /// The large arrays, kept from one case to the next.
+    arena: Arena,
 }
 
 impl HostBackend {
@@ -69,6 +71,7 @@ impl HostBackend {
         // The kernels run what `Simd::detect` finds, as `host_info` records it.
         debug_assert_eq!(info.identity.isa, compute.simd.name());
         HostBackend {
+            arena: Arena::new(usable_bytes(&info)),
             info,
             pool: Pool::new(cpus),
             compute,
@@ -79,6 +82,12 @@ impl HostBackend {
     pub fn threads(&self) -> usize {
         self.pool.threads()
     }
+}
+
+/// The memory the host's cases may use: four fifths of what was available when the backend
+/// started, a fifth left to everything else on the machine.
+fn usable_bytes(info: &DeviceInfo) -> u64 {
+    info.memory_free_bytes / 5 * 4
 }
 
 impl Default for HostBackend {
@@ -93,8 +102,7 @@ impl Backend for HostBackend {
     }
 
     fn cases(&self, size: SizeRequest) -> Result<Vec<PlannedCase>> {
-        // Leave a fifth of available memory to everything else on the machine.
-        let usable = self.info.memory_free_bytes / 5 * 4;
+        let usable = usable_bytes(&self.info);
         let mut planned = plan_arrays(
             size,
             dram_rule_bytes(self.info.llc_bytes),
@@ -180,22 +188,38 @@ impl Backend for HostBackend {
     fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
         match (case.family, case.precision) {
             // the size sweep is the STREAM kernels at other sizes
-            (Family::Stream | Family::Efficiency, Precision::F32) => Ok(Box::new(
-                StreamCase::<f32>::new(&self.pool, self.compute.simd, self.info.llc_bytes, case)?,
-            )),
-            (Family::Stream | Family::Efficiency, Precision::F64) => Ok(Box::new(
-                StreamCase::<f64>::new(&self.pool, self.compute.simd, self.info.llc_bytes, case)?,
-            )),
-            (Family::Peak | Family::Intensity, _) => {
-                compute::prepare(&self.pool, self.compute, self.info.llc_bytes, case)
+            (Family::Stream | Family::Efficiency, Precision::F32) => {
+                Ok(Box::new(StreamCase::<f32>::new(
+                    &self.pool,
+                    &self.arena,
+                    self.compute.simd,
+                    self.info.llc_bytes,
+                    case,
+                )?))
             }
+            (Family::Stream | Family::Efficiency, Precision::F64) => {
+                Ok(Box::new(StreamCase::<f64>::new(
+                    &self.pool,
+                    &self.arena,
+                    self.compute.simd,
+                    self.info.llc_bytes,
+                    case,
+                )?))
+            }
+            (Family::Peak | Family::Intensity, _) => compute::prepare(
+                &self.pool,
+                &self.arena,
+                self.compute,
+                self.info.llc_bytes,
+                case,
+            ),
             (Family::Gemm, _) if case.kernel == cases::gemm::HOST_AMX => {
-                amx_gemm::prepare(&self.pool, case)
+                amx_gemm::prepare(&self.pool, &self.arena, case)
             }
             (Family::Gemm, _) => {
                 let l2 = self.info.caches.iter().find(|c| c.name == "L2");
                 let l2_bytes = l2.map_or(gemm_kernels::DEFAULT_L2_BYTES, |c| c.size_bytes);
-                gemm::prepare(&self.pool, self.compute, l2_bytes, case)
+                gemm::prepare(&self.pool, &self.arena, self.compute, l2_bytes, case)
             }
             (Family::Tensor, _) => tensor::prepare(&self.pool, case),
             (Family::Latency, _) => Ok(Box::new(LatencyCase::new(&self.pool, case)?)),
@@ -391,7 +415,7 @@ pub const HOST_EFFICIENCY_MAX_ARRAY_BYTES: u64 = 512 << 20;
 
 /// Arithmetic the host kernels need beyond [`Element`].
 pub trait HostFloat:
-    Element + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + Default
+    Element + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + Default + self::arena::Word
 {
 }
 impl HostFloat for f32 {}
@@ -405,28 +429,30 @@ struct StreamCase<'p, T: HostFloat> {
     /// Streaming stores: the working set is larger than the last-level cache and the set has
     /// them.
     streaming: bool,
-    /// Inputs first, then the output (as in the PTX parameter order).
-    arrays: Vec<AlignedArray<T>>,
+    /// Inputs first, then the output (as in the PTX parameter order), from the arena.
+    arrays: Vec<Array<T>>,
     /// One f64 total per worker, for the reductions.
     partials: Vec<f64>,
     barrier: SpinBarrier,
-    /// Set by the testing hook [`FAULT_ENV`]: corrupt one result after every run.
-    inject_fault: bool,
+    /// Set by the testing hook [`FAULT_ENV`]: corrupt this result after every run.
+    inject_fault: Option<u64>,
 }
 
 /// The testing hook's variable, where the tests have always found it.
 pub use self::cpu::FAULT_ENV;
 
+/// Words a STREAM worker's chunk is aligned to (64 bytes of f32).
+const STREAM_ALIGN: usize = 16;
+
 impl<'p, T: HostFloat> StreamCase<'p, T> {
     /// `llc_bytes`: the last-level cache; arrays larger together store streaming where the set
-    /// can (see `stream`).
-    fn new(pool: &'p Pool, simd: Simd, llc_bytes: u64, case: &Case) -> Result<Self> {
+    /// can (see `stream`). The arrays come from `arena`: inputs as it holds them where it does.
+    fn new(pool: &'p Pool, arena: &Arena, simd: Simd, llc_bytes: u64, case: &Case) -> Result<Self> {
         let kernel = StreamKernel::from_name(&case.kernel)
             .ok_or_else(|| Error::Usage(format!("unknown STREAM kernel {}", case.kernel)))?;
         let n = usize::try_from(case.elements).map_err(|_| {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))
         })?;
-        let byte_align = self::pool::array_alignment(n * std::mem::size_of::<T>());
         let no_room = || {
             Error::Usage(format!(
                 "{} arrays of {n} {} elements could not be allocated; pass a smaller --size",
@@ -435,18 +461,15 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
             ))
         };
         let mut arrays = Vec::new();
-        for array in 0..kernel.inputs() {
+        for (array, fill) in stream_arrays(kernel, T::PRECISION).into_iter().enumerate() {
             arrays.push(
-                first_touch_aligned(pool, n, 16, byte_align, |i| {
-                    T::from_f64(cases::stream::input(kernel, array, i as u64))
-                })
+                match fill {
+                    Some(fill) => arena.input(pool, n, STREAM_ALIGN, fill, |i| {
+                        T::from_f64(cases::stream::input(kernel, array as u64, i as u64))
+                    }),
+                    None => arena.output(pool, n, STREAM_ALIGN, T::poison()),
+                }
                 .ok_or_else(no_room)?,
-            );
-        }
-        for _ in 0..kernel.outputs() {
-            arrays.push(
-                first_touch_aligned(pool, n, 16, byte_align, |_| T::poison())
-                    .ok_or_else(no_room)?,
             );
         }
         let simd = stream_simd::<T>(simd);
@@ -458,7 +481,26 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
             arrays,
             partials: vec![f64::NAN; pool.threads()],
             barrier: SpinBarrier::new(pool.threads()),
-            inject_fault: cpu::fault_injected(case),
+            inject_fault: cpu::fault_at(case),
+        })
+    }
+
+    /// The inputs' digests as they are now, against what the arena wrote; an input that
+    /// changed is tainted (written again before another case reads it) and named.
+    fn inputs_changed(&mut self, digests: &[u64]) -> Option<String> {
+        let mut changed = Vec::new();
+        for (array, (a, &now)) in self.arrays.iter_mut().zip(digests).enumerate() {
+            if a.content().is_some_and(|c| c.digest != now) {
+                a.taint();
+                changed.push(["a", "b"][array.min(1)]);
+            }
+        }
+        (!changed.is_empty()).then(|| {
+            format!(
+                "input array {} changed during the run (its digest differs from the one it was \
+                 written with)",
+                changed.join(" and ")
+            )
         })
     }
 }
@@ -480,7 +522,7 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
         let (simd, streaming) = (self.simd, self.streaming);
         let start = Instant::now();
         let ok = self.pool.run(|t| {
-            let r = chunk(n, threads, t, 16);
+            let r = chunk(n, threads, t, STREAM_ALIGN);
             let len = r.len();
             // This worker's chunk of each array, inputs first and the output last (write has
             // only an output). SAFETY: r lies inside every array.
@@ -504,11 +546,14 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
             }
         });
         let secs = start.elapsed().as_secs_f64();
-        if self.inject_fault {
+        if let Some(at) = self.inject_fault {
             if self.kernel.is_reduction() {
                 self.partials[0] += 1.0;
-            } else if let Some(first) = self.arrays.last_mut().and_then(|a| a.first_mut()) {
-                *first = T::from_f64(first.to_f64() + 1.0);
+            } else if let Some(out) = self.arrays.last_mut() {
+                let at = (at as usize).min(out.len().saturating_sub(1));
+                if let Some(x) = out.get_mut(at) {
+                    *x = T::from_f64(x.to_f64() + 1.0);
+                }
             }
         }
         if !ok {
@@ -520,17 +565,101 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
         Ok(secs)
     }
 
+    /// One pass over the arrays, each worker its own chunk: a map kernel's every output element
+    /// against the kernel's arithmetic on its inputs as read back, a reduction's gold total as
+    /// the exact sum of its inputs as read back, and in the same pass the inputs' digests
+    /// against those they were written with, so the inputs are the generated ones.
     fn verify(&mut self) -> Result<Verdict> {
-        let n = self.arrays[0].len() as u64;
-        Ok(if self.kernel.is_reduction() {
-            cases::stream::check_sum::<T>(
-                self.kernel,
-                n,
+        let kernel = self.kernel;
+        let n = self.arrays[0].len();
+        let inputs = kernel.inputs() as usize;
+        let arrays: Vec<&[T]> = self.arrays.iter().map(|a| &a[..]).collect();
+        let (a, b) = (
+            arrays.first().copied().unwrap_or(&[]),
+            arrays.get(1).copied().unwrap_or(&[]),
+        );
+        let out: &[T] = if kernel.is_reduction() {
+            &[]
+        } else {
+            arrays[arrays.len() - 1]
+        };
+        let per_worker = self
+            .pool
+            .chunks(n, STREAM_ALIGN, |chunk| {
+                let mut digests = [0u64; 2];
+                let (mut sum, mut wrong, mut shown) = (0.0f64, 0u64, Vec::new());
+                for r in self::arena::blocks(chunk) {
+                    let start = r.start;
+                    if inputs > 0 {
+                        digests[0] =
+                            digests[0].wrapping_add(self::arena::digest(&a[r.clone()], start));
+                    }
+                    if inputs > 1 {
+                        digests[1] =
+                            digests[1].wrapping_add(self::arena::digest(&b[r.clone()], start));
+                    }
+                    if kernel.is_reduction() {
+                        for i in r {
+                            sum += match kernel {
+                                StreamKernel::Dot => a[i].to_f64() * b[i].to_f64(),
+                                _ => a[i].to_f64(),
+                            };
+                        }
+                    } else {
+                        let zero = T::default();
+                        for i in r {
+                            let want = cases::stream::map_value(
+                                kernel,
+                                a.get(i).copied().unwrap_or(zero),
+                                b.get(i).copied().unwrap_or(zero),
+                            );
+                            if out[i] != want {
+                                wrong += 1;
+                                if shown.len() < cases::FAILURES_SHOWN {
+                                    shown.push(format!(
+                                        "[{i}] is {:?}, should be {:?}, diff {:e}",
+                                        out[i],
+                                        want,
+                                        out[i].to_f64() - want.to_f64()
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                }
+                (digests, sum, wrong, shown)
+            })
+            .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?;
+        let mut digests = [0u64; 2];
+        let (mut sum, mut wrong, mut shown) = (0.0, 0u64, Vec::new());
+        for (d, s, w, sh) in per_worker {
+            digests[0] = digests[0].wrapping_add(d[0]);
+            digests[1] = digests[1].wrapping_add(d[1]);
+            sum += s;
+            wrong += w;
+            shown.extend(sh);
+        }
+        shown.truncate(cases::FAILURES_SHOWN);
+        let changed = self.inputs_changed(&digests[..inputs]);
+        let verdict = if kernel.is_reduction() {
+            cases::stream::check_sum_against::<T>(
+                kernel,
+                sum,
                 self.partials.iter().sum(),
                 SUM_BLOCK as u64,
             )
+        } else if wrong > 0 {
+            Verdict::invalid(format!(
+                "{wrong} of {n} elements wrong: {}",
+                shown.join("; ")
+            ))
         } else {
-            cases::stream::check_array(self.kernel, self.arrays.last().expect("an output array"))
+            Verdict::valid()
+        };
+        Ok(match (changed, verdict.valid) {
+            (Some(why), true) => Verdict::invalid(why),
+            (Some(why), false) => Verdict::invalid(format!("{}; {why}", verdict.detail)),
+            (None, _) => verdict,
         })
     }
 
@@ -547,6 +676,143 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
             self.simd.name,
             self::pool::huge_pages_note(bytes)
         )
+    }
+}
+
+/// The arrays of a STREAM kernel in `precision`, in the kernel's parameter order: each input
+/// with the values it holds, then the output (`None`: poisoned before the run).
+pub fn stream_arrays(kernel: StreamKernel, precision: Precision) -> Vec<Option<Fill>> {
+    (0..kernel.inputs())
+        .map(|array| {
+            Some(Fill::Stream {
+                precision,
+                reduction: kernel.is_reduction(),
+                array,
+            })
+        })
+        .chain((0..kernel.outputs()).map(|_| None))
+        .collect()
+}
+
+/// What preparing and checking one case costs the host, in the quantities the run's estimate
+/// prices ([`crate::run::forecast`]): what it generates, writes and reads, and how much of that
+/// memory is new to the process.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PrepWork {
+    /// Bytes of pseudo-random inputs generated, every worker its chunk.
+    pub generated_bytes: u64,
+    /// Bytes written plainly (poison, the copies of a rotating weight), every worker its chunk.
+    pub written_bytes: u64,
+    /// Bytes of memory new to the process, first touched (and freed after the case where they
+    /// are not the arena's).
+    pub new_bytes: u64,
+    /// Bytes the check reads back, every worker its chunk.
+    pub checked_bytes: u64,
+    /// Input pairs a GEMM's check multiplies ([`cases::gemm::check_terms`]).
+    pub check_terms: u64,
+    /// Elements one thread generates alone (the latency ring's order).
+    pub serial_elements: u64,
+}
+
+/// What preparing and checking `case` will cost on the host, with `arena` (a simulated one,
+/// [`Arena::simulated`], given every case of the plan in order) saying which inputs are still
+/// held from the cases before. The same arrays [`HostBackend::prepare`] asks for.
+pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
+    use self::arena::Need;
+    let elements = usize::try_from(case.elements).unwrap_or(usize::MAX);
+    let from_arena = |fills: Vec<Option<Fill>>, word_bytes: u64| {
+        let bytes = elements.saturating_mul(word_bytes as usize);
+        let needs: Vec<Need> = fills
+            .into_iter()
+            .map(|fill| Need {
+                bytes,
+                elements,
+                fill,
+            })
+            .collect();
+        let w = arena.simulate(&needs);
+        PrepWork {
+            generated_bytes: w.filled_bytes,
+            written_bytes: w.poisoned_bytes,
+            new_bytes: w.new_bytes,
+            checked_bytes: needs.len() as u64 * bytes as u64,
+            ..PrepWork::default()
+        }
+    };
+    match case.family {
+        Family::Stream | Family::Efficiency => match StreamKernel::from_name(&case.kernel) {
+            Some(kernel) => {
+                let mut work = from_arena(
+                    stream_arrays(kernel, case.precision),
+                    cases::stream::element_bytes(case.precision),
+                );
+                if kernel.is_reduction() {
+                    // the check reads the inputs, not the (absent) output
+                    work.checked_bytes = case.working_set_bytes;
+                }
+                work
+            }
+            None => PrepWork::default(),
+        },
+        Family::Intensity => from_arena(
+            vec![
+                Some(Fill::Sweep {
+                    precision: case.precision,
+                }),
+                None,
+            ],
+            cases::arith::word_bytes(case.precision),
+        ),
+        Family::Gemm => match cases::gemm::shape_of(case) {
+            Ok(s) => {
+                let (input, output) = (
+                    cases::gemm::input_bytes(case.precision),
+                    cases::gemm::output_bytes(case.precision),
+                );
+                let weight = cases::gemm::weight_bytes(case.precision, s);
+                let copies = cases::gemm::weight_copies(case).max(1);
+                // B in its copies from the arena (as GemmCase and AmxGemmCase ask for it), A
+                // and C of their own
+                let b_bytes = weight * copies;
+                let b = arena.simulate(&[Need {
+                    bytes: usize::try_from(b_bytes).unwrap_or(usize::MAX),
+                    elements: usize::try_from(b_bytes / input).unwrap_or(usize::MAX),
+                    fill: Some(Fill::GemmB {
+                        precision: case.precision,
+                        n: s.n,
+                        k: s.k,
+                        layout: if case.kernel == cases::gemm::HOST_AMX {
+                            s.m
+                        } else {
+                            0
+                        },
+                    }),
+                }]);
+                let (a_bytes, c_bytes) = (s.m * s.k * input, s.m * s.n * output);
+                PrepWork {
+                    generated_bytes: a_bytes + b.filled_bytes,
+                    written_bytes: c_bytes,
+                    new_bytes: a_bytes + c_bytes + b.new_bytes,
+                    checked_bytes: cases::gemm::matrix_bytes(case.precision, s) + b_bytes,
+                    check_terms: cases::gemm::check_terms(case.precision, s),
+                    ..PrepWork::default()
+                }
+            }
+            Err(_) => PrepWork::default(),
+        },
+        Family::Cache => PrepWork {
+            generated_bytes: case.working_set_bytes,
+            new_bytes: case.working_set_bytes,
+            ..PrepWork::default()
+        },
+        Family::Latency => PrepWork {
+            new_bytes: case.working_set_bytes,
+            serial_elements: case.elements,
+            ..PrepWork::default()
+        },
+        Family::Peak | Family::Tensor | Family::Capacity | Family::Launch | Family::Link => {
+            PrepWork::default()
+        }
     }
 }
 
@@ -916,6 +1182,61 @@ mod tests {
         }
     }
 
+    /// The one-pass check catches one wrong element wherever it lies: each map kernel's output
+    /// changed at its first, middle or last element, a reduction's input changed at one
+    /// element (its digest), and a map kernel's input changed at one element after the run
+    /// (its digest; the output, right for the input as it was, does not show it). The arrays
+    /// come from the arena at a size it keeps (4 MiB), as a DRAM case's do.
+    #[test]
+    fn the_check_catches_one_wrong_element_anywhere() {
+        let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let simd = Simd::detect();
+        let arena = Arena::new(1 << 30);
+        let n = (4usize << 20) / 4;
+        let prepare = |case: &Case| -> StreamCase<'_, f32> {
+            StreamCase::<f32>::new(&pool, &arena, simd, 1 << 20, case).unwrap()
+        };
+        for kernel in StreamKernel::ALL {
+            let case = kernel.case(Precision::F32, n as u64);
+            let mut prepared = prepare(&case);
+            prepared.run(1).unwrap();
+            let v = prepared.verify().unwrap();
+            assert!(v.valid, "{}: {}", case.id(), v.detail);
+            if kernel.is_reduction() {
+                let a = &mut prepared.arrays[0];
+                a[n / 3] += 1.0;
+                let v = prepared.verify().unwrap();
+                assert!(
+                    !v.valid && v.detail.contains("digest"),
+                    "{}: {}",
+                    case.id(),
+                    v.detail
+                );
+                continue;
+            }
+            for at in [0, n / 2, n - 1] {
+                let out = prepared.arrays.last_mut().unwrap();
+                let was = out[at];
+                out[at] = was + 1.0;
+                let v = prepared.verify().unwrap();
+                assert!(!v.valid, "{} [{at}]: {}", case.id(), v.detail);
+                assert!(v.detail.contains(&format!("[{at}]")), "{}", v.detail);
+                prepared.arrays.last_mut().unwrap()[at] = was;
+                assert!(prepared.verify().unwrap().valid, "{} restored", case.id());
+            }
+            if kernel.inputs() > 0 {
+                prepared.arrays[0][n - 7] += 1.0;
+                let v = prepared.verify().unwrap();
+                assert!(
+                    !v.valid && v.detail.contains("digest"),
+                    "{}: {}",
+                    case.id(),
+                    v.detail
+                );
+            }
+        }
+    }
+
     /// Arrays larger than the last-level cache store streaming where the set has streaming
     /// stores (x86), still validate, and the note says which stores ran; smaller ones store
     /// plainly. The note says too when the arrays asked for huge pages (the large ones, where
@@ -924,13 +1245,14 @@ mod tests {
     fn dram_cases_store_streaming_and_say_so() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
         let simd = Simd::detect();
+        let arena = Arena::new(1 << 30);
         for (n, llc) in [(3usize << 20, 1u64 << 20), (1000, 1 << 30)] {
             for case in cases::stream::cases(|_| n as u64) {
                 let mut prepared: Box<dyn PreparedCase> = match case.precision {
                     Precision::F32 => {
-                        Box::new(StreamCase::<f32>::new(&pool, simd, llc, &case).unwrap())
+                        Box::new(StreamCase::<f32>::new(&pool, &arena, simd, llc, &case).unwrap())
                     }
-                    _ => Box::new(StreamCase::<f64>::new(&pool, simd, llc, &case).unwrap()),
+                    _ => Box::new(StreamCase::<f64>::new(&pool, &arena, simd, llc, &case).unwrap()),
                 };
                 prepared.run(2).unwrap();
                 let verdict = prepared.verify().unwrap();

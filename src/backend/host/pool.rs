@@ -150,6 +150,30 @@ impl Pool {
         !state.panicked
     }
 
+    /// `f(range)` on every worker for its chunk of `n` items ([`chunk`] with `align`): a fill, a
+    /// check or a digest over arrays the workers first-touched that way. The results in worker
+    /// order; `None` if any worker's `f` panicked.
+    pub fn chunks<R: Send>(
+        &self,
+        n: usize,
+        align: usize,
+        f: impl Fn(std::ops::Range<usize>) -> R + Sync,
+    ) -> Option<Vec<R>> {
+        let threads = self.threads();
+        let results: Vec<Mutex<Option<R>>> = (0..threads).map(|_| Mutex::new(None)).collect();
+        let ok = self.run(|t| {
+            let r = f(chunk(n, threads, t, align));
+            *results[t].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        });
+        if !ok {
+            return None;
+        }
+        results
+            .into_iter()
+            .map(|r| r.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .collect()
+    }
+
     /// Times `reps` repetitions of `kernel` on every worker at once, worker `t` on its own slice
     /// `out[t·per_worker .. (t+1)·per_worker]` (a register-resident kernel's results), and returns
     /// the seconds the whole took. A worker's panic is an internal error naming `what`.

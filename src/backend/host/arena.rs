@@ -1,0 +1,647 @@
+//! The host's large arrays, kept from one case to the next: a DRAM-sized array is allocated and
+//! first-touched once per run rather than once per case, and an input that the next case reads
+//! with the same values is not generated again.
+//!
+//! The STREAM cases, the intensity sweep and the size sweep of a default run on this project's
+//! 2-vCPU VM (480 MiB of L3, so arrays of 1.9 GiB under the DRAM rule) spent a third of the run
+//! allocating, first-touching, filling and freeing arrays of the same few sizes. Here every array
+//! of at least [`FROM_BYTES`] is an [`Array`] lent from the [`Arena`]: when the case is dropped
+//! its memory goes back, with a note of what it holds ([`Content`]: which values, how many, and
+//! their digest), and the next case that asks for those values gets them as they are.
+//!
+//! Every array is written by the pool's workers, each its own chunk ([`super::pool::chunk`]), as
+//! the pool's first touch does, so on a machine of one NUMA node a block serves any case of its
+//! size or smaller. Where the machine has several nodes, a block serves only cases of its own
+//! size, whose chunks are the ones that touched it (the STREAM rule: each worker's pages local
+//! to it).
+//!
+//! The digest of an array is `Σ (2i + 1) · bits(xᵢ)` modulo 2⁶⁴: each weight is odd, so
+//! invertible modulo 2⁶⁴, and any one element that differs from what was written changes it. A
+//! case's check recomputes the digests of its inputs in the same pass that checks its output
+//! against them ([`digest`]), so a kernel that wrote where it should only read is caught too.
+//!
+//! This module allocates and fills; it must not time anything.
+
+use super::pool::{advise_huge_pages, array_alignment, Pool, SharedPtr, HUGE_PAGE};
+use crate::cases::Precision;
+use std::alloc::Layout;
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::rc::Rc;
+
+/// Arrays at least this large go through the arena: twice a huge page, where the page faults of
+/// a fresh array start to cost more than its fill. Smaller arrays are allocated for their case.
+pub const FROM_BYTES: usize = super::pool::HUGE_PAGES_FROM;
+
+/// What an input array holds: its element `i` is a pure function of the fill and `i`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    /// A STREAM kernel's input `array` (0 = a, 1 = b): the map kernels' values, or the
+    /// reductions' integers ([`crate::cases::stream::input`]).
+    Stream {
+        precision: Precision,
+        reduction: bool,
+        array: u64,
+    },
+    /// The intensity sweep's input words ([`crate::cases::intensity::input`]).
+    Sweep { precision: Precision },
+    /// A GEMM's B in `precision` (an implementation's own layout, `layout`: 0 for row-major
+    /// B, else what the implementation's packing depends on), N × K, in as many copies as the
+    /// array holds ([`crate::cases::gemm::rotate_weights`]): the batch sweep's points of one
+    /// weight, and both f32 implementations, read the same B.
+    GemmB {
+        precision: Precision,
+        n: u64,
+        k: u64,
+        layout: u64,
+    },
+}
+
+/// What a block holds: `elements` values of `fill` from the start, whose digest is `digest`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Content {
+    pub fill: Fill,
+    pub elements: usize,
+    pub digest: u64,
+}
+
+/// The element types arrays hold, as the bits the digest weighs.
+pub trait Word: Copy + Send + Sync + 'static {
+    fn word_bits(self) -> u64;
+}
+
+impl Word for f32 {
+    fn word_bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+}
+impl Word for f64 {
+    fn word_bits(self) -> u64 {
+        self.to_bits()
+    }
+}
+impl Word for i32 {
+    fn word_bits(self) -> u64 {
+        u64::from(self as u32)
+    }
+}
+impl Word for u16 {
+    fn word_bits(self) -> u64 {
+        u64::from(self)
+    }
+}
+impl Word for u32 {
+    fn word_bits(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+/// The digest of `values`, element `j` of them being element `start + j` of its array.
+#[inline]
+pub fn digest<T: Word>(values: &[T], start: usize) -> u64 {
+    values.iter().enumerate().fold(0u64, |d, (j, v)| {
+        d.wrapping_add((2 * (start + j) as u64 + 1).wrapping_mul(v.word_bits()))
+    })
+}
+
+/// Elements a check takes at a time: it digests an input's block, then checks the output
+/// against the same block while it is still in cache, so the inputs are read from memory once.
+pub const CHECK_BLOCK: usize = 16 << 10;
+
+/// `range` in blocks of [`CHECK_BLOCK`].
+pub fn blocks(range: std::ops::Range<usize>) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let end = range.end;
+    range
+        .step_by(CHECK_BLOCK)
+        .map(move |start| start..(start + CHECK_BLOCK).min(end))
+}
+
+/// The digest of the whole of `values`, each worker of `pool` its chunk of `align` elements;
+/// `None` if a worker panicked.
+pub fn digest_on<T: Word>(pool: &Pool, values: &[T], align: usize) -> Option<u64> {
+    let parts = pool.chunks(values.len(), align, |r| digest(&values[r.clone()], r.start))?;
+    Some(parts.into_iter().fold(0, u64::wrapping_add))
+}
+
+/// Memory at 2 MiB alignment from 2 MiB up (a huge page's boundary, BabelStream's alignment),
+/// a cache line's below ([`array_alignment`]).
+struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl Block {
+    /// `bytes` at their alignment, not yet touched, huge pages asked for where they may be.
+    fn new(bytes: usize) -> Option<Block> {
+        let layout = Layout::from_size_align(bytes.max(1), array_alignment(bytes)).ok()?;
+        // SAFETY: the layout's size is not zero.
+        let ptr = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
+        advise_huge_pages(ptr.as_ptr(), bytes);
+        Some(Block { ptr, layout })
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `Block::new`.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+/// A block waiting for its next case. A block of a virtual arena ([`Arena::simulated`]) has no
+/// memory, only its size.
+struct Idle {
+    block: Option<Block>,
+    bytes: usize,
+    content: Option<Content>,
+    /// When it was given back, to give up the one unused longest first.
+    returned: u64,
+}
+
+/// What the arena has written since it was made, in bytes: values generated into inputs,
+/// poison into outputs, and blocks new to the process (their first touch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    pub filled_bytes: u64,
+    pub poisoned_bytes: u64,
+    pub new_bytes: u64,
+}
+
+struct Store {
+    idle: Vec<Idle>,
+    /// Bytes of the blocks lent to cases now.
+    lent_bytes: usize,
+    /// Most bytes the arena holds, lent and idle together, before it gives up idle blocks.
+    cap_bytes: usize,
+    clock: u64,
+    /// Whether any worker's pages are as near to it as any other's (one NUMA node).
+    one_node: bool,
+    /// Whether blocks are sizes only (a forecast's arena).
+    simulated: bool,
+    written: Written,
+}
+
+/// The host backend's arrays (see the module doc). Cloning it shares it.
+#[derive(Clone)]
+pub struct Arena(Rc<RefCell<Store>>);
+
+/// A block taken for an array: its memory (none in a simulated arena), its size, and the
+/// content it holds still where it was taken for those values.
+struct Taken {
+    block: Option<Block>,
+    bytes: usize,
+    content: Option<Content>,
+}
+
+/// An array a case holds: from the arena, to which it goes back when dropped, or allocated for
+/// it alone. Derefs to its elements.
+pub struct Array<T> {
+    block: Option<Block>,
+    bytes: usize,
+    len: usize,
+    /// What it holds while its values are the fill's (an input untouched by the case).
+    content: Option<Content>,
+    home: Option<Arena>,
+    _values: PhantomData<T>,
+}
+
+impl<T> std::ops::Deref for Array<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match &self.block {
+            // SAFETY: the block holds `len` initialised `T`s (written by `input` or `output`),
+            // at an alignment that every element type divides.
+            Some(b) => unsafe { std::slice::from_raw_parts(b.ptr.as_ptr().cast::<T>(), self.len) },
+            None => &[],
+        }
+    }
+}
+
+impl<T> std::ops::DerefMut for Array<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match &mut self.block {
+            // SAFETY: as `deref`; `&mut self` is unique.
+            Some(b) => unsafe {
+                std::slice::from_raw_parts_mut(b.ptr.as_ptr().cast::<T>(), self.len)
+            },
+            None => &mut [],
+        }
+    }
+}
+
+impl<T> Array<T> {
+    /// What the array holds as its fill wrote it, if it is an input.
+    pub fn content(&self) -> Option<Content> {
+        self.content
+    }
+
+    /// Says that the values may no longer be the fill's (a check found them changed): the block
+    /// goes back to the arena holding nothing.
+    pub fn taint(&mut self) {
+        self.content = None;
+    }
+}
+
+impl<T> Drop for Array<T> {
+    fn drop(&mut self) {
+        if let Some(home) = &self.home {
+            home.give_back(self.block.take(), self.bytes, self.content);
+        }
+    }
+}
+
+/// Whether this machine has one NUMA node (or says nothing of nodes).
+fn one_numa_node() -> bool {
+    match std::fs::read_to_string("/sys/devices/system/node/online") {
+        Ok(list) => super::count_cpu_list(&list) <= 1,
+        Err(_) => true,
+    }
+}
+
+/// An array a case asks for, as the forecast simulates it: its bytes, and the values it must
+/// hold (an input) or none (an output, poisoned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Need {
+    pub bytes: usize,
+    pub elements: usize,
+    pub fill: Option<Fill>,
+}
+
+impl Arena {
+    /// An empty arena that holds at most `cap_bytes`, lent and idle together.
+    pub fn new(cap_bytes: u64) -> Arena {
+        Self::made(cap_bytes, one_numa_node(), false)
+    }
+
+    /// An arena of sizes only, for a forecast: it chooses blocks as [`Arena::new`]'s does and
+    /// counts what it would write ([`Arena::simulate`]), allocating nothing.
+    pub fn simulated(cap_bytes: u64, one_node: bool) -> Arena {
+        Self::made(cap_bytes, one_node, true)
+    }
+
+    fn made(cap_bytes: u64, one_node: bool, simulated: bool) -> Arena {
+        Arena(Rc::new(RefCell::new(Store {
+            idle: Vec::new(),
+            lent_bytes: 0,
+            cap_bytes: usize::try_from(cap_bytes).unwrap_or(usize::MAX),
+            clock: 0,
+            one_node,
+            simulated,
+            written: Written::default(),
+        })))
+    }
+
+    /// What the arena has written since it was made.
+    pub fn written(&self) -> Written {
+        self.0.borrow().written
+    }
+
+    /// Bytes the arena holds now, lent and idle.
+    pub fn held_bytes(&self) -> usize {
+        let s = self.0.borrow();
+        s.lent_bytes + held_idle(&s)
+    }
+
+    /// What one case that holds the arrays `needs` at once costs in a simulated arena: the
+    /// arrays taken in order, then given back (inputs holding their values). Returns what was
+    /// written for it.
+    pub fn simulate(&self, needs: &[Need]) -> Written {
+        let before = self.written();
+        let taken: Vec<(Taken, Option<Content>)> = needs
+            .iter()
+            .filter_map(|need| {
+                let want = need.fill.map(|f| (f, need.elements));
+                let t = self.take(need.bytes, want)?;
+                let content = t.content.or(need.fill.map(|fill| Content {
+                    fill,
+                    elements: need.elements,
+                    digest: 0,
+                }));
+                let mut s = self.0.borrow_mut();
+                match (need.fill, t.content) {
+                    (Some(_), None) => s.written.filled_bytes += need.bytes as u64,
+                    (None, _) => s.written.poisoned_bytes += need.bytes as u64,
+                    _ => {}
+                }
+                Some((t, content))
+            })
+            .collect();
+        // (as `Array`'s drop: a block below FROM_BYTES was its case's own, and is freed)
+        for (t, content) in taken.into_iter().filter(|(t, _)| t.bytes >= FROM_BYTES) {
+            self.give_back(t.block, t.bytes, content);
+        }
+        let after = self.written();
+        Written {
+            filled_bytes: after.filled_bytes - before.filled_bytes,
+            poisoned_bytes: after.poisoned_bytes - before.poisoned_bytes,
+            new_bytes: after.new_bytes - before.new_bytes,
+        }
+    }
+
+    /// An array of `n` elements holding `fill`'s values, `value(i)` for element `i`, written by
+    /// the pool's workers (each its chunk of `align` elements) unless an idle block holds them
+    /// already. `None` when the memory cannot be had.
+    pub fn input<T: Word>(
+        &self,
+        pool: &Pool,
+        n: usize,
+        align: usize,
+        fill: Fill,
+        value: impl Fn(usize) -> T + Sync,
+    ) -> Option<Array<T>> {
+        let bytes = n.checked_mul(std::mem::size_of::<T>())?;
+        let taken = self.take(bytes, Some((fill, n)))?;
+        let reused = taken.content;
+        let mut array = self.array(taken, n);
+        if reused.is_none() {
+            let digest = write(pool, &mut array, align, value);
+            array.content = Some(Content {
+                fill,
+                elements: n,
+                digest,
+            });
+            self.0.borrow_mut().written.filled_bytes += bytes as u64;
+        }
+        Some(array)
+    }
+
+    /// An array of `n` elements, every one `poison`, written by the pool's workers (each its
+    /// chunk of `align` elements). `None` when the memory cannot be had.
+    pub fn output<T: Word>(
+        &self,
+        pool: &Pool,
+        n: usize,
+        align: usize,
+        poison: T,
+    ) -> Option<Array<T>> {
+        let bytes = n.checked_mul(std::mem::size_of::<T>())?;
+        let taken = self.take(bytes, None)?;
+        let mut array: Array<T> = self.array(taken, n);
+        let ptr = SharedPtr(array.as_mut_ptr());
+        let ok = pool
+            .chunks(n, align, |r| {
+                // SAFETY: worker t writes only its chunk, inside the array's n elements.
+                unsafe { std::slice::from_raw_parts_mut(ptr.get().add(r.start), r.len()) }
+                    .fill(poison);
+            })
+            .is_some();
+        assert!(ok, "poisoning an array cannot panic");
+        self.0.borrow_mut().written.poisoned_bytes += bytes as u64;
+        Some(array)
+    }
+
+    fn array<T>(&self, taken: Taken, n: usize) -> Array<T> {
+        Array {
+            home: (taken.bytes >= FROM_BYTES).then(|| self.clone()),
+            block: taken.block,
+            bytes: taken.bytes,
+            len: n,
+            content: taken.content,
+            _values: PhantomData,
+        }
+    }
+
+    /// A block for an array of `bytes`: where `want` names its values, an idle block that
+    /// holds them (its content comes with it); else an idle one that fits (one holding nothing
+    /// first, else the one unused longest), else a new one, giving up idle blocks unused
+    /// longest first where the arena would pass its cap. Below [`FROM_BYTES`], a block of its
+    /// own that no other case gets.
+    fn take(&self, bytes: usize, want: Option<(Fill, usize)>) -> Option<Taken> {
+        let mut s = self.0.borrow_mut();
+        let one_node = s.one_node;
+        let new = |s: &mut Store, bytes: usize| -> Option<Taken> {
+            let block = if s.simulated {
+                None
+            } else {
+                Some(Block::new(bytes)?)
+            };
+            s.written.new_bytes += bytes as u64;
+            Some(Taken {
+                block,
+                bytes,
+                content: None,
+            })
+        };
+        if bytes < FROM_BYTES {
+            return new(&mut s, bytes);
+        }
+        let holding = want.and_then(|(fill, n)| {
+            s.idle.iter().position(|i| {
+                i.content.is_some_and(|c| c.fill == fill && c.elements == n)
+                    && fits(one_node, i.bytes, bytes)
+            })
+        });
+        let chosen = holding.or_else(|| {
+            s.idle
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| fits(one_node, i.bytes, bytes))
+                .min_by_key(|(_, i)| (i.content.is_some(), i.returned, i.bytes))
+                .map(|(at, _)| at)
+        });
+        let taken = match chosen {
+            Some(at) => {
+                let idle = s.idle.swap_remove(at);
+                Taken {
+                    block: idle.block,
+                    bytes: idle.bytes,
+                    content: if holding.is_some() {
+                        idle.content
+                    } else {
+                        None
+                    },
+                }
+            }
+            None => {
+                let rounded = bytes.next_multiple_of(HUGE_PAGE);
+                // give up the idle blocks unused longest until the new one fits the cap
+                s.idle.sort_by_key(|i| std::cmp::Reverse(i.returned));
+                while !s.idle.is_empty() && s.lent_bytes + held_idle(&s) + rounded > s.cap_bytes {
+                    s.idle.pop();
+                }
+                new(&mut s, rounded)?
+            }
+        };
+        s.lent_bytes += taken.bytes;
+        Some(taken)
+    }
+
+    /// A block back from its case, holding `content` (or nothing).
+    fn give_back(&self, block: Option<Block>, bytes: usize, content: Option<Content>) {
+        let mut s = self.0.borrow_mut();
+        s.lent_bytes -= bytes;
+        s.clock += 1;
+        let returned = s.clock;
+        s.idle.push(Idle {
+            block,
+            bytes,
+            content,
+            returned,
+        });
+    }
+}
+
+fn held_idle(s: &Store) -> usize {
+    s.idle.iter().map(|i| i.bytes).sum()
+}
+
+/// Whether a block of `block_bytes` serves an array of `bytes`: any larger block on one NUMA
+/// node, else one of the array's own size (rounded to huge pages), whose chunks touched it.
+fn fits(one_node: bool, block_bytes: usize, bytes: usize) -> bool {
+    if one_node {
+        block_bytes >= bytes
+    } else {
+        block_bytes == bytes.next_multiple_of(HUGE_PAGE)
+    }
+}
+
+/// Writes `value(i)` to every element of `array`, each worker of `pool` its chunk of `align`
+/// elements; returns the digest of what it wrote.
+fn write<T: Word>(
+    pool: &Pool,
+    array: &mut Array<T>,
+    align: usize,
+    value: impl Fn(usize) -> T + Sync,
+) -> u64 {
+    let n = array.len;
+    let ptr = SharedPtr(array.as_mut_ptr());
+    let digests = pool.chunks(n, align, |r| {
+        let mut d = 0u64;
+        for i in r {
+            let v = value(i);
+            // SAFETY: this worker writes only its chunk, inside the array's n elements; the
+            // memory may be untouched, so it is written through a raw pointer before any read.
+            unsafe { ptr.get().add(i).write(v) };
+            d = d.wrapping_add((2 * i as u64 + 1).wrapping_mul(v.word_bits()));
+        }
+        d
+    });
+    digests
+        .expect("filling an array cannot panic")
+        .into_iter()
+        .fold(0, u64::wrapping_add)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::host::pool::allowed_cpus;
+
+    fn pool() -> Pool {
+        let cpus = allowed_cpus();
+        Pool::new(vec![cpus[0], cpus[cpus.len() - 1]])
+    }
+
+    /// An input asked for again with the same values is the same block, not written again; an
+    /// output is poisoned every time and holds nothing when it goes back; a tainted input is
+    /// written again; a digest changes with any one element.
+    #[test]
+    fn inputs_are_kept_and_outputs_poisoned() {
+        let pool = pool();
+        let arena = Arena::new(1 << 30);
+        let n = (8 << 20) / 4;
+        let fill = Fill::Sweep {
+            precision: Precision::F32,
+        };
+        let value = |i: usize| (i % 977) as f32;
+        let a = arena.input(&pool, n, 16, fill, value).unwrap();
+        let first = a.as_ptr();
+        let content = a.content().unwrap();
+        assert_eq!(content.digest, digest(&a, 0));
+        assert_eq!(arena.written().filled_bytes, 8 << 20);
+        drop(a);
+        let a = arena.input(&pool, n, 16, fill, value).unwrap();
+        assert_eq!(a.as_ptr(), first, "the same block");
+        assert_eq!(arena.written().filled_bytes, 8 << 20, "not written again");
+        assert!(a.iter().enumerate().all(|(i, &v)| v == value(i)));
+        let mut c = arena.output(&pool, n, 16, f32::NAN).unwrap();
+        assert!(c.iter().all(|v| v.is_nan()));
+        c[7] = 1.0;
+        drop(c);
+        // an output's block holds nothing: asked for as an input, it is written
+        let other = Fill::Stream {
+            precision: Precision::F32,
+            reduction: false,
+            array: 0,
+        };
+        let b = arena.input(&pool, n, 16, other, |i| i as f32).unwrap();
+        let w = arena.written();
+        assert_eq!((w.filled_bytes, w.poisoned_bytes), (16 << 20, 8 << 20));
+        assert_eq!(b[7], 7.0);
+        let mut a = a;
+        a.taint();
+        drop(a);
+        drop(b);
+        let a = arena.input(&pool, n, 16, fill, value).unwrap();
+        assert_eq!(
+            arena.written().filled_bytes,
+            24 << 20,
+            "a tainted input is written again"
+        );
+        // one element changed, anywhere: the digest differs
+        let mut copy: Vec<f32> = a.to_vec();
+        for at in [0, 1, n / 2, n - 1] {
+            let was = copy[at];
+            copy[at] = was + 1.0;
+            assert_ne!(digest(&copy, 0), content.digest, "element {at}");
+            copy[at] = was;
+        }
+        assert_eq!(digest(&copy, 0), content.digest);
+        // two blocks at once, and the arena holds both until it needs room
+        let b = arena.output(&pool, n, 16, 0.0f32).unwrap();
+        assert_ne!(b.as_ptr(), a.as_ptr());
+        assert_eq!(arena.held_bytes(), 16 << 20);
+        // small arrays are their own
+        let small = arena.output(&pool, 1000, 16, 0.0f32).unwrap();
+        drop(small);
+        assert_eq!(arena.held_bytes(), 16 << 20);
+    }
+
+    /// A simulated arena prices what a real one writes: an array below [`FROM_BYTES`] is its
+    /// case's own every time, a large input is written once and then held (a run of its plan
+    /// once panicked here, giving back a small array it had never lent).
+    #[test]
+    fn a_simulated_arena_writes_what_a_real_one_does() {
+        let arena = Arena::simulated(u64::MAX, true);
+        let small = Need {
+            bytes: 1000,
+            elements: 250,
+            fill: None,
+        };
+        for _ in 0..2 {
+            assert_eq!(arena.simulate(&[small]).new_bytes, 1000);
+        }
+        let big = Need {
+            bytes: 8 << 20,
+            elements: 2 << 20,
+            fill: Some(Fill::Sweep {
+                precision: Precision::F32,
+            }),
+        };
+        let first = arena.simulate(&[big, small]);
+        assert_eq!(
+            (first.filled_bytes, first.new_bytes),
+            (8 << 20, (8 << 20) + 1000)
+        );
+        let again = arena.simulate(&[big]);
+        assert_eq!((again.filled_bytes, again.new_bytes), (0, 0));
+        assert_eq!(arena.held_bytes(), 8 << 20);
+    }
+
+    /// Past its cap the arena gives up idle blocks, unused longest first, before it allocates.
+    #[test]
+    fn the_cap_gives_up_idle_blocks() {
+        let pool = pool();
+        let arena = Arena::new(20 << 20);
+        let a = arena.output(&pool, (8 << 20) / 4, 16, 0.0f32).unwrap();
+        let b = arena.output(&pool, (8 << 20) / 4, 16, 0.0f32).unwrap();
+        drop(a);
+        drop(b);
+        assert_eq!(arena.held_bytes(), 16 << 20);
+        // a larger one: neither idle block fits, and the one unused longest goes to make room
+        let c = arena.output(&pool, (12 << 20) / 4, 16, 0.0f32).unwrap();
+        assert_eq!(arena.held_bytes(), 20 << 20);
+        drop(c);
+    }
+}
