@@ -29,6 +29,7 @@ mod offline;
 mod record;
 mod reliability;
 mod roofline;
+mod runner;
 mod scripts;
 mod sim;
 mod specs;
