@@ -342,3 +342,71 @@ fn figures_at_the_edges_of_the_bounds_stay_finite_in_every_output() {
         }
     }
 }
+
+/// Class 6, for `run`: under `ulimit -f` (the shell's own, SIGXFSZ not ignored by anyone but
+/// roofprobe) a host run whose CSV outgrows the limit ends with one error line, keeps the rows
+/// written before whole (the row that did not fit is cut back, the CSV reads), and leaves no
+/// temporary file and no JSON or SVG. The limit is whole 512-byte blocks (`ulimit -f` in a
+/// POSIX shell), taken from a run without it: the first block past the first row.
+#[test]
+fn a_run_under_a_file_size_limit_keeps_whole_rows_and_no_temporary_file() {
+    let run = |out: &Path, limit: Option<u64>| {
+        let args = format!(
+            "'{}' run --device host --quick --size 64KiB --filter copy/f32 --filter scale/f32 -o '{}'",
+            env!("CARGO_BIN_EXE_roofprobe"),
+            out.display()
+        );
+        let script = match limit {
+            Some(blocks) => format!("ulimit -f {blocks} && exec {args}"),
+            None => format!("exec {args}"),
+        };
+        output(Command::new("sh").args(["-c", &script]))
+    };
+    let free = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(free.path(), None);
+    assert!(matches!(code, 0 | 4), "{err}");
+    let csv = |dir: &Path| {
+        names(dir)
+            .into_iter()
+            .filter(|n| n.ends_with(".csv"))
+            .map(|n| dir.join(n))
+            .collect::<Vec<_>>()
+    };
+    let whole = std::fs::read(&csv(free.path())[0]).unwrap();
+    let ends: Vec<usize> = (0..whole.len()).filter(|&i| whole[i] == b'\n').collect();
+    assert_eq!(ends.len(), 3, "a header and two rows");
+    // a block boundary well past the first row's end (its figures' digits vary by a few bytes
+    // between runs) and before the second row's
+    let blocks = (ends[1] as u64 + 1 + 40).div_ceil(512);
+    assert!(
+        blocks * 512 + 40 < ends[2] as u64 + 1,
+        "the limit falls inside the second row: {ends:?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(dir.path(), Some(blocks));
+    assert_eq!(code, 1, "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].starts_with("error: ") && errors[0].contains("ulimit -f"),
+        "{err}"
+    );
+    let left = names(dir.path());
+    assert!(
+        left.iter()
+            .all(|n| n.ends_with(".csv") && !roofprobe::files::is_temporary(Path::new(n))),
+        "only the CSV stays: {left:?}"
+    );
+    let kept = csv(dir.path());
+    assert_eq!(kept.len(), 1, "{left:?}");
+    let bytes = std::fs::read(&kept[0]).unwrap();
+    assert!(bytes.ends_with(b"\n") && bytes.len() as u64 <= blocks * 512);
+    let rows = roofprobe::results::csv::parse_csv(&kept[0], &bytes).unwrap();
+    assert_eq!(
+        rows.len(),
+        1,
+        "the first row kept whole, the second cut back: {err}"
+    );
+    assert_eq!(rows[0].kernel, "copy", "{err}");
+}
