@@ -72,6 +72,15 @@ pub enum Error {
     #[error("interrupted before {0} measured a case; nothing was written")]
     Interrupted(String),
 
+    /// A figure an output would hold is not finite (NaN, ±inf), derived from inputs at the edge
+    /// of their bounds: nothing is written or printed, and the figure is named.
+    #[error("{output}: `{figure}` would be {value}, not a finite figure (the inputs' figures or the arguments are at the edge of what they may be); nothing was written")]
+    NotFinite {
+        output: String,
+        figure: String,
+        value: f64,
+    },
+
     /// A kernel or tool failed in a way that is not the user's input (internal invariant).
     #[error("{0}")]
     Internal(String),

@@ -2,19 +2,24 @@
 //! estimators' files), `plot`, `compare`, `estimate` and `fleet` (add a new one to [`READERS`]),
 //! in process through the library and as the real binary.
 //!
-//! Inputs are the real files under `results/` (schema `roofprobe-csv/1`) and the files of a
-//! small host run made when the fuzzer starts (schema 2: identity columns, `stopped_by`,
-//! `flags`, other processes' load; a calibration with `suspect` rows), mutated with a
-//! deterministic seed: byte flips, truncation, extreme numbers (NaN, inf, 1e30, negative, zero),
-//! control characters (NUL, ESC, a newline that forges an `error:` line), spreadsheet formulas,
-//! a 70 000-character field, headers of either schema repeated (concatenated files), a schema-2
-//! file cut down to schema 1, rows under other run ids or devices (another name, UUID or ISA),
-//! `valid` flags that contradict their status, suspect flags no roofprobe writes or on invalid
-//! rows. A run fails on any panic, any hang, any figure accepted that is NaN, infinite, negative
-//! or not what it derives from, and any output that is malformed: an SVG that is not XML, a JSON
-//! (written, or printed by `compare --json`) or CSV that does not read back or holds such a
-//! figure, another estimator's file with a control character, JSON that does not parse or a
-//! `nan` or `inf`, an empty file, an error that is not one line, a control character on the
+//! Inputs are the real files under `results/` (schema `roofprobe-csv/1`) and the files of a small
+//! host run made when the fuzzer starts (schema 2: identity columns, `stopped_by`, `flags`, other
+//! processes' load; a calibration with `suspect` rows), mutated with a deterministic seed: byte
+//! flips, truncation, extreme numbers (NaN, inf, 1e30, negative, zero), control characters (NUL,
+//! ESC, a newline that forges an `error:` line), spreadsheet formulas, a 70 000-character field,
+//! headers of either schema repeated (concatenated files), a schema-2 file cut down to schema 1,
+//! rows under other run ids or devices (another name, UUID or ISA), `valid` flags that contradict
+//! their status, suspect flags no roofprobe writes or on invalid rows. Issue 60's classes each have
+//! theirs: figures beyond physics that agree with their bytes and time, and rates at and just past
+//! the bounds; subnormal and tiny times and ceilings; timestamps not as the writer writes them and
+//! text at and past its longest; run ids that slug to one file name (`A/B`, `a-b`) or differ only
+//! past a file name's cut; two outputs named one path (the `compare one path` reader). A run fails
+//! on any panic, any hang, any figure accepted that is NaN, infinite, negative or not what it
+//! derives from or beyond the physical bounds, a time or text a reader must refuse, a `report` that
+//! wrote fewer calibrations than its input has runs, and any output that is malformed: an SVG that
+//! is not XML, a JSON (written, or printed by `compare --json`) or CSV that does not read back or
+//! holds such a figure, another estimator's file with a control character, JSON that does not parse
+//! or a `nan` or `inf`, an empty file, an error that is not one line, a control character on the
 //! terminal, a partial or temporary file left behind.
 //!
 //! Time: `ROOFPROBE_FUZZ_SECS` (default 3; `.ci/run` gives it more), split between the library
@@ -110,6 +115,20 @@ const READERS: &[Reader] = &[
                 s(&o.join("c.svg")),
                 "--csv".into(),
                 s(&o.join("c.csv")),
+            ]
+        },
+    },
+    Reader {
+        // issue 60, class 5: two outputs naming one file, refused before either is written
+        name: "compare one path",
+        args: |i, o| {
+            vec![
+                "compare".into(),
+                s(i),
+                "--svg".into(),
+                s(&o.join("x")),
+                "--csv".into(),
+                s(&o.join("x")),
             ]
         },
     },
@@ -273,6 +292,14 @@ fn texts() -> &'static [String] {
             "<svg>&amp;".into(),
             "roofprobe-csv/1".into(),
             "schema".into(),
+            // issue 60, class 3-4: times not as written, text at and past its bound, ids that
+            // slug alike
+            "9999-99-99".into(),
+            "2026-02-29T00:00:00Z".into(),
+            "x".repeat(roofprobe_calibration::check::MAX_TEXT_CHARS),
+            "x".repeat(roofprobe_calibration::check::MAX_TEXT_CHARS + 1),
+            "A/B".into(),
+            "a-b".into(),
         ]
     })
 }
@@ -365,7 +392,7 @@ fn mutate_csv(rng: &mut Rng, bytes: &[u8], others: &[&[u8]]) -> Vec<u8> {
     let row = 1 + rng.below(body);
     // text fields get a third of the mutations: they pass the reader's checks most often, and
     // test what the outputs do with them
-    let choice = if rng.chance(30) { 3 } else { rng.below(18) };
+    let choice = if rng.chance(30) { 3 } else { rng.below(23) };
     match choice {
         0..=2 => {
             let c = rng.below(header.len());
@@ -536,6 +563,105 @@ fn mutate_csv(rng: &mut Rng, bytes: &[u8], others: &[&[u8]]) -> Vec<u8> {
                 *r = keep.iter().filter_map(|&i| r.get(i).cloned()).collect();
             }
         }
+        17 => {
+            // issue 60, class 1: figures beyond physics that agree with their bytes and time (a
+            // time shrunk, its rates grown by as much), or a rate at or past a bound
+            let (t, g, f) = (col("time_median_s"), col("gbps"), col("gflops"));
+            let factor = *rng.pick(&[1e-3, 1e-6, 1e-9, 1e3]);
+            let scale = |field: &mut String, by: f64| {
+                if let Ok(v) = field.parse::<f64>() {
+                    *field = (v * by).to_string();
+                }
+            };
+            if rng.chance(70) {
+                for r in rows.iter_mut().skip(1) {
+                    if let (Some(_), Some(_)) = (r.get(t), r.get(g)) {
+                        scale(&mut r[t], factor);
+                        for c in [g, f] {
+                            if let Some(x) = r.get_mut(c) {
+                                scale(x, 1.0 / factor);
+                            }
+                        }
+                    }
+                }
+            } else {
+                let c = *rng.pick(&[g, f]);
+                set(&mut rows[row], c, rng.pick(BOUNDS).to_string());
+            }
+        }
+        18 => {
+            // class 2: subnormal or tiny figures that would divide into infinities downstream
+            let c = *rng.pick(&[
+                col("time_median_s"),
+                col("time_min_s"),
+                col("gbps"),
+                col("gflops"),
+                col("clock_mhz"),
+            ]);
+            let tiny = *rng.pick(&[
+                "5e-324",
+                "4e-320",
+                "1e-13",
+                "1e-7",
+                "2.2250738585072014e-308",
+            ]);
+            set(&mut rows[row], c, tiny.into());
+        }
+        19 => {
+            // class 3: a time not as the writer writes it, or text at and past the longest a
+            // field may hold
+            if rng.chance(50) {
+                let stamp = *rng.pick(&[
+                    "yesterday",
+                    "9999-99-99",
+                    "2026-02-30T00:00:00Z",
+                    "2026-12-06 13:09:00Z",
+                    "2026-12-06T13:09:00",
+                    "2026-12-06T24:00:00Z",
+                    "",
+                ]);
+                set(&mut rows[row], col("timestamp_utc"), stamp.into());
+            } else {
+                let at = roofprobe_calibration::check::MAX_TEXT_CHARS + rng.below(2);
+                let c = col(rng.pick::<&str>(&["run_id", "device_name", "note", "kernel", "host"]));
+                let text = "é".repeat(at);
+                if c == id_column(&header) {
+                    for r in rows.iter_mut().skip(1) {
+                        set(r, c, text.clone());
+                    }
+                } else {
+                    set(&mut rows[row], c, text);
+                }
+            }
+        }
+        20 => {
+            // class 4: runs whose ids differ only in what a file name folds (`A/B`, `a-b`,
+            // `a b`): each run its own files, none lost
+            let id = col("run_id");
+            let ids = ["A/B", "a-b", "a b", "A:B", "a_b"];
+            let half = 1 + rng.below(body);
+            let (first, second) = (rng.pick(&ids).to_string(), rng.pick(&ids).to_string());
+            for (i, r) in rows.iter_mut().enumerate().skip(1) {
+                set(
+                    r,
+                    id,
+                    if i <= half {
+                        first.clone()
+                    } else {
+                        second.clone()
+                    },
+                );
+            }
+        }
+        21 => {
+            // classes 3-4: a run id long enough to need cutting in a file name, and one more
+            // that differs only past the cut
+            let id = col("run_id");
+            let long = "r".repeat(200 + rng.below(700));
+            for (i, r) in rows.iter_mut().enumerate().skip(1) {
+                set(r, id, format!("{long}{}", i % 2));
+            }
+        }
         _ => {
             let mut b = csv_bytes(&rows);
             for _ in 0..1 + rng.below(4) {
@@ -545,6 +671,21 @@ fn mutate_csv(rng: &mut Rng, bytes: &[u8], others: &[&[u8]]) -> Vec<u8> {
         }
     }
     csv_bytes(&rows)
+}
+
+/// The physical bounds and just past them (issue 60, class 1), as a file writes them.
+const BOUNDS: &[&str] = &[
+    "1e6",
+    "1000000.1",
+    "1e8",
+    "100000001",
+    "1e12",
+    "1e-6",
+    "9.9e-7",
+];
+
+fn id_column(header: &[String]) -> usize {
+    header.iter().position(|h| h == "run_id").unwrap_or(0)
 }
 
 fn leaves(v: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
@@ -609,6 +750,8 @@ fn mutate_json(rng: &mut Rng, bytes: &[u8]) -> Vec<u8> {
                 &["device", "identity", "microarch"],
                 &["device", "identity", "isa"],
                 &["device", "identity", "vendor"],
+                &["run", "first_utc"],
+                &["run", "last_utc"],
             ])
             .iter()
             .map(|p| p.to_string())
@@ -641,7 +784,11 @@ fn mutate_json(rng: &mut Rng, bytes: &[u8]) -> Vec<u8> {
         };
         *slot = match choice {
             1..=5 => {
-                let n: f64 = *rng.pick(&[-1409.0, 0.0, -0.0, 1e308, 1e-320, -1.0, 1e30, 0.5, 7.0]);
+                // with the bounds of issue 60 and just past them, subnormal and tiny figures
+                let n: f64 = *rng.pick(&[
+                    -1409.0, 0.0, -0.0, 1e308, 1e-320, -1.0, 1e30, 0.5, 7.0, 5e-324, 1e-7, 1e-6,
+                    1e6, 1.000001e6, 1e8, 1.000001e8, 1e-13,
+                ]);
                 serde_json::json!(n)
             }
             6 | 7 => serde_json::Value::String(rng.pick(texts()).clone()),
@@ -764,6 +911,28 @@ fn row_oracle(r: &Record) -> Result<(), String> {
     if let Some(bad) = figures.iter().flatten().find(|v| !good(**v)) {
         return Err(format!("figure {bad} accepted"));
     }
+    // issue 60: the physical bounds, a time as the writer writes it, text of bounded length
+    use roofprobe_calibration::check::{MAX_GBPS, MAX_GFLOPS, MAX_TEXT_CHARS, MIN_SECS};
+    if let Some(g) = r.gbps.filter(|g| *g > MAX_GBPS) {
+        return Err(format!("gbps {g} beyond physics accepted"));
+    }
+    if let Some(g) = r.gflops.filter(|g| *g > MAX_GFLOPS) {
+        return Err(format!("gflops {g} beyond physics accepted"));
+    }
+    if let Some(t) = r.time_median_s.filter(|t| *t < MIN_SECS || !t.is_normal()) {
+        return Err(format!("a median of {t} s accepted"));
+    }
+    if !roofprobe_calibration::check::is_utc_stamp(&r.timestamp_utc) {
+        return Err(format!("timestamp_utc {:?} accepted", r.timestamp_utc));
+    }
+    for t in [&r.run_id, &r.device_name, &r.note, &r.kernel, &r.host] {
+        if t.chars().count() > MAX_TEXT_CHARS {
+            return Err(format!(
+                "a field of {} characters accepted",
+                t.chars().count()
+            ));
+        }
+    }
     if let Some(bad) = [
         r.cv,
         r.time_stddev_s,
@@ -856,6 +1025,32 @@ fn calibration_oracle(c: &Calibration) -> Result<(), String> {
     }
     if let Some((k, v)) = figures.iter().find(|(_, v)| !good(*v)) {
         return Err(format!("{k} = {v} accepted"));
+    }
+    // issue 60: every ceiling within the physical bounds, none subnormal or absurdly small
+    use roofprobe_calibration::check::{MAX_GBPS, MAX_GFLOPS, MAX_TEXT_CHARS, MIN_CEILING};
+    let ceilings = c
+        .memory_ceilings
+        .iter()
+        .filter_map(|m| m.gbps.map(|g| (g, MAX_GBPS)))
+        .chain(
+            c.compute_ceilings
+                .iter()
+                .filter_map(|x| x.gflops.map(|g| (g, MAX_GFLOPS))),
+        );
+    for (v, most) in ceilings {
+        if !(MIN_CEILING..=most).contains(&v) {
+            return Err(format!("a ceiling of {v} accepted"));
+        }
+    }
+    for t in [&c.device.name, &c.run.run_id, &c.device.host] {
+        if t.chars().count() > MAX_TEXT_CHARS {
+            return Err(format!("text of {} characters accepted", t.chars().count()));
+        }
+    }
+    for t in [&c.run.first_utc, &c.run.last_utc] {
+        if !t.is_empty() && !roofprobe_calibration::check::is_utc_stamp(t) {
+            return Err(format!("a time {t:?} accepted"));
+        }
     }
     for t in [
         &c.device.name,
@@ -1215,8 +1410,33 @@ fn with_binary(reader: &Reader, input: &Path, accepted: bool, out: &Path) -> Res
             reader.name
         ));
     }
+    // (an input it refuses may be refused first)
+    let refused_path = code == roofprobe::cli::EXIT_USAGE || (code == 1 && !accepted);
+    if reader.name == "compare one path" && !refused_path {
+        return Err(format!(
+            "{}: two outputs of one file, exit {code}",
+            reader.name
+        ));
+    }
     if reader.name == "report" {
         table_oracle(&stdout)?;
+        if code == 0 {
+            // every run its own files, whatever its id folds to (issue 60, class 4)
+            let runs = std::fs::read(input)
+                .ok()
+                .and_then(|b| parse_csv(input, &b).ok())
+                .map_or(0, |r| roofprobe::analysis::inputs::split_runs(r).len());
+            let written = std::fs::read_dir(out)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                .count();
+            if written != runs {
+                return Err(format!(
+                    "report: {runs} runs, {written} calibrations written"
+                ));
+            }
+        }
     }
     if reader.name == "compare --json" && code == 0 {
         compare_json_oracle(&stdout)?;
@@ -1427,7 +1647,7 @@ fn every_reader_survives_mutated_inputs() {
         let reader = &READERS[(runs % READERS.len() as u64) as usize];
         let takes_json = matches!(
             reader.name,
-            "plot" | "compare" | "compare --json" | "estimate"
+            "plot" | "compare" | "compare --json" | "compare one path" | "estimate"
         ) || reader.name.starts_with("export ");
         if ext == "csv" || takes_json {
             if let Err(e) = with_binary(
@@ -1481,19 +1701,36 @@ mod found {
     }
 
     /// `compare` panicked on a case id over 65 535 characters (`Formatting argument out of
-    /// range`).
+    /// range`). Since issue 60 a field holds at most 1024 characters: a longer one is refused in
+    /// a short line naming the file, and one of 1024 is compared and drawn.
     #[test]
-    fn compare_takes_a_case_id_of_70000_characters() {
+    fn compare_takes_a_case_id_of_1024_characters_and_refuses_70000() {
         let dir = tempfile::tempdir().unwrap();
-        let long = "k".repeat(70_000);
-        let text = real_csv().replacen(",copy,", &format!(",{long},"), 1);
-        let p = dir.path().join("long.csv");
-        std::fs::write(&p, text).unwrap();
-        let svg = dir.path().join("c.svg");
-        let (code, out, err) = binary(&["compare", &s(&p), &s(&p), "--svg", &s(&svg)]);
-        assert_eq!(code, 0, "{err}");
-        assert!(out.contains(&long));
-        svg_oracle(&std::fs::read_to_string(svg).unwrap()).unwrap();
+        let most = roofprobe_calibration::check::MAX_TEXT_CHARS;
+        for (length, fine) in [(most, true), (70_000, false)] {
+            let long = "k".repeat(length);
+            let text = real_csv().replacen(",copy,", &format!(",{long},"), 1);
+            let p = dir.path().join(format!("long-{length}.csv"));
+            std::fs::write(&p, text).unwrap();
+            let svg = dir.path().join(format!("c-{length}.svg"));
+            let (code, out, err) = binary(&["compare", &s(&p), &s(&p), "--svg", &s(&svg)]);
+            if fine {
+                assert_eq!(code, 0, "{err}");
+                assert!(out.contains(&long));
+                svg_oracle(&std::fs::read_to_string(svg).unwrap()).unwrap();
+            } else {
+                assert_eq!(code, 1, "{err}");
+                assert!(
+                    err.starts_with(&format!(
+                        "error: {}:2: column `kernel` is 70000",
+                        p.display()
+                    )),
+                    "{err}"
+                );
+                assert!(err.len() < 400, "{err}");
+                assert!(!svg.exists());
+            }
+        }
     }
 
     fn real_json() -> String {

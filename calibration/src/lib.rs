@@ -39,6 +39,7 @@
 
 pub mod check;
 mod error;
+pub mod finite;
 mod identity;
 mod names;
 mod param;
@@ -555,8 +556,12 @@ impl Calibration {
 
     /// What a reader would refuse in this calibration, if anything ([`check`]): for one built in
     /// memory (from a run's rows) before it is written or used, so that nothing a reader would
-    /// refuse (a figure beyond the bounds, an infinity) reaches an output.
+    /// refuse (a figure beyond the bounds, an infinity) reaches an output. First, every figure
+    /// of every field finite ([`finite`]): the JSON would hold `null` where one is not.
     pub fn problem(&self) -> Option<String> {
+        if let Some((path, v)) = finite::first_non_finite(self) {
+            return Some(format!("`{path}` is {v}, not a finite figure"));
+        }
         let value = match serde_json::to_value(self) {
             Ok(v) => v,
             Err(e) => return Some(format!("cannot be written as JSON: {e}")),
@@ -839,6 +844,24 @@ mod tests {
         assert_eq!(check::shortened("abcdef", 4), "abc…");
         assert_eq!(check::shortened("abc", 4), "abc");
         assert_eq!(check::shortened("ééééé", 3), "éé…");
+    }
+
+    /// Issue 60: a calibration built in memory with a figure that is not finite is refused
+    /// before it is written, naming the figure (its JSON would have said `null`).
+    #[test]
+    fn a_non_finite_figure_is_a_problem_naming_it() {
+        let good = Calibration::from_json("c.json", GOOD).unwrap();
+        assert_eq!(good.problem(), None);
+        for bad in [f64::INFINITY, f64::NAN] {
+            let mut cal = good.clone();
+            cal.memory_ceilings[0].gbps = Some(bad);
+            let why = cal.problem().unwrap();
+            assert!(
+                why.starts_with("`memory_ceilings[0].gbps` is ")
+                    && why.ends_with("not a finite figure"),
+                "{why}"
+            );
+        }
     }
 
     /// What fuzzing found: negative and zero ceilings were drawn (`DRAM -1409 GB/s`) and gave

@@ -18,6 +18,7 @@ use crate::render::estimate::{gib, table};
 use crate::specs::{self, GpuSpec};
 use crate::text::letter;
 use crate::{Error, Result};
+use roofprobe_calibration::check::MAX_MEMORY_BYTES;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -337,9 +338,12 @@ fn check_workload(args: &EstimateArgs) -> Result<()> {
         }
     }
     if let Some(g) = args.memory_gib {
-        if !(g.is_finite() && g > 0.0) {
+        // the bound every reader holds a device's memory to: no device holds a pebibyte
+        let most = (MAX_MEMORY_BYTES as f64) / GIB;
+        if !(g.is_normal() && g > 0.0 && g <= most) {
             return Err(Error::Usage(format!(
-                "--memory-gib is {g}; it must be a positive number of GiB"
+                "--memory-gib is {g}; it must be a positive number of GiB, at most {most} (a \
+                 pebibyte: no device holds more)"
             )));
         }
     }
@@ -388,6 +392,20 @@ fn compute_dtype(args: &EstimateArgs) -> Dtype {
         Dtype::Fp32
     } else {
         args.activations.unwrap_or(Dtype::Bf16)
+    }
+}
+
+/// Every figure of the report finite, before the table or the JSON is made from it: the table
+/// would print `inf`, the JSON `null`. Inputs within their bounds keep every figure finite; this
+/// holds where a combination at the edges would not.
+fn finite(report: &Report) -> Result<()> {
+    match roofprobe_calibration::finite::first_non_finite(report) {
+        None => Ok(()),
+        Some((figure, value)) => Err(Error::NotFinite {
+            output: "estimate".into(),
+            figure,
+            value,
+        }),
     }
 }
 
@@ -451,6 +469,7 @@ pub fn estimate(args: &EstimateArgs) -> Result<i32> {
         training: (args.mode == Mode::Training).then_some(training_shape),
         devices,
     };
+    finite(&report)?;
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::Internal(format!("estimate JSON: {e}")))?;
@@ -464,6 +483,59 @@ pub fn estimate(args: &EstimateArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A report with a figure that is not finite (a device's memory of 10^300 GiB, past the
+    /// bound `--memory-gib` now holds) is an error naming the figure, never a table or JSON
+    /// holding `inf` or `null`; the same report with a finite memory passes.
+    #[test]
+    fn a_non_finite_figure_is_an_error_naming_it() {
+        let model = presets::find("llama-3.1-8b").unwrap();
+        let dtypes = Dtypes {
+            weights: Dtype::Bf16,
+            activations: Dtype::Bf16,
+            kv_cache: Dtype::Bf16,
+        };
+        let shape = InferenceShape {
+            batch: 1,
+            prompt: 512,
+            generate: 128,
+        };
+        let report = |memory_bytes: f64| {
+            let figure = |value: f64| {
+                Some(Sourced {
+                    value,
+                    source: "test".into(),
+                })
+            };
+            let machine = Machine {
+                name: "test".into(),
+                basis: "calibration".into(),
+                memory_bytes: figure(memory_bytes),
+                bandwidth_bps: figure(1e12),
+                compute_flops: figure(1e14),
+                gemm: vec![],
+                gemm_source: String::new(),
+                gemv: vec![],
+            };
+            let answer = Answer::Inference(estimate::inference(&model, dtypes, shape, &machine));
+            Report {
+                mode: Mode::Inference,
+                params: model.params(),
+                model: model.clone(),
+                compute_dtype: Dtype::Bf16,
+                dtypes: Some(dtypes),
+                inference: Some(shape),
+                training: None,
+                devices: vec![DeviceAnswer { machine, answer }],
+            }
+        };
+        finite(&report(80.0 * GIB)).unwrap();
+        let e = finite(&report(1e300 * GIB)).unwrap_err().to_string();
+        assert!(
+            e.starts_with("estimate: `devices[0].machine.memory_bytes.value` would be inf"),
+            "{e}"
+        );
+    }
 
     /// A checked-in host run with the batch sweep in f32 (ours and the `gemm` crate's).
     fn run() -> Calibration {

@@ -882,6 +882,7 @@ pub fn build(
             if missing.len() == 1 { "it" } else { "them" }
         )));
     }
+    finite(format, &fields)?;
     let defaulted = unfilled.iter().map(|k| k.name).collect();
     let header = header_lines(cal, &inputs);
     let text = match format {
@@ -898,6 +899,33 @@ pub fn build(
         notes: inputs.size_fits_left_out(),
         text,
     })
+}
+
+/// Every figure of every field finite, before the file's text is made: a field is a ceiling in
+/// the tool's unit or a figure derived from several (a rate over a sheet's, a curve), and a
+/// tool reads `inf` or `.nan` as a figure (Calculon's JSON would hold `null`). Figures read
+/// within their bounds keep every field finite; this holds where a combination at the edges, or
+/// a format added later, would not.
+fn finite(format: Format, fields: &[Field]) -> Result<()> {
+    for f in fields {
+        let bad = match &f.value {
+            Value::Num(v) => (!v.is_finite()).then_some(*v),
+            Value::Curve(points) => points
+                .iter()
+                .flat_map(|(size, efficiency)| [*size, *efficiency])
+                .find(|v| !v.is_finite()),
+            Value::Json(v) => roofprobe_calibration::finite::first_non_finite(v).map(|(_, v)| v),
+            Value::Int(_) | Value::Text(_) => None,
+        };
+        if let Some(value) = bad {
+            return Err(Error::NotFinite {
+                output: format!("--format {}", format.as_str()),
+                figure: f.key.clone(),
+                value,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn header_lines(cal: &Calibration, inputs: &Inputs) -> Vec<String> {
@@ -1160,6 +1188,65 @@ mod tests {
         ] {
             parse_sets(format, &[set.to_string()])
                 .unwrap_or_else(|e| panic!("{format:?} {set}: {e}"));
+        }
+    }
+
+    /// A field whose figure is not finite is an error naming the key, and no text is made: a
+    /// DRAM ceiling of f64::MAX GB/s in memory (which no reader would take) is infinite in the
+    /// B/s of AIConfigurator and LLM-Viewer; and in any format a field, or a point of a curve,
+    /// that is NaN or infinite.
+    #[test]
+    fn a_non_finite_field_is_an_error_naming_it() {
+        let mut cal = Calibration::from_records(&synthetic_run(), None).unwrap();
+        let sheet = sheet_of(&cal).unwrap();
+        let dram = cal
+            .memory_ceilings
+            .iter_mut()
+            .find(|m| m.level == MemoryLevel::Dram)
+            .unwrap();
+        dram.gbps = Some(f64::MAX);
+        let says = |format: Format, key: &str, value: &str| {
+            format!(
+                "--format {}: `{key}` would be {value}, not a finite figure",
+                format.as_str()
+            )
+        };
+        for (format, key) in [
+            (Format::Aiconfigurator, "gpu.mem_bw"),
+            (Format::LlmViewer, "bandwidth"),
+        ] {
+            let e = build(&cal, sheet, format, &[]).unwrap_err().to_string();
+            assert!(e.starts_with(&says(format, key, "inf")), "{e}");
+        }
+        for format in [
+            Format::Aiconfigurator,
+            Format::LlmAnalysis,
+            Format::Calculon,
+            Format::LlmViewer,
+        ] {
+            let field = |key: &str, value: Value| Field {
+                key: key.into(),
+                value,
+                unit: "",
+                source: Source::Given,
+            };
+            let fine = [
+                field("a", Value::Num(f64::MAX)),
+                field("b", Value::Curve(vec![(1e6, 0.5), (0.0, 0.1)])),
+            ];
+            finite(format, &fine).unwrap();
+            for (bad, value) in [
+                (field("x.y", Value::Num(f64::NAN)), "NaN"),
+                (
+                    field("x.y", Value::Curve(vec![(1e6, 0.5), (f64::INFINITY, 0.1)])),
+                    "inf",
+                ),
+            ] {
+                let e = finite(format, &[fine[0].clone(), bad])
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.starts_with(&says(format, "x.y", value)), "{e}");
+            }
         }
     }
 
