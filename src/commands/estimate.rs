@@ -342,8 +342,9 @@ fn check_workload(args: &EstimateArgs) -> Result<()> {
         let most = (MAX_MEMORY_BYTES as f64) / GIB;
         if !(g.is_normal() && g > 0.0 && g <= most) {
             return Err(Error::Usage(format!(
-                "--memory-gib is {g}; it must be a positive number of GiB, at most {most} (a \
-                 pebibyte: no device holds more)"
+                "--memory-gib is {}; it must be a positive number of GiB, at most {most} (a \
+                 pebibyte: no device holds more)",
+                roofprobe_calibration::check::figure(g)
             )));
         }
     }
