@@ -99,7 +99,15 @@ fn export_fields(records: &[Record]) -> BTreeSet<String> {
         Format::Calculon,
         Format::LlmViewer,
     ] {
-        let export = exports::build(&cal, sheet, format, &[]).unwrap();
+        // a format that needs a figure this device has nowhere (a T4's bf16 tensor rate, which
+        // neither a run nor its sheet has) is the same error from either plan
+        let export = match exports::build(&cal, sheet, format, &[]) {
+            Ok(export) => export,
+            Err(e) => {
+                out.insert(format!("{}: error: {e}", format.as_str()));
+                continue;
+            }
+        };
         for f in &export.fields {
             out.insert(format!(
                 "{}:{} ({})",
