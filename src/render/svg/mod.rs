@@ -353,16 +353,11 @@ pub fn render(cals: &[Calibration]) -> Result<String> {
     Ok(picture(cals)?.to_svg())
 }
 
-/// The title, then each run's spec basis and case counts; returns where the header ends, px.
-fn draw_header(items: &mut Vec<Item>, cals: &[Calibration]) -> f64 {
-    let overlay = cals.len() > 1;
-    let title = if overlay {
-        format!("Roofline: {} runs overlaid", cals.len())
-    } else {
-        format!("Roofline: {}", cals[0].title())
-    };
+/// A picture's title at its top left, wrapped to the width; returns the baseline after its last
+/// line, px (the roofline's header and watch's trail open with it).
+fn draw_title(items: &mut Vec<Item>, title: &str) -> f64 {
     let mut y = 12.0 + ASCENT_EM * TITLE_PX;
-    for line in wrap(&title, TITLE_PX, WIDTH - 40.0) {
+    for line in wrap(title, TITLE_PX, WIDTH - 40.0) {
         items.push(Item::text(
             line,
             TITLE_PX,
@@ -372,6 +367,18 @@ fn draw_header(items: &mut Vec<Item>, cals: &[Calibration]) -> f64 {
         ));
         y += TITLE_PX * 1.25;
     }
+    y
+}
+
+/// The title, then each run's spec basis and case counts; returns where the header ends, px.
+fn draw_header(items: &mut Vec<Item>, cals: &[Calibration]) -> f64 {
+    let overlay = cals.len() > 1;
+    let title = if overlay {
+        format!("Roofline: {} runs overlaid", cals.len())
+    } else {
+        format!("Roofline: {}", cals[0].title())
+    };
+    let mut y = draw_title(items, &title);
     y += 2.0;
     for (i, cal) in cals.iter().enumerate() {
         let who = if overlay {

@@ -9,12 +9,12 @@
 //! It reuses the roofline picture's axes, ticks, label placement and SVG writing (the parent
 //! module); it must not read or write files.
 
-use super::labels::{self, Anchor, Field, Label, Obstacle, Outcome, Shape, Spot, ASCENT_EM};
+use super::labels::{self, Anchor, Field, Label, Obstacle, Outcome, Shape, Spot};
 use super::names::LABEL_PX;
 use super::picture::{wrap, Fill, Item, Legend, Mark, Picture, Rgb, Swatch, GREY, INK};
 use super::{
     arithmetic, at_least_a_decade, bandwidth, draw_axes, good, Axes, HEADER_PX, PLOT_HEIGHT,
-    PLOT_LEFT, PLOT_RIGHT, TITLE_PX, WIDTH,
+    PLOT_LEFT, PLOT_RIGHT, WIDTH,
 };
 use crate::analysis::watch::{Ceiling, DeviceSummary, Verdict};
 use crate::results::timeline::TimelineRow;
@@ -77,7 +77,6 @@ pub fn render(summary: &DeviceSummary, rows: &[&TimelineRow]) -> Result<String> 
 fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
     let mut items = Vec::new();
     // Header: title, the signal, the ceilings' sources.
-    let mut y = 12.0 + ASCENT_EM * TITLE_PX;
     let title = format!(
         "Watch: {} ({}), {} samples over {:.1} s",
         s.device_name,
@@ -85,16 +84,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
         s.samples,
         (s.to_s - s.from_s).max(0.0)
     );
-    for line in wrap(&title, TITLE_PX, WIDTH - 40.0) {
-        items.push(Item::text(
-            line,
-            TITLE_PX,
-            Spot::flat((20.0, y), Anchor::Start, 0.0),
-            INK,
-            "title",
-        ));
-        y += TITLE_PX * 1.25;
-    }
+    let mut y = super::draw_title(&mut items, &title);
     let verdict = s.verdict.map_or_else(
         || "no verdict".to_string(),
         |v| format!("verdict: {}", v.as_str()),
