@@ -366,9 +366,8 @@ fn the_sweep_spans_the_l2_to_beyond_it() {
 /// the label L2 goes to its L1s' figure.
 #[test]
 fn the_gpu_sweep_labels_an_l2_plateau_on_every_device_shape() {
-    use roofprobe::analysis::fixtures::row;
+    use roofprobe::analysis::fixtures::sweep_step;
     use roofprobe::analysis::roofline::sweep_levels;
-    use roofprobe::cases::{Family, Param};
     let (l1_gbps, l2_gbps, dram_gbps) = (30_000.0, 7_000.0, 900.0);
     for (name, sms, cc, l2) in [
         ("NVIDIA GeForce RTX 3090", 82, (8, 6), 6u64 << 20),
@@ -392,19 +391,7 @@ fn the_gpu_sweep_labels_an_l2_plateau_on_every_device_shape() {
                     } else {
                         dram_gbps
                     };
-                    let read = 64 * bytes;
-                    let mut r = row(
-                        Family::Cache,
-                        cache::SWEEP,
-                        Precision::I32,
-                        Some(Param::Count((bytes >> 10) as u32)),
-                        (read, 0),
-                        read as f64 / (gbps * 1e9),
-                        true,
-                    );
-                    r.working_set_bytes = bytes;
-                    r.note = p.note.clone();
-                    r
+                    sweep_step(bytes, gbps, &p.note)
                 })
                 .collect();
             sweep_levels(&rows)

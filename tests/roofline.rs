@@ -78,19 +78,7 @@ fn cache_rows_give_one_ceiling_per_level() {
 /// One valid step of the cache sweep: `bytes` of working set read 64 times at `gbps`, its
 /// note the run's cache list.
 fn sweep_step(bytes: u64, gbps: f64, note: &str) -> Record {
-    let read = 64 * bytes;
-    let mut r = row(
-        Family::Cache,
-        cache::SWEEP,
-        Precision::I32,
-        Some(Param::Count((bytes >> 10) as u32)),
-        (read, 0),
-        read as f64 / (gbps * 1e9),
-        true,
-    );
-    r.working_set_bytes = bytes;
-    r.note = format!("2 pinned threads; {note}");
-    r
+    roofprobe::analysis::fixtures::sweep_step(bytes, gbps, &format!("2 pinned threads; {note}"))
 }
 
 /// A sweep whose curve has three caches sets the L1, L2 and L3 ceilings from its

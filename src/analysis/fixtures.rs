@@ -204,6 +204,24 @@ pub fn synthetic_run() -> Vec<Record> {
     rows
 }
 
+/// One valid step of the cache sweep: `bytes` of working set read 64 times at `gbps`, with
+/// `note` (the caches reported, [`crate::cases::cache::sweep_note`]).
+pub fn sweep_step(bytes: u64, gbps: f64, note: &str) -> Record {
+    let read = 64 * bytes;
+    let mut r = row(
+        Family::Cache,
+        crate::cases::cache::SWEEP,
+        Precision::I32,
+        Some(Param::Count((bytes >> 10) as u32)),
+        (read, 0),
+        read as f64 / (gbps * 1e9),
+        true,
+    );
+    r.working_set_bytes = bytes;
+    r.note = note.to_string();
+    r
+}
+
 /// A GEMM row as a run writes it: the shape's work and sizes ([`crate::cases::gemm::case`]),
 /// at `gflops`.
 pub fn gemm_row(
