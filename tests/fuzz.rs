@@ -1642,7 +1642,8 @@ fn every_reader_survives_mutated_inputs() {
         let accepted = if ext == "csv" {
             parse_csv(&path, &bytes).is_ok()
         } else {
-            Calibration::from_json(&path, &String::from_utf8_lossy(&bytes)).is_ok()
+            // the binary refuses a JSON that is not UTF-8, as the library path above does
+            std::str::from_utf8(&bytes).is_ok_and(|t| Calibration::from_json(&path, t).is_ok())
         };
         let reader = &READERS[(runs % READERS.len() as u64) as usize];
         let takes_json = matches!(
@@ -1743,6 +1744,57 @@ mod found {
             .max()
             .unwrap();
         std::fs::read_to_string(p).unwrap()
+    }
+
+    /// The fuzzer's binary loop judged a calibration JSON with one byte that is not UTF-8 as
+    /// accepted (its oracle read the file lossily), while every command refuses such a file:
+    /// the oracle now reads it as the commands do. The commands' side is held here: each refuses
+    /// it in one line naming the file and the byte, and writes nothing.
+    #[test]
+    fn a_calibration_that_is_not_utf8_is_refused_by_every_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = real_json().into_bytes();
+        let at = bytes.len() / 2;
+        bytes[at] = 0xff;
+        let p = dir.path().join("bad.json");
+        std::fs::write(&p, &bytes).unwrap();
+        let out = dir.path().join("x");
+        let runs: [Vec<String>; 4] = [
+            vec![
+                "compare".into(),
+                s(&p),
+                "--svg".into(),
+                s(&out),
+                "--csv".into(),
+                s(&out),
+            ],
+            vec!["plot".into(), s(&p), "-o".into(), s(&out)],
+            vec![
+                "estimate".into(),
+                s(&p),
+                "--model".into(),
+                "llama-3.1-8b".into(),
+            ],
+            vec![
+                "export".into(),
+                s(&p),
+                "--format".into(),
+                "calculon".into(),
+                "-o".into(),
+                s(&out),
+            ],
+        ];
+        for args in runs {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, _, err) = binary(&args);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(
+                err.starts_with(&format!("error: {}", p.display())) && err.contains("not UTF-8"),
+                "{args:?}: {err}"
+            );
+            assert!(!out.exists(), "{args:?} wrote {}", out.display());
+        }
     }
 
     /// `plot` and `compare` on a calibration with a negative or zero ceiling drew `DRAM -1409
