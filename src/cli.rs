@@ -311,6 +311,11 @@ pub struct RunArgs {
     /// in about two minutes.
     #[arg(long, conflicts_with = "suite")]
     pub full: bool,
+    /// Plan the run and list its cases, each with its estimated time, and the whole plan's
+    /// estimate (seconds on the last line); measure nothing and write nothing. A GPU is opened
+    /// and its modules loaded, as planning needs.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Only these parts of the full plan (repeatable): memory, compute, gemm, llm, cache,
     /// latency, links, or all (docs/measurements.md lists what each holds); --filter narrows
     /// within them.

@@ -923,3 +923,92 @@ fn a_closed_stdout_is_not_a_panic() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
     }
 }
+
+/// The lines of a dry run's listing: the header (the device, the columns), one line per case
+/// (its id, its estimate in seconds, its note), and the `plan:` line with the total in seconds
+/// last. Returns the cases' (id, seconds) and the total.
+fn dry_run_listing(stdout: &str) -> (Vec<(String, f64)>, f64) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.len() >= 4, "{stdout}");
+    assert!(lines[0].starts_with("dry run on "), "{stdout}");
+    assert!(
+        lines[0].ends_with(": nothing is measured or written"),
+        "{stdout}"
+    );
+    let last = lines[lines.len() - 1];
+    let total: f64 = last
+        .strip_prefix("plan: ")
+        .and_then(|l| l.rsplit_once(": "))
+        .and_then(|(_, s)| s.strip_suffix(" s"))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no total on the last line: {last}"));
+    let cases = lines[2..lines.len() - 1]
+        .iter()
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let id = words.next().unwrap().to_string();
+            let secs: f64 = words.next().and_then(|s| s.parse().ok()).unwrap();
+            assert_eq!(words.next(), Some("s"), "{l}");
+            (id, secs)
+        })
+        .collect();
+    (cases, total)
+}
+
+/// `run --dry-run` lists the run's plan, each case with its estimate, and the whole estimate
+/// (the sum, in seconds, last), measures nothing and writes nothing (no folder either); its
+/// filters and suites choose as a run's do, and a filter that keeps nothing is the same usage
+/// error.
+#[test]
+fn a_dry_run_lists_the_plan_with_its_estimate_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never-made");
+    let listed = |args: &[&str]| {
+        let done = roofprobe()
+            .args(["run", "--device", "host", "--dry-run", "--out"])
+            .arg(&out)
+            .args(args)
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .success();
+        let stdout = String::from_utf8_lossy(&done.get_output().stdout).into_owned();
+        dry_run_listing(&stdout)
+    };
+    let (default, total) = listed(&[]);
+    assert!(default.len() > 20, "{default:?}");
+    let sum: f64 = default.iter().map(|(_, s)| s).sum();
+    // the per-case figures are printed to the hundredth: their sum is the total within that
+    assert!(
+        (sum - total).abs() <= 0.01 * default.len() as f64 + 0.1,
+        "{sum} against {total}"
+    );
+    assert!(default
+        .iter()
+        .any(|(id, _)| id.starts_with("stream/triad/")));
+    let (full, full_total) = listed(&["--full"]);
+    assert!(full.len() > default.len() && full_total > total);
+    let (stream, _) = listed(&["--quick", "--filter", "stream/"]);
+    assert!(!stream.is_empty());
+    assert!(
+        stream.iter().all(|(id, _)| id.contains("stream/")),
+        "{stream:?}"
+    );
+    assert!(!out.exists(), "a dry run made {}", out.display());
+    roofprobe()
+        .args([
+            "run",
+            "--device",
+            "host",
+            "--dry-run",
+            "--filter",
+            "no-such-case",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .code(roofprobe::cli::EXIT_USAGE)
+        .stderr(predicate::str::contains(
+            "no case matches --filter no-such-case",
+        ));
+    assert!(!out.exists());
+}

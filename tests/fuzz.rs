@@ -1455,8 +1455,12 @@ fn with_binary(reader: &Reader, input: &Path, accepted: bool, out: &Path) -> Res
         let checked = match p.extension().and_then(|e| e.to_str()) {
             _ if foreign => foreign_oracle(&name, &bytes),
             Some("svg") => svg_oracle(&String::from_utf8_lossy(&bytes)),
-            Some("json") => Calibration::from_json(&p, &String::from_utf8_lossy(&bytes))
-                .map_err(|e| format!("written JSON does not read back: {e}"))
+            Some("json") => std::str::from_utf8(&bytes)
+                .map_err(|e| format!("written JSON is not UTF-8: {e}"))
+                .and_then(|t| {
+                    Calibration::from_json(&p, t)
+                        .map_err(|e| format!("written JSON does not read back: {e}"))
+                })
                 .and_then(|c| calibration_oracle(&c)),
             Some("csv") => compare_csv_oracle(&bytes),
             _ => Err(format!("an unexpected file {name}")),

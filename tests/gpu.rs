@@ -10,7 +10,7 @@
 //! busy until its process exits.
 
 use roofprobe::backend::cuda::{device_count, CudaBackend};
-use roofprobe::backend::{Backend, SizeRequest};
+use roofprobe::backend::{Backend, PlannedCase, SizeRequest};
 use roofprobe::cases::stream::{self, StreamKernel};
 use roofprobe::cases::{peak, Precision};
 use std::io::Read;
@@ -57,6 +57,65 @@ pub fn small_array_bytes_for(free_bytes: u64) -> u64 {
     (free_bytes / 64).clamp(4096, 4 << 20)
 }
 
+/// The intensity sweep's points the small-size test runs in each precision: the ends and two
+/// between (the run-sweep step of scripts/device-check runs, and validates, every point).
+pub const SMALL_PLAN_KS: [&str; 4] = ["0", "4", "64", "1024"];
+
+/// Most bytes the small-size test's capacity search allocates at once.
+pub const SMALL_PLAN_CAPACITY_BYTES: u64 = 256 << 20;
+
+/// The cases [`planned_cases_fit_and_validate_at_a_small_size`] runs of a device's plan made at
+/// `bytes` per array: every kernel and module the plan holds, each at a size that costs little,
+/// so that the test fits its step of scripts/device-check on the largest GPU. Besides the
+/// arrays `bytes` sizes: the capacity search allocates at most
+/// [`SMALL_PLAN_CAPACITY_BYTES`]; each host-link copy runs at its sizes up to `bytes` (its
+/// smallest where none is); the cache sweep stops at 4 × `bytes`; the intensity sweep keeps
+/// [`SMALL_PLAN_KS`]; cuBLAS runs its first shape of each precision (a handle each).
+pub fn small_plan(planned: Vec<PlannedCase>, bytes: u64) -> Vec<PlannedCase> {
+    use roofprobe::cases::{cache, capacity, gemm, Family};
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut smallest_link: BTreeMap<String, u64> = BTreeMap::new();
+    for p in planned.iter().filter(|p| p.case.family == Family::Link) {
+        let at = smallest_link
+            .entry(p.case.kernel.clone())
+            .or_insert(u64::MAX);
+        *at = (*at).min(p.case.working_set_bytes);
+    }
+    let mut cublas_seen = BTreeSet::new();
+    planned
+        .into_iter()
+        .filter_map(|mut p| {
+            let c = &p.case;
+            let keep = match c.family {
+                Family::Capacity => {
+                    if c.kernel == capacity::Figure::Largest.as_str() {
+                        let capped = c.working_set_bytes.min(SMALL_PLAN_CAPACITY_BYTES);
+                        p.case = capacity::case(capacity::Figure::Largest, capped);
+                    }
+                    true
+                }
+                Family::Link => {
+                    c.working_set_bytes <= bytes
+                        || Some(&c.working_set_bytes) == smallest_link.get(&c.kernel)
+                }
+                Family::Cache if cache::is_sweep_step(c) => c.working_set_bytes <= 4 * bytes,
+                Family::Intensity => {
+                    let id = c.id();
+                    SMALL_PLAN_KS.contains(&id.rsplit('/').next().unwrap_or_default())
+                }
+                Family::Gemm if c.kernel == gemm::GPU_REFERENCE => cublas_seen.insert(c.precision),
+                _ => true,
+            };
+            keep.then_some(p)
+        })
+        .collect()
+}
+
+/// Set to have [`planned_cases_fit_and_validate_at_a_small_size`] say its plan's estimate and run
+/// nothing (scripts/device-check's estimate of its gpu-tests step, and its rehearsal on modelled
+/// devices): the test then says it skipped.
+pub const ESTIMATE_ONLY: &str = "ROOFPROBE_ESTIMATE_ONLY";
+
 #[test]
 fn every_stream_kernel_validates_on_every_device() {
     let Some(n) = devices("every_stream_kernel_validates_on_every_device") else {
@@ -100,7 +159,20 @@ fn planned_cases_fit_and_validate_at_a_small_size() {
         // kernel took over the default 10 s on a loaded 2-core machine.
         gpu.set_kernel_deadline(Duration::from_secs(120));
         let bytes = small_array_bytes(&gpu);
-        for planned in gpu.cases(SizeRequest::BytesPerArray(bytes)).unwrap() {
+        let plan = small_plan(gpu.cases(SizeRequest::BytesPerArray(bytes)).unwrap(), bytes);
+        // said first, so a cut-off step's log still has it: scripts/device-check reads this line
+        let rates = roofprobe::run::forecast::Rates::for_device(gpu.info());
+        let cfg = roofprobe::run::runner::RunConfig::quick();
+        let secs = roofprobe::run::forecast::plan_secs(&plan, &cfg, gpu.min_sample_secs(), &rates);
+        eprintln!(
+            "estimate: cuda:{ordinal}: {} cases at {bytes} bytes per array, as a quick run: {secs:.1} s",
+            plan.len()
+        );
+        if std::env::var_os(ESTIMATE_ONLY).is_some() {
+            eprintln!("SKIPPED planned_cases_fit_and_validate_at_a_small_size: {ESTIMATE_ONLY} is set: the estimate alone");
+            continue;
+        }
+        for planned in plan {
             // a note on a case here is a module that did not load: say which, and why (a sweep
             // step's note is the caches the device reports, and on Hopper a mma.sync tensor
             // row's says its theory is the wgmma rate, and the DRAM latency chase's that it

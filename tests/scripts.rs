@@ -147,6 +147,17 @@ fn device_check_with_stubs() -> CheckRun {
 /// script's environment (`ROOFPROBE_CUBLAS`, `CUDA_CACHE_PATH` and `ROOFPROBE_REQUIRE_GPU`
 /// removed from it).
 fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
+    device_check_estimating(devices_says, env, "12.5", "20.0")
+}
+
+/// [`device_check_with`], its stand-ins estimating each run step at `run_estimate` seconds and
+/// the GPU tests' small-size plan at `tests_estimate`.
+fn device_check_estimating(
+    devices_says: &str,
+    env: &[(&str, &Path)],
+    run_estimate: &str,
+    tests_estimate: &str,
+) -> CheckRun {
     use std::os::unix::fs::PermissionsExt;
     let packed = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -163,7 +174,11 @@ fn device_check_with(devices_says: &str, env: &[(&str, &Path)]) -> CheckRun {
                && echo sass > \"$CUDA_CACHE_PATH/cc/module\"\n\
              [ \"$1 $2\" = 'devices --jit-out' ] && mkdir -p \"$3/cuda0\" \
                && echo elf > \"$3/cuda0/peak.ptx.cubin\"\n\
-             [ \"$1\" = run ] && echo \"${{ROOFPROBE_CUBLAS-}}\" >> '{}'\n\
+             [ \"$1\" = run ] && [ \"${{*%--dry-run}}\" = \"$*\" ] && echo \"${{ROOFPROBE_CUBLAS-}}\" >> '{}'\n\
+             case \"$*\" in *--dry-run*) echo \"plan: 2 cases (x), about 12 s by the device's rated speeds: {run_estimate} s\";; esac\n\
+             [ \"$1\" = --exact ] && [ -n \"${{ROOFPROBE_ESTIMATE_ONLY-}}\" ] \
+               && echo \"estimate: cuda:0: 9 cases at 4096 bytes per array, as a quick run: {tests_estimate} s\"\n\
+             [ \"$1\" = --exact ] && echo 'test result: ok. 1 passed; 0 failed'\n\
              echo \"${{CUDA_CACHE_PATH-}}\" >> '{}'\n\
              exit 0\n",
             calls.display(),
@@ -222,7 +237,7 @@ fn every_step_runs_under_its_limit_times_the_rehearsal_scale() {
             let line = run
                 .steps
                 .lines()
-                .find(|l| l.starts_with(&format!("{name}: ")))
+                .find(|l| l.starts_with(&format!("{name}: ")) && !l.contains(": estimate"))
                 .unwrap_or_else(|| panic!("no {name} line:\n{}", run.steps));
             assert!(
                 line.contains(&format!(" s of {} (log:", limit * factor)),
@@ -365,8 +380,10 @@ fn the_jit_cache_comes_back_with_the_logs_unless_too_big() {
 /// arguments it gives `roofprobe` (after `run`), as the script really passes them.
 pub fn device_check_runs() -> Vec<(String, u32, Vec<String>)> {
     let calls = device_check_with_stubs().calls;
+    // (each run step is estimated first, by a dry run of the same arguments)
     let runs: Vec<Vec<String>> = calls
         .lines()
+        .filter(|l| !l.contains("--dry-run"))
         .filter_map(|l| l.strip_prefix("roofprobe run "))
         .map(|args| args.split_whitespace().map(str::to_string).collect())
         .collect();
@@ -398,7 +415,7 @@ fn every_device_check_step_reaches_what_it_runs() {
     for (name, _) in device_check_steps() {
         let line = steps
             .lines()
-            .find(|l| l.starts_with(&format!("{name}: ")))
+            .find(|l| l.starts_with(&format!("{name}: ")) && !l.contains(": estimate"))
             .unwrap_or_else(|| panic!("no line for step {name}: {steps}"));
         // nvidia-smi is the machine's own, absent here; every other step is ours
         if name != "nvidia-smi" {
@@ -412,9 +429,22 @@ fn every_device_check_step_reaches_what_it_runs() {
         last.starts_with("roofprobe devices --jit-out ") && last.ends_with("/driver-code"),
         "{calls}"
     );
-    // on a GPU machine a GPU test that skips is a failure, not a pass
+    // on a GPU machine a GPU test that skips is a failure, not a pass; each test is named
+    // exactly, the small-size plan first
+    let tests: Vec<&str> = calls
+        .lines()
+        .filter_map(|l| l.strip_prefix("suite --exact --nocapture --test-threads=1 "))
+        .collect();
+    assert_eq!(
+        tests.first(),
+        Some(&"gpu::planned_cases_fit_and_validate_at_a_small_size (ROOFPROBE_REQUIRE_GPU=1)"),
+        "{calls}"
+    );
+    assert_eq!(tests.len(), gpu_tests_in_order().len(), "{calls}");
     assert!(
-        calls.contains("suite --test-threads=1 gpu:: (ROOFPROBE_REQUIRE_GPU=1)"),
+        tests
+            .iter()
+            .all(|t| t.ends_with(" (ROOFPROBE_REQUIRE_GPU=1)")),
         "{calls}"
     );
     assert!(
@@ -434,6 +464,170 @@ fn every_device_check_step_reaches_what_it_runs() {
         assert!(ran, "{filter}: {calls}");
     }
     assert!(returned <= 6, "{returned} files: {done:?}");
+}
+
+/// The GPU tests scripts/device-check runs, in its order (`gpu_tests_in_order`).
+pub fn gpu_tests_in_order() -> Vec<String> {
+    let text = std::fs::read_to_string(script("device-check")).unwrap();
+    let start = text
+        .find("gpu_tests_in_order=\"")
+        .expect("device-check lists its GPU tests")
+        + "gpu_tests_in_order=\"".len();
+    let end = start + text[start..].find('"').unwrap();
+    text[start..end]
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The allowance scripts/device-check's estimate of the GPU tests gives the tests after the
+/// first (`other_gpu_tests_secs`).
+pub fn other_gpu_tests_secs() -> f64 {
+    let text = std::fs::read_to_string(script("device-check")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("other_gpu_tests_secs="))
+        .and_then(|v| v.parse().ok())
+        .expect("device-check states other_gpu_tests_secs")
+}
+
+/// The device check runs every GPU test of tests/gpu.rs by its exact name (a filter such as
+/// `gpu::` once matched `compute_gpu::` too), each once, the children (ignored tests, run by
+/// their parents) excepted: a GPU test added to tests/gpu.rs and not to the list fails here.
+#[test]
+fn the_device_check_names_every_gpu_test_exactly() {
+    let listed = gpu_tests_in_order();
+    let source =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpu.rs"))
+            .unwrap();
+    let lines: Vec<&str> = source.lines().collect();
+    let mut tests = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim() != "#[test]" {
+            continue;
+        }
+        let mut j = i + 1;
+        let mut ignored = false;
+        while !lines[j].trim_start().starts_with("fn ") {
+            ignored |= lines[j].trim_start().starts_with("#[ignore");
+            j += 1;
+        }
+        let name = lines[j].trim_start()["fn ".len()..]
+            .split('(')
+            .next()
+            .unwrap()
+            .to_string();
+        if !ignored {
+            tests.push(format!("gpu::{name}"));
+        }
+    }
+    assert!(tests.len() >= 9, "{tests:?}");
+    let mut sorted_listed = listed.clone();
+    sorted_listed.sort();
+    sorted_listed.dedup();
+    assert_eq!(
+        sorted_listed.len(),
+        listed.len(),
+        "a test listed twice: {listed:?}"
+    );
+    tests.sort();
+    assert_eq!(
+        sorted_listed, tests,
+        "device-check's list against tests/gpu.rs"
+    );
+    assert_eq!(
+        listed[0], "gpu::planned_cases_fit_and_validate_at_a_small_size",
+        "the most informative test first"
+    );
+}
+
+/// Before a run step or the GPU tests, steps.txt says the step's estimate beside its limit (a
+/// dry run of the step's own arguments; the small-size test's plan and the allowance for the
+/// others), and says it where it passes half the limit; with DEVICE_CHECK_ESTIMATE_ONLY nothing
+/// but the estimates runs. Persistence mode is recorded.
+#[test]
+fn the_device_check_says_each_steps_estimate_before_it_runs() {
+    let nowhere = tempfile::tempdir().unwrap();
+    let run = device_check_estimating(
+        "cuBLAS: x",
+        &[("ROOFPROBE_LIB_ROOTS", nowhere.path())],
+        "12.5",
+        "20.0",
+    );
+    assert!(run.steps.contains("persistence mode: "), "{}", run.steps);
+    let lines: Vec<&str> = run.steps.lines().collect();
+    for (name, limit) in device_check_steps() {
+        let at = |prefix: &str| lines.iter().position(|l| l.starts_with(prefix));
+        let ran = at(&format!("{name}: exit "));
+        let estimated = at(&format!("{name}: estimate "));
+        if name.starts_with("run-") || name == "gpu-tests" {
+            let estimated = estimated.unwrap_or_else(|| panic!("{name}: {}", run.steps));
+            assert!(estimated < ran.unwrap(), "{}", run.steps);
+            let secs = if name == "gpu-tests" {
+                20.0 + other_gpu_tests_secs()
+            } else {
+                12.5
+            };
+            let line = lines[estimated];
+            assert!(
+                line.starts_with(&format!(
+                    "{name}: estimate {secs:.1} s of its {limit} s ({:.0} %)",
+                    100.0 * secs / f64::from(limit)
+                )),
+                "{line}"
+            );
+            assert_eq!(
+                line.contains("OVER HALF"),
+                secs > 0.5 * f64::from(limit),
+                "{line}"
+            );
+        } else {
+            assert!(estimated.is_none(), "{name}: {}", run.steps);
+        }
+    }
+    // an estimate over half its limit is said so; estimates alone run nothing else
+    let only = tempfile::tempdir().unwrap();
+    let run = device_check_estimating(
+        "cuBLAS: x",
+        &[
+            ("ROOFPROBE_LIB_ROOTS", nowhere.path()),
+            ("DEVICE_CHECK_ESTIMATE_ONLY", only.path()),
+        ],
+        "40.0",
+        "60.0",
+    );
+    assert!(
+        run.steps
+            .contains("run-stream: estimate 40.0 s of its 35 s (114 %): OVER HALF its limit"),
+        "{}",
+        run.steps
+    );
+    assert!(
+        run.steps
+            .contains("gpu-tests: estimated only (DEVICE_CHECK_ESTIMATE_ONLY)"),
+        "{}",
+        run.steps
+    );
+    let measured: Vec<&str> = run
+        .calls
+        .lines()
+        .filter(|l| l.starts_with("roofprobe run ") && !l.contains("--dry-run"))
+        .collect();
+    assert!(measured.is_empty(), "{measured:?}");
+    // the GPU tests' estimate is the small-size test's plan alone; no test runs
+    let tests: Vec<&str> = run
+        .calls
+        .lines()
+        .filter(|l| l.starts_with("suite "))
+        .collect();
+    assert_eq!(
+        tests,
+        [
+            "suite --exact --nocapture gpu::planned_cases_fit_and_validate_at_a_small_size \
+          (ROOFPROBE_REQUIRE_GPU=1)"
+        ],
+        "{}",
+        run.calls
+    );
 }
 
 /// Every defect `scripts/plant-defects` plants still finds its text in the driver-side code, so

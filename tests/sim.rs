@@ -319,6 +319,56 @@ fn a_run_on_a_wider_simulated_gpu_is_valid() {
     }
 }
 
+/// `run --dry-run` on a GPU plans in one worker and stops there: the device's cases listed with
+/// their estimates, the worker's plan the same as a run's (the ids a quick run's plan has), and no
+/// kernel launched, no array allocated beyond what planning loads, nothing written.
+#[test]
+fn a_dry_run_on_the_simulated_gpu_plans_and_launches_nothing() {
+    let trace_dir = tempfile::tempdir().unwrap();
+    let trace = trace_dir.path().join("trace");
+    let sim = Sim::new(&format!("cc=9.0,trace={}", trace.display()));
+    let out = trace_dir.path().join("never-made");
+    let listed = run_limited(
+        sim.roofprobe()
+            .args(["run", "--device", "cuda:0", "--dry-run", "--out"])
+            .arg(&out),
+        Duration::from_secs(120),
+    );
+    let stdout = text(&listed.stdout);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert!(
+        stdout.starts_with("dry run on roofprobe simulated GPU (cuda:0)"),
+        "{stdout}"
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("plan: ") && last.contains("(the default suite)") && last.ends_with(" s"),
+        "{last}"
+    );
+    for family in [
+        "stream/",
+        "peak/",
+        "tensor/",
+        "intensity/",
+        "gemm/",
+        "capacity/",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(family)),
+            "{family}: {stdout}"
+        );
+    }
+    let traced = std::fs::read_to_string(&trace).unwrap_or_default();
+    assert!(traced.lines().any(|l| l.starts_with("load ")), "{traced}");
+    assert!(
+        !traced
+            .lines()
+            .any(|l| l.starts_with("launch") || l.starts_with("library")),
+        "a dry run launched: {traced}"
+    );
+    assert!(!out.exists());
+}
+
 /// `devices` and a quick filtered `run` on cuda:0 through the binary: one case of every family,
 /// each a valid `cuda` row of the simulated device; the compute rows carry the clock their
 /// kernel measured.

@@ -10,7 +10,7 @@ use crate::commands::emit;
 use crate::device::hostname;
 use crate::files::{output_folder, probe_folder};
 use crate::render::table;
-use crate::run::orchestrate::{measure_all, resolve, run_suffix, Options};
+use crate::run::orchestrate::{measure_all, plan_only, resolve, run_suffix, Options, Target};
 use crate::run::outputs::write_roofline;
 use crate::run::runner::{self, RunConfig};
 use crate::units::slug;
@@ -38,6 +38,7 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         cfg.min_samples = cfg.min_samples.min(samples);
     }
     cfg.filter = args.filter.clone();
+    cfg.dry_run = args.dry_run;
     if let Some(target_cv) = args.until_stable {
         cfg.stop = runner::Stop::UntilStable {
             target_cv,
@@ -50,6 +51,58 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         max_other_load: args.max_other_load,
     };
     Ok(cfg)
+}
+
+/// `run --dry-run`: each device's plan, listed with the estimate; nothing measured or written,
+/// and no folder made. A filter that keeps no case on any device is the same usage error as a
+/// run's.
+fn dry_run(targets: &[Target], args: &RunArgs, cfg: &RunConfig) -> Result<i32> {
+    let opts = Options {
+        out: args.out.clone(),
+        kernel_timeout_secs: args.kernel_timeout,
+        parallel: false,
+    };
+    let host = slug(&hostname());
+    let mut planned_any = false;
+    for &target in targets {
+        let planned = match plan_only(target, &opts, cfg, &host) {
+            Ok(p) => p,
+            Err(e) if targets.len() == 1 => return Err(e),
+            Err(e) => {
+                crate::say!("error: {target:?}: {e}");
+                continue;
+            }
+        };
+        if planned.cases.is_empty() {
+            crate::say!(
+                "note: no case of {} ({}) matches the filter",
+                planned.info.name,
+                planned.info.id
+            );
+            continue;
+        }
+        planned_any = true;
+        emit(&crate::render::plan::text(
+            &planned.info,
+            &planned.cases,
+            &cfg.selection.describe(),
+        ))?;
+    }
+    if !planned_any && !cfg.filter.is_empty() {
+        return Err(no_case_matches(cfg));
+    }
+    Ok(0)
+}
+
+/// The usage error of a filter that keeps no case on any device.
+fn no_case_matches(cfg: &RunConfig) -> Error {
+    Error::Usage(format!(
+        "no case matches --filter {} among {}; case ids are \
+         family/kernel/precision[/param], e.g. stream/triad/f32 or peak/fma/f64; nothing \
+         was measured or written",
+        cfg.filter.join(", --filter "),
+        cfg.selection.describe()
+    ))
 }
 
 pub fn run(args: &RunArgs) -> Result<i32> {
@@ -72,6 +125,9 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
         )));
     }
     let targets = resolve(&args.device)?;
+    if cfg.dry_run {
+        return dry_run(&targets, args, &cfg);
+    }
     output_folder(&args.out)?;
     // a folder that cannot take a file is found now, not after the first case is measured
     probe_folder(&args.out)?;
@@ -142,13 +198,7 @@ fn run_into_folder(args: &RunArgs) -> Result<i32> {
         return Ok(crate::run::interrupt::EXIT_INTERRUPTED);
     }
     if !measured_any && !cfg.filter.is_empty() {
-        return Err(Error::Usage(format!(
-            "no case matches --filter {} among {}; case ids are \
-             family/kernel/precision[/param], e.g. stream/triad/f32 or peak/fma/f64; nothing \
-             was measured or written",
-            cfg.filter.join(", --filter "),
-            cfg.selection.describe()
-        )));
+        return Err(no_case_matches(&cfg));
     }
     Ok(if !all_valid {
         EXIT_INVALID

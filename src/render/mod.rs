@@ -7,6 +7,7 @@ pub mod estimate;
 pub mod exports;
 pub mod fleet;
 pub mod json;
+pub mod plan;
 pub mod svg;
 pub mod table;
 pub mod watch;

@@ -141,6 +141,22 @@ pub fn host_i32_share(simd: crate::backend::host::compute::Simd) -> f64 {
 /// DRAM bandwidth assumed where neither the spec sheet nor the device's attributes give one.
 pub const UNKNOWN_DRAM_BYTES_PER_SEC: f64 = 500e9;
 
+/// Set to a number of cores to have a GPU's estimate take the host share (generating and
+/// checking arrays) at that many cores instead of this process's: the estimate of a run on
+/// another machine, as scripts/rehearse-device-check makes for the 16-core machines a lent GPU
+/// sits in. Nothing measured depends on it.
+pub const HOST_CORES_ENV: &str = "ROOFPROBE_FORECAST_HOST_CORES";
+
+/// The host cores a GPU's estimate takes: [`HOST_CORES_ENV`] where it is a positive number, else
+/// this process's ([`crate::cases::host_cores`]).
+pub fn gpu_host_cores() -> usize {
+    std::env::var(HOST_CORES_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(crate::cases::host_cores)
+}
+
 impl Rates {
     /// A GPU's rated speeds from what its driver reports: the spec sheet's DRAM bandwidth where
     /// its name matches an entry, else bus width × memory clock, else
@@ -178,7 +194,7 @@ impl Rates {
                 * crate::backend::cuda::plan::CACHE_BYTES_PER_SM_CLOCK,
             ops_per_sec,
             llc_bytes: info.llc_bytes,
-            host_cores: crate::cases::host_cores(),
+            host_cores: gpu_host_cores(),
         })
     }
 
@@ -447,6 +463,19 @@ pub fn plan_secs(
     min_sample_secs: f64,
     rates: &Rates,
 ) -> f64 {
+    plan_case_secs(planned, cfg, min_sample_secs, rates)
+        .iter()
+        .sum()
+}
+
+/// Seconds each case of the plan takes, in the plan's order (their sum is [`plan_secs`]): what
+/// `run --dry-run` lists.
+pub fn plan_case_secs(
+    planned: &[PlannedCase],
+    cfg: &RunConfig,
+    min_sample_secs: f64,
+    rates: &Rates,
+) -> Vec<f64> {
     let arena = (rates.backend == BackendKind::Host)
         .then(|| crate::backend::host::arena::Arena::simulated(u64::MAX, true));
     planned
@@ -460,7 +489,7 @@ pub fn plan_secs(
             });
             case_secs(&p.case, cfg, min_sample_secs, rates) + prep
         })
-        .sum()
+        .collect()
 }
 
 /// Bytes per second one host worker generates pseudo-random inputs at (a SplitMix64 of the index

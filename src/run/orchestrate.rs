@@ -404,6 +404,53 @@ fn measure_in_workers(
         .map(|(path, records)| (info, path, records)))
 }
 
+/// One device's plan as a dry run (`run --dry-run`) gives it: the device, and each case with
+/// its estimated seconds ([`crate::run::forecast::plan_case_secs`]).
+pub struct Planned {
+    pub info: DeviceInfo,
+    pub cases: Vec<(PlannedCase, f64)>,
+}
+
+/// Plans `target` under `cfg` (whose `dry_run` is set) and measures nothing: the host in this
+/// process, a GPU in one worker, which stops after its plan.
+pub fn plan_only(target: Target, opts: &Options, cfg: &RunConfig, host: &str) -> Result<Planned> {
+    debug_assert!(cfg.dry_run);
+    let (info, cases, min_sample_secs) = match target {
+        Target::Host => {
+            let backend = HostBackend::new();
+            let cases = runner::plan(&backend, cfg)?;
+            (backend.info().clone(), cases, backend.min_sample_secs())
+        }
+        Target::Cuda(ordinal) => {
+            let job = crate::run::worker::Job {
+                ordinal,
+                cfg: cfg.clone(),
+                host: host.to_string(),
+                stamp: String::new(),
+                skip: Default::default(),
+                kernel_timeout_secs: opts.kernel_timeout_secs,
+                parallel_devices: None,
+                cublas_crashed: None,
+            };
+            let mut cases = Vec::new();
+            let (info, _) =
+                crate::run::worker::run(job, &mut |_| Ok(()), &mut |_| Ok(()), &mut |e| {
+                    if let Event::Planned { cases: c } = e {
+                        cases = c.to_vec();
+                    }
+                })?;
+            // a GPU's samples last at least 10 ms (CudaBackend::min_sample_secs)
+            (info, cases, 0.01)
+        }
+    };
+    let rates = crate::run::forecast::Rates::for_device(&info);
+    let secs = crate::run::forecast::plan_case_secs(&cases, cfg, min_sample_secs, &rates);
+    Ok(Planned {
+        info,
+        cases: cases.into_iter().zip(secs).collect(),
+    })
+}
+
 /// The suffix that makes a run id unique: 8 hex digits, random per invocation.
 pub fn run_suffix() -> String {
     format!("{:08x}", random_u64() as u32)

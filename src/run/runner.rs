@@ -69,6 +69,9 @@ pub struct RunConfig {
     /// `--quick`: besides the fewest samples, smaller sizes where the figure allows it (never a
     /// DRAM working set; see [`crate::run::forecast::shorten`]).
     pub quick: bool,
+    /// `--dry-run`: the plan and its estimate are said, and nothing is measured.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// When a case stops sampling.
@@ -109,6 +112,7 @@ impl RunConfig {
             stop: Stop::Count,
             selection: Selection::full(),
             quick: false,
+            dry_run: false,
         }
     }
 

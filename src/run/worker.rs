@@ -129,6 +129,10 @@ pub fn serve(job: Job) -> i32 {
         Err(e) => return failed(e),
     };
     send(&Message::Planned(planned.clone()));
+    // a dry run (`run --dry-run`) wanted the plan alone
+    if job.cfg.dry_run {
+        return 0;
+    }
     let left: Vec<PlannedCase> = planned
         .into_iter()
         .filter(|p| !job.skip.contains(&p.case.id()))

@@ -57,8 +57,12 @@ impl<'b> GpuCapacity<'b> {
         };
         let mut search = None;
         if figure == Figure::Largest {
-            // Free now: the modules loaded since, and earlier cases' arrays returned.
-            let upper = backend.free_bytes()?.min(free_at_start);
+            // Free now: the modules loaded since, and earlier cases' arrays returned; at most the
+            // case's size (the free memory at planning, or less where a test caps the search).
+            let upper = backend
+                .free_bytes()?
+                .min(free_at_start)
+                .min(case.working_set_bytes);
             let found = capacity::largest_allocation(upper, |bytes| try_alloc(backend, bytes))?;
             capacity.largest_allocation_bytes = Some(found.largest_bytes);
             search = Some(found);
