@@ -93,8 +93,16 @@ pub const STABLE_MIN_SAMPLES: usize = 10;
 
 /// Most samples a compute-peak case takes (see [`RunConfig::for_case`]).
 pub const COMPUTE_SAMPLES: u32 = 10;
-/// Most seconds of warm-up before a compute-peak case's samples.
+/// Most seconds of warm-up before a compute-peak case's samples, where its clock needs no
+/// settling (the host, and `--quick` anywhere).
 pub const COMPUTE_WARMUP_SECS: f64 = 0.05;
+/// Fewest seconds of warm-up before a compute-peak case's samples on a GPU (but under
+/// `--quick`): a power-capped part (H100 PCIe, H200 NVL, an RTX 3090, wgmma on an H100 SXM)
+/// can still be lowering its clock for a fraction of a second after a heavy load starts, and
+/// samples taken before it settles measure a clock on its way down. The samples' own clocks keep %theory
+/// right either way ([`clock_paired_with_median`]); the warm-up makes the figure the settled
+/// rate, the one a long job sees.
+pub const GPU_COMPUTE_WARMUP_SECS: f64 = 0.5;
 /// Most seconds of warm-up before a GEMM case's samples.
 pub const GEMM_WARMUP_SECS: f64 = 0.1;
 
@@ -149,13 +157,15 @@ impl RunConfig {
     /// [`crate::cases::efficiency::SAMPLES`], each after a warm-up of one sample, as a count
     /// whatever the budget or `--until-stable` say. The compute peaks (`peak`, `tensor`: one
     /// wave of fixed work whose block records carry the SM clock it ran at, the clock their
-    /// %theory uses) take at most [`COMPUTE_SAMPLES`] samples after at most
-    /// [`COMPUTE_WARMUP_SECS`] of warm-up: their spread is the clock's, which the records show,
-    /// and Hopper's 14 `wgmma` rows then fit the four-minute default run. A GEMM case warms up
+    /// %theory uses) take at most [`COMPUTE_SAMPLES`] samples: their spread is the clock's,
+    /// which the records show, and Hopper's 14 `wgmma` rows then fit the default run. On a GPU
+    /// (`backend`), but under `--quick`, they warm up for [`GPU_COMPUTE_WARMUP_SECS`], so the
+    /// samples see the clock a power-capped part settles at; elsewhere for at most
+    /// [`COMPUTE_WARMUP_SECS`]. A GEMM case warms up
     /// for at most [`GEMM_WARMUP_SECS`] (the run's other settings kept; NVML's sampler records
     /// the clock its samples ran at), so the 160-odd GEMM rows of a default H200 run leave room
     /// for Hopper's fp8 pair. The estimate ([`crate::run::forecast::case_secs`]) follows the same schedule.
-    pub fn for_case(&self, case: &Case) -> RunConfig {
+    pub fn for_case(&self, case: &Case, backend: crate::device::BackendKind) -> RunConfig {
         let few = RunConfig {
             warmup_secs: 0.0,
             case_budget_secs: 0.0,
@@ -181,10 +191,15 @@ impl RunConfig {
             case.family,
             crate::cases::Family::Peak | crate::cases::Family::Tensor
         ) {
+            let settles = backend == crate::device::BackendKind::Cuda && !self.quick;
             RunConfig {
                 samples: self.samples.min(COMPUTE_SAMPLES),
                 min_samples: self.min_samples.min(COMPUTE_SAMPLES),
-                warmup_secs: self.warmup_secs.min(COMPUTE_WARMUP_SECS),
+                warmup_secs: if settles {
+                    self.warmup_secs.max(GPU_COMPUTE_WARMUP_SECS)
+                } else {
+                    self.warmup_secs.min(COMPUTE_WARMUP_SECS)
+                },
                 ..self.clone()
             }
         } else {
@@ -504,6 +519,7 @@ pub fn run(
 ) -> Result<Vec<Record>> {
     on_event(Event::Planned { cases: planned });
     let min_sample_secs = backend.min_sample_secs();
+    let backend_kind = backend.info().backend;
     let probe = backend.condition_probe();
     let attributes = DeviceAttributes::from_info(backend.info());
     let mut records = Vec::with_capacity(planned.len());
@@ -529,7 +545,11 @@ pub fn run(
             // Conditions while the samples run, where the backend can read them from aside.
             let sampler = probe.clone().map(|p| Sampler::start(p, sampler::PERIOD));
             let timing = Instant::now();
-            let measured = measure(prepared.as_mut(), min_sample_secs, &cfg.for_case(case));
+            let measured = measure(
+                prepared.as_mut(),
+                min_sample_secs,
+                &cfg.for_case(case, backend_kind),
+            );
             measuring = timing.elapsed().as_secs_f64();
             during = sampler.map(Sampler::finish).unwrap_or_default();
             let Measured {
