@@ -261,6 +261,173 @@ fn a_clock_that_reads_low_is_read_again_before_a_row_is_judged_above_its_theory(
     assert!(!within.note.contains("read again"), "{}", within.note);
 }
 
+/// A power-capped part under a compute load: its clock falls by `fall_mhz` with every launch
+/// from `start_mhz` (the runner's discarded launch, its sizing launch, the warm-up's and the
+/// samples'), and every launch runs at `share` of its theory at the clock it ran at. Its
+/// records give the clock of the last launch, as a GPU kernel's block records do: after each
+/// sample where `per_sample` (the CUDA backend's [`PreparedCase::sample_clock_mhz`]), and once
+/// after the samples otherwise (the last launch's clock alone, as the runner once paired it).
+struct Settling {
+    flops: f64,
+    theory_per_mhz: f64,
+    share: f64,
+    start_mhz: f64,
+    fall_mhz: f64,
+    per_sample: bool,
+    launches: u64,
+    last_mhz: f64,
+}
+
+impl PreparedCase for Settling {
+    fn run(&mut self, reps: u32) -> Result<f64> {
+        let mut secs = 0.0;
+        for _ in 0..reps {
+            self.last_mhz = self.start_mhz - self.fall_mhz * self.launches as f64;
+            secs += self.flops / (self.share * self.theory_per_mhz * self.last_mhz * 1e9);
+            self.launches += 1;
+        }
+        Ok(secs)
+    }
+    fn verify(&mut self) -> Result<Verdict> {
+        Ok(Verdict::valid())
+    }
+    fn launch_note(&self) -> String {
+        String::new()
+    }
+    fn clock_mhz(&mut self) -> Option<f64> {
+        Some(self.last_mhz)
+    }
+    fn sample_clock_mhz(&mut self) -> Option<f64> {
+        self.per_sample.then_some(self.last_mhz)
+    }
+    fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
+        Some(self.theory_per_mhz * clock_mhz)
+    }
+}
+
+/// A backend whose every case is a [`Settling`] part at 97 % of its theory.
+struct SettlingBackend {
+    info: roofprobe::device::DeviceInfo,
+    per_sample: bool,
+}
+
+impl Backend for SettlingBackend {
+    fn info(&self) -> &roofprobe::device::DeviceInfo {
+        &self.info
+    }
+    fn cases(&self, _: SizeRequest) -> Result<Vec<PlannedCase>> {
+        Ok(Vec::new())
+    }
+    fn prepare(&mut self, case: &Case) -> Result<Box<dyn PreparedCase + '_>> {
+        Ok(Box::new(Settling {
+            flops: case.work.flops as f64,
+            theory_per_mhz: 0.5,
+            share: 0.97,
+            start_mhz: 1980.0,
+            fall_mhz: 40.0,
+            per_sample: self.per_sample,
+            launches: 0,
+            last_mhz: 0.0,
+        }))
+    }
+    fn conditions(&self) -> Conditions {
+        idle()
+    }
+    fn min_sample_secs(&self) -> f64 {
+        1e-3
+    }
+}
+
+/// Issue 57's power-capped part: an FMA peak at 97 % of its theory while its clock is still
+/// falling through the samples (1980 MHz at the first launch, 40 MHz less each launch: the
+/// ten samples run at 1860 down to 1500 MHz). Paired with the last launch's clock (1500 MHz,
+/// the lowest) the median time read 108.6 % of theory and the row was invalid; each sample's
+/// time paired with its own clock reads 97 %, and the row records the clock the median
+/// sample ran at. A case whose clock is one reading after the samples (the host's) still
+/// pairs the median time with that reading.
+#[test]
+fn a_peak_at_97_percent_under_a_falling_clock_stays_valid_at_97_percent() {
+    let case = roofprobe::cases::peak::case(roofprobe::cases::Precision::F32, 1000, 1000, 500);
+    let row = |per_sample: bool| {
+        let mut backend = SettlingBackend {
+            info: roofprobe::results::fixtures::identity().device,
+            per_sample,
+        };
+        // the default run's schedule for a compute peak (ten samples), with no warm-up, so
+        // the samples see the clock fall
+        let cfg = RunConfig {
+            warmup_secs: 0.0,
+            ..RunConfig::default_suite()
+        };
+        let planned = [PlannedCase {
+            case: case.clone(),
+            note: String::new(),
+        }];
+        rows_of(
+            &mut backend,
+            &roofprobe::results::fixtures::identity(),
+            &cfg,
+            &planned,
+        )
+        .remove(0)
+    };
+    let paired = row(true);
+    assert_eq!(paired.samples, 10);
+    assert!(paired.valid, "{}", paired.status);
+    let (gflops, theory) = (paired.gflops.unwrap(), paired.theory_gflops.unwrap());
+    let of_theory = gflops / theory;
+    assert!(
+        (of_theory - 0.97).abs() < 1e-9,
+        "%theory {:.4} %, not 97 %: {gflops} GFLOP/s against {theory} at {:?} MHz",
+        100.0 * of_theory,
+        paired.clock_mhz
+    );
+    // the clock of the median time: between the fifth and sixth samples' 1700 and 1660 MHz
+    let mhz = paired.clock_mhz.unwrap();
+    assert!((1660.0..=1700.0).contains(&mhz), "{mhz} MHz");
+    assert!((theory - 0.5 * mhz).abs() < 1e-6 * theory);
+    // one clock, read after the samples: the last launch's 1500 MHz against the median time
+    let last = row(false);
+    assert_eq!(last.clock_mhz, Some(1500.0));
+    assert!(!last.valid);
+    assert!(
+        last.status
+            .contains("x the theoretical 750.0 GFLOP/s at the recorded 1500 MHz"),
+        "{}",
+        last.status
+    );
+}
+
+/// The clock paired with the median time: each sample's cycles (time × own clock), their
+/// median over the median time. A steady clock is itself; a clock that moves while the time
+/// holds (a kernel bound by memory) gives its median; a sample without a clock gives none.
+#[test]
+fn each_sample_time_pairs_with_its_own_clock() {
+    // compute-bound: time × clock is the same for every sample, in any order
+    let secs = [1.0 / 1900.0, 1.0 / 1500.0, 1.0 / 1700.0];
+    let clocks = [Some(1900.0), Some(1500.0), Some(1700.0)];
+    let mhz = clock_paired_with_median(&secs, &clocks).unwrap();
+    assert!((mhz - 1700.0).abs() < 1e-9, "{mhz}");
+    // a steady clock, whatever the times
+    let steady = clock_paired_with_median(&[1.0, 3.0, 2.0, 9.0], &[Some(1410.0); 4]).unwrap();
+    assert!((steady - 1410.0).abs() < 1e-9, "{steady}");
+    // a steady time, a moving clock: the median clock
+    let moving = [Some(1800.0), Some(1200.0), Some(1500.0), Some(1600.0)];
+    let mhz = clock_paired_with_median(&[2.0; 4], &moving).unwrap();
+    assert!((mhz - 1550.0).abs() < 1e-9, "{mhz}");
+    // one sample without a clock, or none that is a clock: no pairing
+    assert_eq!(
+        clock_paired_with_median(&[1.0, 1.0], &[Some(1500.0), None]),
+        None
+    );
+    assert_eq!(
+        clock_paired_with_median(&[1.0, 1.0], &[Some(0.0), Some(f64::NAN)]),
+        None
+    );
+    assert_eq!(clock_paired_with_median(&[], &[]), None);
+    assert_eq!(clock_paired_with_median(&[1.0], &[]), None);
+}
+
 /// Our GEMM row carries its ratio to the reference row of the same shape and precision;
 /// a reference row, an invalid reference, another shape or precision give none.
 #[test]
@@ -364,7 +531,12 @@ fn one_shot_cases_take_their_fewest_samples_of_one_call() {
     }
     let mut calls = Calls(Vec::new());
     let cfg = RunConfig::full();
-    let (summary, reps, stopped) = measure(&mut calls, 0.01, &cfg).unwrap();
+    let Measured {
+        summary,
+        reps,
+        stopped,
+        ..
+    } = measure(&mut calls, 0.01, &cfg).unwrap();
     assert_eq!((reps, stopped, summary.samples), (1, Stopped::Count, 5));
     assert_eq!(calls.0, [1; 5]);
 }
@@ -394,7 +566,7 @@ fn one_shot_batches_are_divided_into_per_launch_times() {
         }
     }
     let mut batch = Batch(Vec::new());
-    let (summary, reps, _) = measure(&mut batch, 0.01, &RunConfig::full()).unwrap();
+    let Measured { summary, reps, .. } = measure(&mut batch, 0.01, &RunConfig::full()).unwrap();
     assert_eq!((reps, summary.samples), (1000, 5));
     assert_eq!(batch.0, [1000; 5]);
     assert!(
@@ -411,7 +583,12 @@ fn short_launches_are_batched_into_long_samples() {
         warmup_secs: 0.0,
         ..RunConfig::quick()
     };
-    let (summary, reps, stopped) = measure(&mut f, 0.005, &cfg).unwrap();
+    let Measured {
+        summary,
+        reps,
+        stopped,
+        ..
+    } = measure(&mut f, 0.005, &cfg).unwrap();
     assert_eq!((reps, stopped), (5000, Stopped::Count));
     assert!((summary.median_secs - 1e-6).abs() < 1e-12);
     assert!(summary.samples >= cfg.min_samples as usize);
@@ -425,7 +602,7 @@ fn slow_cases_keep_the_minimum_sample_count() {
         warmup_secs: 0.0,
         ..RunConfig::full()
     };
-    let (summary, reps, _) = measure(&mut f, 0.02, &cfg).unwrap();
+    let Measured { summary, reps, .. } = measure(&mut f, 0.02, &cfg).unwrap();
     assert_eq!(reps, 1);
     assert_eq!(summary.samples, cfg.min_samples as usize);
 }
@@ -468,7 +645,12 @@ fn until_stable_samples_until_the_spread_falls_or_time_runs_out() {
         secs: vec![1e-3],
         next: 0,
     };
-    let (s, reps, stopped) = measure(&mut steady, 1e-9, &cfg(0.005, 60.0)).unwrap();
+    let Measured {
+        summary: s,
+        reps,
+        stopped,
+        ..
+    } = measure(&mut steady, 1e-9, &cfg(0.005, 60.0)).unwrap();
     assert_eq!((reps, stopped), (1, Stopped::Stable));
     assert_eq!(s.samples, STABLE_MIN_SAMPLES);
 
@@ -478,7 +660,11 @@ fn until_stable_samples_until_the_spread_falls_or_time_runs_out() {
         secs: [vec![3e-3; 5], vec![1e-3; 100_000]].concat(),
         next: 0,
     };
-    let (s, _, stopped) = measure(&mut disturbed, 1e-9, &cfg(0.05, 60.0)).unwrap();
+    let Measured {
+        summary: s,
+        stopped,
+        ..
+    } = measure(&mut disturbed, 1e-9, &cfg(0.05, 60.0)).unwrap();
     assert_eq!(stopped, Stopped::Stable);
     assert!(s.cv <= 0.05, "{}", s.cv);
     assert!(s.samples > 100, "{} samples", s.samples);
@@ -489,7 +675,11 @@ fn until_stable_samples_until_the_spread_falls_or_time_runs_out() {
         next: 0,
     };
     let start = Instant::now();
-    let (s, _, stopped) = measure(&mut noisy, 1e-9, &cfg(0.005, 0.2)).unwrap();
+    let Measured {
+        summary: s,
+        stopped,
+        ..
+    } = measure(&mut noisy, 1e-9, &cfg(0.005, 0.2)).unwrap();
     assert_eq!(stopped, Stopped::TimeLimit);
     assert!(s.cv > 0.3, "{}", s.cv);
     assert!(start.elapsed().as_secs_f64() >= 0.2);
@@ -827,7 +1017,12 @@ fn invalid_verdict_becomes_an_invalid_row() {
         warmup_secs: 0.0,
         ..RunConfig::quick()
     };
-    let (summary, reps, stopped) = measure(&mut f, 0.001, &cfg).unwrap();
+    let Measured {
+        summary,
+        reps,
+        stopped,
+        ..
+    } = measure(&mut f, 0.001, &cfg).unwrap();
     let verdict = f.verify().unwrap();
     let case = Case {
         family: roofprobe::cases::Family::Stream,

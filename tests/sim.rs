@@ -369,6 +369,67 @@ fn a_dry_run_on_the_simulated_gpu_plans_and_launches_nothing() {
     assert!(!out.exists());
 }
 
+/// Issue 57's falling clock on the simulated GPU: a power-capped part's clock still falls
+/// while a compute peak's samples run (`clock_fall=400:60:6`: 400 MHz at the first launch,
+/// 68 MHz less each launch, 60 from the sixth on; a quick run of `peak/fma/f32` is six
+/// launches, the samples the last three). The CUDA backend reads each sample's block records,
+/// and the row's clock is the one its median sample ran at (each sample's time in cycles, their
+/// median over the median time), not the last launch's, the lowest, which the runner once
+/// paired with the median time and which made %theory read high. The interpreter's times are
+/// wall time: where they spread more than the samples' clocks do, no pairing can be told from
+/// the last clock by this test, which then says so and checks only that the clock lies among
+/// the samples'.
+#[test]
+fn a_peak_under_a_falling_clock_records_its_samples_clock_not_the_last_launchs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let sim = Sim::new(&format!("clock_fall=400:60:6,trace={}", trace.display()));
+    let (_, rows) = run_filtered(&sim, &dir.path().join("run"), &["peak/fma/f32"]);
+    let [row] = &rows[..] else {
+        panic!("{} rows", rows.len())
+    };
+    assert!(row.valid, "{}", row.status);
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    // the clock of every launch of the kernel, in order
+    let clocks: Vec<f64> = trace
+        .lines()
+        .filter_map(|l| l.strip_prefix("clock fma_f32 "))
+        .map(|mhz| mhz.parse().unwrap())
+        .collect();
+    let (reps, samples) = (row.reps as usize, row.samples as usize);
+    assert!(clocks.len() > samples * reps, "{clocks:?}");
+    // each sample's clock, the last launch of its batch's (its records'); the last sample first
+    let mut sampled: Vec<f64> = (0..samples)
+        .map(|i| clocks[clocks.len() - 1 - i * reps])
+        .collect();
+    let last = sampled[0];
+    sampled.sort_by(f64::total_cmp);
+    let mhz = row.clock_mhz.unwrap();
+    // the records' clock is cycles over whole nanoseconds: a little above the clock's
+    let (lowest, highest) = (sampled[0], sampled[samples - 1]);
+    assert!(
+        (lowest - 0.5..=highest + 0.5).contains(&mhz),
+        "{mhz} MHz, the samples ran at {sampled:?}"
+    );
+    // Each sample's cycles are at least its clock × the fastest time, and the median time at
+    // most the slowest: the paired clock is at least the samples' median clock over the times'
+    // spread, above the last clock wherever that bound is.
+    let spread = row.time_max_s.unwrap() / row.time_min_s.unwrap();
+    let median_clock = roofprobe::stats::median(&sampled).unwrap();
+    if median_clock / spread > last + 0.5 {
+        assert!(
+            mhz >= median_clock / spread - 0.5,
+            "{mhz} MHz: the last launch's clock ({last} MHz), not the samples' {sampled:?} \
+             (times spread {spread:.2} x)"
+        );
+    } else {
+        eprintln!(
+            "the samples' times spread {spread:.2} x, their clocks {sampled:?}: a clock paired \
+             with the median time cannot be told from the last one here, only its bounds checked"
+        );
+    }
+}
+
 /// `devices` and a quick filtered `run` on cuda:0 through the binary: one case of every family,
 /// each a valid `cuda` row of the simulated device; the compute rows carry the clock their
 /// kernel measured.

@@ -8,6 +8,7 @@
 //! | `cc` | compute capability, `major.minor` | 8.9 |
 //! | `sms` | multiprocessors | 2 |
 //! | `clock_mhz` | SM clock: the attribute, and the rate `%clock64` runs at against `%globaltimer` | 64 |
+//! | `clock_fall` | `START:END:LAUNCHES`: the SM clock the device's kernels run at (their `%clock64` against `%globaltimer`, and NVML's current SM clock while they run) falls linearly from START MHz at its first launch to END at its LAUNCHES-th and stays there, as a power-capped part's does while a heavy load settles; every kernel's launches count, in the order they are queued, and the trace gets a `clock NAME MHZ` line after each launch's. `clock_mhz` stays what the attribute and NVML's maximum say | the clock holds at `clock_mhz` |
 //! | `clock_attribute` | what `CU_DEVICE_ATTRIBUTE_CLOCK_RATE` reports, kHz (0: nothing, as the attribute CUDA deprecated may one day; NVML's maximum clock then stands in) | `clock_mhz` × 1000 |
 //! | `l2` | L2 bytes | 32 KiB |
 //! | `memory` | device memory bytes | 1 MiB |
@@ -58,6 +59,8 @@ pub struct Config {
     pub cc: (u32, u32),
     pub sms: u32,
     pub clock_mhz: u32,
+    /// A clock that falls over the device's launches; `None`: every launch at `clock_mhz`.
+    pub clock_fall: Option<ClockFall>,
     /// `CU_DEVICE_ATTRIBUTE_CLOCK_RATE` in kHz, where it is not `clock_mhz`'s.
     pub clock_attribute_khz: Option<u32>,
     pub l2_bytes: u64,
@@ -100,6 +103,47 @@ pub struct Config {
     pub fault_code: u32,
     /// A display's watchdog: seconds a kernel may run before the driver ends it.
     pub watchdog_secs: Option<f64>,
+}
+
+/// A clock falling over launches, as a power-capped part's falls while a load settles: START
+/// MHz at the device's first launch, END from its LAUNCHES-th on, linear between.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockFall {
+    pub start_mhz: u32,
+    pub end_mhz: u32,
+    pub launches: u64,
+}
+
+impl ClockFall {
+    /// Parses `START:END:LAUNCHES` (END at most START, both positive; LAUNCHES at least 2).
+    fn parse(value: &str) -> Result<ClockFall, String> {
+        let wrong = || format!("clock_fall=`{value}` is not START:END:LAUNCHES (MHz, MHz, count)");
+        let mut parts = value.split(':').map(str::trim);
+        let (Some(start), Some(end), Some(launches), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(wrong());
+        };
+        let fall = ClockFall {
+            start_mhz: start.parse().map_err(|_| wrong())?,
+            end_mhz: end.parse().map_err(|_| wrong())?,
+            launches: launches.parse().map_err(|_| wrong())?,
+        };
+        if fall.end_mhz == 0 || fall.end_mhz > fall.start_mhz || fall.launches < 2 {
+            return Err(format!(
+                "clock_fall=`{value}`: the clock must fall (0 < END <= START) over at least 2 \
+                 launches"
+            ));
+        }
+        Ok(fall)
+    }
+
+    /// The clock of the device's `launch`-th launch (0: its first), whole MHz.
+    pub fn mhz_at(&self, launch: u64) -> u32 {
+        let along = launch.min(self.launches - 1) as f64 / (self.launches - 1) as f64;
+        let fall = f64::from(self.start_mhz - self.end_mhz) * along;
+        (f64::from(self.start_mhz) - fall).round() as u32
+    }
 }
 
 /// What NVML's GPM entry points do.
@@ -147,6 +191,7 @@ impl Default for Config {
             cc: (8, 9),
             sms: 2,
             clock_mhz: 64,
+            clock_fall: None,
             clock_attribute_khz: None,
             l2_bytes: 32 << 10,
             memory_bytes: 1 << 20,
@@ -217,6 +262,7 @@ impl Config {
                 }
                 "sms" => c.sms = number(key, value)?,
                 "clock_mhz" => c.clock_mhz = number(key, value)?,
+                "clock_fall" => c.clock_fall = Some(ClockFall::parse(value)?),
                 "clock_attribute" => c.clock_attribute_khz = Some(number(key, value)?),
                 "l2" => c.l2_bytes = bytes(value)?,
                 "memory" => c.memory_bytes = bytes(value)?,
@@ -312,6 +358,12 @@ impl Config {
         Ok(c)
     }
 
+    /// The SM clock the device's `launch`-th kernel launch (0: its first) runs at.
+    pub fn launch_clock_mhz(&self, launch: u64) -> u32 {
+        self.clock_fall
+            .map_or(self.clock_mhz, |fall| fall.mhz_at(launch))
+    }
+
     /// The configuration the environment asks for.
     pub fn from_env() -> Result<Config, String> {
         match std::env::var("SIMCUDA") {
@@ -403,6 +455,27 @@ mod tests {
         assert_eq!(Config::parse("cc=8.0").unwrap().gpm(), Gpm::No);
         assert!(Config::parse("gpm=maybe").is_err());
         assert!(Config::parse("workload=soon").is_err());
+    }
+
+    #[test]
+    fn a_clock_falls_over_launches_and_then_holds() {
+        let c = Config::parse("clock_fall=400:60:6").unwrap();
+        let clocks: Vec<u32> = (0..8).map(|k| c.launch_clock_mhz(k)).collect();
+        assert_eq!(clocks, [400, 332, 264, 196, 128, 60, 60, 60]);
+        // the attribute's clock stays; without a fall every launch runs at it
+        assert_eq!(c.clock_mhz, 64);
+        assert_eq!(Config::default().launch_clock_mhz(1000), 64);
+        for wrong in [
+            "400:60",
+            "60:400:6",
+            "400:0:6",
+            "400:60:1",
+            "400:60:6:1",
+            "a:b:c",
+        ] {
+            let e = Config::parse(&format!("clock_fall={wrong}")).unwrap_err();
+            assert!(e.contains("clock_fall"), "{wrong}: {e}");
+        }
     }
 
     #[test]

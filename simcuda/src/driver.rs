@@ -162,6 +162,11 @@ pub struct Device {
     /// When the device was busy: what the simulated NVML's energy counter and its averaged
     /// power reading integrate.
     busy_log: Mutex<BusyLog>,
+    /// Kernel launches queued so far: which step of a falling clock (`clock_fall`) the next
+    /// one runs at.
+    launches: AtomicU64,
+    /// The SM clock of the kernel that ran last (or runs now): NVML's current clock.
+    clock_mhz: AtomicU32,
 }
 
 /// The device's busy time: the intervals of the last [`BusyLog::KEPT`] (older ones summed),
@@ -235,6 +240,11 @@ impl Device {
             0 => Ok(()),
             code => Err(code),
         }
+    }
+
+    /// The SM clock of the kernel that ran last, or runs now (`clock_mhz` before any).
+    pub fn clock_mhz(&self) -> u32 {
+        self.clock_mhz.load(Ordering::SeqCst)
     }
 
     /// Whether work runs on the device now (a stream's worker is inside an operation).
@@ -434,6 +444,8 @@ impl Driver {
                     legacy: OnceLock::new(),
                     busy: AtomicU32::new(0),
                     busy_log: Mutex::new(BusyLog::new()),
+                    launches: AtomicU64::new(0),
+                    clock_mhz: AtomicU32::new(config.clock_mhz),
                 })
             })
             .collect();
@@ -1109,12 +1121,20 @@ impl Driver {
         if self.trace.is_some() {
             self.trace(&format!("args {} {}", f.name, trace_args(&args)));
         }
+        // The clock it will run at: the next step of a falling clock, in the order queued.
+        let clock_mhz = self
+            .config
+            .launch_clock_mhz(d.launches.fetch_add(1, Ordering::SeqCst));
+        if self.config.clock_fall.is_some() {
+            self.trace(&format!("clock {} {clock_mhz}", f.name));
+        }
         s.push(Op::Kernel {
             function: f,
             grid,
             block,
             dynamic_shared,
             args,
+            clock_mhz,
         });
         Ok(())
     }
@@ -1422,6 +1442,8 @@ enum Op {
         block: (u32, u32, u32),
         dynamic_shared: u32,
         args: Vec<Arg>,
+        /// The SM clock it runs at (`Config::launch_clock_mhz`).
+        clock_mhz: u32,
     },
     HtoD {
         dst: u64,
@@ -1625,7 +1647,9 @@ impl Stream {
                 block,
                 dynamic_shared,
                 args,
+                clock_mhz,
             } => {
+                d.clock_mhz.store(clock_mhz, Ordering::SeqCst);
                 if function.module.unloaded.load(Ordering::SeqCst) {
                     d.fault(
                         code::LAUNCH_FAILED,
@@ -1659,7 +1683,7 @@ impl Stream {
                 let mut config = ptxsim::LaunchConfig::new(grid, block, dynamic_shared);
                 // A kernel that never ends runs forever, as on a GPU.
                 config.max_warp_instructions = u64::MAX;
-                config.clock_mhz = driver().config.clock_mhz;
+                config.clock_mhz = clock_mhz;
                 config.deadline = settings
                     .watchdog_secs
                     .map(|secs| std::time::Instant::now() + Duration::from_secs_f64(secs));

@@ -9,7 +9,7 @@
 //!
 //! | reading | while work runs | idle |
 //! | --- | --- | --- |
-//! | SM clock | `clock_mhz` | half of it, 1 MHz at least (a GPU drops its clock at idle) |
+//! | SM clock | `clock_mhz` (the last kernel's, where `clock_fall` makes it fall) | half of it, 1 MHz at least (a GPU drops its clock at idle) |
 //! | memory clock | 1000 MHz (the driver attribute's) | the same |
 //! | power | `power_w` | a quarter of it |
 //! | power reading (`nvmlDeviceGetPowerUsage`) | the power over the last second, as Ampere's and later boards (but the A100) report it (or a fixed `power_reading`) | the same |
@@ -396,9 +396,10 @@ pub unsafe extern "C" fn nvmlDeviceGetEnforcedPowerLimit(
     })
 }
 
-/// nvmlClockType_t: graphics 0, SM 1, memory 2, video 3.
-fn clock(kind: c_uint, busy: bool) -> Ret<c_uint> {
-    let sm = config()?.clock_mhz;
+/// nvmlClockType_t: graphics 0, SM 1, memory 2, video 3. `sm_mhz`: the clock the device's
+/// kernels run at now (the last one's, where the clock falls over launches).
+fn clock(kind: c_uint, busy: bool, sm_mhz: u32) -> Ret<c_uint> {
+    let sm = sm_mhz;
     match kind {
         0 | 1 | 3 if busy => Ok(sm),
         0 | 1 | 3 => Ok((sm / 2).max(1)),
@@ -414,8 +415,10 @@ pub unsafe extern "C" fn nvmlDeviceGetClockInfo(
     mhz: *mut c_uint,
 ) -> c_uint {
     nvml("nvmlDeviceGetClockInfo", || {
-        let (busy, _) = activity(ordinal_of(device)?);
-        unsafe { put(mhz, clock(kind, busy)?) }
+        let ordinal = ordinal_of(device)?;
+        let (busy, _) = activity(ordinal);
+        let sm_mhz = device_at(ordinal).map_or(config()?.clock_mhz, |d| d.clock_mhz());
+        unsafe { put(mhz, clock(kind, busy, sm_mhz)?) }
     })
 }
 
@@ -429,7 +432,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
 ) -> c_uint {
     nvml("nvmlDeviceGetMaxClockInfo", || {
         ordinal_of(device)?;
-        unsafe { put(mhz, clock(kind, true)?) }
+        unsafe { put(mhz, clock(kind, true, config()?.clock_mhz)?) }
     })
 }
 
@@ -441,7 +444,7 @@ pub unsafe extern "C" fn nvmlDeviceGetApplicationsClock(
 ) -> c_uint {
     nvml("nvmlDeviceGetApplicationsClock", || {
         ordinal_of(device)?;
-        unsafe { put(mhz, clock(kind, true)?) }
+        unsafe { put(mhz, clock(kind, true, config()?.clock_mhz)?) }
     })
 }
 

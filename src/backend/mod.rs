@@ -52,6 +52,18 @@ pub trait PreparedCase {
         None
     }
 
+    /// The SM clock, in MHz, that the last [`Self::run`] ran at, where the case records one with
+    /// every launch and reading it costs the samples nothing (a GPU kernel's block records,
+    /// read back between two samples: the clock of the sample's last launch). The runner asks
+    /// after every kept sample and pairs each sample's time with its own clock: on a
+    /// power-capped part the clock still falls while the samples run, and the last launch's
+    /// clock alone is their lowest. `None` where a clock is a measurement of its own (the
+    /// host's dependent-add chain, which a sample must not pay for): the runner then asks
+    /// [`Self::clock_mhz`] once, after the samples.
+    fn sample_clock_mhz(&mut self) -> Option<f64> {
+        None
+    }
+
     /// The theoretical peak of this case's arithmetic at `clock_mhz`, in GFLOP/s (units ×
     /// lanes × 2 × clock), where the device's rate for its precision is known. It must be
     /// proportional to `clock_mhz`: the runner asks for it at 1 MHz and scales it by the clock

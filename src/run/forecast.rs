@@ -311,7 +311,7 @@ pub fn host_gemm_share(kernel: &str) -> f64 {
 /// sample), then the samples.
 pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rates) -> f64 {
     // the runner's schedule for this case (the cache and size sweeps take fewer samples)
-    let cfg = &cfg.for_case(case);
+    let cfg = &cfg.for_case(case, rates.backend);
     if case.family == Family::Capacity {
         return capacity_secs(case, cfg);
     }
@@ -754,10 +754,24 @@ mod tests {
         // a GEMM case warms up for at most the runner's GEMM warm-up, not the run's 0.2 s
         let gemm = crate::cases::gemm::case("ptx", Precision::Bf16F32, Shape::square(4096));
         assert_eq!(
-            cfg.for_case(&gemm).warmup_secs,
+            cfg.for_case(&gemm, BackendKind::Cuda).warmup_secs,
             crate::run::runner::GEMM_WARMUP_SECS
         );
-        assert_eq!(cfg.for_case(&gemm).samples, cfg.samples);
+        assert_eq!(cfg.for_case(&gemm, BackendKind::Cuda).samples, cfg.samples);
+        // a compute peak warms up until a GPU's clock settles, and is priced so; on the host,
+        // and under --quick, it keeps its short warm-up
+        let peak = crate::cases::peak::case(Precision::F32, 1000, 1000, 500);
+        let warmup = |cfg: &RunConfig, kind| cfg.for_case(&peak, kind).warmup_secs;
+        use crate::run::runner::{COMPUTE_WARMUP_SECS, GPU_COMPUTE_WARMUP_SECS};
+        assert_eq!(warmup(&cfg, BackendKind::Cuda), GPU_COMPUTE_WARMUP_SECS);
+        assert_eq!(warmup(&cfg, BackendKind::Host), COMPUTE_WARMUP_SECS);
+        assert_eq!(
+            warmup(&RunConfig::quick(), BackendKind::Cuda),
+            COMPUTE_WARMUP_SECS
+        );
+        let settled = case_secs(&peak, &cfg, 0.01, &rates());
+        let quick = case_secs(&peak, &RunConfig::quick(), 0.01, &rates());
+        assert!(settled >= quick + GPU_COMPUTE_WARMUP_SECS - COMPUTE_WARMUP_SECS - 1e-9);
         let launch = launch_secs(&gemm, &rates());
         let reps = (0.01 / launch).ceil();
         // its matrices, and its check's 2 (M + N) K + M N input pairs (bf16: exact) on the

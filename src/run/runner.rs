@@ -11,10 +11,13 @@
 //!
 //! No row measures more than its theory: a figure above [`THEORY_TOLERANCE`] × the theoretical
 //! peak at the clock the row records is invalid (see [`check_against_theory`]), on every backend.
-//! Before a figure is judged so, the case is asked for its clock once more: the host reads its
-//! cores' clock after the samples, and a reading an interruption made low would otherwise make
-//! a sound figure look above its theory; a GPU's clock is the kernel's own record and stays. A
-//! row whose clock was read twice says so in its note.
+//! Where a case records its clock with every launch (a GPU kernel's block records), each
+//! sample's time is paired with the clock it ran at, and the row records the clock paired with
+//! the median time ([`clock_paired_with_median`]): a clock still falling through the samples
+//! makes the last launch's the lowest, and %theory read high against it. Otherwise (the host)
+//! the case measures its clock once after the samples, and before a figure is judged above its
+//! theory it is asked once more: a reading an interruption made low would otherwise make a
+//! sound figure look above its theory. A row whose clock was read twice says so in its note.
 //!
 //! `--until-stable` ([`Stop::UntilStable`]) samples instead until the CV of the samples kept
 //! falls to a target (at least [`STABLE_MIN_SAMPLES`] of them), or a time limit passes, and the
@@ -93,8 +96,16 @@ pub const STABLE_MIN_SAMPLES: usize = 10;
 
 /// Most samples a compute-peak case takes (see [`RunConfig::for_case`]).
 pub const COMPUTE_SAMPLES: u32 = 10;
-/// Most seconds of warm-up before a compute-peak case's samples.
+/// Most seconds of warm-up before a compute-peak case's samples, where its clock needs no
+/// settling (the host, and `--quick` anywhere).
 pub const COMPUTE_WARMUP_SECS: f64 = 0.05;
+/// Fewest seconds of warm-up before a compute-peak case's samples on a GPU (but under
+/// `--quick`): a power-capped part (H100 PCIe, H200 NVL, an RTX 3090, wgmma on an H100 SXM)
+/// can still be lowering its clock for a fraction of a second after a heavy load starts, and
+/// samples taken before it settles measure a clock on its way down. The samples' own clocks keep %theory
+/// right either way ([`clock_paired_with_median`]); the warm-up makes the figure the settled
+/// rate, the one a long job sees.
+pub const GPU_COMPUTE_WARMUP_SECS: f64 = 0.5;
 /// Most seconds of warm-up before a GEMM case's samples.
 pub const GEMM_WARMUP_SECS: f64 = 0.1;
 
@@ -150,13 +161,15 @@ impl RunConfig {
     /// [`crate::cases::efficiency::SAMPLES`], each after a warm-up of one sample, as a count
     /// whatever the budget or `--until-stable` say. The compute peaks (`peak`, `tensor`: one
     /// wave of fixed work whose block records carry the SM clock it ran at, the clock their
-    /// %theory uses) take at most [`COMPUTE_SAMPLES`] samples after at most
-    /// [`COMPUTE_WARMUP_SECS`] of warm-up: their spread is the clock's, which the records show,
-    /// and Hopper's 14 `wgmma` rows then fit the four-minute default run. A GEMM case warms up
+    /// %theory uses) take at most [`COMPUTE_SAMPLES`] samples: their spread is the clock's,
+    /// which the records show, and Hopper's 14 `wgmma` rows then fit the default run. On a GPU
+    /// (`backend`), but under `--quick`, they warm up for [`GPU_COMPUTE_WARMUP_SECS`], so the
+    /// samples see the clock a power-capped part settles at; elsewhere for at most
+    /// [`COMPUTE_WARMUP_SECS`]. A GEMM case warms up
     /// for at most [`GEMM_WARMUP_SECS`] (the run's other settings kept; NVML's sampler records
     /// the clock its samples ran at), so the 160-odd GEMM rows of a default H200 run leave room
     /// for Hopper's fp8 pair. The estimate ([`crate::run::forecast::case_secs`]) follows the same schedule.
-    pub fn for_case(&self, case: &Case) -> RunConfig {
+    pub fn for_case(&self, case: &Case, backend: crate::device::BackendKind) -> RunConfig {
         let few = RunConfig {
             warmup_secs: 0.0,
             case_budget_secs: 0.0,
@@ -182,10 +195,15 @@ impl RunConfig {
             case.family,
             crate::cases::Family::Peak | crate::cases::Family::Tensor
         ) {
+            let settles = backend == crate::device::BackendKind::Cuda && !self.quick;
             RunConfig {
                 samples: self.samples.min(COMPUTE_SAMPLES),
                 min_samples: self.min_samples.min(COMPUTE_SAMPLES),
-                warmup_secs: self.warmup_secs.min(COMPUTE_WARMUP_SECS),
+                warmup_secs: if settles {
+                    self.warmup_secs.max(GPU_COMPUTE_WARMUP_SECS)
+                } else {
+                    self.warmup_secs.min(COMPUTE_WARMUP_SECS)
+                },
                 ..self.clone()
             }
         } else {
@@ -313,87 +331,127 @@ pub fn now_utc() -> String {
         .to_string()
 }
 
-/// Times one prepared case under `cfg`. Returns the summary of per-launch times, `reps` and
-/// why sampling stopped.
+/// What [`measure`] found: the summary of the per-launch times, `reps` launches per sample,
+/// why sampling stopped, and the clock paired with the median time where every kept sample
+/// gave its own ([`PreparedCase::sample_clock_mhz`], see [`clock_paired_with_median`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub summary: Summary,
+    pub reps: u32,
+    pub stopped: Stopped,
+    pub clock_mhz: Option<f64>,
+}
+
+/// The clock, in MHz, that pairs with the median of `secs`, each sample's time, given
+/// `clocks_mhz`, each sample's own clock: the median over samples of their time in cycles
+/// (time × own clock) over the median time. Then the theory at this clock holds the median
+/// time to the median over samples of each one's rate over its own theory (exactly, for an odd
+/// count; for an even one, to the second order of the two middle samples' difference). Where
+/// the clock falls while the samples run, this is the clock the median sample ran at, not the
+/// last and lowest; where it holds still, it is that clock; where only the clock moves (a
+/// kernel bound by memory), the median clock. It lies between the samples' lowest and highest
+/// clocks. `None` unless every sample has a clock that is finite and positive.
+pub fn clock_paired_with_median(secs: &[f64], clocks_mhz: &[Option<f64>]) -> Option<f64> {
+    if secs.is_empty() || secs.len() != clocks_mhz.len() {
+        return None;
+    }
+    let cycles = secs
+        .iter()
+        .zip(clocks_mhz)
+        .map(|(t, c)| c.filter(|c| c.is_finite() && *c > 0.0).map(|c| t * c))
+        .collect::<Option<Vec<f64>>>()?;
+    let mhz = crate::stats::median(&cycles)? / crate::stats::median(secs)?;
+    (mhz.is_finite() && mhz > 0.0).then_some(mhz)
+}
+
+/// Times one prepared case under `cfg`: the summary of its per-launch times, `reps`, why
+/// sampling stopped, and the clock its samples ran at where it records one per sample.
 pub fn measure(
     prepared: &mut dyn PreparedCase,
     min_sample_secs: f64,
     cfg: &RunConfig,
-) -> Result<(Summary, u32, Stopped)> {
-    if prepared.one_shot() {
-        let samples = cfg.min_samples.max(2);
-        let reps = prepared.one_shot_reps().max(1);
-        let times = (0..samples)
-            .map(|_| prepared.run(reps).map(|secs| secs / f64::from(reps)))
-            .collect::<Result<Vec<f64>>>()?;
-        let summary = Summary::from_secs(&times).map_err(|e| {
-            crate::Error::Internal(format!(
-                "{e}; the clock returned an impossible time, rerun or report a bug"
-            ))
-        })?;
-        return Ok((summary, reps, Stopped::Count));
-    }
-    // First launch: module load, JIT, first page faults. Not a sample.
-    prepared.run(1)?;
-    let single = prepared.run(1)?;
-    let reps = if single > 0.0 {
-        (min_sample_secs / single)
-            .ceil()
-            .clamp(1.0, (1u32 << 20) as f64) as u32
-    } else {
-        1 << 20
-    };
-    let warm_start = Instant::now();
-    loop {
-        prepared.run(reps)?;
-        if warm_start.elapsed().as_secs_f64() >= cfg.warmup_secs {
-            break;
-        }
-    }
+) -> Result<Measured> {
+    // each kept sample's per-launch time and the clock it ran at
     let mut times = Vec::new();
-    let stopped = match cfg.stop {
-        Stop::Count => {
-            let per_sample = (single * reps as f64).max(1e-9);
-            let wanted = (cfg.case_budget_secs / per_sample).floor();
-            let samples = (wanted as u32).clamp(cfg.min_samples.max(2), cfg.samples.max(2));
-            for _ in 0..samples {
-                times.push(prepared.run(reps)? / reps as f64);
-            }
-            Stopped::Count
+    let mut clocks = Vec::new();
+    let mut sample = |prepared: &mut dyn PreparedCase, reps: u32| -> Result<f64> {
+        let secs = prepared.run(reps)? / f64::from(reps);
+        times.push(secs);
+        clocks.push(prepared.sample_clock_mhz());
+        Ok(secs)
+    };
+    let (reps, stopped) = if prepared.one_shot() {
+        let reps = prepared.one_shot_reps().max(1);
+        for _ in 0..cfg.min_samples.max(2) {
+            sample(prepared, reps)?;
         }
-        Stop::UntilStable {
-            target_cv,
-            limit_secs,
-        } => {
-            let start = Instant::now();
-            let mut spread = RunningCv::default();
-            loop {
-                let secs = prepared.run(reps)? / reps as f64;
-                times.push(secs);
-                spread.push(secs);
-                if times.len() >= STABLE_MIN_SAMPLES
-                    && spread.cv().is_some_and(|cv| cv <= target_cv)
-                {
-                    break Stopped::Stable;
-                }
-                if times.len() >= cfg.min_samples.max(2) as usize {
-                    if start.elapsed().as_secs_f64() >= limit_secs {
-                        break Stopped::TimeLimit;
-                    }
-                    // a signal: the user waits for this case only as long as its minimum
-                    if crate::run::interrupt::requested() {
-                        break Stopped::Interrupted;
-                    }
-                }
+        (reps, Stopped::Count)
+    } else {
+        // First launch: module load, JIT, first page faults. Not a sample.
+        prepared.run(1)?;
+        let single = prepared.run(1)?;
+        let reps = if single > 0.0 {
+            (min_sample_secs / single)
+                .ceil()
+                .clamp(1.0, (1u32 << 20) as f64) as u32
+        } else {
+            1 << 20
+        };
+        let warm_start = Instant::now();
+        loop {
+            prepared.run(reps)?;
+            if warm_start.elapsed().as_secs_f64() >= cfg.warmup_secs {
+                break;
             }
         }
+        let stopped = match cfg.stop {
+            Stop::Count => {
+                let per_sample = (single * reps as f64).max(1e-9);
+                let wanted = (cfg.case_budget_secs / per_sample).floor();
+                let samples = (wanted as u32).clamp(cfg.min_samples.max(2), cfg.samples.max(2));
+                for _ in 0..samples {
+                    sample(prepared, reps)?;
+                }
+                Stopped::Count
+            }
+            Stop::UntilStable {
+                target_cv,
+                limit_secs,
+            } => {
+                let start = Instant::now();
+                let mut spread = RunningCv::default();
+                let mut kept = 0;
+                loop {
+                    spread.push(sample(prepared, reps)?);
+                    kept += 1;
+                    if kept >= STABLE_MIN_SAMPLES && spread.cv().is_some_and(|cv| cv <= target_cv) {
+                        break Stopped::Stable;
+                    }
+                    if kept >= cfg.min_samples.max(2) as usize {
+                        if start.elapsed().as_secs_f64() >= limit_secs {
+                            break Stopped::TimeLimit;
+                        }
+                        // a signal: the user waits for this case only as long as its minimum
+                        if crate::run::interrupt::requested() {
+                            break Stopped::Interrupted;
+                        }
+                    }
+                }
+            }
+        };
+        (reps, stopped)
     };
     let summary = Summary::from_secs(&times).map_err(|e| {
         crate::Error::Internal(format!(
             "{e}; the device clock returned an impossible time, rerun or report a bug"
         ))
     })?;
-    Ok((summary, reps, stopped))
+    Ok(Measured {
+        clock_mhz: clock_paired_with_median(&times, &clocks),
+        summary,
+        reps,
+        stopped,
+    })
 }
 
 /// The cases a run of `backend` under `cfg` will measure: the backend's whole plan, the cases
@@ -465,6 +523,7 @@ pub fn run(
 ) -> Result<Vec<Record>> {
     on_event(Event::Planned { cases: planned });
     let min_sample_secs = backend.min_sample_secs();
+    let backend_kind = backend.info().backend;
     let probe = backend.condition_probe();
     let attributes = DeviceAttributes::from_info(backend.info());
     let mut records = Vec::with_capacity(planned.len());
@@ -490,24 +549,37 @@ pub fn run(
             // Conditions while the samples run, where the backend can read them from aside.
             let sampler = probe.clone().map(|p| Sampler::start(p, sampler::PERIOD));
             let timing = Instant::now();
-            let measured = measure(prepared.as_mut(), min_sample_secs, &cfg.for_case(case));
+            let measured = measure(
+                prepared.as_mut(),
+                min_sample_secs,
+                &cfg.for_case(case, backend_kind),
+            );
             measuring = timing.elapsed().as_secs_f64();
             during = sampler.map(Sampler::finish).unwrap_or_default();
-            let (summary, reps, stopped) = measured?;
+            let Measured {
+                summary,
+                reps,
+                stopped,
+                clock_mhz: sampled_clock_mhz,
+            } = measured?;
             let check_started = Instant::now();
             let verdict = prepared.verify();
             checking = check_started.elapsed().as_secs_f64();
             let verdict = verdict?;
-            observed_clock_mhz = prepared.clock_mhz();
+            // Each sample's time with its own clock where the case records one per sample;
+            // else the one clock the case measures after them.
+            observed_clock_mhz = sampled_clock_mhz.or_else(|| prepared.clock_mhz());
             // Every theoretical peak is proportional to the clock: take it per MHz now, and
             // scale it by whichever clock is recorded below.
             theory_per_mhz = prepared.theory_gflops(1.0);
             // A clock read low makes a sound figure look above its theory: ask for it once more
-            // before judging (a clock read after the samples is read again; a record stays).
-            if let (Some(first), Some(per_mhz), Some(gflops)) = (
+            // before judging (a clock read after the samples is read again; the samples' own
+            // records stay).
+            if let (Some(first), Some(per_mhz), Some(gflops), None) = (
                 observed_clock_mhz,
                 theory_per_mhz,
                 case_gflops(case, &summary),
+                sampled_clock_mhz,
             ) {
                 if verdict.valid && above_theory(gflops, per_mhz * first) {
                     observed_clock_mhz = prepared.clock_mhz();

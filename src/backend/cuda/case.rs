@@ -670,6 +670,12 @@ impl PreparedCase for GpuCase<'_> {
         args::clock_from_records(&self.read(Role::Clocks).ok()?)
     }
 
+    /// The records as the sample's last launch left them: a read-back of a few words per
+    /// block between two samples, outside both samples' events.
+    fn sample_clock_mhz(&mut self) -> Option<f64> {
+        self.clock_mhz()
+    }
+
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
         crate::cases::has_arithmetic_theory(&self.case)
             .then(|| {
