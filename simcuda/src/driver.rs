@@ -252,6 +252,15 @@ impl Device {
         self.busy.load(Ordering::SeqCst) > 0
     }
 
+    /// Whether the device is busy, or was within `hold` ago (its last busy interval ended then).
+    pub fn busy_within(&self, hold: Duration) -> bool {
+        self.busy()
+            || lock(&self.busy_log)
+                .closed
+                .back()
+                .is_some_and(|&(_, end)| end.elapsed() <= hold)
+    }
+
     /// When the device was busy.
     pub fn busy_log(&self) -> std::sync::MutexGuard<'_, BusyLog> {
         lock(&self.busy_log)

@@ -4,8 +4,8 @@
 //! simulated driver's devices, where the links name this library `libnvidia-ml.so.1`.
 //!
 //! It is the same library as the driver, so it sees what the devices do: while work runs on a
-//! device (a kernel, a copy, a library routine, on any stream) NVML reports it busy, and idle
-//! otherwise, as a GPU's counters do:
+//! device (a kernel, a copy, a library routine, on any stream), and for [`BUSY_HOLD`] after, NVML
+//! reports it busy, and idle otherwise, as a GPU's counters do:
 //!
 //! | reading | while work runs | idle |
 //! | --- | --- | --- |
@@ -118,10 +118,16 @@ fn device_at(ordinal: u32) -> Ret<std::sync::Arc<crate::driver::Device>> {
         .ok_or(ret::INVALID_ARGUMENT)
 }
 
-/// What the device is doing now: `(busy, a process holds its context)`; under a scripted job,
-/// busy while its busiest engine is.
+/// How long the readings stay busy after work ends: a real board keeps its clocks and heat for
+/// longer (its clocks fall over tens to hundreds of milliseconds); the gap between two batches
+/// of launches on a loaded host must not read as an idle board.
+pub const BUSY_HOLD: Duration = Duration::from_millis(50);
+
+/// What the device is doing now: `(busy, a process holds its context)`, busy within
+/// [`BUSY_HOLD`] of its last work; under a scripted job, busy while its busiest engine is.
 fn activity(ordinal: u32) -> (bool, bool) {
-    let (busy, in_use) = device_at(ordinal).map_or((false, false), |d| (d.busy(), d.in_use()));
+    let (busy, in_use) =
+        device_at(ordinal).map_or((false, false), |d| (d.busy_within(BUSY_HOLD), d.in_use()));
     match scripted() {
         Some((w, t)) => (w.at(t).load() >= 1.0, in_use),
         None => (busy, in_use),
