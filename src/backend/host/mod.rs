@@ -782,7 +782,7 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                         n: s.n,
                         k: s.k,
                         layout: if case.kernel == cases::gemm::HOST_AMX {
-                            s.m
+                            amx_gemm::AMX_TILES
                         } else {
                             0
                         },
