@@ -310,7 +310,13 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
         .ceil()
         .clamp(1.0, f64::from(1u32 << 20));
     let sample = reps * launch;
-    let warmup = cfg.warmup_secs.max(sample);
+    // the warm-up counts from the launch that sizes the samples, which a one-launch sample
+    // lasting the warm-up is by itself ([`crate::run::runner::measure`])
+    let warmup = if reps == 1.0 && launch >= cfg.warmup_secs {
+        0.0
+    } else {
+        (cfg.warmup_secs - launch).max(sample)
+    };
     let sampling = match cfg.stop {
         Stop::Count => {
             let wanted = (cfg.case_budget_secs / sample).floor();
@@ -709,10 +715,11 @@ mod tests {
             (launch_secs(&f64_peak, &rates()) - f64_peak.work.flops as f64 / 1e13).abs() < 1e-12
         );
         let cfg = RunConfig::full();
-        // 2 ms launches: reps 5 make a 10 ms sample, 30 samples in the 2 s budget
+        // 2 ms launches: reps 5 make a 10 ms sample, 30 samples in the 2 s budget, after the
+        // 0.2 s warm-up counted from the sizing launch
         let secs = case_secs(&copy, &cfg, 0.01, &rates());
         let host = copy.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
-        let want = CASE_OVERHEAD_SECS + host + 4e-3 + 0.2 + 30.0 * 0.01;
+        let want = CASE_OVERHEAD_SECS + host + 4e-3 + (0.2 - 2e-3) + 30.0 * 0.01;
         assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
         let planned: Vec<PlannedCase> = [copy.clone(), copy]
             .into_iter()
@@ -722,6 +729,15 @@ mod tests {
             })
             .collect();
         assert!((plan_secs(&planned, &cfg, 0.01, &rates()) - 2.0 * want).abs() < 1e-6);
+        // a one-launch sample as long as the warm-up is the warm-up: 0.3 s launches (300 GB at
+        // 1 TB/s) cost the discarded and sizing launches and the samples, nothing more
+        let long = StreamKernel::Copy.case(Precision::F32, 37_500_000_000);
+        let launch = launch_secs(&long, &rates());
+        assert!((launch - 0.3).abs() < 1e-9);
+        let host = long.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
+        let want = CASE_OVERHEAD_SECS + host + 2.0 * launch + 6.0 * launch;
+        let secs = case_secs(&long, &cfg, 0.01, &rates());
+        assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
         // a GEMM case warms up for at most the runner's GEMM warm-up, not the run's 0.2 s
         let gemm = crate::cases::gemm::case("ptx", Precision::Bf16F32, Shape::square(4096));
         assert_eq!(
@@ -741,7 +757,7 @@ mod tests {
         let want = CASE_OVERHEAD_SECS
             + host
             + 2.0 * launch
-            + crate::run::runner::GEMM_WARMUP_SECS.max(reps * launch)
+            + (crate::run::runner::GEMM_WARMUP_SECS - launch).max(reps * launch)
             + 30.0 * reps * launch;
         let secs = case_secs(&gemm, &cfg, 0.01, &rates());
         assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
