@@ -9,8 +9,10 @@
 //! It is an estimate, not a measurement. For a GPU, real launches are slower than the rated
 //! speeds, so it errs short on the launches and long on the host's share; its purpose is that
 //! a run is known to fit the time it is given (a default run on an H100, H200, A100 or RTX 3090
-//! in three minutes) before it uses any of it. For the host it aims at the run's time itself
-//! (within 30 % on this project's 2-vCPU VM for the default, `--quick` and `--full` runs).
+//! in three minutes) before it uses any of it. For the host it aims at the run's time itself:
+//! on this project's 2-vCPU VM (2026-12-06) within 30 % for the default, `--quick` and `--full`
+//! runs at a load average of 3.5-4, but 40-80 % long for the default and `--quick` runs on a
+//! quieter VM (load 1.4-1.9), which took 40-60 % of the time; its rates aim between the two.
 //!
 //! Here too the launch cap of the default and `--quick` runs ([`shorten`]): the sweep's points
 //! that are compute-bound by the rated speeds take fewer words, so that no launch lasts long.
