@@ -6,7 +6,8 @@
 //! backend's own clock, with `reps` chosen so a sample lasts at least the backend's
 //! `min_sample_secs` (launch overhead and timer resolution stay out of the figure); the per-launch
 //! time of a sample is its interval / `reps`. The first launch (module load, JIT, page faults) is
-//! discarded, then warm-up samples run for `warmup_secs`, then between `min_samples` and
+//! discarded, then warm-up samples run until `warmup_secs` have passed since the launch that
+//! sized them (none more where that launch is a whole sample and lasted as long), then between `min_samples` and
 //! `samples` samples are kept, as many as fit in `case_budget_secs`. The figures use the median.
 //!
 //! No row measures more than its theory: a figure above [`THEORY_TOLERANCE`] × the theoretical
@@ -158,7 +159,8 @@ impl RunConfig {
     /// and a latency chase (one thread's dependent loads: a per-level plateau, not one
     /// working set's spread, is its figure, and its long launches vary little) take the fewest
     /// samples, and a case of the size sweep (`efficiency`)
-    /// [`crate::cases::efficiency::SAMPLES`], each after a warm-up of one sample, as a count
+    /// [`crate::cases::efficiency::SAMPLES`], each after a warm-up of one sample (the sizing
+    /// launch, where a sample is one launch: see [`measure`]), as a count
     /// whatever the budget or `--until-stable` say. The compute peaks (`peak`, `tensor`: one
     /// wave of fixed work whose block records carry the SM clock it ran at, the clock their
     /// %theory uses) take at most [`COMPUTE_SAMPLES`] samples: their spread is the clock's,
@@ -389,6 +391,11 @@ pub fn measure(
     } else {
         // First launch: module load, JIT, first page faults. Not a sample.
         prepared.run(1)?;
+        // The warm-up counts from the launch that sizes the samples: where a sample is that one
+        // launch (reps 1) and it lasted the warm-up, it was the warm-up (a DRAM case's launch of
+        // a fifth of a second needs no sixth launch to warm it); otherwise at least one sample
+        // more.
+        let warm_start = Instant::now();
         let single = prepared.run(1)?;
         let reps = if single > 0.0 {
             (min_sample_secs / single)
@@ -397,11 +404,13 @@ pub fn measure(
         } else {
             1 << 20
         };
-        let warm_start = Instant::now();
-        loop {
-            prepared.run(reps)?;
-            if warm_start.elapsed().as_secs_f64() >= cfg.warmup_secs {
-                break;
+        let warm = |start: Instant| start.elapsed().as_secs_f64() >= cfg.warmup_secs;
+        if reps > 1 || !warm(warm_start) {
+            loop {
+                prepared.run(reps)?;
+                if warm(warm_start) {
+                    break;
+                }
             }
         }
         let stopped = match cfg.stop {

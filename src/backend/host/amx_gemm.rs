@@ -109,6 +109,10 @@ fn bf16(v: i64) -> u16 {
 /// f32 words of a worker's scratch: the micro-kernel's four C tiles, where they reach past C.
 const SCRATCH_WORDS: usize = 4 * TILE_ROWS * TILE_ROWS;
 
+/// The [`Fill::GemmB`] layout of packed B: AMX tiles (16 rows of 32 bf16 pairs), which depend
+/// on N and K only ([`Layout::b_at`]).
+pub const AMX_TILES: u64 = 1;
+
 /// Where everything of one shape lies: tiles of A (`mt` along M), of B (`nt` along N), of K
 /// (`kt`), the micro-kernel's C tiles (`mr` × `nr`), and the work items' blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -602,16 +606,17 @@ impl<'p> AmxGemmCase<'p> {
         let packed_a = first_touch_aligned(pool, l.a_len(), TILE_ELEMENTS, 64, |_| 0u16)
             .ok_or_else(too_big)?;
         let b_len = l.b_len();
-        // the packing depends on M (the layout's blocking): the fill names the whole shape
+        // the tiles of B depend on N and K alone (not on M, which sets only the blocking of
+        // the work), so every point of a weight's batch sweep reads the same packed copies
         let fill = Fill::GemmB {
             precision: PRECISION,
             n: shape.n,
             k: shape.k,
-            layout: shape.m,
+            layout: AMX_TILES,
         };
         let packed_b = arena
-            .input(pool, b_total, TILE_ELEMENTS, fill, |i| {
-                let (j, kk) = l.b_at(i % b_len);
+            .input_repeating(pool, b_total, TILE_ELEMENTS, b_len, fill, |i| {
+                let (j, kk) = l.b_at(i);
                 if j < n && kk < k {
                     bf16(gemm::b_value(shape, j as u64, kk as u64))
                 } else {
@@ -777,6 +782,24 @@ mod tests {
             assert_eq!(l.a_index(1, 0), 32);
             assert_eq!(l.a_index(0, 32), 512);
             assert_eq!(l.a_index(16, 0), l.kt * 512);
+        }
+    }
+
+    /// Packed B is the same for every M of a weight (the arena's [`AMX_TILES`] fill names N
+    /// and K only, so a batch sweep's points share one set of packed copies): its length and
+    /// where each element lies do not move with M, decode blocking or not.
+    #[test]
+    fn packed_b_does_not_depend_on_m() {
+        let (n, k) = (4096, 4096);
+        let one = Layout::new(1, n, k, 2);
+        for m in [8, 64, 512, 4096] {
+            for threads in [1, 2, 16] {
+                let l = Layout::new(m, n, k, threads);
+                assert_eq!(l.b_len(), one.b_len(), "M = {m}");
+                for i in (0..l.b_len()).step_by(4099) {
+                    assert_eq!(l.b_at(i), one.b_at(i), "M = {m}, element {i}");
+                }
+            }
         }
     }
 

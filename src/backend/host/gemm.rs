@@ -523,8 +523,8 @@ impl<'p, T: GemmElement + Word> GemmCase<'p, T> {
             layout: 0,
         };
         let b = arena
-            .input(pool, elements(copies, bk)?, 64, fill, |i| {
-                T::from_i64(gemm::input(1, (i % bk) as u64))
+            .input_repeating(pool, elements(copies, bk)?, 64, bk, fill, |i| {
+                T::from_i64(gemm::input(1, i as u64))
             })
             .ok_or_else(|| Error::Usage(format!("{}: B does not fit in memory", case.id())))?;
         let c = first_touch(pool, mn, 64, |_| T::nan());

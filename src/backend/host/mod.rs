@@ -782,16 +782,19 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                         n: s.n,
                         k: s.k,
                         layout: if case.kernel == cases::gemm::HOST_AMX {
-                            s.m
+                            amx_gemm::AMX_TILES
                         } else {
                             0
                         },
                     }),
                 }]);
                 let (a_bytes, c_bytes) = (s.m * s.k * input, s.m * s.n * output);
+                // B's first copy is generated, the others copied from it
+                // ([`Arena::input_repeating`])
+                let b_generated = b.filled_bytes.min(weight);
                 PrepWork {
-                    generated_bytes: a_bytes + b.filled_bytes,
-                    written_bytes: c_bytes,
+                    generated_bytes: a_bytes + b_generated,
+                    written_bytes: c_bytes + (b.filled_bytes - b_generated),
                     new_bytes: a_bytes + c_bytes + b.new_bytes,
                     checked_bytes: cases::gemm::matrix_bytes(case.precision, s) + b_bytes,
                     check_terms: cases::gemm::check_terms(case.precision, s),
