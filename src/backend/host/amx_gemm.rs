@@ -110,7 +110,7 @@ fn bf16(v: i64) -> u16 {
 const SCRATCH_WORDS: usize = 4 * TILE_ROWS * TILE_ROWS;
 
 /// The [`Fill::GemmB`] layout of packed B: AMX tiles (16 rows of 32 bf16 pairs), which depend
-/// on N and K only ([`Layout::b_at`]).
+/// on N and K only (`Layout::b_at`).
 pub const AMX_TILES: u64 = 1;
 
 /// Where everything of one shape lies: tiles of A (`mt` along M), of B (`nt` along N), of K
