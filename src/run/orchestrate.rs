@@ -341,6 +341,28 @@ fn measure_here(
         .map(|(path, records)| (info, path, records)))
 }
 
+/// The job of the first worker for GPU `ordinal`: nothing to skip yet, no crash to remember;
+/// `parallel_devices` with `--parallel`.
+fn worker_job(
+    ordinal: usize,
+    opts: &Options,
+    cfg: &RunConfig,
+    host: &str,
+    stamp: &str,
+    parallel_devices: Option<u32>,
+) -> crate::run::worker::Job {
+    crate::run::worker::Job {
+        ordinal,
+        cfg: cfg.clone(),
+        host: host.to_string(),
+        stamp: stamp.to_string(),
+        skip: Default::default(),
+        kernel_timeout_secs: opts.kernel_timeout_secs,
+        parallel_devices,
+        cublas_crashed: None,
+    }
+}
+
 /// Measures GPU `ordinal` in worker processes ([`crate::run::worker`]): a fault or a runaway kernel
 /// costs its case, and the cases left run in a fresh process.
 /// With `together`, it is one of that many GPUs measured at once (`--parallel`): its rows say
@@ -353,16 +375,7 @@ fn measure_in_workers(
     stamp: &str,
     together: Option<(&MultiProgress, u32)>,
 ) -> Result<Option<(DeviceInfo, PathBuf, Vec<Record>)>> {
-    let job = crate::run::worker::Job {
-        ordinal,
-        cfg: cfg.clone(),
-        host: host.to_string(),
-        stamp: stamp.to_string(),
-        skip: Default::default(),
-        kernel_timeout_secs: opts.kernel_timeout_secs,
-        parallel_devices: together.map(|(_, n)| n),
-        cublas_crashed: None,
-    };
+    let job = worker_job(ordinal, opts, cfg, host, stamp, together.map(|(_, n)| n));
     let mut device_run = DeviceRun::new(cfg, &opts.out, host, stamp);
     if let Some((bars, _)) = together {
         device_run = device_run.together(bars, &format!("cuda:{ordinal}"));
@@ -422,16 +435,7 @@ pub fn plan_only(target: Target, opts: &Options, cfg: &RunConfig, host: &str) ->
             (backend.info().clone(), cases, backend.min_sample_secs())
         }
         Target::Cuda(ordinal) => {
-            let job = crate::run::worker::Job {
-                ordinal,
-                cfg: cfg.clone(),
-                host: host.to_string(),
-                stamp: String::new(),
-                skip: Default::default(),
-                kernel_timeout_secs: opts.kernel_timeout_secs,
-                parallel_devices: None,
-                cublas_crashed: None,
-            };
+            let job = worker_job(ordinal, opts, cfg, host, "", None);
             let mut cases = Vec::new();
             let (info, _) =
                 crate::run::worker::run(job, &mut |_| Ok(()), &mut |_| Ok(()), &mut |e| {
