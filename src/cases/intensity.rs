@@ -134,6 +134,27 @@ pub struct Gold {
     lane1: Vec<u64>,
     /// The integer map applied k times, `x ↦ mul·x + add` modulo 2^32 (i32 only).
     affine: (u32, u32),
+    /// `lane0` as 32-bit words (f32 only): the table a wide check gathers from.
+    lane0_32: Vec<u32>,
+}
+
+/// Entries of the f32 and f64 tables: the distinct values those precisions draw.
+pub const TABLE: usize = 1 << 12;
+
+/// [`Gold::expected_for`] in the shape a vectorised check reads: the same map, with no `Option`
+/// and no branch per word (an input word that is no input this precision draws has no gold
+/// value, and so counts as wrong).
+pub enum Lookup<'a> {
+    /// An f32 input word is an input where its exponent is 127 and its low 11 bits are clear; its
+    /// table index is the 12 bits above those.
+    F32(&'a [u32; TABLE]),
+    /// An f64 input word is an input where its exponent is 1023 and its low 40 bits are clear;
+    /// its table index is the 12 bits above those.
+    F64(&'a [u64; TABLE]),
+    /// i32: `mul · word + add` modulo 2^32, for every word.
+    I32 { mul: u32, add: u32 },
+    /// The packed formats: word by word, through [`Gold::expected_for`].
+    Word,
 }
 
 impl Gold {
@@ -161,12 +182,34 @@ impl Gold {
         } else {
             (1, 0)
         };
+        let lane0_32 = if precision == Precision::F32 {
+            lane0.iter().map(|&w| w as u32).collect()
+        } else {
+            Vec::new()
+        };
         Gold {
             precision,
             k,
             lane0,
             lane1,
             affine,
+            lane0_32,
+        }
+    }
+
+    /// This gold map as a vectorised check reads it ([`Lookup`]); it equals
+    /// [`Gold::expected_for`] word for word.
+    pub fn lookup(&self) -> Lookup<'_> {
+        match self.precision {
+            Precision::F32 => self.lane0_32[..]
+                .try_into()
+                .map_or(Lookup::Word, Lookup::F32),
+            Precision::F64 => self.lane0[..].try_into().map_or(Lookup::Word, Lookup::F64),
+            Precision::I32 => Lookup::I32 {
+                mul: self.affine.0,
+                add: self.affine.1,
+            },
+            _ => Lookup::Word,
         }
     }
 

@@ -128,7 +128,7 @@ fn digest_plain<T: Word>(values: &[T], start: usize) -> u64 {
 
 /// [`digest_plain`] compiled again for the wider x86-64 vector sets, chosen at run time.
 #[cfg(target_arch = "x86_64")]
-mod wide {
+pub(super) mod wide {
     use super::Word;
     use std::sync::OnceLock;
 

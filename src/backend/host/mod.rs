@@ -13,6 +13,7 @@ pub mod amx_gemm;
 pub mod arena;
 pub mod cache;
 pub mod capacity;
+pub mod check;
 pub mod clock;
 pub mod compute;
 pub mod cpu;
@@ -599,13 +600,21 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
                             digests[1].wrapping_add(self::arena::digest(&b[r.clone()], start));
                     }
                     if kernel.is_reduction() {
-                        for i in r {
-                            sum += match kernel {
-                                StreamKernel::Dot => a[i].to_f64() * b[i].to_f64(),
-                                _ => a[i].to_f64(),
-                            };
-                        }
+                        let b = if kernel == StreamKernel::Dot {
+                            &b[r.clone()]
+                        } else {
+                            &[]
+                        };
+                        sum += self::check::stream_sum(kernel, &a[r.clone()], b);
                     } else {
+                        // the wide count first; word by word only where it found some
+                        // (write reads no array, copy and scale no `b`)
+                        let b_part = if b.is_empty() { b } else { &b[r.clone()] };
+                        if self::check::stream_wrong(kernel, &a[r.clone()], b_part, &out[r.clone()])
+                            == 0
+                        {
+                            continue;
+                        }
                         let zero = T::default();
                         for i in r {
                             let want = cases::stream::map_value(
