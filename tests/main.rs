@@ -21,6 +21,7 @@ mod fuzz;
 mod gemm_cases;
 mod golden;
 mod gpu;
+mod host_fill;
 mod interp;
 mod kernel_args;
 mod layers;
