@@ -2,6 +2,7 @@
 //! testing plan (docs/testing.md).
 
 mod bench_filter;
+mod calibration;
 mod changepoint;
 mod cli;
 mod cli_roofline;
@@ -13,14 +14,19 @@ mod cuda_plan;
 mod docs;
 mod driver;
 mod estimate;
+mod estimate_model;
+mod export_calculon;
+mod export_fields;
 mod exports;
 mod files;
 mod fleet;
+mod forecast;
 mod fragments;
 mod fuzz;
 mod gemm_cases;
 mod golden;
 mod gpu;
+mod intensity;
 mod interp;
 mod kernel_args;
 mod layers;
@@ -41,3 +47,4 @@ mod svg_labels;
 mod table;
 mod tools;
 mod watch;
+mod watch_verdicts;
