@@ -8,6 +8,10 @@
 //! `#[cfg(test)]` is left out: a test stands above everything it tests and is no part of the data
 //! flow (the test modules that reach far are in tests/ anyway). Doc links are not code and are
 //! not counted.
+//!
+//! Two more house rules of docs/architecture.md, on the same parse: every file of src/ is small
+//! enough to read (at most [`MAX_FILE_LINES`]), and a test module written inline in src/ stays
+//! short (at most [`MAX_INLINE_TEST_LINES`]); longer tests live in tests/, in this binary.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -31,6 +35,31 @@ const LAYERS: &[(&str, &[&str])] = &[
 
 /// Folders that must not use each other in either direction.
 const STRANGERS: &[(&str, &str)] = &[("backend/cuda", "backend/host")];
+
+/// The most lines a file of src/ may have: past it, the file is split by concept (issue 55:
+/// `backend/host/mod.rs` gave its STREAM case to `stream_case.rs`).
+const MAX_FILE_LINES: usize = 1200;
+
+/// The most lines an inline `#[cfg(test)]` module in src/ may have, from its attribute to its
+/// closing brace: past it, its tests move to tests/ (as tests/runner.rs and tests/record.rs did).
+const MAX_INLINE_TEST_LINES: usize = 200;
+
+/// Inline test modules allowed past [`MAX_INLINE_TEST_LINES`], each with the reason it must stay
+/// in the library. An entry no longer needed is an error too, so the list cannot go stale.
+const LONG_INLINE_TESTS: &[(&str, &str)] = &[
+    (
+        "backend/host/compute.rs",
+        "the peak and intensity kernels of each SIMD set this CPU has, against the reference: \
+         .ci/aarch64 builds the library's tests alone for AArch64 and runs backend::host under \
+         qemu-user (NEON), where the suite is not built",
+    ),
+    (
+        "backend/host/gemm.rs",
+        "the GEMM kernels of each SIMD set this CPU has, bit for bit against the reference: \
+         .ci/aarch64 builds the library's tests alone for AArch64 and runs backend::host under \
+         qemu-user (NEON), where the suite is not built",
+    ),
+];
 
 fn layer_of(module: &[String]) -> Option<usize> {
     let first = module.first()?;
@@ -438,6 +467,95 @@ fn no_two_folders_use_each_other() {
     );
 }
 
+/// The files of src/ over [`MAX_FILE_LINES`]: `src/path (N lines)`.
+fn long_files(files: &[SourceFile]) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(&f.path).unwrap().lines().count();
+            (lines > MAX_FILE_LINES).then(|| format!("src/{} ({lines} lines)", f.rel))
+        })
+        .collect()
+}
+
+/// Every inline `#[cfg(test)] mod … { … }` of src/, nested ones too: (file below src/, the
+/// line of its first attribute, its lines from that attribute to its closing brace).
+fn inline_test_modules(files: &[SourceFile]) -> Vec<(String, usize, usize)> {
+    fn walk(items: &[syn::Item], rel: &str, out: &mut Vec<(String, usize, usize)>) {
+        for item in items {
+            let syn::Item::Mod(m) = item else { continue };
+            let Some((brace, inner)) = &m.content else {
+                continue;
+            };
+            if is_test_only(&m.attrs) {
+                let start = m
+                    .attrs
+                    .first()
+                    .map(|a| a.pound_token.span.start().line)
+                    .unwrap_or(m.mod_token.span.start().line);
+                let end = brace.span.close().end().line;
+                out.push((rel.to_string(), start, end + 1 - start));
+            } else {
+                walk(inner, rel, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f.path).unwrap();
+        let parsed = syn::parse_file(&text)
+            .unwrap_or_else(|e| panic!("{}: does not parse: {e}", f.path.display()));
+        walk(&parsed.items, &f.rel, &mut out);
+    }
+    out
+}
+
+/// The inline test modules over [`MAX_INLINE_TEST_LINES`] that `allowed` does not name (by
+/// file), and the names in `allowed` that no longer need to be there.
+fn long_inline_tests(files: &[SourceFile], allowed: &[(&str, &str)]) -> (Vec<String>, Vec<String>) {
+    let long: Vec<(String, usize, usize)> = inline_test_modules(files)
+        .into_iter()
+        .filter(|(_, _, lines)| *lines > MAX_INLINE_TEST_LINES)
+        .collect();
+    let over = long
+        .iter()
+        .filter(|(rel, _, _)| !allowed.iter().any(|(a, _)| a == rel))
+        .map(|(rel, line, lines)| format!("src/{rel}:{line}: a test module of {lines} lines"))
+        .collect();
+    let stale = allowed
+        .iter()
+        .filter(|(a, _)| !long.iter().any(|(rel, _, _)| rel == a))
+        .map(|(a, _)| format!("src/{a}"))
+        .collect();
+    (over, stale)
+}
+
+#[test]
+fn no_file_in_src_is_too_long_to_read() {
+    let long = long_files(&source_files(&src()));
+    assert!(
+        long.is_empty(),
+        "files over {MAX_FILE_LINES} lines (split each by concept into a folder, each file \
+         opening with a //! doc of what it owns):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn no_inline_test_module_is_long() {
+    let (over, stale) = long_inline_tests(&source_files(&src()), LONG_INLINE_TESTS);
+    assert!(
+        over.is_empty(),
+        "inline test modules over {MAX_INLINE_TEST_LINES} lines (move their tests to tests/, \
+         making what they use public and #[doc(hidden)]):\n{}",
+        over.join("\n")
+    );
+    assert!(
+        stale.is_empty(),
+        "LONG_INLINE_TESTS names modules that are no longer long (take them off): {stale:?}"
+    );
+}
+
 /// The checker itself finds what it is for: an upward use planted in a copy of a small tree.
 #[test]
 fn the_layer_check_catches_a_planted_upward_use_and_circle() {
@@ -463,4 +581,45 @@ fn the_layer_check_catches_a_planted_upward_use_and_circle() {
     );
     assert!(edges.contains_key(&("cases".into(), "render".into())));
     assert!(edges.contains_key(&("render".into(), "cases".into())));
+}
+
+/// The length checks find what they are for: a file one line past the limit and an inline test
+/// module one line past its limit, planted in a small tree, and an allowance no longer needed.
+#[test]
+fn the_length_checks_catch_a_planted_long_file_and_test_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    let long_file = "// a line\n".repeat(MAX_FILE_LINES + 1);
+    // the attribute, `mod tests {`, the body, `}`: one line over
+    let long_tests = format!(
+        "pub fn f() {{}}\n#[cfg(test)]\nmod tests {{\n{}}}\n",
+        "    // a line\n".repeat(MAX_INLINE_TEST_LINES - 2)
+    );
+    let short_tests = long_tests.replacen("    // a line\n", "", 1);
+    for (file, text) in [
+        ("lib.rs", "pub mod text;\npub mod units;\npub mod error;\n"),
+        ("text.rs", long_file.as_str()),
+        ("units.rs", long_tests.as_str()),
+        ("error.rs", short_tests.as_str()),
+    ] {
+        let p = src.join(file);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let files = source_files(&src);
+    assert_eq!(
+        long_files(&files),
+        [format!("src/text.rs ({} lines)", MAX_FILE_LINES + 1)]
+    );
+    let (over, stale) = long_inline_tests(&files, &[("error.rs", "a reason")]);
+    assert_eq!(
+        over,
+        [format!(
+            "src/units.rs:2: a test module of {} lines",
+            MAX_INLINE_TEST_LINES + 1
+        )]
+    );
+    assert_eq!(stale, ["src/error.rs"]);
+    let (over, stale) = long_inline_tests(&files, &[("units.rs", "a reason")]);
+    assert!(over.is_empty() && stale.is_empty(), "{over:?} {stale:?}");
 }

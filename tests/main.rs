@@ -2,6 +2,7 @@
 //! testing plan (docs/testing.md).
 
 mod bench_filter;
+mod calibration;
 mod changepoint;
 mod cli;
 mod cli_roofline;
@@ -13,15 +14,20 @@ mod cuda_plan;
 mod docs;
 mod driver;
 mod estimate;
+mod estimate_model;
+mod export_calculon;
+mod export_fields;
 mod exports;
 mod files;
 mod fleet;
+mod forecast;
 mod fragments;
 mod fuzz;
 mod gemm_cases;
 mod golden;
 mod gpu;
 mod host_fill;
+mod intensity;
 mod interp;
 mod kernel_args;
 mod layers;
@@ -42,3 +48,4 @@ mod svg_labels;
 mod table;
 mod tools;
 mod watch;
+mod watch_verdicts;

@@ -2,7 +2,7 @@
 //! type, the same shape for all of them.
 //!
 //! Each worker runs [`StreamSimd::run`] over its own chunk of the arrays (the caller splits
-//! them, `super::StreamCase`). The loop moves four vectors per array per iteration with
+//! them, `super::stream_case`). The loop moves four vectors per array per iteration with
 //! unaligned loads, and stores that are either
 //!
 //! - **streaming** (`vmovntps`/`vmovntpd`, then `sfence`) on x86 when the arrays are larger than
@@ -27,7 +27,7 @@
 //! `triad` `c = a + s·b` (fused where the set has FMA: the checker's integer inputs make it
 //! exact either way), `write` `c = s`; the reductions `dot` (Σ a·b) and `read` (Σ a) keep four
 //! vector accumulators and add their horizontal sum to an f64 once per
-//! [`SUM_BLOCK`](super) elements, so every partial sum is an integer the element type
+//! [`SUM_BLOCK`](super::stream_case) elements, so every partial sum is an integer the element type
 //! holds exactly. `read` takes its chunk as four parts of whole blocks, read in step with one
 //! accumulator each (the rest as `dot`), so four sequential streams are in flight where it had
 //! one (`dot` reads two arrays): on a 2-vCPU Intel Xeon VM (2026-12-04, 4 interleaved rounds

@@ -331,7 +331,7 @@ pub(super) fn render(header: &[String], _x: &Inputs, fields: &[Field]) -> String
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{a100, close, field, with_capacity};
+    use super::super::fixtures::{a100, close, field, with_capacity};
     use super::super::*;
 
     /// The synthetic A100 (1500 GB/s measured against the sheet's 2039): `mem_bw` is the

@@ -115,7 +115,7 @@ pub(super) fn render(_header: &[String], _x: &Inputs, fields: &[Field]) -> Strin
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{a100, close, field, with_capacity};
+    use super::super::fixtures::{a100, close, field, with_capacity};
     use super::super::*;
 
     #[test]

@@ -74,7 +74,7 @@ pub(super) fn render(header: &[String], x: &Inputs, fields: &[Field]) -> String 
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{a100, close, field};
+    use super::super::fixtures::{a100, close, field};
     use super::super::*;
 
     /// `onchip_buffer`, which `get_hardware_info` reads and no run measures, comes from the
