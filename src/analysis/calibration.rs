@@ -163,7 +163,7 @@ pub fn require_valid(cal: &Calibration, origin: &std::path::Path) -> Result<()> 
 }
 
 /// The size-efficiency section from a run's valid `efficiency` rows: per kernel (in the
-/// sweep's order), the fit of its sizes ([`crate::cases::efficiency::fit`]) and each size's
+/// sweep's order), the fit of its sizes ([`crate::stats::fit::two_stage`]) and each size's
 /// bandwidth over the fit's asymptote. A kernel with fewer than two valid sizes, or whose
 /// times do not rise with size, has no curve.
 pub fn size_efficiency_of(records: &[Record]) -> Vec<roofprobe_calibration::SizeEfficiency> {
@@ -196,17 +196,17 @@ pub fn size_efficiency_of(records: &[Record]) -> Vec<roofprobe_calibration::Size
                 same
             });
             let points: Vec<(f64, f64)> = rows.iter().map(|r| (r.0 as f64, r.1)).collect();
-            let Some(fit) = efficiency::fit(&points) else {
+            let Some(fit) = crate::stats::fit::two_stage(&points) else {
                 continue;
             };
-            let asymptotic_gbps = fit.asymptotic_bytes_per_sec / 1e9;
+            let asymptotic_gbps = fit.bytes_per_sec / 1e9;
             out.push(SizeEfficiency {
                 kernel: kernel.name().to_string(),
                 precision,
-                constant_secs: fit.constant_secs,
+                constant_secs: fit.latency_secs,
                 asymptotic_gbps,
                 rms_relative_residual: fit.rms_relative_residual,
-                constant_clamped: fit.constant_clamped,
+                constant_clamped: fit.latency_clamped,
                 points: rows
                     .into_iter()
                     .map(|(bytes, secs, case)| {

@@ -52,7 +52,7 @@
 //!   product's size in GFLOP ([`GemmEfficiency`]): the curve estimators such as Calculon take as
 //!   `gflops_efficiency`.
 //!
-//! This module is pure: records and a spec function in, a [`Fit`] out. It must not read files,
+//! This module is pure: records and a spec function in, a [`Roofline`] out. It must not read files,
 //! print, or look specs up itself.
 
 use crate::cases::{cache, Family, Param, Precision};
@@ -74,7 +74,7 @@ pub use roofprobe_calibration::{
 
 /// Everything fitted from one run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Fit {
+pub struct Roofline {
     pub memory_ceilings: Vec<MemoryCeiling>,
     pub compute_ceilings: Vec<ComputeCeiling>,
     pub ridge_points: Vec<RidgePoint>,
@@ -86,7 +86,7 @@ pub struct Fit {
     pub excluded: Vec<String>,
 }
 
-impl Fit {
+impl Roofline {
     pub fn memory(&self, level: MemoryLevel) -> Option<&MemoryCeiling> {
         self.memory_ceilings.iter().find(|m| m.level == level)
     }
@@ -399,10 +399,10 @@ fn suspect_reason(r: &Record) -> Option<String> {
 pub fn fit(
     records: &[Record],
     spec: &dyn Fn(Family, Precision) -> Result<SpecFigure, String>,
-) -> Fit {
-    let mut fit = Fit {
+) -> Roofline {
+    let mut fit = Roofline {
         excluded: excluded_rows(records),
-        ..Fit::default()
+        ..Roofline::default()
     };
     // Memory: DRAM from the STREAM rows whose working set is a DRAM working set.
     fit.memory_ceilings
@@ -556,7 +556,7 @@ fn ridge_points(memory: &[MemoryCeiling], compute: &[ComputeCeiling]) -> Vec<Rid
 
 /// The points: every valid row with an intensity and an arithmetic rate, held against its roof
 /// (the DRAM ceiling and the compute ceiling of its precision, in `fit`).
-fn points(records: &[Record], fit: &Fit) -> Vec<Point> {
+fn points(records: &[Record], fit: &Roofline) -> Vec<Point> {
     let dram = fit.memory(MemoryLevel::Dram);
     // The CV of the row that set a measured ceiling (0 for a spec figure, which has none).
     let spread_of = |case: Option<&String>| {
@@ -632,7 +632,7 @@ fn points(records: &[Record], fit: &Fit) -> Vec<Point> {
 
 /// Per implementation and precision, in order of first appearance, every valid GEMM row's
 /// figure over its precision's compute ceiling, ascending in size.
-fn gemm_efficiency(records: &[Record], fit: &Fit) -> Vec<GemmEfficiency> {
+fn gemm_efficiency(records: &[Record], fit: &Roofline) -> Vec<GemmEfficiency> {
     let mut out: Vec<GemmEfficiency> = Vec::new();
     for r in records
         .iter()

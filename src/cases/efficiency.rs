@@ -8,7 +8,7 @@
 //! its free memory and its time (see [`array_sizes`]); the case id carries the size, so no
 //! column was added.
 //!
-//! The fit ([`fit`]): per kernel, over its valid rows, the median time per launch `t` against
+//! The fit ([`crate::stats::fit::two_stage`]): per kernel, over its valid rows, the median time per launch `t` against
 //! the bytes the launch moves `x` (STREAM counting), `t = a + x / BW`, in two stages. `BW` is
 //! the slope of ordinary least squares over every size: the sizes double, so the largest ones,
 //! far beyond any cache, decide it, which is what an asymptotic bandwidth is (a fit weighted to
@@ -83,75 +83,6 @@ pub fn cases(max_array_bytes: u64) -> Vec<Case> {
         .collect()
 }
 
-/// `time = constant + bytes / bandwidth`, fitted over a kernel's sizes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Fit {
-    /// `a`, seconds per launch whatever its size.
-    pub constant_secs: f64,
-    /// `BW`, in bytes per second: the bandwidth a launch approaches as it grows.
-    pub asymptotic_bytes_per_sec: f64,
-    /// Root-mean-square of the relative residuals `(t − fitted) / t`.
-    pub rms_relative_residual: f64,
-    /// True where the constant came out negative and is reported as 0.
-    pub constant_clamped: bool,
-}
-
-impl Fit {
-    /// The fitted time of a launch moving `bytes`.
-    pub fn secs(&self, bytes: f64) -> f64 {
-        self.constant_secs + bytes / self.asymptotic_bytes_per_sec
-    }
-}
-
-/// Fits `time = a + bytes / BW` to `(bytes moved, seconds)` points in two stages (see the
-/// module doc): `BW` from the slope of ordinary least squares, `a` from least squares on the
-/// relative residuals with that `BW`, at least 0. `None` with fewer than two distinct sizes, a
-/// time that is not positive and finite, or a line that does not rise with size.
-pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
-    if points
-        .iter()
-        .any(|&(x, t)| !(x.is_finite() && x > 0.0 && t.is_finite() && t > 0.0))
-    {
-        return None;
-    }
-    let distinct = {
-        let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
-        xs.sort_by(f64::total_cmp);
-        xs.dedup();
-        xs.len()
-    };
-    if distinct < 2 {
-        return None;
-    }
-    let n = points.len() as f64;
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let mt = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|&(x, _)| (x - mx).powi(2)).sum();
-    let sxt: f64 = points.iter().map(|&(x, t)| (x - mx) * (t - mt)).sum();
-    let slope = sxt / sxx;
-    if !(slope.is_finite() && slope > 0.0) {
-        return None;
-    }
-    // minimise Σ ((t − a − slope·x) / t)²: a = Σ (t − slope·x) / t² / Σ 1 / t²
-    let (num, den) = points.iter().fold((0.0, 0.0), |(num, den), &(x, t)| {
-        (num + (t - slope * x) / (t * t), den + 1.0 / (t * t))
-    });
-    let free = num / den;
-    let constant = free.max(0.0);
-    let rms = (points
-        .iter()
-        .map(|&(x, t)| ((t - constant - slope * x) / t).powi(2))
-        .sum::<f64>()
-        / n)
-        .sqrt();
-    Some(Fit {
-        constant_secs: constant,
-        asymptotic_bytes_per_sec: 1.0 / slope,
-        rms_relative_residual: rms,
-        constant_clamped: free < 0.0,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,64 +118,5 @@ mod tests {
         );
         assert_eq!(kernel_of("triad"), Some(StreamKernel::Triad));
         assert_eq!(kernel_of("dot"), None);
-    }
-
-    /// Exact points on a line give the line back, residual 0; noise of ±1 % gives a residual
-    /// of about 1 % and the line within a few percent.
-    #[test]
-    fn the_fit_recovers_a_line() {
-        let (a, bw) = (5e-6, 2e10);
-        let exact: Vec<(f64, f64)> = (0..12)
-            .map(|i| {
-                let x = (1u64 << (20 + i)) as f64;
-                (x, a + x / bw)
-            })
-            .collect();
-        let f = fit(&exact).unwrap();
-        assert!((f.constant_secs - a).abs() < 1e-12, "{f:?}");
-        assert!(
-            (f.asymptotic_bytes_per_sec / bw - 1.0).abs() < 1e-9,
-            "{f:?}"
-        );
-        assert!(f.rms_relative_residual < 1e-9 && !f.constant_clamped);
-        let noisy: Vec<(f64, f64)> = exact
-            .iter()
-            .enumerate()
-            .map(|(i, &(x, t))| (x, t * if i % 2 == 0 { 1.01 } else { 0.99 }))
-            .collect();
-        let f = fit(&noisy).unwrap();
-        assert!(
-            (f.asymptotic_bytes_per_sec / bw - 1.0).abs() < 0.03,
-            "{f:?}"
-        );
-        assert!((0.005..0.02).contains(&f.rms_relative_residual), "{f:?}");
-        assert!((f.secs(1e9) / (a + 1e9 / bw) - 1.0).abs() < 0.03);
-    }
-
-    /// Small sizes faster than the line (a cache): the constant would be negative, so it is 0
-    /// and the fit says so, and the asymptote is still the large sizes' bandwidth; too few
-    /// sizes, or a time that falls with size, is no fit.
-    #[test]
-    fn a_negative_constant_is_clamped_and_bad_points_are_no_fit() {
-        let bw = 1e10;
-        let mut points: Vec<(f64, f64)> = (0..8)
-            .map(|i| {
-                let x = (1u64 << (20 + i)) as f64;
-                (x, x / bw)
-            })
-            .collect();
-        points[0].1 /= 3.0;
-        points[1].1 /= 2.0;
-        let f = fit(&points).unwrap();
-        assert!(f.constant_clamped && f.constant_secs == 0.0, "{f:?}");
-        assert!(
-            (f.asymptotic_bytes_per_sec / bw - 1.0).abs() < 0.01,
-            "{f:?}"
-        );
-        assert!(fit(&points[..1]).is_none());
-        assert!(fit(&[(1e6, 1.0), (1e6, 2.0)]).is_none(), "one size");
-        assert!(fit(&[(1e6, 2.0), (2e6, 1.0)]).is_none(), "falls with size");
-        assert!(fit(&[(1e6, 1.0), (2e6, f64::NAN)]).is_none());
-        assert!(fit(&[(1e6, 1.0), (2e6, 0.0)]).is_none());
     }
 }

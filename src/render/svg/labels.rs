@@ -307,7 +307,7 @@ pub fn place(labels: &[Label], field: &Field) -> Vec<Outcome> {
 
 /// A spot worked out for a text: its box, and its leader line as a shape.
 #[derive(Clone, Debug)]
-struct Fit {
+struct Placement {
     spot: Spot,
     /// The spot's cost, and 40 for each roof line its leader crosses.
     cost: f64,
@@ -315,11 +315,11 @@ struct Fit {
     leader: Option<Shape>,
 }
 
-impl Fit {
+impl Placement {
     /// Whether this fit and `other` keep clear of each other: each text [`CLEARANCE`] from the
     /// other text and leader; leaders never crossing (they may run close, as those of roofs a
     /// few pixels apart do where they leave their lines).
-    fn clear_of(&self, other: &Fit) -> bool {
+    fn clear_of(&self, other: &Placement) -> bool {
         let apart = |a: &Option<Shape>, b: &Shape| a.as_ref().is_none_or(|a| a.apart(b, CLEARANCE));
         self.outline.apart(&other.outline, CLEARANCE)
             && apart(&other.leader, &self.outline)
@@ -334,9 +334,9 @@ impl Fit {
 /// A label's spots that nothing fixed (border, obstacles) is in the way of, cheapest first: the
 /// same whatever else is placed, so worked out once per text.
 struct Open {
-    spots: Vec<Fit>,
+    spots: Vec<Placement>,
     /// Spots joined to an anchor by a leader line; worked out when first needed.
-    leaders: Option<Vec<Fit>>,
+    leaders: Option<Vec<Placement>>,
 }
 
 type Cache = HashMap<(usize, String), Open>;
@@ -349,9 +349,9 @@ fn open_fits(
     text: &str,
     size_px: f64,
     field: &Field,
-) -> Vec<Fit> {
+) -> Vec<Placement> {
     let (l, t, r, b) = field.border;
-    let mut out: Vec<Fit> = spots
+    let mut out: Vec<Placement> = spots
         .into_iter()
         .filter_map(|spot| {
             let outline = text_box(text, size_px, &spot);
@@ -380,7 +380,7 @@ fn open_fits(
                     }
                 }
             }
-            Some(Fit {
+            Some(Placement {
                 spot,
                 cost: spot.cost + 40.0 * f64::from(crossings),
                 outline,
@@ -406,16 +406,17 @@ fn greedy(
             leaders: None,
         });
     }
-    let mut taken: Vec<Option<Fit>> = vec![None; labels.len()];
+    let mut taken: Vec<Option<Placement>> = vec![None; labels.len()];
     // The placed labels `fit` comes too close to, but for `except`.
-    let blocking = |taken: &[Option<Fit>], fit: &Fit, except: Option<usize>| -> Vec<usize> {
-        taken
-            .iter()
-            .enumerate()
-            .filter(|(j, p)| Some(*j) != except && p.as_ref().is_some_and(|p| !fit.clear_of(p)))
-            .map(|(j, _)| j)
-            .collect()
-    };
+    let blocking =
+        |taken: &[Option<Placement>], fit: &Placement, except: Option<usize>| -> Vec<usize> {
+            taken
+                .iter()
+                .enumerate()
+                .filter(|(j, p)| Some(*j) != except && p.as_ref().is_some_and(|p| !fit.clear_of(p)))
+                .map(|(j, _)| j)
+                .collect()
+        };
     for (i, label) in labels.iter().enumerate() {
         if folded[i] {
             continue;
