@@ -522,9 +522,11 @@ pub fn plan_case_secs(
 /// 1.0-2.3 s at 6-9.
 pub const HOST_GENERATE_BYTES_PER_CORE_SEC: f64 = 1.2e9;
 
-/// Bytes per second one host worker writes plainly (poison, copies of a rotating weight): a
-/// 1.9 GiB output poisoned in 0.24-0.7 s on two.
-pub const HOST_WRITE_BYTES_PER_CORE_SEC: f64 = 6e9;
+/// Bytes per second one host worker writes (poison, copies of a rotating weight). Poison goes
+/// out in non-temporal stores ([`crate::backend::host::arena::fill_streaming`]): a 2 GiB output
+/// took 0.24-0.43 s on two workers at load 5-8, against 0.56-0.94 s with plain stores in the
+/// same interleaved rounds (2026-12-06); plain stores had taken 0.24-0.7 s at load 4-9.
+pub const HOST_WRITE_BYTES_PER_CORE_SEC: f64 = 12e9;
 
 /// Bytes per second one host worker first-touches new memory at (a page fault and the kernel's
 /// zeroing per page, and the free after the case). On the VM a huge page new to the guest costs
@@ -536,9 +538,12 @@ pub const HOST_WRITE_BYTES_PER_CORE_SEC: f64 = 6e9;
 pub const HOST_TOUCH_BYTES_PER_CORE_SEC: f64 = 0.3e9;
 
 /// Bytes per second one host worker's check reads back (each element against its gold value
-/// and into its array's digest): a sweep's two 1.9 GiB arrays in 0.95-1.0 s on two workers at
-/// load 4, 1.0-4 s at 6-9; the default run's 115 GB or so of checks in 22 s at load 3.5.
-pub const HOST_CHECK_BYTES_PER_CORE_SEC: f64 = 3.8e9;
+/// and into its array's digest). The checks count wrong words wide
+/// ([`crate::backend::host::check`]): in a default run at load 5.5 (2026-12-06) the sweep's
+/// checks took 9.0 s against 19.7 s word by word, STREAM's 3.1 s against 8.7 s; a sweep's two
+/// 2 GiB arrays in 0.44-0.68 s on two workers. Word by word, the default run's 115 GB or so of
+/// checks had taken 22 s at load 3.5.
+pub const HOST_CHECK_BYTES_PER_CORE_SEC: f64 = 7.6e9;
 
 /// Elements per second one thread puts in the latency ring's random order.
 pub const HOST_SERIAL_ELEMENTS_PER_SEC: f64 = 20e6;
