@@ -1079,6 +1079,58 @@ fn nvml_gives_the_clock_a_driver_does_not() {
     assert!(line_of(&devices(&Sim::driver_alone("")), "max clock").ends_with("64 MHz"));
 }
 
+/// A GeForce board computes in P2, its memory clock below the maximum (an RTX 3090's 9501 MHz
+/// of 9751), and NVML's current clock says so. A device no spec sheet names gets its theoretical
+/// DRAM figure from the maximum all the same: in the run's calibration, and in what `report`
+/// makes of the CSV alone, which records the maximum beside the readings (once it took the
+/// highest reading, and read 5 % low).
+#[test]
+fn a_geforce_in_p2_gets_its_theoretical_dram_from_the_maximum_memory_clock() {
+    use roofprobe::analysis::roofline::MemoryLevel;
+    use roofprobe::FromRecords;
+    let sim = Sim::new("memory_p2=950");
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, rows) = run_filtered(&sim, dir.path(), &["stream/triad/f32"]);
+    let triad = &rows[0];
+    assert!(rows.len() == 1 && triad.valid, "{rows:?}");
+    assert_eq!(
+        (triad.memory_clock_mhz, triad.max_memory_clock_mhz),
+        (Some(950.0), Some(1000.0)),
+        "the reading is P2's, the maximum the device's"
+    );
+    // the simulated bus: 256 bits x 1000 MHz x 2 / 8 = 64 GB/s (at P2's 950 MHz, 60.8)
+    let dram_spec = |cal: &roofprobe::Calibration| {
+        let dram = cal
+            .memory_ceilings
+            .iter()
+            .find(|c| c.level == MemoryLevel::Dram)
+            .expect("a DRAM ceiling");
+        (dram.spec_gbps, dram.spec_basis.clone())
+    };
+    let want = (
+        Some(64.0),
+        "theoretical: 256-bit bus × 1000 MHz × 2 / 8".to_string(),
+    );
+    let run = roofprobe::Calibration::load(csv.with_extension("json")).unwrap();
+    assert_eq!(dram_spec(&run), want, "the run's calibration");
+    let from_csv = roofprobe::Calibration::from_records(&rows, None).unwrap();
+    assert_eq!(dram_spec(&from_csv), want, "from the CSV alone");
+    // and `report`, which reads the CSV and nothing else, writes the same
+    let again = dir.path().join("again");
+    let out = sim
+        .roofprobe()
+        .arg("report")
+        .arg(&csv)
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stem = csv.file_stem().unwrap();
+    let written = roofprobe::Calibration::load(again.join(stem).with_extension("json")).unwrap();
+    assert_eq!(dram_spec(&written), want, "report's calibration");
+}
+
 /// A driver whose `cuInit` never returns is given up on after the time limit: `devices` says so
 /// and lists the host, and `run --device auto` measures the host instead of hanging.
 #[test]

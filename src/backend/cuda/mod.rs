@@ -326,10 +326,16 @@ impl CudaBackend {
             .and_then(|d| quietly(|| d.max_clock_info(Clock::SM).ok()).ok()?)
             .filter(|&mhz| mhz > 0)
             .map(f64::from);
-        info.clock_mhz = match (info.clock_mhz, nvml_max) {
-            (Some(attribute), Some(nvml)) => Some(attribute.max(nvml)),
-            (attribute, nvml) => attribute.or(nvml),
-        };
+        info.clock_mhz = higher(info.clock_mhz, nvml_max);
+        // The same for the memory clock, which a theoretical DRAM figure needs: NVML's current
+        // one is a lower state's where a GeForce board computes in P2 (an RTX 3090's 9501 MHz
+        // for 9751, 912 GB/s for 936), and the attribute is as deprecated as the SM clock's.
+        let nvml_max_memory = nvml_device
+            .as_ref()
+            .and_then(|d| quietly(|| d.max_clock_info(Clock::Memory).ok()).ok()?)
+            .filter(|&mhz| mhz > 0)
+            .map(f64::from);
+        info.memory_clock_mhz = higher(info.memory_clock_mhz, nvml_max_memory);
         let old = (!plan::runs_compute_kernels(cc))
             .then_some("the compute kernels need compute capability 8.0 or later");
         let no_fp8 = (!plan::native_fp8_mma(cc))
@@ -625,6 +631,15 @@ pub const FAULT_PTX: &str = "\
     ret;
 }
 ";
+
+/// The higher of a clock the driver's attribute gives and NVML's maximum, either where only one
+/// answers.
+fn higher(attribute: Option<f64>, nvml: Option<f64>) -> Option<f64> {
+    match (attribute, nvml) {
+        (Some(attribute), Some(nvml)) => Some(attribute.max(nvml)),
+        (attribute, nvml) => attribute.or(nvml),
+    }
+}
 
 /// The grid that fills `sms` SMs with `per_sm` blocks each, or why there is none: a kernel that
 /// cannot run one block of [`BLOCK`] threads (too many registers, say) has an occupancy of 0,
