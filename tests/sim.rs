@@ -278,6 +278,51 @@ fn the_size_sweep_runs_on_the_simulated_gpu() {
     assert_eq!(cal.size_efficiency[0].points.len(), 2);
 }
 
+/// The STREAM cases filled and checked on the device (kernels/prep.ptx), as a GPU's DRAM-sized
+/// arrays are (`describe::DEVICE_PREP_FROM_BYTES`, moved to 0 here, where the simulated arrays
+/// are small): every row valid, its inputs written by the fill kernels and its output checked by
+/// the check kernel, once, after the samples; the prep module loaded once for all the cases.
+#[test]
+fn stream_cases_filled_and_checked_on_the_simulated_gpu_are_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let sim = Sim::new(&format!("trace={}", trace.display()))
+        .with_env(roofprobe::backend::cuda::DEVICE_PREP_FROM_VAR, "0");
+    let (_, rows) = run_filtered(&sim, &dir.path().join("out"), &["stream/"]);
+    assert_eq!(rows.len(), 14, "{rows:?}");
+    for r in &rows {
+        assert!(r.valid, "{}: {}", r.case_id(), r.status);
+    }
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let launches = |name: &str| {
+        trace
+            .lines()
+            .filter(|l| l.starts_with(&format!("launch {name} ")))
+            .count()
+    };
+    // every array filled: 2 inputs and an output (add, triad, dot), 1 and 1 (copy, scale,
+    // read), the output alone (write), in each precision
+    assert_eq!(
+        (launches("fill_b32"), launches("fill_b64")),
+        (16, 16),
+        "{trace}"
+    );
+    // each map kernel's output checked once, after its samples
+    assert_eq!(
+        (launches("check_f32"), launches("check_f64")),
+        (5, 5),
+        "{trace}"
+    );
+    assert_eq!(
+        trace
+            .lines()
+            .filter(|l| l.starts_with("load ") && l.contains("fill_b32"))
+            .count(),
+        1,
+        "the prep module loaded once: {trace}"
+    );
+}
+
 /// A wider device: 8 SMs of 4 blocks each, a one-wave grid of 32 blocks where every other test
 /// has 2 (an H200's is up to 1,056), so the grid-sized buffers (the dot product's partial sums,
 /// the peak and sweep kernels' block records, the cache kernels' blocks) go through the driver
