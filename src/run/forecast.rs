@@ -25,7 +25,7 @@ use crate::backend::PlannedCase;
 use crate::cases::{Case, Family, Precision};
 use crate::device::{BackendKind, DeviceInfo};
 use crate::run::runner::{RunConfig, Stop};
-use crate::specs::{self, DeviceAttributes};
+use crate::specs::DeviceAttributes;
 
 /// Bytes per second the host generates, copies and checks a case's arrays at: a few GB/s, as
 /// a loaded machine does it on all its cores (the estimate's conservative side).
@@ -169,12 +169,7 @@ impl Rates {
             return None;
         }
         let attributes = DeviceAttributes::from_info(info);
-        let (basis, sheet) = specs::basis_for(&attributes);
-        let dram_gbps =
-            specs::spec_figure(&basis, sheet, &attributes, Family::Stream, Precision::F32)
-                .map(|f| f.value)
-                .ok()
-                .filter(|v| v.is_finite() && *v > 0.0);
+        let dram_bytes_per_sec = crate::backend::cuda::plan::spec_dram_bytes_per_sec(info);
         let mhz = info
             .clock_mhz
             .unwrap_or(crate::backend::cuda::plan::FALLBACK_CLOCK_MHZ);
@@ -189,7 +184,7 @@ impl Rates {
             .collect();
         Some(Rates {
             backend: BackendKind::Cuda,
-            dram_bytes_per_sec: dram_gbps.map_or(UNKNOWN_DRAM_BYTES_PER_SEC, |g| g * 1e9),
+            dram_bytes_per_sec: dram_bytes_per_sec.unwrap_or(UNKNOWN_DRAM_BYTES_PER_SEC),
             cache_bytes_per_sec: f64::from(info.units)
                 * mhz
                 * 1e6
@@ -363,6 +358,7 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
     // a GPU's arrays, generated and checked on its host; the host backend's are priced over
     // the plan ([`plan_secs`]), since its arena keeps them from one case to the next
     let host = match rates.backend {
+        BackendKind::Cuda if device_prepared(case) => device_prep_secs(case, rates),
         BackendKind::Cuda => {
             host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
                 + host_check_secs(case, rates.host_cores)
@@ -370,6 +366,35 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
         BackendKind::Host => 0.0,
     };
     CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
+}
+
+/// Whether a GPU fills `case`'s arrays and checks its output itself
+/// ([`crate::backend::cuda::describe::prepared_on_device`], at the backend's threshold).
+pub fn device_prepared(case: &Case) -> bool {
+    use crate::backend::cuda::describe;
+    describe::prepared_on_device(case, describe::DEVICE_PREP_FROM_BYTES)
+}
+
+/// Terms per second one host core adds to a reduction's gold total
+/// ([`crate::cases::stream::expected_sum`]: a SplitMix64 of the index and an add, or two and a
+/// product for `dot`), taken low: a core of this project's VM generates inputs at about 10⁹
+/// words per second.
+pub const HOST_SUM_TERMS_PER_CORE_SEC: f64 = 1e8;
+
+/// Seconds a case filled and checked on the GPU ([`device_prepared`]) spends outside its
+/// samples: the fills write every array and the check reads the output and regenerates the
+/// inputs, each at most about once more over the working set at the DRAM's rate (twice it, the
+/// estimate's conservative side); a reduction's gold total is still the host's, on every core.
+pub fn device_prep_secs(case: &Case, rates: &Rates) -> f64 {
+    let device = 2.0 * case.working_set_bytes as f64 / rates.dram_bytes_per_sec;
+    let reduction = crate::cases::stream::StreamKernel::from_name(&case.kernel)
+        .is_some_and(|k| k.is_reduction());
+    let host = if reduction {
+        case.elements as f64 / (HOST_SUM_TERMS_PER_CORE_SEC * rates.host_cores.max(1) as f64)
+    } else {
+        0.0
+    };
+    device + host
 }
 
 /// Seconds the host's check of a GEMM takes on `cores` cores beyond reading its matrices:
@@ -664,7 +689,9 @@ mod tests {
 
     /// A case of the size sweep is charged the runner's schedule for it
     /// ([`RunConfig::for_case`]): 3 samples after a warm-up of one sample, not the 2 s case
-    /// budget and 0.2 s warm-up of a STREAM case, plus its arrays' preparation.
+    /// budget and 0.2 s warm-up of a STREAM case, plus its arrays' preparation: on the host
+    /// below 16 MiB of arrays, on the device from there (twice the working set at the DRAM's
+    /// rate).
     #[test]
     fn a_size_sweep_case_costs_three_samples_and_its_arrays() {
         let cfg = RunConfig::full();
@@ -672,8 +699,13 @@ mod tests {
             let case = crate::cases::efficiency::case(StreamKernel::Triad, array_bytes);
             let launch = launch_secs(&case, &rates());
             let sample = (0.01 / launch).ceil() * launch;
-            let host = case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
-            let want = CASE_OVERHEAD_SECS + host + 2.0 * launch + sample + 3.0 * sample;
+            let prep = if device_prepared(&case) {
+                2.0 * case.working_set_bytes as f64 / rates().dram_bytes_per_sec
+            } else {
+                case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
+            };
+            assert_eq!(device_prepared(&case), array_bytes > 1 << 20);
+            let want = CASE_OVERHEAD_SECS + prep + 2.0 * launch + sample + 3.0 * sample;
             let secs = case_secs(&case, &cfg, 0.01, &rates());
             assert!((secs - want).abs() < 1e-9, "{secs} vs {want}");
             let mut as_stream = case.clone();
@@ -774,8 +806,9 @@ mod tests {
         // 2 ms launches: reps 5 make a 10 ms sample, 30 samples in the 2 s budget, after the
         // 0.2 s warm-up counted from the sizing launch
         let secs = case_secs(&copy, &cfg, 0.01, &rates());
-        let host = copy.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
-        let want = CASE_OVERHEAD_SECS + host + 4e-3 + (0.2 - 2e-3) + 30.0 * 0.01;
+        // its 2 GB of arrays filled and checked on the device: 4 ms at 1 TB/s
+        let prep = 2.0 * copy.working_set_bytes as f64 / 1e12;
+        let want = CASE_OVERHEAD_SECS + prep + 4e-3 + (0.2 - 2e-3) + 30.0 * 0.01;
         assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
         let planned: Vec<PlannedCase> = [copy.clone(), copy]
             .into_iter()
@@ -790,8 +823,8 @@ mod tests {
         let long = StreamKernel::Copy.case(Precision::F32, 37_500_000_000);
         let launch = launch_secs(&long, &rates());
         assert!((launch - 0.3).abs() < 1e-9);
-        let host = long.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
-        let want = CASE_OVERHEAD_SECS + host + 2.0 * launch + 6.0 * launch;
+        let prep = 2.0 * long.working_set_bytes as f64 / 1e12;
+        let want = CASE_OVERHEAD_SECS + prep + 2.0 * launch + 6.0 * launch;
         let secs = case_secs(&long, &cfg, 0.01, &rates());
         assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
         // a GEMM case warms up for at most the runner's GEMM warm-up, not the run's 0.2 s
