@@ -172,10 +172,15 @@ mod tests {
         assert_eq!(names.len(), 14);
         // the compute files (stream, peak, mma, mma_sm89, mma_sm90), the cache file, the GEMM
         // modules (three expansions and the SIMT file), the latency file, the launch file, the
-        // wgmma module, the Hopper GEMM expansions (the cp.async-fed kernel's two, the TMA
-        // kernel's three alone and three in clusters), and one sweep module per (precision, k)
-        assert_eq!(all.len(), 6 + 4 + 1 + 1 + 1 + 2 + 2 * 3 + 5 * 12);
+        // preparation file, the wgmma module, the Hopper GEMM expansions (the cp.async-fed
+        // kernel's two, the TMA kernel's three alone and three in clusters), and one sweep
+        // module per (precision, k)
+        assert_eq!(all.len(), 6 + 4 + 1 + 1 + 1 + 1 + 2 + 2 * 3 + 5 * 12);
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
+        assert_eq!(
+            entries(PREP),
+            ["fill_b32", "fill_b64", "check_f32", "check_f64"]
+        );
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);
         assert_eq!(entries(LAUNCH), ["empty_i32"]);
