@@ -542,21 +542,22 @@ fn a_grid_that_is_unknown_plans_the_case_with_the_reason() {
         (108 * 4 * 256, "")
     );
     // an older device plans the capacity figures (driver calls, no kernel), the STREAM
-    // cases and the size sweep (STREAM kernels: copy and triad, 1 MiB to 256 MiB per
-    // array, the DRAM rule's 4 × 40 MiB L2 being below 256 MiB) only
+    // cases and the size sweep (STREAM kernels: copy and triad, 1 MiB to 2 GiB per array: the
+    // STREAM arrays hold 1 ms of the A100's 2,039 GB/s, 2 GiB, above the DRAM rule's 4 × 40 MiB
+    // L2 and 256 MiB) only
     let old = DeviceModel {
         compute_capability: (7, 5),
         ..device
     };
     let planned = plan_cases(&old, SizeRequest::Auto, &mut |_| unreachable!()).unwrap();
-    assert_eq!(planned.len(), 4 + 14 + 2 * 9);
+    assert_eq!(planned.len(), 4 + 14 + 2 * 12);
     let sweep: Vec<String> = planned
         .iter()
         .filter(|p| p.case.family == roofprobe::cases::Family::Efficiency)
         .map(|p| p.case.id())
         .collect();
     assert_eq!(sweep.first().unwrap(), "efficiency/copy/f32/1024");
-    assert_eq!(sweep.last().unwrap(), "efficiency/triad/f32/262144");
+    assert_eq!(sweep.last().unwrap(), "efficiency/triad/f32/2097152");
     // a device with less free memory: three arrays must fit, and the largest size says so
     let small = DeviceModel {
         usable_bytes: 100 << 20,

@@ -44,7 +44,9 @@ fn a_capacity_case_costs_its_calls_not_a_case_budget() {
 
 /// A case of the size sweep is charged the runner's schedule for it
 /// ([`RunConfig::for_case`]): 3 samples after a warm-up of one sample, not the 2 s case
-/// budget and 0.2 s warm-up of a STREAM case, plus its arrays' preparation.
+/// budget and 0.2 s warm-up of a STREAM case, plus its arrays' preparation: on the host
+/// below 16 MiB of arrays, on the device from there (twice the working set at the DRAM's
+/// rate).
 #[test]
 fn a_size_sweep_case_costs_three_samples_and_its_arrays() {
     let cfg = RunConfig::full();
@@ -52,8 +54,13 @@ fn a_size_sweep_case_costs_three_samples_and_its_arrays() {
         let case = roofprobe::cases::efficiency::case(StreamKernel::Triad, array_bytes);
         let launch = launch_secs(&case, &rates());
         let sample = (0.01 / launch).ceil() * launch;
-        let host = case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
-        let want = CASE_OVERHEAD_SECS + host + 2.0 * launch + sample + 3.0 * sample;
+        let prep = if device_prepared(&case) {
+            2.0 * case.working_set_bytes as f64 / rates().dram_bytes_per_sec
+        } else {
+            case.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
+        };
+        assert_eq!(device_prepared(&case), array_bytes > 1 << 20);
+        let want = CASE_OVERHEAD_SECS + prep + 2.0 * launch + sample + 3.0 * sample;
         let secs = case_secs(&case, &cfg, 0.01, &rates());
         assert!((secs - want).abs() < 1e-9, "{secs} vs {want}");
         let mut as_stream = case.clone();
@@ -152,8 +159,9 @@ fn an_estimate_follows_the_runners_schedule() {
     // 2 ms launches: reps 5 make a 10 ms sample, 30 samples in the 2 s budget, after the
     // 0.2 s warm-up counted from the sizing launch
     let secs = case_secs(&copy, &cfg, 0.01, &rates());
-    let host = copy.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
-    let want = CASE_OVERHEAD_SECS + host + 4e-3 + (0.2 - 2e-3) + 30.0 * 0.01;
+    // its 2 GB of arrays filled and checked on the device: 4 ms at 1 TB/s
+    let prep = 2.0 * copy.working_set_bytes as f64 / 1e12;
+    let want = CASE_OVERHEAD_SECS + prep + 4e-3 + (0.2 - 2e-3) + 30.0 * 0.01;
     assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
     let planned: Vec<PlannedCase> = [copy.clone(), copy]
         .into_iter()
@@ -168,8 +176,8 @@ fn an_estimate_follows_the_runners_schedule() {
     let long = StreamKernel::Copy.case(Precision::F32, 37_500_000_000);
     let launch = launch_secs(&long, &rates());
     assert!((launch - 0.3).abs() < 1e-9);
-    let host = long.working_set_bytes as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC;
-    let want = CASE_OVERHEAD_SECS + host + 2.0 * launch + 6.0 * launch;
+    let prep = 2.0 * long.working_set_bytes as f64 / 1e12;
+    let want = CASE_OVERHEAD_SECS + prep + 2.0 * launch + 6.0 * launch;
     let secs = case_secs(&long, &cfg, 0.01, &rates());
     assert!((secs - want).abs() < 1e-6, "{secs} vs {want}");
     // a GEMM case warms up for at most the runner's GEMM warm-up, not the run's 0.2 s

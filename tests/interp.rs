@@ -153,6 +153,10 @@ enum Oracle {
     /// The gemm_tma.ptx.in expansions (Hopper's TMA-fed GEMM): `gemm_tma_<in>_f32`, and in
     /// clusters of two CTAs, `gemm_tma_cluster2_<in>_f32` (true).
     GemmTma(P, bool),
+    /// kernels/prep.ptx: `fill_b32`, `fill_b64` (words of that many bits).
+    Fill(Precision),
+    /// kernels/prep.ptx: `check_f32`, `check_f64`.
+    Check(Precision),
 }
 
 /// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
@@ -181,6 +185,15 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
         }
         "launch.ptx" => {
             return (entry == "empty_i32").then_some(Oracle::Launch);
+        }
+        "prep.ptx" => {
+            return match entry {
+                "fill_b32" => Some(Oracle::Fill(Precision::F32)),
+                "fill_b64" => Some(Oracle::Fill(Precision::F64)),
+                "check_f32" => Some(Oracle::Check(Precision::F32)),
+                "check_f64" => Some(Oracle::Check(Precision::F64)),
+                _ => None,
+            };
         }
         "gemm.ptx.in" => {
             return gemm::TENSOR_PRECISIONS
@@ -429,6 +442,32 @@ fn check_entry(
                         run_gemm(module, entry, p, gemm::Shape::new(m, n, k), run)
                     })
                     .map_err(|e| format!("{file}: `{entry}` {m}x{n}x{k}: {e}"))?,
+                );
+            }
+        }
+        Oracle::Fill(precision) => {
+            for &(n, grid, block) in STREAM_SHAPES {
+                for kind in 0..3 {
+                    note(
+                        across_schedules(policy, |run| {
+                            run_fill(module, entry, precision, kind, (n, grid, block), run)
+                        })
+                        .map_err(|e| {
+                            format!("{file}: `{entry}` kind={kind} n={n} grid={grid} block={block}: {e}")
+                        })?,
+                    );
+                }
+            }
+        }
+        Oracle::Check(precision) => {
+            for &(n, grid, block) in STREAM_SHAPES {
+                note(
+                    across_schedules(policy, |run| {
+                        run_check(module, entry, precision, (n, grid, block), run)
+                    })
+                    .map_err(|e| {
+                        format!("{file}: `{entry}` n={n} grid={grid} block={block}: {e}")
+                    })?,
                 );
             }
         }
@@ -1101,6 +1140,137 @@ fn run_empty(
         divergent,
         output: bytes_of(&[u64::from(count)]),
     })
+}
+
+/// A fill of `n` words of `precision` (kernels/prep.ptx) of `kind` (0: a map kernel's input
+/// array 1, 1: a reduction's input array 0, 2: a constant) over words that held garbage: each
+/// must be the word the host generates (`stream::input`), and nothing past them written.
+fn run_fill(
+    module: &Module,
+    entry: &str,
+    precision: Precision,
+    kind: u32,
+    (n, grid, block): (usize, u32, u32),
+    run: Run,
+) -> Result<Outcome, String> {
+    use roofprobe::cases::stream::{input, StreamKernel};
+    let wide = precision == Precision::F64;
+    let (key, want): (u64, Box<dyn Fn(u64) -> u64>) = match kind {
+        2 => (0x7FF8_0000_DEAD_BEEF, Box::new(|_| 0x7FF8_0000_DEAD_BEEF)),
+        _ => {
+            let (kernel, array) = match kind {
+                0 => (StreamKernel::Triad, 1),
+                _ => (StreamKernel::Dot, 0),
+            };
+            let bits = move |i: u64| {
+                let x = input(kernel, array, i);
+                if wide {
+                    x.to_bits()
+                } else {
+                    u64::from((x as f32).to_bits())
+                }
+            };
+            (roofprobe::cases::input_key(array), Box::new(bits))
+        }
+    };
+    let want = |i: u64| if wide { want(i) } else { want(i) & 0xFFFF_FFFF };
+    let mut mem = Memory::new();
+    // one word past the array, which must keep its garbage
+    let pa = alloc_words(&mut mem, wide, &vec![0xA5A5_A5A5_A5A5_A5A5; n + 1]);
+    let args = vec![
+        Arg::Ptr(pa),
+        Arg::U64(n as u64),
+        Arg::U64(key),
+        Arg::U32(kind),
+    ];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let got = read_words(&mem, pa, wide, n + 1)?;
+    for (i, &g) in got[..n].iter().enumerate() {
+        if g != want(i as u64) {
+            return Err(format!(
+                "word {i} is {g:#x}, should be {:#x}",
+                want(i as u64)
+            ));
+        }
+    }
+    let garbage = if wide {
+        0xA5A5_A5A5_A5A5_A5A5
+    } else {
+        0xA5A5_A5A5
+    };
+    if got[n] != garbage {
+        return Err(format!(
+            "the word past the array was written: {:#x}",
+            got[n]
+        ));
+    }
+    Ok(Outcome::new(stats, bytes_of(&got)))
+}
+
+/// A check of `n` triad outputs of `precision` on the device (kernels/prep.ptx): right but for
+/// elements planted wrong (the third, and the last, where they exist), the tally must count
+/// them and name the first; with none planted, it must stay as it started.
+fn run_check(
+    module: &Module,
+    entry: &str,
+    precision: Precision,
+    (n, grid, block): (usize, u32, u32),
+    run: Run,
+) -> Result<Outcome, String> {
+    use roofprobe::cases::stream::{expected, gold_form, StreamKernel};
+    let wide = precision == Precision::F64;
+    let kernel = StreamKernel::Triad;
+    let (ka, kb, k0) = gold_form(kernel).expect("a map kernel");
+    let mut words: Vec<u64> = (0..n as u64)
+        .map(|i| {
+            let x = expected(kernel, i);
+            if wide {
+                x.to_bits()
+            } else {
+                u64::from((x as f32).to_bits())
+            }
+        })
+        .collect();
+    let planted: Vec<usize> = [2, n.saturating_sub(1)]
+        .into_iter()
+        .filter(|&i| i < n && n > 3)
+        .collect();
+    for &i in &planted {
+        words[i] ^= 1;
+    }
+    let mut mem = Memory::new();
+    let pout = alloc_words(&mut mem, wide, &words);
+    let ptally = mem.alloc_from(&[0u64, u64::MAX]);
+    let args = vec![
+        Arg::Ptr(pout),
+        Arg::U64(n as u64),
+        Arg::U64(roofprobe::cases::input_key(0)),
+        Arg::U64(roofprobe::cases::input_key(1)),
+        Arg::F64(ka),
+        Arg::F64(kb),
+        Arg::F64(k0),
+        Arg::Ptr(ptally),
+    ];
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let tally = mem.read::<u64>(ptally, 2).map_err(|e| e.to_string())?;
+    let want = match planted.first() {
+        Some(&first) => vec![planted.len() as u64, first as u64],
+        None => vec![0, u64::MAX],
+    };
+    if tally != want {
+        return Err(format!("the tally is {tally:?}, should be {want:?}"));
+    }
+    Ok(Outcome::new(stats, bytes_of(&tally)))
 }
 
 /// A PTX GEMM on `shape`: A and B rows padded to a multiple of 8 elements, C poisoned, one

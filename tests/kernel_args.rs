@@ -734,11 +734,12 @@ fn every_described_launch_runs_and_validates_under_the_interpreter() {
     // Hopper's m16n8k16), 14 wgmma (the H200's: 7
     // precisions, A from shared memory and from registers), 60 sweep cases, 14 cache working
     // sets, the bandwidth sweep's step (one launch shape for all its steps), 7 latency ones
-    // (`ca` at 16 KiB, `cg` in each model's L2 and DRAM), 18 of the size sweep (copy and triad,
-    // 1 MiB to 256 MiB per array) and the empty kernel over the devices modelled
+    // (`ca` at 16 KiB, `cg` in each model's L2 and DRAM), 26 of the size sweep (copy and triad,
+    // 1 MiB to 4 GiB per array: up to the STREAM arrays of 1 ms of the largest model's DRAM
+    // bandwidth) and the empty kernel over the devices modelled
     assert_eq!(
         seen.len(),
-        14 + 5 + 8 + 14 + 60 + 14 + 1 + 7 + 18 + 1,
+        14 + 5 + 8 + 14 + 60 + 14 + 1 + 7 + 26 + 1,
         "{seen:?}"
     );
     assert!(seen.contains("cache/l1/i32/16384") && seen.contains("cache/l2/i32/256"));
@@ -1261,6 +1262,91 @@ fn gpu_tests_step_fits(d: &Device) {
         "{}: {secs:.1} s by the estimate, over half of the gpu-tests step's {limit} s",
         d.name
     );
+}
+
+/// Issue 57, item 3: every STREAM case a lent GPU plans sits on the plateau of the size sweep's
+/// curve, within 1 % of the bandwidth its launches approach as they grow. The curve is the
+/// sweep's own fit (`stats::fit::two_stage`, `t = a + bytes/BW`) of the points the plan's model gives
+/// its sizes: the spec sheet's bandwidth, and the fixed cost of a launch
+/// (`plan::DRAM_LAUNCH_FIXED_SECS`, the gap between launches and the grid's ramp and tail). The
+/// DRAM rule alone (4 × the L2, at least 256 MiB), which sized the arrays before, puts the one-
+/// array kernels (read, write) of an H200, an H100 and an A100 below it.
+#[test]
+fn the_stream_arrays_sit_on_the_size_sweeps_plateau_on_a_lent_gpu() {
+    use roofprobe::backend::dram_rule_bytes;
+    /// How far below the asymptote a size on the plateau may run.
+    const PLATEAU_SHORTFALL: f64 = 0.01;
+    for d in lent() {
+        let info = info(d);
+        let bw = plan::spec_dram_bytes_per_sec(&info).expect("a spec sheet entry");
+        let modelled = |bytes: f64| plan::DRAM_LAUNCH_FIXED_SECS + bytes / bw;
+        let (cases, _) = planned(d, 4);
+        let sweep: Vec<&Case> = cases
+            .iter()
+            .map(|p| &p.case)
+            .filter(|c| c.family == Family::Efficiency && c.kernel == "copy")
+            .collect();
+        let points: Vec<(f64, f64)> = sweep
+            .iter()
+            .map(|c| {
+                let bytes = c.work.bytes() as f64;
+                (bytes, modelled(bytes))
+            })
+            .collect();
+        let fit = roofprobe::stats::fit::two_stage(&points).expect("a fit");
+        let efficiency = |bytes: u64| {
+            let bytes = bytes as f64;
+            bytes / fit.bytes_per_sec / fit.secs(bytes)
+        };
+        let stream: Vec<&Case> = cases
+            .iter()
+            .map(|p| &p.case)
+            .filter(|c| c.family == Family::Stream)
+            .collect();
+        assert_eq!(stream.len(), 14, "{}", d.name);
+        let array_bytes = stream[0].working_set_bytes
+            / StreamKernel::from_name(&stream[0].kernel).unwrap().arrays();
+        let mut lowest = f64::MAX;
+        for c in &stream {
+            let e = efficiency(c.work.bytes());
+            lowest = lowest.min(e);
+            assert!(
+                e >= 1.0 - PLATEAU_SHORTFALL,
+                "{}: {} moves {} bytes in {:.3} ms by the sweep's fit: {:.2} % of its \
+                 asymptote",
+                d.name,
+                c.id(),
+                c.work.bytes(),
+                fit.secs(c.work.bytes() as f64) * 1e3,
+                e * 100.0
+            );
+        }
+        // the sweep reaches the STREAM arrays' size (its largest power of two at or below it)
+        let largest = sweep.last().unwrap().working_set_bytes / 2;
+        assert!(
+            largest <= array_bytes && 2 * largest > array_bytes,
+            "{}",
+            d.name
+        );
+        // before: the DRAM rule alone left a one-array launch short of the plateau on HBM
+        let before = dram_rule_bytes(d.l2);
+        let before_efficiency = efficiency(before);
+        eprintln!(
+            "{}: {} MiB per array, every STREAM launch at least {:.2} % of the sweep's asymptote \
+             ({:.2} GB/s of the sheet's {:.0}); the DRAM rule's {} MiB gave a one-array launch \
+             {:.2} %",
+            d.name,
+            array_bytes >> 20,
+            lowest * 100.0,
+            fit.bytes_per_sec / 1e9,
+            bw / 1e9,
+            before >> 20,
+            before_efficiency * 100.0
+        );
+        if bw > 2e12 {
+            assert!(before_efficiency < 1.0 - PLATEAU_SHORTFALL, "{}", d.name);
+        }
+    }
 }
 
 /// The share of a device-check step's time limit its estimate may take (issue 57: half, the

@@ -11,6 +11,7 @@ mod compare;
 mod compute_gpu;
 mod cuda_args;
 mod cuda_plan;
+mod device_prep;
 mod docs;
 mod driver;
 mod estimate;

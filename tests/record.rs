@@ -136,6 +136,38 @@ fn schema_1_files_still_read() {
     assert!(e.starts_with("old.csv:2: schema `roofprobe-csv/2`"), "{e}");
 }
 
+/// A schema-2 file written before `max_memory_clock_mhz` existed ([`OPTIONAL_IN_2`]) still
+/// reads, that column empty, and so does one with it.
+#[test]
+fn schema_2_files_without_the_optional_columns_still_read() {
+    use roofprobe::results::record::OPTIONAL_IN_2;
+    let case = StreamKernel::Copy.case(Precision::F32, 10);
+    let mut row = measured(&case, 1e-3, true);
+    row.max_memory_clock_mhz = Some(9751.0);
+    let text = String::from_utf8(to_csv_bytes(&[row.clone()])).unwrap();
+    assert_eq!(
+        parse_csv(Path::new("new.csv"), text.as_bytes()).unwrap(),
+        vec![row.clone()]
+    );
+    let columns: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let values: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(columns.len(), values.len(), "no quoted commas in this row");
+    let keep: Vec<usize> = (0..columns.len())
+        .filter(|&i| !OPTIONAL_IN_2.contains(&columns[i]))
+        .collect();
+    assert_eq!(keep.len() + OPTIONAL_IN_2.len(), columns.len());
+    let pick = |fields: &[&str]| {
+        keep.iter()
+            .map(|&i| fields[i])
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let old = format!("{}\n{}\n", pick(&columns), pick(&values));
+    let back = parse_csv(Path::new("old.csv"), old.as_bytes()).unwrap();
+    row.max_memory_clock_mhz = None;
+    assert_eq!(back, vec![row]);
+}
+
 #[test]
 fn csv_sink_creates_with_the_first_row_flushes_each_and_never_overwrites() {
     let dir = tempfile::tempdir().unwrap();

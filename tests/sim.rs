@@ -278,6 +278,51 @@ fn the_size_sweep_runs_on_the_simulated_gpu() {
     assert_eq!(cal.size_efficiency[0].points.len(), 2);
 }
 
+/// The STREAM cases filled and checked on the device (kernels/prep.ptx), as a GPU's DRAM-sized
+/// arrays are (`describe::DEVICE_PREP_FROM_BYTES`, moved to 0 here, where the simulated arrays
+/// are small): every row valid, its inputs written by the fill kernels and its output checked by
+/// the check kernel, once, after the samples; the prep module loaded once for all the cases.
+#[test]
+fn stream_cases_filled_and_checked_on_the_simulated_gpu_are_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let sim = Sim::new(&format!("trace={}", trace.display()))
+        .with_env(roofprobe::backend::cuda::DEVICE_PREP_FROM_VAR, "0");
+    let (_, rows) = run_filtered(&sim, &dir.path().join("out"), &["stream/"]);
+    assert_eq!(rows.len(), 14, "{rows:?}");
+    for r in &rows {
+        assert!(r.valid, "{}: {}", r.case_id(), r.status);
+    }
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let launches = |name: &str| {
+        trace
+            .lines()
+            .filter(|l| l.starts_with(&format!("launch {name} ")))
+            .count()
+    };
+    // every array filled: 2 inputs and an output (add, triad, dot), 1 and 1 (copy, scale,
+    // read), the output alone (write), in each precision
+    assert_eq!(
+        (launches("fill_b32"), launches("fill_b64")),
+        (16, 16),
+        "{trace}"
+    );
+    // each map kernel's output checked once, after its samples
+    assert_eq!(
+        (launches("check_f32"), launches("check_f64")),
+        (5, 5),
+        "{trace}"
+    );
+    assert_eq!(
+        trace
+            .lines()
+            .filter(|l| l.starts_with("load ") && l.contains("fill_b32"))
+            .count(),
+        1,
+        "the prep module loaded once: {trace}"
+    );
+}
+
 /// A wider device: 8 SMs of 4 blocks each, a one-wave grid of 32 blocks where every other test
 /// has 2 (an H200's is up to 1,056), so the grid-sized buffers (the dot product's partial sums,
 /// the peak and sweep kernels' block records, the cache kernels' blocks) go through the driver
@@ -1077,6 +1122,58 @@ fn nvml_gives_the_clock_a_driver_does_not() {
     let bare = devices(&Sim::driver_alone("clock_attribute=0"));
     assert!(!bare.contains("max clock"), "{bare}");
     assert!(line_of(&devices(&Sim::driver_alone("")), "max clock").ends_with("64 MHz"));
+}
+
+/// A GeForce board computes in P2, its memory clock below the maximum (an RTX 3090's 9501 MHz
+/// of 9751), and NVML's current clock says so. A device no spec sheet names gets its theoretical
+/// DRAM figure from the maximum all the same: in the run's calibration, and in what `report`
+/// makes of the CSV alone, which records the maximum beside the readings (once it took the
+/// highest reading, and read 5 % low).
+#[test]
+fn a_geforce_in_p2_gets_its_theoretical_dram_from_the_maximum_memory_clock() {
+    use roofprobe::analysis::roofline::MemoryLevel;
+    use roofprobe::FromRecords;
+    let sim = Sim::new("memory_p2=950");
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, rows) = run_filtered(&sim, dir.path(), &["stream/triad/f32"]);
+    let triad = &rows[0];
+    assert!(rows.len() == 1 && triad.valid, "{rows:?}");
+    assert_eq!(
+        (triad.memory_clock_mhz, triad.max_memory_clock_mhz),
+        (Some(950.0), Some(1000.0)),
+        "the reading is P2's, the maximum the device's"
+    );
+    // the simulated bus: 256 bits x 1000 MHz x 2 / 8 = 64 GB/s (at P2's 950 MHz, 60.8)
+    let dram_spec = |cal: &roofprobe::Calibration| {
+        let dram = cal
+            .memory_ceilings
+            .iter()
+            .find(|c| c.level == MemoryLevel::Dram)
+            .expect("a DRAM ceiling");
+        (dram.spec_gbps, dram.spec_basis.clone())
+    };
+    let want = (
+        Some(64.0),
+        "theoretical: 256-bit bus × 1000 MHz × 2 / 8".to_string(),
+    );
+    let run = roofprobe::Calibration::load(csv.with_extension("json")).unwrap();
+    assert_eq!(dram_spec(&run), want, "the run's calibration");
+    let from_csv = roofprobe::Calibration::from_records(&rows, None).unwrap();
+    assert_eq!(dram_spec(&from_csv), want, "from the CSV alone");
+    // and `report`, which reads the CSV and nothing else, writes the same
+    let again = dir.path().join("again");
+    let out = sim
+        .roofprobe()
+        .arg("report")
+        .arg(&csv)
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stem = csv.file_stem().unwrap();
+    let written = roofprobe::Calibration::load(again.join(stem).with_extension("json")).unwrap();
+    assert_eq!(dram_spec(&written), want, "report's calibration");
 }
 
 /// A driver whose `cuInit` never returns is given up on after the time limit: `devices` says so

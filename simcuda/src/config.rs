@@ -10,6 +10,7 @@
 //! | `clock_mhz` | SM clock: the attribute, and the rate `%clock64` runs at against `%globaltimer` | 64 |
 //! | `clock_fall` | `START:END:LAUNCHES`: the SM clock the device's kernels run at (their `%clock64` against `%globaltimer`, and NVML's current SM clock while they run) falls linearly from START MHz at its first launch to END at its LAUNCHES-th and stays there, as a power-capped part's does while a heavy load settles; every kernel's launches count, in the order they are queued, and the trace gets a `clock NAME MHZ` line after each launch's. `clock_mhz` stays what the attribute and NVML's maximum say | the clock holds at `clock_mhz` |
 //! | `clock_attribute` | what `CU_DEVICE_ATTRIBUTE_CLOCK_RATE` reports, kHz (0: nothing, as the attribute CUDA deprecated may one day; NVML's maximum clock then stands in) | `clock_mhz` × 1000 |
+//! | `memory_p2` | NVML's current memory clock, MHz, below the maximum of 1000 MHz (the `MEMORY_CLOCK_RATE` attribute's, NVML's maximum and application clock), as a GeForce board computing in P2 reads it (an RTX 3090: 9501 MHz of 9751) | the maximum |
 //! | `l2` | L2 bytes | 32 KiB |
 //! | `memory` | device memory bytes | 1 MiB |
 //! | `context` | bytes the context itself takes from `memory` | 128 KiB |
@@ -42,6 +43,10 @@
 use crate::workload::Workload;
 use std::path::PathBuf;
 
+/// The device's maximum memory clock, MHz: the `MEMORY_CLOCK_RATE` attribute's, and NVML's
+/// maximum and application memory clocks.
+pub const MEMORY_CLOCK_MHZ: u32 = 1000;
+
 /// What `cuInit` does.
 #[derive(Clone, Debug, PartialEq)]
 pub enum InitBehaviour {
@@ -63,6 +68,8 @@ pub struct Config {
     pub clock_fall: Option<ClockFall>,
     /// `CU_DEVICE_ATTRIBUTE_CLOCK_RATE` in kHz, where it is not `clock_mhz`'s.
     pub clock_attribute_khz: Option<u32>,
+    /// NVML's current memory clock in MHz where it is below the maximum (a P2 state).
+    pub memory_p2_mhz: Option<u32>,
     pub l2_bytes: u64,
     pub memory_bytes: u64,
     pub context_bytes: u64,
@@ -193,6 +200,7 @@ impl Default for Config {
             clock_mhz: 64,
             clock_fall: None,
             clock_attribute_khz: None,
+            memory_p2_mhz: None,
             l2_bytes: 32 << 10,
             memory_bytes: 1 << 20,
             context_bytes: 128 << 10,
@@ -264,6 +272,19 @@ impl Config {
                 "clock_mhz" => c.clock_mhz = number(key, value)?,
                 "clock_fall" => c.clock_fall = Some(ClockFall::parse(value)?),
                 "clock_attribute" => c.clock_attribute_khz = Some(number(key, value)?),
+                "memory_p2" => {
+                    c.memory_p2_mhz = Some(
+                        number(key, value)
+                            .ok()
+                            .filter(|mhz| (1..MEMORY_CLOCK_MHZ).contains(mhz))
+                            .ok_or_else(|| {
+                                format!(
+                                    "memory_p2=`{value}`: a clock in MHz below the maximum, \
+                                     {MEMORY_CLOCK_MHZ}"
+                                )
+                            })?,
+                    )
+                }
                 "l2" => c.l2_bytes = bytes(value)?,
                 "memory" => c.memory_bytes = bytes(value)?,
                 "context" => c.context_bytes = bytes(value)?,

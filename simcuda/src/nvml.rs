@@ -10,7 +10,7 @@
 //! | reading | while work runs | idle |
 //! | --- | --- | --- |
 //! | SM clock | `clock_mhz` (the last kernel's, where `clock_fall` makes it fall) | half of it, 1 MHz at least (a GPU drops its clock at idle) |
-//! | memory clock | 1000 MHz (the driver attribute's) | the same |
+//! | memory clock | 1000 MHz (the driver attribute's and NVML's maximum), or `memory_p2`'s below it (a GeForce board in P2) | the same |
 //! | power | `power_w` | a quarter of it |
 //! | power reading (`nvmlDeviceGetPowerUsage`) | the power over the last second, as Ampere's and later boards (but the A100) report it (or a fixed `power_reading`) | the same |
 //! | energy (`nvmlDeviceGetTotalEnergyConsumption`) | the power integrated since the device was made, as of the counter's last update (`energy_ms`) | the same |
@@ -34,7 +34,7 @@
 //! links, as a PCIe card does; its PCIe link is Gen5 x16, now and at most, and two devices meet
 //! at a host bridge.
 
-use crate::config::{Config, Gpm, NvmlReasons};
+use crate::config::{Config, Gpm, NvmlReasons, MEMORY_CLOCK_MHZ};
 use crate::driver::try_driver;
 use crate::workload::{Levels, Workload};
 use std::ffi::{c_char, c_uint, c_ulonglong, c_void, CStr};
@@ -403,13 +403,14 @@ pub unsafe extern "C" fn nvmlDeviceGetEnforcedPowerLimit(
 }
 
 /// nvmlClockType_t: graphics 0, SM 1, memory 2, video 3. `sm_mhz`: the clock the device's
-/// kernels run at now (the last one's, where the clock falls over launches).
-fn clock(kind: c_uint, busy: bool, sm_mhz: u32) -> Ret<c_uint> {
+/// kernels run at now (the last one's, where the clock falls over launches); `memory_mhz` the
+/// memory's (the maximum, or a P2 state's below it).
+fn clock(kind: c_uint, busy: bool, sm_mhz: u32, memory_mhz: u32) -> Ret<c_uint> {
     let sm = sm_mhz;
     match kind {
         0 | 1 | 3 if busy => Ok(sm),
         0 | 1 | 3 => Ok((sm / 2).max(1)),
-        2 => Ok(1000),
+        2 => Ok(memory_mhz),
         _ => Err(ret::INVALID_ARGUMENT),
     }
 }
@@ -424,7 +425,8 @@ pub unsafe extern "C" fn nvmlDeviceGetClockInfo(
         let ordinal = ordinal_of(device)?;
         let (busy, _) = activity(ordinal);
         let sm_mhz = device_at(ordinal).map_or(config()?.clock_mhz, |d| d.clock_mhz());
-        unsafe { put(mhz, clock(kind, busy, sm_mhz)?) }
+        let memory_mhz = config()?.memory_p2_mhz.unwrap_or(MEMORY_CLOCK_MHZ);
+        unsafe { put(mhz, clock(kind, busy, sm_mhz, memory_mhz)?) }
     })
 }
 
@@ -438,7 +440,12 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
 ) -> c_uint {
     nvml("nvmlDeviceGetMaxClockInfo", || {
         ordinal_of(device)?;
-        unsafe { put(mhz, clock(kind, true, config()?.clock_mhz)?) }
+        unsafe {
+            put(
+                mhz,
+                clock(kind, true, config()?.clock_mhz, MEMORY_CLOCK_MHZ)?,
+            )
+        }
     })
 }
 
@@ -450,7 +457,12 @@ pub unsafe extern "C" fn nvmlDeviceGetApplicationsClock(
 ) -> c_uint {
     nvml("nvmlDeviceGetApplicationsClock", || {
         ordinal_of(device)?;
-        unsafe { put(mhz, clock(kind, true, config()?.clock_mhz)?) }
+        unsafe {
+            put(
+                mhz,
+                clock(kind, true, config()?.clock_mhz, MEMORY_CLOCK_MHZ)?,
+            )
+        }
     })
 }
 

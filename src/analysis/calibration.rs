@@ -316,7 +316,9 @@ fn launch_of(records: &[Record]) -> Option<roofprobe_calibration::LaunchOverhead
 }
 
 /// The device of one run as its rows describe it (all rows describe the same device): its
-/// identity from the first, its clocks the highest any row saw.
+/// identity from the first, its SM clock the highest any row saw, its memory clock the device's
+/// maximum where the rows record it (a GeForce board computes in P2, below it, so the highest
+/// clock a row read is low), else the highest any row read (files from before that column).
 fn device_attributes(records: &[Record]) -> DeviceAttributes {
     let Some(first) = records.first() else {
         return DeviceAttributes::default();
@@ -328,7 +330,8 @@ fn device_attributes(records: &[Record]) -> DeviceAttributes {
         compute_capability: crate::specs::parse_cc(&first.compute_capability),
         sms: is_gpu.then_some(first.units),
         clock_mhz: max_of(records.iter().map(|r| r.clock_mhz)),
-        memory_clock_mhz: max_of(records.iter().map(|r| r.memory_clock_mhz)),
+        memory_clock_mhz: max_of(records.iter().map(|r| r.max_memory_clock_mhz))
+            .or_else(|| max_of(records.iter().map(|r| r.memory_clock_mhz))),
         memory_bus_bits: first.memory_bus_bits,
     }
 }

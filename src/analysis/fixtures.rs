@@ -61,6 +61,7 @@ pub fn row(
         units: 108,
         llc_bytes: 40 << 20,
         memory_bus_bits: Some(5120),
+        max_memory_clock_mhz: None,
         driver: "CUDA 12.4, driver 550.54.15".into(),
         // what describe() reads without NVML
         vendor: "NVIDIA".into(),

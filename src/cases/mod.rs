@@ -245,14 +245,20 @@ pub fn check_elements(
     Verdict::invalid(format!("{count} of {n} {what} wrong: {}", shown.join("; ")))
 }
 
+/// What [`input_bits`] adds to an index of array `array` before it mixes the sum: the key a
+/// device-side fill of the array takes (kernels/prep.ptx).
+pub fn input_key(array: u64) -> u64 {
+    array
+        .wrapping_mul(0xD1B5_4A32_D192_ED03)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15)
+}
+
 /// Deterministic pseudo-random bits for input element `index` of array `array`.
 ///
 /// SplitMix64 of the pair, so any element can be regenerated on its own: the host produces a
 /// GPU case's inputs, and the checker regenerates them instead of keeping a copy.
 pub fn input_bits(array: u64, index: u64) -> u64 {
-    let mut z = index
-        .wrapping_add(array.wrapping_mul(0xD1B5_4A32_D192_ED03))
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = index.wrapping_add(input_key(array));
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

@@ -221,29 +221,60 @@ pub fn expected(kernel: StreamKernel, i: u64) -> f64 {
     }
 }
 
-/// The exact gold value of a reduction (dot, read) over `n` elements.
+/// [`expected`] as `(ka, kb, k0)`: output element i of a map kernel is `ka·a(i) + kb·b(i) + k0`
+/// over its inputs a and b, computed in f64 (exact for these inputs) and rounded to the
+/// kernel's precision. What a check on the device computes (kernels/prep.ptx, `check_<p>`);
+/// `None` for a reduction.
+pub fn gold_form(kernel: StreamKernel) -> Option<(f64, f64, f64)> {
+    Some(match kernel {
+        StreamKernel::Copy => (1.0, 0.0, 0.0),
+        StreamKernel::Scale => (SCALAR, 0.0, 0.0),
+        StreamKernel::Add => (1.0, 1.0, 0.0),
+        StreamKernel::Triad => (1.0, SCALAR, 0.0),
+        StreamKernel::Write => (0.0, 0.0, FILL),
+        StreamKernel::Dot | StreamKernel::Read => return None,
+    })
+}
+
+/// Terms a chunk of [`expected_sum`] adds on one host thread: the sums of integers are exact
+/// in f64 in any order, so a sum over a DRAM array's billion elements may take every core.
+const SUM_CHUNK: u64 = 1 << 22;
+
+/// The exact gold value of a reduction (dot, read) over `n` elements (its terms are small
+/// integers, so the chunked sum on every core is exact and the same as a serial one).
 pub fn expected_sum(kernel: StreamKernel, n: u64) -> f64 {
-    match kernel {
-        StreamKernel::Dot => (0..n)
-            .map(|i| input(kernel, 0, i) * input(kernel, 1, i))
-            .sum(),
-        StreamKernel::Read => (0..n).map(|i| input(kernel, 0, i)).sum(),
+    let term = |i: u64| match kernel {
+        StreamKernel::Dot => input(kernel, 0, i) * input(kernel, 1, i),
+        StreamKernel::Read => input(kernel, 0, i),
         _ => unreachable!("{} is not a reduction", kernel.name()),
-    }
+    };
+    let chunks = usize::try_from(n.div_ceil(SUM_CHUNK)).unwrap_or(usize::MAX);
+    crate::cases::par_map_heavy(chunks, |c| {
+        let start = c as u64 * SUM_CHUNK;
+        (start..(start + SUM_CHUNK).min(n)).map(term).sum::<f64>()
+    })
+    .into_iter()
+    .sum()
 }
 
 /// Checks the output array of a map kernel, element by element, against its gold values.
 pub fn check_array<T: Element + Sync>(kernel: StreamKernel, out: &[T]) -> Verdict {
     crate::cases::check_elements(out.len(), "elements", |i| {
-        let (got, want) = (out[i], T::from_f64(expected(kernel, i as u64)));
-        (got != want).then(|| {
-            format!(
-                "is {:?}, should be {:?}, diff {:e}",
-                got,
-                want,
-                got.to_f64() - want.to_f64()
-            )
-        })
+        wrong_element(kernel, i as u64, out[i])
+    })
+}
+
+/// Why output element `i` of a map kernel, `got`, is wrong (`is …, should be …, diff …`), or
+/// `None` where it is its gold value.
+pub fn wrong_element<T: Element>(kernel: StreamKernel, i: u64, got: T) -> Option<String> {
+    let want = T::from_f64(expected(kernel, i));
+    (got != want).then(|| {
+        format!(
+            "is {:?}, should be {:?}, diff {:e}",
+            got,
+            want,
+            got.to_f64() - want.to_f64()
+        )
     })
 }
 
@@ -313,6 +344,32 @@ pub fn map_value<T: Element + std::ops::Add<Output = T> + std::ops::Mul<Output =
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The form a check on the device computes is every map kernel's gold value, bit for bit in
+    /// both precisions; and the chunked sum of a reduction is the serial one.
+    #[test]
+    fn the_gold_form_is_the_gold_value_and_the_chunked_sum_the_serial_one() {
+        for k in StreamKernel::ALL {
+            let Some((ka, kb, k0)) = gold_form(k) else {
+                assert!(k.is_reduction());
+                let n = 3 * SUM_CHUNK + 17;
+                let serial: f64 = (0..n)
+                    .map(|i| match k {
+                        StreamKernel::Dot => input(k, 0, i) * input(k, 1, i),
+                        _ => input(k, 0, i),
+                    })
+                    .sum();
+                assert_eq!(expected_sum(k, n), serial, "{}", k.name());
+                continue;
+            };
+            for i in 0..10_000 {
+                let form = ka * input(k, 0, i) + kb * input(k, 1, i) + k0;
+                let want = expected(k, i);
+                assert_eq!(form.to_bits(), want.to_bits(), "{} [{i}]", k.name());
+                assert_eq!((form as f32).to_bits(), (want as f32).to_bits());
+            }
+        }
+    }
 
     #[test]
     fn weight_table_matches_stream_convention() {

@@ -22,6 +22,9 @@ pub const CACHE: &str = include_str!("../../kernels/cache.ptx");
 pub const LATENCY: &str = include_str!("../../kernels/latency.ptx");
 /// The launch-overhead kernel: `empty_i32` (one counting add by one thread, nothing else).
 pub const LAUNCH: &str = include_str!("../../kernels/launch.ptx");
+/// The preparation kernels: a DRAM case's arrays filled (`fill_b32`, `fill_b64`) and a STREAM
+/// map kernel's output checked (`check_f32`, `check_f64`) on the device.
+pub const PREP: &str = include_str!("../../kernels/prep.ptx");
 /// The arithmetic-intensity sweep's template, expanded by [`intensity::expand`].
 pub const INTENSITY_TEMPLATE: &str = include_str!("../../kernels/intensity.ptx.in");
 /// The tensor-core GEMM's template, expanded per input type by [`gemm::expand`].
@@ -77,6 +80,7 @@ pub fn all() -> Vec<Source> {
         file("cache.ptx", CACHE),
         file("latency.ptx", LATENCY),
         file("launch.ptx", LAUNCH),
+        file("prep.ptx", PREP),
         file("gemm_simt.ptx", GEMM_SIMT),
         Source {
             name: "wgmma.ptx.in#sm_90a".to_string(),
@@ -168,10 +172,15 @@ mod tests {
         assert_eq!(names.len(), 14);
         // the compute files (stream, peak, mma, mma_sm89, mma_sm90), the cache file, the GEMM
         // modules (three expansions and the SIMT file), the latency file, the launch file, the
-        // wgmma module, the Hopper GEMM expansions (the cp.async-fed kernel's two, the TMA
-        // kernel's three alone and three in clusters), and one sweep module per (precision, k)
-        assert_eq!(all.len(), 6 + 4 + 1 + 1 + 1 + 2 + 2 * 3 + 5 * 12);
+        // preparation file, the wgmma module, the Hopper GEMM expansions (the cp.async-fed
+        // kernel's two, the TMA kernel's three alone and three in clusters), and one sweep
+        // module per (precision, k)
+        assert_eq!(all.len(), 6 + 4 + 1 + 1 + 1 + 1 + 2 + 2 * 3 + 5 * 12);
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
+        assert_eq!(
+            entries(PREP),
+            ["fill_b32", "fill_b64", "check_f32", "check_f64"]
+        );
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);
         assert_eq!(entries(LAUNCH), ["empty_i32"]);

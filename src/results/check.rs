@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 /// The columns that name the device a row was measured on, identity included: every row of one
 /// run id must agree on all of them (add a new identity column here).
-pub(crate) fn device_columns(r: &Record) -> [(&'static str, String); 22] {
+pub(crate) fn device_columns(r: &Record) -> [(&'static str, String); 23] {
     let text = |x: Option<f64>| x.map_or_else(String::new, |v| v.to_string());
     [
         ("host", r.host.clone()),
@@ -32,6 +32,7 @@ pub(crate) fn device_columns(r: &Record) -> [(&'static str, String); 22] {
             r.memory_bus_bits
                 .map_or_else(String::new, |b| b.to_string()),
         ),
+        ("max_memory_clock_mhz", text(r.max_memory_clock_mhz)),
         ("driver", r.driver.clone()),
         ("vendor", r.vendor.clone()),
         ("cpu_family", r.cpu_family.clone()),
@@ -327,6 +328,7 @@ pub(crate) fn check_work(r: &Record) -> std::result::Result<(), String> {
 pub(crate) fn check_readings(r: &Record) -> std::result::Result<(), String> {
     positive("clock_mhz", r.clock_mhz, MAX_MHZ)?;
     positive("memory_clock_mhz", r.memory_clock_mhz, MAX_MHZ)?;
+    positive("max_memory_clock_mhz", r.max_memory_clock_mhz, MAX_MHZ)?;
     reading("power_w", r.power_w, MAX_WATTS)?;
     reading("temperature_c", r.temperature_c, MAX_CELSIUS)?;
     positive("power_limit_w", r.power_limit_w, MAX_WATTS)?;

@@ -8,7 +8,7 @@ use crate::cases::{Family, Precision};
 use crate::device::BackendKind;
 use crate::files::AppendFile;
 use crate::results::check::{check_row, mixed_device, reference_mismatch};
-use crate::results::record::{Record, ADDED_IN_2, SCHEMA, SCHEMA_1};
+use crate::results::record::{Record, ADDED_IN_2, OPTIONAL_IN_2, SCHEMA, SCHEMA_1};
 use crate::text;
 use crate::{Error, Result};
 use roofprobe_calibration::check::text_problem;
@@ -32,6 +32,14 @@ pub fn header() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The header of a [`SCHEMA`] file written before the columns of [`OPTIONAL_IN_2`] existed.
+pub fn header_2_without_optional() -> Vec<String> {
+    header()
+        .into_iter()
+        .filter(|c| !OPTIONAL_IN_2.contains(&c.as_str()))
+        .collect()
+}
+
 /// The header of a [`SCHEMA_1`] file: [`header`] less the columns added since.
 pub fn header_1() -> Vec<String> {
     header()
@@ -53,6 +61,7 @@ fn sample_record() -> Record {
         units: 0,
         llc_bytes: 0,
         memory_bus_bits: None,
+        max_memory_clock_mhz: None,
         driver: String::new(),
         vendor: String::new(),
         cpu_family: String::new(),
@@ -209,8 +218,9 @@ pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
         .map(str::to_string)
         .collect();
     // Each schema read, by its header.
-    let layouts: [(csv::StringRecord, &str); 2] = [
+    let layouts: [(csv::StringRecord, &str); 3] = [
         (csv::StringRecord::from(header()), SCHEMA),
+        (csv::StringRecord::from(header_2_without_optional()), SCHEMA),
         (csv::StringRecord::from(header_1()), SCHEMA_1),
     ];
     let Some(mut layout) = layouts.iter().find(|(h, _)| h.iter().eq(found.iter())) else {

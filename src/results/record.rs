@@ -38,7 +38,7 @@ pub const MAX_RATIO: f64 = 1e6;
 /// its reference implementation, and whether the device was measured while others were
 /// (`--parallel`). ([`SCHEMA`] also lets `param` hold an `MxNxK` shape, where [`SCHEMA_1`] held
 /// counts only.)
-pub const ADDED_IN_2: [&str; 19] = [
+pub const ADDED_IN_2: [&str; 20] = [
     "vendor",
     "cpu_family",
     "cpu_model",
@@ -58,7 +58,14 @@ pub const ADDED_IN_2: [&str; 19] = [
     "other_gpu_processes",
     "ratio_to_reference",
     "parallel_devices",
+    "max_memory_clock_mhz",
 ];
+
+/// The columns of [`ADDED_IN_2`] that a [`SCHEMA`] file may lack, because they came after its
+/// first files were written: such a file reads with them empty, and every figure derived from
+/// them falls back to what the file's other columns say (the theoretical DRAM figure to the
+/// highest memory clock a row read).
+pub const OPTIONAL_IN_2: [&str; 1] = ["max_memory_clock_mhz"];
 
 /// One measurement: a case on a device, its statistics, figures, validity and conditions.
 ///
@@ -85,6 +92,12 @@ pub struct Record {
     pub llc_bytes: u64,
     /// Memory bus width the device reports, for a theoretical DRAM figure; empty on the host.
     pub memory_bus_bits: Option<u32>,
+    /// The device's maximum memory clock (NVML's, else the driver attribute's), for a
+    /// theoretical DRAM figure: the clock a row reads (`memory_clock_mhz`) may be a lower
+    /// state's, as a GeForce board computes in P2. Empty on the host and in files written
+    /// before the column existed ([`OPTIONAL_IN_2`]).
+    #[serde(default)]
+    pub max_memory_clock_mhz: Option<f64>,
     pub driver: String,
     /// The device's identity ([`Identity`]): CPU vendor, family, model, microarchitecture and
     /// the ISA the kernels ran; a GPU's UUID, PCI bus id, VBIOS, ECC and MIG modes, power
@@ -256,6 +269,7 @@ impl Record {
             units: d.units,
             llc_bytes: d.llc_bytes,
             memory_bus_bits: d.memory_bus_bits,
+            max_memory_clock_mhz: clock(d.memory_clock_mhz),
             driver: text::field(&d.driver),
             vendor: text::field(&id.vendor),
             cpu_family: text::field(&id.cpu_family),
@@ -383,6 +397,7 @@ impl Record {
             power_limit_w: None,
             app_clock_mhz: None,
             app_memory_clock_mhz: None,
+            max_memory_clock_mhz: None,
             stopped_by: String::new(),
             flags: String::new(),
             other_cpus_busy: None,

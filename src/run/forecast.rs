@@ -25,7 +25,7 @@ use crate::backend::PlannedCase;
 use crate::cases::{Case, Family, Precision};
 use crate::device::{BackendKind, DeviceInfo};
 use crate::run::runner::{RunConfig, Stop};
-use crate::specs::{self, DeviceAttributes};
+use crate::specs::DeviceAttributes;
 
 /// Bytes per second the host generates, copies and checks a case's arrays at: a few GB/s, as
 /// a loaded machine does it on all its cores (the estimate's conservative side).
@@ -169,12 +169,7 @@ impl Rates {
             return None;
         }
         let attributes = DeviceAttributes::from_info(info);
-        let (basis, sheet) = specs::basis_for(&attributes);
-        let dram_gbps =
-            specs::spec_figure(&basis, sheet, &attributes, Family::Stream, Precision::F32)
-                .map(|f| f.value)
-                .ok()
-                .filter(|v| v.is_finite() && *v > 0.0);
+        let dram_bytes_per_sec = crate::backend::cuda::plan::spec_dram_bytes_per_sec(info);
         let mhz = info
             .clock_mhz
             .unwrap_or(crate::backend::cuda::plan::FALLBACK_CLOCK_MHZ);
@@ -189,7 +184,7 @@ impl Rates {
             .collect();
         Some(Rates {
             backend: BackendKind::Cuda,
-            dram_bytes_per_sec: dram_gbps.map_or(UNKNOWN_DRAM_BYTES_PER_SEC, |g| g * 1e9),
+            dram_bytes_per_sec: dram_bytes_per_sec.unwrap_or(UNKNOWN_DRAM_BYTES_PER_SEC),
             cache_bytes_per_sec: f64::from(info.units)
                 * mhz
                 * 1e6
@@ -363,6 +358,7 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
     // a GPU's arrays, generated and checked on its host; the host backend's are priced over
     // the plan ([`plan_secs`]), since its arena keeps them from one case to the next
     let host = match rates.backend {
+        BackendKind::Cuda if device_prepared(case) => device_prep_secs(case, rates),
         BackendKind::Cuda => {
             host_prep_bytes(case) as f64 * 2.0 / HOST_PREP_BYTES_PER_SEC
                 + host_check_secs(case, rates.host_cores)
@@ -370,6 +366,35 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
         BackendKind::Host => 0.0,
     };
     CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
+}
+
+/// Whether a GPU fills `case`'s arrays and checks its output itself
+/// ([`crate::backend::cuda::describe::prepared_on_device`], at the backend's threshold).
+pub fn device_prepared(case: &Case) -> bool {
+    use crate::backend::cuda::describe;
+    describe::prepared_on_device(case, describe::DEVICE_PREP_FROM_BYTES)
+}
+
+/// Terms per second one host core adds to a reduction's gold total
+/// ([`crate::cases::stream::expected_sum`]: a SplitMix64 of the index and an add, or two and a
+/// product for `dot`), taken low: a core of this project's VM generates inputs at about 10⁹
+/// words per second.
+pub const HOST_SUM_TERMS_PER_CORE_SEC: f64 = 1e8;
+
+/// Seconds a case filled and checked on the GPU ([`device_prepared`]) spends outside its
+/// samples: the fills write every array and the check reads the output and regenerates the
+/// inputs, each at most about once more over the working set at the DRAM's rate (twice it, the
+/// estimate's conservative side); a reduction's gold total is still the host's, on every core.
+pub fn device_prep_secs(case: &Case, rates: &Rates) -> f64 {
+    let device = 2.0 * case.working_set_bytes as f64 / rates.dram_bytes_per_sec;
+    let reduction = crate::cases::stream::StreamKernel::from_name(&case.kernel)
+        .is_some_and(|k| k.is_reduction());
+    let host = if reduction {
+        case.elements as f64 / (HOST_SUM_TERMS_PER_CORE_SEC * rates.host_cores.max(1) as f64)
+    } else {
+        0.0
+    };
+    device + host
 }
 
 /// Seconds the host's check of a GEMM takes on `cores` cores beyond reading its matrices:

@@ -66,6 +66,9 @@ pub enum ModuleId {
     Latency,
     /// kernels/launch.ptx
     Launch,
+    /// kernels/prep.ptx: a DRAM case's arrays filled and its output checked on the device
+    /// ([`DevicePrep`]).
+    Prep,
     /// One expansion of kernels/intensity.ptx.in: (precision, k).
     Sweep(Precision, u32),
     /// One expansion of kernels/gemm.ptx.in: its input and accumulator types.
@@ -93,6 +96,7 @@ impl ModuleId {
             ModuleId::Cache => "cache.ptx".into(),
             ModuleId::Latency => "latency.ptx".into(),
             ModuleId::Launch => "launch.ptx".into(),
+            ModuleId::Prep => "prep.ptx".into(),
             ModuleId::Sweep(p, k) => format!("intensity.ptx.in#k={k},{p}"),
             ModuleId::Gemm(p) => format!("gemm.ptx.in#{p}"),
             ModuleId::GemmSimt => "gemm_simt.ptx".into(),
@@ -115,6 +119,7 @@ impl ModuleId {
             ModuleId::Cache => Cow::Borrowed(kernels::CACHE),
             ModuleId::Latency => Cow::Borrowed(kernels::LATENCY),
             ModuleId::Launch => Cow::Borrowed(kernels::LAUNCH),
+            ModuleId::Prep => Cow::Borrowed(kernels::PREP),
             ModuleId::Sweep(p, k) => Cow::Owned(kernels::intensity::expand(p, k)),
             ModuleId::Gemm(p) => Cow::Owned(kernels::gemm::expand(p)),
             ModuleId::GemmSimt => Cow::Borrowed(kernels::GEMM_SIMT),
@@ -187,6 +192,9 @@ pub enum Role {
     Output,
     /// The block records: clocks and work done (peak, tensor and sweep kernels).
     Clocks,
+    /// A check on the device's tally: `[wrong elements, the first wrong index]`
+    /// ([`DevicePrep::check`]).
+    Tally,
 }
 
 /// Bytes of a tensor map (`CUtensorMap`): opaque, 64-byte aligned.
@@ -413,6 +421,52 @@ pub enum Check {
     /// it is n (`launch::check_count`, which the backend calls with the launches it issued,
     /// and `launch::check_batch` on the clocks of each batch; [`Launch::verify_output`] checks the word's presence).
     Launches,
+    /// A fill on the device ([`DevicePrep::fills`]): nothing to check of its own (the case's
+    /// check reads what it wrote, or what the case's kernel made of it).
+    Filled,
+    /// A check on the device of a STREAM map kernel's `n` output elements
+    /// ([`DevicePrep::check`]): the tally's two words, `[wrong, first wrong index]`, must read
+    /// `[0, 2^64 - 1]`.
+    Tally {
+        kernel: StreamKernel,
+        precision: Precision,
+        n: u64,
+    },
+}
+
+/// The tally a check on the device starts from: no element wrong, the first wrong one none.
+pub const TALLY_START: [u64; 2] = [0, u64::MAX];
+
+/// How many elements after the first wrong one a device check's verdict reads back, to show the
+/// first few wrong ones as the host's check shows them (`is …, should be …`).
+pub const TALLY_WINDOW: u64 = 4096;
+
+/// What the fill kernels write (`fill_<w>`'s `kind`, kernels/prep.ptx).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FillKind {
+    /// A STREAM map kernel's input ([`stream::input`] of a map kernel).
+    MapInput = 0,
+    /// A STREAM reduction's input ([`stream::input`] of `dot` or `read`).
+    SumInput = 1,
+    /// One word everywhere (the key): an output's poison.
+    Constant = 2,
+}
+
+/// A DRAM case's preparation and check on the device instead of the host: its arrays filled by
+/// kernels (kernels/prep.ptx) from the same generator [`Buffer::word`] uses, and, for a map
+/// kernel, its output checked by a kernel that compares every element with its gold value and
+/// leaves 16 bytes to read back. Each is a [`Launch`], so the offline tests check its arguments
+/// against the PTX and run it under the interpreter like any other. Its arrays are the case's:
+/// a fill's one buffer, and the check's output, have the case launch's roles and sizes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DevicePrep {
+    /// One launch per array the device fills (every input, and the output's poison), run
+    /// once before the case's first launch.
+    pub fills: Vec<Launch>,
+    /// The check of a map kernel's output (its [`Role::Tally`] of two u64 words set to
+    /// [`TALLY_START`] first); `None` for a reduction, whose partial sums (one per block) the
+    /// host reads back and adds as before.
+    pub check: Option<Launch>,
 }
 
 /// What every block's record must show it did, and how a block's count turns into work.
@@ -648,6 +702,60 @@ impl Launch {
         }
     }
 
+    /// The verdict of a check on the device ([`Check::Tally`]) from its `tally` as read back
+    /// (`[wrong elements, first wrong index]`) and `from_first`, the output's words from the
+    /// first wrong index on (up to [`TALLY_WINDOW`]; none needed where nothing is wrong): the
+    /// host check's verdict, `count of n elements wrong: [i] is …, should be …`, with the wrong
+    /// ones it lists taken from that window.
+    pub fn verify_tally(&self, tally: &[u64], from_first: &[u64]) -> Verdict {
+        let Check::Tally {
+            kernel,
+            precision,
+            n,
+        } = self.check
+        else {
+            return Verdict::invalid("not a check on the device: no tally to read");
+        };
+        let &[wrong, first] = tally else {
+            return Verdict::invalid(format!("read back {} tally words, expected 2", tally.len()));
+        };
+        match (wrong, first) {
+            (0, u64::MAX) => return Verdict::valid(),
+            (0, _) | (_, u64::MAX) => {
+                return Verdict::invalid(format!(
+                    "the device check's tally is inconsistent: {wrong} wrong, the first at {first}"
+                ))
+            }
+            _ if wrong > n || first >= n => {
+                return Verdict::invalid(format!(
+                    "the device check's tally is out of range: {wrong} of {n} wrong, the first at \
+                     {first}"
+                ))
+            }
+            _ => {}
+        }
+        let shown: Vec<String> = from_first
+            .iter()
+            .enumerate()
+            .filter_map(|(j, &word)| {
+                let i = first + j as u64;
+                let why = if precision == Precision::F64 {
+                    stream::wrong_element(kernel, i, f64::from_bits(word))
+                } else {
+                    stream::wrong_element(kernel, i, f32::from_bits(word as u32))
+                }?;
+                Some(format!("[{i}] {why}"))
+            })
+            .take(crate::cases::FAILURES_SHOWN)
+            .collect();
+        let shown = if shown.is_empty() {
+            format!("the first at [{first}]")
+        } else {
+            shown.join("; ")
+        };
+        Verdict::invalid(format!("{wrong} of {n} elements wrong: {shown}"))
+    }
+
     /// Checks the block records: every block's work count (counted by the kernel's own loops) is
     /// what the launch owes ([`Owed::per_block`]), and the counts add up to the work the case's
     /// row counts, so the row's operations and bytes are work that was done. A converged chain
@@ -776,6 +884,12 @@ impl Launch {
                 0 => Verdict::invalid("the count is 0: no launch ran"),
                 _ => Verdict::valid(),
             },
+            Check::Filled => Verdict::valid(),
+            // its verdict is its tally's, which the output words are not
+            Check::Tally { .. } => Verdict::invalid(
+                "a check on the device is read from its tally (Launch::verify_tally), not its \
+                 output",
+            ),
             Check::Gemm { precision, shape } => gemm::check(
                 precision,
                 shape,

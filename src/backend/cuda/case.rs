@@ -2,7 +2,7 @@
 //! describes ([`args::Launch`]), the exact argument list pushed, launches timed between CUDA
 //! events in batches under a deadline, and the output checked against the launch's gold values.
 
-use super::args::{self, Arg, Launch, Role};
+use super::args::{self, Arg, DevicePrep, Launch, Role, TALLY_START, TALLY_WINDOW};
 use super::describe;
 use super::{batch_deadline, gemm, launch_rows, plan, quietly, CudaBackend};
 use crate::backend::PreparedCase;
@@ -153,21 +153,31 @@ pub(super) fn registers_and_local_bytes(
     ))
 }
 
-/// Every array a launch describes, made on the device and initialised as described; fails
-/// where a pointer argument would have no array of its size.
+/// Every array a launch describes, made on the device and initialised as described (an array
+/// a fill of `prep` writes only allocated: the fill initialises it); fails where a pointer
+/// argument would have no array of its size.
 pub(super) fn upload_arrays(
     backend: &CudaBackend,
     launch: &Launch,
     entry_name: &str,
+    prep: Option<&DevicePrep>,
 ) -> Result<Vec<(Role, DeviceWords)>> {
+    let filled = |role: Role| {
+        prep.is_some_and(|p| {
+            p.fills
+                .iter()
+                .any(|f| f.buffers.iter().any(|b| b.role == role))
+        })
+    };
     let mut arrays = Vec::with_capacity(launch.buffers.len());
     for buffer in &launch.buffers {
         let len = usize::try_from(buffer.words)
             .map_err(|_| Error::Usage(format!("{} words do not fit in memory", buffer.words)))?;
-        let words = if buffer.word_bytes == 8 {
-            DeviceWords::W64(upload(backend, buffer, len, entry_name, |w| w)?)
-        } else {
-            DeviceWords::W32(upload(backend, buffer, len, entry_name, |w| w as u32)?)
+        let words = match (buffer.word_bytes, filled(buffer.role)) {
+            (8, false) => DeviceWords::W64(upload(backend, buffer, len, entry_name, |w| w)?),
+            (_, false) => DeviceWords::W32(upload(backend, buffer, len, entry_name, |w| w as u32)?),
+            (8, true) => DeviceWords::W64(allocate(backend, buffer, len, entry_name)?),
+            (_, true) => DeviceWords::W32(allocate(backend, buffer, len, entry_name)?),
         };
         debug_assert_eq!(words.bytes(), buffer.bytes());
         debug_assert_eq!(len as u64, buffer.words);
@@ -304,6 +314,12 @@ pub(super) struct GpuCase<'b> {
     /// What the driver's JIT gave the kernel, where it says: registers a thread, and local
     /// memory bytes a thread (our kernels declare none, so any is spilled registers).
     pub(super) resources: Option<(i32, i32)>,
+    /// The arrays' fills and the output's check on the device, where the case takes them
+    /// ([`describe::prepared_on_device`]), with the module of their kernels; `None`: on the
+    /// host.
+    pub(super) prep: Option<(DevicePrep, Arc<CudaModule>)>,
+    /// The device check's two tally words ([`Role::Tally`]), where it has one.
+    pub(super) tally: ManuallyDrop<Option<CudaSlice<u64>>>,
 }
 
 impl Drop for GpuCase<'_> {
@@ -331,11 +347,25 @@ impl Drop for GpuCase<'_> {
         // SAFETY: each field is dropped once, here, and not used after.
         unsafe {
             ManuallyDrop::drop(&mut self.arrays);
+            ManuallyDrop::drop(&mut self.tally);
             ManuallyDrop::drop(&mut self.copies);
             ManuallyDrop::drop(&mut self.events);
             ManuallyDrop::drop(&mut self.module);
         }
     }
+}
+
+/// `buffer` on the device, `len` words allocated and left as they are: for an array a fill on
+/// the device writes whole before anything reads it ([`DevicePrep::fills`]).
+fn allocate<T: cudarc::driver::DeviceRepr>(
+    backend: &CudaBackend,
+    buffer: &args::Buffer,
+    len: usize,
+    entry: &str,
+) -> Result<CudaSlice<T>> {
+    let during = format!("allocating {:?} of {entry} on the device", buffer.role);
+    // SAFETY: the caller fills every word on the device before a kernel or a read-back sees it.
+    backend.call(&during, || unsafe { backend.stream.alloc::<T>(len) })
 }
 
 /// `buffer` on the device: `len` words allocated, then its starting words generated on every
@@ -357,6 +387,69 @@ pub(super) fn upload<T: cudarc::driver::DeviceRepr + Send>(
     let during = format!("copying {:?} of {entry} to the device", buffer.role);
     backend.call(&during, || stream.memcpy_htod(&host, &mut array))?;
     Ok(array)
+}
+
+/// Queues one launch of a case's preparation on the device ([`DevicePrep`]): a fill or the
+/// check, its arguments pushed from its description as a case's are, its arrays the case's own
+/// (and `tally`, the check's).
+fn launch_prep(
+    backend: &CudaBackend,
+    module: &Arc<CudaModule>,
+    prep: &Launch,
+    arrays: &[(Role, DeviceWords)],
+    tally: Option<&CudaSlice<u64>>,
+) -> Result<()> {
+    let func = backend.function(module, &prep.entry.name)?;
+    let mut builder = backend.stream.launch_builder(&func);
+    for p in &prep.params {
+        match &p.arg {
+            Arg::Buffer(Role::Tally) => {
+                let tally = tally.ok_or_else(|| {
+                    Error::Internal(format!("{}: no tally to pass", prep.entry.name))
+                })?;
+                builder.arg(tally);
+            }
+            Arg::Buffer(role) => {
+                let (_, array) = arrays.iter().find(|(r, _)| r == role).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "{}: argument {} has no array",
+                        prep.entry.name, p.name
+                    ))
+                })?;
+                array.push(&mut builder);
+            }
+            Arg::U64(v) | Arg::B64(v) => {
+                builder.arg(v);
+            }
+            Arg::U32(v) | Arg::B32(v) => {
+                builder.arg(v);
+            }
+            Arg::F32(v) => {
+                builder.arg(v);
+            }
+            Arg::F64(v) => {
+                builder.arg(v);
+            }
+            Arg::TensorMap(_) => {
+                return Err(Error::Internal(format!(
+                    "{}: a preparation takes no tensor map",
+                    prep.entry.name
+                )))
+            }
+        }
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (prep.grid, 1, 1),
+        block_dim: (prep.block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let during = format!("running {} on the device", prep.entry.name);
+    // SAFETY: the arguments are the preparation's description, which the offline tests check
+    // against the entry's `.param` list and run under the PTX interpreter; each array pushed is
+    // the case's array of that role, of the described size (checked when the case's arrays
+    // were made), or the tally of two words; the kernels write only the array they fill, or
+    // the tally.
+    backend.call(&during, || unsafe { builder.launch(cfg) }.map(|_| ()))
 }
 
 impl<'b> GpuCase<'b> {
@@ -428,7 +521,25 @@ impl<'b> GpuCase<'b> {
             });
         }
         let stream = &*backend.stream;
-        let arrays = upload_arrays(backend, &launch, &entry.name)?;
+        let prep = match with_kernel
+            && describe::prepared_on_device(case, backend.device_prep_from_bytes)
+        {
+            true => describe::device_prep(&launch)
+                .map(|prep| Ok::<_, Error>((prep, backend.module(args::ModuleId::Prep)?)))
+                .transpose()?,
+            false => None,
+        };
+        let arrays = upload_arrays(backend, &launch, &entry.name, prep.as_ref().map(|p| &p.0))?;
+        let mut tally = None;
+        if let Some((prep, module)) = &prep {
+            for fill in &prep.fills {
+                launch_prep(backend, module, fill, &arrays, None)?;
+            }
+            if prep.check.is_some() {
+                let during = format!("allocating the device check's tally of {}", entry.name);
+                tally = Some(backend.call(&during, || stream.clone_htod(&TALLY_START[..]))?);
+            }
+        }
         let copies = rotation_copies(backend, &launch, &arrays, &entry.name)?;
         let tensor_maps = encode_tensor_maps(backend, &launch, &arrays, &copies, &entry.name)?;
         let events = backend.call(&format!("creating the events of {}", entry.name), || {
@@ -466,6 +577,8 @@ impl<'b> GpuCase<'b> {
             clock_fault: None,
             tensor_maps,
             resources,
+            prep,
+            tally: ManuallyDrop::new(tally),
         })
     }
 
@@ -573,6 +686,69 @@ impl<'b> GpuCase<'b> {
         )
     }
 
+    /// The verdict of the check on the device, where the case has one ([`DevicePrep::check`]):
+    /// the tally reset, the check queued after the case's launches, its 16 bytes read back
+    /// (and, where an element is wrong, the output from the first wrong one on, to show it).
+    /// `None` where the host checks the case.
+    fn verify_on_device(&mut self) -> Result<Option<Verdict>> {
+        let GpuCase {
+            backend,
+            launch,
+            arrays,
+            prep,
+            tally,
+            ..
+        } = self;
+        let (Some((prep, module)), Some(tally)) = (prep.as_ref(), tally.as_mut()) else {
+            return Ok(None);
+        };
+        let Some(check) = &prep.check else {
+            return Ok(None);
+        };
+        let stream = &*backend.stream;
+        let name = &launch.entry.name;
+        backend.call(
+            &format!("resetting the device check's tally of {name}"),
+            || stream.memcpy_htod(&TALLY_START[..], tally),
+        )?;
+        launch_prep(backend, module, check, arrays, Some(tally))?;
+        let read = backend.call(
+            &format!("reading back the device check's tally of {name}"),
+            || {
+                let words = stream.clone_dtoh(tally)?;
+                stream.synchronize()?;
+                Ok(words)
+            },
+        )?;
+        let output = arrays
+            .iter()
+            .find(|(r, _)| *r == Role::Output)
+            .map(|(_, a)| a)
+            .ok_or_else(|| Error::Internal(format!("{name} has no output array")))?;
+        let n = check.buffer(Role::Output).map_or(0, |b| b.words);
+        let first = read.get(1).copied().unwrap_or(u64::MAX);
+        let mut from_first = Vec::new();
+        if read.first().is_some_and(|&w| w > 0) && first < n {
+            let (start, end) = (first as usize, (first + TALLY_WINDOW).min(n) as usize);
+            from_first = backend.call(
+                &format!("reading back the first wrong elements of {name}"),
+                || {
+                    let words: Vec<u64> = match output {
+                        DeviceWords::W32(s) => stream
+                            .clone_dtoh(&s.slice(start..end))?
+                            .into_iter()
+                            .map(u64::from)
+                            .collect(),
+                        DeviceWords::W64(s) => stream.clone_dtoh(&s.slice(start..end))?,
+                    };
+                    stream.synchronize()?;
+                    Ok(words)
+                },
+            )?;
+        }
+        Ok(Some(check.verify_tally(&read, &from_first)))
+    }
+
     /// Waits for `event` without blocking forever ([`CudaBackend::wait_event`]).
     pub(super) fn wait(
         &self,
@@ -627,6 +803,9 @@ impl PreparedCase for GpuCase<'_> {
     }
 
     fn verify(&mut self) -> Result<Verdict> {
+        if let Some(verdict) = self.verify_on_device()? {
+            return Ok(verdict);
+        }
         let words = self.read(Role::Output)?;
         if self.case.family == Family::Launch {
             if let Some(fault) = self.clock_fault.clone() {

@@ -203,6 +203,111 @@ pub fn launch(case: &Case, grid: u32) -> Result<Launch, String> {
     }
 }
 
+/// Bytes of a case's arrays from which a STREAM or size-sweep case is filled and checked on
+/// the device ([`device_prep`]) rather than on the host. On a GPU the device is faster at any
+/// size (a few launches of microseconds against the host's generation at a few GB/s and a
+/// copy), but below this the host's is cheap too, and it keeps the path the interpreter runs
+/// quickly (a simulated device's arrays are far smaller): the two paths check alike.
+pub const DEVICE_PREP_FROM_BYTES: u64 = 16 << 20;
+
+/// Whether `case`'s arrays are filled and its output checked on the device
+/// ([`device_prep`]) where they take `from_bytes` or more ([`DEVICE_PREP_FROM_BYTES`] unless
+/// a test says otherwise).
+pub fn prepared_on_device(case: &Case, from_bytes: u64) -> bool {
+    matches!(case.family, Family::Stream | Family::Efficiency)
+        && case.working_set_bytes >= from_bytes
+}
+
+/// The fills and the check on the device of a STREAM kernel's `launch` (the STREAM and
+/// size-sweep cases): on the launch's grid, every input from the generator its
+/// [`Buffer::word`] uses, the output's poison, and for a map kernel the check of every output
+/// element against [`stream::gold_form`]. `None` for any other launch.
+pub fn device_prep(launch: &Launch) -> Option<DevicePrep> {
+    let (kernel, precision) = match launch.check {
+        Check::StreamArray { kernel, precision }
+        | Check::StreamSum {
+            kernel, precision, ..
+        } => (kernel, precision),
+        _ => return None,
+    };
+    let prep_launch =
+        |name: String, buffers: Vec<Buffer>, params: Vec<Param>, check: Check| Launch {
+            entry: Entry {
+                module: ModuleId::Prep,
+                name,
+            },
+            grid: launch.grid,
+            block: launch.block,
+            dynamic_shared_bytes: 0,
+            buffers,
+            params,
+            check,
+            iterations: None,
+            owed: None,
+            work: crate::cases::Work::default(),
+            rotation: None,
+        };
+    let mut fills = Vec::new();
+    for b in &launch.buffers {
+        let (kind, key) = match b.init {
+            Init::Stream { array, .. } => (
+                if kernel.is_reduction() {
+                    FillKind::SumInput
+                } else {
+                    FillKind::MapInput
+                },
+                crate::cases::input_key(array),
+            ),
+            Init::Poison => (FillKind::Constant, poison(b.word_bytes)),
+            _ => return None,
+        };
+        let entry = format!("fill_b{}", 8 * b.word_bytes);
+        fills.push(prep_launch(
+            entry,
+            vec![b.clone()],
+            vec![
+                param("a", Arg::Buffer(b.role)),
+                param("n", Arg::U64(b.words)),
+                param("key", Arg::U64(key)),
+                param("kind", Arg::U32(kind as u32)),
+            ],
+            Check::Filled,
+        ));
+    }
+    let check = stream::gold_form(kernel).and_then(|(ka, kb, k0)| {
+        let out = launch.buffer(Role::Output)?.clone();
+        let n = out.words;
+        Some(prep_launch(
+            format!("check_{precision}"),
+            vec![
+                out,
+                Buffer {
+                    role: Role::Tally,
+                    words: 2,
+                    word_bytes: 8,
+                    init: Init::Words(TALLY_START.to_vec()),
+                },
+            ],
+            vec![
+                param("out", Arg::Buffer(Role::Output)),
+                param("n", Arg::U64(n)),
+                param("key_a", Arg::U64(crate::cases::input_key(0))),
+                param("key_b", Arg::U64(crate::cases::input_key(1))),
+                param("ka", Arg::F64(ka)),
+                param("kb", Arg::F64(kb)),
+                param("k0", Arg::F64(k0)),
+                param("tally", Arg::Buffer(Role::Tally)),
+            ],
+            Check::Tally {
+                kernel,
+                precision,
+                n,
+            },
+        ))
+    });
+    Some(DevicePrep { fills, check })
+}
+
 /// What every family's launch is planned from: the case, its entry, and the grid.
 struct Context<'a> {
     case: &'a Case,

@@ -110,6 +110,9 @@ struct Modules {
     wgmma: Loaded,
     cache: Loaded,
     latency: Loaded,
+    /// kernels/prep.ptx, loaded by the first case filled on the device
+    /// ([`describe::device_prep`]) and kept for the others.
+    prep: std::sync::OnceLock<Arc<CudaModule>>,
 }
 
 /// A module that is loaded, or why not.
@@ -163,6 +166,22 @@ pub struct CudaBackend {
     nvml_device: Option<Arc<nvml_wrapper::Device<'static>>>,
     /// The other GPUs this one can reach peer to peer (ordinals).
     peers: Vec<u32>,
+    /// Bytes of a STREAM or size-sweep case's arrays from which they are filled and checked on
+    /// the device ([`describe::DEVICE_PREP_FROM_BYTES`], or [`DEVICE_PREP_FROM_VAR`]).
+    device_prep_from_bytes: u64,
+}
+
+/// The environment variable that moves [`describe::DEVICE_PREP_FROM_BYTES`] (a byte count, `0`:
+/// every STREAM and size-sweep case): for tests, whose simulated devices' arrays are far below
+/// it.
+pub const DEVICE_PREP_FROM_VAR: &str = "ROOFPROBE_DEVICE_PREP_FROM";
+
+/// [`describe::DEVICE_PREP_FROM_BYTES`], or what [`DEVICE_PREP_FROM_VAR`] says instead.
+fn device_prep_from_bytes() -> u64 {
+    std::env::var(DEVICE_PREP_FROM_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(describe::DEVICE_PREP_FROM_BYTES)
 }
 
 /// The ordinals of the other `count` devices that device `ctx` can reach peer to peer
@@ -326,10 +345,16 @@ impl CudaBackend {
             .and_then(|d| quietly(|| d.max_clock_info(Clock::SM).ok()).ok()?)
             .filter(|&mhz| mhz > 0)
             .map(f64::from);
-        info.clock_mhz = match (info.clock_mhz, nvml_max) {
-            (Some(attribute), Some(nvml)) => Some(attribute.max(nvml)),
-            (attribute, nvml) => attribute.or(nvml),
-        };
+        info.clock_mhz = higher(info.clock_mhz, nvml_max);
+        // The same for the memory clock, which a theoretical DRAM figure needs: NVML's current
+        // one is a lower state's where a GeForce board computes in P2 (an RTX 3090's 9501 MHz
+        // for 9751, 912 GB/s for 936), and the attribute is as deprecated as the SM clock's.
+        let nvml_max_memory = nvml_device
+            .as_ref()
+            .and_then(|d| quietly(|| d.max_clock_info(Clock::Memory).ok()).ok()?)
+            .filter(|&mhz| mhz > 0)
+            .map(f64::from);
+        info.memory_clock_mhz = higher(info.memory_clock_mhz, nvml_max_memory);
         let old = (!plan::runs_compute_kernels(cc))
             .then_some("the compute kernels need compute capability 8.0 or later");
         let no_fp8 = (!plan::native_fp8_mma(cc))
@@ -347,6 +372,7 @@ impl CudaBackend {
             wgmma: Loaded::load(&ctx, ModuleId::Wgmma, not_hopper),
             cache: Loaded::load(&ctx, ModuleId::Cache, old),
             latency: Loaded::load(&ctx, ModuleId::Latency, old),
+            prep: std::sync::OnceLock::new(),
         };
         Ok(CudaBackend {
             info,
@@ -358,6 +384,7 @@ impl CudaBackend {
             deadline: KERNEL_DEADLINE,
             nvml_device,
             peers,
+            device_prep_from_bytes: device_prep_from_bytes(),
         })
     }
 
@@ -462,7 +489,11 @@ impl CudaBackend {
             | ModuleId::GemmSimt
             | ModuleId::GemmWgmma(..)
             | ModuleId::GemmTma(..)
-            | ModuleId::Launch => {
+            | ModuleId::Launch
+            | ModuleId::Prep => {
+                if let (ModuleId::Prep, Some(loaded)) = (id, self.modules.prep.get()) {
+                    return Ok(loaded.clone());
+                }
                 let during = format!("loading kernels/{}", id.file());
                 let ptx = id.ptx();
                 // what the driver would refuse with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, said
@@ -470,10 +501,16 @@ impl CudaBackend {
                 if let Some(why) = jit::not_for_driver(&ptx, driver_cuda_number()) {
                     return Loaded::Unsupported(why).get(id);
                 }
-                self.call(&during, || {
-                    self.ctx.load_module(Ptx::from_src(ptx.as_ref()))
-                })
-                .map_err(|e| with_jit_error_log(&self.ctx, &ptx, e))
+                let module = self
+                    .call(&during, || {
+                        self.ctx.load_module(Ptx::from_src(ptx.as_ref()))
+                    })
+                    .map_err(|e| with_jit_error_log(&self.ctx, &ptx, e))?;
+                if id == ModuleId::Prep {
+                    // (one thread prepares cases: no other can have set it meanwhile)
+                    let _ = self.modules.prep.set(module.clone());
+                }
+                Ok(module)
             }
         }
     }
@@ -625,6 +662,15 @@ pub const FAULT_PTX: &str = "\
     ret;
 }
 ";
+
+/// The higher of a clock the driver's attribute gives and NVML's maximum, either where only one
+/// answers.
+fn higher(attribute: Option<f64>, nvml: Option<f64>) -> Option<f64> {
+    match (attribute, nvml) {
+        (Some(attribute), Some(nvml)) => Some(attribute.max(nvml)),
+        (attribute, nvml) => attribute.or(nvml),
+    }
+}
 
 /// The grid that fills `sms` SMs with `per_sm` blocks each, or why there is none: a kernel that
 /// cannot run one block of [`BLOCK`] threads (too many registers, say) has an occupancy of 0,

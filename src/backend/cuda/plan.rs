@@ -28,6 +28,50 @@ use crate::Result;
 /// launches into ≥ 10 ms samples on top of this).
 pub const TARGET_LAUNCH_SECS: f64 = 2e-3;
 
+/// How long one launch of a STREAM kernel over DRAM-sized arrays lasts at least, at the spec
+/// sheet's DRAM bandwidth: each array holds this long's worth of it, so a kernel that moves one
+/// array (read, write) lasts this long and the others longer. Issue 57: an H200's 512 MiB arrays
+/// (the 4 × L2 and 256 MiB rule alone) made a copy of about 0.2 ms, where the gap between
+/// launches and the grid's ramp and tail (a few µs, [`DRAM_LAUNCH_FIXED_SECS`]) cost 1-3 %.
+pub const DRAM_LAUNCH_SECS: f64 = 1e-3;
+
+/// What a DRAM launch costs whatever its size, as the plan models it: the gap between two
+/// back-to-back launches and the grid's ramp and tail, a few µs on the GPUs roofprobe knows
+/// (issue 57 put it at 1-3 % of a 0.12 ms launch: 1.2-3.6 µs), taken at the top. The size sweep
+/// measures it (`efficiency`'s constant `a`); the tests hold the planned sizes to the plateau of
+/// the curve this constant makes.
+pub const DRAM_LAUNCH_FIXED_SECS: f64 = 4e-6;
+
+/// The step a DRAM array is rounded up to: 256 MiB, a multiple of every word and vector.
+pub const DRAM_ARRAY_STEP_BYTES: u64 = 256 << 20;
+
+/// The device's DRAM bandwidth, bytes per second, as its spec sheet gives it (the entry its name
+/// matches), else bus width × maximum memory clock; `None` where neither is known.
+pub fn spec_dram_bytes_per_sec(info: &DeviceInfo) -> Option<f64> {
+    use crate::cases::{Family, Precision};
+    use crate::specs::{self, DeviceAttributes};
+    let attributes = DeviceAttributes::from_info(info);
+    let (basis, sheet) = specs::basis_for(&attributes);
+    specs::spec_figure(&basis, sheet, &attributes, Family::Stream, Precision::F32)
+        .map(|f| f.value * 1e9)
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// Bytes per array of a GPU's STREAM cases, and the largest of its size sweep: the DRAM rule
+/// (4 × the L2, at least 256 MiB: [`dram_rule_bytes`]), and at least [`DRAM_LAUNCH_SECS`] of
+/// the spec sheet's bandwidth, rounded up to [`DRAM_ARRAY_STEP_BYTES`] (an H200's 4.8 TB/s:
+/// 4.5 GiB; an RTX 3090's 936 GB/s: 1 GiB). The plan caps it to free memory. Arrays this large
+/// are filled and checked on the device ([`describe::device_prep`]): the host would take
+/// seconds to generate and read back each.
+pub fn dram_array_bytes(info: &DeviceInfo) -> u64 {
+    let long = spec_dram_bytes_per_sec(info).map_or(0, |bytes_per_sec| {
+        ((bytes_per_sec * DRAM_LAUNCH_SECS) as u64).div_ceil(DRAM_ARRAY_STEP_BYTES)
+            * DRAM_ARRAY_STEP_BYTES
+    });
+    dram_rule_bytes(info.llc_bytes).max(long)
+}
+
 /// Operations of one launch where nothing is known about the device's rates.
 pub const UNKNOWN_RATE_FLOPS: f64 = 1e12;
 
@@ -364,7 +408,7 @@ pub fn plan_cases(
     let cc = device.compute_capability;
     let mut planned = plan_arrays(
         size,
-        dram_rule_bytes(info.llc_bytes),
+        dram_array_bytes(info),
         3,
         device.usable_bytes,
         &info.id,
@@ -485,13 +529,11 @@ pub fn plan_cases(
     Ok(planned)
 }
 
-/// The largest array a GPU's size sweep uses: the STREAM cases' own (the DRAM rule: 4 × the
-/// L2 and at least 256 MiB), not the whole memory. A time cap: the host generates every
-/// array's inputs and checks every output (the plan's estimate charges that at
-/// [`crate::run::forecast::HOST_PREP_BYTES_PER_SEC`]), so arrays of tens of GiB would cost minutes;
-/// filling and checking them on the device is not built yet.
+/// The largest array a GPU's size sweep uses: the STREAM cases' own ([`dram_array_bytes`]), so
+/// that the sweep shows where they stand on its curve, and not the whole memory (its sizes
+/// double, each costing its samples: the largest costs as much as all the others).
 pub fn efficiency_max_array_bytes(info: &DeviceInfo) -> u64 {
-    dram_rule_bytes(info.llc_bytes)
+    dram_array_bytes(info)
 }
 
 /// The capacity figures of a GPU, planned at what the driver reported as the context was
