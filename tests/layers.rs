@@ -9,9 +9,10 @@
 //! flow (the test modules that reach far are in tests/ anyway). Doc links are not code and are
 //! not counted.
 //!
-//! Two more house rules of docs/architecture.md, on the same parse: every file of src/ is small
-//! enough to read (at most [`MAX_FILE_LINES`]), and a test module written inline in src/ stays
-//! short (at most [`MAX_INLINE_TEST_LINES`]); longer tests live in tests/, in this binary.
+//! Three more house rules of docs/architecture.md, on the same parse: every file of src/ is small
+//! enough to read (at most [`MAX_FILE_LINES`]), a test module written inline in src/ stays
+//! short (at most [`MAX_INLINE_TEST_LINES`]; longer tests live in tests/, in this binary), and
+//! so does a function (at most [`MAX_FN_LINES`], unless its doc says why: [`LONG_FN_MARKER`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,16 @@ const MAX_FILE_LINES: usize = 1200;
 /// The most lines an inline `#[cfg(test)]` module in src/ may have, from its attribute to its
 /// closing brace: past it, its tests move to tests/ (as tests/runner.rs and tests/record.rs did).
 const MAX_INLINE_TEST_LINES: usize = 200;
+
+/// The most lines a function of src/ outside `#[cfg(test)]` may have, from its `fn` line to its
+/// closing brace, unless its `///` doc gives the reason in a sentence opening with
+/// [`LONG_FN_MARKER`]: past it, the function is split by concept (issue 55: the watch's trail
+/// into header, axes, roofs, trail and legend).
+const MAX_FN_LINES: usize = 150;
+
+/// How a long function's doc opens the sentence that says why it stays whole ("Long because
+/// it is the timed region ..."): the reason stands where a reader of the function meets it.
+const LONG_FN_MARKER: &str = "Long because";
 
 /// Inline test modules allowed past [`MAX_INLINE_TEST_LINES`], each with the reason it must stay
 /// in the library. An entry no longer needed is an error too, so the list cannot go stale.
@@ -530,6 +541,136 @@ fn long_inline_tests(files: &[SourceFile], allowed: &[(&str, &str)]) -> (Vec<Str
     (over, stale)
 }
 
+/// Every function of src/ with a body, outside `#[cfg(test)]` (free functions, methods, a
+/// trait's provided methods, in inline modules too): `(file below src/, its name, the line of
+/// its `fn`, its lines from there to its closing brace, its doc joined into one line)`. The
+/// files of modules declared `#[cfg(test)] mod name;` are test code and left out.
+fn functions(files: &[SourceFile]) -> Vec<(String, String, usize, usize, String)> {
+    type Out = Vec<(String, String, usize, usize, String)>;
+    fn doc(attrs: &[syn::Attribute]) -> String {
+        let lines: Vec<String> = attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .filter_map(|a| match &a.meta {
+                syn::Meta::NameValue(syn::MetaNameValue {
+                    value:
+                        syn::Expr::Lit(syn::ExprLit {
+                            lit: syn::Lit::Str(s),
+                            ..
+                        }),
+                    ..
+                }) => Some(s.value()),
+                _ => None,
+            })
+            .collect();
+        lines
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+    fn one(
+        rel: &str,
+        attrs: &[syn::Attribute],
+        sig: &syn::Signature,
+        block: &syn::Block,
+        out: &mut Out,
+    ) {
+        if is_test_only(attrs) {
+            return;
+        }
+        let start = sig.fn_token.span.start().line;
+        let end = block.brace_token.span.close().end().line;
+        out.push((
+            rel.to_string(),
+            sig.ident.to_string(),
+            start,
+            end + 1 - start,
+            doc(attrs),
+        ));
+    }
+    fn walk(items: &[syn::Item], rel: &str, out: &mut Out, test_mods: &mut Vec<String>) {
+        for item in items {
+            match item {
+                syn::Item::Fn(f) => one(rel, &f.attrs, &f.sig, &f.block, out),
+                syn::Item::Impl(i) if !is_test_only(&i.attrs) => {
+                    for it in &i.items {
+                        if let syn::ImplItem::Fn(f) = it {
+                            one(rel, &f.attrs, &f.sig, &f.block, out);
+                        }
+                    }
+                }
+                syn::Item::Trait(t) if !is_test_only(&t.attrs) => {
+                    for it in &t.items {
+                        if let syn::TraitItem::Fn(syn::TraitItemFn {
+                            attrs,
+                            sig,
+                            default: Some(block),
+                            ..
+                        }) = it
+                        {
+                            one(rel, attrs, sig, block, out);
+                        }
+                    }
+                }
+                // a test module's code is left out; the file of one declared bare is noted
+                syn::Item::Mod(m) => match (&m.content, is_test_only(&m.attrs)) {
+                    (None, true) => test_mods.push(m.ident.to_string()),
+                    (Some((_, inner)), false) => walk(inner, rel, out, test_mods),
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut test_files: Vec<Vec<String>> = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f.path).unwrap();
+        let parsed = syn::parse_file(&text)
+            .unwrap_or_else(|e| panic!("{}: does not parse: {e}", f.path.display()));
+        let mut test_mods = Vec::new();
+        let mut found = Vec::new();
+        walk(&parsed.items, &f.rel, &mut found, &mut test_mods);
+        test_files.extend(test_mods.into_iter().map(|m| {
+            let mut path = f.module.clone();
+            path.push(m);
+            path
+        }));
+        out.push((f.module.clone(), found));
+    }
+    out.into_iter()
+        .filter(|(module, _)| !test_files.iter().any(|t| module.starts_with(t)))
+        .flat_map(|(_, found)| found)
+        .collect()
+}
+
+/// The functions over [`MAX_FN_LINES`] whose doc gives no reason (no sentence opening with
+/// [`LONG_FN_MARKER`]): `src/path:line: fn name, N lines`.
+fn long_functions(files: &[SourceFile]) -> Vec<String> {
+    functions(files)
+        .into_iter()
+        .filter(|(_, _, _, lines, doc)| {
+            *lines > MAX_FN_LINES
+                && !(doc.starts_with(LONG_FN_MARKER)
+                    || doc.contains(&format!(". {LONG_FN_MARKER}")))
+        })
+        .map(|(rel, name, line, lines, _)| format!("src/{rel}:{line}: fn {name}, {lines} lines"))
+        .collect()
+}
+
+#[test]
+fn no_function_in_src_is_long_without_a_reason() {
+    let long = long_functions(&source_files(&src()));
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines (split each by concept into well-named functions, \
+         or say in its /// doc why it must stay whole, in a sentence opening \
+         \"{LONG_FN_MARKER}\"):\n{}",
+        long.join("\n")
+    );
+}
+
 #[test]
 fn no_file_in_src_is_too_long_to_read() {
     let long = long_files(&source_files(&src()));
@@ -622,4 +763,64 @@ fn the_length_checks_catch_a_planted_long_file_and_test_module() {
     assert_eq!(stale, ["src/error.rs"]);
     let (over, stale) = long_inline_tests(&files, &[("units.rs", "a reason")]);
     assert!(over.is_empty() && stale.is_empty(), "{over:?} {stale:?}");
+}
+
+/// The function check finds what it is for: a function, a method and a trait's provided method
+/// one line past the limit, planted in a small tree, are each caught; the same with a reason in
+/// its doc, at [`MAX_FN_LINES`] exactly, or in test code, is not.
+#[test]
+fn the_function_check_catches_a_planted_long_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    // `fn name() {`, the body, `}`: `extra` lines past the limit
+    let body = |name: &str, extra: usize| {
+        format!(
+            "fn {name}() {{\n{}}}\n",
+            "    let _ = 1;\n".repeat(MAX_FN_LINES + extra - 2)
+        )
+    };
+    let long = body("long", 1);
+    let reason = format!(
+        "/// What it does.\n///\n/// {LONG_FN_MARKER} it is one table.\n#[inline]\n{}",
+        body("reasoned", 1)
+    );
+    let at_limit = body("at_limit", 0);
+    let method = format!(
+        "pub struct S;\nimpl S {{\n{}}}\npub trait T {{\n{}}}\n",
+        body("method", 1),
+        body("provided", 1)
+    );
+    let tested = format!("#[cfg(test)]\nmod tests {{\n{}}}\n", body("a_test", 1));
+    let mentioned = format!(
+        "/// Not {LONG_FN_MARKER} a sentence.\n{}",
+        body("mentioned", 1)
+    );
+    for (file, text) in [
+        (
+            "lib.rs",
+            "pub mod text;\npub mod units;\npub mod error;\npub mod files;\n",
+        ),
+        ("text.rs", format!("{long}{reason}{at_limit}").as_str()),
+        ("units.rs", method.as_str()),
+        (
+            "error.rs",
+            format!("{tested}#[cfg(test)]\nmod helpers;\n").as_str(),
+        ),
+        ("error/helpers.rs", body("helper", 1).as_str()),
+        ("files.rs", mentioned.as_str()),
+    ] {
+        let p = src.join(file);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let over = MAX_FN_LINES + 1;
+    assert_eq!(
+        long_functions(&source_files(&src)),
+        [
+            format!("src/files.rs:2: fn mentioned, {over} lines"),
+            format!("src/text.rs:1: fn long, {over} lines"),
+            format!("src/units.rs:3: fn method, {over} lines"),
+            format!("src/units.rs:{}: fn provided, {over} lines", 3 + over + 2),
+        ]
+    );
 }

@@ -609,18 +609,7 @@ pub fn run(
             Ok((summary, reps, stopped, verdict, launch_note))
         });
         let after = backend.conditions();
-        let around = Conditions::merge(&before, &after);
-        let mut conditions = if during.is_empty() {
-            around
-        } else {
-            // the readings during the samples, and what only a before/after pair can tell
-            let mut c = sampler::summarise(&during);
-            c.other_cpus_busy = around.other_cpus_busy;
-            c.other_gpu_processes = c.other_gpu_processes.max(around.other_gpu_processes);
-            c
-        };
-        // A clock the case measured itself, while it ran, beats one read around it.
-        conditions.clock_mhz = observed_clock_mhz.or(conditions.clock_mhz);
+        let conditions = conditions_of(&before, &after, &during, observed_clock_mhz);
         // From the clock the row will keep (a reading that is no clock is dropped there), so a
         // theory is never 0 or NaN.
         let theory_gflops = theory_per_mhz
@@ -636,45 +625,15 @@ pub fn run(
                 *verdict = check_against_theory(gflops, theory, mhz);
             }
         }
-        let join = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
-            (true, _) => b.to_string(),
-            (_, true) => a.to_string(),
-            _ => format!("{a}; {b}"),
-        };
-        let record = match &result {
-            Ok((summary, reps, stopped, verdict, launch)) => Record::new(
-                identity,
-                timestamp,
-                case,
-                Outcome::Measured {
-                    summary,
-                    reps: *reps,
-                    stopped: *stopped,
-                    verdict,
-                },
-                &conditions,
-                join(&join(launch, note), &clock_note),
-            ),
-            Err(crate::Error::Skipped(why)) => Record::new(
-                identity,
-                timestamp,
-                case,
-                Outcome::Skipped { why },
-                &conditions,
-                note.clone(),
-            ),
-            Err(e) => Record::new(
-                identity,
-                timestamp,
-                case,
-                Outcome::Failed {
-                    error: &e.to_string(),
-                },
-                &conditions,
-                note.clone(),
-            ),
-        };
-        let mut record = record;
+        let mut record = record_of(
+            identity,
+            timestamp,
+            case,
+            note,
+            &result,
+            &conditions,
+            &clock_note,
+        );
         if let Some(bytes) = measured_bytes {
             record.working_set_bytes = bytes;
             record.elements = bytes;
@@ -706,4 +665,82 @@ pub fn run(
         }
     }
     Ok(records)
+}
+
+/// The conditions a case ran under: the readings taken while its samples ran, where the
+/// backend takes any, with what only the readings `before` and `after` it can tell; else those
+/// two merged. A clock the case measured itself, while it ran, beats one read around it.
+fn conditions_of(
+    before: &Conditions,
+    after: &Conditions,
+    during: &[Conditions],
+    observed_clock_mhz: Option<f64>,
+) -> Conditions {
+    let around = Conditions::merge(before, after);
+    let mut conditions = if during.is_empty() {
+        around
+    } else {
+        // the readings during the samples, and what only a before/after pair can tell
+        let mut c = sampler::summarise(during);
+        c.other_cpus_busy = around.other_cpus_busy;
+        c.other_gpu_processes = c.other_gpu_processes.max(around.other_gpu_processes);
+        c
+    };
+    conditions.clock_mhz = observed_clock_mhz.or(conditions.clock_mhz);
+    conditions
+}
+
+/// What a measured case gives its row: its summary, repetitions, why the sampling stopped, its
+/// verdict, and the backend's note on how it was launched.
+type CaseResult = Result<(Summary, u32, Stopped, Verdict, String)>;
+
+/// The row of one case, from what became of it: measured (its notes joined: the launch's, the
+/// plan's, the clock's), skipped, or failed.
+fn record_of(
+    identity: &RunIdentity,
+    timestamp: String,
+    case: &Case,
+    note: &str,
+    result: &CaseResult,
+    conditions: &Conditions,
+    clock_note: &str,
+) -> Record {
+    let join = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{a}; {b}"),
+    };
+    match result {
+        Ok((summary, reps, stopped, verdict, launch)) => Record::new(
+            identity,
+            timestamp,
+            case,
+            Outcome::Measured {
+                summary,
+                reps: *reps,
+                stopped: *stopped,
+                verdict,
+            },
+            conditions,
+            join(&join(launch, note), clock_note),
+        ),
+        Err(crate::Error::Skipped(why)) => Record::new(
+            identity,
+            timestamp,
+            case,
+            Outcome::Skipped { why },
+            conditions,
+            note.to_string(),
+        ),
+        Err(e) => Record::new(
+            identity,
+            timestamp,
+            case,
+            Outcome::Failed {
+                error: &e.to_string(),
+            },
+            conditions,
+            note.to_string(),
+        ),
+    }
 }

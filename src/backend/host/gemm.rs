@@ -149,8 +149,8 @@ struct Scratch<T> {
 /// `packed_b` holds one packed B panel (KC × NC rounded up to whole slivers); `scratch` one
 /// entry per worker. `dot_path`: M > 1 takes the dot-product path ([`DotTile::takes`]).
 ///
-/// Longer than the house's 150 lines on purpose: it is the timed region. Its three paths (a
-/// decode step's GEMV, the dot-product tiles, the packed panels) share one pool dispatch per
+/// Long because it is the timed region (past the house's 150 lines on purpose). Its three paths
+/// (a decode step's GEMV, the dot-product tiles, the packed panels) share one pool dispatch per
 /// sample, each worker's scratch lock, and the phase counter that every worker advances in
 /// step (the claim counters alternate by phase, and worker 0 clears the idle one); split into
 /// functions, that state would cross a call boundary on every rep inside the samples.

@@ -101,69 +101,7 @@ pub(super) fn fields(x: &Inputs) -> Vec<Field> {
              roofprobe writes none: SOL and EMPIRICAL modes need none (an empty folder)",
         ),
     );
-    // mem_bw is what SOL computes with: the measured DRAM ceiling, the sheet's figure beside
-    // it; only without a DRAM row the sheet's
-    let mem_bw = x.dram_rate();
-    if let Some((gbps, src)) = &mem_bw {
-        f.push(Field {
-            key: "gpu.mem_bw".into(),
-            value: Value::Num(gbps * 1e9),
-            unit: "B/s",
-            source: src.clone(),
-        });
-    }
-    // EMPIRICAL's memory op is bytes / (mem_bw · factor) + constant (aiconfigurator-core
-    // `mem_op_latency_ms`): the size sweep's fit is exactly that line, so mem_bw · factor is its
-    // asymptotic bandwidth and the constant its `a`. Without a fit within its quality bound,
-    // mem_bw is already the measured rate (factor 1) and the constant the run's measured cost
-    // of one launch, which every memory op pays.
-    let measured_bw = x.dram().is_some();
-    match (x.size_fit(), &mem_bw) {
-        (Some(fit), Some((gbps, _))) if measured_bw => {
-            let factor = fit.asymptotic_gbps / gbps;
-            f.push(Field {
-                key: "gpu.mem_bw_empirical_scaling_factor".into(),
-                value: Value::Num(factor.min(1.0)),
-                unit: "fraction",
-                source: super::Inputs::size_fit_source(
-                    fit,
-                    &if factor > 1.0 {
-                        format!(
-                            "1: the fit's BW is above mem_bw {} GB/s, and the factor a fraction",
-                            sig(*gbps)
-                        )
-                    } else {
-                        format!("BW / mem_bw {} GB/s", sig(*gbps))
-                    },
-                ),
-            });
-            f.push(Field {
-                key: "gpu.mem_empirical_constant_latency".into(),
-                value: Value::Num(fit.constant_secs),
-                unit: "s",
-                source: super::Inputs::size_fit_source(fit, "a"),
-            });
-        }
-        (_, Some(_)) => {
-            f.push(Field {
-                key: "gpu.mem_bw_empirical_scaling_factor".into(),
-                value: Value::Num(1.0),
-                unit: "fraction",
-                source: Source::Choice(if measured_bw {
-                    "mem_bw is already the measured rate"
-                } else {
-                    "nothing measured the DRAM: the sheet's rate as it stands"
-                }),
-            });
-            push(
-                &mut f,
-                "gpu.mem_empirical_constant_latency",
-                "s",
-                launch_secs(x),
-            );
-        }
-        _ => {}
-    }
+    memory_model(&mut f, x);
     push(
         &mut f,
         "gpu.mem_capacity",
@@ -223,14 +161,84 @@ pub(super) fn fields(x: &Inputs) -> Vec<Field> {
         "",
         x.sm_version().map(|(v, s)| (Value::Int(v), s)),
     );
+    node_and_misc(&mut f, x);
+    f
+}
+
+/// The memory model of SOL and EMPIRICAL modes: `gpu.mem_bw`, and EMPIRICAL's scaling factor
+/// and constant latency.
+fn memory_model(f: &mut Vec<Field>, x: &Inputs) {
+    // mem_bw is what SOL computes with: the measured DRAM ceiling, the sheet's figure beside
+    // it; only without a DRAM row the sheet's
+    let mem_bw = x.dram_rate();
+    if let Some((gbps, src)) = &mem_bw {
+        f.push(Field {
+            key: "gpu.mem_bw".into(),
+            value: Value::Num(gbps * 1e9),
+            unit: "B/s",
+            source: src.clone(),
+        });
+    }
+    // EMPIRICAL's memory op is bytes / (mem_bw · factor) + constant (aiconfigurator-core
+    // `mem_op_latency_ms`): the size sweep's fit is exactly that line, so mem_bw · factor is its
+    // asymptotic bandwidth and the constant its `a`. Without a fit within its quality bound,
+    // mem_bw is already the measured rate (factor 1) and the constant the run's measured cost
+    // of one launch, which every memory op pays.
+    let measured_bw = x.dram().is_some();
+    match (x.size_fit(), &mem_bw) {
+        (Some(fit), Some((gbps, _))) if measured_bw => {
+            let factor = fit.asymptotic_gbps / gbps;
+            f.push(Field {
+                key: "gpu.mem_bw_empirical_scaling_factor".into(),
+                value: Value::Num(factor.min(1.0)),
+                unit: "fraction",
+                source: super::Inputs::size_fit_source(
+                    fit,
+                    &if factor > 1.0 {
+                        format!(
+                            "1: the fit's BW is above mem_bw {} GB/s, and the factor a fraction",
+                            sig(*gbps)
+                        )
+                    } else {
+                        format!("BW / mem_bw {} GB/s", sig(*gbps))
+                    },
+                ),
+            });
+            f.push(Field {
+                key: "gpu.mem_empirical_constant_latency".into(),
+                value: Value::Num(fit.constant_secs),
+                unit: "s",
+                source: super::Inputs::size_fit_source(fit, "a"),
+            });
+        }
+        (_, Some(_)) => {
+            f.push(Field {
+                key: "gpu.mem_bw_empirical_scaling_factor".into(),
+                value: Value::Num(1.0),
+                unit: "fraction",
+                source: Source::Choice(if measured_bw {
+                    "mem_bw is already the measured rate"
+                } else {
+                    "nothing measured the DRAM: the sheet's rate as it stands"
+                }),
+            });
+            push(f, "gpu.mem_empirical_constant_latency", "s", launch_secs(x));
+        }
+        _ => {}
+    }
+}
+
+/// The node (one GPU, its links, the network AIConfigurator's own systems assume) and what
+/// besides the model holds memory.
+fn node_and_misc(f: &mut Vec<Field>, x: &Inputs) {
     push(
-        &mut f,
+        f,
         "node.num_gpus_per_node",
         "",
         default(Value::Int(1), "one device per node, the one measured"),
     );
     push(
-        &mut f,
+        f,
         "node.inter_node_bw",
         "B/s per direction",
         default(
@@ -240,19 +248,19 @@ pub(super) fn fields(x: &Inputs) -> Vec<Field> {
         ),
     );
     push(
-        &mut f,
+        f,
         "node.intra_node_bw",
         "B/s per direction",
         rate(x.peer_link_gbs(), 1e9),
     );
     push(
-        &mut f,
+        f,
         "node.pcie_bw",
         "B/s per direction",
         rate(x.host_link_gbs(), 1e9),
     );
     push(
-        &mut f,
+        f,
         "node.p2p_latency",
         "s",
         default(
@@ -261,7 +269,7 @@ pub(super) fn fields(x: &Inputs) -> Vec<Field> {
         ),
     );
     push(
-        &mut f,
+        f,
         "misc.nccl_mem.1",
         "bytes",
         default(
@@ -279,8 +287,7 @@ pub(super) fn fields(x: &Inputs) -> Vec<Field> {
                  the run measured no capacity",
             )
         });
-    push(&mut f, "misc.other_mem", "bytes", other);
-    f
+    push(f, "misc.other_mem", "bytes", other);
 }
 
 /// The run's measured cost of one launch, in seconds: a GPU's empty kernel back to back, the

@@ -9,7 +9,7 @@
 //! It reuses the roofline picture's axes, ticks, label placement and SVG writing (the parent
 //! module); it must not read or write files.
 
-use super::labels::{self, Anchor, Field, Label, Obstacle, Outcome, Shape, Spot};
+use super::labels::{self, Anchor, Field, Label, Obstacle, Outcome, Shape, Spot, Xy};
 use super::names::LABEL_PX;
 use super::picture::{wrap, Fill, Item, Legend, Mark, Picture, Rgb, Swatch, GREY, INK};
 use super::{
@@ -74,9 +74,49 @@ pub fn render(summary: &DeviceSummary, rows: &[&TimelineRow]) -> Result<String> 
     Ok(picture(summary, rows)?.to_svg())
 }
 
+/// What the picture shows of one watch, in data units: the roofs (DRAM, and each pipe the
+/// samples name, with its precision), each sample that places a point (its intensity, its rate,
+/// its verdict), and each phase that does (its number from 1, its median point, its verdict).
+struct Trail {
+    dram: Vec<Roof>,
+    computes: Vec<(Roof, crate::cases::Precision)>,
+    points: Vec<(f64, f64, Verdict)>,
+    phases: Vec<(usize, f64, f64, Verdict)>,
+}
+
+/// The texts to place in the plot, each in its colour, and what they must keep off.
+#[derive(Default)]
+struct ToPlace {
+    obstacles: Vec<Obstacle>,
+    labels: Vec<(Label, Rgb)>,
+}
+
 fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
     let mut items = Vec::new();
-    // Header: title, the signal, the ceilings' sources.
+    let y = draw_header(&mut items, s);
+    let trail = trail_of(s, rows);
+    let axes = axes_for(&trail, y)?;
+    let x_title_baseline = draw_axes(&mut items, &[], &axes);
+    let mut to_place = ToPlace::default();
+    draw_dram_roofs(&mut items, &mut to_place, &axes, &trail);
+    draw_compute_roofs(&mut items, &mut to_place, &axes, &trail);
+    draw_trail(&mut items, &mut to_place, &axes, &trail);
+    let unplaced = place_labels(&mut items, to_place, axes.plot);
+    let height = draw_legend(&mut items, s, &trail, &unplaced, x_title_baseline);
+    Ok(Picture {
+        width: WIDTH,
+        height,
+        label_border: axes.plot,
+        unplaced: unplaced.len(),
+        widest_roof_name: 0.0,
+        roof_names: 0,
+        items,
+    })
+}
+
+/// The header: the title, then the signal, the verdict and the ceilings' sources, wrapped.
+/// Returns the baseline below it.
+fn draw_header(items: &mut Vec<Item>, s: &DeviceSummary) -> f64 {
     let title = format!(
         "Watch: {} ({}), {} samples over {:.1} s",
         s.device_name,
@@ -84,7 +124,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
         s.samples,
         (s.to_s - s.from_s).max(0.0)
     );
-    let mut y = super::draw_title(&mut items, &title);
+    let mut y = super::draw_title(items, &title);
     let verdict = s.verdict.map_or_else(
         || "no verdict".to_string(),
         |v| format!("verdict: {}", v.as_str()),
@@ -104,8 +144,12 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
         ));
         y += HEADER_PX * 1.4;
     }
+    y
+}
 
-    // The roofs: DRAM, and each pipe the samples name.
+/// The roofs (DRAM, and each pipe the samples name), the samples and the phases that place a
+/// point.
+fn trail_of(s: &DeviceSummary, rows: &[&TimelineRow]) -> Trail {
     let dram = roofs_of("DRAM", &s.ceilings.dram_gbps, &bandwidth);
     let mut computes: Vec<(Roof, crate::cases::Precision)> = Vec::new();
     for p in &s.ceilings.pipes {
@@ -133,13 +177,28 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
             (good(x) && good(y)).then_some((i + 1, x, y, p.verdict))
         })
         .collect();
+    Trail {
+        dram,
+        computes,
+        points,
+        phases,
+    }
+}
 
-    // Axes: every point, every roof and ridge, a margin around them.
+/// Axes that hold every point, every roof and ridge, with a margin around them, in a plot
+/// whose top is just below `header_bottom`. Refused past 24 decades.
+fn axes_for(trail: &Trail, header_bottom: f64) -> Result<Axes> {
+    let Trail {
+        dram,
+        computes,
+        points,
+        ..
+    } = trail;
     let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
     let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
     ys.extend(computes.iter().map(|(r, _)| r.value));
-    for (c, _) in &computes {
-        for d in &dram {
+    for (c, _) in computes {
+        for d in dram {
             xs.push(c.value / d.value);
         }
     }
@@ -161,20 +220,55 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
             "cannot draw the trail: its figures span more than 24 decades".to_string(),
         ));
     }
-    let top = y + 8.0;
-    let plot = (PLOT_LEFT, top, PLOT_RIGHT, top + PLOT_HEIGHT);
-    let (l, t, r, b) = plot;
-    let axes = Axes {
+    let top = header_bottom + 8.0;
+    Ok(Axes {
         x: (x0, x1),
         y: (y0, y1),
-        plot,
-    };
-    let x_title_baseline = draw_axes(&mut items, &[], &axes);
+        plot: (PLOT_LEFT, top, PLOT_RIGHT, top + PLOT_HEIGHT),
+    })
+}
 
-    let mut obstacles: Vec<Obstacle> = Vec::new();
-    let mut labels_to_place: Vec<(Label, Rgb)> = Vec::new();
-    let top_roof = computes.iter().map(|(c, _)| c.value).reduce(f64::max);
-    for d in &dram {
+/// A roof's line: solid and heavier where measured, dashed where only the spec says; an
+/// obstacle its labels may cross.
+fn draw_roof(
+    items: &mut Vec<Item>,
+    to_place: &mut ToPlace,
+    (a, z): (Xy, Xy),
+    stroke: Rgb,
+    measured: bool,
+) {
+    items.push(Item::Line {
+        points: vec![a, z],
+        stroke,
+        width: if measured { 2.6 } else { 1.8 },
+        dash: (!measured).then_some("7 5"),
+        class: "roof",
+    });
+    to_place.obstacles.push(Obstacle {
+        shape: Shape::segment(a, z),
+        crossable: true,
+    });
+}
+
+/// A roof's name, to be placed at one of `spots`.
+fn roof_label(text: &str, spots: Vec<Spot>) -> Label {
+    Label {
+        text: text.to_string(),
+        size_px: LABEL_PX,
+        spots,
+        anchors: Vec::new(),
+        anchor_gap: 0.0,
+        leader_max: 0.0,
+        fold_into: None,
+    }
+}
+
+/// Each DRAM roof, the slope from the plot's edge to where the highest compute roof cuts it,
+/// named along its length.
+fn draw_dram_roofs(items: &mut Vec<Item>, to_place: &mut ToPlace, axes: &Axes, trail: &Trail) {
+    let ((x0, x1), (y0, y1)) = (axes.x, axes.y);
+    let top_roof = trail.computes.iter().map(|(c, _)| c.value).reduce(f64::max);
+    for d in &trail.dram {
         let enter = x0.max(y0 / d.value);
         let leave = x1
             .min(y1 / d.value)
@@ -187,17 +281,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
             axes.px((leave, d.value * leave)),
         );
         let stroke = if d.measured { Rgb(38, 38, 38) } else { GREY };
-        items.push(Item::Line {
-            points: vec![a, z],
-            stroke,
-            width: if d.measured { 2.6 } else { 1.8 },
-            dash: (!d.measured).then_some("7 5"),
-            class: "roof",
-        });
-        obstacles.push(Obstacle {
-            shape: Shape::segment(a, z),
-            crossable: true,
-        });
+        draw_roof(items, to_place, (a, z), stroke, d.measured);
         let angle = (z.1 - a.1).atan2(z.0 - a.0).to_degrees();
         let spots = (1..=6)
             .flat_map(|k| {
@@ -215,21 +299,19 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
                 })
             })
             .collect();
-        labels_to_place.push((
-            Label {
-                text: d.name.clone(),
-                size_px: LABEL_PX,
-                spots,
-                anchors: Vec::new(),
-                anchor_gap: 0.0,
-                leader_max: 0.0,
-                fold_into: None,
-            },
-            stroke,
-        ));
+        to_place.labels.push((roof_label(&d.name, spots), stroke));
     }
-    for (c, _) in &computes {
-        let start = dram.first().map_or(x0, |d| (c.value / d.value).max(x0));
+}
+
+/// Each compute roof, flat from the first DRAM roof's ridge to the plot's right edge, named
+/// at its right end or its middle.
+fn draw_compute_roofs(items: &mut Vec<Item>, to_place: &mut ToPlace, axes: &Axes, trail: &Trail) {
+    let ((x0, x1), (y0, y1)) = (axes.x, axes.y);
+    for (c, _) in &trail.computes {
+        let start = trail
+            .dram
+            .first()
+            .map_or(x0, |d| (c.value / d.value).max(x0));
         if c.value < y0 || c.value > y1 || start >= x1 {
             continue;
         }
@@ -239,17 +321,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
         } else {
             Rgb(224, 160, 110)
         };
-        items.push(Item::Line {
-            points: vec![a, z],
-            stroke,
-            width: if c.measured { 2.6 } else { 1.8 },
-            dash: (!c.measured).then_some("7 5"),
-            class: "roof",
-        });
-        obstacles.push(Obstacle {
-            shape: Shape::segment(a, z),
-            crossable: true,
-        });
+        draw_roof(items, to_place, (a, z), stroke, c.measured);
         let spots = [
             (z.0 - 6.0, -6.0, 0.0),
             (z.0 - 6.0, 16.0, 1.0),
@@ -259,22 +331,14 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
         .into_iter()
         .map(|(x, dy, cost)| Spot::flat((x, a.1 + dy), Anchor::End, cost))
         .collect();
-        labels_to_place.push((
-            Label {
-                text: c.name.clone(),
-                size_px: LABEL_PX,
-                spots,
-                anchors: Vec::new(),
-                anchor_gap: 0.0,
-                leader_max: 0.0,
-                fold_into: None,
-            },
-            stroke,
-        ));
+        to_place.labels.push((roof_label(&c.name, spots), stroke));
     }
+}
 
-    // The trail: a thin line through the samples in time order, a dot each, then the phases.
-    let px: Vec<(f64, f64)> = points.iter().map(|p| axes.px((p.0, p.1))).collect();
+/// The trail: a thin line through the samples in time order, a dot each, then each phase as
+/// a numbered diamond at its median.
+fn draw_trail(items: &mut Vec<Item>, to_place: &mut ToPlace, axes: &Axes, trail: &Trail) {
+    let px: Vec<(f64, f64)> = trail.points.iter().map(|p| axes.px((p.0, p.1))).collect();
     if px.len() > 1 {
         items.push(Item::Line {
             points: px.clone(),
@@ -284,7 +348,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
             class: "trail",
         });
     }
-    for (at, p) in px.iter().zip(&points) {
+    for (at, p) in px.iter().zip(&trail.points) {
         items.push(Item::Marker {
             mark: Mark::Circle,
             at: *at,
@@ -295,7 +359,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
             class: "sample",
         });
     }
-    for &(n, x, yv, v) in &phases {
+    for &(n, x, yv, v) in &trail.phases {
         let at = axes.px((x, yv));
         items.push(Item::Marker {
             mark: Mark::Diamond,
@@ -306,7 +370,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
             dash: None,
             class: "phase",
         });
-        obstacles.push(Obstacle {
+        to_place.obstacles.push(Obstacle {
             shape: super::picture::marker_extent(at, 7.0),
             crossable: false,
         });
@@ -324,7 +388,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
                 Spot::flat((at.0 + dx, at.1 + dy), anchor, k as f64)
             })
             .collect();
-        labels_to_place.push((
+        to_place.labels.push((
             Label {
                 text: n.to_string(),
                 size_px: LABEL_PX,
@@ -337,11 +401,20 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
             colour(v),
         ));
     }
+}
+
+/// Places the labels inside `border`, drawing each placed one (with its leader); returns the
+/// texts that found no room.
+fn place_labels(
+    items: &mut Vec<Item>,
+    to_place: ToPlace,
+    border: (f64, f64, f64, f64),
+) -> Vec<String> {
     let field = Field {
-        border: (l, t, r, b),
-        obstacles,
+        border,
+        obstacles: to_place.obstacles,
     };
-    let (labels, colours): (Vec<Label>, Vec<Rgb>) = labels_to_place.into_iter().unzip();
+    let (labels, colours): (Vec<Label>, Vec<Rgb>) = to_place.labels.into_iter().unzip();
     let mut unplaced = Vec::new();
     for (outcome, c) in labels::place(&labels, &field).into_iter().zip(colours) {
         match outcome {
@@ -355,12 +428,22 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
             Outcome::Folded { .. } => {}
         }
     }
+    unplaced
+}
 
-    // The legend: each phase with its verdict and figure, then what found no room.
+/// The legend under the plot: why there is no trail (where none), each phase with its verdict
+/// and figure, then what found no room in the plot. Returns the picture's height.
+fn draw_legend(
+    items: &mut Vec<Item>,
+    s: &DeviceSummary,
+    trail: &Trail,
+    unplaced: &[String],
+    x_title_baseline: f64,
+) -> f64 {
     let mut legend = Legend::new(PLOT_LEFT, PLOT_RIGHT, x_title_baseline + 14.0);
-    if points.is_empty() {
+    if trail.points.is_empty() {
         legend.row(
-            &mut items,
+            items,
             Swatch::None,
             &format!(
                 "no trail: the {} signal gives no achieved rate and bandwidth to place a sample \
@@ -372,7 +455,7 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
     }
     for (i, p) in s.phases.iter().enumerate() {
         legend.row(
-            &mut items,
+            items,
             Swatch::Block(colour(p.verdict)),
             &format!(
                 "{} · {:.1}–{:.1} s · {}: {}",
@@ -387,22 +470,13 @@ fn picture(s: &DeviceSummary, rows: &[&TimelineRow]) -> Result<Picture> {
     }
     if !unplaced.is_empty() {
         legend.row(
-            &mut items,
+            items,
             Swatch::None,
             &format!("not placed in the plot: {}", unplaced.join(" · ")),
             GREY,
         );
     }
-    let height = legend.bottom() + 16.0;
-    Ok(Picture {
-        width: WIDTH,
-        height,
-        label_border: (l, t, r, b),
-        unplaced: unplaced.len(),
-        widest_roof_name: 0.0,
-        roof_names: 0,
-        items,
-    })
+    legend.bottom() + 16.0
 }
 
 #[cfg(test)]
