@@ -89,21 +89,20 @@ pub fn latency_bandwidth(points: &[(f64, f64)]) -> Result<Fit, String> {
             "the fitted latency is {latency:e} s: the times do not follow latency + bytes / bandwidth"
         ));
     }
-    Ok(with_residuals(
-        Fit {
-            latency_secs: latency,
-            bytes_per_sec: 1.0 / slope,
-            points: points.len(),
-            worst_relative_error: 0.0,
-            rms_relative_residual: 0.0,
-            latency_clamped: false,
-        },
-        points,
-    ))
+    Ok(line(latency, slope, false, points))
 }
 
-/// `fit` with its residuals over `points` filled in.
-fn with_residuals(fit: Fit, points: &[(f64, f64)]) -> Fit {
+/// The line of `latency` and `slope` (seconds per byte) fitted to `points`, its residuals over
+/// them filled in.
+fn line(latency: f64, slope: f64, latency_clamped: bool, points: &[(f64, f64)]) -> Fit {
+    let fit = Fit {
+        latency_secs: latency,
+        bytes_per_sec: 1.0 / slope,
+        points: points.len(),
+        worst_relative_error: 0.0,
+        rms_relative_residual: 0.0,
+        latency_clamped,
+    };
     let relative = || points.iter().map(|&(x, t)| (fit.secs(x) - t) / t);
     let n = points.len().max(1) as f64;
     Fit {
@@ -157,20 +156,9 @@ pub fn two_stage(points: &[(f64, f64)]) -> Option<Fit> {
         .sum::<f64>()
         / n)
         .sqrt();
-    let fit = with_residuals(
-        Fit {
-            latency_secs: latency,
-            bytes_per_sec: 1.0 / slope,
-            points: points.len(),
-            worst_relative_error: 0.0,
-            rms_relative_residual: 0.0,
-            latency_clamped: free < 0.0,
-        },
-        points,
-    );
     Some(Fit {
         rms_relative_residual: rms,
-        ..fit
+        ..line(latency, slope, free < 0.0, points)
     })
 }
 
