@@ -482,71 +482,13 @@ fn draw_legend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::watch::{Capacity, Ceilings, Levels, Phase, Pipe, PipeCeiling};
     use crate::backend::watch::Signal;
-    use crate::cases::Precision;
 
     /// A trail with two phases draws well-formed SVG with its roofs, its samples, a numbered
     /// marker per phase and a legend row per phase; a signal with no trail says why.
     #[test]
     fn a_trail_is_drawn_over_its_roofs() {
-        let ceiling = |m: f64, sp: f64| Ceiling {
-            measured: Some(m),
-            measured_by: "x".into(),
-            spec: Some(sp),
-            spec_basis: "sheet".into(),
-        };
-        let phase = |first: usize, v: Verdict, x: f64, y: f64| Phase {
-            first,
-            last: first + 4,
-            from_s: first as f64,
-            to_s: first as f64 + 4.0,
-            samples: 5,
-            verdict: v,
-            levels: Levels::default(),
-            dram_gbps: Some(y / x),
-            compute_gflops: Some(y),
-            compute_pipe: "tensor bf16.f32".into(),
-            flop_per_byte: Some(x),
-            memory_peak_bytes: None,
-            memory_growth_bytes_per_s: None,
-            memory_fell_to_bytes: None,
-            figure: format!("figure of {}", v.as_str()),
-            remedies: Vec::new(),
-        };
-        let summary = DeviceSummary {
-            device_id: "cuda:0".into(),
-            device_name: "NVIDIA H100 80GB HBM3".into(),
-            signal: Signal::Gpm,
-            signal_why: Vec::new(),
-            unseen: Vec::new(),
-            ceilings: Ceilings {
-                dram_gbps: ceiling(3000.0, 3350.0),
-                pipes: vec![PipeCeiling {
-                    pipe: Pipe::TensorF16,
-                    label: "tensor bf16.f32".into(),
-                    precision: Precision::Bf16F32,
-                    ceiling: ceiling(600_000.0, 989_000.0),
-                }],
-                capacity: Some(Capacity {
-                    usable_bytes: 1,
-                    basis: "x".into(),
-                }),
-                sources: vec!["measured: run r".into()],
-            },
-            samples: 10,
-            from_s: 0.0,
-            to_s: 9.0,
-            verdict: Some(Verdict::Bandwidth),
-            shares: Vec::new(),
-            figure: String::new(),
-            remedies: Vec::new(),
-            phases: vec![
-                phase(0, Verdict::Bandwidth, 10.0, 30_000.0),
-                phase(5, Verdict::Compute, 300.0, 500_000.0),
-            ],
-            full_in_s: None,
-        };
+        let summary = crate::analysis::fixtures::watch_summary();
         let rows: Vec<TimelineRow> = (0..10)
             .map(|i| TimelineRow {
                 t_s: i as f64,
