@@ -12,7 +12,7 @@
 use roofprobe::backend::cuda::{device_count, CudaBackend};
 use roofprobe::backend::{Backend, PlannedCase, SizeRequest};
 use roofprobe::cases::stream::{self, StreamKernel};
-use roofprobe::cases::{peak, Precision};
+use roofprobe::cases::{peak, Case, Precision};
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -70,7 +70,8 @@ pub const SMALL_PLAN_CAPACITY_BYTES: u64 = 256 << 20;
 /// arrays `bytes` sizes: the capacity search allocates at most
 /// [`SMALL_PLAN_CAPACITY_BYTES`]; each host-link copy runs at its sizes up to `bytes` (its
 /// smallest where none is); the cache sweep stops at 4 × `bytes`; the intensity sweep keeps
-/// [`SMALL_PLAN_KS`]; cuBLAS runs its first shape of each precision (a handle each).
+/// [`SMALL_PLAN_KS`]; cuBLAS runs its first shape of each precision (a handle each); the FMA
+/// peaks and tensor cores loop [`SHORT_LAUNCH_DIVISOR`] times fewer trips ([`short_launch`]).
 pub fn small_plan(planned: Vec<PlannedCase>, bytes: u64) -> Vec<PlannedCase> {
     use roofprobe::cases::{cache, capacity, gemm, Family};
     use std::collections::{BTreeMap, BTreeSet};
@@ -106,9 +107,43 @@ pub fn small_plan(planned: Vec<PlannedCase>, bytes: u64) -> Vec<PlannedCase> {
                 Family::Gemm if c.kernel == gemm::GPU_REFERENCE => cublas_seen.insert(c.precision),
                 _ => true,
             };
+            p.case = short_launch(p.case.clone());
             keep.then_some(p)
         })
         .collect()
+}
+
+/// How many times fewer loop trips [`short_launch`] gives a peak or tensor case than its plan.
+pub const SHORT_LAUNCH_DIVISOR: u64 = 16;
+
+/// `case` with [`SHORT_LAUNCH_DIVISOR`] times fewer loop trips (at least one) where it is an FMA
+/// peak, a `mma.sync` or a `wgmma` case, and unchanged otherwise. The tests that check each
+/// kernel fits and validates (not its rate) run them so: the plan sizes a launch to 2 ms of the
+/// device's rated speed, a trifle on a GPU but seconds of the PTX interpreter for each tensor
+/// case on the simulated driver, where the tensor rows were 153 s of the small-size test's 175
+/// (2026-12-06, a 2-core machine). The result is checked as the planned one is: the gold values
+/// follow the trips the case carries.
+pub fn short_launch(case: Case) -> Case {
+    use roofprobe::cases::{tensor, wgmma, Family};
+    let short = |trips: u64| (trips / SHORT_LAUNCH_DIVISOR).max(1);
+    let (p, n) = (case.precision, case.elements);
+    match case.family {
+        Family::Peak => match peak::iterations_of(&case, peak::GPU_FMAS_PER_ITERATION) {
+            Ok(trips) => peak::case(p, n, short(trips), peak::GPU_FMAS_PER_ITERATION),
+            Err(_) => case,
+        },
+        Family::Tensor => match wgmma::source_of(p, &case.kernel) {
+            Some(a) => match wgmma::iterations_of(&case) {
+                Ok(trips) => wgmma::case(p, a, n, short(trips)),
+                Err(_) => case,
+            },
+            None => match (tensor::Mma::of_case(&case), tensor::iterations_of(&case)) {
+                (Ok(mma), Ok(trips)) => tensor::case(mma, n, short(trips)),
+                _ => case,
+            },
+        },
+        _ => case,
+    }
 }
 
 /// Set to have [`planned_cases_fit_and_validate_at_a_small_size`] say its plan's estimate and run
