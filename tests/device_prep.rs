@@ -1,18 +1,19 @@
 //! The DRAM cases' preparation on the device (kernels/prep.ptx, described by
 //! `describe::device_prep`), checked without a GPU as every launch is (docs/testing.md, layer 5):
 //! each fill and check launch matches its entry's `.param` list; under the PTX interpreter the
-//! fills write exactly the words the host would generate (so a STREAM case's inputs are the same
-//! wherever they were made), every STREAM kernel's output then passes the check on the device,
-//! and a planted wrong result (one element, a wrong scalar, a kernel that never ran) is reported
-//! invalid with the host check's words: `count of n elements wrong: [i] is …, should be …`.
+//! fills write exactly the words the host would generate (so a STREAM case's or a sweep point's
+//! inputs are the same wherever they were made), every STREAM kernel's and sweep point's output
+//! then passes the check on the device, and a planted wrong result (one element, a wrong scalar,
+//! a kernel that never ran) is reported invalid with the host check's words: `count of n
+//! elements wrong: [i] is …, should be …` (a sweep's: `values`, word for word the host's).
 
 use ptxsim::{Arg as SimArg, DevicePtr, Memory, Module};
 use roofprobe::backend::cuda::args::{
-    Arg, Check, DevicePrep, Launch, ModuleId, ParamKind, Role, TALLY_START, TALLY_WINDOW,
+    Arg, Check, DevicePrep, Init, Launch, ModuleId, ParamKind, Role, TALLY_START, TALLY_WINDOW,
 };
 use roofprobe::backend::cuda::describe;
 use roofprobe::cases::stream::{self, StreamKernel};
-use roofprobe::cases::{Case, Family, Precision, Verdict};
+use roofprobe::cases::{intensity, Case, Family, Precision, Verdict};
 use std::collections::BTreeMap;
 
 /// Elements of the interpreter's arrays: not a multiple of a vector, a block or the grid.
@@ -116,8 +117,9 @@ impl Arrays {
 
 /// `case`'s launch run as the backend runs a case prepared on the device: its fills, its kernel
 /// (`kernel`, or the case's own module), what `plant` does to the output, then its check on the
-/// device (a map kernel) or the host's check of its partial sums (a reduction). The verdict, and
-/// whether every fill wrote exactly the words the host would have generated.
+/// device (a map kernel, a sweep point: with its block records, as the backend reads them) or
+/// the host's check of its partial sums (a reduction). The verdict, and whether every fill wrote
+/// exactly the words the host would have generated.
 fn prepared_run(
     launch: &Launch,
     kernel: Option<&Module>,
@@ -151,7 +153,11 @@ fn prepared_run(
                 ),
                 _ => Vec::new(),
             };
-            check.verify_tally(&tally, &from_first)
+            let records = match launch.buffer(Role::Clocks) {
+                Some(c) => arrays.read(Role::Clocks, 8, 0, c.words),
+                None => Vec::new(),
+            };
+            launch.verify_with(check.verify_tally(&tally, &from_first), &records)
         }
         None => launch.verify_output(&arrays.read(Role::Output, out.word_bytes, 0, out.words)),
     };
@@ -181,13 +187,14 @@ fn stream_cases() -> Vec<Case> {
 fn every_preparation_launch_matches_its_ptx_entry() {
     let m = parse(ModuleId::Prep);
     let mut used = std::collections::BTreeSet::new();
-    for case in stream_cases() {
+    for case in stream_cases().into_iter().chain(sweep_cases()) {
         let launch = describe::launch(&case, GRID).unwrap();
         let prep = describe::device_prep(&launch).unwrap();
-        // every input filled, and the output poisoned
-        assert_eq!(prep.fills.len(), launch.buffers.len(), "{}", case.id());
-        let k = StreamKernel::from_name(&case.kernel).unwrap();
-        assert_eq!(prep.check.is_some(), !k.is_reduction(), "{}", case.id());
+        // every input filled, and the output poisoned (a sweep's block records are the host's)
+        let filled = launch.buffers.iter().filter(|b| b.role != Role::Clocks);
+        assert_eq!(prep.fills.len(), filled.count(), "{}", case.id());
+        let reduction = StreamKernel::from_name(&case.kernel).is_some_and(|k| k.is_reduction());
+        assert_eq!(prep.check.is_some(), !reduction, "{}", case.id());
         for l in prep.fills.iter().chain(&prep.check) {
             let kernel = m
                 .kernel(&l.entry.name)
@@ -208,7 +215,7 @@ fn every_preparation_launch_matches_its_ptx_entry() {
                     let b = l
                         .buffer(role)
                         .expect("a pointer names an array of the launch");
-                    if role != Role::Tally {
+                    if role != Role::Tally && role != Role::Gold {
                         assert_eq!(Some(b), launch.buffer(role), "the case's own array");
                     }
                 }
@@ -238,6 +245,16 @@ fn every_preparation_launch_matches_its_ptx_entry() {
     let small = StreamKernel::Triad.case(Precision::F32, 1 << 20);
     assert!(!describe::prepared_on_device(
         &small,
+        describe::DEVICE_PREP_FROM_BYTES
+    ));
+    // the intensity sweep too, from the same size (its two arrays)
+    let sweep = |words: u64| intensity::case(Precision::F32, 0, words);
+    assert!(describe::prepared_on_device(
+        &sweep(2 << 20),
+        describe::DEVICE_PREP_FROM_BYTES
+    ));
+    assert!(!describe::prepared_on_device(
+        &sweep((2 << 20) - 1),
         describe::DEVICE_PREP_FROM_BYTES
     ));
 }
@@ -377,4 +394,185 @@ fn a_tally_that_cannot_be_is_invalid() {
     );
     // a launch that is not a device check has no tally
     assert!(!launch.verify_tally(&TALLY_START, &[]).valid);
+}
+
+/// Sweep points the tests run: every precision at a few k (the ends, one unrolled, one looped),
+/// over [`SWEEP_N`] words.
+fn sweep_cases() -> Vec<Case> {
+    intensity::PRECISIONS
+        .into_iter()
+        .flat_map(|p| SWEEP_KS.map(|k| intensity::case(p, k, SWEEP_N)))
+        .collect()
+}
+
+/// A sweep point's words: not a multiple of a vector, a block or the grid.
+const SWEEP_N: u64 = 1031;
+
+/// The k of [`sweep_cases`].
+const SWEEP_KS: [u32; 4] = [0, 1, 64, 1024];
+
+/// Under the interpreter, the sweep's fills write exactly `intensity::input` (the input) and the
+/// poison (the output) in every precision, and the output then passes the check on the device:
+/// its tally stays as it started, and the row, with its block records, is valid.
+#[test]
+fn every_sweep_point_filled_on_the_device_validates() {
+    for case in sweep_cases() {
+        let launch = describe::launch(&case, GRID).unwrap();
+        let prep = describe::device_prep(&launch).unwrap();
+        let input = prep.fills[0].buffers[0].clone();
+        assert_eq!(input.init, Init::Sweep(case.precision), "{}", case.id());
+        let (verdict, fills_as_host) = prepared_run(&launch, None, |a| {
+            // the input as the device left it is `intensity::input`, word for word
+            let words = a.read(Role::Input(0), input.word_bytes, 0, input.words);
+            for (i, &w) in words.iter().enumerate() {
+                assert_eq!(
+                    w,
+                    intensity::input(case.precision, i as u64),
+                    "{} word {i}",
+                    case.id()
+                );
+            }
+        });
+        assert!(fills_as_host, "{}: a fill wrote other words", case.id());
+        assert!(verdict.valid, "{}: {}", case.id(), verdict.detail);
+    }
+}
+
+/// One wrong output word of a sweep point, first, in the middle or last (for a packed format,
+/// in either lane), is counted once by the check on the device, named by its index, and its
+/// verdict is the host check's, word for word; put right, the tally is clean again.
+#[test]
+fn a_planted_wrong_sweep_word_is_counted_once_and_named() {
+    let prep_module = parse(ModuleId::Prep);
+    for case in sweep_cases() {
+        let p = case.precision;
+        let launch = describe::launch(&case, GRID).unwrap();
+        let prep = describe::device_prep(&launch).unwrap();
+        let check = prep.check.as_ref().unwrap();
+        let mut arrays = Arrays::new(&launch, &prep);
+        for fill in &prep.fills {
+            arrays.run(fill, &prep_module).unwrap();
+        }
+        arrays.run(&launch, &parse(launch.entry.module)).unwrap();
+        let out = launch.buffer(Role::Output).unwrap().clone();
+        let right = arrays.read(Role::Output, out.word_bytes, 0, out.words);
+        let tally = |a: &mut Arrays| {
+            let at = a.ptrs[&Role::Tally];
+            a.mem.write(at, &TALLY_START[..]).unwrap();
+            a.run(check, &prep_module).unwrap();
+            a.read(Role::Tally, 8, 0, 2)
+        };
+        assert_eq!(tally(&mut arrays), TALLY_START.to_vec(), "{}", case.id());
+        let flips: &[u64] = match p {
+            Precision::F16x2 | Precision::Bf16x2 => &[1, 1 << 16],
+            _ => &[1],
+        };
+        for i in [0, SWEEP_N / 2, SWEEP_N - 1] {
+            for &flip in flips {
+                let mut words = right.clone();
+                words[i as usize] ^= flip;
+                arrays.plant(out.word_bytes, i, words[i as usize]);
+                let t = tally(&mut arrays);
+                assert_eq!(t, vec![1, i], "{} word {i} ^ {flip:#x}", case.id());
+                let window = arrays.read(Role::Output, out.word_bytes, i, SWEEP_N - i);
+                let device = check.verify_tally(&t, &window);
+                let host = launch.verify_output(&words);
+                assert!(!device.valid, "{}", case.id());
+                assert_eq!(device.detail, host.detail, "{} word {i}", case.id());
+                assert!(
+                    device
+                        .detail
+                        .starts_with(&format!("1 of {SWEEP_N} values wrong: [{i}] is ")),
+                    "{}: {}",
+                    case.id(),
+                    device.detail
+                );
+                arrays.plant(out.word_bytes, i, right[i as usize]);
+            }
+        }
+        assert_eq!(tally(&mut arrays), TALLY_START.to_vec(), "{}", case.id());
+    }
+}
+
+/// A sweep kernel that never ran leaves the poison everywhere, and one that ran with another
+/// map (its `b` off) leaves wrong words: both invalid on the device, every word counted.
+#[test]
+fn a_sweep_kernel_that_did_not_run_or_ran_wrong_is_invalid_on_the_device() {
+    for p in intensity::PRECISIONS {
+        let launch = describe::launch(&intensity::case(p, 4, SWEEP_N), GRID).unwrap();
+        let ptx = launch.entry.module.ptx();
+        let entry = &launch.entry.name;
+        let at = ptx.find(&format!(".entry {entry}(")).unwrap();
+        let body = ptx[at..].find('{').unwrap() + at + 1;
+        let skipped =
+            Module::parse(&format!("{}\n    ret;\n{}", &ptx[..body], &ptx[body..])).unwrap();
+        let (verdict, _) = prepared_run(&launch, Some(&skipped), |_| {});
+        assert!(
+            verdict
+                .detail
+                .starts_with(&format!("{SWEEP_N} of {SWEEP_N} values wrong: [0] is ")),
+            "{p}: {}",
+            verdict.detail
+        );
+        let mut wrong_map = launch.clone();
+        let b = wrong_map.params.iter_mut().find(|q| q.name == "b").unwrap();
+        b.arg = match b.arg {
+            Arg::B64(v) => Arg::B64(v ^ 1 << 40),
+            Arg::B32(v) => Arg::B32(v ^ 1 << 8),
+            other => panic!("{p}: b is {other:?}"),
+        };
+        let (verdict, _) = prepared_run(&wrong_map, None, |_| {});
+        assert!(!verdict.valid, "{p}");
+        assert!(
+            verdict.detail.contains(" values wrong: ["),
+            "{p}: {}",
+            verdict.detail
+        );
+    }
+}
+
+/// The sweep's check kernels, mutated so that they compare nothing or gather lane 1 from lane
+/// 0's entry, let a planted wrong word through: the tests above would fail with them, so they
+/// test the checks.
+#[test]
+fn a_sweep_check_that_compares_nothing_or_skips_lane_1_would_pass_a_wrong_word() {
+    let ptx = ModuleId::Prep.ptx();
+    for (p, from, to, flip) in [
+        (
+            Precision::F32,
+            "setp.eq.u32 %p2, %r6, %r5;",
+            "setp.eq.u32 %p2, %r5, %r5;",
+            1u64,
+        ),
+        (
+            Precision::F64,
+            "setp.eq.u64 %p2, %rd16, %rd15;",
+            "setp.eq.u64 %p2, %rd15, %rd15;",
+            1,
+        ),
+        (
+            Precision::F16x2,
+            "and.b32 %r15, %r15, 0xFFFF0000;",
+            "and.b32 %r15, %r6, 0xFFFF0000;",
+            1 << 16,
+        ),
+    ] {
+        assert_eq!(ptx.matches(from).count(), 1, "{from}");
+        let blind = Module::parse(&ptx.replacen(from, to, 1)).unwrap();
+        let launch = describe::launch(&intensity::case(p, 2, SWEEP_N), GRID).unwrap();
+        let prep = describe::device_prep(&launch).unwrap();
+        let check = prep.check.as_ref().unwrap();
+        let mut arrays = Arrays::new(&launch, &prep);
+        for fill in &prep.fills {
+            arrays.run(fill, &blind).unwrap();
+        }
+        arrays.run(&launch, &parse(launch.entry.module)).unwrap();
+        let word_bytes = launch.buffer(Role::Output).unwrap().word_bytes;
+        let i = 7;
+        let right = arrays.read(Role::Output, word_bytes, i, 1)[0];
+        arrays.plant(word_bytes, i, right ^ flip);
+        arrays.run(check, &blind).unwrap();
+        let tally = arrays.read(Role::Tally, 8, 0, 2);
+        assert_eq!(tally, TALLY_START.to_vec(), "{p}: {to}");
+    }
 }

@@ -157,6 +157,11 @@ enum Oracle {
     Fill(Precision),
     /// kernels/prep.ptx: `check_f32`, `check_f64`.
     Check(Precision),
+    /// kernels/prep.ptx: `fill_sweep_b32`, `fill_sweep_b64` (64: the sweep's f64 inputs; 32:
+    /// its other precisions').
+    SweepFill(u32),
+    /// kernels/prep.ptx: `check_sweep_b32`, `check_sweep_b64`.
+    SweepCheck(u32),
 }
 
 /// The host oracle for an entry, by the naming convention of kernels/README.md; `None` means
@@ -192,6 +197,10 @@ fn oracle_for(file: &str, entry: &str) -> Option<Oracle> {
                 "fill_b64" => Some(Oracle::Fill(Precision::F64)),
                 "check_f32" => Some(Oracle::Check(Precision::F32)),
                 "check_f64" => Some(Oracle::Check(Precision::F64)),
+                "fill_sweep_b32" => Some(Oracle::SweepFill(32)),
+                "fill_sweep_b64" => Some(Oracle::SweepFill(64)),
+                "check_sweep_b32" => Some(Oracle::SweepCheck(32)),
+                "check_sweep_b64" => Some(Oracle::SweepCheck(64)),
                 _ => None,
             };
         }
@@ -469,6 +478,25 @@ fn check_entry(
                         format!("{file}: `{entry}` n={n} grid={grid} block={block}: {e}")
                     })?,
                 );
+            }
+        }
+        Oracle::SweepFill(bits) | Oracle::SweepCheck(bits) => {
+            let fill = matches!(oracle, Oracle::SweepFill(_));
+            for p in intensity::PRECISIONS {
+                if (arith::word_bytes(p) * 8) as u32 != bits {
+                    continue;
+                }
+                for &(n, grid, block) in STREAM_SHAPES {
+                    note(
+                        across_schedules(policy, |run| match fill {
+                            true => run_sweep_fill(module, entry, p, (n, grid, block), run),
+                            false => run_sweep_check(module, entry, p, (n, grid, block), run),
+                        })
+                        .map_err(|e| {
+                            format!("{file}: `{entry}` {p} n={n} grid={grid} block={block}: {e}")
+                        })?,
+                    );
+                }
             }
         }
         Oracle::Stream(op, precision) => {
@@ -1265,6 +1293,136 @@ fn run_check(
     let tally = mem.read::<u64>(ptally, 2).map_err(|e| e.to_string())?;
     let want = match planted.first() {
         Some(&first) => vec![planted.len() as u64, first as u64],
+        None => vec![0, u64::MAX],
+    };
+    if tally != want {
+        return Err(format!("the tally is {tally:?}, should be {want:?}"));
+    }
+    Ok(Outcome::new(stats, bytes_of(&tally)))
+}
+
+/// A fill of `n` of the intensity sweep's input words of `precision` (kernels/prep.ptx) over
+/// words that held garbage: each must be `intensity::input`, and nothing past them written.
+fn run_sweep_fill(
+    module: &Module,
+    entry: &str,
+    precision: P,
+    (n, grid, block): (usize, u32, u32),
+    run: Run,
+) -> Result<Outcome, String> {
+    let wide = precision == P::F64;
+    let form = intensity::input_form(precision);
+    let mut mem = Memory::new();
+    let garbage = 0xA5A5_A5A5_A5A5_A5A5u64;
+    let pa = alloc_words(&mut mem, wide, &vec![garbage; n + 1]);
+    let bits = |v: u64| {
+        if wide {
+            Arg::U64(v)
+        } else {
+            Arg::U32(v as u32)
+        }
+    };
+    let mut args = vec![
+        Arg::Ptr(pa),
+        Arg::U64(n as u64),
+        Arg::U64(form.key),
+        bits(form.one_bits),
+        bits(form.index_mask),
+        Arg::U32(form.index_shift),
+    ];
+    if !wide {
+        args.push(Arg::U32(form.lanes));
+    }
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let got = read_words(&mem, pa, wide, n + 1)?;
+    for (i, &g) in got[..n].iter().enumerate() {
+        let want = intensity::input(precision, i as u64);
+        if g != want {
+            return Err(format!("word {i} is {g:#x}, should be {want:#x}"));
+        }
+    }
+    let garbage = if wide { garbage } else { garbage & 0xFFFF_FFFF };
+    if got[n] != garbage {
+        return Err(format!(
+            "the word past the array was written: {:#x}",
+            got[n]
+        ));
+    }
+    Ok(Outcome::new(stats, bytes_of(&got)))
+}
+
+/// A check of `n` sweep outputs of `precision` after 3 FMAs on the device (kernels/prep.ptx)
+/// against the gold table (i32: its affine map): right but for words planted wrong (the third,
+/// in lane 0, and the last, in lane 1 of a packed format, where they exist), the tally must
+/// count them and name the first; with none planted, it must stay as it started.
+fn run_sweep_check(
+    module: &Module,
+    entry: &str,
+    precision: P,
+    (n, grid, block): (usize, u32, u32),
+    run: Run,
+) -> Result<Outcome, String> {
+    let wide = precision == P::F64;
+    let k = 3;
+    let form = intensity::input_form(precision);
+    let gold = intensity::Gold::new(precision, k);
+    let mut words: Vec<u64> = (0..n as u64)
+        .map(|i| intensity::expected_word(precision, k, intensity::input(precision, i)))
+        .collect();
+    let last_flip = if arith::lanes(precision) == 2 {
+        1 << 16
+    } else {
+        1
+    };
+    let planted: Vec<(usize, u64)> = [(2, 1), (n.saturating_sub(1), last_flip)]
+        .into_iter()
+        .filter(|&(i, _)| i < n && n > 3)
+        .collect();
+    for &(i, flip) in &planted {
+        words[i] ^= flip;
+    }
+    let mut mem = Memory::new();
+    let pout = alloc_words(&mut mem, wide, &words);
+    let pgold = alloc_words(&mut mem, wide, &gold.device_table());
+    let ptally = mem.alloc_from(&[0u64, u64::MAX]);
+    let args = if wide {
+        vec![
+            Arg::Ptr(pout),
+            Arg::U64(n as u64),
+            Arg::U64(form.key),
+            Arg::U64(form.index_mask),
+            Arg::Ptr(pgold),
+            Arg::Ptr(ptally),
+        ]
+    } else {
+        let (mul, add) = gold.affine();
+        let lanes = if precision == P::I32 { 0 } else { form.lanes };
+        vec![
+            Arg::Ptr(pout),
+            Arg::U64(n as u64),
+            Arg::U64(form.key),
+            Arg::U32(form.index_mask as u32),
+            Arg::U32(lanes),
+            Arg::Ptr(pgold),
+            Arg::U32(mul),
+            Arg::U32(add),
+            Arg::Ptr(ptally),
+        ]
+    };
+    let mut config = LaunchConfig::new((grid, 1, 1), (block, 1, 1), 0);
+    config.uniform_branches = run.policy;
+    config.schedule = run.schedule;
+    let stats = module
+        .launch_with(entry, &config, &args, &mut mem)
+        .map_err(|e| e.to_string())?;
+    let tally = mem.read::<u64>(ptally, 2).map_err(|e| e.to_string())?;
+    let want = match planted.first() {
+        Some(&(first, _)) => vec![planted.len() as u64, first as u64],
         None => vec![0, u64::MAX],
     };
     if tally != want {

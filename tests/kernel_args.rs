@@ -1349,6 +1349,64 @@ fn the_stream_arrays_sit_on_the_size_sweeps_plateau_on_a_lent_gpu() {
     }
 }
 
+/// Issue 57, item 3: the intensity sweep's arrays on a lent GPU are the STREAM cases' own
+/// (`plan::dram_array_bytes`), so its k = 0 point, a copy of one array into the other, moves at
+/// least `plan::DRAM_LAUNCH_SECS` (1 ms) of the spec sheet's bandwidth per array, and is filled
+/// and checked on the device. The DRAM rule alone (4 × the L2, at least 256 MiB), which sized
+/// them before, made an H200's and an H100's a launch of about 0.2 ms.
+#[test]
+fn the_sweeps_arrays_hold_a_millisecond_of_dram_on_a_lent_gpu() {
+    use roofprobe::backend::dram_rule_bytes;
+    for d in lent() {
+        let info = info(d);
+        let bw = plan::spec_dram_bytes_per_sec(&info).expect("a spec sheet entry");
+        let (cases, _) = planned(d, 4);
+        let stream_array = cases
+            .iter()
+            .find(|p| p.case.family == Family::Stream && p.case.kernel == "copy")
+            .map(|p| p.case.working_set_bytes / 2)
+            .expect("a STREAM copy");
+        let sweep: Vec<&Case> = cases
+            .iter()
+            .map(|p| &p.case)
+            .filter(|c| c.family == Family::Intensity)
+            .collect();
+        assert_eq!(sweep.len(), 60, "{}", d.name);
+        for c in &sweep {
+            let array = c.working_set_bytes / 2;
+            assert_eq!(array, stream_array, "{}: {}", d.name, c.id());
+            assert!(
+                array as f64 / bw >= plan::DRAM_LAUNCH_SECS,
+                "{}: {} has {array} bytes per array",
+                d.name,
+                c.id()
+            );
+            assert!(
+                describe::prepared_on_device(c, describe::DEVICE_PREP_FROM_BYTES),
+                "{}: {}",
+                d.name,
+                c.id()
+            );
+        }
+        let k0 = sweep.iter().find(|c| c.count() == Some(0)).unwrap();
+        let before = 2 * dram_rule_bytes(d.l2);
+        eprintln!(
+            "{}: the sweep's {} MiB per array; its k = 0 point {:.2} ms at the sheet's {:.0} GB/s \
+             (the DRAM rule's: {:.2} ms)",
+            d.name,
+            stream_array >> 20,
+            k0.work.bytes() as f64 / bw * 1e3,
+            bw / 1e9,
+            before as f64 / bw * 1e3
+        );
+        assert!(
+            k0.work.bytes() as f64 / bw >= plan::DRAM_LAUNCH_SECS,
+            "{}",
+            d.name
+        );
+    }
+}
+
 /// The share of a device-check step's time limit its estimate may take (issue 57: half, the
 /// other half for what the estimate leaves out).
 const DEVICE_CHECK_SHARE: f64 = 0.5;

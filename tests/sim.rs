@@ -323,6 +323,60 @@ fn stream_cases_filled_and_checked_on_the_simulated_gpu_are_valid() {
     );
 }
 
+/// The intensity sweep filled and checked on the device (kernels/prep.ptx's `fill_sweep_b<w>`
+/// and `check_sweep_b<w>`), as a GPU's DRAM-sized sweep is (`describe::DEVICE_PREP_FROM_BYTES`,
+/// moved to 0 here): one point of every precision, each row valid (its output checked on the
+/// device against its gold table, its block records on the host), each input filled once, each
+/// output poisoned once and checked once, after its samples.
+#[test]
+fn sweep_points_filled_and_checked_on_the_simulated_gpu_are_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let sim = Sim::new(&format!("trace={}", trace.display()))
+        .with_env(roofprobe::backend::cuda::DEVICE_PREP_FROM_VAR, "0");
+    let filters = [
+        "intensity/fma/f32/0",
+        "intensity/fma/f64/4",
+        "intensity/fma/f16x2/8",
+        "intensity/fma/bf16x2/64",
+        "intensity/fma/i32/32",
+    ];
+    let (_, rows, _) = run_quick(
+        &sim,
+        &dir.path().join("out"),
+        &["--size", "16KiB"],
+        &filters,
+    );
+    let ids: Vec<String> = rows.iter().map(|r| r.case_id()).collect();
+    assert_eq!(ids.len(), filters.len(), "{ids:?}");
+    for r in &rows {
+        assert!(r.valid, "{}: {}", r.case_id(), r.status);
+    }
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let launches = |name: &str| {
+        trace
+            .lines()
+            .filter(|l| l.starts_with(&format!("launch {name} ")))
+            .count()
+    };
+    // f32, f16x2, bf16x2 and i32 in 32-bit words, f64 in 64-bit ones
+    assert_eq!(
+        (launches("fill_sweep_b32"), launches("fill_sweep_b64")),
+        (4, 1),
+        "{trace}"
+    );
+    assert_eq!(
+        (launches("fill_b32"), launches("fill_b64")),
+        (4, 1),
+        "{trace}"
+    );
+    assert_eq!(
+        (launches("check_sweep_b32"), launches("check_sweep_b64")),
+        (4, 1),
+        "{trace}"
+    );
+}
+
 /// A wider device: 8 SMs of 4 blocks each, a one-wave grid of 32 blocks where every other test
 /// has 2 (an H200's is up to 1,056), so the grid-sized buffers (the dot product's partial sums,
 /// the peak and sweep kernels' block records, the cache kernels' blocks) go through the driver

@@ -308,15 +308,17 @@ pub fn check_words(
     got: impl Fn(usize) -> u64 + Sync,
     want: impl Fn(usize) -> u64 + Sync,
 ) -> crate::cases::Verdict {
-    crate::cases::check_elements(n, "values", |i| {
-        let (g, w) = (got(i), want(i));
-        (g != w).then(|| {
-            format!(
-                "is {} ({g:#x}), should be {} ({w:#x})",
-                show(precision, g),
-                show(precision, w)
-            )
-        })
+    crate::cases::check_elements(n, "values", |i| wrong_word(precision, got(i), want(i)))
+}
+
+/// Why a register of `got` bits is wrong where `want` is right (`is …, should be …`), or `None`.
+pub fn wrong_word(precision: Precision, got: u64, want: u64) -> Option<String> {
+    (got != want).then(|| {
+        format!(
+            "is {} ({got:#x}), should be {} ({want:#x})",
+            show(precision, got),
+            show(precision, want)
+        )
     })
 }
 

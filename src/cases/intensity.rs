@@ -97,11 +97,85 @@ fn lane_value(precision: Precision, m: u64) -> u64 {
     }
 }
 
+/// Where lane 1's table index starts in an input word's generated bits ([`input_bits`]).
+const LANE1_INDEX_SHIFT: u32 = 20;
+
 /// Table indices (lane 0, lane 1) of input word `i`.
 fn input_index(precision: Precision, i: u64) -> (u64, u64) {
     let bits = input_bits(INPUT_ARRAY, i);
     let d = distinct(precision);
-    (bits % d, (bits >> 20) % d)
+    (bits % d, (bits >> LANE1_INDEX_SHIFT) % d)
+}
+
+/// Input word `i` ([`input`]) as bit operations on `z = input_bits(0x1D, i)`, the form the
+/// device's fill and check compute it in (kernels/prep.ptx, `fill_sweep_<w>` and
+/// `check_sweep_<w>`): lane `l`'s table index is `(z >> 20·l) & index_mask`, and its value
+/// `one_bits | index << index_shift` (1 + m / distinct is 1's exponent with m at the top of the
+/// significand); a packed format's lane 1 sits in the upper 16 bits. An i32 word is the low 32
+/// bits of z (one 0, mask 2^32 − 1, shift 0). [`InputForm::word`] equals [`input`] word for word
+/// (tests): this is how the device computes the inputs, `input` what they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InputForm {
+    /// The key [`input_bits`] adds to the index ([`super::input_key`] of the sweep's array).
+    pub key: u64,
+    /// A lane's bits at table index 0 (the value 1), or 0 for i32.
+    pub one_bits: u64,
+    /// A lane's table index from z: the distinct values less one (all powers of two), or
+    /// 2^32 − 1 for i32.
+    pub index_mask: u64,
+    /// Where the index sits in a lane's bits: its significand bits less log2 of the distinct
+    /// values.
+    pub index_shift: u32,
+    /// Lanes per word: 2 for the packed formats, else 1.
+    pub lanes: u32,
+}
+
+/// The device's form of `precision`'s input words ([`InputForm`]).
+pub fn input_form(precision: Precision) -> InputForm {
+    let key = super::input_key(INPUT_ARRAY);
+    let significand_bits = match precision {
+        Precision::F64 => 52,
+        Precision::F32 => 23,
+        Precision::F16x2 => 10,
+        Precision::Bf16x2 => 7,
+        _ => {
+            return InputForm {
+                key,
+                one_bits: 0,
+                index_mask: u64::from(u32::MAX),
+                index_shift: 0,
+                lanes: 1,
+            }
+        }
+    };
+    let d = distinct(precision);
+    InputForm {
+        key,
+        one_bits: lane_value(precision, 0),
+        index_mask: d - 1,
+        index_shift: significand_bits - d.trailing_zeros(),
+        lanes: arith::lanes(precision) as u32,
+    }
+}
+
+impl InputForm {
+    /// The lane indices `(lane 0, lane 1)` of the word whose generated bits are `z`.
+    pub fn indices(&self, z: u64) -> (u64, u64) {
+        (
+            z & self.index_mask,
+            (z >> LANE1_INDEX_SHIFT) & self.index_mask,
+        )
+    }
+
+    /// The input word whose generated bits are `z`, as the fill kernel makes it.
+    pub fn word(&self, z: u64) -> u64 {
+        let (lo, hi) = self.indices(z);
+        let lane = |m: u64| self.one_bits | m << self.index_shift;
+        match self.lanes {
+            2 => lane(lo) | lane(hi) << 16,
+            _ => lane(lo),
+        }
+    }
 }
 
 /// Input word `i` as register bits.
@@ -122,6 +196,16 @@ pub fn input(precision: Precision, i: u64) -> u64 {
 /// k FMAs on one word: the reference result of one sweep element.
 pub fn expected_word(precision: Precision, k: u32, x: u64) -> u64 {
     arith::iterate(precision, x, map(precision), k as u64)
+}
+
+/// Lane FMA steps the host takes to tabulate [`Gold`] for (precision, k): k per lane of every
+/// distinct input (i32: two words' k, its affine map from f^k(0) and f^k(1)).
+pub fn gold_steps(precision: Precision, k: u32) -> u64 {
+    let values = match precision {
+        Precision::I32 => 2,
+        p => distinct(p) * arith::lanes(p),
+    };
+    values * u64::from(k)
 }
 
 /// Gold values of a (precision, k) case, tabulated over the distinct inputs.
@@ -271,6 +355,35 @@ impl Gold {
         }
     }
 
+    /// The table the device's check gathers from (kernels/prep.ptx, `check_sweep_<w>`), one word
+    /// per distinct input: f^k of it (f32, f64), or both lanes' f^k of it packed as a word is
+    /// (f16x2, bf16x2: the check takes lane 0 of one entry and lane 1 of another). i32 has no
+    /// table (its gold map is [`Gold::affine`]): one word, which the check never reads, so that
+    /// the argument still points at an array.
+    pub fn device_table(&self) -> Vec<u64> {
+        match self.precision {
+            Precision::F16x2 | Precision::Bf16x2 => self
+                .lane0
+                .iter()
+                .zip(&self.lane1)
+                .map(|(&lo, &hi)| arith::pack2(lo as u16, hi as u16))
+                .collect(),
+            Precision::I32 => vec![0],
+            _ => self.lane0.clone(),
+        }
+    }
+
+    /// The i32 gold map f^k as `(mul, add)`: `x ↦ mul·x + add` modulo 2^32 (`(1, 0)`, the
+    /// identity, for the float precisions).
+    pub fn affine(&self) -> (u32, u32) {
+        self.affine
+    }
+
+    /// Why output word `i` is wrong (`is …, should be …`, as [`check`] says it), or `None`.
+    pub fn wrong_word(&self, i: u64, got: u64) -> Option<String> {
+        arith::wrong_word(self.precision, got, self.expected(i))
+    }
+
     /// Entry `m` of the table of lane `lane`.
     fn lane(&self, m: u64, lane: u32) -> u16 {
         let table = if lane == 0 { &self.lane0 } else { &self.lane1 };
@@ -352,4 +465,59 @@ pub fn check(precision: Precision, k: u32, n: usize, got: impl Fn(usize) -> u64 
 /// The PTX entry name of a sweep kernel: `fma_f32_k64`.
 pub fn entry_name(precision: Precision, k: u32) -> String {
     format!("{KERNEL}_{}_k{k}", precision.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The device's form of the inputs is the inputs: every lane value of every table index,
+    /// and the first words of every precision, bit for bit.
+    #[test]
+    fn the_device_form_of_the_inputs_is_the_inputs() {
+        for p in PRECISIONS {
+            let form = input_form(p);
+            assert_eq!(form.key, crate::cases::input_key(INPUT_ARRAY));
+            if p != Precision::I32 {
+                let d = distinct(p);
+                assert!(d.is_power_of_two(), "{p}");
+                for m in 0..d {
+                    let lane = form.one_bits | m << form.index_shift;
+                    assert_eq!(lane, lane_value(p, m), "{p} m = {m}");
+                }
+            }
+            for i in 0..20_000 {
+                assert_eq!(
+                    form.word(input_bits(INPUT_ARRAY, i)),
+                    input(p, i),
+                    "{p} {i}"
+                );
+            }
+        }
+    }
+
+    /// The device's table gives every word's gold value as the check gathers it: lane 0 from the
+    /// entry of lane 0's index, lane 1 from lane 1's; i32's through its affine map.
+    #[test]
+    fn the_device_table_gives_the_gold_values() {
+        for p in PRECISIONS {
+            for k in [0, 3, 64] {
+                let gold = Gold::new(p, k);
+                let (table, (mul, add)) = (gold.device_table(), gold.affine());
+                let form = input_form(p);
+                for i in 0..5_000 {
+                    let z = input_bits(INPUT_ARRAY, i);
+                    let (lo, hi) = form.indices(z);
+                    let want = match (p, form.lanes) {
+                        (Precision::I32, _) => {
+                            u64::from(mul.wrapping_mul(z as u32).wrapping_add(add))
+                        }
+                        (_, 2) => table[lo as usize] & 0xFFFF | table[hi as usize] & 0xFFFF_0000,
+                        _ => table[lo as usize],
+                    };
+                    assert_eq!(want, gold.expected(i), "{p} k = {k}, word {i}");
+                }
+            }
+        }
+    }
 }

@@ -22,8 +22,10 @@ pub const CACHE: &str = include_str!("../../kernels/cache.ptx");
 pub const LATENCY: &str = include_str!("../../kernels/latency.ptx");
 /// The launch-overhead kernel: `empty_i32` (one counting add by one thread, nothing else).
 pub const LAUNCH: &str = include_str!("../../kernels/launch.ptx");
-/// The preparation kernels: a DRAM case's arrays filled (`fill_b32`, `fill_b64`) and a STREAM
-/// map kernel's output checked (`check_f32`, `check_f64`) on the device.
+/// The preparation kernels: a DRAM case's arrays filled (`fill_b32`, `fill_b64`; the intensity
+/// sweep's inputs `fill_sweep_b32`, `fill_sweep_b64`) and a STREAM map kernel's or a sweep
+/// point's output checked (`check_f32`, `check_f64`; `check_sweep_b32`, `check_sweep_b64`) on the
+/// device.
 pub const PREP: &str = include_str!("../../kernels/prep.ptx");
 /// The arithmetic-intensity sweep's template, expanded by [`intensity::expand`].
 pub const INTENSITY_TEMPLATE: &str = include_str!("../../kernels/intensity.ptx.in");
@@ -179,7 +181,16 @@ mod tests {
         assert_eq!(entries(GEMM_SIMT), ["gemm_f32_f32"]);
         assert_eq!(
             entries(PREP),
-            ["fill_b32", "fill_b64", "check_f32", "check_f64"]
+            [
+                "fill_b32",
+                "fill_b64",
+                "check_f32",
+                "check_f64",
+                "fill_sweep_b32",
+                "fill_sweep_b64",
+                "check_sweep_b32",
+                "check_sweep_b64"
+            ]
         );
         assert_eq!(entries(CACHE), ["l1_i32", "l2_i32"]);
         assert_eq!(entries(LATENCY), ["ca_i32", "cg_i32"]);

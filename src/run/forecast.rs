@@ -381,15 +381,26 @@ pub fn device_prepared(case: &Case) -> bool {
 /// words per second.
 pub const HOST_SUM_TERMS_PER_CORE_SEC: f64 = 1e8;
 
+/// Lane FMA steps per second one host core takes tabulating an intensity-sweep point's gold
+/// values ([`crate::cases::intensity::gold_steps`]), taken at the slowest precision's: f16x2's
+/// rounded steps, about 3.4 × 10⁷ a second on this project's VM (k = 1024, 61 ms, measured
+/// 2026-12-06), f32's and f64's some six times faster.
+pub const HOST_GOLD_STEPS_PER_SEC: f64 = 3e7;
+
 /// Seconds a case filled and checked on the GPU ([`device_prepared`]) spends outside its
 /// samples: the fills write every array and the check reads the output and regenerates the
-/// inputs, each at most about once more over the working set at the DRAM's rate (twice it, the
-/// estimate's conservative side); a reduction's gold total is still the host's, on every core.
+/// inputs (a sweep point's gathering its gold values from a table of a few KiB), each at most
+/// about once more over the working set at the DRAM's rate (twice it, the estimate's
+/// conservative side). The host's share: a reduction's gold total, on every core; a sweep
+/// point's gold table, on one.
 pub fn device_prep_secs(case: &Case, rates: &Rates) -> f64 {
     let device = 2.0 * case.working_set_bytes as f64 / rates.dram_bytes_per_sec;
     let reduction = crate::cases::stream::StreamKernel::from_name(&case.kernel)
         .is_some_and(|k| k.is_reduction());
-    let host = if reduction {
+    let host = if case.family == Family::Intensity {
+        let k = case.count().unwrap_or(0);
+        crate::cases::intensity::gold_steps(case.precision, k) as f64 / HOST_GOLD_STEPS_PER_SEC
+    } else if reduction {
         case.elements as f64 / (HOST_SUM_TERMS_PER_CORE_SEC * rates.host_cores.max(1) as f64)
     } else {
         0.0

@@ -195,6 +195,9 @@ pub enum Role {
     /// A check on the device's tally: `[wrong elements, the first wrong index]`
     /// ([`DevicePrep::check`]).
     Tally,
+    /// A check on the device's table of gold values (the sweep's, [`intensity::Gold`]), uploaded
+    /// by the host: a few KiB, not the output's size.
+    Gold,
 }
 
 /// Bytes of a tensor map (`CUtensorMap`): opaque, 64-byte aligned.
@@ -424,14 +427,23 @@ pub enum Check {
     /// A fill on the device ([`DevicePrep::fills`]): nothing to check of its own (the case's
     /// check reads what it wrote, or what the case's kernel made of it).
     Filled,
-    /// A check on the device of a STREAM map kernel's `n` output elements
+    /// A check on the device of `n` output elements of a STREAM map kernel or a sweep point
     /// ([`DevicePrep::check`]): the tally's two words, `[wrong, first wrong index]`, must read
     /// `[0, 2^64 - 1]`.
     Tally {
-        kernel: StreamKernel,
+        of: Tallied,
         precision: Precision,
         n: u64,
     },
+}
+
+/// Whose output a check on the device tallies ([`Check::Tally`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tallied {
+    /// A STREAM map kernel's array.
+    Stream(StreamKernel),
+    /// A sweep point's words after `k` FMAs each.
+    Sweep { k: u32 },
 }
 
 /// The tally a check on the device starts from: no element wrong, the first wrong one none.
@@ -453,19 +465,22 @@ pub enum FillKind {
 }
 
 /// A DRAM case's preparation and check on the device instead of the host: its arrays filled by
-/// kernels (kernels/prep.ptx) from the same generator [`Buffer::word`] uses, and, for a map
-/// kernel, its output checked by a kernel that compares every element with its gold value and
-/// leaves 16 bytes to read back. Each is a [`Launch`], so the offline tests check its arguments
-/// against the PTX and run it under the interpreter like any other. Its arrays are the case's:
-/// a fill's one buffer, and the check's output, have the case launch's roles and sizes.
+/// kernels (kernels/prep.ptx) from the same generator [`Buffer::word`] uses, and, for a STREAM
+/// map kernel or a sweep point, its output checked by a kernel that compares every element with
+/// its gold value and leaves 16 bytes to read back. Each is a [`Launch`], so the offline tests
+/// check its arguments against the PTX and run it under the interpreter like any other. Its
+/// arrays are the case's: a fill's one buffer, and the check's output, have the case launch's
+/// roles and sizes; the check's own are its tally and (the sweep's) its table of gold values
+/// ([`Role::Gold`]). A sweep's block records stay the host's to make and to check: a few words
+/// per block.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DevicePrep {
     /// One launch per array the device fills (every input, and the output's poison), run
     /// once before the case's first launch.
     pub fills: Vec<Launch>,
-    /// The check of a map kernel's output (its [`Role::Tally`] of two u64 words set to
-    /// [`TALLY_START`] first); `None` for a reduction, whose partial sums (one per block) the
-    /// host reads back and adds as before.
+    /// The check of a map kernel's or a sweep point's output (its [`Role::Tally`] of two u64
+    /// words set to [`TALLY_START`] first); `None` for a reduction, whose partial sums (one per
+    /// block) the host reads back and adds as before.
     pub check: Option<Launch>,
 }
 
@@ -693,7 +708,12 @@ impl Launch {
     /// ([`Launch::verify_records`]). Both must pass; a read-back of the wrong length is a failed
     /// check, not a panic.
     pub fn verify(&self, output: &[u64], records: &[u64]) -> Verdict {
-        let output = self.verify_output(output);
+        self.verify_with(self.verify_output(output), records)
+    }
+
+    /// [`Launch::verify`] with the output's verdict already given (a check on the device's,
+    /// [`Launch::verify_tally`]): the block records checked too, both verdicts joined.
+    pub fn verify_with(&self, output: Verdict, records: &[u64]) -> Verdict {
         let records = self.verify_records(records);
         match (output.valid, records.valid) {
             (true, _) => records,
@@ -705,15 +725,10 @@ impl Launch {
     /// The verdict of a check on the device ([`Check::Tally`]) from its `tally` as read back
     /// (`[wrong elements, first wrong index]`) and `from_first`, the output's words from the
     /// first wrong index on (up to [`TALLY_WINDOW`]; none needed where nothing is wrong): the
-    /// host check's verdict, `count of n elements wrong: [i] is …, should be …`, with the wrong
-    /// ones it lists taken from that window.
+    /// host check's verdict, `count of n elements wrong: [i] is …, should be …` (a sweep's:
+    /// `values`), with the wrong ones it lists taken from that window.
     pub fn verify_tally(&self, tally: &[u64], from_first: &[u64]) -> Verdict {
-        let Check::Tally {
-            kernel,
-            precision,
-            n,
-        } = self.check
-        else {
+        let Check::Tally { of, precision, n } = self.check else {
             return Verdict::invalid("not a check on the device: no tally to read");
         };
         let &[wrong, first] = tally else {
@@ -734,17 +749,26 @@ impl Launch {
             }
             _ => {}
         }
+        // the words the host's check says, from the window read back
+        let gold = match of {
+            Tallied::Sweep { k } => Some(intensity::Gold::new(precision, k)),
+            Tallied::Stream(_) => None,
+        };
+        let wrong_at = |i: u64, word: u64| match of {
+            Tallied::Sweep { .. } => gold.as_ref()?.wrong_word(i, word),
+            Tallied::Stream(kernel) if precision == Precision::F64 => {
+                stream::wrong_element(kernel, i, f64::from_bits(word))
+            }
+            Tallied::Stream(kernel) => {
+                stream::wrong_element(kernel, i, f32::from_bits(word as u32))
+            }
+        };
         let shown: Vec<String> = from_first
             .iter()
             .enumerate()
             .filter_map(|(j, &word)| {
                 let i = first + j as u64;
-                let why = if precision == Precision::F64 {
-                    stream::wrong_element(kernel, i, f64::from_bits(word))
-                } else {
-                    stream::wrong_element(kernel, i, f32::from_bits(word as u32))
-                }?;
-                Some(format!("[{i}] {why}"))
+                Some(format!("[{i}] {}", wrong_at(i, word)?))
             })
             .take(crate::cases::FAILURES_SHOWN)
             .collect();
@@ -753,7 +777,12 @@ impl Launch {
         } else {
             shown.join("; ")
         };
-        Verdict::invalid(format!("{wrong} of {n} elements wrong: {shown}"))
+        // as the host's checks count them: a STREAM array's elements, a sweep's values
+        let what = match of {
+            Tallied::Stream(_) => "elements",
+            Tallied::Sweep { .. } => "values",
+        };
+        Verdict::invalid(format!("{wrong} of {n} {what} wrong: {shown}"))
     }
 
     /// Checks the block records: every block's work count (counted by the kernel's own loops) is

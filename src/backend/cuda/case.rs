@@ -320,6 +320,8 @@ pub(super) struct GpuCase<'b> {
     pub(super) prep: Option<(DevicePrep, Arc<CudaModule>)>,
     /// The device check's two tally words ([`Role::Tally`]), where it has one.
     pub(super) tally: ManuallyDrop<Option<CudaSlice<u64>>>,
+    /// The device check's own arrays but its tally (the sweep's gold table, [`Role::Gold`]).
+    pub(super) check_arrays: ManuallyDrop<Vec<(Role, DeviceWords)>>,
 }
 
 impl Drop for GpuCase<'_> {
@@ -348,6 +350,7 @@ impl Drop for GpuCase<'_> {
         unsafe {
             ManuallyDrop::drop(&mut self.arrays);
             ManuallyDrop::drop(&mut self.tally);
+            ManuallyDrop::drop(&mut self.check_arrays);
             ManuallyDrop::drop(&mut self.copies);
             ManuallyDrop::drop(&mut self.events);
             ManuallyDrop::drop(&mut self.module);
@@ -391,12 +394,13 @@ pub(super) fn upload<T: cudarc::driver::DeviceRepr + Send>(
 
 /// Queues one launch of a case's preparation on the device ([`DevicePrep`]): a fill or the
 /// check, its arguments pushed from its description as a case's are, its arrays the case's own
-/// (and `tally`, the check's).
+/// (and the check's: `own`, its gold table where it has one, and `tally`).
 fn launch_prep(
     backend: &CudaBackend,
     module: &Arc<CudaModule>,
     prep: &Launch,
     arrays: &[(Role, DeviceWords)],
+    own: &[(Role, DeviceWords)],
     tally: Option<&CudaSlice<u64>>,
 ) -> Result<()> {
     let func = backend.function(module, &prep.entry.name)?;
@@ -410,12 +414,16 @@ fn launch_prep(
                 builder.arg(tally);
             }
             Arg::Buffer(role) => {
-                let (_, array) = arrays.iter().find(|(r, _)| r == role).ok_or_else(|| {
-                    Error::Internal(format!(
-                        "{}: argument {} has no array",
-                        prep.entry.name, p.name
-                    ))
-                })?;
+                let (_, array) = arrays
+                    .iter()
+                    .chain(own)
+                    .find(|(r, _)| r == role)
+                    .ok_or_else(|| {
+                        Error::Internal(format!(
+                            "{}: argument {} has no array",
+                            prep.entry.name, p.name
+                        ))
+                    })?;
                 array.push(&mut builder);
             }
             Arg::U64(v) | Arg::B64(v) => {
@@ -447,8 +455,8 @@ fn launch_prep(
     // SAFETY: the arguments are the preparation's description, which the offline tests check
     // against the entry's `.param` list and run under the PTX interpreter; each array pushed is
     // the case's array of that role, of the described size (checked when the case's arrays
-    // were made), or the tally of two words; the kernels write only the array they fill, or
-    // the tally.
+    // were made), the check's gold table as described, or the tally of two words; the kernels
+    // write only the array they fill, or the tally.
     backend.call(&during, || unsafe { builder.launch(cfg) }.map(|_| ()))
 }
 
@@ -531,13 +539,26 @@ impl<'b> GpuCase<'b> {
         };
         let arrays = upload_arrays(backend, &launch, &entry.name, prep.as_ref().map(|p| &p.0))?;
         let mut tally = None;
+        let mut check_arrays = Vec::new();
         if let Some((prep, module)) = &prep {
             for fill in &prep.fills {
-                launch_prep(backend, module, fill, &arrays, None)?;
+                launch_prep(backend, module, fill, &arrays, &[], None)?;
             }
-            if prep.check.is_some() {
+            if let Some(check) = &prep.check {
                 let during = format!("allocating the device check's tally of {}", entry.name);
                 tally = Some(backend.call(&during, || stream.clone_htod(&TALLY_START[..]))?);
+                // its gold table: the host's, a few KiB
+                for b in &check.buffers {
+                    if b.role == Role::Tally || launch.buffer(b.role).is_some() {
+                        continue;
+                    }
+                    let len = b.words as usize;
+                    let words = match b.word_bytes {
+                        8 => DeviceWords::W64(upload(backend, b, len, &entry.name, |w| w)?),
+                        _ => DeviceWords::W32(upload(backend, b, len, &entry.name, |w| w as u32)?),
+                    };
+                    check_arrays.push((b.role, words));
+                }
             }
         }
         let copies = rotation_copies(backend, &launch, &arrays, &entry.name)?;
@@ -579,6 +600,7 @@ impl<'b> GpuCase<'b> {
             resources,
             prep,
             tally: ManuallyDrop::new(tally),
+            check_arrays: ManuallyDrop::new(check_arrays),
         })
     }
 
@@ -697,6 +719,7 @@ impl<'b> GpuCase<'b> {
             arrays,
             prep,
             tally,
+            check_arrays,
             ..
         } = self;
         let (Some((prep, module)), Some(tally)) = (prep.as_ref(), tally.as_mut()) else {
@@ -711,7 +734,7 @@ impl<'b> GpuCase<'b> {
             &format!("resetting the device check's tally of {name}"),
             || stream.memcpy_htod(&TALLY_START[..], tally),
         )?;
-        launch_prep(backend, module, check, arrays, Some(tally))?;
+        launch_prep(backend, module, check, arrays, check_arrays, Some(tally))?;
         let read = backend.call(
             &format!("reading back the device check's tally of {name}"),
             || {
@@ -804,7 +827,12 @@ impl PreparedCase for GpuCase<'_> {
 
     fn verify(&mut self) -> Result<Verdict> {
         if let Some(verdict) = self.verify_on_device()? {
-            return Ok(verdict);
+            // a sweep's block records are still read and checked here: a few words per block
+            let records = match self.launch.buffer(Role::Clocks) {
+                Some(_) => self.read(Role::Clocks)?,
+                None => Vec::new(),
+            };
+            return Ok(self.launch.verify_with(verdict, &records));
         }
         let words = self.read(Role::Output)?;
         if self.case.family == Family::Launch {

@@ -203,50 +203,96 @@ pub fn launch(case: &Case, grid: u32) -> Result<Launch, String> {
     }
 }
 
-/// Bytes of a case's arrays from which a STREAM or size-sweep case is filled and checked on
-/// the device ([`device_prep`]) rather than on the host. On a GPU the device is faster at any
-/// size (a few launches of microseconds against the host's generation at a few GB/s and a
-/// copy), but below this the host's is cheap too, and it keeps the path the interpreter runs
-/// quickly (a simulated device's arrays are far smaller): the two paths check alike.
+/// Bytes of a case's arrays from which a STREAM, size-sweep or intensity-sweep case is filled
+/// and checked on the device ([`device_prep`]) rather than on the host. On a GPU the device is
+/// faster at any size (a few launches of microseconds against the host's generation at a few
+/// GB/s and a copy), but below this the host's is cheap too, and it keeps the path the
+/// interpreter runs quickly (a simulated device's arrays are far smaller): the two paths check
+/// alike.
 pub const DEVICE_PREP_FROM_BYTES: u64 = 16 << 20;
 
 /// Whether `case`'s arrays are filled and its output checked on the device
 /// ([`device_prep`]) where they take `from_bytes` or more ([`DEVICE_PREP_FROM_BYTES`] unless
-/// a test says otherwise).
+/// a test says otherwise): the DRAM-sized families, STREAM and the two sweeps.
 pub fn prepared_on_device(case: &Case, from_bytes: u64) -> bool {
-    matches!(case.family, Family::Stream | Family::Efficiency)
-        && case.working_set_bytes >= from_bytes
+    matches!(
+        case.family,
+        Family::Stream | Family::Efficiency | Family::Intensity
+    ) && case.working_set_bytes >= from_bytes
 }
 
-/// The fills and the check on the device of a STREAM kernel's `launch` (the STREAM and
-/// size-sweep cases): on the launch's grid, every input from the generator its
-/// [`Buffer::word`] uses, the output's poison, and for a map kernel the check of every output
-/// element against [`stream::gold_form`]. `None` for any other launch.
+/// The fills and the check on the device of `launch`, on its grid: for a STREAM kernel (the
+/// STREAM and size-sweep cases), every input from the generator its [`Buffer::word`] uses, the
+/// output's poison, and for a map kernel the check of every output element against
+/// [`stream::gold_form`]; for an intensity-sweep point, its input words
+/// ([`intensity::input_form`]), the output's poison, and the check of every output word against
+/// the case's [`intensity::Gold`] table (its block records stay the host's). `None` for any other
+/// launch.
 pub fn device_prep(launch: &Launch) -> Option<DevicePrep> {
-    let (kernel, precision) = match launch.check {
+    match launch.check {
         Check::StreamArray { kernel, precision }
         | Check::StreamSum {
             kernel, precision, ..
-        } => (kernel, precision),
-        _ => return None,
-    };
-    let prep_launch =
-        |name: String, buffers: Vec<Buffer>, params: Vec<Param>, check: Check| Launch {
-            entry: Entry {
-                module: ModuleId::Prep,
-                name,
-            },
-            grid: launch.grid,
-            block: launch.block,
-            dynamic_shared_bytes: 0,
-            buffers,
-            params,
-            check,
-            iterations: None,
-            owed: None,
-            work: crate::cases::Work::default(),
-            rotation: None,
-        };
+        } => stream_prep(launch, kernel, precision),
+        Check::Sweep { precision, k } => sweep_prep(launch, precision, k),
+        _ => None,
+    }
+}
+
+/// A launch of kernels/prep.ptx on `launch`'s grid.
+fn prep_launch(
+    launch: &Launch,
+    name: String,
+    buffers: Vec<Buffer>,
+    params: Vec<Param>,
+    check: Check,
+) -> Launch {
+    Launch {
+        entry: Entry {
+            module: ModuleId::Prep,
+            name,
+        },
+        grid: launch.grid,
+        block: launch.block,
+        dynamic_shared_bytes: 0,
+        buffers,
+        params,
+        check,
+        iterations: None,
+        owed: None,
+        work: crate::cases::Work::default(),
+        rotation: None,
+    }
+}
+
+/// The fill of array `b` with `kind`'s words from `key` (`fill_b<w>`).
+fn fill(launch: &Launch, b: &Buffer, kind: FillKind, key: u64) -> Launch {
+    prep_launch(
+        launch,
+        format!("fill_b{}", 8 * b.word_bytes),
+        vec![b.clone()],
+        vec![
+            param("a", Arg::Buffer(b.role)),
+            param("n", Arg::U64(b.words)),
+            param("key", Arg::U64(key)),
+            param("kind", Arg::U32(kind as u32)),
+        ],
+        Check::Filled,
+    )
+}
+
+/// The tally a check on the device counts into ([`TALLY_START`]).
+fn tally_buffer() -> Buffer {
+    Buffer {
+        role: Role::Tally,
+        words: 2,
+        word_bytes: 8,
+        init: Init::Words(TALLY_START.to_vec()),
+    }
+}
+
+/// A STREAM kernel's preparation on the device ([`device_prep`]).
+fn stream_prep(launch: &Launch, kernel: StreamKernel, precision: Precision) -> Option<DevicePrep> {
     let mut fills = Vec::new();
     for b in &launch.buffers {
         let (kind, key) = match b.init {
@@ -261,33 +307,15 @@ pub fn device_prep(launch: &Launch) -> Option<DevicePrep> {
             Init::Poison => (FillKind::Constant, poison(b.word_bytes)),
             _ => return None,
         };
-        let entry = format!("fill_b{}", 8 * b.word_bytes);
-        fills.push(prep_launch(
-            entry,
-            vec![b.clone()],
-            vec![
-                param("a", Arg::Buffer(b.role)),
-                param("n", Arg::U64(b.words)),
-                param("key", Arg::U64(key)),
-                param("kind", Arg::U32(kind as u32)),
-            ],
-            Check::Filled,
-        ));
+        fills.push(fill(launch, b, kind, key));
     }
     let check = stream::gold_form(kernel).and_then(|(ka, kb, k0)| {
         let out = launch.buffer(Role::Output)?.clone();
         let n = out.words;
         Some(prep_launch(
+            launch,
             format!("check_{precision}"),
-            vec![
-                out,
-                Buffer {
-                    role: Role::Tally,
-                    words: 2,
-                    word_bytes: 8,
-                    init: Init::Words(TALLY_START.to_vec()),
-                },
-            ],
+            vec![out, tally_buffer()],
             vec![
                 param("out", Arg::Buffer(Role::Output)),
                 param("n", Arg::U64(n)),
@@ -299,13 +327,95 @@ pub fn device_prep(launch: &Launch) -> Option<DevicePrep> {
                 param("tally", Arg::Buffer(Role::Tally)),
             ],
             Check::Tally {
-                kernel,
+                of: Tallied::Stream(kernel),
                 precision,
                 n,
             },
         ))
     });
     Some(DevicePrep { fills, check })
+}
+
+/// An intensity-sweep point's preparation on the device ([`device_prep`]): the input words by
+/// `fill_sweep_b<w>` in [`intensity::input_form`], the output's poison by `fill_b<w>`, and the
+/// check by `check_sweep_b<w>` against the gold table of (precision, k) (i32: its affine map).
+/// The block records (zeros, a few words per block) are the host's, as before.
+fn sweep_prep(launch: &Launch, precision: Precision, k: u32) -> Option<DevicePrep> {
+    let wide = precision == Precision::F64;
+    let form = intensity::input_form(precision);
+    let input = launch.buffer(Role::Input(0))?;
+    let out = launch.buffer(Role::Output)?.clone();
+    if input.init != Init::Sweep(precision) || out.init != Init::Poison {
+        return None;
+    }
+    let w = 8 * input.word_bytes;
+    let mut input_params = vec![
+        param("a", Arg::Buffer(Role::Input(0))),
+        param("n", Arg::U64(input.words)),
+        param("key", Arg::U64(form.key)),
+        param("one", Arg::bits(form.one_bits, wide)),
+        param("mask", Arg::bits(form.index_mask, wide)),
+        param("shift", Arg::U32(form.index_shift)),
+    ];
+    if !wide {
+        input_params.push(param("lanes", Arg::U32(form.lanes)));
+    }
+    let fills = vec![
+        prep_launch(
+            launch,
+            format!("fill_sweep_b{w}"),
+            vec![input.clone()],
+            input_params,
+            Check::Filled,
+        ),
+        fill(launch, &out, FillKind::Constant, poison(out.word_bytes)),
+    ];
+    let gold = intensity::Gold::new(precision, k);
+    let table = gold.device_table();
+    let gold_buffer = Buffer {
+        role: Role::Gold,
+        words: table.len() as u64,
+        word_bytes: out.word_bytes,
+        init: Init::Words(table),
+    };
+    let n = out.words;
+    let mut params = vec![
+        param("out", Arg::Buffer(Role::Output)),
+        param("n", Arg::U64(n)),
+        param("key", Arg::U64(form.key)),
+        param("mask", Arg::bits(form.index_mask, wide)),
+    ];
+    if !wide {
+        // lanes gathered from the table: none for i32, whose gold map is affine in its word
+        let (mul, add) = gold.affine();
+        let lanes = if precision == Precision::I32 {
+            0
+        } else {
+            form.lanes
+        };
+        params.push(param("lanes", Arg::U32(lanes)));
+        params.push(param("gold", Arg::Buffer(Role::Gold)));
+        params.push(param("mul", Arg::B32(mul)));
+        params.push(param("add", Arg::B32(add)));
+    } else {
+        params.push(param("gold", Arg::Buffer(Role::Gold)));
+    }
+    params.push(param("tally", Arg::Buffer(Role::Tally)));
+    let check = prep_launch(
+        launch,
+        format!("check_sweep_b{w}"),
+        vec![out, gold_buffer, tally_buffer()],
+        params,
+        Check::Tally {
+            of: Tallied::Sweep { k },
+            precision,
+            n,
+        },
+    );
+    Some(DevicePrep {
+        fills,
+        check: Some(check),
+    })
 }
 
 /// What every family's launch is planned from: the case, its entry, and the grid.

@@ -2,8 +2,9 @@
 //! the device ([`DeviceModel`]) and of each kernel's one-wave grid, so that a test can plan for
 //! an H200, an A100 or an RTX 3090 on a machine with no GPU.
 //!
-//! Sizes: the STREAM arrays and the sweep's follow the DRAM rule (4 × L2 and at least 256 MiB
-//! per array, capped by free memory). A peak or tensor launch fills every SM to the kernel's
+//! Sizes: the STREAM arrays and the intensity sweep's are DRAM-sized ([`dram_array_bytes`]: the
+//! DRAM rule, 4 × L2 and at least 256 MiB per array, and at least [`DRAM_LAUNCH_SECS`] of the
+//! spec sheet's bandwidth, capped by free memory). A peak or tensor launch fills every SM to the kernel's
 //! occupancy once (one wave) and loops long enough to last about [`TARGET_LAUNCH_SECS`] at the
 //! device's theoretical peak at its maximum clock; where no source gives that rate, at the
 //! slowest rate known for the device (so a launch is short rather than seconds long), and 1
@@ -58,7 +59,8 @@ pub fn spec_dram_bytes_per_sec(info: &DeviceInfo) -> Option<f64> {
         .filter(|v| v.is_finite() && *v > 0.0)
 }
 
-/// Bytes per array of a GPU's STREAM cases, and the largest of its size sweep: the DRAM rule
+/// Bytes per array of a GPU's STREAM cases and intensity sweep, and the largest of its size
+/// sweep: the DRAM rule
 /// (4 × the L2, at least 256 MiB: [`dram_rule_bytes`]), and at least [`DRAM_LAUNCH_SECS`] of
 /// the spec sheet's bandwidth, rounded up to [`DRAM_ARRAY_STEP_BYTES`] (an H200's 4.8 TB/s:
 /// 4.5 GiB; an RTX 3090's 936 GB/s: 1 GiB). The plan caps it to free memory. Arrays this large
@@ -486,9 +488,11 @@ pub fn plan_cases(
             }
         }
     }
+    // DRAM-sized like STREAM's: the sweep's k = 0 point is a copy, which on an H200 the DRAM
+    // rule's 512 MiB would make a 0.1 ms launch (issue 57)
     planned.extend(plan_arrays(
         size,
-        dram_rule_bytes(info.llc_bytes),
+        dram_array_bytes(info),
         2,
         device.usable_bytes,
         &info.id,
