@@ -377,6 +377,149 @@ fn sweep_points_filled_and_checked_on_the_simulated_gpu_are_valid() {
     );
 }
 
+/// The kernels [`a_wrong_word_makes_its_row_invalid`] spoils (SIMCUDA `wrong=`), as their rows'
+/// filters and their entries: a STREAM map kernel, a reduction and an intensity-sweep point.
+const SPOILED: [(&str, &str); 3] = [
+    ("stream/triad/f32", "triad_f32"),
+    ("stream/dot/f32", "dot_f32"),
+    ("intensity/fma/f32/4", "fma_f32_k4"),
+];
+
+/// A quick run of the [`SPOILED`] cases and `stream/copy/f32` on a simulated device whose
+/// `SPOILED` kernels each leave one word of their output wrong after every launch
+/// (simcuda's `wrong=`: the output's 32-bit word 2·⌊n/4⌋ gets its top mantissa bit
+/// flipped), with the arrays checked on the device from `device_prep_from` bytes on: the run
+/// exits with the invalid-row code, each spoiled row is invalid and its status names the wrong
+/// word (a map kernel's element and a sweep's value at their index, the reduction's total
+/// against its gold one), and the copy stays valid. Returns the rows by id and the trace.
+fn a_wrong_word_makes_its_row_invalid(
+    device_prep_from: u64,
+) -> (
+    std::collections::BTreeMap<String, roofprobe::results::record::Record>,
+    String,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let wrong: Vec<&str> = SPOILED.iter().map(|(_, entry)| *entry).collect();
+    let sim = Sim::new(&format!(
+        "trace={},wrong={}",
+        trace.display(),
+        wrong.join("+")
+    ))
+    .with_env(
+        roofprobe::backend::cuda::DEVICE_PREP_FROM_VAR,
+        device_prep_from.to_string(),
+    );
+    let mut cmd = sim.roofprobe();
+    cmd.args(["run", "--quick", "--device", "cuda:0", "--size", "16KiB"])
+        .arg("--out")
+        .arg(dir.path().join("out"));
+    for (filter, _) in SPOILED {
+        cmd.args(["--filter", filter]);
+    }
+    cmd.args(["--filter", "stream/copy/f32"]);
+    let out = run_limited(&mut cmd, Duration::from_secs(300));
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(roofprobe::cli::EXIT_INVALID),
+        "{stderr}"
+    );
+    let rows: std::collections::BTreeMap<_, _> =
+        roofprobe::results::csv::read_csv(&csv_in(&dir.path().join("out")))
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.case_id(), r))
+            .collect();
+    let ids: Vec<&str> = rows.keys().map(String::as_str).collect();
+    assert_eq!(
+        ids,
+        [
+            "intensity/fma/f32/4",
+            "stream/copy/f32",
+            "stream/dot/f32",
+            "stream/triad/f32"
+        ],
+        "{stderr}"
+    );
+    assert!(
+        rows["stream/copy/f32"].valid,
+        "{}",
+        rows["stream/copy/f32"].status
+    );
+    // `invalid: 1 of N elements wrong: [I] is …, should be …`, I the word simcuda spoiled
+    let one_wrong_word = |id: &str, what: &str| {
+        let status = &rows[id].status;
+        assert!(!rows[id].valid, "{id}: {status}");
+        let n: u64 = status
+            .strip_prefix("invalid: 1 of ")
+            .and_then(|s| s.split_once(&format!(" {what} wrong: [")))
+            .and_then(|(n, _)| n.parse().ok())
+            .unwrap_or_else(|| panic!("{id}: {status}"));
+        let named = format!("{what} wrong: [{}] is ", 2 * (n / 4));
+        assert!(
+            status.contains(&named) && status.contains("should be"),
+            "{id}: {status}"
+        );
+    };
+    one_wrong_word("stream/triad/f32", "elements");
+    one_wrong_word("intensity/fma/f32/4", "values");
+    let dot = &rows["stream/dot/f32"];
+    assert!(
+        !dot.valid
+            && dot.status.starts_with("invalid: sum is ")
+            && dot.status.contains("should be"),
+        "{}",
+        dot.status
+    );
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    for (_, entry) in SPOILED {
+        assert!(
+            trace
+                .lines()
+                .any(|l| l.starts_with(&format!("wrong {entry} 0x"))),
+            "{entry} spoiled: {trace}"
+        );
+    }
+    (rows, trace)
+}
+
+fn launches_of(trace: &str, name: &str) -> usize {
+    trace
+        .lines()
+        .filter(|l| l.starts_with(&format!("launch {name} ")))
+        .count()
+}
+
+/// A kernel that leaves one word of its output wrong is caught by the check on the device
+/// (kernels/prep.ptx, `ROOFPROBE_DEVICE_PREP_FROM` at 0): the map kernel's and the sweep's
+/// outputs by their check kernels, which ran (the reduction's partial sums are the host's to
+/// add, on either path), and the row is invalid with the word named.
+#[test]
+fn a_wrong_output_word_is_caught_by_the_device_check() {
+    let (_, trace) = a_wrong_word_makes_its_row_invalid(0);
+    // checked on the device: the triad and the copy by check_f32, the sweep by its own
+    assert_eq!(
+        (
+            launches_of(&trace, "check_f32"),
+            launches_of(&trace, "check_sweep_b32")
+        ),
+        (2, 1),
+        "{trace}"
+    );
+}
+
+/// The same wrong word with the arrays filled and checked on the host (device preparation
+/// never, `ROOFPROBE_DEVICE_PREP_FROM` at its most): the host's check catches it alike.
+#[test]
+fn a_wrong_output_word_is_caught_by_the_host_check() {
+    let (_, trace) = a_wrong_word_makes_its_row_invalid(u64::MAX);
+    assert!(
+        !trace.contains("launch check_") && !trace.contains("launch fill_"),
+        "nothing prepared on the device: {trace}"
+    );
+}
+
 /// A wider device: 8 SMs of 4 blocks each, a one-wave grid of 32 blocks where every other test
 /// has 2 (an H200's is up to 1,056), so the grid-sized buffers (the dot product's partial sums,
 /// the peak and sweep kernels' block records, the cache kernels' blocks) go through the driver

@@ -19,6 +19,7 @@
 //! | `init` | `hang`: `cuInit` never returns; or a CUresult number it returns | |
 //! | `reject` | a module whose PTX contains this text fails to load (`CUDA_ERROR_INVALID_PTX`) | |
 //! | `fault` | launches of this kernel fault (`CUDA_ERROR_ILLEGAL_ADDRESS`, sticky) | |
+//! | `wrong` | after each launch of this kernel (or of each of several, `+`-separated), one word of its output is wrong: of the kernel's parameters that are the start of a device allocation, the first (in parameter order) whose bytes the launch changed is its output, and in it the 8-byte word at byte 8·⌊bytes/16⌋ (the middle, rounded down to 8 bytes) gets bit 22 of its low 4 bytes flipped. That is the top mantissa bit of f32 element 2·⌊n/4⌋ of n, mantissa bit 22 of f64 element ⌊n/2⌋, a mantissa bit of an f16x2 or bf16x2 word's upper half, and 2^22 off an i32: never an infinity or a NaN. A launch that changes no allocation (or only one under 4 bytes) is left as it is; the trace gets a `wrong NAME 0xADDRESS` line with the word's address | none |
 //! | `hang` | launches of this kernel, or calls of this library routine (`cublasGemmEx`, `cublasLtMatmul`), never finish | |
 //! | `fault_code` | the code a `fault` kernel's launch leaves sticky: a number, such as 226 (`CUDA_ERROR_CONTAINED`, a CUDA 12.x code the CUDA 12.0 binding's enum lacks) | 700 (`CUDA_ERROR_ILLEGAL_ADDRESS`) |
 //! | `watchdog` | seconds a kernel may run, as a display's watchdog allows (`CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT` 1): a kernel still running after them (a `hang` kernel too) ends with `CUDA_ERROR_LAUNCH_TIMEOUT`, sticky | none (attribute 0) |
@@ -81,6 +82,8 @@ pub struct Config {
     pub fault: Option<String>,
     /// A kernel (entry name) whose launches never finish.
     pub hang: Option<String>,
+    /// Kernels (entry names) each launch of which leaves one word of its output wrong.
+    pub wrong: Vec<String>,
     pub trace: Option<PathBuf>,
     /// NVML: watts drawn while work runs.
     pub power_w: u32,
@@ -210,6 +213,7 @@ impl Default for Config {
             reject: None,
             fault: None,
             hang: None,
+            wrong: Vec::new(),
             trace: None,
             power_w: 300,
             energy_ms: 100,
@@ -299,6 +303,12 @@ impl Config {
                 "reject" => c.reject = Some(value.to_string()),
                 "fault" => c.fault = Some(value.to_string()),
                 "hang" => c.hang = Some(value.to_string()),
+                "wrong" => {
+                    c.wrong = value.split('+').map(|n| n.trim().to_string()).collect();
+                    if c.wrong.iter().any(String::is_empty) {
+                        return Err(format!("wrong=`{value}`: kernel names, `+`-separated"));
+                    }
+                }
                 "trace" => c.trace = Some(PathBuf::from(value)),
                 "ptxas" => c.ptxas = Some(PathBuf::from(value)),
                 "power_w" => c.power_w = number(key, value)?,
@@ -476,6 +486,18 @@ mod tests {
         assert_eq!(Config::parse("cc=8.0").unwrap().gpm(), Gpm::No);
         assert!(Config::parse("gpm=maybe").is_err());
         assert!(Config::parse("workload=soon").is_err());
+        assert_eq!(Config::default().wrong, Vec::<String>::new());
+        assert_eq!(
+            Config::parse("wrong=triad_f32").unwrap().wrong,
+            ["triad_f32"]
+        );
+        assert_eq!(
+            Config::parse("wrong=triad_f32+dot_f64").unwrap().wrong,
+            ["triad_f32", "dot_f64"]
+        );
+        for misspelt in ["wrong=", "wrong=triad_f32+", "wrongs=triad_f32"] {
+            assert!(Config::parse(misspelt).is_err(), "{misspelt}");
+        }
     }
 
     #[test]

@@ -1699,7 +1699,24 @@ impl Stream {
                 // The kernels' races are the interpreter tests' business; here the shadow
                 // memory would only slow every launch down.
                 config.check_global_races = false;
+                // A kernel made to leave a wrong word (SIMCUDA wrong=): the allocations its
+                // parameters start, which its launch may change.
+                let watched: Vec<(u64, usize)> = if settings.wrong.contains(&function.name) {
+                    let allocs = lock(&d.allocs);
+                    args.iter()
+                        .filter_map(|a| match a {
+                            Arg::U64(ptr) => Some((*ptr, *allocs.get(ptr)? as usize)),
+                            _ => None,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 let mut mem = lock(&d.mem);
+                let before: Vec<Vec<u8>> = watched
+                    .iter()
+                    .map(|&(ptr, bytes)| mem.read::<u8>(DevicePtr(ptr), bytes).unwrap_or_default())
+                    .collect();
                 // Mapped host memory as the kernel starts: copied into its mirrors.
                 let mapped: Vec<(Mapped, Vec<u8>)> = lock(&d.mapped)
                     .values()
@@ -1729,6 +1746,11 @@ impl Stream {
                             // SAFETY: as above; `i` < the allocation's bytes.
                             unsafe { *(m.host as *mut u8).add(i) = *a };
                         }
+                    }
+                }
+                if outcome.is_ok() && !watched.is_empty() {
+                    if let Some(at) = spoil_output(&mut mem, &watched, &before) {
+                        driver().trace(&format!("wrong {} {at:#x}", function.name));
                     }
                 }
                 drop(mem);
@@ -1837,6 +1859,28 @@ impl Stream {
 }
 
 /// The CUresult a GPU would report for what the interpreter refused while running a kernel.
+/// Leaves one word of a launch's output wrong (SIMCUDA `wrong=`, the config module's table has
+/// the rule): the first of the `watched` allocations (start, bytes) whose bytes are no longer
+/// `before`'s gets bit 22 flipped in the low 4 bytes of its 8-byte word at byte
+/// 8·⌊bytes/16⌋. Returns the word's address; `None` where the launch changed no allocation, or
+/// the one it changed holds under 4 bytes.
+fn spoil_output(mem: &mut Memory, watched: &[(u64, usize)], before: &[Vec<u8>]) -> Option<u64> {
+    let (ptr, bytes) = watched
+        .iter()
+        .zip(before)
+        .find_map(|(&(ptr, bytes), was)| {
+            let now = mem.read::<u8>(DevicePtr(ptr), bytes).ok()?;
+            (now != *was).then_some((ptr, bytes))
+        })?;
+    if bytes < 4 {
+        return None;
+    }
+    let at = ptr + 8 * (bytes as u64 / 16);
+    let word = mem.read::<u32>(DevicePtr(at), 1).ok()?[0];
+    mem.write(DevicePtr(at), &[word ^ (1 << 22)]).ok()?;
+    Some(at)
+}
+
 fn classify(e: &ptxsim::Error) -> u32 {
     let text = e.to_string();
     if text.contains(ptxsim::WATCHDOG_ENDED) {
@@ -1865,6 +1909,48 @@ mod tests {
         assert!(target_refused("sm_90a", (9, 0)).is_none());
         assert!(target_refused("sm_90a", (10, 0)).unwrap().contains("only"));
         assert!(target_refused("sm_52", (8, 0)).is_none());
+    }
+
+    /// `wrong=`'s rule: the first watched allocation the launch changed gets bit 22 of the word
+    /// at byte 8·⌊bytes/16⌋ flipped (f32 element 2·⌊n/4⌋, the low half of f64 element ⌊n/2⌋);
+    /// an input it only read, listed first, is passed over; a launch that changed nothing is
+    /// left alone.
+    #[test]
+    fn a_wrong_kernel_spoils_the_middle_word_of_the_first_array_it_changed() {
+        let mut mem = Memory::new();
+        let input = mem.alloc_from(&[1.0f32; 10]);
+        let out = mem.alloc_from(&[0.0f32; 10]);
+        let wide = mem.alloc_from(&[0.0f64; 5]);
+        let watched = [(input.0, 40), (out.0, 40), (wide.0, 40)];
+        let snapshot = |mem: &Memory| -> Vec<Vec<u8>> {
+            watched
+                .iter()
+                .map(|&(p, b)| mem.read::<u8>(DevicePtr(p), b).unwrap())
+                .collect()
+        };
+        let before = snapshot(&mem);
+        assert_eq!(spoil_output(&mut mem, &watched, &before), None);
+        // the "launch": both outputs written
+        mem.write(out, &[2.0f32; 10]).unwrap();
+        mem.write(wide, &[2.0f64; 5]).unwrap();
+        let at = spoil_output(&mut mem, &watched, &before).unwrap();
+        assert_eq!(at, out.0 + 16);
+        let got = mem.read::<f32>(out, 10).unwrap();
+        let wrong: Vec<usize> = (0..10).filter(|&i| got[i] != 2.0).collect();
+        assert_eq!(wrong, [4], "element 2·⌊10/4⌋: {got:?}");
+        assert_eq!(got[4], 3.0, "2.0's top mantissa bit set");
+        assert_eq!(mem.read::<f32>(input, 10).unwrap(), [1.0; 10]);
+        assert_eq!(
+            mem.read::<f64>(wide, 5).unwrap(),
+            [2.0; 5],
+            "only the first changed"
+        );
+        // f64: element ⌊5/2⌋, a small but exact difference
+        let watched = [(wide.0, 40)];
+        let before = vec![vec![0; 40]];
+        assert_eq!(spoil_output(&mut mem, &watched, &before), Some(wide.0 + 16));
+        let got = mem.read::<f64>(wide, 5).unwrap();
+        assert_eq!(got[2], 2.0 + 2f64.powi(-29), "{got:?}");
     }
 
     /// A launch that an entry's `.reqntid`, `.maxntid` or `.reqnctapercluster` forbids fails at
