@@ -294,12 +294,7 @@ fn stream_cases_filled_and_checked_on_the_simulated_gpu_are_valid() {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
     }
     let trace = std::fs::read_to_string(&trace).unwrap();
-    let launches = |name: &str| {
-        trace
-            .lines()
-            .filter(|l| l.starts_with(&format!("launch {name} ")))
-            .count()
-    };
+    let launches = |name: &str| launches_of(&trace, name);
     // every array filled: 2 inputs and an output (add, triad, dot), 1 and 1 (copy, scale,
     // read), the output alone (write), in each precision
     assert_eq!(
@@ -353,12 +348,7 @@ fn sweep_points_filled_and_checked_on_the_simulated_gpu_are_valid() {
         assert!(r.valid, "{}: {}", r.case_id(), r.status);
     }
     let trace = std::fs::read_to_string(&trace).unwrap();
-    let launches = |name: &str| {
-        trace
-            .lines()
-            .filter(|l| l.starts_with(&format!("launch {name} ")))
-            .count()
-    };
+    let launches = |name: &str| launches_of(&trace, name);
     // f32, f16x2, bf16x2 and i32 in 32-bit words, f64 in 64-bit ones
     assert_eq!(
         (launches("fill_sweep_b32"), launches("fill_sweep_b64")),
@@ -484,6 +474,7 @@ fn a_wrong_word_makes_its_row_invalid(
     (rows, trace)
 }
 
+/// Launches of the kernel `name` in a simulated driver's trace.
 fn launches_of(trace: &str, name: &str) -> usize {
     trace
         .lines()
