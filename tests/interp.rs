@@ -1226,18 +1226,40 @@ fn run_fill(
             ));
         }
     }
-    let garbage = if wide {
-        0xA5A5_A5A5_A5A5_A5A5
-    } else {
-        0xA5A5_A5A5
-    };
+    untouched_past_end(&got, n, wide, 0xA5A5_A5A5_A5A5_A5A5)?;
+    Ok(Outcome::new(stats, bytes_of(&got)))
+}
+
+/// The word after a fill's `n` words (`got[n]`) must still hold the `garbage` it started with
+/// (its low 32 bits where the words are 32-bit).
+fn untouched_past_end(got: &[u64], n: usize, wide: bool, garbage: u64) -> Result<(), String> {
+    let garbage = if wide { garbage } else { garbage & 0xFFFF_FFFF };
     if got[n] != garbage {
         return Err(format!(
             "the word past the array was written: {:#x}",
             got[n]
         ));
     }
-    Ok(Outcome::new(stats, bytes_of(&got)))
+    Ok(())
+}
+
+/// A check kernel's two-word tally (`[wrong, first wrong index]`) after its launch: the count
+/// of `planted` and the first of them, or `[0, u64::MAX]` (as it started) where none was.
+fn tallied(
+    stats: ptxsim::LaunchStats,
+    mem: &Memory,
+    ptally: ptxsim::DevicePtr,
+    planted: &[usize],
+) -> Result<Outcome, String> {
+    let tally = mem.read::<u64>(ptally, 2).map_err(|e| e.to_string())?;
+    let want = match planted.first() {
+        Some(&first) => vec![planted.len() as u64, first as u64],
+        None => vec![0, u64::MAX],
+    };
+    if tally != want {
+        return Err(format!("the tally is {tally:?}, should be {want:?}"));
+    }
+    Ok(Outcome::new(stats, bytes_of(&tally)))
 }
 
 /// A check of `n` triad outputs of `precision` on the device (kernels/prep.ptx): right but for
@@ -1290,15 +1312,7 @@ fn run_check(
     let stats = module
         .launch_with(entry, &config, &args, &mut mem)
         .map_err(|e| e.to_string())?;
-    let tally = mem.read::<u64>(ptally, 2).map_err(|e| e.to_string())?;
-    let want = match planted.first() {
-        Some(&first) => vec![planted.len() as u64, first as u64],
-        None => vec![0, u64::MAX],
-    };
-    if tally != want {
-        return Err(format!("the tally is {tally:?}, should be {want:?}"));
-    }
-    Ok(Outcome::new(stats, bytes_of(&tally)))
+    tallied(stats, &mem, ptally, &planted)
 }
 
 /// A fill of `n` of the intensity sweep's input words of `precision` (kernels/prep.ptx) over
@@ -1346,13 +1360,7 @@ fn run_sweep_fill(
             return Err(format!("word {i} is {g:#x}, should be {want:#x}"));
         }
     }
-    let garbage = if wide { garbage } else { garbage & 0xFFFF_FFFF };
-    if got[n] != garbage {
-        return Err(format!(
-            "the word past the array was written: {:#x}",
-            got[n]
-        ));
-    }
+    untouched_past_end(&got, n, wide, garbage)?;
     Ok(Outcome::new(stats, bytes_of(&got)))
 }
 
@@ -1420,15 +1428,8 @@ fn run_sweep_check(
     let stats = module
         .launch_with(entry, &config, &args, &mut mem)
         .map_err(|e| e.to_string())?;
-    let tally = mem.read::<u64>(ptally, 2).map_err(|e| e.to_string())?;
-    let want = match planted.first() {
-        Some(&(first, _)) => vec![planted.len() as u64, first as u64],
-        None => vec![0, u64::MAX],
-    };
-    if tally != want {
-        return Err(format!("the tally is {tally:?}, should be {want:?}"));
-    }
-    Ok(Outcome::new(stats, bytes_of(&tally)))
+    let first: Vec<usize> = planted.iter().map(|&(i, _)| i).collect();
+    tallied(stats, &mem, ptally, &first)
 }
 
 /// A PTX GEMM on `shape`: A and B rows padded to a multiple of 8 elements, C poisoned, one
