@@ -320,12 +320,7 @@ fn a_planted_wrong_result_is_invalid_on_the_device() {
         );
         assert_eq!(verdict.detail.matches("should be").count(), 3);
         // the kernel never ran (its entry returns at once): the poison stands everywhere
-        let ptx = ModuleId::Stream.ptx();
-        let entry = format!("triad_{p}");
-        let at = ptx.find(&format!(".entry {entry}(")).unwrap();
-        let body = ptx[at..].find('{').unwrap() + at + 1;
-        let skipped =
-            Module::parse(&format!("{}\n    ret;\n{}", &ptx[..body], &ptx[body..])).unwrap();
+        let skipped = returning_at_once(&ModuleId::Stream.ptx(), &format!("triad_{p}"));
         let (verdict, _) = prepared_run(&launch, Some(&skipped), |_| {});
         assert!(
             verdict
@@ -500,12 +495,7 @@ fn a_planted_wrong_sweep_word_is_counted_once_and_named() {
 fn a_sweep_kernel_that_did_not_run_or_ran_wrong_is_invalid_on_the_device() {
     for p in intensity::PRECISIONS {
         let launch = describe::launch(&intensity::case(p, 4, SWEEP_N), GRID).unwrap();
-        let ptx = launch.entry.module.ptx();
-        let entry = &launch.entry.name;
-        let at = ptx.find(&format!(".entry {entry}(")).unwrap();
-        let body = ptx[at..].find('{').unwrap() + at + 1;
-        let skipped =
-            Module::parse(&format!("{}\n    ret;\n{}", &ptx[..body], &ptx[body..])).unwrap();
+        let skipped = returning_at_once(&launch.entry.module.ptx(), &launch.entry.name);
         let (verdict, _) = prepared_run(&launch, Some(&skipped), |_| {});
         assert!(
             verdict
@@ -575,4 +565,11 @@ fn a_sweep_check_that_compares_nothing_or_skips_lane_1_would_pass_a_wrong_word()
         let tally = arrays.read(Role::Tally, 8, 0, 2);
         assert_eq!(tally, TALLY_START.to_vec(), "{p}: {to}");
     }
+}
+
+/// The module `ptx` with its kernel `entry` returning at once: a kernel that never ran.
+fn returning_at_once(ptx: &str, entry: &str) -> Module {
+    let at = ptx.find(&format!(".entry {entry}(")).unwrap();
+    let body = ptx[at..].find('{').unwrap() + at + 1;
+    Module::parse(&format!("{}\n    ret;\n{}", &ptx[..body], &ptx[body..])).unwrap()
 }
