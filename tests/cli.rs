@@ -247,6 +247,48 @@ fn auto_without_a_gpu_measures_the_host_and_says_so() {
     assert_eq!(read_csv(&csvs(dir.path())[0]).unwrap().len(), 1);
 }
 
+/// With `ROOFPROBE_CASE_TIMES` set, `run` says where each case's time went after its row, and
+/// the parts it names fit in the case's whole; the run's `time:` line follows as always.
+#[test]
+fn case_times_are_said_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = roofprobe()
+        .env(roofprobe::run::orchestrate::CASE_TIMES_ENV, "1")
+        .args([
+            "run",
+            "--device",
+            "host",
+            "--quick",
+            "--size",
+            "8MiB",
+            "--filter",
+            "stream/copy/f32",
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .code(finished())
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    let line = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("time of stream/copy/f32: "))
+        .unwrap_or_else(|| panic!("no case times in:\n{err}"));
+    let secs: Vec<f64> = line
+        .split([':', ',', '('])
+        .filter_map(|part| part.split_whitespace().next()?.parse().ok())
+        .collect();
+    let [timing, preparing, touching, checking, total] = secs[..] else {
+        panic!("five figures wanted: {line}");
+    };
+    assert!(timing > 0.0 && total > 0.0, "{line}");
+    assert!(touching <= preparing, "{line}");
+    assert!(timing + preparing + checking <= total + 0.02, "{line}");
+    assert!(err.lines().any(|l| l.starts_with("time: ")), "{err}");
+}
+
 #[test]
 fn an_invalid_case_is_reported_without_numbers_and_exits_3() {
     let dir = tempfile::tempdir().unwrap();

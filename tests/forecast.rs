@@ -18,6 +18,7 @@ fn rates() -> Rates {
         ops_per_sec: vec![(Precision::F32, 1e13)],
         llc_bytes: 50 << 20,
         host_cores: 2,
+        pace: 1.0,
     }
 }
 
@@ -233,4 +234,49 @@ fn an_estimate_follows_the_runners_schedule() {
         roofprobe::cases::gemm::matrix_bytes(Precision::Bf16F32, shape)
     );
     assert_eq!(case_secs(&decode[0], &cfg, 0.01, &rates()), alone);
+}
+
+/// The host's estimate follows the share of its CPUs it is given as the run starts: at half
+/// its CPUs every case takes 2^0.75 times as long (launches and arrays alike), at a quarter
+/// 4^0.75; a GPU's estimate does not depend on it, and a pace that is no share is taken as 1.
+#[test]
+fn the_hosts_estimate_scales_with_the_cpus_it_is_given() {
+    let cfg = RunConfig::full();
+    let host = Rates {
+        backend: BackendKind::Host,
+        ..rates()
+    };
+    let planned: Vec<PlannedCase> = [
+        StreamKernel::Copy.case(Precision::F32, 1 << 24),
+        StreamKernel::Triad.case(Precision::F32, 1 << 24),
+    ]
+    .into_iter()
+    .map(|case| PlannedCase {
+        case,
+        note: String::new(),
+    })
+    .collect();
+    let at = |pace: f64, rates: &Rates| {
+        plan_secs(
+            &planned,
+            &cfg,
+            0.01,
+            &Rates {
+                pace,
+                ..rates.clone()
+            },
+        )
+    };
+    let quiet = at(1.0, &host);
+    assert!(quiet > 0.0);
+    let slower = |share: f64| (1.0 / share).powf(PACE_EXPONENT);
+    assert!((at(0.5, &host) - slower(0.5) * quiet).abs() < 1e-9 * quiet);
+    assert!((at(0.25, &host) - slower(0.25) * quiet).abs() < 1e-9 * quiet);
+    assert!(at(0.5, &host) > 1.5 * quiet && at(0.5, &host) < 2.0 * quiet);
+    for nonsense in [0.0, -1.0, 2.0, f64::NAN] {
+        assert_eq!(at(nonsense, &host), quiet, "pace {nonsense}");
+    }
+    let gpu = rates();
+    assert_eq!(at(0.5, &gpu), at(1.0, &gpu));
+    assert_eq!(Rates::slowdown(&Rates { pace: 0.5, ..gpu }), 1.0);
 }

@@ -1,8 +1,11 @@
 //! The host arena's poison fill: non-temporal stores on x86-64 for the aligned body of a large
 //! slice, plain ones for its ends. Whatever the slice's start, length and word size, every
-//! element ends up the value, and nothing outside the slice is touched.
+//! element ends up the value, and nothing outside the slice is touched. And its first touch:
+//! only a block new to the process is touched, timed apart from the values written over it.
 
-use roofprobe::backend::host::arena::{fill_streaming, Word};
+use roofprobe::backend::host::arena::{fill_streaming, Arena, Fill, Word};
+use roofprobe::backend::host::pool::{allowed_cpus, Pool};
+use roofprobe::cases::Precision;
 
 fn fills_exactly<T: Word>(value: T, other: T) {
     // the body path starts at 64 KiB; a start off the 16-byte grid and odd lengths give it a
@@ -32,4 +35,36 @@ fn the_streaming_fill_writes_every_element_and_no_other() {
     fills_exactly(0xDEAD_BEEFu32, 7u32);
     fills_exactly(-3i32, 9i32);
     fills_exactly(0xABCDu16, 1u16);
+}
+
+/// A block new to the process is first-touched, and that time counted apart; a block lent
+/// again is not touched again, and the values written after the touch are all there.
+#[test]
+fn only_new_blocks_are_first_touched() {
+    let cpus = allowed_cpus();
+    let pool = Pool::new(vec![cpus[0], cpus[cpus.len() - 1]]);
+    let arena = Arena::new(u64::MAX);
+    let n = (8 << 20) / 4 + 3;
+    assert_eq!(arena.touch_secs(), 0.0);
+    let a = arena.output(&pool, n, 16, 2.5f32).unwrap();
+    let once = arena.touch_secs();
+    assert!(once > 0.0);
+    assert!(a.iter().all(|x| *x == 2.5));
+    drop(a);
+    let fill = Fill::Sweep {
+        precision: Precision::F32,
+    };
+    let b = arena.input(&pool, n, 16, fill, |i| i as f32).unwrap();
+    assert_eq!(arena.touch_secs(), once);
+    assert!(b.iter().enumerate().all(|(i, x)| *x == i as f32));
+    let other = Fill::Stream {
+        precision: Precision::F32,
+        reduction: false,
+        array: 0,
+    };
+    let c = arena
+        .input(&pool, n, 16, other, |i| i as f32 + 1.0)
+        .unwrap();
+    assert!(arena.touch_secs() > once);
+    assert!(c.iter().enumerate().all(|(i, x)| *x == i as f32 + 1.0));
 }

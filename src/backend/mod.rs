@@ -128,6 +128,13 @@ pub trait Backend {
     fn lost(&self) -> Option<String> {
         None
     }
+
+    /// Seconds spent so far first-touching memory new to the process, as part of preparing
+    /// cases (the host backend's arena, [`host::arena::Arena::touch_secs`]); 0 where the
+    /// backend does not tell it apart.
+    fn touch_secs(&self) -> f64 {
+        0.0
+    }
 }
 
 /// A case with the note on how its size was chosen.

@@ -86,6 +86,7 @@ fn dry_run(targets: &[Target], args: &RunArgs, cfg: &RunConfig) -> Result<i32> {
             &planned.info,
             &planned.cases,
             &cfg.selection.describe(),
+            &planned.pace_note,
         ))?;
     }
     if !planned_any && !cfg.filter.is_empty() {

@@ -7,7 +7,12 @@ use crate::device::DeviceInfo;
 
 /// The plan of device `info` as a dry run lists it, each case with its estimated seconds;
 /// `selection` says which cases were chosen (`the default suite`, `every case (--full)`, …).
-pub fn text(info: &DeviceInfo, cases: &[(PlannedCase, f64)], selection: &str) -> String {
+pub fn text(
+    info: &DeviceInfo,
+    cases: &[(PlannedCase, f64)],
+    selection: &str,
+    pace_note: &str,
+) -> String {
     let width = cases
         .iter()
         .map(|(p, _)| p.case.id().chars().count())
@@ -25,7 +30,8 @@ pub fn text(info: &DeviceInfo, cases: &[(PlannedCase, f64)], selection: &str) ->
         out.push('\n');
     }
     out.push_str(&format!(
-        "plan: {} cases ({selection}), about {} by the device's rated speeds: {total:.1} s\n",
+        "plan: {} cases ({selection}), about {} by the device's rated speeds{pace_note}: \
+         {total:.1} s\n",
         cases.len(),
         crate::units::human(total)
     ));

@@ -10,9 +10,10 @@
 //! speeds, so it errs short on the launches and long on the host's share; its purpose is that
 //! a run is known to fit the time it is given (a default run on an H100, H200, A100 or RTX 3090
 //! in three minutes) before it uses any of it. For the host it aims at the run's time itself:
-//! on this project's 2-vCPU VM (2026-12-06) within 30 % for the default, `--quick` and `--full`
-//! runs at a load average of 3.5-4, but 40-80 % long for the default and `--quick` runs on a
-//! quieter VM (load 1.4-1.9), which took 40-60 % of the time; its rates aim between the two.
+//! its rates are a quiet machine's (this project's 2-vCPU VM, 2026-12-07), and the whole grows
+//! as the share of its CPUs the host is given as the run starts falls ([`Rates::pace`],
+//! [`PACE_EXPONENT`]), since the same run took 1.5-2.0 times as long beside other busy
+//! processes.
 //!
 //! Here too the launch cap of the default and `--quick` runs ([`shorten`]): the sweep's points
 //! that are compute-bound by the rated speeds take fewer words, so that no launch lasts long.
@@ -77,6 +78,10 @@ pub const EMPTY_LAUNCH_SECS: f64 = 1e-5;
 /// estimate goes.
 pub const EVENT_PAIR_SECS: f64 = 5e-5;
 
+/// The same for the host backend, whose cases have no events or JIT: its 74 default cases
+/// spent 0.4 s in all outside their launches and arrays on this project's VM (2026-12-07).
+pub const HOST_CASE_OVERHEAD_SECS: f64 = 0.01;
+
 /// Seconds one host round (wake every worker, one barrier) takes, at most as far as the
 /// estimate goes on a loaded machine.
 pub const WAKE_ROUND_SECS: f64 = 1e-4;
@@ -94,6 +99,14 @@ pub const LINK_PAGEABLE_BYTES_PER_SEC: f64 = 10e9;
 /// Seconds a copy takes besides its bytes (the copy engine's start, the events): microseconds.
 pub const LINK_COPY_SECS: f64 = 20e-6;
 
+/// How a host run's time grows as it is given less of its CPUs: as the share to the power
+/// minus this. Not all of it grows as 1 / share: where two workers take turns with other
+/// processes, each moves more bytes while it runs, and the hypervisor's first touches do not
+/// wait on the guest's scheduler. On this project's 2-vCPU VM (2026-12-07), beside two
+/// spinning shells (a share of 0.47-0.50), the default and `--quick` runs took 1.6-2.0 times
+/// their quiet time, where 1 / share says 2.0-2.1; this exponent gives 1.7-1.8.
+pub const PACE_EXPONENT: f64 = 0.75;
+
 /// What a device does at most, as far as the estimate knows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rates {
@@ -110,6 +123,10 @@ pub struct Rates {
     pub llc_bytes: u64,
     /// The host cores that generate and check the cases' arrays (this process's).
     pub host_cores: usize,
+    /// The share of its CPUs the host backend is given as the run starts (1 where nothing else
+    /// runs; [`Rates::measure_pace`]): the host backend's seconds, launches and arrays alike,
+    /// are its rated ones divided by it. 1 for a GPU.
+    pub pace: f64,
 }
 
 /// The host's DRAM bandwidth per worker as the estimate takes it (nothing rates a host's memory
@@ -192,6 +209,7 @@ impl Rates {
             ops_per_sec,
             llc_bytes: info.llc_bytes,
             host_cores: gpu_host_cores(),
+            pace: 1.0,
         })
     }
 
@@ -236,6 +254,29 @@ impl Rates {
             ops_per_sec,
             llc_bytes: info.llc_bytes,
             host_cores: threads,
+            pace: 1.0,
+        }
+    }
+
+    /// These rates at the pace the host is given now: for the host backend, the share of its
+    /// CPUs that as many spinning threads as it has workers get over a quarter of a second
+    /// ([`crate::backend::host::clock::cpu_share`]); a GPU's unchanged. On this project's
+    /// 2-vCPU VM a run beside other busy processes took 1.5-2.0 times its quiet time
+    /// ([`PACE_EXPONENT`]).
+    pub fn measure_pace(mut self) -> Rates {
+        if self.backend == BackendKind::Host {
+            self.pace = crate::backend::host::clock::cpu_share(self.host_cores).unwrap_or(1.0);
+        }
+        self
+    }
+
+    /// The factor the host backend's seconds are multiplied by: [`Rates::pace`] to the power
+    /// −[`PACE_EXPONENT`]; 1 for a GPU or a pace that is not a share.
+    pub fn slowdown(&self) -> f64 {
+        if self.backend == BackendKind::Host && self.pace > 0.0 && self.pace <= 1.0 {
+            self.pace.powf(-PACE_EXPONENT)
+        } else {
+            1.0
         }
     }
 
@@ -275,32 +316,46 @@ pub fn launch_secs(case: &Case, rates: &Rates) -> f64 {
     let from_dram = crate::cases::cache::is_sweep_step(case)
         && rates.llc_bytes > 0
         && case.working_set_bytes > rates.llc_bytes;
-    let bandwidth = if case.family == Family::Cache && !from_dram {
+    let in_cache = case.family == Family::Cache && !from_dram;
+    let bandwidth = if in_cache {
         rates.cache_bytes_per_sec
     } else {
         rates.dram_bytes_per_sec
     };
     let host = rates.backend == BackendKind::Host;
-    let delivered = if host { HOST_DELIVERED_SHARE } else { 1.0 };
+    let delivered = match (host, in_cache) {
+        (false, _) => 1.0,
+        (true, false) => HOST_DRAM_SHARE,
+        (true, true) => HOST_CACHE_SHARE,
+    };
     let memory = case.work.bytes() as f64 / (bandwidth * delivered);
-    let share = if host && case.family == Family::Gemm {
-        host_gemm_share(&case.kernel)
-    } else {
-        delivered
+    let share = match (host, case.family) {
+        (false, _) => 1.0,
+        (true, Family::Gemm) => host_gemm_share(&case.kernel),
+        (true, _) => HOST_COMPUTE_SHARE,
     };
     let compute = case.work.flops as f64 / (rates.ops(case.precision) * share);
     memory.max(compute).max(1e-6)
 }
 
-/// The share of its rated speeds (the bandwidth per worker below, the theoretical peaks at the
-/// clock measured as the run starts) a host launch delivers as the estimate takes it, for every
-/// family but GEMM (whose shares are [`host_gemm_share`]'s): on this project's 2-vCPU VM, shared
-/// with other builds (2026-12-06, load average 4-9), two workers read and wrote 15-26 GB/s of
-/// the 40 rated, and the sweep's compute-bound points ran at 40-45 % of their peak (f64 66-75
-/// GFLOP/s). A default run timed its launches for 40 s at load 1.4 and 58 s at 3.5, where the
-/// rated speeds say 28 s: this share aims between the two. The plan's choices ([`shorten`])
-/// keep the rated speeds: only the time is scaled.
-pub const HOST_DELIVERED_SHARE: f64 = 0.57;
+// The shares of their rated speeds (the bandwidth per worker below, the theoretical peaks at
+// the clock measured as the run starts) host launches deliver as the estimate takes them, on a
+// host given all its CPUs: on a busier one the estimate is scaled by the share it is given
+// ([`Rates::pace`]). GEMM's shares are [`host_gemm_share`]'s. Measured on this project's 2-vCPU
+// VM (2026-12-07, nothing else running, each case's own split of its time): the STREAM and the
+// sweep's DRAM launches moved 38-41 GB/s of the 40 rated, the sweep's compute-bound f32 and f64
+// points ran at 73 % of their peak, and the cache sweep's launches took 0.6 of the time that 32
+// bytes per clock per worker give. The plan's choices ([`shorten`]) keep the rated speeds: only
+// the time is scaled.
+
+/// The share of the rated DRAM bandwidth a host launch delivers, as the estimate takes it.
+pub const HOST_DRAM_SHARE: f64 = 0.95;
+
+/// The same for a cache level's bandwidth ([`HOST_CACHE_BYTES_PER_CLOCK`]).
+pub const HOST_CACHE_SHARE: f64 = 0.57;
+
+/// The share of its precision's theoretical peak a host launch other than a GEMM computes at.
+pub const HOST_COMPUTE_SHARE: f64 = 0.75;
 
 /// The share of its precision's theoretical peak a host GEMM runs at, as the estimate takes it
 /// (this project's 2-vCPU VM, results/README.md: our f32 kernel and the `gemm` crate at 64-70 %
@@ -365,7 +420,11 @@ pub fn case_secs(case: &Case, cfg: &RunConfig, min_sample_secs: f64, rates: &Rat
         }
         BackendKind::Host => 0.0,
     };
-    CASE_OVERHEAD_SECS + host + 2.0 * launch + warmup + sampling
+    let overhead = match rates.backend {
+        BackendKind::Cuda => CASE_OVERHEAD_SECS,
+        BackendKind::Host => HOST_CASE_OVERHEAD_SECS,
+    };
+    overhead + host + 2.0 * launch + warmup + sampling
 }
 
 /// Whether a GPU fills `case`'s arrays and checks its output itself
@@ -543,20 +602,21 @@ pub fn plan_case_secs(
                     rates.host_cores,
                 )
             });
-            case_secs(&p.case, cfg, min_sample_secs, rates) + prep
+            (case_secs(&p.case, cfg, min_sample_secs, rates) + prep) * rates.slowdown()
         })
         .collect()
 }
 
-// The host's preparation rates, per worker, as the estimate takes them: on this project's
-// 2-vCPU VM (2026-12-06, shared with other builds; DRAM-rule arrays of 1.9 GiB), `run --quick`
-// and `run` per case (the runner's own split of a case's time) at load averages of 4-9, and a
-// default run's whole preparation (29 s at load 1.4, 50 s at 3.5): each rate aims between.
+// The host's preparation rates, per worker, as the estimate takes them on a host given all its
+// CPUs ([`Rates::pace`] scales them on a busier one): on this project's 2-vCPU VM (2026-12-07,
+// nothing else running; DRAM-rule arrays of 1.9 GiB), from `run` and `run --quick` per case
+// (the runner's own split of a case's time). The figures quoted under each rate from
+// 2026-12-06 were taken beside other builds (load averages 4-9).
 
 /// Bytes per second one host worker generates pseudo-random inputs at (a SplitMix64 of the index
-/// per element, converted, stored and digested): 2 GB in 1.2 s on two workers at load 4,
-/// 1.0-2.3 s at 6-9.
-pub const HOST_GENERATE_BYTES_PER_CORE_SEC: f64 = 1.2e9;
+/// per element, converted, stored and digested): a sweep's 2 GB input and its output's poison in
+/// 0.52 s on two workers on the quiet VM; 2 GB in 1.2 s at load 4, 1.0-2.3 s at 6-9.
+pub const HOST_GENERATE_BYTES_PER_CORE_SEC: f64 = 2.0e9;
 
 /// Bytes per second one host worker writes (poison, copies of a rotating weight). Poison goes
 /// out in non-temporal stores ([`crate::backend::host::arena::fill_streaming`]): a 2 GiB output
@@ -570,16 +630,18 @@ pub const HOST_WRITE_BYTES_PER_CORE_SEC: f64 = 12e9;
 /// two new 1.9 GiB arrays took 10 s on two workers at load 4 (11-32 s at 6-9), the triad's
 /// third 5-6 s (5-16 s), where 4 KiB pages take about 1 s per 2 GiB (a C probe, the same
 /// hour). Huge pages freed a moment before cost less (a `--quick` run right after a default
-/// one: 7 s for all three).
-pub const HOST_TOUCH_BYTES_PER_CORE_SEC: f64 = 0.3e9;
+/// one: 7 s for all three). On the quiet VM (2026-12-07) the copy's two took 6.3 s and the
+/// triad's third 3.3 s, values generated into them included: about 0.38 GB/s per worker.
+pub const HOST_TOUCH_BYTES_PER_CORE_SEC: f64 = 0.38e9;
 
 /// Bytes per second one host worker's check reads back (each element against its gold value
 /// and into its array's digest). The checks count wrong words wide
 /// ([`crate::backend::host::check`]): in a default run at load 5.5 (2026-12-06) the sweep's
 /// checks took 9.0 s against 19.7 s word by word, STREAM's 3.1 s against 8.7 s; a sweep's two
-/// 2 GiB arrays in 0.44-0.68 s on two workers. Word by word, the default run's 115 GB or so of
-/// checks had taken 22 s at load 3.5.
-pub const HOST_CHECK_BYTES_PER_CORE_SEC: f64 = 7.6e9;
+/// 2 GiB arrays in 0.44-0.68 s on two workers; 0.20-0.22 s on the quiet VM (2026-12-07), and
+/// a STREAM copy's in 0.17 s. Word by word, the default run's 115 GB or so of checks had taken
+/// 22 s at load 3.5.
+pub const HOST_CHECK_BYTES_PER_CORE_SEC: f64 = 10e9;
 
 /// Elements per second one thread puts in the latency ring's random order.
 pub const HOST_SERIAL_ELEMENTS_PER_SEC: f64 = 20e6;

@@ -180,14 +180,15 @@ impl<'a> DeviceRun<'a> {
             info.id,
             path.display()
         ));
-        let rates = crate::run::forecast::Rates::for_device(info);
+        let rates = crate::run::forecast::Rates::for_device(info).measure_pace();
         let secs = crate::run::forecast::plan_secs(planned, self.cfg, min_sample_secs, &rates);
         self.estimate_secs = Some(secs);
         self.say(&format!(
-            "plan: {} cases ({}), about {} by the device's rated speeds",
+            "plan: {} cases ({}), about {} by the device's rated speeds{}",
             planned.len(),
             self.cfg.selection.describe(),
-            crate::units::human(secs)
+            crate::units::human(secs),
+            pace_note(&rates)
         ));
         if self.interactive {
             match &self.together {
@@ -245,6 +246,9 @@ impl<'a> DeviceRun<'a> {
             Event::Started { case } => self.bar.set_message(case.id()),
             Event::Finished { record, secs } => {
                 self.secs.add(&secs);
+                if std::env::var_os(CASE_TIMES_ENV).is_some() {
+                    self.say(&case_times(record.case_id(), &secs));
+                }
                 self.bar.inc(1);
                 if !self.interactive {
                     let figure = progress_figure(record);
@@ -264,13 +268,22 @@ impl<'a> DeviceRun<'a> {
         let arrays = self.secs.arrays();
         let other = (wall - self.secs.measuring - arrays).max(0.0);
         let share = |secs: f64| 100.0 * secs / wall.max(1e-9);
+        // what the OS took to give the run new memory, where the backend tells it apart
+        let touched = if self.secs.touching >= 0.05 {
+            format!(
+                "; {} of it first touches of memory new to the run",
+                crate::units::human(self.secs.touching)
+            )
+        } else {
+            String::new()
+        };
         let estimate = self
             .estimate_secs
             .map(|e| format!(" (the plan said about {})", crate::units::human(e)))
             .unwrap_or_default();
         self.say(&format!(
             "time: {} in all{estimate}: {} timing launches ({:.0} %), {} preparing and checking \
-             arrays ({:.0} %), {} else ({:.0} %: conditions, clocks, starting processes)",
+             arrays ({:.0} %{touched}), {} else ({:.0} %: conditions, clocks, starting processes)",
             crate::units::human(wall),
             crate::units::human(self.secs.measuring),
             share(self.secs.measuring),
@@ -422,6 +435,8 @@ fn measure_in_workers(
 pub struct Planned {
     pub info: DeviceInfo,
     pub cases: Vec<(PlannedCase, f64)>,
+    /// What the estimate took of the host's pace ([`pace_note`]).
+    pub pace_note: String,
 }
 
 /// Plans `target` under `cfg` (whose `dry_run` is set) and measures nothing: the host in this
@@ -447,12 +462,41 @@ pub fn plan_only(target: Target, opts: &Options, cfg: &RunConfig, host: &str) ->
             (info, cases, 0.01)
         }
     };
-    let rates = crate::run::forecast::Rates::for_device(&info);
+    let rates = crate::run::forecast::Rates::for_device(&info).measure_pace();
     let secs = crate::run::forecast::plan_case_secs(&cases, cfg, min_sample_secs, &rates);
     Ok(Planned {
         info,
         cases: cases.into_iter().zip(secs).collect(),
+        pace_note: pace_note(&rates),
     })
+}
+
+/// Set (to anything) to have `run` say where each case's time went, after its row: the
+/// per-case split of the `time:` line, which `run --dry-run`'s estimates can be held against.
+pub const CASE_TIMES_ENV: &str = "ROOFPROBE_CASE_TIMES";
+
+/// The line [`CASE_TIMES_ENV`] asks for: `case_id`'s seconds timing, preparing (and of that,
+/// first touches), checking and in all.
+pub fn case_times(case_id: String, secs: &runner::CaseSecs) -> String {
+    format!(
+        "  time of {case_id}: {:.2} s timing, {:.2} s preparing ({:.2} s first touches), \
+         {:.2} s checking, {:.2} s in all",
+        secs.measuring, secs.preparing, secs.touching, secs.checking, secs.total
+    )
+}
+
+/// What the plan line adds where the host is not given all its CPUs as the run starts (below
+/// 90 % of them, [`crate::run::forecast::Rates::measure_pace`]): that share, which the
+/// estimate has taken into account. Empty for a GPU or a host given about all of them.
+pub fn pace_note(rates: &crate::run::forecast::Rates) -> String {
+    if rates.backend == BackendKind::Host && rates.pace < 0.9 {
+        format!(
+            ", at the {:.0} % of its CPUs that other processes leave it now",
+            100.0 * rates.pace
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// The suffix that makes a run id unique: 8 hex digits, random per invocation.

@@ -246,6 +246,10 @@ pub struct CaseSecs {
     pub preparing: f64,
     #[serde(default)]
     pub checking: f64,
+    /// Of `preparing`, the seconds spent first-touching memory new to the process
+    /// ([`crate::backend::Backend::touch_secs`]).
+    #[serde(default)]
+    pub touching: f64,
     pub total: f64,
 }
 
@@ -265,6 +269,7 @@ impl CaseSecs {
         self.measuring += other.measuring;
         self.preparing += other.preparing;
         self.checking += other.checking;
+        self.touching += other.touching;
         self.total += other.total;
     }
 }
@@ -551,6 +556,7 @@ pub fn run(
         let mut measured_bytes = None;
         let mut clock_note = String::new();
         let mut during = Vec::new();
+        let touched_before = backend.touch_secs();
         let prepare_started = Instant::now();
         let prepared = backend.prepare(case);
         let mut preparing = prepare_started.elapsed().as_secs_f64();
@@ -608,6 +614,7 @@ pub fn run(
             preparing += freed.elapsed().as_secs_f64();
             Ok((summary, reps, stopped, verdict, launch_note))
         });
+        let touching = (backend.touch_secs() - touched_before).max(0.0);
         let after = backend.conditions();
         let conditions = conditions_of(&before, &after, &during, observed_clock_mhz);
         // From the clock the row will keep (a reading that is no clock is dropped there), so a
@@ -655,6 +662,7 @@ pub fn run(
                 measuring,
                 preparing,
                 checking,
+                touching,
                 total: case_started.elapsed().as_secs_f64(),
             },
         });

@@ -246,6 +246,8 @@ struct Store {
     /// Whether blocks are sizes only (a forecast's arena).
     simulated: bool,
     written: Written,
+    /// Seconds the pool's workers spent first-touching blocks new to the process.
+    touch_secs: f64,
 }
 
 /// The host backend's arrays (see the module doc). Cloning it shares it.
@@ -258,6 +260,8 @@ struct Taken {
     block: Option<Block>,
     bytes: usize,
     content: Option<Content>,
+    /// A block new to the process, not yet touched.
+    fresh: bool,
 }
 
 /// An array a case holds: from the arena, to which it goes back when dropped, or allocated for
@@ -355,12 +359,21 @@ impl Arena {
             one_node,
             simulated,
             written: Written::default(),
+            touch_secs: 0.0,
         })))
     }
 
     /// What the arena has written since it was made.
     pub fn written(&self) -> Written {
         self.0.borrow().written
+    }
+
+    /// Seconds spent so far first-touching memory new to the process ([`Arena::input`] and
+    /// [`Arena::output`] touch a new block's pages before they write its values): on a VM whose
+    /// guest memory is backed only as it is first touched, most of what preparing a DRAM-sized
+    /// array costs.
+    pub fn touch_secs(&self) -> f64 {
+        self.0.borrow().touch_secs
     }
 
     /// Bytes the arena holds now, lent and idle.
@@ -435,8 +448,11 @@ impl Arena {
     ) -> Option<Array<T>> {
         let bytes = n.checked_mul(std::mem::size_of::<T>())?;
         let taken = self.take(bytes, Some((fill, n)))?;
-        let reused = taken.content;
+        let (reused, fresh) = (taken.content, taken.fresh);
         let mut array = self.array(taken, n);
+        if fresh {
+            self.first_touch(pool, &mut array, align);
+        }
         if reused.is_none() {
             let digest = write(pool, &mut array, align, period, value);
             array.content = Some(Content {
@@ -460,7 +476,11 @@ impl Arena {
     ) -> Option<Array<T>> {
         let bytes = n.checked_mul(std::mem::size_of::<T>())?;
         let taken = self.take(bytes, None)?;
+        let fresh = taken.fresh;
         let mut array: Array<T> = self.array(taken, n);
+        if fresh {
+            self.first_touch(pool, &mut array, align);
+        }
         let ptr = SharedPtr(array.as_mut_ptr());
         let ok = pool
             .chunks(n, align, |r| {
@@ -474,6 +494,31 @@ impl Arena {
         assert!(ok, "poisoning an array cannot panic");
         self.0.borrow_mut().written.poisoned_bytes += bytes as u64;
         Some(array)
+    }
+
+    /// Touches every page of a new block's `array` (one byte written in each 4 KiB), each
+    /// worker of `pool` the pages of its own chunk of `align` elements, as its values will be
+    /// written: the first touch that places each page, timed apart from the values
+    /// ([`Arena::touch_secs`]).
+    fn first_touch<T>(&self, pool: &Pool, array: &mut Array<T>, align: usize) {
+        const PAGE: usize = 4096;
+        let size = std::mem::size_of::<T>();
+        let base = SharedPtr(array.as_mut_ptr().cast::<u8>());
+        let started = std::time::Instant::now();
+        let ok = pool
+            .chunks(array.len, align, |r| {
+                let (from, to) = (r.start * size, r.end * size);
+                let mut at = from;
+                while at < to {
+                    // SAFETY: `at` lies within this worker's chunk of the array's bytes, which
+                    // no one reads before the values are written over it.
+                    unsafe { base.get().add(at).write_volatile(0) };
+                    at = (at / PAGE + 1) * PAGE;
+                }
+            })
+            .is_some();
+        assert!(ok, "touching an array cannot panic");
+        self.0.borrow_mut().touch_secs += started.elapsed().as_secs_f64();
     }
 
     fn array<T>(&self, taken: Taken, n: usize) -> Array<T> {
@@ -503,6 +548,7 @@ impl Arena {
             };
             s.written.new_bytes += bytes as u64;
             Some(Taken {
+                fresh: block.is_some(),
                 block,
                 bytes,
                 content: None,
@@ -536,6 +582,7 @@ impl Arena {
                     } else {
                         None
                     },
+                    fresh: false,
                 }
             }
             None => {

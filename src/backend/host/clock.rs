@@ -127,6 +127,65 @@ pub fn measure_pool_mhz(pool: &Pool) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
+/// Seconds [`cpu_share`] spins each of its threads for.
+pub const SHARE_WINDOW_SECS: f64 = 0.25;
+
+/// The share of the wall time that `threads` threads spinning at once are given the CPU, from
+/// each thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`) over [`SHARE_WINDOW_SECS`]: about 1
+/// where nothing else runs on the cores the run will use, about one half where as many other
+/// busy processes as cores share them. The mean over the threads, at least 0.05; `None` where
+/// the OS has no per-thread CPU clock. The run's estimate scales the host's seconds by it
+/// ([`crate::run::forecast::Rates::pace`]); nothing measured depends on it.
+pub fn cpu_share(threads: usize) -> Option<f64> {
+    let window = std::time::Duration::from_secs_f64(SHARE_WINDOW_SECS);
+    let shares: Vec<Option<f64>> = std::thread::scope(|scope| {
+        let spinners: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                scope.spawn(move || {
+                    let (cpu0, wall0) = (thread_cpu_secs()?, Instant::now());
+                    while wall0.elapsed() < window {
+                        add_chain(1000);
+                    }
+                    let (cpu1, wall) = (thread_cpu_secs()?, wall0.elapsed().as_secs_f64());
+                    Some(share_of(cpu1 - cpu0, wall))
+                })
+            })
+            .collect();
+        spinners
+            .into_iter()
+            .map(|s| s.join().ok().flatten())
+            .collect()
+    });
+    let shares: Vec<f64> = shares.into_iter().collect::<Option<_>>()?;
+    Some(shares.iter().sum::<f64>() / shares.len() as f64)
+}
+
+/// `cpu_secs` of CPU time in `wall_secs` of wall time, as a share in 0.05..=1.
+fn share_of(cpu_secs: f64, wall_secs: f64) -> f64 {
+    if !(cpu_secs.is_finite() && wall_secs.is_finite()) || wall_secs <= 0.0 {
+        return 1.0;
+    }
+    (cpu_secs / wall_secs).clamp(0.05, 1.0)
+}
+
+/// This thread's CPU time in seconds.
+fn thread_cpu_secs() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid timespec to write to.
+        let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+        ok.then_some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 /// The higher of an earlier clock reading and a new one, either of which may be missing: a
 /// reading taken after the samples can only read low (see [`measure_core_mhz`]).
 pub fn higher_clock(earlier: Option<f64>, new: Option<f64>) -> Option<f64> {
@@ -175,6 +234,28 @@ mod tests {
             (Some(2000.0), CLOCK_MAX_READINGS)
         );
         assert_eq!(scripted(vec![]), (None, CLOCK_MAX_READINGS));
+    }
+
+    /// The share is CPU time over wall time, kept within 0.05..=1 (a thread's CPU clock can
+    /// read a little past the wall's), and 1 where the readings make no sense.
+    #[test]
+    fn the_cpu_share_is_cpu_time_over_wall_time() {
+        assert_eq!(share_of(0.125, 0.25), 0.5);
+        assert_eq!(share_of(0.26, 0.25), 1.0);
+        assert_eq!(share_of(0.0, 0.25), 0.05);
+        assert_eq!(share_of(0.1, 0.0), 1.0);
+        assert_eq!(share_of(f64::NAN, 0.25), 1.0);
+        // a thread that sleeps half its window is given about half of it
+        let (cpu0, wall0) = (thread_cpu_secs().unwrap(), Instant::now());
+        while wall0.elapsed().as_secs_f64() < 0.02 {}
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let share = share_of(
+            thread_cpu_secs().unwrap() - cpu0,
+            wall0.elapsed().as_secs_f64(),
+        );
+        assert!(share < 0.75, "{share}");
+        let whole = cpu_share(1).unwrap();
+        assert!((0.05..=1.0).contains(&whole), "{whole}");
     }
 
     #[test]

@@ -98,6 +98,10 @@ impl Backend for HostBackend {
         &self.info
     }
 
+    fn touch_secs(&self) -> f64 {
+        self.arena.touch_secs()
+    }
+
     fn cases(&self, size: SizeRequest) -> Result<Vec<PlannedCase>> {
         let usable = usable_bytes(&self.info);
         let mut planned = plan_arrays(
