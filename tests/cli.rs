@@ -247,25 +247,24 @@ fn auto_without_a_gpu_measures_the_host_and_says_so() {
     assert_eq!(read_csv(&csvs(dir.path())[0]).unwrap().len(), 1);
 }
 
+/// `run --device host --quick --size SIZE --filter FILTER --out OUT`, to run.
+fn quick_host_case(size: &str, filter: &str, out: &std::path::Path) -> Command {
+    let mut command = roofprobe();
+    command
+        .args([
+            "run", "--device", "host", "--quick", "--size", size, "--filter", filter, "--out",
+        ])
+        .arg(out);
+    command
+}
+
 /// With `ROOFPROBE_CASE_TIMES` set, `run` says where each case's time went after its row, and
 /// the parts it names fit in the case's whole; the run's `time:` line follows as always.
 #[test]
 fn case_times_are_said_when_asked_for() {
     let dir = tempfile::tempdir().unwrap();
-    let out = roofprobe()
+    let out = quick_host_case("8MiB", "stream/copy/f32", dir.path())
         .env(roofprobe::run::orchestrate::CASE_TIMES_ENV, "1")
-        .args([
-            "run",
-            "--device",
-            "host",
-            "--quick",
-            "--size",
-            "8MiB",
-            "--filter",
-            "stream/copy/f32",
-            "--out",
-        ])
-        .arg(dir.path())
         .assert()
         .code(finished())
         .get_output()
@@ -324,23 +323,11 @@ fn an_invalid_case_is_reported_without_numbers_and_exits_3() {
 #[test]
 fn the_size_sweep_checks_every_size_and_fits_a_line() {
     let dir = tempfile::tempdir().unwrap();
-    let out = roofprobe()
+    let out = quick_host_case("2MiB", "efficiency/", dir.path())
         .env(
             roofprobe::backend::host::FAULT_ENV,
             "efficiency/triad/f32/2048",
         )
-        .args([
-            "run",
-            "--device",
-            "host",
-            "--quick",
-            "--size",
-            "2MiB",
-            "--filter",
-            "efficiency/",
-            "--out",
-        ])
-        .arg(dir.path())
         .assert()
         .code(3)
         .stdout(predicate::str::contains(
