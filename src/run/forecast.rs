@@ -125,7 +125,8 @@ pub struct Rates {
     pub host_cores: usize,
     /// The share of its CPUs the host backend is given as the run starts (1 where nothing else
     /// runs; [`Rates::measure_pace`]): the host backend's seconds, launches and arrays alike,
-    /// are its rated ones divided by it. 1 for a GPU.
+    /// are its rated ones times [`Rates::slowdown`], this share to the power
+    /// −[`PACE_EXPONENT`]. 1 for a GPU.
     pub pace: f64,
 }
 
