@@ -68,3 +68,63 @@ fn only_new_blocks_are_first_touched() {
     assert!(arena.touch_secs() > once);
     assert!(c.iter().enumerate().all(|(i, x)| *x == i as f32 + 1.0));
 }
+
+/// The arena's generation, compiled for the CPU's widest vectors, writes the very words the
+/// references name: the sweep's inputs in their bit form ([`intensity::input_form`]) against
+/// [`intensity::input`], a hash against [`input_bits`], element for element over several check
+/// blocks and an odd tail; and the digest it keeps is the digest of what is there.
+#[test]
+fn generated_inputs_are_the_reference_words() {
+    use roofprobe::backend::host::arena::digest;
+    use roofprobe::cases::{input_bits, input_bits_keyed, input_key, intensity};
+    let cpus = allowed_cpus();
+    let pool = Pool::new(vec![cpus[0], cpus[cpus.len() - 1]]);
+    let arena = Arena::new(u64::MAX);
+    let n = (4 << 20) / 4 + 77;
+    for p in [Precision::F32, Precision::I32] {
+        let form = intensity::input_form(p);
+        let a = arena
+            .input(&pool, n, 16, Fill::Sweep { precision: p }, |i| {
+                form.word(input_bits_keyed(form.key, i as u64)) as u32
+            })
+            .unwrap();
+        for (i, w) in a.iter().enumerate() {
+            assert_eq!(u64::from(*w), intensity::input(p, i as u64), "{p:?} [{i}]");
+        }
+        assert_eq!(a.content().unwrap().digest, digest(&a, 0));
+    }
+    let form = intensity::input_form(Precision::F64);
+    let a = arena
+        .input(
+            &pool,
+            n,
+            16,
+            Fill::Sweep {
+                precision: Precision::F64,
+            },
+            |i| f64::from_bits(form.word(input_bits_keyed(form.key, i as u64))),
+        )
+        .unwrap();
+    for (i, x) in a.iter().enumerate() {
+        assert_eq!(
+            x.to_bits(),
+            intensity::input(Precision::F64, i as u64),
+            "[{i}]"
+        );
+    }
+    let stream = Fill::Stream {
+        precision: Precision::F64,
+        reduction: false,
+        array: 1,
+    };
+    let key = input_key(1);
+    let b = arena
+        .input(&pool, n, 16, stream, |i| {
+            f64::from_bits(input_bits_keyed(key, i as u64) >> 3)
+        })
+        .unwrap();
+    for (i, x) in b.iter().enumerate() {
+        assert_eq!(x.to_bits(), input_bits(1, i as u64) >> 3, "[{i}]");
+    }
+    assert_eq!(b.content().unwrap().digest, digest(&b, 0));
+}

@@ -775,6 +775,35 @@ fn show(v: f64) -> String {
     }
 }
 
+/// `Σ_row weights[row] · x(row, ·)`, the K sums of `rows` rows weighted: each thread a band of
+/// rows into its own K partial sums, every row's elements read in order.
+fn weighted_rows(
+    rows: u64,
+    k: u64,
+    weights: &[i128],
+    x: &(impl Fn(u64, u64) -> i64 + Sync),
+) -> Vec<i128> {
+    let bands = crate::cases::host_cores().min(rows as usize).max(1);
+    let band = rows.div_ceil(bands as u64);
+    let partial = crate::cases::par_map_heavy(bands, |p| {
+        let mut sums = vec![0i128; k as usize];
+        for row in p as u64 * band..((p as u64 + 1) * band).min(rows) {
+            let w = weights[row as usize];
+            for (kk, sum) in sums.iter_mut().enumerate() {
+                *sum += w * x(row, kk as u64) as i128;
+            }
+        }
+        sums
+    });
+    let mut sums = vec![0i128; k as usize];
+    for part in partial {
+        for (total, p) in sums.iter_mut().zip(part) {
+            *total += p;
+        }
+    }
+    sums
+}
+
 fn check_exact(
     shape: Shape,
     a: impl Fn(u64, u64) -> i64 + Sync,
@@ -845,16 +874,10 @@ fn check_exact(
     }
     // 2. Freivalds: t = Bᵀ·r (K), then A·t against C·r; u = sᵀ·A (K), then u·Bᵀ against sᵀ·C.
     let s: Vec<i128> = (0..m).map(|i| weight(1, i) as i128).collect();
-    let t = crate::cases::par_map_heavy(k as usize, |kk| {
-        (0..n)
-            .map(|j| r[j as usize] * b(j, kk as u64) as i128)
-            .sum::<i128>()
-    });
-    let u = crate::cases::par_map_heavy(k as usize, |kk| {
-        (0..m)
-            .map(|i| s[i as usize] * a(i, kk as u64) as i128)
-            .sum::<i128>()
-    });
+    // t = Bᵀ·r and u = sᵀ·A, row by row of B and of A (each row's K elements in order, as they
+    // lie): column by column, each load lay K elements past the last.
+    let t = weighted_rows(n, k, &r, &b);
+    let u = weighted_rows(m, k, &s, &a);
     let row_ok = crate::cases::par_map_heavy(m as usize, |i| {
         let want: i128 = (0..k)
             .map(|kk| a(i as u64, kk) as i128 * t[kk as usize])

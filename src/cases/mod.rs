@@ -258,7 +258,13 @@ pub fn input_key(array: u64) -> u64 {
 /// SplitMix64 of the pair, so any element can be regenerated on its own: the host produces a
 /// GPU case's inputs, and the checker regenerates them instead of keeping a copy.
 pub fn input_bits(array: u64, index: u64) -> u64 {
-    let mut z = index.wrapping_add(input_key(array));
+    input_bits_keyed(input_key(array), index)
+}
+
+/// [`input_bits`] of the array whose [`input_key`] is `key`.
+#[inline]
+pub fn input_bits_keyed(key: u64, index: u64) -> u64 {
+    let mut z = index.wrapping_add(key);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

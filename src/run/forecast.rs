@@ -615,9 +615,12 @@ pub fn plan_case_secs(
 // 2026-12-06 were taken beside other builds (load averages 4-9).
 
 /// Bytes per second one host worker generates pseudo-random inputs at (a SplitMix64 of the index
-/// per element, converted, stored and digested): a sweep's 2 GB input and its output's poison in
-/// 0.52 s on two workers on the quiet VM; 2 GB in 1.2 s at load 4, 1.0-2.3 s at 6-9.
-pub const HOST_GENERATE_BYTES_PER_CORE_SEC: f64 = 2.0e9;
+/// per element, converted, stored and digested, compiled for the CPU's widest vectors:
+/// [`crate::backend::host::arena`]): on the quiet VM (2026-12-07) a STREAM input's 2 GB in
+/// 0.14-0.18 s on two workers, a sweep's 2 GB input and its output's poison in 0.20-0.34 s
+/// (5.6-8.5 GB/s per worker for the input alone; f32 lowest, its elements twice as many). One
+/// element at a time they had taken 0.54 s and 0.53-1.38 s.
+pub const HOST_GENERATE_BYTES_PER_CORE_SEC: f64 = 5.0e9;
 
 /// Bytes per second one host worker writes (poison, copies of a rotating weight). Poison goes
 /// out in non-temporal stores ([`crate::backend::host::arena::fill_streaming`]): a 2 GiB output

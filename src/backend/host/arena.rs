@@ -628,10 +628,6 @@ fn fits(one_node: bool, block_bytes: usize, bytes: usize) -> bool {
     }
 }
 
-/// Writes `value(i)` to every element of `array` below `period` (all of them where `period` is
-/// 0 or at least its length), each worker of `pool` its chunk of `align` elements, and copies
-/// of those to the rest, each worker the part of its own chunk past them; returns the digest of
-/// what it wrote. Each block is digested right after it is written, while it is in cache.
 /// `values` filled with `value`. On x86-64 the 16-byte-aligned body is written with
 /// non-temporal stores: a poisoned output is read by nothing before its kernel writes it, so its
 /// lines need neither be read for ownership nor kept in cache. On this project's 2-vCPU VM
@@ -666,6 +662,65 @@ pub fn fill_streaming<T: Word>(values: &mut [T], value: T) {
     values.fill(value);
 }
 
+/// Writes `value(i)` to element `i` of `base` for every `i` in `range`, compiled again for the
+/// wider x86-64 vector sets (as [`digest`]): the generators are integer hashes and bit
+/// operations, which the plain x86-64 build takes one element at a time.
+///
+/// # Safety
+/// `base + range` lies within one allocation that only this caller writes; the memory may be
+/// untouched, so it is written through a raw pointer before any read.
+#[inline]
+unsafe fn generate<T: Word>(
+    base: *mut T,
+    range: std::ops::Range<usize>,
+    value: &impl Fn(usize) -> T,
+) {
+    #[inline(always)]
+    unsafe fn plain<T: Word>(
+        base: *mut T,
+        range: std::ops::Range<usize>,
+        value: &impl Fn(usize) -> T,
+    ) {
+        for i in range {
+            // SAFETY: the caller's.
+            unsafe { base.add(i).write(value(i)) };
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2")]
+        unsafe fn avx512<T: Word>(
+            base: *mut T,
+            range: std::ops::Range<usize>,
+            value: &impl Fn(usize) -> T,
+        ) {
+            // SAFETY: the caller's.
+            unsafe { plain(base, range, value) }
+        }
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<T: Word>(
+            base: *mut T,
+            range: std::ops::Range<usize>,
+            value: &impl Fn(usize) -> T,
+        ) {
+            // SAFETY: the caller's.
+            unsafe { plain(base, range, value) }
+        }
+        match wide::level() {
+            // SAFETY: `level` found the features; the rest is the caller's.
+            wide::Level::Avx512 => return unsafe { avx512(base, range, value) },
+            wide::Level::Avx2 => return unsafe { avx2(base, range, value) },
+            wide::Level::Plain => {}
+        }
+    }
+    // SAFETY: the caller's.
+    unsafe { plain(base, range, value) }
+}
+
+/// Writes `value(i)` to every element of `array` below `period` (all of them where `period` is
+/// 0 or at least its length), each worker of `pool` its chunk of `align` elements, and copies
+/// of those to the rest, each worker the part of its own chunk past them; returns the digest of
+/// what it wrote. Each block is digested right after it is written, while it is in cache.
 fn write<T: Word>(
     pool: &Pool,
     array: &mut Array<T>,
@@ -683,12 +738,8 @@ fn write<T: Word>(
     let made = pool.chunks(first, align, |r| {
         let mut d = 0u64;
         for b in blocks(r) {
-            for i in b.clone() {
-                // SAFETY: this worker writes only its chunk, inside the array's n elements; the
-                // memory may be untouched, so it is written through a raw pointer before any
-                // read.
-                unsafe { ptr.get().add(i).write(value(i)) };
-            }
+            // SAFETY: this worker writes only its chunk, inside the array's n elements.
+            unsafe { generate(ptr.get(), b.clone(), &value) };
             d = d.wrapping_add(digest(written(b.clone()), b.start));
         }
         d

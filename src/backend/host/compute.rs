@@ -788,10 +788,12 @@ impl<'p, T: HostElement + Word> SweepCase<'p, T> {
                 p.as_str()
             ))
         };
-        // every k of a precision reads the same input words: written once
+        // every k of a precision reads the same input words: written once, in the device's bit
+        // form of them (a hash and masks, no division per element)
+        let form = intensity::input_form(p);
         let input = arena
             .input(pool, n, SWEEP_ALIGN, Fill::Sweep { precision: p }, |i| {
-                T::from_bits(intensity::input(p, i as u64))
+                T::from_bits(form.word(crate::cases::input_bits_keyed(form.key, i as u64)))
             })
             .ok_or_else(no_room)?;
         let output = arena
