@@ -37,13 +37,21 @@ fn the_streaming_fill_writes_every_element_and_no_other() {
     fills_exactly(0xABCDu16, 1u16);
 }
 
+/// A pool of the first and last CPUs this process may use (the one twice where it has one), and an
+/// arena with no cap.
+fn two_workers() -> (Pool, Arena) {
+    let cpus = allowed_cpus();
+    (
+        Pool::new(vec![cpus[0], cpus[cpus.len() - 1]]),
+        Arena::new(u64::MAX),
+    )
+}
+
 /// A block new to the process is first-touched, and that time counted apart; a block lent
 /// again is not touched again, and the values written after the touch are all there.
 #[test]
 fn only_new_blocks_are_first_touched() {
-    let cpus = allowed_cpus();
-    let pool = Pool::new(vec![cpus[0], cpus[cpus.len() - 1]]);
-    let arena = Arena::new(u64::MAX);
+    let (pool, arena) = two_workers();
     let n = (8 << 20) / 4 + 3;
     assert_eq!(arena.touch_secs(), 0.0);
     let a = arena.output(&pool, n, 16, 2.5f32).unwrap();
@@ -77,9 +85,7 @@ fn only_new_blocks_are_first_touched() {
 fn generated_inputs_are_the_reference_words() {
     use roofprobe::backend::host::arena::digest;
     use roofprobe::cases::{input_bits, input_bits_keyed, input_key, intensity};
-    let cpus = allowed_cpus();
-    let pool = Pool::new(vec![cpus[0], cpus[cpus.len() - 1]]);
-    let arena = Arena::new(u64::MAX);
+    let (pool, arena) = two_workers();
     let n = (4 << 20) / 4 + 77;
     for p in [Precision::F32, Precision::I32] {
         let form = intensity::input_form(p);
