@@ -78,7 +78,7 @@ fn only_new_blocks_are_first_touched() {
 }
 
 /// The arena's generation, compiled for the CPU's widest vectors, writes the very words the
-/// references name: the sweep's inputs in their bit form ([`intensity::input_form`]) against
+/// references name: the sweep's inputs in their bit form ([`intensity::InputForm::word_at`]) against
 /// [`intensity::input`], a hash against [`input_bits`], element for element over several check
 /// blocks and an odd tail; and the digest it keeps is the digest of what is there.
 #[test]
@@ -91,7 +91,7 @@ fn generated_inputs_are_the_reference_words() {
         let form = intensity::input_form(p);
         let a = arena
             .input(&pool, n, 16, Fill::Sweep { precision: p }, |i| {
-                form.word(input_bits_keyed(form.key, i as u64)) as u32
+                form.word_at(i as u64) as u32
             })
             .unwrap();
         for (i, w) in a.iter().enumerate() {
@@ -108,7 +108,7 @@ fn generated_inputs_are_the_reference_words() {
             Fill::Sweep {
                 precision: Precision::F64,
             },
-            |i| f64::from_bits(form.word(input_bits_keyed(form.key, i as u64))),
+            |i| f64::from_bits(form.word_at(i as u64)),
         )
         .unwrap();
     for (i, x) in a.iter().enumerate() {

@@ -167,6 +167,12 @@ impl InputForm {
         )
     }
 
+    /// Input word `i`: [`InputForm::word`] of its generated bits, the hash with this form's key.
+    #[inline]
+    pub fn word_at(&self, i: u64) -> u64 {
+        self.word(super::input_bits_keyed(self.key, i))
+    }
+
     /// The input word whose generated bits are `z`, as the fill kernel makes it.
     pub fn word(&self, z: u64) -> u64 {
         let (lo, hi) = self.indices(z);
@@ -487,11 +493,7 @@ mod tests {
                 }
             }
             for i in 0..20_000 {
-                assert_eq!(
-                    form.word(input_bits(INPUT_ARRAY, i)),
-                    input(p, i),
-                    "{p} {i}"
-                );
+                assert_eq!(form.word_at(i), input(p, i), "{p} {i}");
             }
         }
     }

@@ -793,7 +793,7 @@ impl<'p, T: HostElement + Word> SweepCase<'p, T> {
         let form = intensity::input_form(p);
         let input = arena
             .input(pool, n, SWEEP_ALIGN, Fill::Sweep { precision: p }, |i| {
-                T::from_bits(form.word(crate::cases::input_bits_keyed(form.key, i as u64)))
+                T::from_bits(form.word_at(i as u64))
             })
             .ok_or_else(no_room)?;
         let output = arena
