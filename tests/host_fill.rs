@@ -80,12 +80,14 @@ fn only_new_blocks_are_first_touched() {
 /// The arena's generation, compiled for the CPU's widest vectors, writes the very words the
 /// references name: the sweep's inputs in their bit form ([`intensity::InputForm::word_at`]) against
 /// [`intensity::input`], a hash against [`input_bits`], element for element over several check
-/// blocks and an odd tail; and the digest it keeps is the digest of what is there.
+/// blocks and an odd tail; and the digest it keeps, where it digests rather than guards its
+/// inputs, is the digest of what is there.
 #[test]
 fn generated_inputs_are_the_reference_words() {
     use roofprobe::backend::host::arena::digest;
     use roofprobe::cases::{input_bits, input_bits_keyed, input_key, intensity};
-    let (pool, arena) = two_workers();
+    let (pool, _) = two_workers();
+    let arena = Arena::unguarded(u64::MAX);
     let n = (4 << 20) / 4 + 77;
     for p in [Precision::F32, Precision::I32] {
         let form = intensity::input_form(p);
@@ -97,7 +99,7 @@ fn generated_inputs_are_the_reference_words() {
         for (i, w) in a.iter().enumerate() {
             assert_eq!(u64::from(*w), intensity::input(p, i as u64), "{p:?} [{i}]");
         }
-        assert_eq!(a.content().unwrap().digest, digest(&a, 0));
+        assert_eq!(a.content().unwrap().digest, Some(digest(&a, 0)));
     }
     let form = intensity::input_form(Precision::F64);
     let a = arena
@@ -132,5 +134,144 @@ fn generated_inputs_are_the_reference_words() {
     for (i, x) in b.iter().enumerate() {
         assert_eq!(x.to_bits(), input_bits(1, i as u64) >> 3, "[{i}]");
     }
-    assert_eq!(b.content().unwrap().digest, digest(&b, 0));
+    assert_eq!(b.content().unwrap().digest, Some(digest(&b, 0)));
+}
+
+/// An input asked for again with the same values is the same block, not written again; an
+/// output is poisoned every time and holds nothing when it goes back; a tainted input is
+/// written again; a digest changes with any one element (an arena that digests its inputs,
+/// as every one does where guards cannot be had).
+#[test]
+fn inputs_are_kept_and_outputs_poisoned() {
+    use roofprobe::backend::host::arena::digest;
+    let (pool, _) = two_workers();
+    let arena = Arena::unguarded(1 << 30);
+    let n = (8 << 20) / 4;
+    let fill = Fill::Sweep {
+        precision: Precision::F32,
+    };
+    let value = |i: usize| (i % 977) as f32;
+    let a = arena.input(&pool, n, 16, fill, value).unwrap();
+    let first = a.as_ptr();
+    let content = a.content().unwrap();
+    assert!(!a.watched());
+    let kept = content.digest.unwrap();
+    assert_eq!(kept, digest(&a, 0));
+    assert_eq!(arena.written().filled_bytes, 8 << 20);
+    drop(a);
+    let a = arena.input(&pool, n, 16, fill, value).unwrap();
+    assert_eq!(a.as_ptr(), first, "the same block");
+    assert_eq!(arena.written().filled_bytes, 8 << 20, "not written again");
+    assert!(a.iter().enumerate().all(|(i, &v)| v == value(i)));
+    let mut c = arena.output(&pool, n, 16, f32::NAN).unwrap();
+    assert!(c.iter().all(|v| v.is_nan()));
+    c[7] = 1.0;
+    drop(c);
+    // an output's block holds nothing: asked for as an input, it is written
+    let other = Fill::Stream {
+        precision: Precision::F32,
+        reduction: false,
+        array: 0,
+    };
+    let b = arena.input(&pool, n, 16, other, |i| i as f32).unwrap();
+    let w = arena.written();
+    assert_eq!((w.filled_bytes, w.poisoned_bytes), (16 << 20, 8 << 20));
+    assert_eq!(b[7], 7.0);
+    let mut a = a;
+    a.taint();
+    drop(a);
+    drop(b);
+    let a = arena.input(&pool, n, 16, fill, value).unwrap();
+    assert_eq!(
+        arena.written().filled_bytes,
+        24 << 20,
+        "a tainted input is written again"
+    );
+    // one element changed, anywhere: the digest differs
+    let mut copy: Vec<f32> = a.to_vec();
+    for at in [0, 1, n / 2, n - 1] {
+        let was = copy[at];
+        copy[at] = was + 1.0;
+        assert_ne!(digest(&copy, 0), kept, "element {at}");
+        copy[at] = was;
+    }
+    assert_eq!(digest(&copy, 0), kept);
+    let mut a = a;
+    assert_eq!(a.changed(Some(kept)), None);
+    assert!(a
+        .changed(Some(kept ^ 1))
+        .unwrap()
+        .contains("digest differs"));
+    assert_eq!(a.content(), None, "tainted");
+    // two blocks at once, and the arena holds both until it needs room
+    let b = arena.output(&pool, n, 16, 0.0f32).unwrap();
+    assert_ne!(b.as_ptr(), a.as_ptr());
+    assert_eq!(arena.held_bytes(), 16 << 20);
+    // small arrays are their own
+    let small = arena.output(&pool, 1000, 16, 0.0f32).unwrap();
+    drop(small);
+    assert_eq!(arena.held_bytes(), 16 << 20);
+}
+
+/// Where guards can be had, an input is watched from when its values are written: read, it
+/// stays the same block and is not written again, with no digest kept; one write anywhere
+/// in it (here the last element, as a kernel that wrote past its output might) trips the
+/// guard, the write goes through, the check says so and the block is written again for
+/// the next case. A block taken for an output is writable: poisoning it trips nothing.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_guard_watches_each_input() {
+    use roofprobe::backend::host::arena::digest;
+    let (pool, _) = two_workers();
+    let arena = Arena::new(1 << 30);
+    let n = (8 << 20) / 4;
+    let fill = Fill::Sweep {
+        precision: Precision::F32,
+    };
+    let value = |i: usize| (i % 977) as f32;
+    let mut a = arena.input(&pool, n, 16, fill, value).unwrap();
+    assert!(a.watched(), "an arena block is whole pages");
+    assert_eq!(
+        a.content().unwrap().digest,
+        None,
+        "no digest where a guard watches"
+    );
+    assert!(a.iter().enumerate().all(|(i, &v)| v == value(i)));
+    assert_eq!(a.changed(None), None, "reads change nothing");
+    drop(a);
+    let mut a = arena.input(&pool, n, 16, fill, value).unwrap();
+    assert!(a.watched());
+    assert_eq!(
+        arena.written().filled_bytes,
+        8 << 20,
+        "kept, not written again"
+    );
+    a[n - 1] = 1.5;
+    assert_eq!(a[n - 1], 1.5, "the write went through");
+    assert!(a.changed(None).unwrap().contains("guard"));
+    assert_eq!(a.content(), None, "tainted");
+    drop(a);
+    let a = arena.input(&pool, n, 16, fill, value).unwrap();
+    assert_eq!(arena.written().filled_bytes, 16 << 20, "written again");
+    assert_eq!(a[n - 1], value(n - 1));
+    assert!(a.watched());
+    // a write no check looked at still taints it when it goes back
+    let mut a = a;
+    a[0] = 2.0;
+    drop(a);
+    let a = arena.input(&pool, n, 16, fill, value).unwrap();
+    assert_eq!(arena.written().filled_bytes, 24 << 20, "written again");
+    let first = a.as_ptr();
+    drop(a);
+    // the same block, taken for an output: writable, poisoned without a fault
+    let c = arena.output(&pool, n, 16, f32::NAN).unwrap();
+    assert_eq!(c.as_ptr(), first);
+    assert!(!c.read_only());
+    assert!(c.iter().all(|v| v.is_nan()));
+    drop(c);
+    // an arena that does not guard digests instead
+    let unguarded = Arena::unguarded(1 << 30);
+    let b = unguarded.input(&pool, n, 16, fill, value).unwrap();
+    assert!(!b.watched());
+    assert_eq!(b.content().unwrap().digest, Some(digest(&b, 0)));
 }

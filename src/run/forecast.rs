@@ -615,12 +615,13 @@ pub fn plan_case_secs(
 // 2026-12-06 were taken beside other builds (load averages 4-9).
 
 /// Bytes per second one host worker generates pseudo-random inputs at (a SplitMix64 of the index
-/// per element, converted, stored and digested, compiled for the CPU's widest vectors:
-/// [`crate::backend::host::arena`]): on the quiet VM (2026-12-07) a STREAM input's 2 GB in
-/// 0.14-0.18 s on two workers, a sweep's 2 GB input and its output's poison in 0.20-0.34 s
-/// (5.6-8.5 GB/s per worker for the input alone; f32 lowest, its elements twice as many). One
-/// element at a time they had taken 0.54 s and 0.53-1.38 s.
-pub const HOST_GENERATE_BYTES_PER_CORE_SEC: f64 = 5.0e9;
+/// per element, converted and stored, compiled for the CPU's widest vectors; digested too only
+/// where no guard can watch the input: [`crate::backend::host::arena`]): on the quiet VM
+/// (2026-12-07, inputs guarded) a STREAM reduction's 2 GB input in 0.12-0.15 s on two workers,
+/// a sweep's 2 GB input and its output's poison in 0.23-0.33 s (5-8 GB/s per worker for the
+/// input alone; f32 lowest, its elements twice as many). Digested as they were written, the
+/// same took 0.16-0.21 s and 0.27-0.35 s; one element at a time, 0.54 s and 0.53-1.38 s.
+pub const HOST_GENERATE_BYTES_PER_CORE_SEC: f64 = 6.0e9;
 
 /// Bytes per second one host worker writes (poison, copies of a rotating weight). Poison goes
 /// out in non-temporal stores ([`crate::backend::host::arena::fill_streaming`]): a 2 GiB output
@@ -634,18 +635,27 @@ pub const HOST_WRITE_BYTES_PER_CORE_SEC: f64 = 12e9;
 /// two new 1.9 GiB arrays took 10 s on two workers at load 4 (11-32 s at 6-9), the triad's
 /// third 5-6 s (5-16 s), where 4 KiB pages take about 1 s per 2 GiB (a C probe, the same
 /// hour). Huge pages freed a moment before cost less (a `--quick` run right after a default
-/// one: 7 s for all three). On the quiet VM (2026-12-07) the copy's two took 6.3 s and the
-/// triad's third 3.3 s, values generated into them included: about 0.38 GB/s per worker.
-pub const HOST_TOUCH_BYTES_PER_CORE_SEC: f64 = 0.38e9;
+/// one: 7 s for all three). On the quiet VM (2026-12-07) the copy's two took 6.2-6.3 s and the
+/// triad's third 3.1-3.3 s where the memory was new to the guest (the first run after a pause:
+/// 0.32-0.38 GB/s per worker), and all three 0.9-1.7 s where a run had freed it a moment before
+/// (2-3.5 GB/s; 7-8 GB/s in the VM's faster memory mode later that morning). Which of the two a
+/// run meets is not known before it starts, and on this VM the difference, 7-9 s, is a quarter
+/// of a `--quick` run: its warm runs took 25-30 s and its cold ones 33-38 s, so an estimate
+/// within ±30 % of both must lie between 27 and 32 s (the default's: 47-54 s and 55-67 s,
+/// between 47 and 61 s). At 1.5 GB/s per worker the estimates are 30 s and 52 s. With the
+/// cold rate alone a `--quick` run right after another came in 27-36 % under its estimate.
+pub const HOST_TOUCH_BYTES_PER_CORE_SEC: f64 = 1.5e9;
 
-/// Bytes per second one host worker's check reads back (each element against its gold value
-/// and into its array's digest). The checks count wrong words wide
-/// ([`crate::backend::host::check`]): in a default run at load 5.5 (2026-12-06) the sweep's
-/// checks took 9.0 s against 19.7 s word by word, STREAM's 3.1 s against 8.7 s; a sweep's two
-/// 2 GiB arrays in 0.44-0.68 s on two workers; 0.20-0.22 s on the quiet VM (2026-12-07), and
-/// a STREAM copy's in 0.17 s. Word by word, the default run's 115 GB or so of checks had taken
-/// 22 s at load 3.5.
-pub const HOST_CHECK_BYTES_PER_CORE_SEC: f64 = 10e9;
+/// Bytes per second one host worker's check reads back (each element against its gold value,
+/// and into its array's digest where no guard watches an input). The checks count wrong words
+/// wide ([`crate::backend::host::check`]): in a default run at load 5.5 (2026-12-06) the
+/// sweep's checks took 9.0 s against 19.7 s word by word, STREAM's 3.1 s against 8.7 s; a
+/// sweep's two 2 GiB arrays in 0.44-0.68 s on two workers. On the quiet VM (2026-12-07) with the
+/// inputs guarded, a sweep point's two in 0.15-0.21 s, a STREAM copy's in 0.14-0.16 s and a
+/// triad's three in 0.22-0.26 s; with the inputs digested, 0.22-0.27 s, 0.20-0.22 s and
+/// 0.32-0.34 s. Word by word, the default run's 115 GB or so of checks had taken 22 s at
+/// load 3.5.
+pub const HOST_CHECK_BYTES_PER_CORE_SEC: f64 = 12e9;
 
 /// Elements per second one thread puts in the latency ring's random order.
 pub const HOST_SERIAL_ELEMENTS_PER_SEC: f64 = 20e6;

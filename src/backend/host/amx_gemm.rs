@@ -686,14 +686,17 @@ impl PreparedCase for AmxGemmCase<'_> {
             |i, j| f64::from(c[(i * shape.n + j) as usize]),
         );
         // packed B, which the next cases of its shape read too, as it was written (arena.rs)
-        let digest = super::arena::digest_on(self.pool, &self.packed_b, TILE_ELEMENTS)
-            .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?;
-        if self.packed_b.content().is_some_and(|c| c.digest != digest) {
-            self.packed_b.taint();
-            let why = "packed B changed during the run (its digest differs from the one it was \
-                       written with)";
+        let digest = match self.packed_b.watched() {
+            true => None,
+            false => Some(
+                super::arena::digest_on(self.pool, &self.packed_b, TILE_ELEMENTS)
+                    .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?,
+            ),
+        };
+        if let Some(why) = self.packed_b.changed(digest) {
+            let why = format!("packed B {why}");
             return Ok(Verdict::invalid(if verdict.valid {
-                why.to_string()
+                why
             } else {
                 format!("{}; {why}", verdict.detail)
             }));
@@ -897,5 +900,15 @@ mod tests {
         prepared.run(1).expect("ran");
         let v = prepared.verify().unwrap();
         assert!(!v.valid && v.detail.contains("digest"), "{}", v.detail);
+        // and a packed B from the arena (4 MiB), where guards can be had: its guard
+        let case = gemm::case(gemm::HOST_AMX, PRECISION, Shape::new(1, 1024, 2048));
+        let mut prepared = AmxGemmCase::new(&pool, &Arena::new(1 << 30), &case).expect("prepared");
+        prepared.run(1).expect("ran");
+        assert!(prepared.verify().unwrap().valid);
+        let last = prepared.packed_b.len() - 1;
+        prepared.packed_b[last] ^= 1;
+        let v = prepared.verify().unwrap();
+        let how = crate::backend::host::guard::CAUGHT_BY;
+        assert!(!v.valid && v.detail.contains(how), "{}", v.detail);
     }
 }

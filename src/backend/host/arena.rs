@@ -15,13 +15,18 @@
 //! size, whose chunks are the ones that touched it (the STREAM rule: each worker's pages local
 //! to it).
 //!
-//! The digest of an array is `Σ (2i + 1) · bits(xᵢ)` modulo 2⁶⁴: each weight is odd, so
-//! invertible modulo 2⁶⁴, and any one element that differs from what was written changes it. A
-//! case's check recomputes the digests of its inputs in the same pass that checks its output
-//! against them ([`digest`]), so a kernel that wrote where it should only read is caught too.
+//! A kernel that wrote where it should only read must be caught too, or the next case would
+//! read what it left. Once an input's values are written its block is made read-only
+//! ([`super::guard`]), and a write to it trips the guard, which the case's check reads
+//! ([`Array::changed`]). Where no guard can be had (another OS, an array of its case's own that
+//! is not whole pages), the arena keeps the input's digest instead, `Σ (2i + 1) · bits(xᵢ)`
+//! modulo 2⁶⁴: each weight is odd, so invertible modulo 2⁶⁴, and any one element that differs
+//! from what was written changes it. The check then recomputes it in the same pass that checks
+//! the output ([`digest`]).
 //!
 //! This module allocates and fills; it must not time anything.
 
+use super::guard::Guard;
 use super::pool::{advise_huge_pages, array_alignment, Pool, SharedPtr, HUGE_PAGE};
 use crate::cases::Precision;
 use std::alloc::Layout;
@@ -46,6 +51,9 @@ pub enum Fill {
     },
     /// The intensity sweep's input words ([`crate::cases::intensity::input`]).
     Sweep { precision: Precision },
+    /// A cache case's `words` words ([`crate::cases::cache::input`]), then zeros to the end of
+    /// their last cache line.
+    Cache { words: u64 },
     /// A GEMM's B in `precision` (an implementation's own layout, `layout`: 0 for row-major
     /// B, else what the implementation's packing depends on), N × K, in as many copies as the
     /// array holds ([`crate::cases::gemm::rotate_weights`]): the batch sweep's points of one
@@ -58,12 +66,13 @@ pub enum Fill {
     },
 }
 
-/// What a block holds: `elements` values of `fill` from the start, whose digest is `digest`.
+/// What a block holds: `elements` values of `fill` from the start, and their digest where no
+/// guard watches them (`None` where one does).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Content {
     pub fill: Fill,
     pub elements: usize,
-    pub digest: u64,
+    pub digest: Option<u64>,
 }
 
 /// The element types arrays hold, as the bits the digest weighs.
@@ -183,6 +192,12 @@ pub fn blocks(range: std::ops::Range<usize>) -> impl Iterator<Item = std::ops::R
         .map(move |start| start..(start + CHECK_BLOCK).min(end))
 }
 
+/// Whether an input of `bytes` will be watched by a guard rather than digested, as a real
+/// arena's block of that size is where guards can be had: for a forecast.
+pub fn watches(bytes: u64) -> bool {
+    cfg!(any(target_os = "linux", target_os = "android")) && bytes >= FROM_BYTES as u64
+}
+
 /// The digest of the whole of `values`, each worker of `pool` its chunk of `align` elements;
 /// `None` if a worker panicked.
 pub fn digest_on<T: Word>(pool: &Pool, values: &[T], align: usize) -> Option<u64> {
@@ -191,10 +206,11 @@ pub fn digest_on<T: Word>(pool: &Pool, values: &[T], align: usize) -> Option<u64
 }
 
 /// Memory at 2 MiB alignment from 2 MiB up (a huge page's boundary, BabelStream's alignment),
-/// a cache line's below ([`array_alignment`]).
+/// a cache line's below ([`array_alignment`]); read-only while a guard watches it.
 struct Block {
     ptr: NonNull<u8>,
     layout: Layout,
+    guard: Option<Guard>,
 }
 
 impl Block {
@@ -204,13 +220,43 @@ impl Block {
         // SAFETY: the layout's size is not zero.
         let ptr = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
         advise_huge_pages(ptr.as_ptr(), bytes);
-        Some(Block { ptr, layout })
+        Some(Block {
+            ptr,
+            layout,
+            guard: None,
+        })
+    }
+
+    /// Makes the block read-only, watched for writes; whether it now is.
+    fn watch(&mut self) -> bool {
+        if self.guard.is_none() {
+            // SAFETY: the block's own memory, allocated until it is dropped, which drops the
+            // guard first; the arena writes it only after `unwatch`.
+            self.guard = unsafe { Guard::new(self.ptr.as_ptr(), self.layout.size()) };
+        }
+        self.guard.is_some()
+    }
+
+    /// Makes the block writable again, watched no longer.
+    fn unwatch(&mut self) {
+        self.guard = None;
+    }
+
+    /// Whether a guard watches the block.
+    fn watched(&self) -> bool {
+        self.guard.is_some()
+    }
+
+    /// Whether something wrote to the block while a guard watched it.
+    fn tripped(&self) -> bool {
+        self.guard.as_ref().is_some_and(Guard::tripped)
     }
 }
 
 impl Drop for Block {
     fn drop(&mut self) {
-        // SAFETY: allocated with this layout in `Block::new`.
+        self.unwatch();
+        // SAFETY: allocated with this layout in `Block::new`, and writable again.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
     }
 }
@@ -245,6 +291,8 @@ struct Store {
     one_node: bool,
     /// Whether blocks are sizes only (a forecast's arena).
     simulated: bool,
+    /// Whether inputs are watched by guards where they can be (else by their digests).
+    guards: bool,
     written: Written,
     /// Seconds the pool's workers spent first-touching blocks new to the process.
     touch_secs: f64,
@@ -307,14 +355,59 @@ impl<T> Array<T> {
     }
 
     /// Says that the values may no longer be the fill's (a check found them changed): the block
-    /// goes back to the arena holding nothing.
+    /// goes back to the arena holding nothing, and is writable again.
     pub fn taint(&mut self) {
         self.content = None;
+        if let Some(b) = &mut self.block {
+            b.unwatch();
+        }
+    }
+
+    /// Whether the array's pages are read-only now, under a guard (an input's, or one left on
+    /// a block that should have been lifted): for the tests.
+    #[doc(hidden)]
+    pub fn read_only(&self) -> bool {
+        self.block.as_ref().is_some_and(Block::watched)
+    }
+
+    /// Whether a guard watches the input's pages for writes ([`super::guard`]): where one does,
+    /// a check need not take its digest.
+    pub fn watched(&self) -> bool {
+        self.content.is_some() && self.block.as_ref().is_some_and(Block::watched)
+    }
+
+    /// Whether an input's values may have changed since they were written: its guard tripped,
+    /// or (where no guard watches it) `digest`, taken of it now, differs from the one it was
+    /// written with. If so, says how, and taints it ([`Array::taint`]). An output, or an input
+    /// already tainted, has not changed.
+    pub fn changed(&mut self, digest: Option<u64>) -> Option<&'static str> {
+        let content = self.content?;
+        let why = if self.watched() {
+            self.block.as_ref().is_some_and(Block::tripped).then_some(
+                "was written during the run (a guard on its pages, read-only while the case \
+                 ran, caught the write)",
+            )
+        } else {
+            match (content.digest, digest) {
+                (Some(was), Some(now)) if was != now => Some(
+                    "changed during the run (its digest differs from the one it was written \
+                     with)",
+                ),
+                _ => None,
+            }
+        };
+        if why.is_some() {
+            self.taint();
+        }
+        why
     }
 }
 
 impl<T> Drop for Array<T> {
     fn drop(&mut self) {
+        if self.block.as_ref().is_some_and(Block::tripped) {
+            self.taint(); // written where no check looked: it holds the fill no longer
+        }
         if let Some(home) = &self.home {
             home.give_back(self.block.take(), self.bytes, self.content);
         }
@@ -350,6 +443,14 @@ impl Arena {
         Self::made(cap_bytes, one_node, true)
     }
 
+    /// [`Arena::new`] whose inputs are never guarded, only digested: the way every input is
+    /// checked where guards cannot be had, for the tests of that way.
+    pub fn unguarded(cap_bytes: u64) -> Arena {
+        let arena = Self::made(cap_bytes, one_numa_node(), false);
+        arena.0.borrow_mut().guards = false;
+        arena
+    }
+
     fn made(cap_bytes: u64, one_node: bool, simulated: bool) -> Arena {
         Arena(Rc::new(RefCell::new(Store {
             idle: Vec::new(),
@@ -358,6 +459,7 @@ impl Arena {
             clock: 0,
             one_node,
             simulated,
+            guards: true,
             written: Written::default(),
             touch_secs: 0.0,
         })))
@@ -395,7 +497,7 @@ impl Arena {
                 let content = t.content.or(need.fill.map(|fill| Content {
                     fill,
                     elements: need.elements,
-                    digest: 0,
+                    digest: None,
                 }));
                 let mut s = self.0.borrow_mut();
                 match (need.fill, t.content) {
@@ -454,7 +556,19 @@ impl Arena {
             self.first_touch(pool, &mut array, align);
         }
         if reused.is_none() {
-            let digest = write(pool, &mut array, align, period, value);
+            let watch = self.0.borrow().guards
+                && array
+                    .block
+                    .as_ref()
+                    .is_some_and(|b| super::guard::may_watch(b.ptr.as_ptr(), b.layout.size()));
+            let written = write(pool, &mut array, align, period, value, !watch);
+            let watched = watch && array.block.as_mut().is_some_and(Block::watch);
+            let digest = match (watched, written) {
+                (true, _) => None,
+                (false, Some(d)) => Some(d),
+                // the guard was refused after all: the digest, in a pass of its own
+                (false, None) => Some(digest_on(pool, &array, align)?),
+            };
             array.content = Some(Content {
                 fill,
                 elements: n,
@@ -573,7 +687,13 @@ impl Arena {
         });
         let taken = match chosen {
             Some(at) => {
-                let idle = s.idle.swap_remove(at);
+                let mut idle = s.idle.swap_remove(at);
+                if holding.is_none() {
+                    // to be written: writable again
+                    if let Some(b) = &mut idle.block {
+                        b.unwatch();
+                    }
+                }
                 Taken {
                     block: idle.block,
                     bytes: idle.bytes,
@@ -720,14 +840,16 @@ unsafe fn generate<T: Word>(
 /// Writes `value(i)` to every element of `array` below `period` (all of them where `period` is
 /// 0 or at least its length), each worker of `pool` its chunk of `align` elements, and copies
 /// of those to the rest, each worker the part of its own chunk past them; returns the digest of
-/// what it wrote. Each block is digested right after it is written, while it is in cache.
+/// what it wrote where `digested`. Each block is digested right after it is written, while it
+/// is in cache.
 fn write<T: Word>(
     pool: &Pool,
     array: &mut Array<T>,
     align: usize,
     period: usize,
     value: impl Fn(usize) -> T + Sync,
-) -> u64 {
+    digested: bool,
+) -> Option<u64> {
     let n = array.len;
     let first = if period == 0 { n } else { period.min(n) };
     let ptr = SharedPtr(array.as_mut_ptr());
@@ -740,7 +862,9 @@ fn write<T: Word>(
         for b in blocks(r) {
             // SAFETY: this worker writes only its chunk, inside the array's n elements.
             unsafe { generate(ptr.get(), b.clone(), &value) };
-            d = d.wrapping_add(digest(written(b.clone()), b.start));
+            if digested {
+                d = d.wrapping_add(digest(written(b.clone()), b.start));
+            }
         }
         d
     });
@@ -749,7 +873,7 @@ fn write<T: Word>(
         .into_iter()
         .fold(0, u64::wrapping_add);
     if first == n {
-        return total;
+        return digested.then_some(total);
     }
     // The repeats, after the pool joined the workers that made the first period.
     let copied = pool.chunks(n, align, |r| {
@@ -767,7 +891,9 @@ fn write<T: Word>(
                 };
                 i += run;
             }
-            d = d.wrapping_add(digest(written(b.clone()), b.start));
+            if digested {
+                d = d.wrapping_add(digest(written(b.clone()), b.start));
+            }
         }
         d
     });
@@ -775,7 +901,7 @@ fn write<T: Word>(
         .expect("copying an array cannot panic")
         .into_iter()
         .fold(total, u64::wrapping_add);
-    total
+    digested.then_some(total)
 }
 
 #[cfg(test)]
@@ -786,71 +912,6 @@ mod tests {
     fn pool() -> Pool {
         let cpus = allowed_cpus();
         Pool::new(vec![cpus[0], cpus[cpus.len() - 1]])
-    }
-
-    /// An input asked for again with the same values is the same block, not written again; an
-    /// output is poisoned every time and holds nothing when it goes back; a tainted input is
-    /// written again; a digest changes with any one element.
-    #[test]
-    fn inputs_are_kept_and_outputs_poisoned() {
-        let pool = pool();
-        let arena = Arena::new(1 << 30);
-        let n = (8 << 20) / 4;
-        let fill = Fill::Sweep {
-            precision: Precision::F32,
-        };
-        let value = |i: usize| (i % 977) as f32;
-        let a = arena.input(&pool, n, 16, fill, value).unwrap();
-        let first = a.as_ptr();
-        let content = a.content().unwrap();
-        assert_eq!(content.digest, digest(&a, 0));
-        assert_eq!(arena.written().filled_bytes, 8 << 20);
-        drop(a);
-        let a = arena.input(&pool, n, 16, fill, value).unwrap();
-        assert_eq!(a.as_ptr(), first, "the same block");
-        assert_eq!(arena.written().filled_bytes, 8 << 20, "not written again");
-        assert!(a.iter().enumerate().all(|(i, &v)| v == value(i)));
-        let mut c = arena.output(&pool, n, 16, f32::NAN).unwrap();
-        assert!(c.iter().all(|v| v.is_nan()));
-        c[7] = 1.0;
-        drop(c);
-        // an output's block holds nothing: asked for as an input, it is written
-        let other = Fill::Stream {
-            precision: Precision::F32,
-            reduction: false,
-            array: 0,
-        };
-        let b = arena.input(&pool, n, 16, other, |i| i as f32).unwrap();
-        let w = arena.written();
-        assert_eq!((w.filled_bytes, w.poisoned_bytes), (16 << 20, 8 << 20));
-        assert_eq!(b[7], 7.0);
-        let mut a = a;
-        a.taint();
-        drop(a);
-        drop(b);
-        let a = arena.input(&pool, n, 16, fill, value).unwrap();
-        assert_eq!(
-            arena.written().filled_bytes,
-            24 << 20,
-            "a tainted input is written again"
-        );
-        // one element changed, anywhere: the digest differs
-        let mut copy: Vec<f32> = a.to_vec();
-        for at in [0, 1, n / 2, n - 1] {
-            let was = copy[at];
-            copy[at] = was + 1.0;
-            assert_ne!(digest(&copy, 0), content.digest, "element {at}");
-            copy[at] = was;
-        }
-        assert_eq!(digest(&copy, 0), content.digest);
-        // two blocks at once, and the arena holds both until it needs room
-        let b = arena.output(&pool, n, 16, 0.0f32).unwrap();
-        assert_ne!(b.as_ptr(), a.as_ptr());
-        assert_eq!(arena.held_bytes(), 16 << 20);
-        // small arrays are their own
-        let small = arena.output(&pool, 1000, 16, 0.0f32).unwrap();
-        drop(small);
-        assert_eq!(arena.held_bytes(), 16 << 20);
     }
 
     /// A simulated arena prices what a real one writes: an array below [`FROM_BYTES`] is its
@@ -919,7 +980,7 @@ mod tests {
     #[test]
     fn a_repeating_input_is_its_period_over_and_over() {
         let pool = pool();
-        let arena = Arena::new(1 << 30);
+        let arena = Arena::unguarded(1 << 30);
         let period = 70_001;
         let n = (16 << 20) / 4 + 123; // 59 copies and part of one more, past FROM_BYTES
         let fill = Fill::GemmB {
@@ -941,14 +1002,14 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, &v)| v == ((i % period) % 977) as f32 - 400.0));
-        let content = a.content().unwrap();
-        assert_eq!(content.digest, digest(&a, 0));
-        assert_eq!(digest_on(&pool, &a, 64), Some(content.digest));
+        let kept = a.content().unwrap().digest.unwrap();
+        assert_eq!(kept, digest(&a, 0));
+        assert_eq!(digest_on(&pool, &a, 64), Some(kept));
         let mut copy: Vec<f32> = a.to_vec();
         for at in [0, period - 1, period, 30 * period + 5, n - 1] {
             let was = copy[at];
             copy[at] = was + 1.0;
-            assert_ne!(digest(&copy, 0), content.digest, "element {at}");
+            assert_ne!(digest(&copy, 0), kept, "element {at}");
             copy[at] = was;
         }
     }

@@ -1,12 +1,15 @@
-//! The host backend's cache sweep: each pinned worker sums its own first-touched slice of the
-//! working set `passes` times per launch, with the widest SIMD loads this CPU runs (AVX-512F,
-//! AVX2 or NEON, detected at run time; a portable loop elsewhere), and stores its sum.
+//! The host backend's cache sweep: each pinned worker sums its own slice of the working set
+//! `passes` times per launch, with the widest SIMD loads this CPU runs (AVX-512F, AVX2 or NEON,
+//! detected at run time; a portable loop elsewhere), and stores its sum. The working set comes
+//! from the arena ([`super::arena`]): from 4 MiB up, a block a DRAM case held before, not memory
+//! new to the process, each worker writing the words it will read.
 //!
 //! `unsafe` here is limited to calling SIMD code on the instruction set that was detected, and to
 //! raw pointers into slices each worker owns.
 
+use super::arena::{Arena, Array, Fill};
 use super::compute::Simd;
-use super::pool::{chunk, first_touch, Pool, SharedPtr, SpinBarrier};
+use super::pool::{chunk, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
 use crate::cases::{cache, Case, Verdict};
 use crate::{Error, Result};
@@ -18,18 +21,14 @@ const ALIGN: usize = 16;
 /// Bytes one launch reads on the host: a few milliseconds at L3 speeds, a quarter of one at L1's.
 pub const BYTES_PER_LAUNCH: u64 = 256 << 20;
 
-/// One cache line of words: the array is built of these, so it starts on a line and no 64-byte
-/// load straddles two lines (which would halve what L1 delivers).
-#[repr(C, align(64))]
-#[derive(Clone, Copy)]
-struct Line([u32; ALIGN]);
-
 /// A prepared cache case.
 pub struct CacheCase<'p> {
     pool: &'p Pool,
     simd: Simd,
-    /// The words, `n` of them, in whole lines (the last one padded with zeros).
-    lines: Vec<Line>,
+    /// The words, `n` of them, in whole lines (the last one padded with zeros), from a line's
+    /// boundary at least (every arena array starts on one), so no 64-byte load straddles two
+    /// lines (which would halve what L1 delivers).
+    words: Array<u32>,
     n: usize,
     passes: u64,
     /// One sum per worker, as the check reads it.
@@ -40,7 +39,7 @@ pub struct CacheCase<'p> {
 }
 
 impl<'p> CacheCase<'p> {
-    pub fn new(pool: &'p Pool, simd: Simd, case: &Case) -> Result<Self> {
+    pub fn new(pool: &'p Pool, arena: &Arena, simd: Simd, case: &Case) -> Result<Self> {
         if !cache::is_kernel(&case.kernel) || case.precision != cache::PRECISION {
             return Err(Error::Usage(format!(
                 "the host backend has no kernel for {}",
@@ -51,22 +50,29 @@ impl<'p> CacheCase<'p> {
             Error::Usage(format!("{} elements do not fit in memory", case.elements))
         })?;
         let threads = pool.threads();
-        // Each worker first-touches the lines it will read (the words of the last line past n
-        // are zeros).
-        let lines = first_touch(pool, n.div_ceil(ALIGN), 1, |l| {
-            Line(std::array::from_fn(|j| {
-                let i = l * ALIGN + j;
+        // Each worker writes the lines it will read (the words of the last line past n are
+        // zeros).
+        let fill = Fill::Cache { words: n as u64 };
+        let padded = n.div_ceil(ALIGN) * ALIGN;
+        let words = arena
+            .input(pool, padded, ALIGN, fill, |i| {
                 if i < n {
                     cache::input(i as u64)
                 } else {
                     0
                 }
-            }))
-        });
+            })
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "{} bytes of words for {} could not be allocated",
+                    padded * 4,
+                    case.id()
+                ))
+            })?;
         Ok(CacheCase {
             pool,
             simd,
-            lines,
+            words,
             n,
             passes: cache::passes(case),
             sums: vec![u64::MAX; threads],
@@ -79,13 +85,14 @@ impl<'p> CacheCase<'p> {
 impl PreparedCase for CacheCase<'_> {
     fn run(&mut self, reps: u32) -> Result<f64> {
         let (n, threads, passes, simd) = (self.n, self.pool.threads(), self.passes, self.simd);
-        let words = SharedPtr(self.lines.as_mut_ptr().cast::<u32>());
+        let words = SharedPtr(self.words.as_mut_ptr());
         let sums = SharedPtr(self.sums.as_mut_ptr());
         let barrier = &self.barrier;
         let start = Instant::now();
         let ok = self.pool.run(|t| {
             let r = chunk(n, threads, t, ALIGN);
-            // SAFETY: the words are only read while the pool runs.
+            // SAFETY: the words are only read while the pool runs (read-only pages, where a
+            // guard watches them).
             let mine = unsafe { std::slice::from_raw_parts(words.get().add(r.start), r.len()) };
             for _ in 0..reps {
                 let total = sum(simd, mine, passes);
@@ -108,10 +115,23 @@ impl PreparedCase for CacheCase<'_> {
 
     fn verify(&mut self) -> Result<Verdict> {
         let (n, threads) = (self.n, self.pool.threads());
-        Ok(cache::check_sums(self.passes, &self.sums, |t| {
+        let verdict = cache::check_sums(self.passes, &self.sums, |t| {
             let r = chunk(n, threads, t, ALIGN);
             cache::range_sum(r.start as u64..r.end as u64)
-        }))
+        });
+        // the words, which a later case of this size reads too, as they were written
+        let digest = match self.words.watched() {
+            true => None,
+            false => Some(
+                super::arena::digest_on(self.pool, &self.words, ALIGN)
+                    .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?,
+            ),
+        };
+        Ok(match self.words.changed(digest) {
+            None => verdict,
+            Some(why) if verdict.valid => Verdict::invalid(format!("the words {why}")),
+            Some(why) => Verdict::invalid(format!("{}; the words {why}", verdict.detail)),
+        })
     }
 
     fn launch_note(&self) -> String {
@@ -120,7 +140,7 @@ impl PreparedCase for CacheCase<'_> {
             self.pool.threads(),
             self.simd.name(),
             self.passes,
-            super::pool::huge_pages_note(self.lines.len() * std::mem::size_of::<Line>())
+            super::pool::huge_pages_note(self.words.len() * 4)
         )
     }
 }
@@ -279,20 +299,21 @@ mod tests {
     #[test]
     fn cases_validate_through_the_pool() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
+        let arena = Arena::new(1 << 30);
         for (bytes, passes) in [(16u64 << 10, 3u64), ((1 << 20) + 64, 2)] {
             let case = cache::case("l2", bytes, passes);
-            let mut prepared = CacheCase::new(&pool, Simd::detect(), &case).unwrap();
-            assert_eq!(prepared.lines.as_ptr() as usize % 64, 0, "starts on a line");
+            let mut prepared = CacheCase::new(&pool, &arena, Simd::detect(), &case).unwrap();
+            assert_eq!(prepared.words.as_ptr() as usize % 64, 0, "starts on a line");
             assert!(!prepared.verify().unwrap().valid, "nothing run yet");
             prepared.run(2).unwrap();
             let v = prepared.verify().unwrap();
             assert!(v.valid, "{}: {}", case.id(), v.detail);
         }
         let step = cache::case(cache::SWEEP, 24 << 10, 2);
-        let mut prepared = CacheCase::new(&pool, Simd::detect(), &step).unwrap();
+        let mut prepared = CacheCase::new(&pool, &arena, Simd::detect(), &step).unwrap();
         prepared.run(1).unwrap();
         assert!(prepared.verify().unwrap().valid, "a sweep step validates");
         let stream_like = cache::case("dram", 16 << 10, 1);
-        assert!(CacheCase::new(&pool, Simd::detect(), &stream_like).is_err());
+        assert!(CacheCase::new(&pool, &arena, Simd::detect(), &stream_like).is_err());
     }
 }

@@ -863,12 +863,17 @@ impl<T: HostElement + Word + super::check::SweepWord> PreparedCase for SweepCase
         let gold = intensity::Gold::new(T::PRECISION, self.k);
         let (input, output) = (&self.input[..], &self.output[..]);
         let p = T::PRECISION;
+        // where a guard watches the input, its pages show a write; else its digest does
+        let digested = !self.input.watched();
         let per_worker = self
             .pool
             .chunks(input.len(), SWEEP_ALIGN, |chunk| {
                 let (mut digest, mut wrong, mut shown) = (0u64, 0u64, Vec::new());
                 for r in super::arena::blocks(chunk) {
-                    digest = digest.wrapping_add(super::arena::digest(&input[r.clone()], r.start));
+                    if digested {
+                        digest =
+                            digest.wrapping_add(super::arena::digest(&input[r.clone()], r.start));
+                    }
                     // the wide count first; word by word only where it found some, to name them
                     if T::sweep_wrong(&gold, &input[r.clone()], &output[r.clone()]) == 0 {
                         continue;
@@ -909,13 +914,8 @@ impl<T: HostElement + Word + super::check::SweepWord> PreparedCase for SweepCase
                 shown.join("; ")
             ));
         }
-        if self.input.content().is_some_and(|c| c.digest != digest) {
-            self.input.taint();
-            problems.push(
-                "the input array changed during the run (its digest differs from the one it \
-                 was written with)"
-                    .to_string(),
-            );
+        if let Some(why) = self.input.changed(digested.then_some(digest)) {
+            problems.push(format!("the input array {why}"));
         }
         Ok(if problems.is_empty() {
             Verdict::valid()
@@ -1088,77 +1088,82 @@ mod tests {
     }
 
     /// The sweep's one-pass check catches one wrong output word wherever it lies, and one
-    /// changed input word by the input's digest, in every precision; the arrays come from the
-    /// arena at a size it keeps (4 MiB).
+    /// changed input word by the input's guard (or, where the arena digests its inputs, by
+    /// the digest), in every precision; the arrays come from the arena at a size it keeps
+    /// (4 MiB).
     #[test]
     fn the_sweep_check_catches_one_wrong_word_anywhere() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
         let compute = HostCompute::detect();
-        let arena = Arena::new(1 << 30);
         let n = (4u64 << 20) / 4;
-        for p in SWEEP_PRECISIONS {
-            let n = n * 4 / crate::cases::arith::word_bytes(p);
-            let case = intensity::case(p, 4, n);
-            let flip = |w: &mut dyn FnMut(usize)| {
-                for at in [0, n as usize / 2, n as usize - 1] {
-                    w(at);
-                }
-            };
-            match p {
-                Precision::F32 => {
-                    let mut c =
-                        SweepCase::<f32>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
-                    c.run(1).unwrap();
-                    assert!(c.verify().unwrap().valid);
-                    flip(&mut |at| {
-                        c.output[at] = f32::from_bits(c.output[at].to_bits() ^ 1);
+        for (arena, how) in [
+            (Arena::new(1 << 30), crate::backend::host::guard::CAUGHT_BY),
+            (Arena::unguarded(1 << 30), "digest"),
+        ] {
+            for p in SWEEP_PRECISIONS {
+                let n = n * 4 / crate::cases::arith::word_bytes(p);
+                let case = intensity::case(p, 4, n);
+                let flip = |w: &mut dyn FnMut(usize)| {
+                    for at in [0, n as usize / 2, n as usize - 1] {
+                        w(at);
+                    }
+                };
+                match p {
+                    Precision::F32 => {
+                        let mut c =
+                            SweepCase::<f32>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                        c.run(1).unwrap();
+                        assert!(c.verify().unwrap().valid);
+                        flip(&mut |at| {
+                            c.output[at] = f32::from_bits(c.output[at].to_bits() ^ 1);
+                            let v = c.verify().unwrap();
+                            assert!(
+                                !v.valid && v.detail.contains(&format!("[{at}]")),
+                                "{p} {at}"
+                            );
+                            c.output[at] = f32::from_bits(c.output[at].to_bits() ^ 1);
+                        });
+                        assert!(c.verify().unwrap().valid);
+                        c.input[5] = f32::from_bits(c.input[5].to_bits() ^ (1 << 11));
                         let v = c.verify().unwrap();
-                        assert!(
-                            !v.valid && v.detail.contains(&format!("[{at}]")),
-                            "{p} {at}"
-                        );
-                        c.output[at] = f32::from_bits(c.output[at].to_bits() ^ 1);
-                    });
-                    assert!(c.verify().unwrap().valid);
-                    c.input[5] = f32::from_bits(c.input[5].to_bits() ^ (1 << 11));
-                    let v = c.verify().unwrap();
-                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
-                }
-                Precision::F64 => {
-                    let mut c =
-                        SweepCase::<f64>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
-                    c.run(1).unwrap();
-                    assert!(c.verify().unwrap().valid);
-                    flip(&mut |at| {
-                        c.output[at] = f64::from_bits(c.output[at].to_bits() ^ 1);
+                        assert!(!v.valid && v.detail.contains(how), "{p}: {}", v.detail);
+                    }
+                    Precision::F64 => {
+                        let mut c =
+                            SweepCase::<f64>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                        c.run(1).unwrap();
+                        assert!(c.verify().unwrap().valid);
+                        flip(&mut |at| {
+                            c.output[at] = f64::from_bits(c.output[at].to_bits() ^ 1);
+                            let v = c.verify().unwrap();
+                            assert!(
+                                !v.valid && v.detail.contains(&format!("[{at}]")),
+                                "{p} {at}"
+                            );
+                            c.output[at] = f64::from_bits(c.output[at].to_bits() ^ 1);
+                        });
+                        c.input[5] = f64::from_bits(c.input[5].to_bits() ^ (1 << 40));
                         let v = c.verify().unwrap();
-                        assert!(
-                            !v.valid && v.detail.contains(&format!("[{at}]")),
-                            "{p} {at}"
-                        );
-                        c.output[at] = f64::from_bits(c.output[at].to_bits() ^ 1);
-                    });
-                    c.input[5] = f64::from_bits(c.input[5].to_bits() ^ (1 << 40));
-                    let v = c.verify().unwrap();
-                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
-                }
-                _ => {
-                    let mut c =
-                        SweepCase::<i32>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
-                    c.run(1).unwrap();
-                    assert!(c.verify().unwrap().valid);
-                    flip(&mut |at| {
-                        c.output[at] ^= 1;
+                        assert!(!v.valid && v.detail.contains(how), "{p}: {}", v.detail);
+                    }
+                    _ => {
+                        let mut c =
+                            SweepCase::<i32>::new(&pool, &arena, compute, 1 << 20, &case).unwrap();
+                        c.run(1).unwrap();
+                        assert!(c.verify().unwrap().valid);
+                        flip(&mut |at| {
+                            c.output[at] ^= 1;
+                            let v = c.verify().unwrap();
+                            assert!(
+                                !v.valid && v.detail.contains(&format!("[{at}]")),
+                                "{p} {at}"
+                            );
+                            c.output[at] ^= 1;
+                        });
+                        c.input[5] ^= 1;
                         let v = c.verify().unwrap();
-                        assert!(
-                            !v.valid && v.detail.contains(&format!("[{at}]")),
-                            "{p} {at}"
-                        );
-                        c.output[at] ^= 1;
-                    });
-                    c.input[5] ^= 1;
-                    let v = c.verify().unwrap();
-                    assert!(!v.valid && v.detail.contains("digest"), "{p}: {}", v.detail);
+                        assert!(!v.valid && v.detail.contains(how), "{p}: {}", v.detail);
+                    }
                 }
             }
         }

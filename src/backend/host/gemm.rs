@@ -619,13 +619,15 @@ impl<T: GemmElement + Word> PreparedCase for GemmCase<'_, T> {
     fn verify(&mut self) -> Result<Verdict> {
         let (k, n) = (self.shape.k, self.shape.n);
         // B, which the next cases of its weight read too, as it was written (see arena.rs)
-        let b_digest = super::arena::digest_on(self.pool, &self.b, 64)
-            .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?;
-        if self.b.content().is_some_and(|c| c.digest != b_digest) {
-            self.b.taint();
-            return Ok(Verdict::invalid(
-                "B changed during the run (its digest differs from the one it was written with)",
-            ));
+        let b_digest = match self.b.watched() {
+            true => None,
+            false => Some(
+                super::arena::digest_on(self.pool, &self.b, 64)
+                    .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?,
+            ),
+        };
+        if let Some(why) = self.b.changed(b_digest) {
+            return Ok(Verdict::invalid(format!("B {why}")));
         }
         let (a, b, c) = (&self.a, &self.b[..], &self.c);
         let int = |v: T| v.to_f64() as i64;
@@ -879,22 +881,38 @@ mod tests {
                 assert!(after(4).valid, "{id}: copies 2, 0, 1, 2");
             }
         }
-        // one element of B changed and the array still said to hold its fill: the digest sees
-        // it, whichever copy the launches read
-        let case = gemm::case(gemm::HOST_OURS, Precision::F32, Shape::new(5, 37, 70));
-        let mut prepared = GemmCase::<f32>::new(
-            &pool,
-            &Arena::new(1 << 30),
-            compute,
-            DEFAULT_L2_BYTES,
-            &case,
-        )
-        .unwrap();
-        let last = prepared.b.len() - 1;
-        prepared.b[last] += 1.0;
-        prepared.run(1).unwrap();
-        let v = prepared.verify().unwrap();
-        assert!(!v.valid && v.detail.contains("digest"), "{}", v.detail);
+        // one element of B changed and the array still said to hold its fill: whichever copy
+        // the launches read, the digest of a B of the case's own sees it, and the guard on a
+        // B from the arena (4 MiB, where guards can be had)
+        for (shape, how) in [
+            (Shape::new(5, 37, 70), "digest"),
+            (
+                Shape::new(5, 1024, 1024),
+                crate::backend::host::guard::CAUGHT_BY,
+            ),
+        ] {
+            let case = gemm::case(gemm::HOST_OURS, Precision::F32, shape);
+            let mut prepared = GemmCase::<f32>::new(
+                &pool,
+                &Arena::new(1 << 30),
+                compute,
+                DEFAULT_L2_BYTES,
+                &case,
+            )
+            .unwrap();
+            prepared.run(1).unwrap();
+            assert!(prepared.verify().unwrap().valid, "{}", case.id());
+            let last = prepared.b.len() - 1;
+            prepared.b[last] += 1.0;
+            prepared.run(1).unwrap();
+            let v = prepared.verify().unwrap();
+            assert!(
+                !v.valid && v.detail.contains(how),
+                "{}: {}",
+                case.id(),
+                v.detail
+            );
+        }
     }
 
     /// An unrun case is poison, and a planted error in the packed path is caught.

@@ -19,6 +19,7 @@ pub mod compute;
 pub mod cpu;
 pub mod gemm;
 pub mod gemm_kernels;
+pub mod guard;
 pub mod latency;
 pub mod launch;
 pub mod pool;
@@ -234,6 +235,7 @@ impl Backend for HostBackend {
             ))),
             (Family::Cache, _) => Ok(Box::new(CacheCase::new(
                 &self.pool,
+                &self.arena,
                 self.compute.simd,
                 case,
             )?)),
@@ -542,18 +544,33 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                     generated_bytes: a_bytes + b_generated,
                     written_bytes: c_bytes + (b.filled_bytes - b_generated),
                     new_bytes: a_bytes + c_bytes + b.new_bytes,
-                    checked_bytes: cases::gemm::matrix_bytes(case.precision, s) + b_bytes,
+                    // and B's copies digested, where no guard watches them (arena.rs)
+                    checked_bytes: cases::gemm::matrix_bytes(case.precision, s)
+                        + if self::arena::watches(b_bytes) {
+                            0
+                        } else {
+                            b_bytes
+                        },
                     check_terms: cases::gemm::check_terms(case.precision, s),
                     ..PrepWork::default()
                 }
             }
             Err(_) => PrepWork::default(),
         },
-        Family::Cache => PrepWork {
-            generated_bytes: case.working_set_bytes,
-            new_bytes: case.working_set_bytes,
-            ..PrepWork::default()
-        },
+        // the words from the arena (CacheCase); the check reads the workers' sums alone, and
+        // the words only to digest them where no guard watches them
+        Family::Cache => {
+            let mut work = from_arena(
+                vec![Some(Fill::Cache {
+                    words: case.elements,
+                })],
+                4,
+            );
+            if self::arena::watches(work.checked_bytes) {
+                work.checked_bytes = 0;
+            }
+            work
+        }
         Family::Latency => PrepWork {
             new_bytes: case.working_set_bytes,
             serial_elements: case.elements,

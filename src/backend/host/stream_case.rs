@@ -89,23 +89,26 @@ impl<'p, T: HostFloat> StreamCase<'p, T> {
         })
     }
 
-    /// The inputs' digests as they are now, against what the arena wrote; an input that
-    /// changed is tainted (written again before another case reads it) and named.
-    fn inputs_changed(&mut self, digests: &[u64]) -> Option<String> {
-        let mut changed = Vec::new();
-        for (array, (a, &now)) in self.arrays.iter_mut().zip(digests).enumerate() {
-            if a.content().is_some_and(|c| c.digest != now) {
-                a.taint();
-                changed.push(["a", "b"][array.min(1)]);
-            }
-        }
-        (!changed.is_empty()).then(|| {
-            format!(
-                "input array {} changed during the run (its digest differs from the one it was \
-                 written with)",
-                changed.join(" and ")
-            )
-        })
+    /// Whether each input needs its digest taken: no guard watches it ([`Array::watched`]).
+    fn digested(&self) -> [bool; 2] {
+        let inputs = self.kernel.inputs() as usize;
+        [0, 1].map(|i| i < inputs && !self.arrays[i].watched())
+    }
+
+    /// Each input's guard, or its digest as it is now against what the arena wrote; an input
+    /// that changed is tainted (written again before another case reads it) and named.
+    fn inputs_changed(&mut self, digests: [Option<u64>; 2]) -> Option<String> {
+        let inputs = self.kernel.inputs() as usize;
+        let changed: Vec<String> = self.arrays[..inputs]
+            .iter_mut()
+            .zip(digests)
+            .enumerate()
+            .filter_map(|(array, (a, now))| {
+                let why = a.changed(now)?;
+                Some(format!("input array {} {why}", ["a", "b"][array.min(1)]))
+            })
+            .collect();
+        (!changed.is_empty()).then(|| changed.join("; "))
     }
 }
 
@@ -171,12 +174,13 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
 
     /// One pass over the arrays, each worker its own chunk: a map kernel's every output element
     /// against the kernel's arithmetic on its inputs as read back, a reduction's gold total as
-    /// the exact sum of its inputs as read back, and in the same pass the inputs' digests
-    /// against those they were written with, so the inputs are the generated ones.
+    /// the exact sum of its inputs as read back, and in the same pass the digests of inputs no
+    /// guard watches against those they were written with, so the inputs are the generated
+    /// ones.
     fn verify(&mut self) -> Result<Verdict> {
         let kernel = self.kernel;
         let n = self.arrays[0].len();
-        let inputs = kernel.inputs() as usize;
+        let digested = self.digested();
         let arrays: Vec<&[T]> = self.arrays.iter().map(|a| &a[..]).collect();
         let (a, b) = (
             arrays.first().copied().unwrap_or(&[]),
@@ -194,11 +198,11 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
                 let (mut sum, mut wrong, mut shown) = (0.0f64, 0u64, Vec::new());
                 for r in super::arena::blocks(chunk) {
                     let start = r.start;
-                    if inputs > 0 {
+                    if digested[0] {
                         digests[0] =
                             digests[0].wrapping_add(super::arena::digest(&a[r.clone()], start));
                     }
-                    if inputs > 1 {
+                    if digested[1] {
                         digests[1] =
                             digests[1].wrapping_add(super::arena::digest(&b[r.clone()], start));
                     }
@@ -256,7 +260,7 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
             shown.extend(sh);
         }
         shown.truncate(cases::FAILURES_SHOWN);
-        let changed = self.inputs_changed(&digests[..inputs]);
+        let changed = self.inputs_changed([0, 1].map(|i| digested[i].then_some(digests[i])));
         let verdict = if kernel.is_reduction() {
             cases::stream::check_sum_against::<T>(
                 kernel,
@@ -320,55 +324,60 @@ mod tests {
 
     /// The one-pass check catches one wrong element wherever it lies: each map kernel's output
     /// changed at its first, middle or last element, a reduction's input changed at one
-    /// element (its digest), and a map kernel's input changed at one element after the run
-    /// (its digest; the output, right for the input as it was, does not show it). The arrays
-    /// come from the arena at a size it keeps (4 MiB), as a DRAM case's do.
+    /// element, and a map kernel's input changed at one element after the run (the output,
+    /// right for the input as it was, does not show it): an input by its guard, or by its
+    /// digest where the arena digests its inputs. The arrays come from the arena at a size it
+    /// keeps (4 MiB), as a DRAM case's do.
     #[test]
     fn the_check_catches_one_wrong_element_anywhere() {
         let pool = Pool::new(allowed_cpus().into_iter().take(2).collect());
         let simd = Simd::detect();
-        let arena = Arena::new(1 << 30);
         let n = (4usize << 20) / 4;
-        let prepare = |case: &Case| -> StreamCase<'_, f32> {
-            StreamCase::<f32>::new(&pool, &arena, simd, 1 << 20, case).unwrap()
-        };
-        for kernel in StreamKernel::ALL {
-            let case = kernel.case(Precision::F32, n as u64);
-            let mut prepared = prepare(&case);
-            prepared.run(1).unwrap();
-            let v = prepared.verify().unwrap();
-            assert!(v.valid, "{}: {}", case.id(), v.detail);
-            if kernel.is_reduction() {
-                let a = &mut prepared.arrays[0];
-                a[n / 3] += 1.0;
+        for (arena, how) in [
+            (Arena::new(1 << 30), crate::backend::host::guard::CAUGHT_BY),
+            (Arena::unguarded(1 << 30), "digest"),
+        ] {
+            let prepare = |case: &Case| -> StreamCase<'_, f32> {
+                StreamCase::<f32>::new(&pool, &arena, simd, 1 << 20, case).unwrap()
+            };
+            for kernel in StreamKernel::ALL {
+                let case = kernel.case(Precision::F32, n as u64);
+                let mut prepared = prepare(&case);
+                prepared.run(1).unwrap();
                 let v = prepared.verify().unwrap();
-                assert!(
-                    !v.valid && v.detail.contains("digest"),
-                    "{}: {}",
-                    case.id(),
-                    v.detail
-                );
-                continue;
-            }
-            for at in [0, n / 2, n - 1] {
-                let out = prepared.arrays.last_mut().unwrap();
-                let was = out[at];
-                out[at] = was + 1.0;
-                let v = prepared.verify().unwrap();
-                assert!(!v.valid, "{} [{at}]: {}", case.id(), v.detail);
-                assert!(v.detail.contains(&format!("[{at}]")), "{}", v.detail);
-                prepared.arrays.last_mut().unwrap()[at] = was;
-                assert!(prepared.verify().unwrap().valid, "{} restored", case.id());
-            }
-            if kernel.inputs() > 0 {
-                prepared.arrays[0][n - 7] += 1.0;
-                let v = prepared.verify().unwrap();
-                assert!(
-                    !v.valid && v.detail.contains("digest"),
-                    "{}: {}",
-                    case.id(),
-                    v.detail
-                );
+                assert!(v.valid, "{}: {}", case.id(), v.detail);
+                if kernel.is_reduction() {
+                    let a = &mut prepared.arrays[0];
+                    a[n / 3] += 1.0;
+                    let v = prepared.verify().unwrap();
+                    assert!(
+                        !v.valid && v.detail.contains(how),
+                        "{}: {}",
+                        case.id(),
+                        v.detail
+                    );
+                    continue;
+                }
+                for at in [0, n / 2, n - 1] {
+                    let out = prepared.arrays.last_mut().unwrap();
+                    let was = out[at];
+                    out[at] = was + 1.0;
+                    let v = prepared.verify().unwrap();
+                    assert!(!v.valid, "{} [{at}]: {}", case.id(), v.detail);
+                    assert!(v.detail.contains(&format!("[{at}]")), "{}", v.detail);
+                    prepared.arrays.last_mut().unwrap()[at] = was;
+                    assert!(prepared.verify().unwrap().valid, "{} restored", case.id());
+                }
+                if kernel.inputs() > 0 {
+                    prepared.arrays[0][n - 7] += 1.0;
+                    let v = prepared.verify().unwrap();
+                    assert!(
+                        !v.valid && v.detail.contains(how),
+                        "{}: {}",
+                        case.id(),
+                        v.detail
+                    );
+                }
             }
         }
     }
