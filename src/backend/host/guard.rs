@@ -28,6 +28,17 @@ pub(crate) const CAUGHT_BY: &str = if cfg!(any(target_os = "linux", target_os = 
     "digest"
 };
 
+/// Asserts that a check's `verdict` on `case` found an input changed, by `how` (for the tests of
+/// the checks: [`CAUGHT_BY`], or "digest").
+#[cfg(test)]
+pub(crate) fn assert_caught(verdict: &crate::cases::Verdict, how: &str, case: &str) {
+    assert!(
+        !verdict.valid && verdict.detail.contains(how),
+        "{case}: {}",
+        verdict.detail
+    );
+}
+
 /// A range of pages made read-only, watched for writes until it is dropped (which makes the
 /// pages writable again).
 pub struct Guard {
