@@ -117,11 +117,12 @@ impl Word for u32 {
 pub fn digest<T: Word>(values: &[T], start: usize) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        match wide::level() {
+        use super::wide::{level, Level};
+        match level() {
             // SAFETY: `level` found the features the functions are compiled for.
-            wide::Level::Avx512 => return unsafe { wide::digest_avx512(values, start) },
-            wide::Level::Avx2 => return unsafe { wide::digest_avx2(values, start) },
-            wide::Level::Plain => {}
+            Level::Avx512 => return unsafe { wide::digest_avx512(values, start) },
+            Level::Avx2 => return unsafe { wide::digest_avx2(values, start) },
+            Level::Plain => {}
         }
     }
     digest_plain(values, start)
@@ -135,49 +136,16 @@ fn digest_plain<T: Word>(values: &[T], start: usize) -> u64 {
     })
 }
 
-/// [`digest_plain`] compiled again for the wider x86-64 vector sets, chosen at run time.
+/// [`digest_plain`] and [`generate_plain`] compiled again for the wider x86-64 vector sets,
+/// chosen at run time ([`super::wide`]).
 #[cfg(target_arch = "x86_64")]
-pub(super) mod wide {
-    use super::Word;
-    use std::sync::OnceLock;
+mod wide {
+    use super::{digest_plain, generate_plain, Word};
+    use crate::backend::host::wide::widened;
 
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Level {
-        Avx512,
-        Avx2,
-        Plain,
-    }
-
-    /// The widest set this CPU has, found once.
-    pub fn level() -> Level {
-        static LEVEL: OnceLock<Level> = OnceLock::new();
-        *LEVEL.get_or_init(|| {
-            if is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512dq")
-                && is_x86_feature_detected!("avx512vl")
-            {
-                Level::Avx512
-            } else if is_x86_feature_detected!("avx2") {
-                Level::Avx2
-            } else {
-                Level::Plain
-            }
-        })
-    }
-
-    /// # Safety
-    /// The CPU has AVX-512F, DQ and VL ([`level`]).
-    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2")]
-    pub unsafe fn digest_avx512<T: Word>(values: &[T], start: usize) -> u64 {
-        super::digest_plain(values, start)
-    }
-
-    /// # Safety
-    /// The CPU has AVX2 ([`level`]).
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn digest_avx2<T: Word>(values: &[T], start: usize) -> u64 {
-        super::digest_plain(values, start)
-    }
+    widened!(digest_avx512, digest_avx2, digest_plain, <T: Word>, (values: &[T], start: usize) -> u64);
+    widened!(generate_avx512, generate_avx2, generate_plain, <T: Word, F: Fn(usize) -> T>,
+        (base: *mut T, range: std::ops::Range<usize>, value: &F) -> ());
 }
 
 /// Elements a check takes at a time: it digests an input's block, then checks the output
@@ -790,51 +758,39 @@ pub fn fill_streaming<T: Word>(values: &mut [T], value: T) {
 /// `base + range` lies within one allocation that only this caller writes; the memory may be
 /// untouched, so it is written through a raw pointer before any read.
 #[inline]
-unsafe fn generate<T: Word>(
+unsafe fn generate<T: Word, F: Fn(usize) -> T>(
     base: *mut T,
     range: std::ops::Range<usize>,
-    value: &impl Fn(usize) -> T,
+    value: &F,
 ) {
-    #[inline(always)]
-    unsafe fn plain<T: Word>(
-        base: *mut T,
-        range: std::ops::Range<usize>,
-        value: &impl Fn(usize) -> T,
-    ) {
-        for i in range {
-            // SAFETY: the caller's.
-            unsafe { base.add(i).write(value(i)) };
-        }
-    }
     #[cfg(target_arch = "x86_64")]
     {
-        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2")]
-        unsafe fn avx512<T: Word>(
-            base: *mut T,
-            range: std::ops::Range<usize>,
-            value: &impl Fn(usize) -> T,
-        ) {
-            // SAFETY: the caller's.
-            unsafe { plain(base, range, value) }
-        }
-        #[target_feature(enable = "avx2")]
-        unsafe fn avx2<T: Word>(
-            base: *mut T,
-            range: std::ops::Range<usize>,
-            value: &impl Fn(usize) -> T,
-        ) {
-            // SAFETY: the caller's.
-            unsafe { plain(base, range, value) }
-        }
-        match wide::level() {
+        use super::wide::{level, Level};
+        match level() {
             // SAFETY: `level` found the features; the rest is the caller's.
-            wide::Level::Avx512 => return unsafe { avx512(base, range, value) },
-            wide::Level::Avx2 => return unsafe { avx2(base, range, value) },
-            wide::Level::Plain => {}
+            Level::Avx512 => return unsafe { wide::generate_avx512(base, range, value) },
+            Level::Avx2 => return unsafe { wide::generate_avx2(base, range, value) },
+            Level::Plain => {}
         }
     }
     // SAFETY: the caller's.
-    unsafe { plain(base, range, value) }
+    unsafe { generate_plain(base, range, value) }
+}
+
+/// [`generate`]'s loop as written.
+///
+/// # Safety
+/// As [`generate`]'s.
+#[inline(always)]
+unsafe fn generate_plain<T: Word, F: Fn(usize) -> T>(
+    base: *mut T,
+    range: std::ops::Range<usize>,
+    value: &F,
+) {
+    for i in range {
+        // SAFETY: the caller's.
+        unsafe { base.add(i).write(value(i)) };
+    }
 }
 
 /// Writes `value(i)` to every element of `array` below `period` (all of them where `period` is

@@ -146,22 +146,7 @@ fn sum_body<T: Element>(kernel: StreamKernel, a: &[T], b: &[T]) -> f64 {
 mod wide {
     use super::*;
 
-    macro_rules! widened {
-        ($avx512:ident, $avx2:ident, $body:ident, <$($g:ident: $bound:path),*>, ($($arg:ident: $ty:ty),*) -> $ret:ty) => {
-            /// # Safety
-            /// The CPU has AVX-512F, DQ and VL ([`crate::backend::host::arena::wide::level`]).
-            #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2")]
-            pub unsafe fn $avx512<$($g: $bound),*>($($arg: $ty),*) -> $ret {
-                $body($($arg),*)
-            }
-            /// # Safety
-            /// The CPU has AVX2.
-            #[target_feature(enable = "avx2")]
-            pub unsafe fn $avx2<$($g: $bound),*>($($arg: $ty),*) -> $ret {
-                $body($($arg),*)
-            }
-        };
-    }
+    use crate::backend::host::wide::widened;
 
     widened!(f32_avx512, f32_avx2, f32_body, <>, (t: &[u32; TABLE], ins: &[f32], outs: &[f32]) -> u64);
     widened!(f64_avx512, f64_avx2, f64_body, <>, (t: &[u64; TABLE], ins: &[f64], outs: &[f64]) -> u64);
@@ -175,7 +160,7 @@ macro_rules! dispatch {
     ($avx512:ident, $avx2:ident, $body:ident, $($arg:expr),*) => {{
         #[cfg(target_arch = "x86_64")]
         {
-            use super::arena::wide::{level, Level};
+            use super::wide::{level, Level};
             match level() {
                 // SAFETY: `level` found the features the functions are compiled for.
                 Level::Avx512 => return unsafe { wide::$avx512($($arg),*) },

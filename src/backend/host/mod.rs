@@ -27,6 +27,8 @@ pub mod stream;
 pub mod stream_case;
 pub mod tensor;
 pub mod watch;
+#[cfg(target_arch = "x86_64")]
+pub mod wide;
 
 use self::arena::{Arena, Fill};
 use self::cache::CacheCase;
