@@ -686,14 +686,10 @@ impl PreparedCase for AmxGemmCase<'_> {
             |i, j| f64::from(c[(i * shape.n + j) as usize]),
         );
         // packed B, which the next cases of its shape read too, as it was written (arena.rs)
-        let digest = match self.packed_b.watched() {
-            true => None,
-            false => Some(
-                super::arena::digest_on(self.pool, &self.packed_b, TILE_ELEMENTS)
-                    .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?,
-            ),
-        };
-        if let Some(why) = self.packed_b.changed(digest) {
+        let changed = self.packed_b.changed_on(self.pool, TILE_ELEMENTS);
+        if let Some(why) =
+            changed.ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?
+        {
             let why = format!("packed B {why}");
             return Ok(Verdict::invalid(if verdict.valid {
                 why

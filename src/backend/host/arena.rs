@@ -115,17 +115,7 @@ impl Word for u32 {
 /// 0.15 s with AVX2, 0.10 s with AVX-512, where the memory's own pace starts to set it.
 #[inline]
 pub fn digest<T: Word>(values: &[T], start: usize) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use super::wide::{level, Level};
-        match level() {
-            // SAFETY: `level` found the features the functions are compiled for.
-            Level::Avx512 => return unsafe { wide::digest_avx512(values, start) },
-            Level::Avx2 => return unsafe { wide::digest_avx2(values, start) },
-            Level::Plain => {}
-        }
-    }
-    digest_plain(values, start)
+    super::wide::dispatch!(digest_avx512, digest_avx2, digest_plain, values, start)
 }
 
 /// [`digest`]'s sum as written, for the compiler to widen where it may.
@@ -368,6 +358,19 @@ impl<T> Array<T> {
             self.taint();
         }
         why
+    }
+}
+
+impl<T: Word> Array<T> {
+    /// [`Array::changed`] for an input whose check reads nothing else of it: its digest is
+    /// taken here, each worker of `pool` its chunk of `align` elements, only where no guard
+    /// watches it. `None` if a worker panicked.
+    pub fn changed_on(&mut self, pool: &Pool, align: usize) -> Option<Option<&'static str>> {
+        let digest = match self.watched() {
+            true => None,
+            false => Some(digest_on(pool, self, align)?),
+        };
+        Some(self.changed(digest))
     }
 }
 
@@ -763,18 +766,15 @@ unsafe fn generate<T: Word, F: Fn(usize) -> T>(
     range: std::ops::Range<usize>,
     value: &F,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use super::wide::{level, Level};
-        match level() {
-            // SAFETY: `level` found the features; the rest is the caller's.
-            Level::Avx512 => return unsafe { wide::generate_avx512(base, range, value) },
-            Level::Avx2 => return unsafe { wide::generate_avx2(base, range, value) },
-            Level::Plain => {}
-        }
-    }
-    // SAFETY: the caller's.
-    unsafe { generate_plain(base, range, value) }
+    // (the caller's safety is what the plain loop and its wide copies ask)
+    super::wide::dispatch!(
+        generate_avx512,
+        generate_avx2,
+        generate_plain,
+        base,
+        range,
+        value
+    )
 }
 
 /// [`generate`]'s loop as written.

@@ -120,18 +120,16 @@ impl PreparedCase for CacheCase<'_> {
             cache::range_sum(r.start as u64..r.end as u64)
         });
         // the words, which a later case of this size reads too, as they were written
-        let digest = match self.words.watched() {
-            true => None,
-            false => Some(
-                super::arena::digest_on(self.pool, &self.words, ALIGN)
-                    .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?,
-            ),
-        };
-        Ok(match self.words.changed(digest) {
-            None => verdict,
-            Some(why) if verdict.valid => Verdict::invalid(format!("the words {why}")),
-            Some(why) => Verdict::invalid(format!("{}; the words {why}", verdict.detail)),
-        })
+        let changed = self.words.changed_on(self.pool, ALIGN);
+        Ok(
+            match changed
+                .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?
+            {
+                None => verdict,
+                Some(why) if verdict.valid => Verdict::invalid(format!("the words {why}")),
+                Some(why) => Verdict::invalid(format!("{}; the words {why}", verdict.detail)),
+            },
+        )
     }
 
     fn launch_note(&self) -> String {

@@ -155,22 +155,7 @@ mod wide {
     widened!(sum_avx512, sum_avx2, sum_body, <T: Element>, (kernel: StreamKernel, a: &[T], b: &[T]) -> f64);
 }
 
-/// Runs `$body` widened where the CPU allows, plainly elsewhere.
-macro_rules! dispatch {
-    ($avx512:ident, $avx2:ident, $body:ident, $($arg:expr),*) => {{
-        #[cfg(target_arch = "x86_64")]
-        {
-            use super::wide::{level, Level};
-            match level() {
-                // SAFETY: `level` found the features the functions are compiled for.
-                Level::Avx512 => return unsafe { wide::$avx512($($arg),*) },
-                Level::Avx2 => return unsafe { wide::$avx2($($arg),*) },
-                Level::Plain => {}
-            }
-        }
-        $body($($arg),*)
-    }};
-}
+use super::wide::dispatch;
 
 impl SweepWord for f32 {
     fn sweep_wrong(gold: &Gold, ins: &[f32], outs: &[f32]) -> u64 {

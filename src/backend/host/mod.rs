@@ -27,7 +27,6 @@ pub mod stream;
 pub mod stream_case;
 pub mod tensor;
 pub mod watch;
-#[cfg(target_arch = "x86_64")]
 pub mod wide;
 
 use self::arena::{Arena, Fill};

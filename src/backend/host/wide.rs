@@ -1,11 +1,13 @@
 //! The x86-64 vector sets the host's preparation and checks are compiled for again. The build
 //! targets plain x86-64, so a loop the compiler would widen runs one element at a time there; a
 //! loop that matters (a digest, a generator, a check's count) is compiled twice more with
-//! `widened!`, AVX-512 (F, DQ, VL) and AVX2 enabled, and [`level`] chooses among the three at
-//! run time.
+//! `widened!`, AVX-512 (F, DQ, VL) and AVX2 enabled, and `dispatch!` chooses among the three at
+//! run time (`level`). Elsewhere `dispatch!` runs the plain loop.
 
+#[cfg(target_arch = "x86_64")]
 use std::sync::OnceLock;
 
+#[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
     Avx512,
@@ -14,6 +16,7 @@ pub enum Level {
 }
 
 /// The widest set this CPU has, found once.
+#[cfg(target_arch = "x86_64")]
 pub fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
@@ -32,7 +35,8 @@ pub fn level() -> Level {
 
 /// Defines `$avx512` and `$avx2`: `$body` (a plain function, best `#[inline(always)]`, safe or
 /// not) compiled again with AVX-512 (F, DQ, VL) and with AVX2 enabled, each an `unsafe fn` of
-/// `$body`'s arguments, for [`level`] to choose between.
+/// `$body`'s arguments, for `dispatch!` to choose between.
+#[cfg(target_arch = "x86_64")]
 macro_rules! widened {
     ($avx512:ident, $avx2:ident, $body:ident, <$($g:ident: $bound:path),*>, ($($arg:ident: $ty:ty),*) -> $ret:ty) => {
         /// # Safety
@@ -50,4 +54,25 @@ macro_rules! widened {
         }
     };
 }
+#[cfg(target_arch = "x86_64")]
 pub(crate) use widened;
+
+/// `$body($args)`, or where the CPU has them its AVX-512 or AVX2 copy `wide::$avx512` or
+/// `wide::$avx2` (made by `widened!` in the caller's module `wide`), returned from the caller.
+macro_rules! dispatch {
+    ($avx512:ident, $avx2:ident, $body:ident, $($arg:expr),*) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            use $crate::backend::host::wide::{level, Level};
+            match level() {
+                // SAFETY: `level` found the features the functions are compiled for; the
+                // arguments are the caller's, as `$body` takes them.
+                Level::Avx512 => return unsafe { wide::$avx512($($arg),*) },
+                Level::Avx2 => return unsafe { wide::$avx2($($arg),*) },
+                Level::Plain => {}
+            }
+        }
+        $body($($arg),*)
+    }};
+}
+pub(crate) use dispatch;
