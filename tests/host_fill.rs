@@ -275,3 +275,83 @@ fn a_guard_watches_each_input() {
     assert!(!b.watched());
     assert_eq!(b.content().unwrap().digest, Some(digest(&b, 0)));
 }
+
+/// An output taken over values it differs from everywhere is not poisoned and keeps them;
+/// over anything else it is: a block that holds nothing known, the same point, another
+/// precision, another length. A simulated arena, given the same arrays, counts the same poison.
+#[test]
+fn outputs_are_taken_over_values_they_differ_from_everywhere() {
+    use roofprobe::backend::host::arena::{overwritable, Need};
+    let (pool, arena) = two_workers();
+    let n = (8 << 20) / 4; // (half of it still 4 MiB, an arena's size)
+    let out = |k| Fill::SweepOut {
+        precision: Precision::F32,
+        k,
+    };
+    let f64_out = Fill::SweepOut {
+        precision: Precision::F64,
+        k: 4,
+    };
+    assert!(overwritable(out(1), out(4)) && overwritable(out(4), out(1)));
+    assert!(!overwritable(out(4), out(4)) && !overwritable(out(1), f64_out));
+    let sweep = Fill::Sweep {
+        precision: Precision::F32,
+    };
+    assert!(!overwritable(sweep, out(4)));
+    let simulated = Arena::simulated(u64::MAX, true);
+    // each array in turn, with the simulated arena beside it: (what it holds when its check
+    // passes, its length, whether it is poisoned)
+    let steps = [
+        (out(1), n, true),        // a new block
+        (out(4), n, false),       // over point 1
+        (out(4), n, true),        // the same point
+        (out(16), n, false),      // over point 4
+        (out(64), n / 2, true),   // another length
+        (out(256), n / 2, false), // over point 64
+        (f64_out, n / 4, true),   // another precision (as many bytes as point 256's 4 MiB / 2)
+    ];
+    for (at, (holds, len, poisons)) in steps.into_iter().enumerate() {
+        let was = arena.written().poisoned_bytes;
+        let f64s = holds == f64_out;
+        if f64s {
+            let mut a = arena.output_over(&pool, len, 16, f64::NAN, holds).unwrap();
+            a.fill(at as f64);
+            a.holds(Some(holds));
+        } else {
+            let mut a = arena.output_over(&pool, len, 16, f32::NAN, holds).unwrap();
+            if !poisons {
+                assert!(
+                    a.iter().all(|x| *x == at as f32 - 1.0),
+                    "step {at}: the values kept"
+                );
+            }
+            a.fill(at as f32);
+            a.holds(Some(holds));
+        }
+        let poisoned = arena.written().poisoned_bytes - was;
+        let bytes = len * if f64s { 8 } else { 4 };
+        assert_eq!(
+            poisoned,
+            if poisons { bytes as u64 } else { 0 },
+            "step {at}"
+        );
+        let need = Need {
+            bytes,
+            elements: len,
+            fill: None,
+            holds: Some(holds),
+        };
+        assert_eq!(
+            simulated.simulate(&[need]).poisoned_bytes,
+            poisoned,
+            "step {at}"
+        );
+    }
+    // an output whose check failed holds nothing known: the next is poisoned
+    let mut a = arena.output_over(&pool, n, 16, f32::NAN, out(1)).unwrap();
+    a.holds(None);
+    drop(a);
+    let was = arena.written().poisoned_bytes;
+    drop(arena.output_over(&pool, n, 16, f32::NAN, out(4)).unwrap());
+    assert_eq!(arena.written().poisoned_bytes - was, 8 << 20);
+}

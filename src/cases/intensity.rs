@@ -395,6 +395,44 @@ impl Gold {
         let table = if lane == 0 { &self.lane0 } else { &self.lane1 };
         table[m as usize] as u16
     }
+
+    /// Whether this gold map and `other` (of the same precision) differ at every input word the
+    /// precision draws: then an output holding `other`'s values, where a kernel of this map
+    /// left an element unwritten, fails this map's check at that element, with no poison
+    /// written before the kernel ran.
+    ///
+    /// - f32 and f64: every one of the table's distinct inputs.
+    /// - The packed formats: a word's lanes are drawn apart, so the maps agree on some word
+    ///   where they agree on some lane-0 value and on some lane-1 value.
+    /// - i32: every 32-bit word is an input, and `mul·x + add ≡ mul'·x + add'` (mod 2³²) has a
+    ///   solution x exactly where 2^t, t the trailing zeros of `mul − mul'`, divides
+    ///   `add' − add` (for `mul = mul'`: where `add = add'`).
+    pub fn differs_everywhere(&self, other: &Gold) -> bool {
+        if self.precision != other.precision {
+            return false;
+        }
+        let apart =
+            |a: &[u64], b: &[u64]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x != y);
+        let meet = |a: &[u64], b: &[u64]| a.iter().zip(b).any(|(x, y)| x == y);
+        match self.precision {
+            Precision::I32 => {
+                let ((mul, add), (mul2, add2)) = (self.affine, other.affine);
+                let (d, c) = (mul.wrapping_sub(mul2), add2.wrapping_sub(add));
+                // d·x ≡ c (mod 2^32) is solvable iff c is a multiple of 2^tz(d); d = 0 asks c = 0
+                c != 0 && (d == 0 || c.trailing_zeros() < d.trailing_zeros())
+            }
+            Precision::F16x2 | Precision::Bf16x2 => {
+                !self.lane0.is_empty()
+                    && !(meet(&self.lane0, &other.lane0) && meet(&self.lane1, &other.lane1))
+            }
+            _ => !self.lane0.is_empty() && apart(&self.lane0, &other.lane0),
+        }
+    }
+}
+
+/// [`Gold::differs_everywhere`] for the sweep's points `k` and `was` of `precision`.
+pub fn differs_everywhere(precision: Precision, k: u32, was: u32) -> bool {
+    Gold::new(precision, k).differs_everywhere(&Gold::new(precision, was))
 }
 
 /// Words in one 16-byte vector of the GPU kernel: 4, or 2 in f64.
@@ -521,5 +559,116 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Two points' gold maps differ at every input word where `differs_everywhere` says so (no
+    /// word of the first 20,000 has one gold value at both), and where it says not, a word they
+    /// agree on exists: built from the tables for the float formats, from the congruence's
+    /// solution for i32. The host's precisions differ at every pair of neighbouring points.
+    #[test]
+    fn two_points_differ_at_every_word_where_it_is_said() {
+        let host = [Precision::F32, Precision::F64, Precision::I32];
+        for p in PRECISIONS {
+            assert!(!differs_everywhere(p, 4, 4), "{p}: a point against itself");
+            for pair in KS
+                .windows(2)
+                .chain(crate::cases::suite::DEFAULT_KS.windows(2))
+            {
+                let (was, k) = (Gold::new(p, pair[0]), Gold::new(p, pair[1]));
+                if k.differs_everywhere(&was) {
+                    assert!(
+                        (0..20_000).all(|i| k.expected(i) != was.expected(i)),
+                        "{p} {pair:?}"
+                    );
+                } else if p != Precision::I32 {
+                    let word = agreeing_word(p, &k, &was).expect("a word both maps agree on");
+                    assert_eq!(k.expected_for(word), was.expected_for(word), "{p} {pair:?}");
+                }
+                assert!(
+                    !host.contains(&p) || k.differs_everywhere(&was),
+                    "{p} {pair:?}"
+                );
+            }
+        }
+        assert!(!Gold::new(Precision::F32, 1).differs_everywhere(&Gold::new(Precision::F64, 0)));
+        // i32's map: c = -b·d/(a - 1) with b odd and a - 1 = 4·416131, so c has two trailing
+        // zeros fewer than d and the congruence has no solution for any two points
+        for was in 0..40 {
+            for k in was + 1..40 {
+                let (g, h) = (Gold::new(Precision::I32, k), Gold::new(Precision::I32, was));
+                assert!(g.differs_everywhere(&h), "i32 {k} {was}");
+            }
+        }
+        // other affine maps: where the congruence is solvable, its solution is a word both
+        // maps agree on; where not, no word of a sample is
+        let affine = |mul: u32, add: u32| Gold {
+            precision: Precision::I32,
+            k: 0,
+            lane0: Vec::new(),
+            lane1: Vec::new(),
+            affine: (mul, add),
+            lane0_32: Vec::new(),
+        };
+        let mut seed = 12345u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
+            seed >> 8 << (seed % 6) // few trailing zeros and many
+        };
+        let (mut solvable, mut not) = (0, 0);
+        for _ in 0..400 {
+            let (g, h) = (affine(next(), next()), affine(next(), next()));
+            let ((mul, add), (mul2, add2)) = (g.affine(), h.affine());
+            let (d, c) = (mul.wrapping_sub(mul2), add2.wrapping_sub(add));
+            if g.differs_everywhere(&h) {
+                not += 1;
+                assert!((0..5_000u64).all(|x| g.expected_for(x) != h.expected_for(x)));
+                continue;
+            }
+            solvable += 1;
+            let t = d.trailing_zeros().min(31);
+            let odd = (d >> t) | 1;
+            let mut inv = odd; // Newton's iteration for odd⁻¹ modulo 2^32
+            for _ in 0..5 {
+                inv = inv.wrapping_mul(2u32.wrapping_sub(odd.wrapping_mul(inv)));
+            }
+            let x = if d == 0 {
+                7
+            } else {
+                (c >> t).wrapping_mul(inv)
+            };
+            let x = u64::from(x);
+            assert_eq!(
+                g.expected_for(x),
+                h.expected_for(x),
+                "{:?} {:?}",
+                g.affine(),
+                h.affine()
+            );
+        }
+        assert!(
+            solvable > 0 && not > 0,
+            "{solvable} solvable, {not} not: both must be tried"
+        );
+    }
+
+    /// A float input word of `p` whose gold value is the same under `g` and `h`, lane by lane.
+    fn agreeing_word(p: Precision, g: &Gold, h: &Gold) -> Option<u64> {
+        let d = distinct(p);
+        let lane = |w: Option<u64>, l: u32| w.map(|w| if l == 0 { w & 0xFFFF } else { w >> 16 });
+        if arith::lanes(p) == 1 {
+            let word = (0..d)
+                .map(|m| lane_value(p, m))
+                .find(|&w| g.expected_for(w) == h.expected_for(w));
+            return word;
+        }
+        let word =
+            |lo: u64, hi: u64| arith::pack2(lane_value(p, lo) as u16, lane_value(p, hi) as u16);
+        let lo = (0..d).find(|&m| {
+            lane(g.expected_for(word(m, 0)), 0) == lane(h.expected_for(word(m, 0)), 0)
+        })?;
+        let hi = (0..d).find(|&m| {
+            lane(g.expected_for(word(0, m)), 1) == lane(h.expected_for(word(0, m)), 1)
+        })?;
+        Some(word(lo, hi))
     }
 }

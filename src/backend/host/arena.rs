@@ -51,6 +51,10 @@ pub enum Fill {
     },
     /// The intensity sweep's input words ([`crate::cases::intensity::input`]).
     Sweep { precision: Precision },
+    /// The intensity sweep's output at `k` as its check found it: element `i` is f^k of the
+    /// sweep's input word `i` ([`crate::cases::intensity::Gold::expected`]). Only an output
+    /// holds it ([`Array::holds`]), for the next point's output ([`Arena::output_over`]).
+    SweepOut { precision: Precision, k: u32 },
     /// A cache case's `words` words ([`crate::cases::cache::input`]), then zeros to the end of
     /// their last cache line.
     Cache { words: u64 },
@@ -230,7 +234,8 @@ struct Idle {
 }
 
 /// What the arena has written since it was made, in bytes: values generated into inputs,
-/// poison into outputs, and blocks new to the process (their first touch).
+/// poison into outputs (none into an output taken over values it differs from everywhere,
+/// [`Arena::output_over`]), and blocks new to the process (their first touch).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written {
     pub filled_bytes: u64,
@@ -321,6 +326,18 @@ impl<T> Array<T> {
         }
     }
 
+    /// Says what an output holds: `Some(fill)` once its check found every element to be
+    /// `fill`'s value, `None` once a kernel may have written it since. Its block goes back with
+    /// it, for the next output that asks to be taken over it ([`Arena::output_over`]).
+    pub fn holds(&mut self, fill: Option<Fill>) {
+        debug_assert!(!self.read_only(), "an output is never guarded");
+        self.content = fill.map(|fill| Content {
+            fill,
+            elements: self.len,
+            digest: None,
+        });
+    }
+
     /// Whether the array's pages are read-only now, under a guard (an input's, or one left on
     /// a block that should have been lifted): for the tests.
     #[doc(hidden)]
@@ -400,6 +417,8 @@ pub struct Need {
     pub bytes: usize,
     pub elements: usize,
     pub fill: Option<Fill>,
+    /// For an output: what its check leaves in it where it passes ([`Arena::output_over`]).
+    pub holds: Option<Fill>,
 }
 
 impl Arena {
@@ -463,17 +482,22 @@ impl Arena {
         let taken: Vec<(Taken, Option<Content>)> = needs
             .iter()
             .filter_map(|need| {
-                let want = need.fill.map(|f| (f, need.elements));
+                let want = match (need.fill, need.holds) {
+                    (Some(fill), _) => Want::Input(fill, need.elements),
+                    (None, Some(fill)) => Want::Over(fill, need.elements),
+                    (None, None) => Want::Output,
+                };
                 let t = self.take(need.bytes, want)?;
-                let content = t.content.or(need.fill.map(|fill| Content {
+                // (a passing check's: an input's values, or what the output's check leaves)
+                let content = need.fill.or(need.holds).map(|fill| Content {
                     fill,
                     elements: need.elements,
                     digest: None,
-                }));
+                });
                 let mut s = self.0.borrow_mut();
                 match (need.fill, t.content) {
                     (Some(_), None) => s.written.filled_bytes += need.bytes as u64,
-                    (None, _) => s.written.poisoned_bytes += need.bytes as u64,
+                    (None, None) => s.written.poisoned_bytes += need.bytes as u64,
                     _ => {}
                 }
                 Some((t, content))
@@ -520,7 +544,7 @@ impl Arena {
         value: impl Fn(usize) -> T + Sync,
     ) -> Option<Array<T>> {
         let bytes = n.checked_mul(std::mem::size_of::<T>())?;
-        let taken = self.take(bytes, Some((fill, n)))?;
+        let taken = self.take(bytes, Want::Input(fill, n))?;
         let (reused, fresh) = (taken.content, taken.fresh);
         let mut array = self.array(taken, n);
         if fresh {
@@ -559,12 +583,45 @@ impl Arena {
         align: usize,
         poison: T,
     ) -> Option<Array<T>> {
+        self.output_taking(pool, n, align, poison, Want::Output)
+    }
+
+    /// [`Arena::output`] for an output whose check, where it passes, leaves `holds`'s values in
+    /// it ([`Array::holds`]). Where an idle block holds values that differ from those at every
+    /// element ([`overwritable`]), the output is taken over them and not poisoned: an element
+    /// its kernel leaves unwritten keeps a value its check rejects, as poison would be. The
+    /// intensity sweep's points, each over the one before it, write no poison but the first's.
+    pub fn output_over<T: Word>(
+        &self,
+        pool: &Pool,
+        n: usize,
+        align: usize,
+        poison: T,
+        holds: Fill,
+    ) -> Option<Array<T>> {
+        self.output_taking(pool, n, align, poison, Want::Over(holds, n))
+    }
+
+    fn output_taking<T: Word>(
+        &self,
+        pool: &Pool,
+        n: usize,
+        align: usize,
+        poison: T,
+        want: Want,
+    ) -> Option<Array<T>> {
         let bytes = n.checked_mul(std::mem::size_of::<T>())?;
-        let taken = self.take(bytes, None)?;
+        let mut taken = self.take(bytes, want)?;
+        // values every element differs from, where it was taken over them; the output holds
+        // nothing known until its check passes
+        let over = taken.content.take().is_some();
         let fresh = taken.fresh;
         let mut array: Array<T> = self.array(taken, n);
         if fresh {
             self.first_touch(pool, &mut array, align);
+        }
+        if over {
+            return Some(array);
         }
         let ptr = SharedPtr(array.as_mut_ptr());
         let ok = pool
@@ -617,12 +674,13 @@ impl Arena {
         }
     }
 
-    /// A block for an array of `bytes`: where `want` names its values, an idle block that
-    /// holds them (its content comes with it); else an idle one that fits (one holding nothing
-    /// first, else the one unused longest), else a new one, giving up idle blocks unused
-    /// longest first where the arena would pass its cap. Below [`FROM_BYTES`], a block of its
-    /// own that no other case gets.
-    fn take(&self, bytes: usize, want: Option<(Fill, usize)>) -> Option<Taken> {
+    /// A block for an array of `bytes`: for an input, an idle block that holds its values (its
+    /// content comes with it); for an output over values ([`Want::Over`]), an idle block whose
+    /// values it may be written over (their content comes with it, for the caller to know);
+    /// else an idle one that fits (one holding nothing first, else the one unused longest),
+    /// else a new one, giving up idle blocks unused longest first where the arena would pass
+    /// its cap. Below [`FROM_BYTES`], a block of its own that no other case gets.
+    fn take(&self, bytes: usize, want: Want) -> Option<Taken> {
         let mut s = self.0.borrow_mut();
         let one_node = s.one_node;
         let new = |s: &mut Store, bytes: usize| -> Option<Taken> {
@@ -642,11 +700,13 @@ impl Arena {
         if bytes < FROM_BYTES {
             return new(&mut s, bytes);
         }
-        let holding = want.and_then(|(fill, n)| {
-            s.idle.iter().position(|i| {
-                i.content.is_some_and(|c| c.fill == fill && c.elements == n)
-                    && fits(one_node, i.bytes, bytes)
-            })
+        let holding = s.idle.iter().position(|i| {
+            fits(one_node, i.bytes, bytes)
+                && i.content.is_some_and(|c| match want {
+                    Want::Input(fill, n) => c.fill == fill && c.elements == n,
+                    Want::Over(holds, n) => c.elements == n && overwritable(c.fill, holds),
+                    Want::Output => false,
+                })
         });
         let chosen = holding.or_else(|| {
             s.idle
@@ -659,7 +719,7 @@ impl Arena {
         let taken = match chosen {
             Some(at) => {
                 let mut idle = s.idle.swap_remove(at);
-                if holding.is_none() {
+                if holding.is_none() || !matches!(want, Want::Input(..)) {
                     // to be written: writable again
                     if let Some(b) = &mut idle.block {
                         b.unwatch();
@@ -702,6 +762,33 @@ impl Arena {
             content,
             returned,
         });
+    }
+}
+
+/// What [`Arena::take`] is asked for: an input's values (the fill, and how many), an output
+/// to be poisoned, or an output whose check leaves the fill's values ([`Arena::output_over`]).
+#[derive(Clone, Copy, Debug)]
+enum Want {
+    Input(Fill, usize),
+    Output,
+    Over(Fill, usize),
+}
+
+/// Whether an output whose check leaves `holds`'s values may be written over a block holding
+/// `was`'s without poison: every element of `was` differs from `holds`'s, so an element its
+/// kernel leaves unwritten fails its check. For two points of one precision of the intensity
+/// sweep, where their gold maps differ at every input word
+/// ([`crate::cases::intensity::Gold::differs_everywhere`]); never for anything else.
+pub fn overwritable(was: Fill, holds: Fill) -> bool {
+    match (was, holds) {
+        (
+            Fill::SweepOut { precision, k: was },
+            Fill::SweepOut {
+                precision: p,
+                k: holds,
+            },
+        ) => p == precision && crate::cases::intensity::differs_everywhere(p, holds, was),
+        _ => false,
     }
 }
 
@@ -880,6 +967,7 @@ mod tests {
             bytes: 1000,
             elements: 250,
             fill: None,
+            holds: None,
         };
         for _ in 0..2 {
             assert_eq!(arena.simulate(&[small]).new_bytes, 1000);
@@ -890,6 +978,7 @@ mod tests {
             fill: Some(Fill::Sweep {
                 precision: Precision::F32,
             }),
+            holds: None,
         };
         let first = arena.simulate(&[big, small]);
         assert_eq!(

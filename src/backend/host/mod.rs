@@ -25,6 +25,7 @@ pub mod launch;
 pub mod pool;
 pub mod stream;
 pub mod stream_case;
+pub mod sweep_case;
 pub mod tensor;
 pub mod watch;
 pub mod wide;
@@ -469,7 +470,8 @@ pub struct PrepWork {
 pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
     use self::arena::Need;
     let elements = usize::try_from(case.elements).unwrap_or(usize::MAX);
-    let from_arena = |fills: Vec<Option<Fill>>, word_bytes: u64| {
+    // the arrays `fills` (an output's `None`), each output's check leaving `holds`
+    let from_arena = |fills: Vec<Option<Fill>>, word_bytes: u64, holds: Option<Fill>| {
         let bytes = elements.saturating_mul(word_bytes as usize);
         let needs: Vec<Need> = fills
             .into_iter()
@@ -477,6 +479,7 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                 bytes,
                 elements,
                 fill,
+                holds: fill.is_none().then_some(holds).flatten(),
             })
             .collect();
         let w = arena.simulate(&needs);
@@ -494,6 +497,7 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                 let mut work = from_arena(
                     stream_arrays(kernel, case.precision),
                     cases::stream::element_bytes(case.precision),
+                    None,
                 );
                 if kernel.is_reduction() {
                     // the check reads the inputs, not the (absent) output
@@ -511,6 +515,11 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                 None,
             ],
             cases::arith::word_bytes(case.precision),
+            // each point's output taken over the point's before it (SweepCase)
+            case.count().map(|k| Fill::SweepOut {
+                precision: case.precision,
+                k,
+            }),
         ),
         Family::Gemm => match cases::gemm::shape_of(case) {
             Ok(s) => {
@@ -524,6 +533,7 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                 // and C of their own
                 let b_bytes = weight * copies;
                 let b = arena.simulate(&[Need {
+                    holds: None,
                     bytes: usize::try_from(b_bytes).unwrap_or(usize::MAX),
                     elements: usize::try_from(b_bytes / input).unwrap_or(usize::MAX),
                     fill: Some(Fill::GemmB {
@@ -566,6 +576,7 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                     words: case.elements,
                 })],
                 4,
+                None,
             );
             if self::arena::watches(work.checked_bytes) {
                 work.checked_bytes = 0;
