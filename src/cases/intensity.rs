@@ -422,8 +422,9 @@ impl Gold {
                 c != 0 && (d == 0 || c.trailing_zeros() < d.trailing_zeros())
             }
             Precision::F16x2 | Precision::Bf16x2 => {
-                !self.lane0.is_empty()
-                    && !(meet(&self.lane0, &other.lane0) && meet(&self.lane1, &other.lane1))
+                let agree_on_a_word =
+                    meet(&self.lane0, &other.lane0) && meet(&self.lane1, &other.lane1);
+                !self.lane0.is_empty() && !agree_on_a_word
             }
             _ => !self.lane0.is_empty() && apart(&self.lane0, &other.lane0),
         }
