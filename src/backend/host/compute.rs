@@ -612,6 +612,12 @@ impl HostCompute {
         }
     }
 
+    /// The theoretical peak of `threads` workers in `precision` at `clock_mhz` on this SIMD set
+    /// and FMA datapath ([`theory_gflops`]).
+    pub fn peak_gflops(&self, threads: usize, precision: Precision, clock_mhz: f64) -> Option<f64> {
+        theory_gflops(threads, clock_mhz, self.simd, precision, self.fma)
+    }
+
     /// What the theoretical peak assumes, for the record: `theory: 2 FMA pipes x 512 bits`.
     pub fn theory_note(&self) -> String {
         match (self.simd, self.fma) {
@@ -737,13 +743,8 @@ impl<T: HostElement> PreparedCase for PeakCase<'_, T> {
     }
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
-        theory_gflops(
-            self.pool.threads(),
-            clock_mhz,
-            self.compute.simd,
-            T::PRECISION,
-            self.compute.fma,
-        )
+        self.compute
+            .peak_gflops(self.pool.threads(), T::PRECISION, clock_mhz)
     }
 }
 

@@ -106,7 +106,7 @@
 
 use super::arena::{Arena, Array, Fill, Word};
 use super::clock;
-use super::compute::{self, HostCompute};
+use super::compute::HostCompute;
 use super::gemm_kernels::*;
 use super::pool::{chunk, first_touch, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
@@ -684,13 +684,8 @@ impl<T: GemmElement + Word> PreparedCase for GemmCase<'_, T> {
     }
 
     fn theory_gflops(&self, clock_mhz: f64) -> Option<f64> {
-        compute::theory_gflops(
-            self.pool.threads(),
-            clock_mhz,
-            self.compute.simd,
-            T::PRECISION,
-            self.compute.fma,
-        )
+        self.compute
+            .peak_gflops(self.pool.threads(), T::PRECISION, clock_mhz)
     }
 }
 

@@ -293,7 +293,8 @@ fn host_gemm_cases(
         max_flops: peak_gflops * 1e9 * GEMM_MAX_LAUNCH_SECS,
     };
     for p in gemm::PRECISIONS {
-        let peak_gflops = compute::theory_gflops(threads, mhz, compute.simd, p, compute.fma)
+        let peak_gflops = compute
+            .peak_gflops(threads, p, mhz)
             .unwrap_or(16.0 * threads as f64 * mhz / 1e3);
         out.extend(cases::gemm::cases(
             cases::gemm::HOST_OURS,

@@ -13,7 +13,7 @@
 
 use super::arena::{Arena, Array, Fill, Word};
 use super::clock::{higher_clock, measure_pool_mhz};
-use super::compute::{run_sweep, theory_gflops, HostCompute, HostElement};
+use super::compute::{run_sweep, HostCompute, HostElement};
 use super::pool::{chunk, Pool, SharedPtr, SpinBarrier};
 use super::PreparedCase;
 use crate::cases::{arith, intensity, Case, Verdict};
@@ -239,13 +239,8 @@ impl<T: HostElement + Word + super::check::SweepWord> PreparedCase for SweepCase
         if self.k == 0 {
             return None; // a copy: no arithmetic
         }
-        theory_gflops(
-            self.pool.threads(),
-            clock_mhz,
-            self.compute.simd,
-            T::PRECISION,
-            self.compute.fma,
-        )
+        self.compute
+            .peak_gflops(self.pool.threads(), T::PRECISION, clock_mhz)
     }
 }
 
