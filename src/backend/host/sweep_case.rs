@@ -5,9 +5,10 @@
 //! fails the check. A point's output is taken over the output of the point before it instead,
 //! where that point's check passed and its gold values differ from this point's at every input
 //! word ([`crate::cases::intensity::Gold::differs_everywhere`]): an unwritten element then
-//! holds the point before's value, which the check rejects as it would the poison. Of a
-//! default run's 21 points, all but each precision's first are taken over, each without the
-//! pass that wrote 1.9 GiB of poison.
+//! holds the point before's value, which the check rejects as it would the poison. A point
+//! must have the point before's length: of a default run's 14 points at DRAM size, the 11
+//! after each precision's first are taken over, each without the pass that wrote 1.9 GiB of
+//! poison; its compute-bound points, each on fewer words of its own, are poisoned as before.
 //!
 //! This module must not print; it returns [`crate::Error`]s.
 
