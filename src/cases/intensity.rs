@@ -657,10 +657,9 @@ mod tests {
         let d = distinct(p);
         let lane = |w: Option<u64>, l: u32| w.map(|w| if l == 0 { w & 0xFFFF } else { w >> 16 });
         if arith::lanes(p) == 1 {
-            let word = (0..d)
+            return (0..d)
                 .map(|m| lane_value(p, m))
                 .find(|&w| g.expected_for(w) == h.expected_for(w));
-            return word;
         }
         let word =
             |lo: u64, hi: u64| arith::pack2(lane_value(p, lo) as u16, lane_value(p, hi) as u16);

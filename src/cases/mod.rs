@@ -136,6 +136,21 @@ impl Verdict {
             detail: detail.into(),
         }
     }
+
+    /// This verdict and `other` together: valid where both are, else the failures of each,
+    /// this one's first.
+    pub fn and(self, other: Verdict) -> Verdict {
+        match (self.valid, other.valid) {
+            (true, _) => other,
+            (false, true) => self,
+            (false, false) => Verdict::invalid(format!("{}; {}", self.detail, other.detail)),
+        }
+    }
+
+    /// Invalid for `problem` where there is one, else valid.
+    pub fn unless(problem: Option<String>) -> Verdict {
+        problem.map_or_else(Verdict::valid, Verdict::invalid)
+    }
 }
 
 /// Elements below which [`par_map`] and [`check_elements`] stay on the calling thread: fewer
@@ -340,5 +355,21 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), 1000, "no repeats in a small range");
         assert_eq!(input_bits(3, 77), input_bits(3, 77));
+    }
+
+    /// Two verdicts together are valid only where both are, and keep every failure in order.
+    #[test]
+    fn verdicts_join_their_failures() {
+        let (ok, a, b) = (
+            Verdict::valid(),
+            Verdict::invalid("a"),
+            Verdict::invalid("b"),
+        );
+        assert_eq!(ok.clone().and(ok.clone()), ok);
+        assert_eq!(ok.clone().and(b.clone()), b);
+        assert_eq!(a.clone().and(ok.clone()), a);
+        assert_eq!(a.and(b), Verdict::invalid("a; b"));
+        assert_eq!(Verdict::unless(None), ok);
+        assert_eq!(Verdict::unless(Some("c".into())), Verdict::invalid("c"));
     }
 }

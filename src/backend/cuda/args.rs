@@ -714,12 +714,7 @@ impl Launch {
     /// [`Launch::verify`] with the output's verdict already given (a check on the device's,
     /// [`Launch::verify_tally`]): the block records checked too, both verdicts joined.
     pub fn verify_with(&self, output: Verdict, records: &[u64]) -> Verdict {
-        let records = self.verify_records(records);
-        match (output.valid, records.valid) {
-            (true, _) => records,
-            (false, true) => output,
-            (false, false) => Verdict::invalid(format!("{}; {}", output.detail, records.detail)),
-        }
+        output.and(self.verify_records(records))
     }
 
     /// The verdict of a check on the device ([`Check::Tally`]) from its `tally` as read back

@@ -686,18 +686,10 @@ impl PreparedCase for AmxGemmCase<'_> {
             |i, j| f64::from(c[(i * shape.n + j) as usize]),
         );
         // packed B, which the next cases of its shape read too, as it was written (arena.rs)
-        let changed = self.packed_b.changed_on(self.pool, TILE_ELEMENTS);
-        if let Some(why) =
-            changed.ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?
-        {
-            let why = format!("packed B {why}");
-            return Ok(Verdict::invalid(if verdict.valid {
-                why
-            } else {
-                format!("{}; {why}", verdict.detail)
-            }));
-        }
-        Ok(verdict)
+        let changed = self.packed_b.changed_on(self.pool, TILE_ELEMENTS)?;
+        Ok(verdict.and(Verdict::unless(
+            changed.map(|why| format!("packed B {why}")),
+        )))
     }
 
     fn launch_note(&self) -> String {

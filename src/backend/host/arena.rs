@@ -381,13 +381,16 @@ impl<T> Array<T> {
 impl<T: Word> Array<T> {
     /// [`Array::changed`] for an input whose check reads nothing else of it: its digest is
     /// taken here, each worker of `pool` its chunk of `align` elements, only where no guard
-    /// watches it. `None` if a worker panicked.
-    pub fn changed_on(&mut self, pool: &Pool, align: usize) -> Option<Option<&'static str>> {
-        let digest = match self.watched() {
-            true => None,
-            false => Some(digest_on(pool, self, align)?),
-        };
-        Some(self.changed(digest))
+    /// watches it. An error if a worker panicked.
+    pub fn changed_on(&mut self, pool: &Pool, align: usize) -> crate::Result<Option<&'static str>> {
+        let digest =
+            match self.watched() {
+                true => None,
+                false => Some(digest_on(pool, self, align).ok_or_else(|| {
+                    crate::Error::Internal("a host worker panicked checking".into())
+                })?),
+            };
+        Ok(self.changed(digest))
     }
 }
 

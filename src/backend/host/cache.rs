@@ -120,16 +120,10 @@ impl PreparedCase for CacheCase<'_> {
             cache::range_sum(r.start as u64..r.end as u64)
         });
         // the words, which a later case of this size reads too, as they were written
-        let changed = self.words.changed_on(self.pool, ALIGN);
-        Ok(
-            match changed
-                .ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?
-            {
-                None => verdict,
-                Some(why) if verdict.valid => Verdict::invalid(format!("the words {why}")),
-                Some(why) => Verdict::invalid(format!("{}; the words {why}", verdict.detail)),
-            },
-        )
+        let changed = self.words.changed_on(self.pool, ALIGN)?;
+        Ok(verdict.and(Verdict::unless(
+            changed.map(|why| format!("the words {why}")),
+        )))
     }
 
     fn launch_note(&self) -> String {

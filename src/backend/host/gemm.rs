@@ -619,10 +619,7 @@ impl<T: GemmElement + Word> PreparedCase for GemmCase<'_, T> {
     fn verify(&mut self) -> Result<Verdict> {
         let (k, n) = (self.shape.k, self.shape.n);
         // B, which the next cases of its weight read too, as it was written (see arena.rs)
-        let changed = self.b.changed_on(self.pool, 64);
-        if let Some(why) =
-            changed.ok_or_else(|| Error::Internal("a host worker panicked checking".into()))?
-        {
+        if let Some(why) = self.b.changed_on(self.pool, 64)? {
             return Ok(Verdict::invalid(format!("B {why}")));
         }
         let (a, b, c) = (&self.a, &self.b[..], &self.c);

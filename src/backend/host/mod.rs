@@ -480,7 +480,7 @@ pub fn prep_work(case: &Case, arena: &Arena) -> PrepWork {
                 bytes,
                 elements,
                 fill,
-                holds: fill.is_none().then_some(holds).flatten(),
+                holds: holds.filter(|_| fill.is_none()),
             })
             .collect();
         let w = arena.simulate(&needs);

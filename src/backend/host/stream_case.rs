@@ -276,11 +276,7 @@ impl<T: HostFloat> PreparedCase for StreamCase<'_, T> {
         } else {
             Verdict::valid()
         };
-        Ok(match (changed, verdict.valid) {
-            (Some(why), true) => Verdict::invalid(why),
-            (Some(why), false) => Verdict::invalid(format!("{}; {why}", verdict.detail)),
-            (None, _) => verdict,
-        })
+        Ok(verdict.and(Verdict::unless(changed)))
     }
 
     fn launch_note(&self) -> String {
