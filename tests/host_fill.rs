@@ -355,3 +355,66 @@ fn outputs_are_taken_over_values_they_differ_from_everywhere() {
     drop(arena.output_over(&pool, n, 16, f32::NAN, out(4)).unwrap());
     assert_eq!(arena.written().poisoned_bytes - was, 8 << 20);
 }
+
+/// Where no idle block is large enough, one grows (on Linux, one NUMA node): one holding nothing
+/// first, else the largest. Only the part past its old end is new memory and first-touched,
+/// the values written over the whole of it are all there, and a block that was a guarded input
+/// is writable again. A simulated arena counts the same new bytes; one of several nodes, and
+/// another OS, take a new block instead.
+#[test]
+fn a_block_too_small_grows_and_only_its_new_part_is_new() {
+    use roofprobe::backend::host::arena::Need;
+    use roofprobe::backend::host::pages::GROWS;
+    const MIB: usize = 1 << 20;
+    let (pool, arena) = two_workers();
+    let sweep = Fill::Sweep {
+        precision: Precision::F32,
+    };
+    // a guarded input of 8 MiB, and an output of 4 MiB holding nothing
+    let input = arena
+        .input(&pool, 2 * MIB, 16, sweep, |i| i as f32)
+        .unwrap();
+    assert!(input.read_only());
+    drop((input, arena.output(&pool, MIB, 16, 0.0f32).unwrap()));
+    assert_eq!(arena.written().new_bytes, 12 << 20);
+    let touched = arena.touch_secs();
+
+    // 10 MiB: the empty 4 MiB block grows, though the 8 MiB one is larger
+    let a = arena.output(&pool, 10 * MIB / 4, 16, -1.0f32).unwrap();
+    assert!(a.iter().all(|x| *x == -1.0));
+    let new = arena.written().new_bytes - (12 << 20);
+    assert_eq!(new, if GROWS { 6 << 20 } else { 10 << 20 });
+    assert!(arena.touch_secs() > touched);
+    // 12 MiB: of the idle blocks only the guarded input is left; it grows, and is writable
+    let b = arena
+        .input(&pool, 3 * MIB, 16, sweep, |i| -(i as f32))
+        .unwrap();
+    assert!(b.iter().enumerate().all(|(i, x)| *x == -(i as f32)));
+    let held = arena.held_bytes();
+    drop((a, b));
+    assert_eq!(held, if GROWS { 22 << 20 } else { 34 << 20 });
+    let mut c = arena.output(&pool, 12 * MIB / 4, 16, 0.0f32).unwrap();
+    assert!(!c.read_only());
+    c.fill(2.0);
+
+    for (one_node, grows) in [(true, GROWS), (false, false)] {
+        let simulated = Arena::simulated(u64::MAX, one_node);
+        let need = |mib: usize, fill| Need {
+            bytes: mib * MIB,
+            elements: mib * MIB / 4,
+            fill,
+            holds: None,
+        };
+        // (as the cases above: the arrays each holds at once)
+        let news = [
+            simulated
+                .simulate(&[need(8, Some(sweep)), need(4, None)])
+                .new_bytes,
+            simulated
+                .simulate(&[need(10, None), need(12, Some(sweep))])
+                .new_bytes,
+        ];
+        let want = if grows { [12, 6 + 4] } else { [12, 10 + 12] };
+        assert_eq!(news, want.map(|mib| mib << 20), "one node: {one_node}");
+    }
+}

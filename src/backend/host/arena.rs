@@ -27,12 +27,12 @@
 //! This module allocates and fills; it must not time anything.
 
 use super::guard::Guard;
-use super::pool::{advise_huge_pages, array_alignment, Pool, SharedPtr, HUGE_PAGE};
+use super::pages::{Pages, GROWS};
+use super::pool::{advise_huge_pages, Pool, SharedPtr, HUGE_PAGE};
 use crate::cases::Precision;
-use std::alloc::Layout;
 use std::cell::RefCell;
+use std::cmp::Reverse;
 use std::marker::PhantomData;
-use std::ptr::NonNull;
 use std::rc::Rc;
 
 /// Arrays at least this large go through the arena: twice a huge page, where the page faults of
@@ -168,25 +168,33 @@ pub fn digest_on<T: Word>(pool: &Pool, values: &[T], align: usize) -> Option<u64
 }
 
 /// Memory at 2 MiB alignment from 2 MiB up (a huge page's boundary, BabelStream's alignment),
-/// a cache line's below ([`array_alignment`]); read-only while a guard watches it.
+/// a cache line's below ([`super::pool::array_alignment`]); read-only while a guard watches it.
 struct Block {
-    ptr: NonNull<u8>,
-    layout: Layout,
+    pages: Pages,
     guard: Option<Guard>,
 }
 
 impl Block {
     /// `bytes` at their alignment, not yet touched, huge pages asked for where they may be.
     fn new(bytes: usize) -> Option<Block> {
-        let layout = Layout::from_size_align(bytes.max(1), array_alignment(bytes)).ok()?;
-        // SAFETY: the layout's size is not zero.
-        let ptr = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
-        advise_huge_pages(ptr.as_ptr(), bytes);
-        Some(Block {
-            ptr,
-            layout,
-            guard: None,
-        })
+        let pages = Pages::new(bytes)?;
+        advise_huge_pages(pages.ptr(), pages.bytes());
+        Some(Block { pages, guard: None })
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        self.pages.ptr()
+    }
+
+    /// Makes the block `bytes` long, keeping its pages ([`Pages::grow`]), unwatched; whether it
+    /// grew.
+    fn grow(&mut self, bytes: usize) -> bool {
+        self.unwatch();
+        let grown = self.pages.grow(bytes);
+        if grown {
+            advise_huge_pages(self.pages.ptr(), self.pages.bytes());
+        }
+        grown
     }
 
     /// Makes the block read-only, watched for writes; whether it now is.
@@ -194,7 +202,7 @@ impl Block {
         if self.guard.is_none() {
             // SAFETY: the block's own memory, allocated until it is dropped, which drops the
             // guard first; the arena writes it only after `unwatch`.
-            self.guard = unsafe { Guard::new(self.ptr.as_ptr(), self.layout.size()) };
+            self.guard = unsafe { Guard::new(self.pages.ptr(), self.pages.bytes()) };
         }
         self.guard.is_some()
     }
@@ -217,9 +225,7 @@ impl Block {
 
 impl Drop for Block {
     fn drop(&mut self) {
-        self.unwatch();
-        // SAFETY: allocated with this layout in `Block::new`, and writable again.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+        self.unwatch(); // writable again before its pages go
     }
 }
 
@@ -271,8 +277,9 @@ struct Taken {
     block: Option<Block>,
     bytes: usize,
     content: Option<Content>,
-    /// A block new to the process, not yet touched.
-    fresh: bool,
+    /// Bytes from its start that the process has touched before: none of a new block, the old
+    /// size of a grown one ([`Pages::grow`]), all of an idle one.
+    touched: usize,
 }
 
 /// An array a case holds: from the arena, to which it goes back when dropped, or allocated for
@@ -293,7 +300,7 @@ impl<T> std::ops::Deref for Array<T> {
         match &self.block {
             // SAFETY: the block holds `len` initialised `T`s (written by `input` or `output`),
             // at an alignment that every element type divides.
-            Some(b) => unsafe { std::slice::from_raw_parts(b.ptr.as_ptr().cast::<T>(), self.len) },
+            Some(b) => unsafe { std::slice::from_raw_parts(b.ptr().cast::<T>(), self.len) },
             None => &[],
         }
     }
@@ -303,9 +310,7 @@ impl<T> std::ops::DerefMut for Array<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         match &mut self.block {
             // SAFETY: as `deref`; `&mut self` is unique.
-            Some(b) => unsafe {
-                std::slice::from_raw_parts_mut(b.ptr.as_ptr().cast::<T>(), self.len)
-            },
+            Some(b) => unsafe { std::slice::from_raw_parts_mut(b.ptr().cast::<T>(), self.len) },
             None => &mut [],
         }
     }
@@ -548,17 +553,15 @@ impl Arena {
     ) -> Option<Array<T>> {
         let bytes = n.checked_mul(std::mem::size_of::<T>())?;
         let taken = self.take(bytes, Want::Input(fill, n))?;
-        let (reused, fresh) = (taken.content, taken.fresh);
+        let (reused, touched) = (taken.content, taken.touched);
         let mut array = self.array(taken, n);
-        if fresh {
-            self.first_touch(pool, &mut array, align);
-        }
+        self.first_touch(pool, &mut array, align, touched);
         if reused.is_none() {
             let watch = self.0.borrow().guards
                 && array
                     .block
                     .as_ref()
-                    .is_some_and(|b| super::guard::may_watch(b.ptr.as_ptr(), b.layout.size()));
+                    .is_some_and(|b| super::guard::may_watch(b.ptr(), b.pages.bytes()));
             let written = write(pool, &mut array, align, period, value, !watch);
             let watched = watch && array.block.as_mut().is_some_and(Block::watch);
             let digest = match (watched, written) {
@@ -618,11 +621,9 @@ impl Arena {
         // values every element differs from, where it was taken over them; the output holds
         // nothing known until its check passes
         let over = taken.content.take().is_some();
-        let fresh = taken.fresh;
+        let touched = taken.touched;
         let mut array: Array<T> = self.array(taken, n);
-        if fresh {
-            self.first_touch(pool, &mut array, align);
-        }
+        self.first_touch(pool, &mut array, align, touched);
         if over {
             return Some(array);
         }
@@ -641,18 +642,21 @@ impl Arena {
         Some(array)
     }
 
-    /// Touches every page of a new block's `array` (one byte written in each 4 KiB), each
-    /// worker of `pool` the pages of its own chunk of `align` elements, as its values will be
-    /// written: the first touch that places each page, timed apart from the values
-    /// ([`Arena::touch_secs`]).
-    fn first_touch<T>(&self, pool: &Pool, array: &mut Array<T>, align: usize) {
+    /// Touches every page of `array` past its block's first `touched` bytes (one byte written in
+    /// each 4 KiB), each worker of `pool` the pages of its own chunk of `align` elements, as its
+    /// values will be written: the first touch that places each page, timed apart from the
+    /// values ([`Arena::touch_secs`]). Nothing where the array lies within what was touched.
+    fn first_touch<T>(&self, pool: &Pool, array: &mut Array<T>, align: usize, touched: usize) {
         const PAGE: usize = 4096;
         let size = std::mem::size_of::<T>();
+        if array.block.is_none() || array.len * size <= touched {
+            return;
+        }
         let base = SharedPtr(array.as_mut_ptr().cast::<u8>());
         let started = std::time::Instant::now();
         let ok = pool
             .chunks(array.len, align, |r| {
-                let (from, to) = (r.start * size, r.end * size);
+                let (from, to) = ((r.start * size).max(touched), r.end * size);
                 let mut at = from;
                 while at < to {
                     // SAFETY: `at` lies within this worker's chunk of the array's bytes, which
@@ -681,8 +685,11 @@ impl Arena {
     /// content comes with it); for an output over values ([`Want::Over`]), an idle block whose
     /// values it may be written over (their content comes with it, for the caller to know);
     /// else an idle one that fits (one holding nothing first, else the one unused longest),
-    /// else a new one, giving up idle blocks unused longest first where the arena would pass
-    /// its cap. Below [`FROM_BYTES`], a block of its own that no other case gets.
+    /// else an idle one grown to fit ([`Pages::grow`]; one holding nothing first, else the
+    /// largest: only the part past its old end is new memory), else a new one; giving up idle
+    /// blocks unused longest first where the arena would pass its cap. Blocks grow only on one
+    /// NUMA node, as they serve any case there. Below [`FROM_BYTES`], a block of its own that
+    /// no other case gets.
     fn take(&self, bytes: usize, want: Want) -> Option<Taken> {
         let mut s = self.0.borrow_mut();
         let one_node = s.one_node;
@@ -694,7 +701,7 @@ impl Arena {
             };
             s.written.new_bytes += bytes as u64;
             Some(Taken {
-                fresh: block.is_some(),
+                touched: 0,
                 block,
                 bytes,
                 content: None,
@@ -736,17 +743,48 @@ impl Arena {
                     } else {
                         None
                     },
-                    fresh: false,
+                    touched: idle.bytes,
                 }
             }
             None => {
                 let rounded = bytes.next_multiple_of(HUGE_PAGE);
-                // give up the idle blocks unused longest until the new one fits the cap
-                s.idle.sort_by_key(|i| std::cmp::Reverse(i.returned));
+                let grow = (one_node && GROWS)
+                    .then(|| {
+                        s.idle
+                            .iter()
+                            .enumerate()
+                            .max_by_key(|(_, i)| {
+                                (i.content.is_none(), i.bytes, Reverse(i.returned))
+                            })
+                            .map(|(at, _)| at)
+                    })
+                    .flatten();
+                // (a block grows where it can; where it could not, it is freed, as the cap might
+                // have wanted)
+                let grown = grow.map(|at| s.idle.swap_remove(at)).and_then(|mut idle| {
+                    let old = idle.bytes;
+                    idle.block
+                        .as_mut()
+                        .is_none_or(|b| b.grow(rounded))
+                        .then_some((idle, old))
+                });
+                // give up the idle blocks unused longest until the new (or grown) one fits the cap
+                s.idle.sort_by_key(|i| Reverse(i.returned));
                 while !s.idle.is_empty() && s.lent_bytes + held_idle(&s) + rounded > s.cap_bytes {
                     s.idle.pop();
                 }
-                new(&mut s, rounded)?
+                match grown {
+                    Some((idle, old)) => {
+                        s.written.new_bytes += (rounded - old) as u64;
+                        Taken {
+                            block: idle.block,
+                            bytes: rounded,
+                            content: None,
+                            touched: old,
+                        }
+                    }
+                    None => new(&mut s, rounded)?,
+                }
             }
         };
         s.lent_bytes += taken.bytes;
@@ -1062,7 +1100,8 @@ mod tests {
         }
     }
 
-    /// Past its cap the arena gives up idle blocks, unused longest first, before it allocates.
+    /// Past its cap the arena gives up idle blocks, unused longest first, before it allocates
+    /// or grows one.
     #[test]
     fn the_cap_gives_up_idle_blocks() {
         let pool = pool();
@@ -1072,9 +1111,16 @@ mod tests {
         drop(a);
         drop(b);
         assert_eq!(arena.held_bytes(), 16 << 20);
-        // a larger one: neither idle block fits, and the one unused longest goes to make room
+        // a larger one: neither idle block fits; on Linux the one unused longest grows, and the
+        // other is kept (20 MiB in all); elsewhere a new block is made and the one unused
+        // longest goes to make room
         let c = arena.output(&pool, (12 << 20) / 4, 16, 0.0f32).unwrap();
         assert_eq!(arena.held_bytes(), 20 << 20);
-        drop(c);
+        let new = if GROWS { 4 << 20 } else { 12 << 20 };
+        assert_eq!(arena.written().new_bytes, (16 << 20) + new);
+        // past the cap with both: the idle block goes
+        let d = arena.output(&pool, (14 << 20) / 4, 16, 0.0f32).unwrap();
+        assert_eq!(arena.held_bytes(), 26 << 20);
+        drop((c, d));
     }
 }

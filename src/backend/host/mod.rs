@@ -22,6 +22,7 @@ pub mod gemm_kernels;
 pub mod guard;
 pub mod latency;
 pub mod launch;
+pub mod pages;
 pub mod pool;
 pub mod stream;
 pub mod stream_case;
