@@ -748,25 +748,18 @@ impl Arena {
             }
             None => {
                 let rounded = bytes.next_multiple_of(HUGE_PAGE);
-                let grow = (one_node && GROWS)
-                    .then(|| {
-                        s.idle
-                            .iter()
-                            .enumerate()
-                            .max_by_key(|(_, i)| {
-                                (i.content.is_none(), i.bytes, Reverse(i.returned))
-                            })
-                            .map(|(at, _)| at)
-                    })
-                    .flatten();
-                // (a block grows where it can; where it could not, it is freed, as the cap might
-                // have wanted)
+                // (one holding nothing first, else the largest; where it could not grow, it is
+                // freed, as the cap might have wanted)
+                let grow = s
+                    .idle
+                    .iter()
+                    .enumerate()
+                    .filter(|_| one_node && GROWS)
+                    .max_by_key(|(_, i)| (i.content.is_none(), i.bytes, Reverse(i.returned)))
+                    .map(|(at, _)| at);
                 let grown = grow.map(|at| s.idle.swap_remove(at)).and_then(|mut idle| {
-                    let old = idle.bytes;
-                    idle.block
-                        .as_mut()
-                        .is_none_or(|b| b.grow(rounded))
-                        .then_some((idle, old))
+                    let grew = idle.block.as_mut().is_none_or(|b| b.grow(rounded));
+                    grew.then_some(idle)
                 });
                 // give up the idle blocks unused longest until the new (or grown) one fits the cap
                 s.idle.sort_by_key(|i| Reverse(i.returned));
@@ -774,13 +767,14 @@ impl Arena {
                     s.idle.pop();
                 }
                 match grown {
-                    Some((idle, old)) => {
-                        s.written.new_bytes += (rounded - old) as u64;
+                    // (its `bytes` still the old size, all of it touched before)
+                    Some(idle) => {
+                        s.written.new_bytes += (rounded - idle.bytes) as u64;
                         Taken {
                             block: idle.block,
                             bytes: rounded,
                             content: None,
-                            touched: old,
+                            touched: idle.bytes,
                         }
                     }
                     None => new(&mut s, rounded)?,

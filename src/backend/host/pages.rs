@@ -213,11 +213,13 @@ mod tests {
             assert!(!pages.grow(10 << 20));
             assert_eq!(pages.bytes(), 4 << 20);
         }
-        let mut small = Pages::new(100_000).unwrap();
-        assert!(
-            !small.grow(200 << 10),
-            "memory from the allocator does not grow"
-        );
-        assert_eq!(small.bytes(), 100_000);
+        for bytes in [100_000, 2 << 20] {
+            let mut small = Pages::new(bytes).unwrap();
+            assert!(
+                !small.grow(3 << 20),
+                "memory from the allocator does not grow"
+            );
+            assert_eq!(small.bytes(), bytes);
+        }
     }
 }
