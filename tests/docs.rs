@@ -399,7 +399,7 @@ fn every_relative_link_and_path_in_the_docs_resolves() {
 fn a_broken_link_or_a_missing_path_is_caught() {
     let page = top().join("docs/planted.md");
     let good = "# A page\n\n## Its `second` heading\n\n[readme](../README.md), \
-                [the measurements](measurements.md#the-run), [here](#its-second-heading), \
+                [the measurements](measurements.md#which-cases-run), [here](#its-second-heading), \
                 [web](https://example.com/x.md), ![plot](roofline-xeon-vm-2026-12-04.svg), \
                 `src/run/runner.rs`, `results/<stem>.csv`, `scripts/sim-cuda run --quick`\n\n\
                 ```sh\n[not a link](nowhere.md) `src/not/code.rs`\n```\n";

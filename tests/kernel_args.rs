@@ -1129,7 +1129,7 @@ fn a_default_run_on_a_gpu_fits_in_three_minutes_by_its_estimate() {
             );
         }
         if d.name == "NVIDIA H200" {
-            // docs/measurements.md ("The plan and its estimate") quotes this line of `run` for a
+            // docs/method.md ("The plan and its estimate") quotes this line of `run` for a
             // default H200 run
             let line = format!(
                 "plan: {} cases (the default suite), about {} by the device's rated speeds",
@@ -1137,8 +1137,8 @@ fn a_default_run_on_a_gpu_fits_in_three_minutes_by_its_estimate() {
                 human(secs)
             );
             assert!(
-                include_str!("../docs/measurements.md").contains(&line),
-                "docs/measurements.md should quote `{line}` for a default run on an H200"
+                include_str!("../docs/method.md").contains(&line),
+                "docs/method.md should quote `{line}` for a default run on an H200"
             );
         }
     }
