@@ -363,6 +363,36 @@ fn the_check_demands_the_exact_product() {
     pair[0] += 2.0 * weight(0, 1) as f64;
     pair[1] -= 2.0 * weight(0, 0) as f64;
     assert!(!verdict(Precision::F32, shape, &pair).valid);
+    // an integer no product of these inputs can be (past 16·K), named before any sum takes it
+    for huge in [16.0 * 40.0 + 1.0, 2f64.powi(62)] {
+        let mut far = good.clone();
+        far[10] = huge;
+        let v = verdict(Precision::F32, shape, &far);
+        assert!(
+            !v.valid
+                && v.detail
+                    .contains("1 of 81 elements of C are not the integers"),
+            "{huge}: {}",
+            v.detail
+        );
+    }
+    // an input that is none (past ±4: a kernel wrote over A or B) fails, whatever C holds
+    for (side, want) in [(0, "1 of 360 elements of A"), (1, "1 of 360 of B")] {
+        let v = check(
+            Precision::F32,
+            shape,
+            |i, k| match (side, i * 40 + k) {
+                (0, 7) => -5,
+                _ => a_value(shape, i, k),
+            },
+            |n, k| match (side, n * 40 + k) {
+                (1, 7) => 5,
+                _ => b_value(shape, n, k),
+            },
+            |i, j| good[(i * 9 + j) as usize],
+        );
+        assert!(!v.valid && v.detail.contains(want), "{}", v.detail);
+    }
 }
 
 /// Where the accumulation is not exact, a relative Frobenius error within the type's

@@ -46,8 +46,10 @@
 //! 2. Freivalds' test on both sides, in exact integer arithmetic: `C·r = A·(Bᵀ·r)` and
 //!    `sᵀ·C = (sᵀ·A)·Bᵀ` for pseudo-random non-zero integer vectors r and s. Any single wrong
 //!    element changes one entry of each side, so the whole of C is checked in O(MN + MK + NK)
-//!    operations, not O(MNK); a mismatch names its row and column, and the element there is
-//!    computed exactly for the message (is / should / diff).
+//!    operations, not O(MNK), reading C once, A twice and B once (64-bit sums: C's elements
+//!    are held to what the product can give and A's and B's to the inputs first); a mismatch
+//!    names its row and column, and the element there is computed exactly for the message
+//!    (is / should / diff).
 //!
 //! Where the accumulation could not be exact ([`exact_accumulation`] false: K ≥ 2^20, or an
 //! accumulator narrower than f32), the check is a relative Frobenius error against an f64
@@ -744,8 +746,8 @@ pub fn check(
     }
 }
 
-/// Input pairs [`check`] generates and multiplies for a product of `shape` in `precision`: the
-/// exact check's pass over C and its Freivalds passes (A and B twice each), or the sampled
+/// Input pairs [`check`] multiplies for a product of `shape` in `precision`: the exact check's
+/// pass over C and its Freivalds passes (A twice; B once, two products per element), or the sampled
 /// check's dot products (every element of up to [`SAMPLED_LINES`] rows and columns).
 pub fn check_terms(precision: Precision, shape: Shape) -> u64 {
     let Shape { m, n, k } = shape;
@@ -775,35 +777,89 @@ fn show(v: f64) -> String {
     }
 }
 
+/// How many of `x`'s elements are no input: past ±[`MAX_INPUT`].
+fn past_inputs(x: i64) -> u64 {
+    u64::from(x.unsigned_abs() > MAX_INPUT as u64)
+}
+
 /// `Σ_row weights[row] · x(row, ·)`, the K sums of `rows` rows weighted: each thread a band of
-/// rows into its own K partial sums, every row's elements read in order.
+/// rows into its own K partial sums, every row's elements read in order. With how many of the
+/// elements read are no input ([`past_inputs`]).
 fn weighted_rows(
     rows: u64,
     k: u64,
-    weights: &[i128],
+    weights: &[i64],
     x: &(impl Fn(u64, u64) -> i64 + Sync),
-) -> Vec<i128> {
+) -> (Vec<i64>, u64) {
     let bands = crate::cases::host_cores().min(rows as usize).max(1);
     let band = rows.div_ceil(bands as u64);
     let partial = crate::cases::par_map_heavy(bands, |p| {
-        let mut sums = vec![0i128; k as usize];
+        let (mut sums, mut past) = (vec![0i64; k as usize], 0u64);
         for row in p as u64 * band..((p as u64 + 1) * band).min(rows) {
             let w = weights[row as usize];
             for (kk, sum) in sums.iter_mut().enumerate() {
-                *sum += w * x(row, kk as u64) as i128;
+                let v = x(row, kk as u64);
+                past += past_inputs(v);
+                *sum += w * v;
             }
         }
-        sums
+        (sums, past)
     });
-    let mut sums = vec![0i128; k as usize];
-    for part in partial {
+    let (mut sums, mut past) = (vec![0i64; k as usize], 0u64);
+    for (part, p) in partial {
+        past += p;
         for (total, p) in sums.iter_mut().zip(part) {
             *total += p;
         }
     }
-    sums
+    (sums, past)
 }
 
+/// One pass over B's `n` rows of K: each row's dot product with `u` (K sums), and the K sums
+/// `t = Σ_j r_j · B[j]`; with how many of B's elements are no input ([`past_inputs`]). Each
+/// thread takes a band of rows and keeps its own partial `t`.
+fn b_pass(
+    n: u64,
+    k: u64,
+    r: &[i64],
+    u: &[i64],
+    b: &(impl Fn(u64, u64) -> i64 + Sync),
+) -> (Vec<i64>, Vec<i64>, u64) {
+    let bands = crate::cases::host_cores().min(n as usize).max(1);
+    let band = n.div_ceil(bands as u64);
+    let partial = crate::cases::par_map_heavy(bands, |p| {
+        let (mut dots, mut t, mut past) = (Vec::new(), vec![0i64; k as usize], 0u64);
+        for j in p as u64 * band..((p as u64 + 1) * band).min(n) {
+            let (rj, mut dot) = (r[j as usize], 0i64);
+            for (kk, (tk, &uk)) in t.iter_mut().zip(u).enumerate() {
+                let v = b(j, kk as u64);
+                past += past_inputs(v);
+                dot += uk * v;
+                *tk += rj * v;
+            }
+            dots.push(dot);
+        }
+        (dots, t, past)
+    });
+    let (mut dots, mut t, mut past) = (Vec::with_capacity(n as usize), vec![0i64; k as usize], 0);
+    for (d, part, p) in partial {
+        dots.extend(d);
+        past += p;
+        for (total, p) in t.iter_mut().zip(part) {
+            *total += p;
+        }
+    }
+    (dots, t, past)
+}
+
+/// Freivalds' test on both sides in exact integer arithmetic: C·r against A·(Bᵀ·r), and sᵀ·C
+/// against (sᵀ·A)·Bᵀ, with fixed weights r, s of ±1 … ±3. One wrong element of C changes both
+/// (its weights are not 0); errors that cancel in one side's sum must also cancel in the
+/// other's. Reads C once, A twice and B once.
+///
+/// The sums are `i64`: C's elements are first held to the integers the product can give (at
+/// most `MAX_INPUT² · K` in size) and A's and B's to the inputs (at most `MAX_INPUT`), so no sum
+/// passes `3 · MAX_INPUT² · K · max(M, N)`, which fits for any shape under 2^57 elements.
 fn check_exact(
     shape: Shape,
     a: impl Fn(u64, u64) -> i64 + Sync,
@@ -811,31 +867,38 @@ fn check_exact(
     c: impl Fn(u64, u64) -> f64 + Sync,
 ) -> Verdict {
     let Shape { m, n, k } = shape;
+    let largest = (MAX_INPUT * MAX_INPUT) as u128 * 3 * m.max(n) as u128 * k as u128;
+    if largest > i64::MAX as u128 {
+        return Verdict::invalid(format!(
+            "{shape}: too large for the exact check's 64-bit sums"
+        ));
+    }
+    let most = (MAX_INPUT * MAX_INPUT) as f64 * k as f64;
     // Every loop below runs on all host cores (`par_map_heavy`): at 8192³ each is tens of
     // millions of generated inputs, seconds on one core, and a device check's GEMM step has a
     // minute.
-    // 1. Every element a finite integer; C as integers, in blocks of rows, with both Freivalds
-    // sums (C·r per row; sᵀ·C per column, summed over the blocks).
+    // 1. Every element an integer the product can give; C as integers, in blocks of rows, with
+    // both Freivalds sums (C·r per row; sᵀ·C per column, summed over the blocks).
     const ROWS: u64 = 64;
-    let r: Vec<i128> = (0..n).map(|j| weight(0, j) as i128).collect();
+    let r: Vec<i64> = (0..n).map(|j| weight(0, j)).collect();
     let blocks = crate::cases::par_map_heavy(m.div_ceil(ROWS) as usize, |blk| {
         let mut not_integers = 0u64;
         let mut first = Vec::new();
         let mut c_r = Vec::new();
-        let mut s_c = vec![0i128; n as usize];
+        let mut s_c = vec![0i64; n as usize];
         for i in blk as u64 * ROWS..((blk as u64 + 1) * ROWS).min(m) {
-            let s = weight(1, i) as i128;
-            let mut row = 0i128;
+            let s = weight(1, i);
+            let mut row = 0i64;
             for (j, &r) in (0..n).zip(&r) {
                 let v = c(i, j);
-                if !(v.is_finite() && v == v.trunc() && v.abs() < 1e18) {
+                if !(v == v.trunc() && v.abs() <= most) {
                     not_integers += 1;
                     if first.len() < 3 {
                         first.push((i, j, v));
                     }
                     continue;
                 }
-                let v = v as i128;
+                let v = v as i64;
                 row += v * r;
                 s_c[j as usize] += s * v;
             }
@@ -846,7 +909,7 @@ fn check_exact(
     let mut not_integers = 0u64;
     let mut first = Vec::new();
     let mut c_r = Vec::with_capacity(m as usize); // C·r
-    let mut s_c = vec![0i128; n as usize]; // sᵀ·C
+    let mut s_c = vec![0i64; n as usize]; // sᵀ·C
     for (count, firsts, rows, cols) in blocks {
         not_integers += count;
         first.extend(firsts);
@@ -872,24 +935,23 @@ fn check_exact(
             first.join("; ")
         ));
     }
-    // 2. Freivalds: t = Bᵀ·r (K), then A·t against C·r; u = sᵀ·A (K), then u·Bᵀ against sᵀ·C.
-    let s: Vec<i128> = (0..m).map(|i| weight(1, i) as i128).collect();
-    // t = Bᵀ·r and u = sᵀ·A, row by row of B and of A (each row's K elements in order, as they
-    // lie): column by column, each load lay K elements past the last.
-    let t = weighted_rows(n, k, &r, &b);
-    let u = weighted_rows(m, k, &s, &a);
+    // 2. Freivalds: u = sᵀ·A (K); then, in one pass over B, each row's u·B[j] against
+    // (sᵀ·C)[j] and t = Bᵀ·r (K); then A·t against C·r. Rows are read in order, as they lie.
+    let s: Vec<i64> = (0..m).map(|i| weight(1, i)).collect();
+    let (u, past_a) = weighted_rows(m, k, &s, &a);
+    let (u_b, t, past_b) = b_pass(n, k, &r, &u, &b);
+    if past_a + past_b > 0 {
+        return Verdict::invalid(format!(
+            "{past_a} of {} elements of A and {past_b} of {} of B are no inputs (past ±{MAX_INPUT})",
+            m * k,
+            n * k
+        ));
+    }
     let row_ok = crate::cases::par_map_heavy(m as usize, |i| {
-        let want: i128 = (0..k)
-            .map(|kk| a(i as u64, kk) as i128 * t[kk as usize])
-            .sum();
+        let want: i64 = (0..k).map(|kk| a(i as u64, kk) * t[kk as usize]).sum();
         want == c_r[i]
     });
-    let col_ok = crate::cases::par_map_heavy(n as usize, |j| {
-        let want: i128 = (0..k)
-            .map(|kk| u[kk as usize] * b(j as u64, kk) as i128)
-            .sum();
-        want == s_c[j]
-    });
+    let col_ok: Vec<bool> = u_b.iter().zip(&s_c).map(|(w, s)| w == s).collect();
     let bad = |ok: Vec<bool>| -> Vec<u64> {
         ok.iter()
             .enumerate()
