@@ -70,6 +70,29 @@ fn shown(path: &Path) -> String {
         .to_string()
 }
 
+/// The README a newcomer reads in five minutes (at most 250 lines) and docs/ one page per topic
+/// of about 400 lines (at most 420), so that neither grows back into a manual unnoticed.
+#[test]
+fn the_readme_and_every_docs_page_stay_short() {
+    let mut long = Vec::new();
+    for page in pages() {
+        let most = match shown(&page).as_str() {
+            "README.md" => 250,
+            "results/README.md" => continue, // the runs' record, not reading for a newcomer
+            _ => 420,
+        };
+        let lines = read(&page).lines().count();
+        if lines > most {
+            long.push(format!("{}: {lines} lines, at most {most}", shown(&page)));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "pages too long (split the topic, or move run commentary to results/README.md):\n  {}",
+        long.join("\n  ")
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // docs/cli.md: clap's help text
 
