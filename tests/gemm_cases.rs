@@ -377,16 +377,21 @@ fn the_check_demands_the_exact_product() {
         );
     }
     // an input that is none (past ±4: a kernel wrote over A or B) fails, whatever C holds
-    for (side, want) in [(0, "1 of 360 elements of A"), (1, "1 of 360 of B")] {
+    // (one far past them too: its products overflow 64 bits and wrap, without a panic)
+    for (side, value, want) in [
+        (0, -5, "1 of 360 elements of A"),
+        (1, 5, "1 of 360 of B"),
+        (1, i64::MAX, "1 of 360 of B"),
+    ] {
         let v = check(
             Precision::F32,
             shape,
             |i, k| match (side, i * 40 + k) {
-                (0, 7) => -5,
+                (0, 7) => value,
                 _ => a_value(shape, i, k),
             },
             |n, k| match (side, n * 40 + k) {
-                (1, 7) => 5,
+                (1, 7) => value,
                 _ => b_value(shape, n, k),
             },
             |i, j| good[(i * 9 + j) as usize],

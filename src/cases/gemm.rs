@@ -800,7 +800,8 @@ fn weighted_rows(
             for (kk, sum) in sums.iter_mut().enumerate() {
                 let v = x(row, kk as u64);
                 past += past_inputs(v);
-                *sum += w * v;
+                // wrapping: an element past the inputs may overflow, and fails the check anyway
+                *sum = sum.wrapping_add(w.wrapping_mul(v));
             }
         }
         (sums, past)
@@ -809,7 +810,7 @@ fn weighted_rows(
     for (part, p) in partial {
         past += p;
         for (total, p) in sums.iter_mut().zip(part) {
-            *total += p;
+            *total = total.wrapping_add(p);
         }
     }
     (sums, past)
@@ -834,8 +835,9 @@ fn b_pass(
             for (kk, (tk, &uk)) in t.iter_mut().zip(u).enumerate() {
                 let v = b(j, kk as u64);
                 past += past_inputs(v);
-                dot += uk * v;
-                *tk += rj * v;
+                // wrapping, as in `weighted_rows`
+                dot = dot.wrapping_add(uk.wrapping_mul(v));
+                *tk = tk.wrapping_add(rj.wrapping_mul(v));
             }
             dots.push(dot);
         }
@@ -846,7 +848,7 @@ fn b_pass(
         dots.extend(d);
         past += p;
         for (total, p) in t.iter_mut().zip(part) {
-            *total += p;
+            *total = total.wrapping_add(p);
         }
     }
     (dots, t, past)
