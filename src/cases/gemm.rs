@@ -777,7 +777,7 @@ fn show(v: f64) -> String {
     }
 }
 
-/// How many of `x`'s elements are no input: past ±[`MAX_INPUT`].
+/// 1 where `x` is no input (past ±[`MAX_INPUT`]), else 0: a count's term.
 fn past_inputs(x: i64) -> u64 {
     u64::from(x.unsigned_abs() > MAX_INPUT as u64)
 }
@@ -861,7 +861,8 @@ fn b_pass(
 ///
 /// The sums are `i64`: C's elements are first held to the integers the product can give (at
 /// most `MAX_INPUT² · K` in size) and A's and B's to the inputs (at most `MAX_INPUT`), so no sum
-/// passes `3 · MAX_INPUT² · K · max(M, N)`, which fits for any shape under 2^57 elements.
+/// passes `3 · MAX_INPUT² · K · max(M, N)`: 64 bits hold it while `K · max(M, N)` is under 2^57,
+/// and past that the verdict says so rather than overflow.
 fn check_exact(
     shape: Shape,
     a: impl Fn(u64, u64) -> i64 + Sync,
