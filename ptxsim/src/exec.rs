@@ -2475,10 +2475,18 @@ impl Block<'_, '_> {
                 self.require_full_warp(w, pc, exec, "mma.sync")?;
                 let layout = mma::Layout::new(m.shape, m.atype, m.btype, m.ctype, m.dtype)
                     .expect("decode accepted only supported layouts");
-                let gather = |ops: &[Src]| -> Vec<Vec<u64>> {
-                    (0..32)
-                        .map(|l| ops.iter().map(|s| Self::get(w, *s, l)).collect())
-                        .collect()
+                let gather = |ops: &[Src]| -> mma::Fragment {
+                    assert!(
+                        ops.len() <= mma::MAX_FRAGMENT_REGISTERS,
+                        "decode's layouts fit"
+                    );
+                    let mut fragment = [[0u64; mma::MAX_FRAGMENT_REGISTERS]; 32];
+                    for (l, regs) in fragment.iter_mut().enumerate() {
+                        for (r, s) in regs.iter_mut().zip(ops) {
+                            *r = Self::get(w, *s, l);
+                        }
+                    }
+                    fragment
                 };
                 let (a, b, c) = (gather(&m.a), gather(&m.b), gather(&m.c));
                 let out = mma::execute(&layout, m.satfinite, &a, &b, &c);

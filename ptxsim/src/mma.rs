@@ -200,8 +200,15 @@ pub fn set_element_bits(regs: &mut [u64], ty: Ty, i: usize, value: u64) {
 /// The exact value of an input element.
 pub fn decode_float(ty: Ty, bits: u64) -> f64 {
     match ty {
-        Ty::F16 => numeric::F16.to_f64(bits),
-        Ty::Bf16 => numeric::BF16.to_f64(bits),
+        // (the fast exact conversions; a NaN as `Format::to_f64` gives it)
+        Ty::F16 | Ty::Bf16 => {
+            let v = numeric::half_to_f64(bits as u16, ty == Ty::Bf16);
+            if v.is_nan() {
+                f64::NAN
+            } else {
+                v
+            }
+        }
         // Tensor cores read only the top 19 bits of a tf32 operand.
         Ty::Tf32 => f32::from_bits(bits as u32 & !0x1fff) as f64,
         Ty::F32 => f32::from_bits(bits as u32) as f64,
@@ -221,24 +228,39 @@ fn decode_int(ty: Ty, bits: u64) -> i64 {
     }
 }
 
+/// The most registers a lane holds of one fragment (A of `.m16n8k16.f64`: 8).
+pub const MAX_FRAGMENT_REGISTERS: usize = 8;
+
+/// One fragment of a warp: each lane's registers, the first `register_counts()` of them used.
+pub type Fragment = [[u64; MAX_FRAGMENT_REGISTERS]; 32];
+
+/// The most elements of A (M × K), B (K × N) and C (M × N) of any shape: m16n8k32's.
+const MAX_A: usize = 16 * 32;
+const MAX_B: usize = 32 * 8;
+const MAX_C: usize = 16 * 8;
+
 /// Computes D for the whole warp. `a`, `b`, `c` hold each lane's registers (lane-major);
-/// returns each lane's D registers.
+/// returns each lane's D registers. On the stack, not the heap: an interpreted `mma` kernel
+/// spent a sixth of its time allocating the fragments and matrices.
 pub fn execute(
     layout: &Layout,
     satfinite: bool,
-    a: &[Vec<u64>],
-    b: &[Vec<u64>],
-    c: &[Vec<u64>],
-) -> Vec<Vec<u64>> {
+    a: &Fragment,
+    b: &Fragment,
+    c: &Fragment,
+) -> Fragment {
     let (m, n, k) = layout.shape.mnk();
     let (na, nb, nc) = layout.elements();
-    let (_, _, _, nd_regs) = layout.register_counts();
-    let mut out = vec![vec![0u64; nd_regs]; 32];
+    assert!(
+        m * k <= MAX_A && k * n <= MAX_B && m * n <= MAX_C,
+        "an mma shape larger than m16n8k32"
+    );
+    let mut out = [[0u64; MAX_FRAGMENT_REGISTERS]; 32];
     let integer = layout.dtype == Ty::S32;
     if integer {
-        let mut am = vec![0i64; m * k];
-        let mut bm = vec![0i64; k * n];
-        let mut cm = vec![0i64; m * n];
+        let mut am = [0i64; MAX_A];
+        let mut bm = [0i64; MAX_B];
+        let mut cm = [0i64; MAX_C];
         for lane in 0..32 {
             for i in 0..na {
                 let (r, col) = layout.a_coord(lane, i);
@@ -270,9 +292,9 @@ pub fn execute(
         }
         return out;
     }
-    let mut am = vec![0f64; m * k];
-    let mut bm = vec![0f64; k * n];
-    let mut cm = vec![0f64; m * n];
+    let mut am = [0f64; MAX_A];
+    let mut bm = [0f64; MAX_B];
+    let mut cm = [0f64; MAX_C];
     for lane in 0..32 {
         for i in 0..na {
             let (r, col) = layout.a_coord(lane, i);
@@ -307,9 +329,8 @@ pub fn execute(
                         (acc as f32).to_bits() as u64
                     }
                 }
-                Ty::F16 => {
-                    numeric::round_f64(acc, numeric::F16, numeric::Rounding::NearestEven, false)
-                }
+                // the same bits as `round_f64(acc, F16, NearestEven, false)`, NaN included
+                Ty::F16 => numeric::round_odd_to_half(acc, false) as u64,
                 _ => unreachable!("float mma D type"),
             };
             set_element_bits(dl, layout.dtype, i, bits);

@@ -143,12 +143,16 @@ impl Format {
     }
 }
 
+/// 2^e, exactly: built from its bits where f64 holds it (a normal or a subnormal power), else
+/// 0 below and infinity above, as the product of two exact powers would round. Every format here
+/// asks only for exponents within f64's. (`powi`, which it replaces, was a third of the
+/// interpreter's time in `mma` kernels, whose operands it decodes.)
 fn pow2(e: i32) -> f64 {
-    // Exact for the exponents used here (well inside f64's range once split in two steps).
-    if e < -1000 {
-        2f64.powi(e + 1000) * 2f64.powi(-1000)
-    } else {
-        2f64.powi(e)
+    match e {
+        -1022..=1023 => f64::from_bits(((e + 1023) as u64) << 52),
+        -1074..=-1023 => f64::from_bits(1u64 << (e + 1074)),
+        ..=-1075 => 0.0,
+        _ => f64::INFINITY,
     }
 }
 
@@ -342,8 +346,54 @@ pub fn half_to_f64(bits: u16, bf16: bool) -> f64 {
     if bf16 {
         f32::from_bits(u32::from(bits) << 16) as f64
     } else {
-        half::f16::from_bits(bits).to_f64()
+        f16_to_f32(bits) as f64
     }
+}
+
+/// f16 bits to f32, exactly, from the bits (a NaN stays a NaN, quiet, its payload kept): what
+/// `half::f16::to_f32` gives, inlined where the interpreter's f16 arithmetic runs (`half`'s own
+/// call, behind a CPU-feature check, was a fifth of an `fma.rn.f16x2` kernel's time).
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h & 0x8000) << 16;
+    let exp = u32::from(h >> 10) & 0x1f;
+    let man = u32::from(h & 0x3ff);
+    let magnitude = match exp {
+        // a subnormal (or zero): man · 2^-24, exact in f32
+        0 => (man as f32 * f32::from_bits(0x3380_0000)).to_bits(),
+        0x1f if man != 0 => 0x7fc0_0000 | man << 13,
+        0x1f => 0x7f80_0000,
+        _ => (exp + 112) << 23 | man << 13,
+    };
+    f32::from_bits(sign | magnitude)
+}
+
+/// f32 to f16 bits, rounded to nearest even (overflow to infinity; a NaN to a quiet NaN, its
+/// payload kept as far as f16 holds it): what `half::f16::from_f32` gives, from the bits.
+fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let abs = bits & 0x7fff_ffff;
+    if abs > 0x7f80_0000 {
+        return sign | 0x7e00 | ((abs >> 13) & 0x3ff) as u16;
+    }
+    let exp = (abs >> 23) as i32 - 127 + 15;
+    if exp >= 31 {
+        return sign | 0x7c00;
+    }
+    if exp <= 0 {
+        // f16's subnormals (and zero): the integer nearest |x| · 2^24, exact to scale, rounded
+        // to even; 1024 is the smallest normal's bits
+        let scaled = f32::from_bits(abs) * f32::from_bits(0x4b80_0000);
+        return sign | scaled.round_ties_even() as u16;
+    }
+    let man = abs & 0x7f_ffff;
+    let mut h = (exp as u32) << 10 | man >> 13;
+    let rest = man & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
+        // a carry out of the mantissa steps the exponent, up to infinity: still the right bits
+        h += 1;
+    }
+    sign | h as u16
 }
 
 /// Rounds `x`, a round-to-odd f64 result (as from [`fma_odd`]), to f16 (or bf16) bits, to
@@ -368,7 +418,7 @@ pub fn round_odd_to_half(x: f64, bf16: bool) -> u16 {
         let bits = s.to_bits();
         ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16
     } else {
-        half::f16::from_f32(s).to_bits()
+        f32_to_f16(s)
     }
 }
 
@@ -541,6 +591,23 @@ mod tests {
         assert_eq!(exact, bf16::from_f64(1.0 + 2f64.powi(-7)).to_bits() as u64);
         assert_eq!(naive, bf16::from_f64(1.0).to_bits() as u64);
     }
+
+    /// `pow2` gives the bits of the exact power of two wherever f64 holds one (the product of
+    /// two `powi` halves, each exact, as it was computed before), 0 below, infinity above.
+    #[test]
+    fn pow2_is_the_exact_power_of_two() {
+        for e in -1200..=1200 {
+            let (lo, hi) = (e / 2, e - e / 2);
+            let reference = 2f64.powi(lo) * 2f64.powi(hi);
+            assert_eq!(pow2(e).to_bits(), reference.to_bits(), "2^{e}");
+        }
+        assert_eq!(pow2(-1074), f64::from_bits(1));
+        assert_eq!(pow2(-1022), f64::MIN_POSITIVE);
+        assert_eq!(pow2(0), 1.0);
+        assert_eq!(pow2(1023), 2f64.powi(1023));
+        assert_eq!(pow2(i32::MIN), 0.0);
+        assert_eq!(pow2(i32::MAX), f64::INFINITY);
+    }
 }
 
 #[cfg(test)]
@@ -567,6 +634,67 @@ mod half_fast_path {
             SPECIAL[(r >> 8) as usize % SPECIAL.len()]
         } else {
             (r >> 16) as u16
+        }
+    }
+
+    /// The bit conversions between f16 and f32 give `half`'s bits: from every f16, and to f16
+    /// from every f32 whose upper 20 bits (sign, exponent, the mantissa's top 11) take any
+    /// value and whose lower 12 are each of a set that holds every rounding case (exact, just
+    /// below, at and above a tie, and the sticky bit alone), in the normal and subnormal ranges.
+    #[test]
+    fn f16_bit_conversions_match_half() {
+        for h in 0..=u16::MAX {
+            let (ours, theirs) = (f16_to_f32(h), half::f16::from_bits(h).to_f32());
+            assert_eq!(ours.is_nan(), theirs.is_nan(), "{h:#06x}");
+            if !ours.is_nan() {
+                assert_eq!(ours.to_bits(), theirs.to_bits(), "{h:#06x}");
+            }
+        }
+        let lows = [0u32, 1, 0x7ff, 0x800, 0x801, 0xfff, 0x5a5];
+        for high in 0..1u32 << 20 {
+            for low in lows {
+                let x = f32::from_bits(high << 12 | low);
+                let (ours, theirs) = (f32_to_f16(x), half::f16::from_f32(x).to_bits());
+                if x.is_nan() {
+                    assert!(ours & 0x7c00 == 0x7c00 && ours & 0x3ff != 0, "{x:e}");
+                } else {
+                    assert_eq!(ours, theirs, "{:#010x}", x.to_bits());
+                }
+            }
+        }
+    }
+
+    /// `round_odd_to_half` rounds any f64, not only an operation's round-to-odd result, as
+    /// `round_f64` does (the `mma` kernels' f16 D is an f64 sum): random bit patterns, and
+    /// values a few f64 ulps either side of each format's ties, in both formats.
+    #[test]
+    fn any_f64_rounds_to_half_as_round_f64_does() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for bf16 in [false, true] {
+            let fmt = if bf16 { BF16 } else { F16 };
+            for _ in 0..200_000 {
+                let r = next();
+                // a random f64 near the formats' range, and one beside a tie
+                let x = f64::from_bits(r & 0x80ff_ffff_ffff_ffff | 0x3e00_0000_0000_0000);
+                let h = (r >> 3) as u16 & 0x7bff;
+                let (lo, hi) = (fmt.to_f64(h as u64), fmt.to_f64(h as u64 + 1));
+                let tie = (lo + hi) / 2.0;
+                let step = (r >> 40) as i64 % 5 - 2;
+                let near = f64::from_bits((tie.to_bits() as i64 + step) as u64);
+                for v in [x, -x, near, -near] {
+                    assert_eq!(
+                        round_odd_to_half(v, bf16) as u64,
+                        round_f64(v, fmt, Rounding::NearestEven, false),
+                        "bf16={bf16} {v:e}"
+                    );
+                }
+            }
         }
     }
 
