@@ -145,7 +145,7 @@ impl Format {
 
 /// 2^e, exactly: built from its bits where f64 holds it (a normal or a subnormal power), else
 /// 0 below and infinity above, as the product of two exact powers would round. Every format here
-/// asks only for exponents within f64's. (`powi`, which it replaces, was a third of the
+/// asks only for exponents within f64's. (`powi`, which it replaces, was over a quarter of the
 /// interpreter's time in `mma` kernels, whose operands it decodes.)
 fn pow2(e: i32) -> f64 {
     match e {
@@ -351,8 +351,8 @@ pub fn half_to_f64(bits: u16, bf16: bool) -> f64 {
 }
 
 /// f16 bits to f32, exactly, from the bits (a NaN stays a NaN, quiet, its payload kept): what
-/// `half::f16::to_f32` gives, inlined where the interpreter's f16 arithmetic runs (`half`'s own
-/// call, behind a CPU-feature check, was a fifth of an `fma.rn.f16x2` kernel's time).
+/// `half::f16::to_f32` gives, without `half`'s call behind a CPU-feature check, which was a fifth
+/// of an interpreted `fma.rn.f16x2` kernel's time.
 fn f16_to_f32(h: u16) -> f32 {
     let sign = u32::from(h & 0x8000) << 16;
     let exp = u32::from(h >> 10) & 0x1f;
